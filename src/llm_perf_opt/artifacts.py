@@ -1,0 +1,131 @@
+"""Schema-versioned JSON artifacts: every stage output is `{schema, schema_version, producer, data}`.
+
+Writes are atomic (temporary file in the same directory + `os.replace`) so an interrupted run never
+leaves half a file; loaders reject unknown schema versions and missing fields by name.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import tempfile
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from llm_perf_opt.errors import ArtifactError
+
+
+def _library_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("llm-perf-opt", "torch", "transformers", "torchlens", "hydra-core"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    out["python"] = platform.python_version()
+    return out
+
+
+def config_hash(config: Any) -> str:
+    """Short stable hash of a (JSON-able) config, to tell which run produced a file."""
+    blob = json.dumps(to_jsonable(config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def producer(config: Any = None) -> dict[str, Any]:
+    info: dict[str, Any] = {"versions": _library_versions()}
+    if config is not None:
+        info["config_hash"] = config_hash(config)
+    return info
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, mappings, tuples, paths and torch dtypes/sizes to plain JSON values."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(asdict(obj))
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:
+        return obj.item()
+    try:  # OmegaConf containers
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(obj, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(obj, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    return str(obj)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_artifact(path: str | os.PathLike, schema: str, version: int, data: Any, config: Any = None) -> Path:
+    doc = {"schema": schema, "schema_version": version, "producer": producer(config), "data": to_jsonable(data)}
+    return atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+
+
+def read_artifact(
+    path: str | os.PathLike,
+    schema: str,
+    versions: Iterable[int],
+    required: Iterable[str] = (),
+) -> tuple[int, dict[str, Any]]:
+    """Load an artifact; return (schema_version, data). `versions` are the versions this reader knows."""
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{path}: expected a JSON object at top level, found {type(doc).__name__}")
+    for key in ("schema", "schema_version", "data"):
+        if key not in doc:
+            raise ArtifactError(f"{path}: missing field '{key}'")
+    if doc["schema"] != schema:
+        raise ArtifactError(f"{path}: schema is '{doc['schema']}', expected '{schema}'")
+    known = sorted(set(versions))
+    if doc["schema_version"] not in known:
+        raise ArtifactError(
+            f"{path}: {schema} schema_version {doc['schema_version']!r} is unknown (this reader knows {known})"
+        )
+    data = doc["data"]
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{path}: field 'data' must be an object")
+    for key in required:
+        if key not in data:
+            raise ArtifactError(f"{path}: {schema} data lacks required field '{key}'")
+    return doc["schema_version"], data

@@ -1,0 +1,1 @@
+"""Everything specific to DeepSeek-OCR: spec, view layout, inputs, the architecture twin, session, patches."""

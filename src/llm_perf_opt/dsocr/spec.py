@@ -1,0 +1,286 @@
+"""`ModelSpec`: every dimension of DeepSeek-OCR the pipeline needs, in one frozen dataclass.
+
+Built from a vendor `config.json` (`ModelSpec.from_config_json`) or from the built-in values measured
+on the vendor code (`ModelSpec.deepseek_ocr()`, see shared/facts/deepseek_ocr.md). The vendor's
+`config.json` holds the decoder and projector; SAM and CLIP dimensions are hard-coded in the vendor's
+`deepencoder.py`, so they come from the built-in values unless the JSON's `vision_config` names them.
+`ModelSpec.tiny()` is the narrow, few-layer copy with the same structure, used by `twin_tiny` and tests.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from llm_perf_opt.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SamSpec:
+    """SAM ViT-B image encoder (`ImageEncoderViT`)."""
+
+    img_size: int = 1024  # pretraining size: the absolute position table is (img_size/patch)²
+    patch_size: int = 16
+    width: int = 768
+    depth: int = 12
+    heads: int = 12
+    mlp_ratio: float = 4.0
+    window_size: int = 14
+    global_attn_indexes: tuple[int, ...] = (2, 5, 8, 11)
+    out_chans: int = 256  # neck width
+    downsample_channels: tuple[int, ...] = (512, 1024)  # net_2, net_3 (each a 3x3 stride-2 conv)
+    layer_norm_eps: float = 1e-6
+
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
+
+    @property
+    def mlp_dim(self) -> int:
+        return int(self.width * self.mlp_ratio)
+
+    @property
+    def pos_grid(self) -> int:
+        return self.img_size // self.patch_size
+
+    @property
+    def out_dim(self) -> int:
+        return self.downsample_channels[-1]
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """CLIP-L/14 (`VitModel`), fed with SAM features as its patch embeddings."""
+
+    width: int = 1024
+    layers: int = 24
+    heads: int = 16
+    ffn_dim: int = 4096
+    image_size: int = 224  # pretraining size: 1 + (224/14)² = 257 positions
+    patch_size: int = 14
+    layer_norm_eps: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
+
+    @property
+    def num_positions(self) -> int:
+        return (self.image_size // self.patch_size) ** 2 + 1
+
+
+@dataclass(frozen=True)
+class ProjectorSpec:
+    """`MlpProjector` of type linear: concat(CLIP without class token, SAM) -> decoder width."""
+
+    input_dim: int = 2048
+    n_embed: int = 1280
+    projector_type: str = "linear"
+
+
+@dataclass(frozen=True)
+class DecoderSpec:
+    """DeepSeek-V2-style decoder with `use_mla: false` (plain multi-head attention, `LlamaAttention`)."""
+
+    hidden_size: int = 1280
+    num_layers: int = 12
+    num_heads: int = 10
+    num_kv_heads: int = 10
+    intermediate_size: int = 6848  # dense MLP (layers < first_k_dense_replace)
+    moe_intermediate_size: int = 896
+    n_routed_experts: int = 64
+    n_shared_experts: int = 2
+    num_experts_per_tok: int = 6
+    first_k_dense_replace: int = 1
+    moe_layer_freq: int = 1
+    topk_method: str = "greedy"
+    norm_topk_prob: bool = False
+    routed_scaling_factor: float = 1.0
+    vocab_size: int = 129280
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-6
+    max_position_embeddings: int = 8192
+    tie_word_embeddings: bool = False
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @property
+    def shared_intermediate_size(self) -> int:
+        return self.moe_intermediate_size * self.n_shared_experts
+
+    def is_moe_layer(self, index: int) -> bool:
+        return (
+            self.n_routed_experts > 0
+            and index >= self.first_k_dense_replace
+            and index % self.moe_layer_freq == 0
+        )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str = "deepseek-ocr"
+    sam: SamSpec = field(default_factory=SamSpec)
+    clip: ClipSpec = field(default_factory=ClipSpec)
+    projector: ProjectorSpec = field(default_factory=ProjectorSpec)
+    decoder: DecoderSpec = field(default_factory=DecoderSpec)
+    image_token_id: int = 128815
+    bos_token_id: int = 0
+    eos_token_id: int = 1
+
+    def __post_init__(self) -> None:
+        s, c, p, d = self.sam, self.clip, self.projector, self.decoder
+        checks = [
+            (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
+            (c.width % c.heads == 0, "clip.width", c.width, f"a multiple of clip.heads={c.heads}"),
+            (d.hidden_size % d.num_heads == 0, "decoder.hidden_size", d.hidden_size,
+             f"a multiple of decoder.num_heads={d.num_heads}"),
+            (s.out_dim == c.width, "sam.downsample_channels", s.downsample_channels,
+             f"last entry equal to clip.width={c.width} (SAM features are CLIP's patch embeddings)"),
+            (p.input_dim == c.width + s.out_dim, "projector.input_dim", p.input_dim,
+             f"clip.width + sam output = {c.width + s.out_dim}"),
+            (p.n_embed == d.hidden_size, "projector.n_embed", p.n_embed, f"decoder.hidden_size={d.hidden_size}"),
+            (all(0 <= i < s.depth for i in s.global_attn_indexes), "sam.global_attn_indexes",
+             s.global_attn_indexes, f"indices in [0, {s.depth})"),
+            (d.num_experts_per_tok <= max(d.n_routed_experts, 1), "decoder.num_experts_per_tok",
+             d.num_experts_per_tok, f"at most n_routed_experts={d.n_routed_experts}"),
+            (d.num_heads % max(d.num_kv_heads, 1) == 0, "decoder.num_kv_heads", d.num_kv_heads,
+             f"a divisor of num_heads={d.num_heads}"),
+            (max(self.image_token_id, self.bos_token_id, self.eos_token_id) < d.vocab_size,
+             "image_token_id", self.image_token_id, f"token ids below vocab_size={d.vocab_size}"),
+        ]
+        for ok, name, value, allowed in checks:
+            if not ok:
+                raise ConfigError.field(f"model spec {name}", value, f"must be {allowed}")
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def deepseek_ocr(cls) -> "ModelSpec":
+        """The released model: the built-in values measured on the vendor code."""
+        return cls()
+
+    @classmethod
+    def tiny(cls) -> "ModelSpec":
+        """Narrow, few-layer copy with every structural feature of the full model.
+
+        Windowed and global SAM blocks, the SAM -> CLIP hand-off, a dense decoder layer followed by MoE
+        layers with routed + shared experts, and the real vocabulary (so real token ids stay valid).
+        """
+        return cls(
+            name="deepseek-ocr-tiny",
+            sam=SamSpec(width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16,
+                        downsample_channels=(32, 64)),
+            clip=ClipSpec(width=64, layers=2, heads=4, ffn_dim=128),
+            projector=ProjectorSpec(input_dim=128, n_embed=64),
+            decoder=DecoderSpec(hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=4,
+                                intermediate_size=128, moe_intermediate_size=32, n_routed_experts=8,
+                                n_shared_experts=2, num_experts_per_tok=2),
+        )
+
+    @classmethod
+    def from_config_json(cls, path: str | Path) -> "ModelSpec":
+        """Read a vendor `config.json` (or a model directory holding one)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise ConfigError(f"model config {path} does not exist")
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        return cls.from_config_dict(raw, source=str(path))
+
+    @classmethod
+    def from_config_dict(cls, raw: Mapping[str, Any], source: str = "config") -> "ModelSpec":
+        lang = raw.get("language_config", raw)
+        if not isinstance(lang, Mapping):
+            raise ConfigError(f"{source}: 'language_config' must be an object")
+
+        def need(mapping: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+            if key not in mapping:
+                raise ConfigError(f"{source}: missing key '{where}{key}'")
+            value = mapping[key]
+            if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ConfigError(f"{source}: key '{where}{key}' must be an integer, found {value!r}")
+            if kind is float and not isinstance(value, (int, float)):
+                raise ConfigError(f"{source}: key '{where}{key}' must be a number, found {value!r}")
+            return value
+
+        where = "language_config." if "language_config" in raw else ""
+        if lang.get("use_mla", False):
+            raise ConfigError(f"{source}: '{where}use_mla' is true; only the plain-attention decoder (use_mla: false) "
+                              "of DeepSeek-OCR is modelled")
+        dec_defaults = DecoderSpec()
+        n_heads = need(lang, "num_attention_heads", int, where)
+        decoder = DecoderSpec(
+            hidden_size=need(lang, "hidden_size", int, where),
+            num_layers=need(lang, "num_hidden_layers", int, where),
+            num_heads=n_heads,
+            num_kv_heads=lang.get("num_key_value_heads") or n_heads,
+            intermediate_size=need(lang, "intermediate_size", int, where),
+            moe_intermediate_size=need(lang, "moe_intermediate_size", int, where),
+            n_routed_experts=lang.get("n_routed_experts") or 0,
+            n_shared_experts=lang.get("n_shared_experts") or 0,
+            num_experts_per_tok=lang.get("num_experts_per_tok") or 0,
+            first_k_dense_replace=lang.get("first_k_dense_replace", 0),
+            moe_layer_freq=lang.get("moe_layer_freq", 1),
+            topk_method=lang.get("topk_method", dec_defaults.topk_method),
+            norm_topk_prob=bool(lang.get("norm_topk_prob", False)),
+            routed_scaling_factor=float(lang.get("routed_scaling_factor", 1.0)),
+            vocab_size=need(lang, "vocab_size", int, where),
+            rope_theta=float(lang.get("rope_theta", dec_defaults.rope_theta)),
+            rms_norm_eps=float(lang.get("rms_norm_eps", dec_defaults.rms_norm_eps)),
+            max_position_embeddings=lang.get("max_position_embeddings", dec_defaults.max_position_embeddings),
+            tie_word_embeddings=bool(lang.get("tie_word_embeddings", False)),
+        )
+        proj_raw = raw.get("projector_config", {})
+        if not isinstance(proj_raw, Mapping):
+            raise ConfigError(f"{source}: 'projector_config' must be an object")
+        projector = ProjectorSpec(
+            input_dim=proj_raw.get("input_dim", ProjectorSpec.input_dim),
+            n_embed=proj_raw.get("n_embed", decoder.hidden_size),
+            projector_type=proj_raw.get("projector_type", "linear"),
+        )
+        if projector.projector_type != "linear":
+            raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
+                              "is not modelled (only 'linear', as released)")
+        sam, clip = SamSpec(), ClipSpec()
+        widths = (raw.get("vision_config") or {}).get("width") or {}
+        sam_raw, clip_raw = widths.get("sam_vit_b"), widths.get("clip-l-14-224")
+        if isinstance(sam_raw, Mapping):
+            sam = replace(
+                sam,
+                width=sam_raw.get("width", sam.width), depth=sam_raw.get("layers", sam.depth),
+                heads=sam_raw.get("heads", sam.heads),
+                global_attn_indexes=tuple(sam_raw.get("global_attn_indexes", sam.global_attn_indexes)),
+                downsample_channels=tuple(sam_raw.get("downsample_channels", sam.downsample_channels)),
+            )
+        if isinstance(clip_raw, Mapping):
+            clip = replace(
+                clip,
+                width=clip_raw.get("width", clip.width), layers=clip_raw.get("layers", clip.layers),
+                heads=clip_raw.get("heads", clip.heads), image_size=clip_raw.get("image_size", clip.image_size),
+                patch_size=clip_raw.get("patch_size", clip.patch_size),
+            )
+        return cls(
+            name=str(raw.get("_name_or_path", "deepseek-ocr")).split("/")[-1] or "deepseek-ocr",
+            sam=sam, clip=clip, projector=projector, decoder=decoder,
+            bos_token_id=lang.get("bos_token_id", raw.get("bos_token_id", 0)),
+            eos_token_id=lang.get("eos_token_id", raw.get("eos_token_id", 1)),
+        )
+
+    @classmethod
+    def named(cls, name: str) -> "ModelSpec":
+        builders = {"deepseek_ocr": cls.deepseek_ocr, "tiny": cls.tiny}
+        if name not in builders:
+            raise ConfigError.field("model.spec", name, f"one of {sorted(builders)}")
+        return builders[name]()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
