@@ -1,0 +1,1 @@
+"""Model-agnostic call graphs: TorchLens capture, per-node metadata, schema, grouping, rendering."""

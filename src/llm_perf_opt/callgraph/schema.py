@@ -1,0 +1,111 @@
+"""`CallGraph`: the dynamic call graph of one forward, as one schema-versioned JSON file (`callgraph.json`).
+
+Addresses are module names as `named_modules()` gives them (the root is ""). The keys are the ones
+performance engineers already use (seeds 000-002):
+
+* `call_counts`     address -> number of calls in the forward
+* `edges`           parent address -> {child address -> calls made from inside the parent's calls}
+* `op_call_counts`  address -> tensor ops executed directly in that module (innermost module owns the op)
+* `module_children` address -> static child addresses (`named_children`), called or not
+* `module_types`    address -> class name
+* `constructor_params` address -> shape-relevant config (in/out features, heads, window, experts, ...)
+* `input_metadata` / `output_metadata` address -> {"calls": n, "first": [tensor meta], "identical": k,
+  "distinct": [[tensor meta], ...]}: the first call in full, how many later calls had identical
+  metadata, and the metadata of the calls that differed
+* `activation_bytes` address -> bytes of the tensors the module's calls output, summed over calls
+* `param_counts`    address -> parameters held directly by the module
+* `runtime_log`     the RuntimeLog events of the patched forward
+* `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
+
+Version 1 files (no metadata keys, or a bare dict of the five graph keys as the seeds wrote) load
+with empty metadata.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from llm_perf_opt.artifacts import read_json, write_artifact
+from llm_perf_opt.errors import ArtifactError
+
+SCHEMA = "llm_perf_opt.callgraph"
+SCHEMA_VERSION = 2
+KNOWN_VERSIONS = (1, 2)
+GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
+METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts")
+ROOT = ""
+
+
+@dataclass
+class CallGraph:
+    call_counts: dict[str, int]
+    edges: dict[str, dict[str, int]]
+    op_call_counts: dict[str, int]
+    module_children: dict[str, list[str]]
+    module_types: dict[str, str]
+    constructor_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    output_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    activation_bytes: dict[str, int] = field(default_factory=dict)
+    param_counts: dict[str, int] = field(default_factory=dict)
+    runtime_log: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    model_name: str = ""
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def called(self) -> list[str]:
+        return [a for a, n in self.call_counts.items() if n > 0]
+
+    def parent_of(self, address: str) -> str | None:
+        if address == ROOT:
+            return None
+        return address.rpartition(".")[0]
+
+    def total_module_calls(self) -> int:
+        return sum(n for a, n in self.call_counts.items() if a != ROOT)
+
+    def total_ops(self) -> int:
+        return sum(self.op_call_counts.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path, config: Any = None) -> Path:
+        return write_artifact(path, SCHEMA, SCHEMA_VERSION, self.to_dict(), config=config)
+
+
+def callgraph_from_dict(data: dict[str, Any], source: str = "callgraph") -> CallGraph:
+    missing = [k for k in GRAPH_KEYS if k not in data]
+    if missing:
+        raise ArtifactError(f"{source}: call graph lacks required field(s) {', '.join(missing)}")
+    kwargs: dict[str, Any] = {k: data[k] for k in GRAPH_KEYS}
+    for key in METADATA_KEYS + ("stats",):
+        kwargs[key] = data.get(key) or {}
+    kwargs["runtime_log"] = data.get("runtime_log") or []
+    kwargs["model_name"] = data.get("model_name", "")
+    for key in GRAPH_KEYS + METADATA_KEYS:
+        if not isinstance(kwargs[key], dict):
+            raise ArtifactError(f"{source}: field '{key}' must be an object, found {type(kwargs[key]).__name__}")
+    return CallGraph(**kwargs)
+
+
+def load_callgraph_json(path: str | Path) -> CallGraph:
+    """Load `callgraph.json` in any known version, or a bare seed-style dict of the graph keys."""
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{path}: expected a JSON object at top level")
+    if "schema" not in doc:  # seed format: the graph keys at top level
+        return callgraph_from_dict(doc, str(path))
+    if doc.get("schema") != SCHEMA:
+        raise ArtifactError(f"{path}: schema is '{doc.get('schema')}', expected '{SCHEMA}'")
+    if doc.get("schema_version") not in KNOWN_VERSIONS:
+        raise ArtifactError(
+            f"{path}: {SCHEMA} schema_version {doc.get('schema_version')!r} is unknown "
+            f"(this reader knows {list(KNOWN_VERSIONS)})"
+        )
+    if not isinstance(doc.get("data"), dict):
+        raise ArtifactError(f"{path}: missing field 'data'")
+    return callgraph_from_dict(doc["data"], str(path))

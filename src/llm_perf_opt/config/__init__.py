@@ -1,0 +1,12 @@
+"""Typed configuration: one dataclass schema per Hydra config group, validated in `__post_init__`."""
+from llm_perf_opt.config.schemas import (  # noqa: F401
+    ModelConfig,
+    PageConfig,
+    RenderConfig,
+    RootConfig,
+    RuntimeConfig,
+    TraceConfig,
+    VerifyConfig,
+    WorkloadConfig,
+)
+from llm_perf_opt.config.registry import register_configs, to_typed_config  # noqa: F401

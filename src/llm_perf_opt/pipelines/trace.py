@@ -1,0 +1,18 @@
+"""`./dev trace`: session, inputs, forward, call graph, grouping, analytic costs and verification for one config."""
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from llm_perf_opt.pipelines.common import CONF_DIR, reports_errors, run_dir
+from llm_perf_opt.pipelines.trace_job import run_trace
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+@reports_errors
+def main(cfg: DictConfig) -> None:
+    run_trace(cfg, run_dir())
+
+
+if __name__ == "__main__":
+    main()
