@@ -67,7 +67,7 @@ class VisionWorkload:
         return _queries(self.image_size, self.patch_size, self.downsample_ratio)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ViewLayout:
     """What `infer()` builds for one page under one workload (sizes in pixels, counts in tokens)."""
 
@@ -142,20 +142,26 @@ def candidate_grids(min_num: int, max_num: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(grids, key=lambda g: g[0] * g[1]))
 
 
+@lru_cache(maxsize=64)
+def _grid_table(min_num: int, max_num: int) -> tuple[tuple[int, int, float], ...]:
+    # (w, h, w / h): the same float division the vendor does per candidate, done once.
+    return tuple((w, h, w / h) for w, h in candidate_grids(min_num, max_num))
+
+
 def closest_grid(width: int, height: int, tile: int, min_num: int = 2, max_num: int = 9) -> tuple[int, int]:
     """The vendor's `find_closest_aspect_ratio` over `candidate_grids`: returns (w_crop, h_crop)."""
     aspect = width / height
     area = width * height
     best_diff = math.inf
-    best = (1, 1)
+    best_w, best_h = 1, 1
     half_tile_area = 0.5 * tile * tile
-    for grid in candidate_grids(min_num, max_num):
-        diff = abs(aspect - grid[0] / grid[1])
+    for w, h, ratio in _grid_table(min_num, max_num):
+        diff = abs(aspect - ratio)
         if diff < best_diff:
-            best_diff, best = diff, grid
-        elif diff == best_diff and area > half_tile_area * grid[0] * grid[1]:
-            best = grid
-    return best
+            best_diff, best_w, best_h = diff, w, h
+        elif diff == best_diff and area > half_tile_area * w * h:
+            best_w, best_h = w, h
+    return best_w, best_h
 
 
 def contain_size(width: int, height: int, side: int) -> tuple[int, int]:

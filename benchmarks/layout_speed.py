@@ -1,0 +1,28 @@
+"""Prints compute_view_layout calls per second over random page sizes, per mode (target >= 100,000/s)."""
+from __future__ import annotations
+
+import random
+import time
+
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+
+MODES = {
+    "tiny": VisionWorkload(512, 512, False), "base": VisionWorkload(1024, 1024, False),
+    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
+}
+
+
+def main(n: int = 200_000) -> None:
+    rng = random.Random(0)
+    pages = [(rng.randint(100, 6000), rng.randint(100, 6000)) for _ in range(n)]
+    print(f"compute_view_layout over {n:,} random pages (100..6000 px a side)")
+    for name, workload in MODES.items():
+        t0 = time.perf_counter()
+        for w, h in pages:
+            compute_view_layout(workload, w, h)
+        dt = time.perf_counter() - t0
+        print(f"  {name:9s} {n / dt:12,.0f} calls/s   ({dt * 1e6 / n:.2f} us/call)")
+
+
+if __name__ == "__main__":
+    main()

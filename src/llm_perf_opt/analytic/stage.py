@@ -1,0 +1,207 @@
+"""`CostNode` trees named by module path, and `StageCost`: the cost of one stage, per part.
+
+A `CostNode` is the cost of one module call: the work it does itself (`own`, ops outside any child
+module) plus its children, each under its attribute name. Identical blocks share one node, so a
+stage for a new shape is composed from a handful of nodes in well under a millisecond; the flat
+per-part table (`StageCost.parts`, keyed by the vendor's module paths such as
+`model.sam_model.blocks.2.attn`) is built only when asked for.
+
+Children may repeat a name (SAM, CLIP and the projector are called twice per image in crop mode:
+on the crop batch and on the global view); the flat table sums them, as a per-module measurement
+does. A node marked `container` is a path that is not a module entered through `__call__` (a
+`ModuleList`, or CLIP's `self_attn` / `mlp`, whose `.forward` the vendor calls directly): its cost
+is the sum of its children and the work it does itself is attributed to its caller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterator, Mapping
+
+from llm_perf_opt.analytic.costs import GB, TB, ZERO, LayerCost
+
+
+@dataclass(frozen=True, eq=False)
+class CostNode:
+    own: LayerCost = ZERO
+    children: tuple[tuple[str, "CostNode"], ...] = ()
+    container: bool = False
+    total: LayerCost = field(init=False)
+
+    def __post_init__(self) -> None:
+        total = self.own
+        for _, child in self.children:
+            total = total + child.total
+        object.__setattr__(self, "total", total)
+
+    def walk(self, prefix: str = "") -> Iterator[tuple[str, "CostNode"]]:
+        """(path, node) for every descendant, depth first, in call order (not for `self`)."""
+        for name, child in self.children:
+            path = f"{prefix}.{name}" if prefix else name
+            yield path, child
+            yield from child.walk(path)
+
+
+def node_from_parts(parts: Mapping[str, LayerCost], container: bool = False,
+                    containers: frozenset[str] = frozenset()) -> CostNode:
+    """A node from a `*_parts` mapping ({"": own, "child": cost, "child.grandchild": cost, ...})."""
+    own = parts.get("", ZERO)
+    groups: dict[str, dict[str, LayerCost]] = {}
+    for key, cost in parts.items():
+        if not key:
+            continue
+        head, _, rest = key.partition(".")
+        groups.setdefault(head, {})
+        sub = groups[head]
+        sub[rest] = sub[rest] + cost if rest in sub else cost
+    children = tuple(
+        (head, node_from_parts(sub, head in containers)) for head, sub in groups.items()
+    )
+    return CostNode(own, children, container)
+
+
+def leaf(cost: LayerCost) -> CostNode:
+    return CostNode(cost)
+
+
+def _unit(value: int, unit: int) -> float:
+    return value / unit
+
+
+@dataclass(frozen=True, eq=False)
+class StageCost:
+    """Cost of one stage (`vision`, `prefill` or `decode`), in total and per part.
+
+    `roots` are the part paths whose sum is the stage ("" = the whole forward). Byte quantities
+    follow `llm_perf_opt.analytic.costs` (I/O = weights read + inputs read + outputs written, each
+    once per layer call; activations = bytes of every tensor the eager op sequence produces).
+    """
+
+    stage: str
+    root: CostNode
+    roots: tuple[str, ...] = ("",)
+    shapes: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ totals
+    @property
+    def total(self) -> LayerCost:
+        return self.root.total
+
+    @property
+    def flops(self) -> int:
+        return self.root.total.flops
+
+    @property
+    def flops_matmul(self) -> int:
+        return self.root.total.flops_matmul
+
+    @property
+    def flops_other(self) -> int:
+        return self.root.total.flops_other
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.root.total.weight_bytes
+
+    @property
+    def io_bytes(self) -> int:
+        return self.root.total.io_bytes
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.root.total.activation_bytes
+
+    @property
+    def io_tb(self) -> float:
+        return _unit(self.io_bytes, TB)
+
+    @property
+    def weights_gb(self) -> float:
+        return _unit(self.weight_bytes, GB)
+
+    @property
+    def activations_gb(self) -> float:
+        return _unit(self.activation_bytes, GB)
+
+    @property
+    def tflops(self) -> float:
+        return _unit(self.flops, TB)
+
+    # ------------------------------------------------------------------ parts
+    @cached_property
+    def _flat(self) -> tuple[dict[str, LayerCost], frozenset[str]]:
+        parts: dict[str, LayerCost] = {}
+        containers: set[str] = set()
+        for path, node in self.root.walk():
+            parts[path] = parts[path] + node.total if path in parts else node.total
+            if node.container:
+                containers.add(path)
+        return parts, frozenset(containers)
+
+    @property
+    def parts(self) -> dict[str, LayerCost]:
+        """Every module path of the stage -> its cost (summed over its calls)."""
+        return self._flat[0]
+
+    @property
+    def containers(self) -> frozenset[str]:
+        """Paths that are not modules entered through `__call__` (sum of their children)."""
+        return self._flat[1]
+
+    def part(self, name: str) -> LayerCost:
+        """A part by module path, or by alias (`sam`, `clip`, `projector`, `decoder`, `embedding`,
+        `lm_head`, `decoder.layer.<i>`); a path the stage does not run costs nothing."""
+        path = resolve_alias(name)
+        if path == "":
+            return self.total
+        return self.parts.get(path, ZERO)
+
+    def summary(self) -> dict[str, LayerCost]:
+        """The top-level parts by alias, in forward order, for the stage's parts that exist."""
+        out: dict[str, LayerCost] = {}
+        parts = self.parts
+        for alias, path in PART_ALIASES.items():
+            if path in parts:
+                out[alias] = parts[path]
+            if alias == "decoder":
+                i = 0
+                while f"model.layers.{i}" in parts:
+                    out[f"decoder.layer.{i}"] = parts[f"model.layers.{i}"]
+                    i += 1
+        return out
+
+    def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stage": self.stage,
+            "roots": list(self.roots),
+            "shapes": dict(self.shapes),
+            "total": self.total.to_dict(),
+            "units": {"tflops": self.tflops, "io_tb": self.io_tb, "weights_gb": self.weights_gb,
+                      "activations_gb": self.activations_gb},
+            "summary": {k: v.to_dict() for k, v in self.summary().items()},
+        }
+        if with_parts:
+            out["parts"] = {k: v.to_dict() for k, v in self.parts.items()}
+            out["containers"] = sorted(self.containers)
+        return out
+
+
+PART_ALIASES: dict[str, str] = {
+    "embedding": "model.embed_tokens",
+    "sam": "model.sam_model",
+    "clip": "model.vision_model",
+    "projector": "model.projector",
+    "decoder": "model.layers",
+    "norm": "model.norm",
+    "lm_head": "lm_head",
+}
+
+
+def resolve_alias(name: str) -> str:
+    if name in PART_ALIASES:
+        return PART_ALIASES[name]
+    if name.startswith("decoder.layer."):
+        return "model.layers." + name[len("decoder.layer."):]
+    if name in ("total", "all"):
+        return ""
+    return name

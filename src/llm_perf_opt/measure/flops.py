@@ -1,0 +1,317 @@
+"""Measured FLOPs per module: `torch.utils.flop_counter.FlopCounterMode` on a real forward, with nothing
+silently missing; fvcore as a second opinion.
+
+`FlopCounterMode` counts 2 × multiply-adds for mm / addmm / bmm / baddbmm / convolution and the CUDA
+SDPA kernels, per module path (its `ModuleTracker` names a module by its attribute path under the root,
+which we strip, so keys read `model.sam_model.blocks.0.attn`). Two gaps are closed here:
+
+* CPU attention: `aten._scaled_dot_product_flash_attention_for_cpu` (what `F.scaled_dot_product_attention`
+  runs on CPU, with or without a mask) has no formula in torch and would count zero. We add one per
+  counter instance (`custom_mapping`, no global registration): 2·B·H·Lq·Lk·E (Q·Kᵀ) + 2·B·H·Lq·Lk·Ev
+  (P·V), the formula torch uses for its CUDA SDPA kernels; likewise for the other backend SDPA ops
+  this torch build has and has no formula for.
+* Every leaf aten op that runs without a formula is recorded with its call count
+  (`MeasuredFlops.ops_without_formula`); the matmul-like ones among them
+  (`matmul_like_without_formula`) would be FLOPs silently lost, so verification fails on them.
+  Elementwise, norm, softmax, copy and indexing ops are expected there.
+
+fvcore (`fvcore.nn.FlopCountAnalysis`) traces the model with `torch.jit` and counts one per
+multiply-add; it skips `scaled_dot_product_attention` (listed in its unsupported ops) and counts norms,
+upsampling and some elementwise ops that torch does not. `fvcore_flops` reports its numbers ×2 next to
+the torch ones, with its unsupported ops and any failure message; it never replaces them.
+"""
+from __future__ import annotations
+
+import re
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+aten = torch.ops.aten
+
+# Matmul-like aten ops: if one of these runs without a formula, FLOPs are being lost.
+_MATMUL_LIKE = re.compile(
+    r"(^|\.)(_?(b|add|baddb|addb)?mm|_?matmul|linear|mkldnn_linear|einsum|tensordot|dot|vdot|mv|addmv|addr|"
+    r"ger|outer|inner|_?conv\w*|convolution\w*|mkldnn_convolution|\w*scaled_dot_product\w*|\w*attention\w*|"
+    r"_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
+)
+
+
+def is_matmul_like(op_name: str) -> bool:
+    """True for aten op names whose work is matrix multiplication or convolution."""
+    return bool(_MATMUL_LIKE.search(op_name))
+
+
+def sdpa_flops(query_shape, key_shape, value_shape) -> int:
+    """2·B·H·Lq·Lk·E + 2·B·H·Lq·Lk·Ev for (B, H, L, E) query/key/value shapes (GQA: K/V heads broadcast)."""
+    b, h, lq, e = query_shape[0], query_shape[-3], query_shape[-2], query_shape[-1]
+    lk, ev = key_shape[-2], value_shape[-1]
+    return 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev
+
+
+def _sdpa_formula(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flops(query_shape, key_shape, value_shape)
+
+
+# Backend SDPA ops this module adds a formula for, when the torch build has them and torch has none.
+EXTRA_SDPA_OPS = (
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention",
+)
+
+
+def extra_formulas() -> dict[Any, Callable[..., int]]:
+    """{op packet: formula} for the SDPA backend ops torch's registry lacks in this build."""
+    from torch.utils.flop_counter import flop_registry
+
+    out: dict[Any, Callable[..., int]] = {}
+    for name in EXTRA_SDPA_OPS:
+        packet = getattr(aten, name, None)
+        if packet is not None and packet not in flop_registry:
+            out[packet] = _sdpa_formula
+    return out
+
+
+class _RecordingFlopCounter(FlopCounterMode):
+    """FlopCounterMode that also records every executed (non-decomposed) op and those without formula."""
+
+    def __init__(self, custom_mapping: Mapping[Any, Callable[..., int]]) -> None:
+        super().__init__(display=False, custom_mapping=dict(custom_mapping))
+        self.op_calls: Counter[str] = Counter()
+        self.no_formula: Counter[str] = Counter()
+        self.no_formula_modules: dict[str, Counter[str]] = {}
+
+    def _count_flops(self, func_packet, out, args, kwargs):  # called once per executed leaf op
+        name = str(func_packet)
+        self.op_calls[name] += 1
+        if func_packet not in self.flop_registry:
+            self.no_formula[name] += 1
+        return super()._count_flops(func_packet, out, args, kwargs)
+
+
+if not hasattr(FlopCounterMode, "_count_flops"):  # pragma: no cover - older torch
+    raise ImportError("this torch's FlopCounterMode has no _count_flops hook; op recording needs torch >= 2.4")
+
+
+@dataclass
+class MeasuredFlops:
+    """FLOPs measured on one forward, per module path ("" = the whole forward) and per aten op."""
+
+    total: int
+    by_module: dict[str, int]
+    by_module_op: dict[str, dict[str, int]]
+    by_op: dict[str, int]
+    op_calls: dict[str, int]
+    ops_without_formula: dict[str, int]
+    extra_formulas: list[str]
+    root: str = ""
+    label: str = ""
+    counted_ops: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def matmul_like_without_formula(self) -> dict[str, int]:
+        return {k: v for k, v in self.ops_without_formula.items() if is_matmul_like(k)}
+
+    def module(self, path: str) -> int:
+        """FLOPs of a module path ("" for the whole forward); 0 for a path that ran no counted op."""
+        if path == "":
+            return self.total
+        return self.by_module.get(path, 0)
+
+    def to_dict(self, with_ops: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "label": self.label, "root": self.root, "total": self.total,
+            "by_module": dict(self.by_module),
+            "by_op": dict(self.by_op),
+            "counted_op_calls": dict(self.counted_ops),
+            "ops_without_formula": dict(sorted(self.ops_without_formula.items())),
+            "matmul_like_without_formula": self.matmul_like_without_formula,
+            "extra_formulas": list(self.extra_formulas),
+        }
+        if with_ops:
+            out["by_module_op"] = {k: dict(v) for k, v in self.by_module_op.items()}
+        return out
+
+
+def _strip(name: str, root: str) -> str | None:
+    if name == "Global" or name == root:
+        return ""
+    if name.startswith(root + "."):
+        return name[len(root) + 1:]
+    return None
+
+
+def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = None, label: str = "",
+                no_grad: bool = True) -> tuple[MeasuredFlops, Any]:
+    """Run `fn()` under a recording FlopCounterMode; return (MeasuredFlops, fn's result).
+
+    Module paths are relative to `root_module` (the module `fn` calls first); without it, to the
+    first module the tracker names.
+    """
+    formulas = extra_formulas()
+    counter = _RecordingFlopCounter(formulas)
+    ctx = torch.no_grad() if no_grad else _Null()
+    with ctx, counter:
+        result = fn()
+    raw = counter.get_flop_counts()
+    root = type(root_module).__name__ if root_module is not None else _guess_root(raw)
+    by_module: dict[str, int] = {}
+    by_module_op: dict[str, dict[str, int]] = {}
+    for name, ops in raw.items():
+        path = _strip(name, root)
+        if path is None:
+            path = name  # a module outside the root (should not happen): keep its tracker name
+        if path == "" and name != "Global":
+            continue  # the root module itself: identical to Global unless ops ran outside it
+        by_module_op[path] = {str(k): int(v) for k, v in ops.items()}
+        by_module[path] = sum(by_module_op[path].values())
+    total = by_module.get("", 0)
+    measured = MeasuredFlops(
+        total=total,
+        by_module=by_module,
+        by_module_op=by_module_op,
+        by_op=by_module_op.get("", {}),
+        op_calls=dict(counter.op_calls),
+        ops_without_formula=dict(counter.no_formula),
+        extra_formulas=[str(k) for k in formulas],
+        root=root,
+        label=label,
+        counted_ops={k: v for k, v in counter.op_calls.items() if k not in counter.no_formula},
+    )
+    return measured, result
+
+
+def measure_forward(model: torch.nn.Module, kwargs: Mapping[str, Any], label: str = "",
+                    autocast_dtype: torch.dtype | None = None) -> tuple[MeasuredFlops, Any]:
+    """FLOPs of `model(**kwargs)` (no grad; under CPU/CUDA autocast when `autocast_dtype` is given)."""
+
+    def run():
+        if autocast_dtype is not None:
+            device_type = next(model.parameters()).device.type
+            with torch.autocast(device_type, dtype=autocast_dtype):
+                return model(**kwargs)
+        return model(**kwargs)
+
+    return count_flops(run, model, label)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _guess_root(raw: Mapping[str, Any]) -> str:
+    names = [n for n in raw if n != "Global"]
+    if not names:
+        return ""
+    return min(names, key=lambda n: n.count(".")).split(".")[0]
+
+
+# ---------------------------------------------------------------------------------------------- fvcore
+@dataclass
+class FvcoreFlops:
+    """fvcore's count, converted to FLOPs (2 × its multiply-adds), or the reason it could not run."""
+
+    ok: bool
+    error: str | None = None
+    total: int = 0
+    by_module: dict[str, int] = field(default_factory=dict)
+    by_operator: dict[str, int] = field(default_factory=dict)
+    unsupported_ops: dict[str, int] = field(default_factory=dict)
+
+    def module(self, path: str) -> int | None:
+        if not self.ok:
+            return None
+        return self.total if path == "" else self.by_module.get(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "error": self.error, "unit": "FLOPs = 2 x fvcore multiply-adds", "total": self.total,
+            "by_operator": dict(self.by_operator), "unsupported_ops": dict(self.unsupported_ops),
+            "by_module": dict(self.by_module),
+        }
+
+
+class _KwargsAdapter(torch.nn.Module):
+    """Calls `model(**kwargs)` from positional tensors, for `torch.jit` tracing (fvcore)."""
+
+    def __init__(self, model: torch.nn.Module, kwargs: Mapping[str, Any], output: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.model = model
+        leaves, self._spec = torch.utils._pytree.tree_flatten(dict(kwargs))
+        self._tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+        self._leaves = leaves
+        self._output = output
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return tuple(self._leaves[i] for i in self._tensor_pos)
+
+    def forward(self, *tensors: torch.Tensor):
+        leaves = list(self._leaves)
+        for i, t in zip(self._tensor_pos, tensors):
+            leaves[i] = t
+        kwargs = torch.utils._pytree.tree_unflatten(leaves, self._spec)
+        return self._output(self.model(**kwargs))
+
+
+def _default_output(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out
+    logits = getattr(out, "logits", None)
+    if isinstance(logits, torch.Tensor):
+        return logits
+    if isinstance(out, (tuple, list)):
+        return out[0]
+    return out
+
+
+def fvcore_flops(model: torch.nn.Module, kwargs: Mapping[str, Any],
+                 output: Callable[[Any], Any] = _default_output) -> FvcoreFlops:
+    """fvcore's FlopCountAnalysis of `model(**kwargs)`; on failure, `ok=False` and the message."""
+    import logging
+    import warnings
+
+    try:
+        from fvcore.nn import FlopCountAnalysis
+    except Exception as exc:  # pragma: no cover - fvcore is a dependency
+        return FvcoreFlops(ok=False, error=f"fvcore import failed: {exc!r}")
+    adapter = _KwargsAdapter(model, kwargs, output)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.getLogger("fvcore").setLevel(logging.ERROR)
+            analysis = FlopCountAnalysis(adapter, adapter.example_inputs())
+            analysis.unsupported_ops_warnings(False)
+            analysis.uncalled_modules_warnings(False)
+            analysis.tracer_warnings("none")
+            total = int(analysis.total())
+            by_module_raw = analysis.by_module()
+            by_operator = {str(k): 2 * int(v) for k, v in analysis.by_operator().items()}
+            unsupported = {str(k): int(v) for k, v in analysis.unsupported_ops().items()}
+    except Exception as exc:
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return FvcoreFlops(ok=False, error=last[:2000])
+    by_module: dict[str, int] = {}
+    for name, macs in by_module_raw.items():
+        if name == "":
+            continue
+        if name == "model":
+            path = ""
+        elif name.startswith("model."):
+            path = name[len("model."):]
+        else:
+            continue
+        if path:
+            by_module[path] = 2 * int(macs)
+    return FvcoreFlops(ok=True, total=2 * total, by_module=by_module, by_operator=by_operator,
+                       unsupported_ops=unsupported)
