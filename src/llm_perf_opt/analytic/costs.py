@@ -462,7 +462,7 @@ def sam_attention_parts(batch: int, h: int, w: int, dim: int, heads: int, rel_po
         # both lowered to bmm with hd MACs per output
         flops_matmul=2 * bh * h * w * h * hd + 2 * bh * h * w * w * hd,
         flops_other=bh * n * n,  # attn_bias = rel_h + rel_w broadcast to (B·heads, n, n)
-        weight_bytes=(h * h + w * w) * hd * b,  # gathered Rh (h, h, hd) and Rw (w, w, hd)
+        weight_bytes=(rel_pos_h_len + rel_pos_w_len) * hd * b,  # the two learned tables
         input_bytes=bh * n * hd * b,  # q
         output_bytes=bh * n * n * b,  # the attention bias
         activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias

@@ -207,28 +207,13 @@ def _vision_pass_nodes(spec: ModelSpec, batch: int, side: int, b: int) -> tuple[
     return (("sam_model", sam), ("vision_model", clip), ("projector", projector), ("", leaf(glue)))
 
 
-def _vision_children(spec: ModelSpec, layout: ViewLayout, b: int) -> list[tuple[str, CostNode]]:
-    children: list[tuple[str, CostNode]] = []
-    own = ZERO
-    for vp in vision_passes(layout):
-        for name, node in _vision_pass_nodes(spec, vp.batch, vp.side, b):
-            if name:
-                children.append((name, node))
-            else:
-                own = own + node.own
-    # newline column cat, crop re-tiling, final cat with the separator: the image-token embeddings
-    own = own + LayerCost(activation_bytes=2 * layout.image_tokens * spec.decoder.hidden_size * b)
-    children.append(("", leaf(own)))
-    return children
-
-
 # ----------------------------------------------------------------------------------------- language
 @lru_cache(maxsize=4096)
-def _decoder_layer_node(spec: ModelSpec, index: int, q_len: int, past_len: int, b: int, eager: bool) -> CostNode:
+def _decoder_layer_node(spec: ModelSpec, is_moe: bool, q_len: int, past_len: int, b: int, eager: bool) -> CostNode:
     d = spec.decoder
     attn = C.decoder_attention_parts(1, q_len, past_len, d.hidden_size, d.num_heads, d.num_kv_heads,
                                      d.head_dim, eager, b)
-    if d.is_moe_layer(index):
+    if is_moe:
         mlp = node_from_parts(
             C.moe_parts(q_len, d.hidden_size, d.moe_intermediate_size, d.n_routed_experts, d.num_experts_per_tok,
                         d.shared_intermediate_size if d.n_shared_experts else 0, b),
@@ -251,7 +236,7 @@ def _language_nodes(spec: ModelSpec, q_len: int, past_len: int, b: int, eager: b
     """(model children for the language part, root children (lm_head), root own cost)."""
     d = spec.decoder
     layer_nodes = tuple(
-        (str(i), _decoder_layer_node(spec, i, q_len, past_len, b, eager)) for i in range(d.num_layers)
+        (str(i), _decoder_layer_node(spec, d.is_moe_layer(i), q_len, past_len, b, eager)) for i in range(d.num_layers)
     )
     kv = past_len + q_len
     # position ids and the 4-D additive causal mask (B, 1, T, past + T) built by the model
@@ -265,6 +250,72 @@ def _language_nodes(spec: ModelSpec, q_len: int, past_len: int, b: int, eager: b
     head = C.lm_head(q_len, d.hidden_size, d.vocab_size, b)
     root_own = LayerCost(activation_bytes=q_len * d.vocab_size * 4) if b != 4 else ZERO  # logits.float()
     return model_children, (("lm_head", leaf(head)),), root_own
+
+
+# Stage caches are keyed by a token per spec object (hashing a nested frozen dataclass on every call
+# would cost more than the lookup saves); the registry keeps the spec alive so its id stays unique.
+_SPECS: dict[int, ModelSpec] = {}
+
+
+def _spec_token(spec: ModelSpec) -> int:
+    token = id(spec)
+    if _SPECS.get(token) is not spec:
+        _SPECS[token] = spec
+    return token
+
+
+def _pass_shapes(passes: tuple[tuple[str, int, int], ...], image_tokens: int) -> dict[str, Any]:
+    return {"passes": [{"name": n, "batch": b, "side": s} for n, b, s in passes], "image_tokens": image_tokens}
+
+
+def _vision_children_for(spec: ModelSpec, passes: tuple[tuple[str, int, int], ...], image_tokens: int,
+                         b: int) -> list[tuple[str, CostNode]]:
+    children: list[tuple[str, CostNode]] = []
+    own = ZERO
+    for _, batch, side in passes:
+        for name, node in _vision_pass_nodes(spec, batch, side, b):
+            if name:
+                children.append((name, node))
+            else:
+                own = own + node.own
+    # newline column cat, crop re-tiling, final cat with the separator: the image-token embeddings
+    own = own + LayerCost(activation_bytes=2 * image_tokens * spec.decoder.hidden_size * b)
+    children.append(("", leaf(own)))
+    return children
+
+
+@lru_cache(maxsize=8192)
+def _vision_stage(token: int, passes: tuple[tuple[str, int, int], ...], image_tokens: int, b: int) -> StageCost:
+    spec = _SPECS[token]
+    children = _vision_children_for(spec, passes, image_tokens, b)
+    root = CostNode(ZERO, (("model", _model_node(children)),))
+    return StageCost("vision", root, VISION_ROOTS, _pass_shapes(passes, image_tokens))
+
+
+@lru_cache(maxsize=8192)
+def _prefill_stage(token: int, passes: tuple[tuple[str, int, int], ...], image_tokens: int, seq_len: int, b: int,
+                   eager: bool) -> StageCost:
+    spec = _SPECS[token]
+    lang, head, root_own = _language_nodes(spec, seq_len, 0, b, eager)
+    children = [lang[0]] + _vision_children_for(spec, passes, image_tokens, b) + list(lang[1:])
+    root = CostNode(root_own, (("model", _model_node(children)),) + head)
+    shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
+    return StageCost("prefill", root, ("",), shapes)
+
+
+@lru_cache(maxsize=8192)
+def _decode_stage(token: int, context_len: int, b: int, eager: bool) -> StageCost:
+    spec = _SPECS[token]
+    lang, head, root_own = _language_nodes(spec, 1, context_len, b, eager)
+    root = CostNode(root_own, (("model", _model_node(list(lang))),) + head)
+    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1})
+
+
+def clear_caches() -> None:
+    """Drop every cached node and stage (for benchmarks of the cold path)."""
+    for fn in (_sam_block_node, _sam_node, _clip_layer_node, _clip_node, _vision_pass_nodes, _decoder_layer_node,
+               _language_nodes, _vision_stage, _prefill_stage, _decode_stage):
+        fn.cache_clear()
 
 
 def _model_node(children: list[tuple[str, CostNode]]) -> CostNode:
@@ -315,7 +366,7 @@ class DeepseekOCRAnalyticModel:
         self.context_len = context_len
         self.dtype_bytes = dtype_bytes(dtype)
         self.decoder_attention = decoder_attention
-        self._cache: dict[Any, StageCost] = {}
+        self._passes_key = tuple((p.name, p.batch, p.side) for p in vision_passes(layout))
 
     @classmethod
     def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
@@ -327,31 +378,17 @@ class DeepseekOCRAnalyticModel:
         return vision_passes(self.layout)
 
     def vision(self) -> StageCost:
-        if "vision" not in self._cache:
-            children = _vision_children(self.spec, self.layout, self.dtype_bytes)
-            root = CostNode(ZERO, (("model", _model_node(children)),))
-            self._cache["vision"] = StageCost("vision", root, VISION_ROOTS, self._vision_shapes())
-        return self._cache["vision"]
+        return _vision_stage(_spec_token(self.spec), self._passes_key, self.layout.image_tokens, self.dtype_bytes)
 
     def prefill(self) -> StageCost:
-        if "prefill" not in self._cache:
-            b, eager = self.dtype_bytes, self.decoder_attention == "eager"
-            lang, head, root_own = _language_nodes(self.spec, self.seq_len, 0, b, eager)
-            children = [lang[0]] + _vision_children(self.spec, self.layout, b) + list(lang[1:])
-            root = CostNode(root_own, (("model", _model_node(children)),) + head)
-            shapes = self._vision_shapes() | {"seq_len": self.seq_len, "q_len": self.seq_len, "past_len": 0}
-            self._cache["prefill"] = StageCost("prefill", root, ("",), shapes)
-        return self._cache["prefill"]
+        return _prefill_stage(_spec_token(self.spec), self._passes_key, self.layout.image_tokens, self.seq_len,
+                              self.dtype_bytes, self.decoder_attention == "eager")
 
     def decode(self, context_len: int | None = None) -> StageCost:
         ctx = self.context_len if context_len is None else context_len
-        key = ("decode", ctx)
-        if key not in self._cache:
-            b, eager = self.dtype_bytes, self.decoder_attention == "eager"
-            lang, head, root_own = _language_nodes(self.spec, 1, ctx, b, eager)
-            root = CostNode(root_own, (("model", _model_node(list(lang))),) + head)
-            self._cache[key] = StageCost("decode", root, ("",), {"q_len": 1, "past_len": ctx, "kv_len": ctx + 1})
-        return self._cache[key]
+        if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
+            raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
+        return _decode_stage(_spec_token(self.spec), ctx, self.dtype_bytes, self.decoder_attention == "eager")
 
     def stage(self, name: str) -> StageCost:
         if name == "vision":
@@ -365,9 +402,6 @@ class DeepseekOCRAnalyticModel:
     def stages(self) -> dict[str, StageCost]:
         return {name: self.stage(name) for name in STAGES}
 
-    def _vision_shapes(self) -> dict[str, Any]:
-        return {"passes": [{"name": p.name, "batch": p.batch, "side": p.side} for p in self.passes],
-                "image_tokens": self.layout.image_tokens}
 
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         return costs_dict(self, with_parts=with_parts)

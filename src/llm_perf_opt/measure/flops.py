@@ -315,3 +315,40 @@ def fvcore_flops(model: torch.nn.Module, kwargs: Mapping[str, Any],
             by_module[path] = 2 * int(macs)
     return FvcoreFlops(ok=True, total=2 * total, by_module=by_module, by_operator=by_operator,
                        unsupported_ops=unsupported)
+
+
+# Op families for comparing torch's per-op FLOPs with fvcore's per-operator counts.
+_FAMILIES = (
+    ("convolution", ("aten.convolution", "aten._convolution", "aten.cudnn_convolution",
+                     "aten._slow_conv2d_forward", "aten.convolution_overrideable"), ("conv",)),
+    ("linear (mm, addmm)", ("aten.mm", "aten.addmm"), ("linear", "addmm", "mm")),
+    ("batched matmul (bmm: einsum, matmul)", ("aten.bmm", "aten.baddbmm"), ("einsum", "matmul", "bmm", "baddbmm")),
+)
+
+
+def reconcile_fvcore(measured: MeasuredFlops, fv: FvcoreFlops) -> dict[str, Any]:
+    """Where fvcore (×2) and torch differ, by op family: conv, linear, bmm, attention, fvcore-only ops."""
+    if not fv.ok:
+        return {"ok": False, "error": fv.error}
+    torch_ops = dict(measured.by_op)
+    fv_ops = dict(fv.by_operator)
+    rows = []
+    for family, t_names, f_names in _FAMILIES:
+        t = sum(torch_ops.pop(n, 0) for n in t_names)
+        f = sum(fv_ops.pop(n, 0) for n in f_names)
+        rows.append({"family": family, "torch": t, "fvcore": f, "fvcore_minus_torch": f - t})
+    attention = {k: torch_ops.pop(k) for k in list(torch_ops) if "attention" in k}
+    t = sum(attention.values())
+    rows.append({"family": "attention (SDPA; fvcore skips it)", "torch": t, "fvcore": 0, "fvcore_minus_torch": -t,
+                 "ops": attention})
+    for k, v in sorted(torch_ops.items()):
+        rows.append({"family": f"torch only: {k}", "torch": v, "fvcore": 0, "fvcore_minus_torch": -v})
+    for k, v in sorted(fv_ops.items()):
+        rows.append({"family": f"fvcore only: {k}", "torch": 0, "fvcore": v, "fvcore_minus_torch": v})
+    return {
+        "ok": True, "torch_total": measured.total, "fvcore_total": fv.total,
+        "fvcore_minus_torch": fv.total - measured.total,
+        "rel": None if not measured.total else (fv.total - measured.total) / measured.total,
+        "families": rows,
+        "fvcore_unsupported_ops": dict(fv.unsupported_ops),
+    }

@@ -27,7 +27,8 @@ _SEPARATORS = ("image_newline", "view_seperator")
 
 
 def _param_seed(seed: int, name: str) -> int:
-    return ((seed & 0xFFFFFFFF) << 32 | zlib.crc32(name.encode("utf-8"))) & 0x7FFF_FFFF_FFFF_FFFF
+    # The CPU generator (mt19937) keeps only the low 32 bits of a seed, so both inputs go through the hash.
+    return zlib.crc32(f"{seed}:{name}".encode("utf-8"))
 
 
 def _plan(model: nn.Module) -> list[tuple[str, torch.Tensor, str, float]]:

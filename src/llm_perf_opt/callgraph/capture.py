@@ -1,0 +1,497 @@
+"""Capture a model's forward with TorchLens 2.x and derive the `CallGraph` (model-agnostic).
+
+    cg = capture_callgraph(model, inputs.forward_kwargs(device, dtype), model_name="twin",
+                           progress=progress, runtime_log=log)
+
+The caller sets up `torch.no_grad()` / autocast and runtime patches around the call. One forward
+runs, under `torchlens.trace` with nothing selected for saving (metadata only; `save=None` would
+save every activation) and under `metadata.CallRecorder`'s read-only hooks. From TorchLens:
+
+* `call_counts`    — `Trace.module_calls` per address (root = "", TorchLens calls it "self");
+* `edges`          — each `ModuleCall.call_parent_label`: the module call that was running when the
+  child was called (its dynamic caller, not its static parent: `model.layers.0` is called from
+  `model`, never from the `ModuleList` `model.layers`);
+* `op_call_counts` — each op of `Trace.layer_list` counted in its innermost module call (`Op.module`),
+  boundary placeholders (inputs, outputs, buffers) left out;
+
+and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
+
+TorchLens only sees a module call that runs at least one tensor op; the hooks see every call made
+through `nn.Module.__call__`. Where the two disagree the graph takes the larger count with its
+callers and says so in `stats` (`calls_without_ops`: seen only by the hooks; `calls_bypassing_hooks`:
+`child.forward(x)` calls, seen only by TorchLens). A tensor that entered a module without TorchLens
+seeing the op that made it (a TorchScript function such as CLIP's `quick_gelu` is one opaque call)
+appears as an "internalsource" placeholder adopted at the entry of the module that consumed it; it is
+counted as one op of that module's caller, where it was computed, and listed in `stats["opaque_ops"]`.
+
+TorchLens re-runs the whole forward ("rescue") when it sees such an unattributed tensor, to recover
+ops hidden behind stale torch references; on DeepSeek-OCR that re-run recovers nothing and makes the
+capture 2-4x slower (the second run under a `TorchFunctionMode`). `rescue=False` (default) declines
+it by passing an identity `output_transform` (which also hands back the model output), and
+TorchLens' verdict is kept in `stats["torchlens"]`.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import torch
+from torch import nn
+
+from llm_perf_opt.artifacts import to_jsonable
+from llm_perf_opt.callgraph import metadata as md
+from llm_perf_opt.callgraph.schema import ROOT, CallGraph
+from llm_perf_opt.errors import PipelineError, TraceError
+
+TL_ROOT = "self"  # TorchLens' address of the root module
+Progress = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class TorchLensRun:
+    trace: Any
+    output: Any
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TraceGraph:
+    """What TorchLens' trace says about module calls and ops, by address."""
+
+    call_counts: Counter
+    edges: dict[str, Counter]
+    op_call_counts: Counter
+    opaque_ops: Counter
+    num_ops: int
+
+
+@dataclass
+class CaptureResult:
+    callgraph: CallGraph
+    output: Any
+    trace: Any = None  # the TorchLens Trace, only with keep_trace=True
+
+
+# --------------------------------------------------------------------------- TorchLens
+class _LineSink(io.TextIOBase):
+    """A text stream that hands every completed line to `emit` (TorchLens' verbose prints).
+
+    `emit` runs with the original stdout restored, so a `progress=print` does not loop back here.
+    """
+
+    def __init__(self, emit: Progress) -> None:
+        self.emit = emit
+        self.buffer = ""
+        self.original = sys.stdout
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.buffer += text
+        while "\n" in self.buffer:
+            line, self.buffer = self.buffer.split("\n", 1)
+            self._emit(line)
+        return len(text)
+
+    def _emit(self, line: str) -> None:
+        if not line.strip():
+            return
+        current = sys.stdout
+        sys.stdout = self.original
+        try:
+            self.emit(line.strip())
+        finally:
+            sys.stdout = current
+
+    def flush(self) -> None:
+        pass
+
+    def close_out(self) -> None:
+        self._emit(self.buffer)
+        self.buffer = ""
+
+
+def _identity(output: Any) -> Any:
+    return output
+
+
+def run_torchlens(
+    model: nn.Module,
+    forward_args: Iterable[Any] = (),
+    forward_kwargs: Mapping[str, Any] | None = None,
+    *,
+    progress: Progress | None = None,
+    rescue: bool = False,
+) -> TorchLensRun:
+    """One `torchlens.trace` of `model(*forward_args, **forward_kwargs)` saving no activations.
+
+    TorchLens' own progress lines go to `progress` (prefixed "torchlens:"); its warnings are
+    collected (deduplicated) instead of printed. Torch functions are unwrapped afterwards so later
+    stages time a clean torch. Raises TraceError when TorchLens refuses or the forward fails.
+    """
+    import torchlens
+    from torchlens.options import CaptureOptions
+
+    options: dict[str, Any] = dict(
+        layers_to_save=None,  # metadata only (`save=None` would still save every activation)
+        save_raw_input=False,
+        save_raw_output=False,
+        recurrence_detection=False,  # loop grouping of layers: not used here
+        compute_input_output_distances=False,
+        unwrap_when_done=True,
+        verbose=progress is not None,
+    )
+    if not rescue:
+        options["output_transform"] = _identity
+    sink = _LineSink(lambda line: progress(f"torchlens: {line.removeprefix('[torchlens]').strip()}")) if progress else None
+    redirect = contextlib.redirect_stdout(sink) if sink is not None else contextlib.nullcontext()
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught, redirect:
+            warnings.simplefilter("always")
+            trace = torchlens.trace(model, list(forward_args), dict(forward_kwargs or {}), capture=CaptureOptions(**options))
+    except PipelineError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every TorchLens refusal becomes one TraceError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise TraceError(f"TorchLens could not capture the forward: {type(exc).__name__}: {first[:500]}") from exc
+    finally:
+        if sink is not None:
+            sink.close_out()
+    seconds = time.perf_counter() - start
+    seen: list[str] = []
+    for w in caught:
+        text = f"{w.category.__name__}: {str(w.message).strip()}"[:400]
+        if text not in seen:
+            seen.append(text)
+    if progress:
+        for text in seen:
+            progress(f"torchlens warning: {text}")
+    output = getattr(trace, "raw_output", None) if not rescue else None
+    return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen)
+
+
+def _address(tl_address: str | None) -> str:
+    return ROOT if tl_address in (None, TL_ROOT) else tl_address
+
+
+def _call_address(call_label: str) -> str:
+    """"model.layers.0:2" -> "model.layers.0"; TorchLens' root "self:1" -> ""."""
+    return _address(call_label.rpartition(":")[0])
+
+
+def graph_from_trace(trace: Any) -> TraceGraph:
+    """Call counts, caller edges and per-module op counts from a TorchLens trace, in one pass each."""
+    calls: Counter = Counter()
+    edges: dict[str, Counter] = {}
+    parent_of_call: dict[str, str | None] = {}
+    for call in trace.module_calls:
+        address = _address(call.address)
+        calls[address] += 1
+        parent_label = call.call_parent_label
+        parent_of_call[call.call_label] = parent_label
+        if parent_label is not None:
+            parent = _call_address(parent_label)
+            bucket = edges.get(parent)
+            if bucket is None:
+                bucket = edges[parent] = Counter()
+            bucket[address] += 1
+    ops: Counter = Counter()
+    opaque: Counter = Counter()
+    num_ops = 0
+    for op in trace.layer_list:
+        if op.is_input or op.is_output or op.is_buffer:
+            continue
+        label = op.module
+        if op.func_name == "none":
+            # A tensor TorchLens did not see being made, adopted where it entered a module call:
+            # it was computed by the caller of that call (e.g. a TorchScript function's output).
+            if not op.is_internal_source:
+                continue
+            if label is not None:
+                label = parent_of_call.get(label)
+            address = ROOT if label is None else _call_address(label)
+            opaque[address] += 1
+        else:
+            address = ROOT if label is None else _call_address(label)
+        ops[address] += 1
+        num_ops += 1
+    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops)
+
+
+# --------------------------------------------------------------------------- module tree
+def module_tree(model: nn.Module) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """`module_children` (static, `named_children`) and `module_types` (class names) by address."""
+    children: dict[str, list[str]] = {}
+    types: dict[str, str] = {}
+    for name, module in model.named_modules():
+        types[name] = type(module).__name__
+        children[name] = [f"{name}.{child}" if name else child for child, _ in module.named_children()]
+    return children, types
+
+
+# --------------------------------------------------------------------------- reconcile
+def reconcile(
+    graph: TraceGraph,
+    recorder: md.CallRecorder | None,
+) -> tuple[dict[str, Counter], Counter, dict[str, int], dict[str, int]]:
+    """Merge TorchLens' calls with the hooks': the larger count wins, with its callers.
+
+    Returns (edges, call_counts, calls_without_ops, calls_bypassing_hooks).
+    """
+    calls = Counter(graph.call_counts)
+    edges = {parent: Counter(children) for parent, children in graph.edges.items()}
+    without_ops: dict[str, int] = {}
+    bypassing: dict[str, int] = {}
+    if recorder is None:
+        return edges, calls, without_ops, bypassing
+    for address in set(calls) | set(recorder.calls):
+        tl_n, hook_n = calls.get(address, 0), recorder.calls.get(address, 0)
+        if hook_n > tl_n:
+            without_ops[address] = hook_n - tl_n
+            calls[address] = hook_n
+            for children in edges.values():
+                children.pop(address, None)
+            for parent, n in recorder.incoming.get(address, {}).items():
+                edges.setdefault(parent, Counter())[address] += n
+        elif tl_n > hook_n:
+            bypassing[address] = tl_n - hook_n
+    edges = {parent: children for parent, children in edges.items() if children}
+    return edges, calls, without_ops, bypassing
+
+
+def graph_problems(cg: CallGraph) -> list[str]:
+    """Inconsistencies of a call graph (empty when consistent). Consistent means:
+
+    1. every module address in `call_counts`, `edges`, `op_call_counts` is in `module_types`;
+    2. the root is called once, or not at all in an empty graph;
+    3. every edge joins two called modules, and the child is a strict descendant of the parent in the
+       static tree (`module_children`), so a call never climbs or jumps across the tree;
+    4. every called module except the root is called exactly as often as its incoming edges say
+       (sum over callers of `edges[caller][module]` == `call_counts[module]`);
+    5. ops are counted only in called modules.
+    """
+    problems: list[str] = []
+    known = cg.module_types
+    for key in ("call_counts", "op_call_counts"):
+        for address in getattr(cg, key):
+            if address not in known:
+                problems.append(f"{key}: unknown module '{address}'")
+    if cg.call_counts and cg.call_counts.get(ROOT, 0) not in (0, 1):
+        problems.append(f"root called {cg.call_counts.get(ROOT)} times, expected once")
+    incoming: Counter = Counter()
+    for parent, children in cg.edges.items():
+        if parent not in known:
+            problems.append(f"edges: unknown caller '{parent}'")
+        if cg.call_counts.get(parent, 0) <= 0:
+            problems.append(f"edges: caller '{parent}' is never called")
+        for child, n in children.items():
+            incoming[child] += n
+            if child not in known:
+                problems.append(f"edges: unknown callee '{child}'")
+                continue
+            if n <= 0:
+                problems.append(f"edges: '{parent}' -> '{child}' has count {n}")
+            if not is_descendant(child, parent, cg.module_children):
+                problems.append(f"edges: '{child}' is not a descendant of its caller '{parent}'")
+    for address, n in cg.call_counts.items():
+        if address == ROOT or n <= 0:
+            continue
+        if incoming.get(address, 0) != n:
+            problems.append(f"'{address}' called {n} times but its callers account for {incoming.get(address, 0)}")
+    for address, n in incoming.items():
+        if cg.call_counts.get(address, 0) <= 0:
+            problems.append(f"edges: callee '{address}' has no call count")
+    for address, n in cg.op_call_counts.items():
+        if n > 0 and cg.call_counts.get(address, 0) <= 0:
+            problems.append(f"op_call_counts: {n} ops in uncalled module '{address}'")
+    return problems
+
+
+def is_descendant(address: str, ancestor: str, children: Mapping[str, list[str]]) -> bool:
+    """Whether `address` lies strictly below `ancestor` in the static module tree."""
+    if address == ancestor:
+        return False
+    if ancestor != ROOT and not address.startswith(ancestor + "."):
+        return False
+    # walk down from the ancestor along the address's own prefixes
+    node = ancestor
+    while node != address:
+        nxt = next((c for c in children.get(node, ()) if address == c or address.startswith(c + ".")), None)
+        if nxt is None:
+            return False
+        node = nxt
+    return True
+
+
+# --------------------------------------------------------------------------- entry points
+def _runtime_events(runtime_log: Any) -> list[dict[str, Any]]:
+    if runtime_log is None:
+        return []
+    events = getattr(runtime_log, "events", runtime_log)
+    if callable(getattr(runtime_log, "to_list", None)):
+        events = runtime_log.to_list()
+    out = []
+    for event in events:
+        value = to_jsonable(event)
+        out.append(value if isinstance(value, dict) else {"event": value})
+    return out
+
+
+def capture(
+    model: nn.Module,
+    forward_kwargs: Mapping[str, Any] | None = None,
+    *,
+    forward_args: Iterable[Any] = (),
+    model_name: str = "",
+    progress: Progress | None = None,
+    runtime_log: Any = None,
+    metadata: bool = True,
+    rescue: bool = False,
+    keep_trace: bool = False,
+    strict: bool = True,
+) -> CaptureResult:
+    """Run the forward once under TorchLens and the hooks; return the CallGraph and the output.
+
+    `metadata=False` skips tensor I/O, constructor params and parameter counts (graph keys only).
+    `strict` raises TraceError when the graph is inconsistent (see `graph_problems`); otherwise the
+    problems are listed in `stats["problems"]`. `runtime_log`: a list of events (or an object with
+    `.events`), read after the forward.
+    """
+    say = progress or (lambda _msg: None)
+    stage_start = time.perf_counter()
+    name = model_name or type(model).__name__
+    children, types = module_tree(model)
+    say(f"trace: capturing {name} with TorchLens ({len(types)} modules, nothing saved)")
+    recorder = md.CallRecorder(model, tensors=metadata)
+    with recorder:
+        run = run_torchlens(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
+    trace = run.trace
+    say(f"trace: TorchLens capture done in {run.seconds:.1f} s")
+
+    t0 = time.perf_counter()
+    graph = graph_from_trace(trace)
+    edges, calls, without_ops, bypassing = reconcile(graph, recorder)
+    call_counts = {address: int(calls.get(address, 0)) for address in types}
+    extra = [a for a in calls if a not in types]  # TorchLens addresses outside named_modules (aliases)
+    for address in extra:
+        call_counts[address] = int(calls[address])
+    op_call_counts = {a: int(graph.op_call_counts.get(a, 0)) for a, n in call_counts.items() if n > 0}
+    for address, n in graph.op_call_counts.items():
+        op_call_counts.setdefault(address, int(n))
+    cg = CallGraph(
+        call_counts=call_counts,
+        edges={parent: {child: int(n) for child, n in kids.items()} for parent, kids in edges.items()},
+        op_call_counts=op_call_counts,
+        module_children=children,
+        module_types=types,
+        model_name=model_name,
+    )
+    derive_seconds = time.perf_counter() - t0
+    say(f"trace: graph derived in {derive_seconds:.2f} s: {graph.num_ops} ops, {cg.total_module_calls()} module calls")
+
+    t0 = time.perf_counter()
+    io_sources: dict[str, str] = {}
+    if metadata:
+        recorded = md.torchlens_attributes(trace)
+        cg.constructor_params = md.constructor_params(model, recorded)
+        cg.input_metadata, cg.output_metadata, cg.activation_bytes, io_sources = md.io_metadata(
+            cg.call_counts, recorder, trace
+        )
+        cg.param_counts = md.param_counts(model)
+    metadata_seconds = time.perf_counter() - t0
+    if metadata:
+        say(f"trace: metadata merged in {metadata_seconds:.2f} s")
+
+    try:
+        flops = int(trace.total_flops_forward)
+    except Exception:  # noqa: BLE001 - informational only
+        flops = None
+    cg.runtime_log = _runtime_events(runtime_log)
+    cg.stats = {
+        "num_ops": graph.num_ops,
+        "module_calls": cg.total_module_calls(),
+        "num_modules": len(types),
+        "num_called_modules": sum(1 for a, n in call_counts.items() if n > 0 and a != ROOT),
+        "capture_seconds": round(run.seconds, 3),
+        "derive_seconds": round(derive_seconds, 3),
+        "metadata_seconds": round(metadata_seconds, 3),
+        "torchlens_total_flops_forward": flops,
+        "calls_without_ops": without_ops,
+        "calls_bypassing_hooks": bypassing,
+        "opaque_ops": dict(graph.opaque_ops),
+        "io_metadata_sources": dict(Counter(io_sources.values())),
+        "torchlens": _torchlens_facts(trace, run),
+    }
+    problems = graph_problems(cg)
+    if problems:
+        if strict:
+            raise TraceError(f"inconsistent call graph for {name}: " + "; ".join(problems[:5])
+                             + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+        cg.stats["problems"] = problems
+    cg.stats["stage_seconds"] = round(time.perf_counter() - stage_start, 3)
+    say(f"trace: stage done in {cg.stats['stage_seconds']:.1f} s")
+    return CaptureResult(callgraph=cg, output=run.output, trace=trace if keep_trace else None)
+
+
+def capture_callgraph(
+    model: nn.Module,
+    forward_kwargs: Mapping[str, Any] | None = None,
+    *,
+    forward_args: Iterable[Any] = (),
+    model_name: str = "",
+    progress: Progress | None = None,
+    runtime_log: Any = None,
+    metadata: bool = True,
+    rescue: bool = False,
+) -> CallGraph:
+    """`capture(...)` returning only the CallGraph (see `capture` for the options)."""
+    return capture(
+        model, forward_kwargs, forward_args=forward_args, model_name=model_name, progress=progress,
+        runtime_log=runtime_log, metadata=metadata, rescue=rescue,
+    ).callgraph
+
+
+def _torchlens_facts(trace: Any, run: TorchLensRun) -> dict[str, Any]:
+    def get(attr: str) -> Any:
+        try:
+            value = getattr(trace, attr)
+        except Exception:  # noqa: BLE001
+            return None
+        return value
+
+    def seconds(attr: str) -> float | None:
+        value = get(attr)
+        try:
+            return round(float(value), 3) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    try:
+        from importlib.metadata import version
+
+        tl_version = version("torchlens")
+    except Exception:  # noqa: BLE001
+        tl_version = None
+    rescue = get("rescue_rerun") or {}
+    return {
+        "version": tl_version,
+        "num_ops": get("num_ops"),
+        "num_module_calls": get("num_module_calls"),
+        "capture_verified": get("capture_verified"),
+        "verification_reason": get("capture_verification_reason"),
+        "forward_runs": rescue.get("forward_runs", 1) if isinstance(rescue, dict) else None,
+        "setup_seconds": seconds("setup_duration"),
+        "forward_seconds": seconds("forward_duration"),
+        "capture_seconds": seconds("capture_duration"),
+        "warnings": run.warnings,
+    }

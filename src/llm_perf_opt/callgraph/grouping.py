@@ -1,0 +1,771 @@
+"""Option C grouping of a `CallGraph`: `for N` stacks and `parfor N` repeated calls, as a small tree.
+
+The dynamic call tree of one forward has thousands of module nodes; the grouped graph folds it to a
+few dozen by two rules, both detected from the graph itself (addresses, classes, structure), never from
+a list of model-specific names:
+
+`for N` (a stack)
+    Sibling modules called from the same parent whose addresses differ only in one numeric component
+    (`sam_model.blocks.0 .. 11`), of the same class and the same *structure*, become one node
+    `Block @ model.sam_model.blocks.[0-11] for 12`. Siblings of one family whose structure differs are
+    split into one node per structure (dense layer 0 vs MoE layers 1-11; windowed vs global SAM blocks),
+    each keeping its exact index list.
+
+`parfor N`
+    A node whose every member is called N times (an integer > 1) per call of its parent: SAM, CLIP and
+    the projector run on the crops and on the global view (`parfor 2`), a block called in a Python loop.
+    When the calls per parent call are not a whole number, uniform across members, the node carries
+    its call counts (`calls k`) instead.
+
+Structure (what must be equal for two siblings to share a node) is the pair
+  * static: class name, constructor parameters (index-like keys such as `layer_idx` ignored), the
+    number of parameters held directly (this separates SAM's global blocks, whose relative-position
+    tables are larger), and the same recursively for every static child (`module_children`), by
+    child name;
+  * call structure: the called children grouped the same way (relative template, class, structure,
+    calls per parent call, and the number of members — except for sparse families, below).
+A family is *sparse* when only some of the static candidates were called (MoE experts that received
+tokens): which members are called depends on values, so the members of a sparse family are grouped
+whatever their call counts, and the parent's structure records "sparse of K" instead of the count.
+Sparse nodes and everything under them are flagged `value_dependent`.
+
+Nested stacks merge naturally: the children of a group are the corresponding children of all its
+members (`model.layers.[1-11].mlp.experts.[...]`). Sums per node: parameters over the static subtree
+of every member, calls from the parent, ops (direct and over the static subtree), output activation
+bytes, and a FLOPs slot filled by `attach_flops`.
+
+The groups are checked against the runtime log (`runtime_checks`): SAM / CLIP / projector calls
+against `vision_inputs.vision_passes`, the decoder stack's `for N` against `llm_stack.num_layers`.
+A missing event gives the status "not checked", never "ok".
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.callgraph.schema import ROOT, CallGraph
+from llm_perf_opt.errors import ArtifactError
+
+GROUPED_SCHEMA = "llm_perf_opt.callgraph.grouped"
+GROUPED_VERSION = 1
+GROUPED_KNOWN_VERSIONS = (1,)
+GROUPED_FILENAME = "callgraph.grouped.json"
+
+# Constructor parameters that name a position in a stack rather than a shape: ignored in signatures.
+_INDEX_KEY = re.compile(r"(^|_)(idx|index|layer_id|layer_number|layer_num|block_id|block_idx|layer_idx)$")
+_NUM = re.compile(r"^\d+$")
+
+STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED = "ok", "mismatch", "not checked"
+
+
+# ---------------------------------------------------------------------------------------------- nodes
+@dataclass
+class GroupNode:
+    """One node of the grouped graph: one or more modules with the same class and structure."""
+
+    id: str
+    class_name: str
+    pattern: str  # exact address pattern: "model.sam_model.blocks.[0-1,3-4]"
+    members: list[str]  # every module address, in call order
+    member_calls: list[int] = field(default_factory=list)  # calls of each member from the parent's members
+    parent: str | None = None
+    children: list[str] = field(default_factory=list)
+    depth: int = 0
+    template: str = ""  # relative to the parent's members: "blocks.*", "mlp", "" for the root
+    indices: list[list[int]] = field(default_factory=list)  # per varying component: sorted distinct indices
+    for_n: int = 1  # distinct members per parent member (the largest; for_min the smallest)
+    for_min: int = 1
+    static_n: int | None = None  # static candidates of the stack family per parent member (64 experts)
+    sparse: bool = False  # only some static candidates were called (value-dependent routing)
+    value_dependent: bool = False  # sparse, or under a sparse node
+    parfor: int | None = None  # uniform integer calls per member per parent call; None when not uniform
+    calls: int = 0  # calls of the members from the parent's members (the root: its own calls)
+    parent_calls: int = 0  # calls of the parent's members
+    calls_per_parent_call: list[float] = field(default_factory=list)  # [min, max] over members
+    params: int = 0  # parameters over the static subtree of every member
+    ops_self: int = 0  # tensor ops executed directly in the members
+    ops_total: int = 0  # ... and in their static subtrees
+    activation_bytes: int = 0  # bytes of the members' outputs, over all their calls
+    flops: float | None = None  # filled by attach_flops
+    flops_missing: int = 0  # members without a FLOPs figure when attach_flops ran
+    constructor_params: dict[str, Any] = field(default_factory=dict)  # of the first member
+    input_shapes: list[Any] = field(default_factory=list)  # first call of the first member
+    output_shapes: list[Any] = field(default_factory=list)
+    signature: str = ""  # short hash of the structure
+
+    @property
+    def is_stack(self) -> bool:
+        return self.for_n > 1
+
+    @property
+    def name(self) -> str:
+        return self.class_name if self.pattern in ("", "(root)") else f"{self.class_name} @ {self.pattern}"
+
+
+@dataclass
+class GroupEdge:
+    parent: str
+    child: str
+    calls: int
+    parfor: int | None
+
+
+@dataclass
+class CheckTargets:
+    """Which modules the runtime checks look at, matched by the last component of their address.
+
+    The defaults are DeepSeek-OCR's names (the runtime-log events are DeepSeek-OCR's too); the grouping
+    itself does not use them."""
+
+    vision_modules: tuple[str, ...] = ("sam_model", "vision_model", "projector")
+    decoder_stack: str = "layers"  # the stack container, outside every vision module; the shortest wins
+
+
+@dataclass
+class GroupedGraph:
+    nodes: list[GroupNode]
+    edges: list[GroupEdge]
+    root: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    model_name: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ queries
+    def node(self, node_id: str) -> GroupNode:
+        return self._index()[node_id]
+
+    def _index(self) -> dict[str, GroupNode]:
+        return {n.id: n for n in self.nodes}
+
+    def find(self, pattern: str | None = None, class_name: str | None = None) -> list[GroupNode]:
+        """Nodes whose pattern equals `pattern` (or ends with '.' + it) and/or whose class is `class_name`."""
+        out = []
+        for n in self.nodes:
+            if pattern is not None and not (n.pattern == pattern or n.pattern.endswith("." + pattern)):
+                continue
+            if class_name is not None and n.class_name != class_name:
+                continue
+            out.append(n)
+        return out
+
+    def descendants(self, node_id: str) -> list[GroupNode]:
+        idx = self._index()
+        out, stack = [], list(idx[node_id].children)
+        while stack:
+            n = idx[stack.pop(0)]
+            out.append(n)
+            stack[:0] = n.children
+        return out
+
+    def stacks(self) -> list[GroupNode]:
+        return [n for n in self.nodes if n.is_stack]
+
+    def summary(self) -> dict[str, Any]:
+        """The few figures a run summary wants: node counts, stacks, parfor nodes, check statuses."""
+        statuses = [c["status"] for c in self.checks]
+        return {
+            "nodes": len(self.nodes),
+            "modules_called": self.source.get("modules_called"),
+            "stacks": len(self.stacks()),
+            "parfor_nodes": sum(1 for n in self.nodes if (n.parfor or 1) > 1),
+            "max_depth": max((n.depth for n in self.nodes), default=0),
+            "checks": {s: statuses.count(s) for s in (STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED)},
+            "mismatches": [c for c in self.checks if c["status"] == STATUS_MISMATCH],
+        }
+
+    # ------------------------------------------------------------------ files
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "root": self.root,
+            "source": self.source,
+            "nodes": [asdict(n) for n in self.nodes],
+            "edges": [asdict(e) for e in self.edges],
+            "checks": self.checks,
+            "notes": self.notes,
+        }
+
+    def save(self, path: str | Path, config: Any = None) -> Path:
+        return write_artifact(path, GROUPED_SCHEMA, GROUPED_VERSION, self.to_dict(), config=config)
+
+
+def grouped_from_dict(data: Mapping[str, Any], source: str = "grouped") -> GroupedGraph:
+    for key in ("nodes", "edges", "root"):
+        if key not in data:
+            raise ArtifactError(f"{source}: grouped graph lacks required field '{key}'")
+    node_fields = {f.name for f in fields(GroupNode)}
+    required = ("id", "class_name", "pattern", "members")
+    nodes = []
+    for i, raw in enumerate(data["nodes"]):
+        if not isinstance(raw, Mapping):
+            raise ArtifactError(f"{source}: nodes[{i}] must be an object")
+        for key in required:
+            if key not in raw:
+                raise ArtifactError(f"{source}: nodes[{i}] lacks required field '{key}'")
+        nodes.append(GroupNode(**{k: v for k, v in raw.items() if k in node_fields}))
+    edges = []
+    for i, raw in enumerate(data["edges"]):
+        try:
+            edges.append(GroupEdge(parent=raw["parent"], child=raw["child"], calls=raw.get("calls", 0),
+                                   parfor=raw.get("parfor")))
+        except (KeyError, TypeError):
+            raise ArtifactError(f"{source}: edges[{i}] needs 'parent' and 'child'") from None
+    ids = {n.id for n in nodes}
+    if data["root"] not in ids:
+        raise ArtifactError(f"{source}: root {data['root']!r} is not a node id")
+    return GroupedGraph(nodes=nodes, edges=edges, root=data["root"], checks=list(data.get("checks") or []),
+                        notes=list(data.get("notes") or []), model_name=data.get("model_name", ""),
+                        source=dict(data.get("source") or {}))
+
+
+def load_grouped_json(path: str | Path) -> GroupedGraph:
+    _, data = read_artifact(path, GROUPED_SCHEMA, GROUPED_KNOWN_VERSIONS, required=("nodes", "edges", "root"))
+    return grouped_from_dict(data, str(path))
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def compact_ranges(indices: Iterable[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8"."""
+    xs = sorted(set(int(i) for i in indices))
+    parts: list[str] = []
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        parts.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def count_ranges(indices: Iterable[int]) -> int:
+    return len(compact_ranges(indices).split(",")) if indices else 0
+
+
+def _components(address: str) -> list[str]:
+    return address.split(".") if address else []
+
+
+def _relative(child: str, parent: str) -> str:
+    """The child's address relative to its caller; a module called from outside its static ancestor
+    keeps its absolute address, marked with a leading '/'."""
+    if parent == ROOT:
+        return child
+    if child.startswith(parent + "."):
+        return child[len(parent) + 1:]
+    return "/" + child
+
+
+def _join(parent: str, rel: str) -> str:
+    if rel.startswith("/"):
+        return rel[1:]
+    return rel if parent == ROOT else f"{parent}.{rel}"
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha1(repr(obj).encode()).hexdigest()[:12]
+
+
+def _normalise_params(params: Mapping[str, Any] | None) -> tuple:
+    if not params:
+        return ()
+    return tuple(sorted((str(k), repr(v)) for k, v in params.items() if not _INDEX_KEY.search(str(k))))
+
+
+def _first_meta(meta: Any) -> list[Any]:
+    if isinstance(meta, Mapping):
+        first = meta.get("first")
+        if first is None:
+            return []
+        return list(first) if isinstance(first, (list, tuple)) else [first]
+    if isinstance(meta, (list, tuple)):
+        return list(meta)
+    return []
+
+
+def pattern_of(members: Sequence[str]) -> tuple[str, list[list[int]]]:
+    """The address pattern of members with the same number of components: literal where they agree,
+    `[ranges]` where a numeric component varies, `{a,b}` where a name varies."""
+    if not members:
+        return "", []
+    if len(members) == 1:
+        return (members[0] if members[0] != ROOT else "(root)"), []
+    split = [_components(m) for m in members]
+    if len({len(s) for s in split}) != 1:  # different depths (a module shared by several callers)
+        return "{" + ",".join(sorted(set(members))) + "}", []
+    parts, indices = [], []
+    for pos in range(len(split[0])):
+        values = [s[pos] for s in split]
+        distinct = sorted(set(values), key=lambda v: (not _NUM.match(v), int(v) if _NUM.match(v) else 0, v))
+        if len(distinct) == 1:
+            parts.append(distinct[0])
+        elif all(_NUM.match(v) for v in distinct):
+            ints = [int(v) for v in distinct]
+            indices.append(ints)
+            parts.append(f"[{compact_ranges(ints)}]")
+        else:
+            parts.append("{" + ",".join(distinct) + "}")
+    return ".".join(parts), indices
+
+
+# ---------------------------------------------------------------------------------------------- grouper
+@dataclass
+class _Subgroup:
+    template: str
+    class_name: str
+    sig: str
+    calls_key: Fraction | None  # calls per parent call when dense; None for sparse families
+    sparse: bool
+    static_n: int | None
+    members: list[tuple[str, int]]  # (address, edge calls from the parent)
+
+    @property
+    def key(self) -> tuple:
+        return (self.template, self.class_name, self.sig, self.calls_key, self.sparse)
+
+
+class _Grouper:
+    def __init__(self, cg: CallGraph) -> None:
+        self.cg = cg
+        self.calls = {a: int(n) for a, n in cg.call_counts.items() if n and n > 0}
+        self.children: dict[str, list[tuple[str, int]]] = {}
+        for parent, kids in cg.edges.items():
+            lst = []
+            for child, n in kids.items():
+                if n and n > 0 and child != parent:
+                    lst.append((child, int(n)))
+                    self.calls.setdefault(child, int(n))
+            self.children[parent] = lst
+            if lst:
+                self.calls.setdefault(parent, 1)
+        self.calls.setdefault(ROOT, 1)
+        # Called modules the root does not reach (a capture that missed the root's edges, a cycle) hang
+        # under the root, shallowest address first.
+        reached = self._reachable(ROOT)
+        for a in sorted(self.calls, key=lambda x: (x.count("."), x)):
+            if a not in reached:
+                self.children.setdefault(ROOT, []).append((a, self.calls[a]))
+                reached |= self._reachable(a)
+        self.static_children = {a: list(v) for a, v in cg.module_children.items()}
+        self.types = dict(cg.module_types)
+        self.subtree_params = self._subtree_sums(cg.param_counts)
+        self.subtree_ops = self._subtree_sums(cg.op_call_counts)
+        self._static_sig: dict[str, str] = {}
+        self._sig: dict[str, str] = {}
+        self._families: dict[str, list[_Subgroup]] = {}
+        self._in_progress: set[str] = set()
+
+    def _reachable(self, start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for c, _ in self.children.get(todo.pop(), []):
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return seen
+
+    # ---------------------------------------------------------------- sums
+    @staticmethod
+    def _subtree_sums(values: Mapping[str, int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for addr, v in values.items():
+            if not v:
+                continue
+            comps = _components(addr)
+            for k in range(len(comps) + 1):
+                anc = ".".join(comps[:k])
+                out[anc] = out.get(anc, 0) + int(v)
+        return out
+
+    def class_of(self, addr: str) -> str:
+        return self.types.get(addr, "?")
+
+    # ---------------------------------------------------------------- signatures
+    def static_sig(self, addr: str) -> str:
+        if addr in self._static_sig:
+            return self._static_sig[addr]
+        kids = self.static_children.get(addr, [])
+        sig = _hash((
+            self.class_of(addr),
+            _normalise_params(self.cg.constructor_params.get(addr)),
+            int(self.cg.param_counts.get(addr, 0) or 0),
+            tuple((_relative(c, addr), self.static_sig(c)) for c in kids if c != addr),
+        ))
+        self._static_sig[addr] = sig
+        return sig
+
+    def sig(self, addr: str) -> str:
+        """Static structure + call structure."""
+        if addr in self._sig:
+            return self._sig[addr]
+        if addr in self._in_progress:  # a recursive call chain: cut it
+            return self.static_sig(addr)
+        self._in_progress.add(addr)
+        calls = sorted(
+            repr((sg.template, sg.class_name, sg.sig, sg.calls_key,
+                  ("sparse", sg.static_n) if sg.sparse else len(sg.members)))
+            for sg in self.families(addr)
+        )
+        self._in_progress.discard(addr)
+        sig = _hash((self.static_sig(addr), tuple(calls)))
+        self._sig[addr] = sig
+        return sig
+
+    # ---------------------------------------------------------------- families
+    def _static_candidates(self, parent_addr: str, child_addr: str, pos: int) -> int | None:
+        """How many modules exist statically at `child_addr` with component `pos` set to any number."""
+        comps = _components(child_addr)
+        container = ".".join(comps[:pos])
+        rest = comps[pos + 1:]
+        kids = self.static_children.get(container)
+        if kids is None:
+            return None
+        n = 0
+        for k in kids:
+            last = k.rpartition(".")[2] if container else k
+            if not _NUM.match(last):
+                continue
+            full = ".".join([k] + rest) if rest else k
+            if full in self.types and self.class_of(full) == self.class_of(child_addr):
+                n += 1
+        return n or None
+
+    def families(self, addr: str) -> list[_Subgroup]:
+        """The called children of `addr`, in families (same class, addresses differing in one numeric
+        component), each split into subgroups of equal structure (and equal calls when dense)."""
+        if addr in self._families:
+            return self._families[addr]
+        kids = self.children.get(addr, [])
+        my_calls = max(self.calls.get(addr, 1), 1)
+        rels = [(c, n, _relative(c, addr)) for c, n in kids]
+        # candidate keys: (position in the relative address, template, class)
+        cand: dict[tuple, list[int]] = OrderedDict()
+        for i, (c, _, rel) in enumerate(rels):
+            comps = _components(rel.lstrip("/"))
+            for pos, comp in enumerate(comps):
+                if _NUM.match(comp):
+                    templ = comps[:pos] + ["*"] + comps[pos + 1:]
+                    key = (pos, ("/" if rel.startswith("/") else "") + ".".join(templ), self.class_of(c))
+                    cand.setdefault(key, []).append(i)
+        assigned: dict[int, tuple] = {}
+        order = sorted(cand.items(), key=lambda kv: (-len(kv[1]), -kv[0][0]))
+        fams: dict[tuple, list[int]] = {}
+        for key, idxs in order:
+            free = [i for i in idxs if i not in assigned]
+            if len(free) < 2:
+                continue
+            for i in free:
+                assigned[i] = key
+            fams[key] = free
+        # families in order of first call; singletons keep their literal relative address
+        seen: set[tuple] = set()
+        grouped: list[tuple[tuple | None, list[int]]] = []
+        for i in range(len(rels)):
+            key = assigned.get(i)
+            if key is None:
+                grouped.append((None, [i]))
+            elif key not in seen:
+                seen.add(key)
+                grouped.append((key, fams[key]))
+        out: list[_Subgroup] = []
+        for key, idxs in grouped:
+            if key is None:
+                c, n, rel = rels[idxs[0]]
+                out.append(_Subgroup(rel, self.class_of(c), self.sig(c), Fraction(n, my_calls), False, None,
+                                     [(c, n)]))
+                continue
+            pos, templ, cls = key
+            abs_pos = pos + (0 if addr == ROOT or rels[idxs[0]][2].startswith("/") else len(_components(addr)))
+            static_n = self._static_candidates(addr, rels[idxs[0]][0], abs_pos)
+            sparse = static_n is not None and len(idxs) < static_n
+            subs: dict[tuple, _Subgroup] = OrderedDict()
+            for i in idxs:
+                c, n, _ = rels[i]
+                ck = None if sparse else Fraction(n, my_calls)
+                s = self.sig(c)
+                sg = subs.get((s, ck))
+                if sg is None:
+                    sg = subs[(s, ck)] = _Subgroup(templ, cls, s, ck, sparse, static_n, [])
+                sg.members.append((c, n))
+            out.extend(subs.values())
+        self._families[addr] = out
+        return out
+
+    # ---------------------------------------------------------------- tree
+    def build(self, max_nodes: int = 100_000) -> GroupedGraph:
+        nodes: list[GroupNode] = []
+        edges: list[GroupEdge] = []
+
+        def make(members: list[str], parent: GroupNode | None, template: str,
+                 entries: list[tuple[str, _Subgroup]] | None, path: frozenset[str]) -> GroupNode:
+            if len(nodes) >= max_nodes:
+                raise ArtifactError(f"grouped graph exceeds {max_nodes} nodes: the call graph is inconsistent")
+            pattern, indices = pattern_of(members)
+            first = members[0]
+            node = GroupNode(id=f"n{len(nodes)}", class_name=self.class_of(first), pattern=pattern,
+                             members=list(members), parent=parent.id if parent else None,
+                             depth=(parent.depth + 1) if parent else 0, template=template, indices=indices)
+            nodes.append(node)
+            distinct = list(OrderedDict.fromkeys(members))
+            node.params = sum(self.subtree_params.get(m, 0) for m in distinct)
+            node.ops_self = sum(int(self.cg.op_call_counts.get(m, 0) or 0) for m in distinct)
+            node.ops_total = sum(self.subtree_ops.get(m, 0) for m in distinct)
+            node.activation_bytes = sum(int(self.cg.activation_bytes.get(m, 0) or 0) for m in distinct)
+            node.constructor_params = dict(self.cg.constructor_params.get(first) or {})
+            node.input_shapes = _first_meta(self.cg.input_metadata.get(first))
+            node.output_shapes = _first_meta(self.cg.output_metadata.get(first))
+            node.signature = self.sig(first)
+            if entries is None:  # root
+                node.calls = node.parent_calls = self.calls.get(first, 1)
+                node.member_calls = [node.calls]
+                node.parfor = 1
+                node.calls_per_parent_call = [1.0, 1.0]
+            else:
+                assert parent is not None
+                sg0 = entries[0][1]
+                per_parent = [len(sg.members) for _, sg in entries]
+                node.for_n, node.for_min = max(per_parent), min(per_parent)
+                node.static_n = sg0.static_n
+                node.sparse = sg0.sparse
+                node.value_dependent = sg0.sparse or parent.value_dependent
+                node.calls = sum(n for _, sg in entries for _, n in sg.members)
+                per_member: dict[str, int] = OrderedDict((m, 0) for m in members)
+                for _, sg in entries:
+                    for c, n in sg.members:
+                        per_member[c] += n
+                node.member_calls = list(per_member.values())
+                parents = list(OrderedDict.fromkeys(p for p, _ in entries))
+                node.parent_calls = sum(max(self.calls.get(p, 1), 1) for p in parents)
+                ratios = [Fraction(n, max(self.calls.get(p, 1), 1)) for p, sg in entries for _, n in sg.members]
+                node.calls_per_parent_call = [float(min(ratios)), float(max(ratios))]
+                uniform = len(set(ratios)) == 1 and ratios[0].denominator == 1
+                node.parfor = int(ratios[0]) if uniform else None
+                parent.children.append(node.id)
+                edges.append(GroupEdge(parent.id, node.id, node.calls, node.parfor))
+            # children: the corresponding subgroups of every member, merged
+            merged: dict[tuple, list[tuple[str, _Subgroup]]] = OrderedDict()
+            for m in distinct:
+                if m in path:
+                    continue
+                for sg in self.families(m):
+                    merged.setdefault(sg.key, []).append((m, sg))
+            for key, ents in merged.items():
+                child_members = list(OrderedDict.fromkeys(c for _, sg in ents for c, _ in sg.members))
+                make(child_members, node, key[0], ents, path | frozenset(distinct))
+            return node
+
+        make([ROOT], None, "", None, frozenset())
+        return GroupedGraph(nodes=nodes, edges=edges, root=nodes[0].id, model_name=self.cg.model_name)
+
+
+# ---------------------------------------------------------------------------------------------- public
+def group_callgraph(
+    cg: CallGraph,
+    runtime_log: Sequence[Mapping[str, Any]] | None = None,
+    targets: CheckTargets | None = None,
+) -> GroupedGraph:
+    """Group a call graph (Option C) and check the groups against the runtime log.
+
+    `runtime_log` defaults to the call graph's own `runtime_log`."""
+    grouped = _Grouper(cg).build()
+    grouped.source = {
+        "modules": len(cg.module_types),
+        "modules_called": sum(1 for a, n in cg.call_counts.items() if n and n > 0),
+        "module_calls": cg.total_module_calls(),
+        "ops": cg.total_ops(),
+    }
+    events = list(cg.runtime_log if runtime_log is None else runtime_log)
+    grouped.checks = runtime_checks(grouped, events, targets, module_types=cg.module_types)
+    return grouped
+
+
+def _last(addr: str) -> str:
+    return addr.rpartition(".")[2]
+
+
+def _check(name: str, status: str, expected: Any, observed: Any, detail: str, **extra: Any) -> dict[str, Any]:
+    out = {"name": name, "status": status, "expected": expected, "observed": observed, "detail": detail}
+    out.update(extra)
+    return out
+
+
+def runtime_checks(
+    grouped: GroupedGraph,
+    events: Sequence[Mapping[str, Any]],
+    targets: CheckTargets | None = None,
+    module_types: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Compare the groups with the runtime log. Each check: name, status (ok | mismatch | not checked),
+    expected (from the log), observed (from the graph), detail."""
+    targets = targets or CheckTargets()
+    events = [e for e in events if isinstance(e, Mapping)]
+    checks: list[dict[str, Any]] = []
+    known = set(module_types or ())
+
+    # ---- vision passes: every vision module runs once per view batch
+    vis_events = [e for e in events if e.get("event") == "vision_inputs"]
+    # an event with "vision": false (a decode step, a text-only call) is a forward without vision passes
+    passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
+    for name in targets.vision_modules:
+        check_name = f"vision_passes:{name}"
+        nodes = [n for n in grouped.nodes if n.members and all(_last(m) == name for m in n.members)]
+        exists = bool(nodes) or any(_last(a) == name for a in known)
+        if not exists:
+            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, None,
+                                 f"no module named '{name}' in the graph"))
+            continue
+        observed = sum(n.calls for n in nodes)
+        parfor = sorted({n.parfor for n in nodes if n.parfor is not None})
+        patterns = [n.pattern for n in nodes]
+        if not vis_events:
+            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, observed,
+                                 "no 'vision_inputs' event in the runtime log", patterns=patterns, parfor=parfor))
+            continue
+        if any(not isinstance(p, int) for p in passes):
+            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, observed,
+                                 "a 'vision_inputs' event lacks an integer 'vision_passes'",
+                                 patterns=patterns, parfor=parfor))
+            continue
+        expected = sum(passes)
+        status = STATUS_OK if expected == observed else STATUS_MISMATCH
+        checks.append(_check(
+            check_name, status, expected, observed,
+            f"calls of {name} in the graph vs vision_passes summed over {len(vis_events)} vision_inputs "
+            f"event(s)", patterns=patterns, parfor=parfor,
+        ))
+
+    # ---- decoder stack
+    stack_nodes = _decoder_stack_nodes(grouped, targets)
+    llm_events = [e for e in events if e.get("event") == "llm_stack"]
+    if not stack_nodes:
+        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, None,
+                             f"no called stack in a container named '{targets.decoder_stack}' outside "
+                             f"{', '.join(targets.vision_modules)}"))
+        checks.append(_check("decoder_layer_calls", STATUS_NOT_CHECKED, None, None, "no decoder stack found"))
+        return checks
+    layers = list(OrderedDict.fromkeys(m for n in stack_nodes for m in n.members))
+    observed_layers = len(layers)
+    groups = [{"pattern": n.pattern, "class_name": n.class_name, "for_n": n.for_n} for n in stack_nodes]
+    per_layer_calls = sorted({c for n in stack_nodes for c in _per_member_calls(n)})
+    if not llm_events:
+        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, observed_layers,
+                             "no 'llm_stack' event in the runtime log", groups=groups))
+        checks.append(_check("decoder_layer_calls", STATUS_NOT_CHECKED, None, per_layer_calls,
+                             "no 'llm_stack' event in the runtime log"))
+        return checks
+    nums = sorted({e.get("num_layers") for e in llm_events if isinstance(e.get("num_layers"), int)})
+    if not nums:
+        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, observed_layers,
+                             "'llm_stack' events lack an integer 'num_layers'", groups=groups))
+    else:
+        expected = nums[0] if len(nums) == 1 else nums
+        status = STATUS_OK if nums == [observed_layers] else STATUS_MISMATCH
+        checks.append(_check(
+            "decoder_layers", status, expected, observed_layers,
+            "distinct decoder layers in the stack groups (for N summed) vs llm_stack.num_layers",
+            groups=groups,
+        ))
+    expected_calls = len(llm_events)
+    observed_calls: Any = per_layer_calls[0] if len(per_layer_calls) == 1 else per_layer_calls
+    status = STATUS_OK if per_layer_calls == [expected_calls] else STATUS_MISMATCH
+    checks.append(_check("decoder_layer_calls", status, expected_calls, observed_calls,
+                         "calls of each decoder layer vs the number of llm_stack events (one per stack run)"))
+    return checks
+
+
+def _per_member_calls(node: GroupNode) -> list[int]:
+    return list(node.member_calls) or ([node.calls] if len(node.members) == 1 else [])
+
+
+def _decoder_stack_nodes(grouped: GroupedGraph, targets: CheckTargets) -> list[GroupNode]:
+    vision = set(targets.vision_modules)
+    by_container: dict[str, list[GroupNode]] = OrderedDict()
+    for n in grouped.nodes:
+        if not n.template.endswith("*") or not n.members:
+            continue
+        containers = {m.rpartition(".")[0] for m in n.members}
+        if len(containers) != 1:
+            continue
+        container = containers.pop()
+        comps = _components(container)
+        if not comps or comps[-1] != targets.decoder_stack or any(c in vision for c in comps):
+            continue
+        by_container.setdefault(container, []).append(n)
+    # singletons of the family (e.g. a lone dense layer 0) have a literal template: add them
+    if not by_container:
+        return []
+    container = min(by_container, key=lambda c: (len(_components(c)), c))
+    out = list(by_container[container])
+    parent_ids = {n.parent for n in out}
+    for n in grouped.nodes:
+        if n in out or n.parent not in parent_ids or len(n.members) != 1:
+            continue
+        m = n.members[0]
+        if m.rpartition(".")[0] == container and _NUM.match(_last(m)):
+            out.append(n)
+    return sorted(out, key=lambda n: int(n.id[1:]))
+
+
+def summarize_stacks(grouped: GroupedGraph) -> list[dict[str, Any]]:
+    """One row per `for N` node (and per split-off member of a stack family)."""
+    rows = []
+    for n in grouped.nodes:
+        if n.is_stack or "*" in n.template:
+            rows.append({
+                "id": n.id, "class_name": n.class_name, "pattern": n.pattern, "for_n": n.for_n,
+                "for_min": n.for_min, "static_n": n.static_n, "sparse": n.sparse, "indices": n.indices,
+                "params": n.params, "calls": n.calls, "parfor": n.parfor,
+            })
+    return rows
+
+
+def summarize_parfor_edges(grouped: GroupedGraph) -> list[dict[str, Any]]:
+    """One row per edge whose child is called more than once per parent call."""
+    idx = grouped._index()
+    rows = []
+    for e in grouped.edges:
+        child = idx[e.child]
+        if (e.parfor or 0) > 1 or (e.parfor is None and child.calls_per_parent_call[-1] > 1):
+            rows.append({
+                "parent": idx[e.parent].pattern, "child": child.pattern, "class_name": child.class_name,
+                "parfor": e.parfor, "calls": e.calls, "parent_calls": child.parent_calls,
+                "calls_per_parent_call": child.calls_per_parent_call,
+            })
+    return rows
+
+
+def attach_flops(grouped: GroupedGraph, flops_by_address: Mapping[str, float], inclusive: bool = True) -> GroupedGraph:
+    """Fill each node's FLOPs from per-module figures.
+
+    `inclusive=True`: a figure covers the module's whole subtree (what a per-module counter reports), so a
+    node's FLOPs are the sum over its members. `inclusive=False`: figures are per module only, so a node
+    sums over its members' static subtrees. Members without any figure are counted in `flops_missing`;
+    a node with no figure at all keeps `flops=None`."""
+    keys = list(flops_by_address)
+    for n in grouped.nodes:
+        total, found, missing = 0.0, False, 0
+        for m in OrderedDict.fromkeys(n.members):
+            if inclusive:
+                if m in flops_by_address and flops_by_address[m] is not None:
+                    total += float(flops_by_address[m])
+                    found = True
+                else:
+                    missing += 1
+            else:
+                vals = [flops_by_address[k] for k in keys
+                        if (k == m or m == ROOT or k.startswith(m + ".")) and flops_by_address[k] is not None]
+                if vals:
+                    total += float(sum(vals))
+                    found = True
+                else:
+                    missing += 1
+        n.flops = total if found else None
+        n.flops_missing = missing
+    return grouped

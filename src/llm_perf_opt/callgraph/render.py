@@ -1,0 +1,515 @@
+"""Rendering of grouped (Option C) and raw call graphs: DOT, SVG (Graphviz `dot`), Mermaid.
+
+Labels stay compact — `Class @ pattern for N` and a second line with `parfor N` (or the calls when
+they are not a whole number per parent call) and the parameter count; long index lists print as
+`[k of K]`. DOT tooltips carry the exact pattern, the constructor parameters and the I/O shapes of the
+first call. `max_depth` folds everything below that depth of the grouped tree into its ancestor (the
+ancestor's sums already cover its subtree). Mermaid ids are sanitised and every label is quoted with
+its special characters written as Mermaid entity codes (`#quot;`, `#lt;`, `#64;` ...);
+`validate_mermaid` is the structural check the tests run on every diagram.
+
+`group_and_render` is the entry the trace pipeline and `./dev group` use: group, check against the
+runtime log, write `callgraph.grouped.json` / `.dot` / `.svg` / `.mmd`. Without the `dot` executable
+the SVG is skipped with a note (in the JSON's `notes`), never a crash.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from llm_perf_opt.artifacts import atomic_write_text
+from llm_perf_opt.callgraph.grouping import (
+    GROUPED_FILENAME,
+    CheckTargets,
+    GroupedGraph,
+    GroupNode,
+    compact_ranges,
+    count_ranges,
+    group_callgraph,
+)
+from llm_perf_opt.callgraph.schema import ROOT, CallGraph
+from llm_perf_opt.errors import ArtifactError
+
+GROUPED_STEM = "callgraph.grouped"
+RAW_STEM = "callgraph.raw"
+DEFAULT_FORMATS = ("dot", "svg", "mmd")
+KNOWN_FORMATS = ("dot", "svg", "png", "mmd", "raw_dot", "raw_svg", "raw_mmd")
+MAX_RANGES = 4  # an index list with more ranges than this prints as "[k of K]"
+
+_FILL = {"root": "#e5e7eb", "stack": "#dbeafe", "parfor": "#fde68a", "both": "#ddd6fe", "plain": "#ffffff"}
+_STROKE = {"root": "#374151", "stack": "#1e40af", "parfor": "#92400e", "both": "#5b21b6", "plain": "#6b7280"}
+
+
+# ------------------------------------------------------------------------------------------------ text
+def human_count(n: float | int | None) -> str:
+    if n is None:
+        return "?"
+    n = float(n)
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n:.0f}" if n == int(n) else f"{n:.3g}"
+
+
+_BRACKET = re.compile(r"\[([0-9,\-]+)\]")
+
+
+def _bracket_texts(node: GroupNode, max_ranges: int, inherited: Sequence[str] = ()) -> list[str] | None:
+    """Display text of each `[...]` of the pattern; the first `len(inherited)` come from the parent."""
+    brackets = list(_BRACKET.finditer(node.pattern))
+    if len(brackets) != len(node.indices):
+        return None
+    texts = []
+    for j, (m, ints) in enumerate(zip(brackets, node.indices)):
+        if j < len(inherited):
+            texts.append(inherited[j])
+            continue
+        text = m.group(0)
+        own = j == len(brackets) - 1 and node.template.endswith("*") and bool(node.static_n)
+        if own and node.sparse and len(node.members) > len(ints):
+            # several parents called different subsets: their union says little, the counts say more
+            k = str(node.for_n) if node.for_n == node.for_min else f"{node.for_min}-{node.for_n}"
+            text = f"[{k} of {node.static_n}]"
+        elif count_ranges(ints) > max_ranges:
+            text = f"[{len(ints)} of {node.static_n}]" if own else f"[{len(ints)} in {min(ints)}-{max(ints)}]"
+        texts.append(text)
+    return texts
+
+
+def _apply_brackets(pattern: str, texts: Sequence[str]) -> str:
+    it = iter(texts)
+    return _BRACKET.sub(lambda m: next(it), pattern)
+
+
+def display_pattern(node: GroupNode, max_ranges: int = MAX_RANGES) -> str:
+    """The node's pattern with long index lists shortened to `[k of K]` (`[k in a-b]` when K is unknown);
+    a sparse stack over several parents prints its per-parent counts (`experts.[35-47 of 64]`)."""
+    texts = _bracket_texts(node, max_ranges)
+    return node.pattern if texts is None else _apply_brackets(node.pattern, texts)
+
+
+def display_patterns(grouped: GroupedGraph, max_ranges: int = MAX_RANGES) -> dict[str, str]:
+    """`display_pattern` of every node, where a child writes the brackets it shares with its parent the
+    way the parent does (so the children of `experts.[35-47 of 64]` say so too)."""
+    texts: dict[str, list[str] | None] = {}
+    out: dict[str, str] = {}
+    nodes = {n.id: n for n in grouped.nodes}
+    for n in grouped.nodes:  # parents come before their children
+        parent = nodes.get(n.parent) if n.parent else None
+        inherited: Sequence[str] = ()
+        if parent is not None and texts.get(parent.id) and n.pattern.startswith(parent.pattern + "."):
+            inherited = texts[parent.id] or ()
+        texts[n.id] = _bracket_texts(n, max_ranges, inherited)
+        out[n.id] = n.pattern if texts[n.id] is None else _apply_brackets(n.pattern, texts[n.id])
+    return out
+
+
+def node_kind(node: GroupNode) -> str:
+    if node.parent is None:
+        return "root"
+    rep = (node.parfor or 1) > 1 or (node.parfor is None and node.calls_per_parent_call[-1:] != [1.0])
+    if node.is_stack and rep:
+        return "both"
+    if node.is_stack:
+        return "stack"
+    return "parfor" if rep else "plain"
+
+
+def repeat_text(node: GroupNode) -> str:
+    if node.parent is None:
+        return f"calls {node.calls}" if node.calls != 1 else ""
+    if node.parfor is not None:
+        return f"parfor {node.parfor}" if node.parfor > 1 else ""
+    return f"calls {node.calls} in {node.parent_calls} parent calls"
+
+
+def for_text(node: GroupNode) -> str:
+    if node.for_n <= 1 and node.for_min <= 1:
+        return ""
+    return f"for {node.for_n}" if node.for_n == node.for_min else f"for {node.for_min}-{node.for_n}"
+
+
+def node_label_lines(node: GroupNode, folded: int = 0, max_ranges: int = MAX_RANGES,
+                     pattern: str | None = None) -> list[str]:
+    pattern = display_pattern(node, max_ranges) if pattern is None else pattern
+    head = node.class_name if node.parent is None else f"{node.class_name} @ {pattern}"
+    ft = for_text(node)
+    lines = [f"{head} {ft}" if ft else head]
+    info = [t for t in (repeat_text(node), f"{human_count(node.params)} params" if node.params else "") if t]
+    if node.flops is not None:
+        info.append(f"{human_count(node.flops)}FLOP")
+    if info:
+        lines.append(", ".join(info))
+    if folded:
+        lines.append(f"+{folded} folded")
+    return lines
+
+
+def _fmt_tensor(meta: Any) -> str:
+    if isinstance(meta, Mapping):
+        shape = meta.get("shape")
+        dtype = str(meta.get("dtype", "")).replace("torch.", "")
+        if shape is not None:
+            return f"{dtype}[{', '.join(str(s) for s in shape)}]" if dtype else str(list(shape))
+        return ", ".join(f"{k}={v}" for k, v in meta.items())
+    if isinstance(meta, (list, tuple)):
+        return "(" + ", ".join(_fmt_tensor(m) for m in meta) + ")"
+    return str(meta)
+
+
+def node_tooltip(node: GroupNode) -> str:
+    lines = [f"{node.class_name} @ {node.pattern}"]
+    members = len(node.members)
+    lines.append(f"members {members}" + (f" (for {for_text(node)[4:]} of {node.static_n} static)"
+                                          if node.static_n else ""))
+    if node.sparse or node.value_dependent:
+        lines.append("value-dependent (only some static candidates were called)")
+    lines.append(f"calls {node.calls} from {node.parent_calls} parent calls")
+    if node.constructor_params:
+        lines.append("params: " + ", ".join(f"{k}={v}" for k, v in node.constructor_params.items()))
+    if node.input_shapes:
+        lines.append("in: " + ", ".join(_fmt_tensor(t) for t in node.input_shapes))
+    if node.output_shapes:
+        lines.append("out: " + ", ".join(_fmt_tensor(t) for t in node.output_shapes))
+    lines.append(f"parameters {node.params:,}; ops {node.ops_self:,} self / {node.ops_total:,} subtree; "
+                 f"activations {node.activation_bytes:,} B")
+    if node.flops is not None:
+        lines.append(f"FLOPs {node.flops:,.0f}" + (f" ({node.flops_missing} members without a figure)"
+                                                     if node.flops_missing else ""))
+    return "\n".join(lines)
+
+
+def dot_escape(text: str) -> str:
+    """For a double-quoted DOT string: backslashes and quotes escaped, newlines as `\\n`."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+_MERMAID_ENTITIES = {
+    "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#38;", "@": "#64;", "[": "#91;", "]": "#93;",
+    "{": "#123;", "}": "#125;", "(": "#40;", ")": "#41;", "|": "#124;", "`": "#96;", ";": "#59;",
+}
+MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "class", "classdef", "click", "style", "linkstyle",
+                    "direction", "default", "call", "href", "interpolate", "accdescr", "acctitle"}
+_MERMAID_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def mermaid_escape(text: str) -> str:
+    """Label text for a quoted Mermaid label; newlines become `<br/>`."""
+    out = "".join(_MERMAID_ENTITIES.get(ch, ch) for ch in text)
+    return out.replace("\r", "").replace("\n", "<br/>")
+
+
+def mermaid_id(name: str, taken: set[str] | None = None) -> str:
+    """A Mermaid-safe node id from any string: letters, digits, underscores, a letter first, not a keyword,
+    unique within `taken` (which it updates)."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "root"
+    if not base[0].isalpha():
+        base = "m_" + base
+    if base.lower() in MERMAID_RESERVED:
+        base = "m_" + base
+    out = base
+    if taken is not None:
+        k = 1
+        while out in taken:
+            out = f"{base}_{k}"
+            k += 1
+        taken.add(out)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ folding
+def visible_nodes(grouped: GroupedGraph, max_depth: int | None) -> tuple[list[GroupNode], dict[str, int]]:
+    """Nodes at depth <= max_depth, and for each shown node the number of folded descendants."""
+    if max_depth is not None and max_depth < 0:
+        raise ArtifactError(f"max_depth={max_depth} is invalid: must be a non-negative integer or None")
+    shown = [n for n in grouped.nodes if max_depth is None or n.depth <= max_depth]
+    folded: dict[str, int] = {}
+    if max_depth is not None:
+        for n in shown:
+            if n.depth == max_depth and n.children:
+                folded[n.id] = len(grouped.descendants(n.id))
+    return shown, folded
+
+
+# ------------------------------------------------------------------------------------------------ DOT
+def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
+                      rankdir: str = "LR") -> str:
+    shown, folded = visible_nodes(grouped, max_depth)
+    ids = {n.id for n in shown}
+    patterns = display_patterns(grouped, max_ranges)
+    title = f"{grouped.model_name or 'model'}: grouped call graph ({len(shown)} of {len(grouped.nodes)} nodes)"
+    lines = [
+        "digraph grouped_callgraph {",
+        f'  graph [rankdir={rankdir}, fontname="Helvetica", fontsize=12, nodesep=0.12, ranksep=0.35, '
+        f'labelloc=t, label="{dot_escape(title)}"];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, margin="0.08,0.03"];',
+        '  edge [fontname="Helvetica", fontsize=9, color="#6b7280", arrowsize=0.6];',
+    ]
+    for n in shown:
+        kind = node_kind(n)
+        style = "rounded,filled,dashed" if n.sparse else "rounded,filled"
+        label = "\\n".join(dot_escape(s) for s in node_label_lines(n, folded.get(n.id, 0), max_ranges,
+                                                                  patterns[n.id]))
+        lines.append(
+            f'  {n.id} [label="{label}", tooltip="{dot_escape(node_tooltip(n))}", '
+            f'fillcolor="{_FILL[kind]}", color="{_STROKE[kind]}", style="{style}"];'
+        )
+    for e in grouped.edges:
+        if e.parent in ids and e.child in ids:
+            child = grouped.node(e.child)
+            rep = repeat_text(child)
+            attr = f' [label="{dot_escape(rep)}"]' if rep else ""
+            lines.append(f"  {e.parent} -> {e.child}{attr};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "LR") -> str:
+    """The ungrouped dynamic call graph: one node per called module, edges labelled with their calls.
+    `max_depth` keeps modules whose address has at most that many components."""
+    called = [a for a, n in cg.call_counts.items() if n and n > 0]
+    for parent, kids in cg.edges.items():
+        for child in kids:
+            if child not in cg.call_counts:
+                called.append(child)
+        if parent not in cg.call_counts and kids:
+            called.append(parent)
+    called = list(dict.fromkeys(called))
+
+    def depth(a: str) -> int:
+        return 0 if a == ROOT else a.count(".") + 1
+
+    shown = [a for a in called if max_depth is None or depth(a) <= max_depth]
+    taken: set[str] = set()
+    ids = {a: mermaid_id("m_" + (a or "root"), taken) for a in shown}
+    lines = [
+        "digraph raw_callgraph {",
+        f'  graph [rankdir={rankdir}, fontname="Helvetica", fontsize=12, labelloc=t, '
+        f'label="{dot_escape((cg.model_name or "model") + f": raw call graph ({len(shown)} modules)")}"];',
+        '  node [shape=box, style="rounded", fontname="Helvetica", fontsize=9];',
+        '  edge [fontname="Helvetica", fontsize=8, color="#6b7280", arrowsize=0.5];',
+    ]
+    for a in shown:
+        label = f"{cg.module_types.get(a, '?')} @ {a or '(root)'}\ncalls {cg.call_counts.get(a, 0)}"
+        lines.append(f'  {ids[a]} [label="{dot_escape(label)}"];')
+    for parent, kids in cg.edges.items():
+        if parent not in ids:
+            continue
+        for child, n in kids.items():
+            if child in ids and n:
+                lines.append(f'  {ids[parent]} -> {ids[child]} [label="{n}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ Mermaid
+def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
+                          direction: str = "LR") -> str:
+    shown, folded = visible_nodes(grouped, max_depth)
+    taken: set[str] = set()
+    ids = {n.id: mermaid_id(n.id, taken) for n in shown}
+    patterns = display_patterns(grouped, max_ranges)
+    lines = [f"flowchart {direction}"]
+    by_kind: dict[str, list[str]] = {}
+    for n in shown:
+        label = "<br/>".join(mermaid_escape(s) for s in node_label_lines(n, folded.get(n.id, 0), max_ranges,
+                                                                         patterns[n.id]))
+        lines.append(f'  {ids[n.id]}["{label}"]')
+        by_kind.setdefault(node_kind(n), []).append(ids[n.id])
+    for e in grouped.edges:
+        if e.parent in ids and e.child in ids:
+            rep = repeat_text(grouped.node(e.child))
+            mid = f'|"{mermaid_escape(rep)}"|' if rep else ""
+            lines.append(f"  {ids[e.parent]} -->{mid} {ids[e.child]}")
+    for kind in ("root", "stack", "parfor", "both"):
+        if by_kind.get(kind):
+            lines.append(f"  classDef {kind} fill:{_FILL[kind]},stroke:{_STROKE[kind]}")
+            lines.append(f"  class {','.join(by_kind[kind])} {kind}")
+    sparse = [ids[n.id] for n in shown if n.sparse]
+    if sparse:
+        lines.append("  classDef sparse stroke-dasharray:4")
+        lines.append(f"  class {','.join(sparse)} sparse")
+    return "\n".join(lines) + "\n"
+
+
+def build_raw_mermaid(cg: CallGraph, max_depth: int | None = None, direction: str = "LR") -> str:
+    called = [a for a, n in cg.call_counts.items() if n and n > 0]
+    shown = [a for a in called if max_depth is None or (0 if a == ROOT else a.count(".") + 1) <= max_depth]
+    taken: set[str] = set()
+    ids = {a: mermaid_id("m_" + (a or "root"), taken) for a in shown}
+    lines = [f"flowchart {direction}"]
+    for a in shown:
+        label = f"{cg.module_types.get(a, '?')} @ {a or '(root)'}\ncalls {cg.call_counts.get(a, 0)}"
+        lines.append(f'  {ids[a]}["{mermaid_escape(label)}"]')
+    for parent, kids in cg.edges.items():
+        if parent in ids:
+            for child, n in kids.items():
+                if child in ids and n:
+                    lines.append(f'  {ids[parent]} -->|"{n}"| {ids[child]}')
+    return "\n".join(lines) + "\n"
+
+
+# Seed names.
+build_grouped_dot_from_option_c = build_grouped_dot
+build_grouped_mermaid_from_option_c = build_grouped_mermaid
+
+_NODE_LINE = re.compile(r'^  ([^\s\[\]"]+)\["(.*)"\]$')
+_EDGE_LINE = re.compile(r'^  ([^\s\[\]"|]+) -->(?:\|"(.*)"\|)? ([^\s\[\]"|]+)$')
+_CLASSDEF_LINE = re.compile(r"^  classDef [A-Za-z][A-Za-z0-9_]* [^\s;]+$")
+_CLASS_LINE = re.compile(r"^  class ([A-Za-z0-9_,]+) [A-Za-z][A-Za-z0-9_]*$")
+_LABEL_FORBIDDEN = set('"<>[]{}()|`@;')
+
+
+def validate_mermaid(text: str) -> list[str]:
+    """Structural check of a flowchart this module writes: the problems found (empty when valid).
+
+    A `flowchart` header; every node id declared once and safe (letters, digits, underscores, a letter
+    first, not a Mermaid keyword); every edge between declared ids; labels quoted with no raw quote,
+    bracket, brace, parenthesis, pipe, `@`, `;` or `<`/`>` (other than the `<br/>` line breaks); every
+    `#` the start of an entity code; class statements naming declared ids."""
+    problems: list[str] = []
+    lines = text.splitlines()
+    if not lines or not re.match(r"^flowchart (TD|TB|BT|LR|RL)$", lines[0]):
+        problems.append(f"line 1: expected a 'flowchart <direction>' header, found {lines[0] if lines else ''!r}")
+    declared: dict[str, int] = {}
+
+    def check_label(label: str, where: str) -> None:
+        bare = re.sub(r"#([0-9]+|[a-z]+);", "", label.replace("<br/>", ""))
+        bad = sorted({ch for ch in bare if ch in _LABEL_FORBIDDEN})
+        if bad:
+            problems.append(f"{where}: unescaped character(s) {''.join(bad)!r} in label {label!r}")
+        if "#" in bare:
+            problems.append(f"{where}: '#' not starting an entity code in label {label!r}")
+
+    def check_id(node_id: str, where: str) -> None:
+        if not _MERMAID_ID.match(node_id) or node_id.lower() in MERMAID_RESERVED:
+            problems.append(f"{where}: unsafe node id {node_id!r}")
+
+    edges: list[tuple[int, str, str]] = []
+    for no, line in enumerate(lines[1:], start=2):
+        where = f"line {no}"
+        if not line.strip():
+            continue
+        if m := _NODE_LINE.match(line):
+            node_id, label = m.groups()
+            check_id(node_id, where)
+            if node_id in declared:
+                problems.append(f"{where}: node {node_id!r} already declared on line {declared[node_id]}")
+            declared[node_id] = no
+            check_label(label, where)
+        elif m := _EDGE_LINE.match(line):
+            a, label, b = m.groups()
+            check_id(a, where)
+            check_id(b, where)
+            if label is not None:
+                check_label(label, where)
+            edges.append((no, a, b))
+        elif _CLASSDEF_LINE.match(line):
+            continue
+        elif m := _CLASS_LINE.match(line):
+            for node_id in m.group(1).split(","):
+                if node_id not in declared:
+                    problems.append(f"{where}: class statement names undeclared node {node_id!r}")
+        else:
+            problems.append(f"{where}: not a node, edge or class statement: {line!r}")
+    for no, a, b in edges:
+        for node_id in (a, b):
+            if node_id not in declared:
+                problems.append(f"line {no}: edge references undeclared node {node_id!r}")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------ files
+def dot_executable() -> str | None:
+    return shutil.which("dot")
+
+
+def render_dot(dot_text: str, out_path: str | Path, fmt: str = "svg", timeout: float = 300.0) -> tuple[Path | None, str | None]:
+    """Run Graphviz `dot -T<fmt>`; return (path, None) or (None, reason) when it could not run."""
+    exe = dot_executable()
+    if exe is None:
+        return None, f"{fmt} skipped: the Graphviz 'dot' executable is not on PATH (apt-get install graphviz)"
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(f".{out_path.name}.tmp")
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}", "-o", str(tmp)], input=dot_text, text=True,
+                              capture_output=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        tmp.unlink(missing_ok=True)
+        return None, f"{fmt} skipped: dot failed ({exc})"
+    if proc.returncode != 0 or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        err = (proc.stderr or "").strip().splitlines()
+        return None, f"{fmt} skipped: dot exited {proc.returncode}" + (f" ({err[-1]})" if err else "")
+    tmp.replace(out_path)
+    return out_path, None
+
+
+def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth: int | None = None,
+                          formats: Sequence[str] = DEFAULT_FORMATS, callgraph: CallGraph | None = None,
+                          config: Any = None, stem: str = GROUPED_STEM) -> dict[str, Path]:
+    """Write the renderings asked for and the grouped JSON (last, with any skip notes); return the paths."""
+    unknown = [f for f in formats if f not in KNOWN_FORMATS]
+    if unknown:
+        raise ArtifactError(f"unknown render format(s) {unknown}: choose from {list(KNOWN_FORMATS)}")
+    out_dir = Path(out_dir)
+    written: dict[str, Path] = {}
+    dot_text = None
+    if any(f in formats for f in ("dot", "svg", "png")):
+        dot_text = build_grouped_dot(grouped, max_depth=max_depth)
+    if "dot" in formats:
+        written["dot"] = atomic_write_text(out_dir / f"{stem}.dot", dot_text)
+    for fmt in ("svg", "png"):
+        if fmt in formats:
+            path, note = render_dot(dot_text, out_dir / f"{stem}.{fmt}", fmt)
+            if path:
+                written[fmt] = path
+            else:
+                grouped.notes.append(note)
+    if "mmd" in formats:
+        mmd = build_grouped_mermaid(grouped, max_depth=max_depth)
+        problems = validate_mermaid(mmd)
+        if problems:  # a bug here, not bad input: say so in the notes rather than hide it
+            grouped.notes.append(f"mermaid structural check failed: {problems[:3]}")
+        written["mmd"] = atomic_write_text(out_dir / f"{stem}.mmd", mmd)
+    if any(f.startswith("raw_") for f in formats):
+        if callgraph is None:
+            grouped.notes.append("raw renderings skipped: no call graph given")
+        else:
+            raw_dot = build_raw_dot(callgraph, max_depth=max_depth)
+            if "raw_dot" in formats:
+                written["raw_dot"] = atomic_write_text(out_dir / f"{RAW_STEM}.dot", raw_dot)
+            if "raw_svg" in formats:
+                path, note = render_dot(raw_dot, out_dir / f"{RAW_STEM}.svg", "svg")
+                if path:
+                    written["raw_svg"] = path
+                else:
+                    grouped.notes.append(f"raw {note}")
+            if "raw_mmd" in formats:
+                written["raw_mmd"] = atomic_write_text(out_dir / f"{RAW_STEM}.mmd",
+                                                       build_raw_mermaid(callgraph, max_depth=max_depth))
+    written["json"] = grouped.save(out_dir / (GROUPED_FILENAME if stem == GROUPED_STEM else f"{stem}.json"),
+                                   config=config)
+    return written
+
+
+def group_and_render(
+    callgraph: CallGraph,
+    out_dir: str | Path,
+    max_depth: int | None = None,
+    formats: Iterable[str] = DEFAULT_FORMATS,
+    runtime_log: Sequence[Mapping[str, Any]] | None = None,
+    targets: CheckTargets | None = None,
+    config: Any = None,
+) -> tuple[GroupedGraph, dict[str, Path]]:
+    """Group `callgraph` (checks against `runtime_log`, default the graph's own), write the JSON and the
+    renderings into `out_dir`; return the grouped graph and {format: path} of what was written
+    ("json", "dot", "svg", "mmd", ...). Skipped renderings are listed in `grouped.notes`."""
+    grouped = group_callgraph(callgraph, runtime_log=runtime_log, targets=targets)
+    written = write_grouped_outputs(grouped, out_dir, max_depth=max_depth, formats=tuple(formats),
+                                    callgraph=callgraph, config=config)
+    return grouped, written

@@ -1,0 +1,246 @@
+"""The named runtime patches for DeepSeek-OCR (vendor code and twin alike).
+
+Observation patches (read-only: they never change an argument or an output, and call no torch op):
+
+* `quick_gelu`: the CLIP MLP activation is a `@torch.jit.script` function, one opaque op for TorchLens;
+  during the block the module global is an equivalent plain function, so its multiply, sigmoid and
+  multiply are seen. Same aten ops in the same order, so the values do not change.
+* `vision_inputs`: wraps `DeepseekOCRModel.forward` and logs what the vision branch will see.
+* `llm_stack`: wraps the decoder stack (the vendor's `DeepseekV2Model.forward`, which
+  `DeepseekOCRModel.forward` reaches through `super().forward(...)`; the twin's `DeepseekOCRModel._decode`)
+  and logs one `llm_stack` event per call, plus a `decode_step` event for calls with a past cache.
+
+Run-time measures (what the vendor code needs to run off CUDA):
+
+* `cuda_to_device`: the vendor's forward hard-codes `.cuda()` (the `masked_scatter_` mask); during the
+  block `Tensor.cuda` moves to the session's device instead (a no-op on CPU tensors).
+* `autocast`: the session's `torch.autocast(device, bf16)` (the vendor's `infer()` runs under CUDA bf16
+  autocast; on CPU the equivalent is CPU bf16 autocast).
+* `quiet_prints`: silences the vendor forward's debugging `print`s (shadows `print` in its module).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+import torch
+
+from llm_perf_opt.dsocr.patches.framework import Patch, PatchContext, register_patch, untracked
+
+DEFAULT_TRACE_PATCHES = ("quick_gelu", "vision_inputs", "llm_stack")
+
+
+# ---------------------------------------------------------------------------------------------- quick_gelu
+def quick_gelu_eager(x: torch.Tensor) -> torch.Tensor:
+    """x·sigmoid(1.702·x) as plain Python: the ops a tracer can see (same aten ops as the scripted one)."""
+    return x * torch.sigmoid(1.702 * x)
+
+
+def _apply_quick_gelu(ctx: PatchContext) -> None:
+    ctx.replace(ctx.target(), quick_gelu_eager)
+
+
+register_patch(Patch(
+    name="quick_gelu",
+    summary="CLIP's TorchScript quick_gelu -> an equivalent plain function (visible ops)",
+    apply=_apply_quick_gelu,
+    targets={"vendor": ("deepencoder", "quick_gelu"), "twin": ("clip", "quick_gelu")},
+))
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _bind(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:  # let the original raise its own error
+        return {}
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _seq_len(arguments: dict[str, Any]) -> int | None:
+    for name in ("input_ids", "inputs_embeds"):
+        value = arguments.get(name)
+        if isinstance(value, torch.Tensor) and value.dim() >= 2:
+            return int(value.shape[1])
+    return None
+
+
+def _past_len(past: Any) -> int:
+    """Tokens already in the KV cache: a transformers `Cache` or the legacy tuple of (key, value) per layer."""
+    if past is None:
+        return 0
+    get_len = getattr(past, "get_seq_length", None)
+    if callable(get_len):
+        return int(get_len())
+    try:
+        first = past[0][0]
+    except (IndexError, TypeError, KeyError):
+        return 0
+    return int(first.shape[-2]) if isinstance(first, torch.Tensor) else 0
+
+
+def _crop_grid(images_spatial_crop: Any, n: int) -> list[list[int]]:
+    if images_spatial_crop is None:
+        return [[1, 1]] * n
+    if isinstance(images_spatial_crop, torch.Tensor):
+        with untracked():
+            rows = images_spatial_crop.detach().cpu().tolist() if images_spatial_crop.device.type != "cpu" \
+                else images_spatial_crop.tolist()
+    else:
+        rows = [list(r) for r in images_spatial_crop]
+    return [[int(v) for v in row] for row in rows]
+
+
+def _vision_event(module: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    seq_len = _seq_len(arguments)
+    images = arguments.get("images")
+    runs = (
+        getattr(module, "sam_model", None) is not None
+        and images is not None
+        and len(images) > 0
+        and (seq_len != 1 or bool(getattr(module, "training", False)))
+    )
+    if not runs:
+        return {"vision": False, "seq_len": seq_len}
+    grid = _crop_grid(arguments.get("images_spatial_crop"), len(images))
+    crops = []
+    for (patches, _global), (w, h) in zip(images, grid):
+        # infer() passes a zero crop tensor exactly when the grid is 1x1; the vendor tests `sum != 0`
+        crops.append(int(patches.shape[0]) if w * h > 1 else 0)
+    return {
+        "vision": True,
+        "num_images": len(images),
+        "images_spatial_crop": grid,
+        "crops_per_image": crops,
+        "views": len(images) + sum(crops),
+        "vision_passes": sum(2 if c else 1 for c in crops),
+        "global_view_shapes": [list(g.shape) for _, g in images],
+        "crop_shapes": [list(p.shape) if c else [] for (p, _), c in zip(images, crops)],
+        "seq_len": seq_len,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- vision_inputs
+def _apply_vision_inputs(ctx: PatchContext) -> None:
+    log = ctx.log
+
+    def factory(original):
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def forward(self, *args, **kwargs):
+            arguments = _bind(signature, (self,) + args, kwargs)
+            if arguments:
+                log.record("vision_inputs", **_vision_event(self, arguments))
+            return original(self, *args, **kwargs)
+
+        return forward
+
+    ctx.wrap(ctx.target(), factory)
+
+
+register_patch(Patch(
+    name="vision_inputs",
+    summary="log num_images, crop grid, views and vision passes at DeepseekOCRModel.forward",
+    apply=_apply_vision_inputs,
+    targets={"vendor": ("modeling_deepseekocr", "DeepseekOCRModel.forward"),
+             "twin": ("model", "DeepseekOCRModel.forward")},
+))
+
+
+# ---------------------------------------------------------------------------------------------- llm_stack
+def _apply_llm_stack(ctx: PatchContext) -> None:
+    log = ctx.log
+    state = ctx.state
+    state.setdefault("llm_stack_calls", 0)
+
+    def factory(original):
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def stack_forward(self, *args, **kwargs):
+            arguments = _bind(signature, (self,) + args, kwargs)
+            if arguments:
+                step = state["llm_stack_calls"]
+                state["llm_stack_calls"] = step + 1
+                seq_len = _seq_len(arguments)
+                past_len = _past_len(arguments.get("past_key_values"))
+                layers = getattr(self, "layers", None)
+                log.record("llm_stack", num_layers=len(layers) if layers is not None else None,
+                           seq_len=seq_len, past_len=past_len, step=step,
+                           use_cache=arguments.get("use_cache"))
+                if past_len > 0:
+                    log.record("decode_step", step=step, new_tokens=seq_len, past_len=past_len,
+                               context_len=past_len + (seq_len or 0))
+            return original(self, *args, **kwargs)
+
+        return stack_forward
+
+    ctx.wrap(ctx.target(), factory)
+
+
+register_patch(Patch(
+    name="llm_stack",
+    summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
+    apply=_apply_llm_stack,
+    targets={"vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"),
+             "twin": ("model", "DeepseekOCRModel._decode")},
+))
+
+
+# ---------------------------------------------------------------------------------------------- run-time measures
+def _apply_cuda_to_device(ctx: PatchContext) -> None:
+    device = ctx.device
+
+    def cuda(self, device_=None, non_blocking=False, memory_format=torch.preserve_format, **kwargs):
+        # `.cuda()` in the vendor forward means "the compute device": move there instead (no copy if there)
+        return self.to(device, non_blocking=non_blocking, memory_format=memory_format)
+
+    ctx.replace(ctx.target(), cuda)
+
+
+register_patch(Patch(
+    name="cuda_to_device",
+    summary="Tensor.cuda() -> Tensor.to(session device) (the vendor forward's hard-coded .cuda())",
+    apply=_apply_cuda_to_device,
+    targets={"*": ("torch", "Tensor.cuda")},
+))
+
+
+def _apply_autocast(ctx: PatchContext) -> None:
+    make = getattr(ctx.session, "autocast_context", None)
+    if make is None:
+        raise ctx_error("autocast", "needs a session with autocast_context()")
+    ctx.enter(make())
+
+
+def ctx_error(name: str, message: str):
+    from llm_perf_opt.errors import PatchError
+
+    return PatchError(f"patch {name!r}: {message}")
+
+
+register_patch(Patch(
+    name="autocast",
+    summary="torch.autocast(session device, bf16) around the block when the session asks for autocast",
+    apply=_apply_autocast,
+))
+
+
+def _silent_print(*args, **kwargs) -> None:
+    return None
+
+
+def _apply_quiet_prints(ctx: PatchContext) -> None:
+    ctx.replace(ctx.target(), _silent_print, create=True)
+
+
+register_patch(Patch(
+    name="quiet_prints",
+    summary="silence the debugging print() calls of the vendor's DeepseekOCRModel.forward",
+    apply=_apply_quiet_prints,
+    targets={"vendor": ("modeling_deepseekocr", "print"), "twin": ("model", "print")},
+    create=True,
+))

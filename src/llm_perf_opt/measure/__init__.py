@@ -1,0 +1,32 @@
+"""Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion) and verification against `analytic`."""
+from llm_perf_opt.measure.flops import (
+    FvcoreFlops,
+    MeasuredFlops,
+    count_flops,
+    extra_formulas,
+    fvcore_flops,
+    is_matmul_like,
+    measure_forward,
+    reconcile_fvcore,
+    sdpa_flops,
+)
+from llm_perf_opt.measure.verify import (
+    DEFAULT_RTOL,
+    VERIFICATION_SCHEMA,
+    VERIFICATION_SCHEMA_VERSION,
+    StageCheck,
+    Verification,
+    VerificationRow,
+    check_stage,
+    relative_error,
+    render_table,
+    verify,
+    verify_dsocr,
+)
+
+__all__ = [
+    "DEFAULT_RTOL", "FvcoreFlops", "MeasuredFlops", "StageCheck", "VERIFICATION_SCHEMA",
+    "VERIFICATION_SCHEMA_VERSION", "Verification", "VerificationRow", "check_stage", "count_flops",
+    "extra_formulas", "fvcore_flops", "is_matmul_like", "measure_forward", "reconcile_fvcore", "relative_error", "render_table",
+    "sdpa_flops", "verify", "verify_dsocr",
+]

@@ -1,0 +1,75 @@
+"""Measure a DeepSeek-OCR forward (vendor or twin): the prefill, then decode steps with a KV cache.
+
+A decode step is what `generate()` runs after the prefill: `input_ids` of shape (1, 1) (the greedy
+next token), `past_key_values` from the previous call, `use_cache=True`; the vision branch is skipped
+(the vendor runs it only when `input_ids` has more than one column). Decode step k (1-based) attends
+over seq_len + k - 1 cached keys plus its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from llm_perf_opt.measure.flops import MeasuredFlops, count_flops
+
+
+@dataclass
+class DsocrMeasurement:
+    seq_len: int
+    prefill: MeasuredFlops
+    decode: dict[int, MeasuredFlops] = field(default_factory=dict)  # context length -> one decode step
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq_len": self.seq_len,
+            "prefill": self.prefill.to_dict(with_ops=False),
+            "decode": {str(k): v.to_dict(with_ops=False) for k, v in sorted(self.decode.items())},
+        }
+
+
+def _autocast(model: torch.nn.Module, dtype: torch.dtype | None):
+    if dtype is None:
+        return torch.autocast("cpu", enabled=False)
+    return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
+
+
+def measure_dsocr(model: torch.nn.Module, forward_kwargs: Mapping[str, Any], decode_steps: Sequence[int] = (),
+                  autocast_dtype: torch.dtype | None = None) -> DsocrMeasurement:
+    """Count the prefill forward, then run greedy decode steps and count those in `decode_steps` (1-based)."""
+    kwargs = dict(forward_kwargs)
+    kwargs["use_cache"] = bool(decode_steps)
+    seq_len = int(kwargs["input_ids"].shape[1])
+
+    def prefill_fn():
+        with _autocast(model, autocast_dtype):
+            return model(**kwargs)
+
+    prefill, out = count_flops(prefill_fn, model, label="prefill")
+    result = DsocrMeasurement(seq_len=seq_len, prefill=prefill)
+    if not decode_steps:
+        return result
+    wanted = sorted(set(int(s) for s in decode_steps))
+    if wanted[0] < 1:
+        raise ValueError(f"decode steps are 1-based, got {decode_steps!r}")
+    past = out.past_key_values
+    logits = out.logits
+    for step in range(1, wanted[-1] + 1):
+        next_ids = logits[:, -1:].argmax(-1).to(kwargs["input_ids"].dtype)
+        step_kwargs = dict(kwargs, input_ids=next_ids, past_key_values=past, use_cache=True)
+        step_kwargs.pop("attention_mask", None)
+        context = seq_len + step - 1
+
+        def step_fn():
+            with _autocast(model, autocast_dtype):
+                return model(**step_kwargs)
+
+        if step in wanted:
+            measured, out = count_flops(step_fn, model, label=f"decode@{context}")
+            result.decode[context] = measured
+        else:
+            with torch.no_grad():
+                out = step_fn()
+        past, logits = out.past_key_values, out.logits
+    return result

@@ -1,0 +1,326 @@
+"""Verification: analytic FLOPs (`flops_matmul`, what torch's counter counts) against measured FLOPs,
+per stage and per part, with a relative tolerance.
+
+Rows: for each stage, the stage total and every part the analytic model names (vendor module paths).
+A measured value for a path is the counter's figure for that module; for a path that is not a module
+entered through `__call__` (a `ModuleList` such as `model.layers` or `…mlp.experts`, or CLIP's
+`self_attn` / `mlp`, called through `.forward`) it is the sum of its children, so every analytic part
+has a measured counterpart. Stage `vision` is measured inside the prefill forward (its roots are
+`model.sam_model`, `model.vision_model`, `model.projector`); `prefill` is the whole forward;
+`decode` the whole forward of one decode step.
+
+relative error = |analytic − measured| / measured (0 when both are 0, inf when only measured is 0);
+a row passes when it is ≤ rtol. The verification fails if any row fails, if a matmul-like op ran
+without a FLOP formula, or if the measurement has FLOPs in a module the analytic model does not name.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from llm_perf_opt.analytic.stage import PART_ALIASES, StageCost
+from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
+
+DEFAULT_RTOL = 1e-3
+VERIFICATION_SCHEMA = "verification"
+VERIFICATION_SCHEMA_VERSION = 1
+_ALIAS_OF = {path: alias for alias, path in PART_ALIASES.items()}
+
+
+def relative_error(analytic: int, measured: int) -> float:
+    if analytic == measured:
+        return 0.0
+    if measured == 0:
+        return math.inf
+    return abs(analytic - measured) / abs(measured)
+
+
+@dataclass(frozen=True)
+class VerificationRow:
+    stage: str  # "vision", "prefill", "decode" (decode rows carry the context length in `label`)
+    part: str  # module path ("" = the stage total)
+    analytic: int
+    measured: int
+    rel_error: float
+    ok: bool
+    label: str = ""
+    fvcore: int | None = None  # 2 × fvcore multiply-adds for the same path, when fvcore ran
+
+    @property
+    def name(self) -> str:
+        if self.part == "":
+            return "(total)"
+        return self.part
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage, "label": self.label, "part": self.part, "analytic": self.analytic,
+            "measured": self.measured, "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
+            "ok": self.ok, "fvcore": self.fvcore,
+        }
+
+
+@dataclass
+class StageCheck:
+    """One stage's comparison: its rows and what could hide FLOPs."""
+
+    stage: str
+    label: str
+    rows: list[VerificationRow]
+    ops_without_formula: dict[str, int]
+    matmul_like_without_formula: dict[str, int]
+    unmatched_measured: dict[str, int]  # measured modules with FLOPs the analytic model does not name
+    shapes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_row(self) -> VerificationRow:
+        return self.rows[0]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
+
+
+@dataclass
+class Verification:
+    rtol: float
+    checks: list[StageCheck]
+    fvcore: FvcoreFlops | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    fvcore_reconciliation: dict[str, Any] | None = None  # by op family, when fvcore and a prefill ran
+
+    @property
+    def rows(self) -> list[VerificationRow]:
+        return [r for c in self.checks for r in c.rows]
+
+    @property
+    def failures(self) -> list[VerificationRow]:
+        return [r for r in self.rows if not r.ok]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((r.rel_error for r in self.rows), default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able data for `verification.json` (write with `artifacts.write_artifact`)."""
+        return {
+            "rtol": self.rtol,
+            "passed": self.passed,
+            "max_rel_error": None if math.isinf(self.max_rel_error) else self.max_rel_error,
+            "n_rows": len(self.rows),
+            "n_failures": len(self.failures),
+            "context": dict(self.context),
+            "stages": [
+                {
+                    "stage": c.stage, "label": c.label, "passed": c.passed, "shapes": dict(c.shapes),
+                    "analytic": c.total_row.analytic, "measured": c.total_row.measured,
+                    "rel_error": None if math.isinf(c.total_row.rel_error) else c.total_row.rel_error,
+                    "ops_without_formula": dict(sorted(c.ops_without_formula.items())),
+                    "matmul_like_without_formula": c.matmul_like_without_formula,
+                    "unmatched_measured": c.unmatched_measured,
+                    "rows": [r.to_dict() for r in c.rows],
+                }
+                for c in self.checks
+            ],
+            "fvcore": None if self.fvcore is None else self._fvcore_dict(),
+        }
+
+    def _fvcore_dict(self) -> dict[str, Any]:
+        fv = self.fvcore
+        assert fv is not None
+        out = fv.to_dict()
+        prefill = next((c for c in self.checks if c.stage == "prefill"), None)
+        if fv.ok and prefill is not None:
+            measured = prefill.total_row.measured
+            out["vs_torch_prefill"] = {
+                "fvcore": fv.total, "torch": measured, "difference": fv.total - measured,
+                "rel_difference": None if measured == 0 else (fv.total - measured) / measured,
+                "note": "fvcore counts multiply-adds (shown ×2), skips scaled_dot_product_attention and "
+                        "counts norms/upsampling/some elementwise ops; see unsupported_ops and by_operator",
+            }
+            if self.fvcore_reconciliation is not None:
+                out["reconciliation"] = self.fvcore_reconciliation
+            out["by_part"] = [
+                {"part": r.part, "torch": r.measured, "fvcore": r.fvcore,
+                 "difference": None if r.fvcore is None else r.fvcore - r.measured}
+                for r in prefill.rows if r.fvcore is not None and r.fvcore != r.measured
+            ]
+        return out
+
+
+def _children_index(names: Iterable[str]) -> dict[str, list[str]]:
+    index: dict[str, list[str]] = {}
+    for name in names:
+        parent = name.rpartition(".")[0]
+        index.setdefault(parent, []).append(name)
+    return index
+
+
+def _measured_of(path: str, measured: MeasuredFlops, containers: frozenset[str],
+                 children: Mapping[str, list[str]]) -> int:
+    if path == "":
+        return measured.total
+    if path in measured.by_module:
+        return measured.by_module[path]
+    if path in containers:
+        # a ModuleList / a module called through .forward(): the sum of its children as measured
+        # (module children of a ModuleList are numbered; others are named)
+        total = 0
+        prefix = path + "."
+        kids = set(children.get(path, []))
+        kids.update(k for k in measured.by_module if k.startswith(prefix) and "." not in k[len(prefix):])
+        for kid in kids:
+            total += _measured_of(kid, measured, containers, children)
+        return total
+    return 0
+
+
+def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT_RTOL, label: str = "",
+                fvcore: FvcoreFlops | None = None, parts: str = "all") -> StageCheck:
+    """Compare one analytic stage with one measured forward. `parts`: "all" or "summary"."""
+    analytic_parts = stage.parts
+    containers = stage.containers
+    children = _children_index(analytic_parts)
+    roots = stage.roots
+    in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
+    if parts == "summary":
+        wanted = set(PART_ALIASES.values()) | {p for p in in_stage if p.count(".") <= 2 and p.startswith("model.layers.")}
+        in_stage = [p for p in in_stage if p in wanted]
+    rows: list[VerificationRow] = []
+
+    def row(part: str, a: int, m: int, fv: int | None) -> VerificationRow:
+        err = relative_error(a, m)
+        return VerificationRow(stage.stage, part, a, m, err, err <= rtol, label, fv)
+
+    if roots == ("",):
+        a_total, m_total = stage.flops_matmul, measured.total
+        fv_total = fvcore.total if fvcore is not None and fvcore.ok else None
+    else:
+        a_total = sum(analytic_parts[r].flops_matmul for r in roots if r in analytic_parts)
+        m_total = sum(_measured_of(r, measured, containers, children) for r in roots)
+        fv_total = None
+        if fvcore is not None and fvcore.ok:
+            vals = [fvcore.module(r) for r in roots]
+            fv_total = sum(v for v in vals if v is not None)
+    rows.append(row("", a_total, m_total, fv_total))
+    for path in in_stage:
+        fv = fvcore.module(path) if fvcore is not None and fvcore.ok else None
+        rows.append(row(path, analytic_parts[path].flops_matmul, _measured_of(path, measured, containers, children), fv))
+
+    # measured FLOPs in modules the analytic tree does not name (beneath an analytic leaf is fine:
+    # e.g. model.layers.1.mlp.experts.5.gate_proj under the aggregated `experts` leaf)
+    leaves = {p for p in analytic_parts if p not in children}
+    unmatched: dict[str, int] = {}
+    for path, flops in measured.by_module.items():
+        if not flops or path == "" or path in analytic_parts:
+            continue
+        if roots != ("",) and not any(path == r or path.startswith(r + ".") for r in roots):
+            continue
+        parts_of = path.split(".")
+        if any(".".join(parts_of[:i]) in leaves for i in range(1, len(parts_of))):
+            continue
+        unmatched[path] = flops
+    return StageCheck(
+        stage=stage.stage, label=label, rows=rows,
+        ops_without_formula=dict(measured.ops_without_formula),
+        matmul_like_without_formula=measured.matmul_like_without_formula,
+        unmatched_measured=unmatched, shapes=dict(stage.shapes),
+    )
+
+
+def verify(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, MeasuredFlops, str]],
+           rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
+           context: Mapping[str, Any] | None = None) -> Verification:
+    """Verify (analytic stage, measured forward[, label]) pairs. fvcore figures join the prefill rows."""
+    checks = []
+    for pair in pairs:
+        stage, measured = pair[0], pair[1]
+        label = pair[2] if len(pair) > 2 else ""  # type: ignore[misc]
+        fv = fvcore if stage.stage in ("prefill", "vision") else None
+        checks.append(check_stage(stage, measured, rtol, label, fv, parts))
+    return Verification(rtol=rtol, checks=checks, fvcore=fvcore, context=dict(context or {}))
+
+
+def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
+                 rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
+                 context: Mapping[str, Any] | None = None) -> Verification:
+    """Verify a `DeepseekOCRAnalyticModel` against a measured prefill forward (which also gives the
+    vision stage) and measured decode steps keyed by their context length (tokens in the KV cache)."""
+    pairs: list[tuple] = [(model.vision(), prefill, ""), (model.prefill(), prefill, "")]
+    for ctx, m in sorted((decode or {}).items()):
+        pairs.append((model.decode(ctx), m, f"context {ctx}"))
+    ctx_info = {"seq_len": model.seq_len, "layout": model.layout.as_dict(), "model": model.spec.name}
+    ctx_info.update(context or {})
+    v = verify(pairs, rtol, fvcore, parts, ctx_info)
+    if fvcore is not None:
+        v.fvcore_reconciliation = reconcile_fvcore(prefill, fvcore)
+    return v
+
+
+# --------------------------------------------------------------------------------------------- render
+def _fmt_flops(x: int | None) -> str:
+    if x is None:
+        return "-"
+    for unit, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4f}{unit}"
+    return str(x)
+
+
+def _fmt_err(e: float) -> str:
+    return "inf" if math.isinf(e) else f"{e:.2e}"
+
+
+def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) -> str:
+    """A short console table: per stage the total and the summary parts (or all), then failures."""
+    lines = [f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
+             f"{len(v.failures)} failing, max rel. error {_fmt_err(v.max_rel_error)})"]
+    header = f"{'stage':<8} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
+    show_fv = v.fvcore is not None and v.fvcore.ok
+    if show_fv:
+        header += f" {'fvcore×2':>14}"
+    lines.append(header)
+    lines.append("-" * len(header))
+    shown = 0
+    summary_paths = set(PART_ALIASES.values())
+    for check in v.checks:
+        stage_name = check.stage + (f"@{check.label.split()[-1]}" if check.label else "")
+        for r in check.rows:
+            if parts == "summary" and r.part and r.part not in summary_paths and r.ok:
+                if not (r.part.startswith("model.layers.") and r.part.count(".") == 2):
+                    continue
+            if shown >= max_rows:
+                break
+            name = _ALIAS_OF.get(r.part, r.part) if r.part else "(total)"
+            line = (f"{stage_name:<8} {name[:44]:<44} {_fmt_flops(r.analytic):>14} {_fmt_flops(r.measured):>14} "
+                    f"{_fmt_err(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
+            if show_fv:
+                line += f" {_fmt_flops(r.fvcore):>14}"
+            lines.append(line)
+            shown += 1
+    for check in v.checks:
+        if check.matmul_like_without_formula:
+            lines.append(f"{check.stage}: matmul-like ops WITHOUT a FLOP formula: {check.matmul_like_without_formula}")
+        if check.unmatched_measured:
+            lines.append(f"{check.stage}: measured FLOPs in modules the analytic model does not name: "
+                         f"{check.unmatched_measured}")
+    if v.fvcore is not None:
+        if v.fvcore.ok:
+            lines.append(f"fvcore (2 x MACs): total {_fmt_flops(v.fvcore.total)}; unsupported ops (skipped): "
+                         f"{v.fvcore.unsupported_ops}")
+            rec = v.fvcore_reconciliation
+            if rec and rec.get("ok"):
+                lines.append(f"fvcore - torch = {rec['fvcore_minus_torch']:+,} FLOPs "
+                             f"({rec['rel']:+.3%} of torch), by op family:")
+                for fam in rec["families"]:
+                    if fam["torch"] or fam["fvcore"]:
+                        lines.append(f"  {fam['family']:<44} torch {fam['torch']:>20,}  fvcore {fam['fvcore']:>20,}  "
+                                     f"diff {fam['fvcore_minus_torch']:>+18,}")
+        else:
+            lines.append(f"fvcore failed: {v.fvcore.error}")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""Hydra callbacks of the project, registered in conf/config.yaml under `hydra.callbacks`.
+
+`SweepProgress` makes a long multirun readable on stderr (stdout stays the jobs' results):
+
+    [10:02:11] sweep: 6 jobs -> tmp/sweeps/2026-11-21/10-02-11 (launcher basic)
+    [10:02:11] job 1/6 start: model=twin_tiny workload=tiny | sweep 0:00
+    [10:02:19] job 1/6 ok in 8.1 s | sweep 0:08, about 0:40 left
+    [10:02:19] job 2/6 start: model=twin_tiny workload=small | sweep 0:08
+    ...
+    [10:03:02] sweep done: 6 jobs (5 ok, 1 failed) in 0:51 -> ./dev report tmp/sweeps/...
+
+and refuses, before any job starts, a launcher that cannot run the trace job (see `launchers`): it prints
+"error: ..." and exits with status 2 (Hydra downgrades exceptions raised in callbacks to warnings).
+Stage lines printed by a job through `pipelines.common.progress` can carry the same "job i/n" tag via
+`current_job()`. A callback never fails a job: anything unexpected in the bookkeeping is ignored.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, TextIO
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.pipelines.launchers import check_launcher, expected_job_overrides, launcher_target
+
+_CURRENT_JOB: Optional[str] = None
+
+
+def current_job() -> Optional[str]:
+    """'job i/n' while a multirun job runs in this process (None otherwise), for progress lines."""
+    return _CURRENT_JOB
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _is_multirun(config: DictConfig) -> bool:
+    from hydra.types import RunMode
+
+    mode = OmegaConf.select(config, "hydra.mode", default=None)
+    return mode == RunMode.MULTIRUN or str(mode) == "MULTIRUN" or str(mode) == "RunMode.MULTIRUN"
+
+
+def job_outcome(job_dir: Path, job_return: Any = None) -> str:
+    """'ok', or 'failed: <type>: <message>' from the job's error.json or from the raised exception."""
+    error = job_dir / "error.json"
+    if error.is_file():
+        try:
+            doc = json.loads(error.read_text(encoding="utf-8"))
+            return f"failed: {doc.get('type', 'Error')}: {doc.get('message', '')}"
+        except (OSError, ValueError):
+            return "failed: error.json is unreadable"
+    if job_return is not None:
+        from hydra.core.utils import JobStatus
+
+        if getattr(job_return, "status", None) == JobStatus.FAILED:
+            exc = job_return._return_value  # noqa: SLF001 - .return_value would re-raise it
+            return f"failed: {type(exc).__name__}: {exc}"
+    return "ok"
+
+
+class SweepProgress(Callback):
+    """Prints 'job i/n ... elapsed' lines for a multirun, and checks the launcher at sweep start."""
+
+    def __init__(self, stream: Optional[TextIO] = None) -> None:
+        self._stream = stream
+        self._t0: Optional[float] = None
+        self._total: Optional[int] = None
+        self._sequential = True
+        self._job_t0: dict[int, float] = {}
+        self._done = 0
+        self._failed = 0
+
+    # ------------------------------------------------------------------ helpers
+    def _say(self, message: str) -> None:
+        stream = self._stream or sys.stderr
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=stream, flush=True)
+
+    def _label(self, num: int) -> str:
+        return f"job {num + 1}/{self._total if self._total else '?'}"
+
+    def _sweep_clock(self) -> str:
+        return f"sweep {_clock(time.time() - self._t0)}" if self._t0 is not None else ""
+
+    # ------------------------------------------------------------------ Hydra hooks
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra turns an exception raised by a callback into a warning and goes on, so a refused
+        # launcher ends the process here (SystemExit is not an Exception), before any job starts.
+        try:
+            check_launcher(config)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=self._stream or sys.stderr, flush=True)
+            raise SystemExit(2) from None
+        self._t0 = time.time()
+        jobs = expected_job_overrides(config)
+        self._total = len(jobs) if jobs is not None else None
+        target = launcher_target(config) or "?"
+        self._sequential = target.endswith("BasicLauncher")
+        name = target.rsplit(".", 1)[-1].removesuffix("Launcher").lower() or target
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir", default="?")
+        count = f"{self._total} jobs" if self._total is not None else "jobs"
+        self._say(f"sweep: {count} -> {sweep_dir} (launcher {name})")
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _CURRENT_JOB
+        try:
+            if not _is_multirun(config):
+                return
+            num = int(OmegaConf.select(config, "hydra.job.num", default=0))
+            self._job_t0[num] = time.time()
+            _CURRENT_JOB = self._label(num)
+            overrides = " ".join(str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+            self._say(f"{self._label(num)} start: {overrides or '(no overrides)'} | {self._sweep_clock()}".rstrip(" |"))
+        except Exception:  # noqa: BLE001 - progress output must never break a job
+            pass
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        global _CURRENT_JOB
+        try:
+            if not _is_multirun(config):
+                return
+            num = int(OmegaConf.select(config, "hydra.job.num", default=0))
+            out_dir = Path(str(OmegaConf.select(config, "hydra.runtime.output_dir", default=".")))
+            outcome = job_outcome(out_dir, job_return)
+            self._done += 1
+            self._failed += outcome != "ok"
+            took = time.time() - self._job_t0.pop(num, time.time())
+            line = f"{self._label(num)} {outcome} in {took:.1f} s"
+            if self._t0 is not None:
+                elapsed = time.time() - self._t0
+                line += f" | {self._sweep_clock()}"
+                if self._sequential and self._total and self._done < self._total:
+                    line += f", about {_clock(elapsed / self._done * (self._total - self._done))} left"
+            self._say(line)
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            _CURRENT_JOB = None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            sweep_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir", default=".")))
+            took = _clock(time.time() - self._t0) if self._t0 is not None else "?"
+            if self._sequential:
+                counts = f"{self._done} jobs ({self._done - self._failed} ok, {self._failed} failed)"
+            else:  # the jobs ran in other processes: count their outcomes from the job directories
+                dirs = [d for d in sweep_dir.iterdir() if (d / ".hydra").is_dir()] if sweep_dir.is_dir() else []
+                failed = sum(job_outcome(d) != "ok" or not (d / "summary.json").is_file() for d in dirs)
+                counts = f"{len(dirs)} jobs ({len(dirs) - failed} ok, {failed} failed or unfinished)"
+            self._say(f"sweep done: {counts} in {took} -> ./dev report {sweep_dir}")
+        except Exception:  # noqa: BLE001
+            pass

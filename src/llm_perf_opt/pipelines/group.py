@@ -1,0 +1,81 @@
+"""`./dev group RUN_DIR [--max-depth N]`: regroup and re-render an existing `callgraph.json` without tracing.
+
+Reads `RUN_DIR/callgraph.json` (or the file itself when RUN_DIR is a file) and, when present,
+`runtime_log.json` beside it (else the call graph's own runtime log); writes `callgraph.grouped.json`,
+`.dot`, `.svg` and `.mmd` next to it. A missing or corrupt input is one line `error: ...`, exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from llm_perf_opt.artifacts import read_json
+from llm_perf_opt.callgraph.render import DEFAULT_FORMATS, KNOWN_FORMATS, group_and_render
+from llm_perf_opt.callgraph.schema import load_callgraph_json
+from llm_perf_opt.errors import ArtifactError, PipelineError
+
+CALLGRAPH_FILE = "callgraph.json"
+RUNTIME_LOG_FILE = "runtime_log.json"
+
+
+def load_runtime_events(path: Path) -> list[dict[str, Any]]:
+    """Events of a `runtime_log.json`: an artifact whose data is a list or holds `events`, or a bare list."""
+    doc = read_json(path)
+    data = doc.get("data", doc) if isinstance(doc, dict) else doc
+    if isinstance(data, dict):
+        data = data.get("events")
+    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
+        raise ArtifactError(f"{path}: expected a list of event objects (or an object with 'events')")
+    return data
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="./dev group", description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", help="run directory holding callgraph.json (or the callgraph.json file)")
+    ap.add_argument("--max-depth", type=int, default=None,
+                    help="fold groups deeper than this in the renderings (default: show all)")
+    ap.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
+                    help=f"comma-separated, from {','.join(KNOWN_FORMATS)} (default: %(default)s)")
+    args = ap.parse_args(argv)
+    if args.max_depth is not None and args.max_depth < 0:
+        ap.error(f"--max-depth {args.max_depth} is invalid: must be >= 0")
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Path(args.run_dir)
+    cg_path = target if target.is_file() else target / CALLGRAPH_FILE
+    if not target.exists():
+        raise ArtifactError(f"{target}: no such run directory")
+    cg = load_callgraph_json(cg_path)
+    out_dir = cg_path.parent
+    log_path = out_dir / RUNTIME_LOG_FILE
+    events = load_runtime_events(log_path) if log_path.is_file() else None
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    grouped, written = group_and_render(cg, out_dir, max_depth=args.max_depth, formats=formats, runtime_log=events)
+    s = grouped.summary()
+    print(f"{grouped.model_name or 'model'}: {s['modules_called']} called modules -> {s['nodes']} groups "
+          f"({s['stacks']} stacks, {s['parfor_nodes']} parfor), runtime log from "
+          f"{'runtime_log.json' if events is not None else 'callgraph.json'}")
+    for c in grouped.checks:
+        print(f"  check {c['name']}: {c['status']} (expected {c['expected']}, observed {c['observed']})")
+    for note in grouped.notes:
+        print(f"  note: {note}")
+    for fmt, path in written.items():
+        print(f"  {fmt}: {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

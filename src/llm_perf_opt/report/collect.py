@@ -1,0 +1,196 @@
+"""Find every job of a Hydra multirun and read what it left: summary.json, error.json, Hydra's records.
+
+A sweep directory (`hydra.sweep.dir`) holds `multirun.yaml` and one directory per job (`hydra.sweep.subdir`,
+the job number here) with `.hydra/{config,hydra,overrides}.yaml` written before the job's code runs. So:
+
+* `summary.json` (status "ok")                     -> the job finished;
+* `error.json`                                     -> the job failed and said why (pipelines.common.reports_errors);
+* `.hydra/` only                                   -> the job died without a word (killed, out of memory) or
+                                                      is still running;
+* no directory for a job `multirun.yaml` expands to -> the sweep stopped before launching it.
+
+Nothing here imports torch: a report of a thousand jobs reads JSON and YAML only.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import OmegaConf
+
+from llm_perf_opt.artifacts import read_artifact
+from llm_perf_opt.errors import ArtifactError, PipelineError
+
+SUMMARY_SCHEMA = "llm_perf_opt.summary"  # pipelines.trace_job.SUMMARY_SCHEMA (not imported: it pulls torch in)
+SUMMARY_VERSIONS = (1,)
+
+# artifacts a job may leave, by role -> file name (relative links in the report)
+JOB_FILES = {
+    "summary": "summary.json",
+    "error": "error.json",
+    "callgraph": "callgraph.json",
+    "grouped_svg": "callgraph.grouped.svg",
+    "grouped_dot": "callgraph.grouped.dot",
+    "grouped_mmd": "callgraph.grouped.mmd",
+    "costs": "costs.json",
+    "verification": "verification.json",
+    "runtime_log": "runtime_log.json",
+    "log": "trace.log",
+}
+
+
+@dataclass
+class JobRecord:
+    """One job of a sweep as found on disk."""
+
+    num: int
+    dir: Optional[Path]  # None: never started
+    status: str  # "ok" or "failed: <type>: <message>"
+    summary: dict[str, Any] = field(default_factory=dict)  # summary.json "data" ({} when absent)
+    error: dict[str, Any] = field(default_factory=dict)  # error.json ({} when absent)
+    config: dict[str, Any] = field(default_factory=dict)  # .hydra/config.yaml (unresolved interpolations kept)
+    choices: dict[str, Any] = field(default_factory=dict)  # hydra.runtime.choices: config group -> option
+    overrides: list[str] = field(default_factory=list)  # the job's task overrides
+    files: dict[str, str] = field(default_factory=dict)  # role -> path relative to the sweep dir
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def get(self, *path: str, default: Any = None) -> Any:
+        """summary["a"]["b"]... or default when any key is absent (sections land one by one)."""
+        node: Any = self.summary
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+    def cfg(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self.config
+        for key in dotted.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+
+@dataclass
+class Sweep:
+    dir: Path
+    jobs: list[JobRecord]
+    multirun: dict[str, Any] = field(default_factory=dict)  # multirun.yaml as a plain dict (unresolved)
+    expected: Optional[int] = None  # jobs multirun.yaml expands to (None: unknown sweeper)
+
+    @property
+    def experiment(self) -> Optional[str]:
+        return self.multirun.get("experiment")
+
+    @property
+    def task_overrides(self) -> list[str]:
+        return list(((self.multirun.get("hydra") or {}).get("overrides") or {}).get("task") or [])
+
+    @property
+    def sweeper_params(self) -> dict[str, Any]:
+        return dict(((self.multirun.get("hydra") or {}).get("sweeper") or {}).get("params") or {})
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except Exception:  # noqa: BLE001 - a damaged Hydra record is reported as missing, not fatal
+        return None
+
+
+def _is_job_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / ".hydra").is_dir() or (path / "summary.json").is_file()
+                              or (path / "error.json").is_file())
+
+
+def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
+    num = ((hydra_yaml or {}).get("hydra") or {}).get("job", {}).get("num") if isinstance(hydra_yaml, dict) else None
+    if isinstance(num, int):
+        return num
+    try:
+        return int(path.name)
+    except ValueError:
+        return fallback
+
+
+def error_status(error: dict[str, Any]) -> str:
+    message = str(error.get("message", "")).strip().splitlines()
+    return f"failed: {error.get('type', 'Error')}: {message[0] if message else ''}".rstrip(": ")
+
+
+def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
+    hydra_dir = path / ".hydra"
+    config = _load_yaml(hydra_dir / "config.yaml") if (hydra_dir / "config.yaml").is_file() else None
+    hydra_yaml = _load_yaml(hydra_dir / "hydra.yaml") if (hydra_dir / "hydra.yaml").is_file() else None
+    overrides = _load_yaml(hydra_dir / "overrides.yaml") if (hydra_dir / "overrides.yaml").is_file() else None
+    choices = (((hydra_yaml or {}).get("hydra") or {}).get("runtime") or {}).get("choices") or {}
+    job = JobRecord(
+        num=_job_num(path, hydra_yaml, fallback_num), dir=path, status="ok",
+        config=config if isinstance(config, dict) else {},
+        choices={k: v for k, v in choices.items() if not str(k).startswith("hydra/")},
+        overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
+    )
+    for role, name in JOB_FILES.items():
+        if (path / name).is_file():
+            job.files[role] = str((path / name).relative_to(sweep_dir)) if path.is_relative_to(sweep_dir) \
+                else str(path / name)
+    if (path / "error.json").is_file():
+        try:
+            doc = json.loads((path / "error.json").read_text(encoding="utf-8"))
+            job.error = doc if isinstance(doc, dict) else {"type": "Error", "message": str(doc)}
+        except (OSError, ValueError) as exc:
+            job.error = {"type": "ArtifactError", "message": f"error.json is unreadable ({exc})"}
+        job.status = error_status(job.error)
+    if (path / "summary.json").is_file():
+        try:
+            _, job.summary = read_artifact(path / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSIONS)
+        except PipelineError as exc:
+            if job.ok:
+                job.status = f"failed: {type(exc).__name__}: {exc}"
+        else:
+            status = str(job.summary.get("status", "ok"))
+            if job.ok and status != "ok":
+                job.status = status if status.startswith("failed") else f"failed: {status}"
+    elif job.ok:
+        log = f" (see {job.files['log']})" if "log" in job.files else ""
+        job.status = f"failed: no result: no summary.json or error.json; the job died or is still running{log}"
+    return job
+
+
+def collect_sweep(sweep_dir: str | Path) -> Sweep:
+    """Every job of the multirun in `sweep_dir`, in job-number order, including those that left nothing."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise ArtifactError(f"{sweep_dir}: no such sweep directory")
+    multirun_path = sweep_dir / "multirun.yaml"
+    multirun = _load_yaml(multirun_path) if multirun_path.is_file() else None
+    candidates = sorted((p for p in sweep_dir.iterdir() if _is_job_dir(p)),
+                        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    if not candidates and not isinstance(multirun, dict):
+        raise ArtifactError(
+            f"{sweep_dir}: not a Hydra multirun directory (no multirun.yaml and no job directories with .hydra/, "
+            "summary.json or error.json)"
+        )
+    jobs = [read_job(p, sweep_dir, i) for i, p in enumerate(candidates)]
+    expected: Optional[int] = None
+    if isinstance(multirun, dict):
+        from llm_perf_opt.pipelines.launchers import expected_job_overrides
+
+        planned = expected_job_overrides(OmegaConf.create(multirun))
+        if planned is not None:
+            expected = len(planned)
+            seen = {j.num for j in jobs}
+            for num, overrides in enumerate(planned):
+                if num not in seen:
+                    jobs.append(JobRecord(
+                        num=num, dir=None, overrides=overrides,
+                        status="failed: not started: no job directory (the sweep stopped before this job)",
+                    ))
+    jobs.sort(key=lambda j: j.num)
+    return Sweep(dir=sweep_dir, jobs=jobs, multirun=multirun if isinstance(multirun, dict) else {}, expected=expected)

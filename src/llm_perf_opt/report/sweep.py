@@ -1,0 +1,219 @@
+"""The report of one multirun: `report.csv`, `report.md`, `report.html` and `report_plots/` in the sweep dir."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from llm_perf_opt.artifacts import atomic_write_text
+from llm_perf_opt.report import render
+from llm_perf_opt.report.collect import JobRecord, Sweep, collect_sweep
+from llm_perf_opt.report.table import (
+    COLUMNS,
+    MODE_ORDER,
+    PAGE_ORDER,
+    PARTS,
+    build_rows,
+    mode_label,
+    order_key,
+    other_label,
+    page_label,
+    part_flops,
+    stage_flops,
+    sweep_axes,
+)
+
+PLOTS_DIR = "report_plots"
+
+
+@dataclass
+class Plot:
+    stem: str
+    caption: str
+    paths: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass
+class SweepReport:
+    sweep: Sweep
+    rows: list[dict[str, Any]]
+    csv: Path
+    markdown: Path
+    html: Path
+    plots: list[Plot]
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if str(r["status"]).startswith("failed")]
+
+
+def _join(*parts: str) -> str:
+    return " · ".join(p for p in parts if p)
+
+
+def _series_table(jobs: list[JobRecord], x_of, hue_of, value_of, x_order) -> tuple[list[str], dict[str, list]]:
+    cats = sorted({x_of(j) for j in jobs}, key=lambda c: order_key(c, x_order))
+    hues: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        value = value_of(job)
+        if value is None:
+            continue
+        hues.setdefault(hue_of(job), {}).setdefault(x_of(job), value)
+    series = {hue: [vals.get(c) for c in cats] for hue, vals in hues.items()}
+    return cats, series
+
+
+def make_plots(sweep: Sweep, out_dir: Path) -> list[Plot]:
+    from llm_perf_opt.report import plots as P
+
+    jobs = [j for j in sweep.jobs if j.ok]
+    if not jobs:
+        return []
+    axes = sweep_axes(sweep.jobs)
+    modes = {mode_label(j) for j in jobs}
+    pages = {page_label(j) for j in jobs}
+    out: list[Plot] = []
+
+    def page_hue(j: JobRecord) -> str:
+        return _join(page_label(j) if len(pages) > 1 else "", other_label(j, axes))
+
+    def mode_hue(j: JobRecord) -> str:
+        return _join(mode_label(j) if len(modes) > 1 else "", other_label(j, axes))
+
+    def tokens(j: JobRecord) -> Any:
+        return j.get("tokens", "image")
+
+    def prefill(j: JobRecord) -> Any:
+        return stage_flops(j, "prefill", "analytic")
+
+    views = []
+    if len(modes) > 1 or len(pages) == 1:
+        views.append(("mode", mode_label, page_hue, MODE_ORDER, "workload mode"))
+    if len(pages) > 1:
+        views.append(("page", page_label, mode_hue, PAGE_ORDER, "page shape"))
+    for axis, x_of, hue_of, order, xlabel in views:
+        cats, series = _series_table(jobs, x_of, hue_of, tokens, order)
+        if series:
+            fig = P.grouped_bars(cats, series, title=f"Image tokens per {xlabel}", ylabel="image tokens",
+                                 kind="count", xlabel=xlabel)
+            out.append(Plot(f"tokens_by_{axis}", f"Image tokens per {xlabel} (global view + crops, with the "
+                            "newline and separator tokens).", P.save(fig, out_dir, f"tokens_by_{axis}")))
+        cats, series = _series_table(jobs, x_of, hue_of, prefill, order)
+        if series:
+            fig = P.grouped_bars(cats, series, title=f"Prefill FLOPs per {xlabel} (analytic)", ylabel="FLOPs",
+                                 kind="flops", xlabel=xlabel)
+            out.append(Plot(f"flops_by_{axis}", f"Prefill FLOPs per {xlabel}: analytic, matmul-class ops as "
+                            "torch's flop counter counts them (vision + language over the whole prompt).",
+                            P.save(fig, out_dir, f"flops_by_{axis}")))
+
+    # stacked FLOPs by part, one bar per job: measured when every job measured every part, else analytic
+    measured = all(part_flops(j, p, "measured") is not None for j in jobs for p in PARTS)
+    which = "measured" if measured else "analytic"
+    stacks = {p: [part_flops(j, p, which) for j in jobs] for p in PARTS}
+    if any(v is not None for vals in stacks.values() for v in vals):
+        labels = [_join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "",
+                        other_label(j, axes)) for j in jobs]
+        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs")
+        out.append(Plot("flops_by_part", f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, "
+                        "lm_head; one bar per job.", P.save(fig, out_dir, "flops_by_part")))
+
+    # measured vs analytic, only once jobs measure
+    if any(stage_flops(j, "prefill", "measured") is not None for j in jobs):
+        labels = [f"#{j.num}" for j in jobs]
+        series = {"measured": [stage_flops(j, "prefill", "measured") for j in jobs],
+                  "analytic": [stage_flops(j, "prefill", "analytic") for j in jobs]}
+        fig = P.grouped_bars(labels, series, title="Prefill FLOPs: measured vs analytic", ylabel="FLOPs",
+                             kind="flops", xlabel="job")
+        out.append(Plot("flops_measured_vs_analytic", "Prefill FLOPs per job, measured (FlopCounterMode) and "
+                        "analytic.", P.save(fig, out_dir, "flops_measured_vs_analytic")))
+    return out
+
+
+def sweep_command(sweep: Sweep) -> tuple[str, str]:
+    """('./dev sweep <overrides>', 'k=v ...' swept by hydra.sweeper.params, e.g. from an experiment)."""
+    params = " ".join(f"{k}={v}" for k, v in sweep.sweeper_params.items())
+    overrides = sweep.task_overrides
+    return ("./dev sweep " + " ".join(overrides) if overrides or params else ""), params
+
+
+def _links(sweep_dir: Path, out: Path) -> dict[str, Any]:
+    """Hrefs relative to the page in `out` (the sweep dir unless told otherwise)."""
+    def rel(target: Path) -> str:
+        return Path(os.path.relpath(target, out)).as_posix()
+
+    def job_href(row: dict[str, Any]) -> Optional[str]:
+        return rel(Path(row["job_dir"])) + "/" if row.get("job_dir") else None
+
+    def svg_href(row: dict[str, Any]) -> Optional[str]:
+        return rel(sweep_dir / row["grouped_svg"]) if row.get("grouped_svg") else None
+
+    return {"job": job_href, "grouped_svg": svg_href}
+
+
+def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True) -> SweepReport:
+    """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep dir)."""
+    sweep = collect_sweep(sweep_dir)
+    out = Path(out_dir) if out_dir else sweep.dir
+    out.mkdir(parents=True, exist_ok=True)
+    rows = build_rows(sweep.jobs)
+    plot_list = make_plots(sweep, out / PLOTS_DIR) if plots else []
+    brief = [c for c in COLUMNS if c.brief]
+
+    csv_path = render.write_csv(out / "report.csv", COLUMNS, rows)
+    n_ok = sum(1 for j in sweep.jobs if j.ok)
+    n_failed = len(sweep.jobs) - n_ok
+    title = f"Sweep report: {sweep.experiment or sweep.dir.name}"
+    generated = time.strftime("%Y-%m-%d %H:%M:%S")
+    command, params = sweep_command(sweep)
+
+    # Markdown
+    md = [f"# {title}", "", f"Sweep `{sweep.dir}`, {len(sweep.jobs)} jobs: {n_ok} ok, {n_failed} failed "
+          f"(generated {generated}).", ""]
+    if command:
+        md += [f"`{command}`" + (f" (hydra.sweeper.params: `{params}`)" if params else ""), ""]
+    if n_failed:
+        md += ["## Failures", ""] + [f"- job {r['job']}: {r['status']}" for r in rows if r["status"] != "ok"] + [""]
+    if plot_list:
+        md += ["## Plots", ""] + [f"![{p.caption}]({PLOTS_DIR}/{p.stem}.png)\n\n{p.caption}\n" for p in plot_list]
+    md += ["## Jobs", "", render.markdown_table(brief, rows), "Every column, raw numbers: `report.csv`.", "",
+           "## Columns", "", render.glossary_md(COLUMNS)]
+    md_path = atomic_write_text(out / "report.md", "\n".join(md))
+
+    # HTML
+    from llm_perf_opt.report.plots import svg_inline
+
+    body = [f"<h1>{render.esc(title)}</h1>",
+            f'<p class="sub">{render.esc(str(sweep.dir))} · generated {generated}</p>']
+    if command:
+        body.append(f"<p><code>{render.esc(command)}</code>" + (
+            f"<br>swept by <code>hydra.sweeper.params</code>: <code>{render.esc(params)}</code>" if params else "")
+            + "</p>")
+    models = sorted({str(r['model']) for r in rows if r.get("model")})
+    cards = [("jobs", len(sweep.jobs), ""), ("ok", n_ok, ""), ("failed", n_failed, "bad" if n_failed else ""),
+             ("model", ", ".join(models) or "—", "")]
+    body.append('<div class="cards">' + "".join(
+        f'<div class="card {cls}"><b>{render.esc(v)}</b>{render.esc(k)}</div>' for k, v, cls in cards) + "</div>")
+    if n_failed:
+        items = []
+        for job, row in zip(sweep.jobs, rows):
+            if job.ok:
+                continue
+            where = job.files.get("error") or job.files.get("log")
+            href = Path(os.path.relpath(sweep.dir / where, out)).as_posix() if where else None
+            link = f' (<a href="{render.esc(href)}">{render.esc(Path(where).name)}</a>)' if where else ""
+            items.append(f"<li>job {job.num} <code>{render.esc(' '.join(job.overrides))}</code>: "
+                         f"{render.esc(row['status'])}{link}</li>")
+        body.append("<h2>Failures</h2><ul>" + "".join(items) + "</ul>")
+    if plot_list:
+        body.append("<h2>Plots</h2><div class=\"plots\">" + "".join(
+            render.html_figure(svg_inline(p.paths["svg"]), p.caption, f"{PLOTS_DIR}/{p.stem}.png",
+                               f"{PLOTS_DIR}/{p.stem}.svg", wide=p.stem == "flops_by_part") for p in plot_list) + "</div>")
+    body.append("<h2>Jobs</h2>")
+    body.append(render.html_table(brief, rows, _links(sweep.dir, out)))
+    body.append('<p>Every column with raw numbers: <a href="report.csv">report.csv</a> · '
+                '<a href="report.md">report.md</a>. Hover a header for its meaning.</p>')
+    body.append("<h2>Columns</h2>" + render.glossary_html(COLUMNS))
+    html_path = atomic_write_text(out / "report.html", render.html_page(title, "\n".join(body)))
+    return SweepReport(sweep, rows, csv_path, md_path, html_path, plot_list)

@@ -1,0 +1,350 @@
+"""Option C grouping on small hand-built graphs and tiny real modules: for N, parfor N, splits, checks."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from callgraph_helpers import hook_capture, make_graph
+from llm_perf_opt.callgraph.grouping import (
+    GROUPED_SCHEMA,
+    CheckTargets,
+    attach_flops,
+    compact_ranges,
+    group_callgraph,
+    load_grouped_json,
+    pattern_of,
+    runtime_checks,
+    summarize_parfor_edges,
+    summarize_stacks,
+)
+from llm_perf_opt.errors import ArtifactError
+
+
+def by_pattern(grouped, pattern):
+    found = [n for n in grouped.nodes if n.pattern == pattern]
+    assert len(found) == 1, (pattern, [n.pattern for n in grouped.nodes])
+    return found[0]
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def stack_graph(n_blocks=6, block_params=10, enc_calls=1, loop_calls=1, runtime_log=None):
+    """root -> enc (called enc_calls times) -> enc.blocks.i (loop_calls per enc call) -> .lin"""
+    mods = [("", "M", 0), ("enc", "Enc", 0), ("enc.blocks", "ModuleList", 0)]
+    mods += [(f"enc.blocks.{i}", "Block", 0) for i in range(n_blocks)]
+    mods += [(f"enc.blocks.{i}.lin", "Linear", block_params) for i in range(n_blocks)]
+    calls = [("", "enc", enc_calls)]
+    for i in range(n_blocks):
+        calls += [("enc", f"enc.blocks.{i}", enc_calls * loop_calls),
+                  (f"enc.blocks.{i}", f"enc.blocks.{i}.lin", enc_calls * loop_calls)]
+    ops = {f"enc.blocks.{i}": 3 for i in range(n_blocks)} | {f"enc.blocks.{i}.lin": 1 for i in range(n_blocks)}
+    act = {f"enc.blocks.{i}": 100 for i in range(n_blocks)}
+    return make_graph(mods, calls, ops=ops, activation_bytes=act, runtime_log=runtime_log)
+
+
+def decoder_graph(n_layers=4, n_experts=16, called=None, vision_calls=2, runtime_log=None):
+    """A DeepSeek-like shape: model.{sam_model, projector} called `vision_calls` times, model.layers.0 dense,
+    model.layers.1.. MoE with `called[layer]` experts called once each."""
+    called = called or {}
+    mods = [("", "CausalLM", 0), ("model", "OCRModel", 0), ("model.sam_model", "Encoder", 50),
+            ("model.projector", "Projector", 0), ("model.projector.layers", "Linear", 20),
+            ("model.layers", "ModuleList", 0), ("lm_head", "Linear", 7)]
+    calls = [("", "model", 1), ("model", "model.sam_model", vision_calls), ("model", "model.projector", vision_calls),
+             ("model.projector", "model.projector.layers", vision_calls)]
+    for i in range(n_layers):
+        p = f"model.layers.{i}"
+        mods += [(p, "DecoderLayer", 0), (f"{p}.attn", "Attention", 40), (f"{p}.norm", "RMSNorm", 4)]
+        calls += [("model", p, 1), (p, f"{p}.norm", 1), (p, f"{p}.attn", 1)]
+        if i == 0:
+            mods += [(f"{p}.mlp", "MLP", 0), (f"{p}.mlp.up", "Linear", 64), (f"{p}.mlp.down", "Linear", 64)]
+            calls += [(p, f"{p}.mlp", 1), (f"{p}.mlp", f"{p}.mlp.up", 1), (f"{p}.mlp", f"{p}.mlp.down", 1)]
+        else:
+            mods += [(f"{p}.mlp", "MoE", 0), (f"{p}.mlp.gate", "Gate", 8), (f"{p}.mlp.experts", "ModuleList", 0)]
+            mods += [(f"{p}.mlp.experts.{e}", "MLP", 0) for e in range(n_experts)]
+            mods += [(f"{p}.mlp.experts.{e}.up", "Linear", 16) for e in range(n_experts)]
+            mods += [(f"{p}.mlp.experts.{e}.down", "Linear", 16) for e in range(n_experts)]
+            calls += [(p, f"{p}.mlp", 1), (f"{p}.mlp", f"{p}.mlp.gate", 1)]
+            for e in called.get(i, range(n_experts)):
+                calls += [(f"{p}.mlp", f"{p}.mlp.experts.{e}", 1), (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.up", 1),
+                          (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.down", 1)]
+    mods += [("model.norm", "RMSNorm", 4)]
+    calls += [("model", "model.norm", 1), ("", "lm_head", 1)]
+    return make_graph(mods, calls, runtime_log=runtime_log)
+
+
+# ------------------------------------------------------------------------------------------ for N
+def test_compact_ranges_and_patterns():
+    assert compact_ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert compact_ranges([3]) == "3"
+    assert pattern_of(["a.blocks.0", "a.blocks.1", "a.blocks.2"]) == ("a.blocks.[0-2]", [[0, 1, 2]])
+    assert pattern_of(["s.0.l.1", "s.1.l.1", "s.0.l.2"]) == ("s.[0-1].l.[1-2]", [[0, 1], [1, 2]])
+    assert pattern_of([""]) == ("(root)", [])
+
+
+def test_stack_of_identical_blocks_is_one_for_node():
+    g = group_callgraph(stack_graph(n_blocks=6, block_params=10))
+    node = by_pattern(g, "enc.blocks.[0-5]")
+    assert (node.class_name, node.for_n, node.static_n, node.sparse, node.parfor) == ("Block", 6, 6, False, 1)
+    assert node.indices == [[0, 1, 2, 3, 4, 5]]
+    assert node.members == [f"enc.blocks.{i}" for i in range(6)]
+    # sums: params over the subtree (6 blocks x 10), calls, ops (self and subtree), activation bytes
+    assert (node.params, node.calls, node.ops_self, node.ops_total, node.activation_bytes) == (60, 6, 18, 24, 600)
+    lin = by_pattern(g, "enc.blocks.[0-5].lin")
+    assert (lin.for_n, lin.parent, lin.depth) == (1, node.id, node.depth + 1)
+    assert len(g.nodes) == 4  # root, enc, blocks, lin
+    assert g.node(g.root).params == 60
+    rows = summarize_stacks(g)
+    assert [(r["pattern"], r["for_n"]) for r in rows] == [("enc.blocks.[0-5]", 6)]
+
+
+def test_shared_block_called_k_times_is_parfor():
+    g = group_callgraph(stack_graph(n_blocks=1, loop_calls=3))
+    block = by_pattern(g, "enc.blocks.0")
+    assert (block.for_n, block.parfor, block.calls, block.parent_calls) == (1, 3, 3, 1)
+    rows = summarize_parfor_edges(g)
+    assert [(r["child"], r["parfor"]) for r in rows] == [("enc.blocks.0", 3)]
+    # a parent called twice with one call of the child each time is not a parfor
+    g2 = group_callgraph(stack_graph(n_blocks=2, enc_calls=2, loop_calls=1))
+    assert by_pattern(g2, "enc").parfor == 2
+    assert by_pattern(g2, "enc.blocks.[0-1]").parfor == 1
+    assert by_pattern(g2, "enc.blocks.[0-1]").calls == 4
+
+
+def test_real_modules_stack_and_python_loop():
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.lin = nn.Linear(d, d)
+
+        def forward(self, x):
+            return torch.relu(self.lin(x))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList(Block(8) for _ in range(4))
+            self.shared = Block(8)
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            for b in self.blocks:
+                x = b(x)
+            for _ in range(3):
+                x = self.shared(x)
+            return self.head(x)
+
+    net = Net()
+    g = group_callgraph(hook_capture(net, lambda: net(torch.zeros(2, 8))))
+    blocks = by_pattern(g, "blocks.[0-3]")
+    assert (blocks.for_n, blocks.parfor, blocks.params) == (4, 1, 4 * (8 * 8 + 8))
+    shared = by_pattern(g, "shared")
+    assert (shared.for_n, shared.parfor, shared.calls) == (1, 3, 3)
+    assert by_pattern(g, "shared.lin").parfor == 1  # once per call of its parent
+    assert g.node(g.root).params == sum(p.numel() for p in net.parameters())
+    assert blocks.output_shapes == []  # hook capture records no metadata: empty, not invented
+
+
+def test_mixed_dense_and_moe_layers_split():
+    log = [{"event": "llm_stack", "num_layers": 4, "seq_len": 10, "past_len": 0, "step": 0},
+           {"event": "vision_inputs", "vision": True, "vision_passes": 2, "views": 7}]
+    g = group_callgraph(decoder_graph(n_layers=4, n_experts=4, runtime_log=log))
+    dense = by_pattern(g, "model.layers.0")
+    moe = by_pattern(g, "model.layers.[1-3]")
+    assert (dense.for_n, moe.for_n, moe.static_n) == (1, 3, 4)
+    assert dense.template == moe.template == "layers.*"
+    assert by_pattern(g, "model.layers.[1-3].mlp").class_name == "MoE"
+    assert by_pattern(g, "model.layers.0.mlp").class_name == "MLP"
+    assert by_pattern(g, "model.layers.[1-3].mlp.experts.[0-3]").for_n == 4
+    checks = {c["name"]: c for c in g.checks}
+    assert checks["decoder_layers"]["status"] == "ok"
+    assert (checks["decoder_layers"]["expected"], checks["decoder_layers"]["observed"]) == (4, 4)
+    assert [x["for_n"] for x in checks["decoder_layers"]["groups"]] == [1, 3]
+    assert checks["decoder_layer_calls"]["status"] == "ok"
+    assert checks["vision_passes:sam_model"]["status"] == "ok"
+    assert checks["vision_passes:projector"]["observed"] == 2
+    assert checks["vision_passes:vision_model"]["status"] == "not checked"  # no such module here
+
+
+def test_windowed_and_global_blocks_split_by_structure():
+    """Same class, different relative-position tables (direct params) or constructor params: split."""
+    mods = [("", "Enc", 0), ("blocks", "ModuleList", 0)]
+    calls = []
+    ctor = {}
+    for i in range(6):
+        glob = i in (2, 5)
+        mods += [(f"blocks.{i}", "Block", 0), (f"blocks.{i}.attn", "Attention", 90 if glob else 20)]
+        calls += [("", f"blocks.{i}", 1), (f"blocks.{i}", f"blocks.{i}.attn", 1)]
+        ctor[f"blocks.{i}.attn"] = {"window_size": 0 if glob else 14, "layer_idx": i}  # layer_idx is ignored
+    g = group_callgraph(make_graph(mods, calls, constructor_params=ctor))
+    windowed = by_pattern(g, "blocks.[0-1,3-4]")
+    glob = by_pattern(g, "blocks.[2,5]")
+    assert (windowed.for_n, glob.for_n, windowed.static_n) == (4, 2, 6)
+    assert windowed.signature != glob.signature
+    # with equal params, the constructor parameter alone splits them
+    mods2 = [(a, c, 20 if c == "Attention" else p) for a, c, p in mods]
+    g2 = group_callgraph(make_graph(mods2, calls, constructor_params=ctor))
+    assert {n.pattern for n in g2.nodes if n.class_name == "Block"} == {"blocks.[0-1,3-4]", "blocks.[2,5]"}
+    # and without any difference (layer_idx only) they are one stack
+    ctor3 = {a: {"window_size": 14, "layer_idx": i} for i, a in enumerate(ctor)}
+    g3 = group_callgraph(make_graph(mods2, calls, constructor_params=ctor3))
+    assert by_pattern(g3, "blocks.[0-5]").for_n == 6
+
+
+def test_dense_family_with_different_call_counts_is_split():
+    mods = [("", "M", 0)] + [(f"blocks.{i}", "Block", 1) for i in range(4)]
+    calls = [("", "blocks.0", 1), ("", "blocks.1", 2), ("", "blocks.2", 1), ("", "blocks.3", 1)]
+    g = group_callgraph(make_graph(mods, calls))
+    assert by_pattern(g, "blocks.[0,2-3]").parfor == 1
+    assert by_pattern(g, "blocks.1").parfor == 2
+
+
+def test_nested_stacks():
+    """stack.[0-1] each holding layers.[0-2], each holding blocks.[0-3]."""
+    mods = [("", "Top", 0), ("stack", "ModuleList", 0)]
+    calls = []
+    for s in range(2):
+        mods += [(f"stack.{s}", "Stage", 0), (f"stack.{s}.layers", "ModuleList", 0)]
+        calls.append(("", f"stack.{s}", 1))
+        for l in range(3):
+            lp = f"stack.{s}.layers.{l}"
+            mods += [(lp, "Layer", 0), (f"{lp}.blocks", "ModuleList", 0)]
+            calls.append((f"stack.{s}", lp, 1))
+            for b in range(4):
+                mods += [(f"{lp}.blocks.{b}", "Block", 5)]
+                calls.append((lp, f"{lp}.blocks.{b}", 1))
+    g = group_callgraph(make_graph(mods, calls))
+    assert [(n.pattern, n.for_n, n.depth) for n in g.nodes] == [
+        ("(root)", 1, 0),
+        ("stack.[0-1]", 2, 1),
+        ("stack.[0-1].layers.[0-2]", 3, 2),
+        ("stack.[0-1].layers.[0-2].blocks.[0-3]", 4, 3),
+    ]
+    leaf = g.nodes[-1]
+    assert (len(leaf.members), leaf.params, leaf.calls) == (24, 120, 24)
+    assert g.nodes[1].params == 120
+
+
+def test_non_contiguous_called_experts():
+    called = {1: [0, 3, 4, 9, 12], 2: [1, 3, 5, 6, 7, 8, 15]}
+    g = group_callgraph(decoder_graph(n_layers=3, n_experts=16, called=called))
+    experts = [n for n in g.nodes if n.template == "experts.*"]
+    assert len(experts) == 1, [n.pattern for n in experts]
+    e = experts[0]
+    assert e.sparse and e.value_dependent and e.static_n == 16
+    assert (e.for_min, e.for_n) == (5, 7)
+    assert e.indices == [[1, 2], sorted(set(called[1]) | set(called[2]))]
+    assert e.members == [f"model.layers.{l}.mlp.experts.{x}" for l in (1, 2) for x in called[l]]
+    assert e.pattern == "model.layers.[1-2].mlp.experts.[0-1,3-9,12,15]"
+    assert e.params == 12 * 32
+    assert all(c.value_dependent for c in g.descendants(e.id))
+    assert not by_pattern(g, "model.layers.[1-2].mlp").value_dependent
+    # the MoE layers stay one stack although they called different experts
+    assert by_pattern(g, "model.layers.[1-2]").for_n == 2
+    from llm_perf_opt.callgraph.render import display_pattern, display_patterns
+
+    assert display_pattern(e) == "model.layers.[1-2].mlp.experts.[5-7 of 16]"  # per layer: 5 and 7 of 16
+    up = by_pattern(g, "model.layers.[1-2].mlp.experts.[0-1,3-9,12,15].up")
+    assert display_patterns(g)[up.id] == "model.layers.[1-2].mlp.experts.[5-7 of 16].up"  # as its parent
+    # within one parent, the exact list while it is short, else a count
+    g1 = group_callgraph(decoder_graph(n_layers=2, n_experts=16, called={1: [0, 3, 4, 9, 12]}))
+    e1 = [n for n in g1.nodes if n.template == "experts.*"][0]
+    assert (e1.sparse, e1.pattern) == (True, "model.layers.1.mlp.experts.[0,3-4,9,12]")
+    assert display_pattern(e1) == "model.layers.1.mlp.experts.[0,3-4,9,12]"
+    assert display_pattern(e1, max_ranges=3) == "model.layers.1.mlp.experts.[5 of 16]"
+
+
+# ------------------------------------------------------------------------------------------ checks
+def test_mismatch_against_runtime_log_is_reported():
+    log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2},
+           {"event": "llm_stack", "num_layers": 5, "seq_len": 9, "past_len": 0, "step": 0}]
+    g = group_callgraph(decoder_graph(n_layers=4, n_experts=2, vision_calls=1, runtime_log=log))
+    checks = {c["name"]: c for c in g.checks}
+    sam = checks["vision_passes:sam_model"]
+    assert (sam["status"], sam["expected"], sam["observed"]) == ("mismatch", 2, 1)
+    dec = checks["decoder_layers"]
+    assert (dec["status"], dec["expected"], dec["observed"]) == ("mismatch", 5, 4)
+    summary = g.summary()
+    assert summary["checks"]["mismatch"] == 3  # sam, projector, decoder layers
+    assert {c["name"] for c in summary["mismatches"]} == {"vision_passes:sam_model", "vision_passes:projector",
+                                                          "decoder_layers"}
+
+
+def test_missing_runtime_events_are_not_checked():
+    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2))
+    statuses = {c["name"]: c["status"] for c in g.checks}
+    assert statuses["vision_passes:sam_model"] == "not checked"
+    assert statuses["decoder_layers"] == "not checked"
+    assert statuses["decoder_layer_calls"] == "not checked"
+    assert "ok" not in statuses.values()
+    assert g.summary()["checks"]["ok"] == 0
+
+
+def test_decode_steps_in_the_runtime_log():
+    """A prefill plus one decode step: vision events without vision count as zero passes, one llm_stack
+    event per stack run."""
+    log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2, "seq_len": 9},
+           {"event": "llm_stack", "num_layers": 2, "seq_len": 9, "past_len": 0, "step": 0},
+           {"event": "vision_inputs", "vision": False, "seq_len": 1},
+           {"event": "llm_stack", "num_layers": 2, "seq_len": 1, "past_len": 9, "step": 1},
+           {"event": "decode_step", "step": 1, "new_tokens": 1, "past_len": 9}]
+    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2), runtime_log=log)
+    checks = {c["name"]: c for c in g.checks}
+    assert checks["vision_passes:sam_model"]["status"] == "ok"
+    assert checks["decoder_layers"]["status"] == "ok"
+    # the graph ran the stack once, the log says twice: reported
+    assert (checks["decoder_layer_calls"]["status"], checks["decoder_layer_calls"]["expected"],
+            checks["decoder_layer_calls"]["observed"]) == ("mismatch", 2, 1)
+
+
+def test_check_targets_are_configurable():
+    g = group_callgraph(stack_graph(n_blocks=3))
+    log = [{"event": "llm_stack", "num_layers": 3}, {"event": "vision_inputs", "vision_passes": 1}]
+    checks = {c["name"]: c for c in runtime_checks(g, log, CheckTargets(vision_modules=("enc",),
+                                                                        decoder_stack="blocks"))}
+    assert checks["vision_passes:enc"]["status"] == "ok"
+    # a decoder stack is looked for outside the vision modules only
+    assert checks["decoder_layers"]["status"] == "not checked"
+    checks = {c["name"]: c for c in runtime_checks(g, log, CheckTargets(vision_modules=(),
+                                                                        decoder_stack="blocks"))}
+    assert (checks["decoder_layers"]["status"], checks["decoder_layers"]["observed"]) == ("ok", 3)
+
+
+# ------------------------------------------------------------------------------------------ flops, files
+def test_attach_flops_inclusive_and_per_module():
+    g = group_callgraph(stack_graph(n_blocks=3))
+    assert all(n.flops is None for n in g.nodes)
+    attach_flops(g, {f"enc.blocks.{i}": 10.0 for i in range(3)})
+    assert by_pattern(g, "enc.blocks.[0-2]").flops == 30.0
+    assert by_pattern(g, "enc").flops is None and by_pattern(g, "enc").flops_missing == 1
+    attach_flops(g, {f"enc.blocks.{i}.lin": 4.0 for i in range(2)}, inclusive=False)
+    blocks = by_pattern(g, "enc.blocks.[0-2]")
+    assert (blocks.flops, blocks.flops_missing) == (8.0, 1)
+    assert g.node(g.root).flops == 8.0
+
+
+def test_grouped_json_roundtrip_and_rejections(tmp_path):
+    g = group_callgraph(decoder_graph(n_layers=3, n_experts=8, called={1: [0, 2], 2: [5]}))
+    path = g.save(tmp_path / "callgraph.grouped.json")
+    doc = json.loads(path.read_text())
+    assert (doc["schema"], doc["schema_version"]) == (GROUPED_SCHEMA, 1)
+    back = load_grouped_json(path)
+    assert back.to_dict() == json.loads(json.dumps(g.to_dict()))
+    doc["schema_version"] = 99
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="schema_version 99 is unknown"):
+        load_grouped_json(path)
+    doc["schema_version"] = 1
+    del doc["data"]["nodes"][1]["pattern"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match=r"nodes\[1\] lacks required field 'pattern'"):
+        load_grouped_json(path)
+
+
+def test_orphans_and_cycles_do_not_break_grouping():
+    # edges that miss the root, and a module that (wrongly) calls its caller
+    cg = make_graph([("", "M", 0), ("a", "A", 1), ("a.b", "B", 1)], [("a", "a.b", 1), ("a.b", "a", 1)])
+    cg.edges.pop("", None)
+    g = group_callgraph(cg)
+    assert {n.pattern for n in g.nodes} >= {"(root)", "a", "a.b"}

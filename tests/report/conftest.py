@@ -1,0 +1,42 @@
+"""Real Hydra multiruns of the trace job on the tiny twin, run once per test session and shared."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_sweep(sweep_dir: Path, *overrides: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`python -m llm_perf_opt.pipelines.trace --multirun OVERRIDES hydra.sweep.dir=SWEEP_DIR`."""
+    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "--multirun", *overrides,
+           f"hydra.sweep.dir={sweep_dir}"]
+    env = dict(os.environ, HYDRA_FULL_ERROR="1")
+    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_report(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.report", *map(str, args)]
+    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def ok_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """Two modes of the tiny twin (the full trace job), and the report of it."""
+    sweep = tmp_path_factory.mktemp("sweeps") / "ok"
+    proc = run_sweep(sweep, "model=twin_tiny", "workload=tiny,gundam")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return sweep, proc
+
+
+@pytest.fixture(scope="session")
+def failing_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """Three jobs, the middle one with an invalid base_size (not a multiple of 64)."""
+    sweep = tmp_path_factory.mktemp("sweeps") / "failing"
+    proc = run_sweep(sweep, "model=twin_tiny", "trace=forward_only", "workload.base_size=1024,1000,1280")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return sweep, proc

@@ -1,0 +1,113 @@
+"""Helpers for the twin tests (a uniquely named module, so test files can import it)."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+from llm_perf_opt.dsocr.layout import VisionWorkload
+
+# Every named module of the vendor model (name, class, direct parameter count), measured on the vendor
+# code with transformers 4.46.3 (copy of shared/facts/module_tree.json).
+MODULE_TREE = Path(__file__).with_name("module_tree.json")
+
+WORKLOADS = {
+    "tiny": VisionWorkload(512, 512, False),
+    "small": VisionWorkload(640, 640, False),
+    "base": VisionWorkload(1024, 1024, False),
+    "large": VisionWorkload(1280, 1280, False),
+    "gundam": VisionWorkload(1024, 640, True),
+    "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
+}
+
+
+# ----------------------------------------------------------------------------- vendor code (opt-in)
+VENDOR_PACKAGE = "_dsocr_vendor_under_test"
+
+
+def _torchvision_stand_in() -> dict[str, types.ModuleType]:
+    """Just the names the vendor's modeling file imports; nothing of it runs in a forward."""
+    tv = types.ModuleType("torchvision")
+    transforms = types.ModuleType("torchvision.transforms")
+    functional = types.ModuleType("torchvision.transforms.functional")
+
+    class _Transform:
+        def __init__(self, *args, **kwargs):
+            self.args = args
+
+        def __call__(self, x):
+            raise RuntimeError("torchvision stand-in: transforms are not available in tests")
+
+    class InterpolationMode:
+        NEAREST = "nearest"
+        BILINEAR = "bilinear"
+        BICUBIC = "bicubic"
+
+    transforms.ToTensor = transforms.Normalize = transforms.Compose = _Transform
+    transforms.InterpolationMode = functional.InterpolationMode = InterpolationMode
+    transforms.functional = functional
+    tv.transforms = transforms
+    return {"torchvision": tv, "torchvision.transforms": transforms, "torchvision.transforms.functional": functional}
+
+
+@contextlib.contextmanager
+def vendor_modeling(path: Path):
+    """Import the vendor's `modeling_deepseekocr` from `path` as a throw-away package.
+
+    A stand-in `torchvision` is put into `sys.modules` for the import and everything added is removed
+    afterwards (a real torchvision, if any, is put back). Nothing is written to the Hugging Face cache.
+    """
+    saved = {k: v for k, v in sys.modules.items() if k == "torchvision" or k.startswith("torchvision.")}
+    added = _torchvision_stand_in()
+    spec = importlib.util.spec_from_file_location(VENDOR_PACKAGE, path / "__init__.py",
+                                                  submodule_search_locations=[str(path)])
+    package = importlib.util.module_from_spec(spec)
+    added[VENDOR_PACKAGE] = package
+    for k in saved:
+        sys.modules.pop(k)
+    sys.modules.update(added)
+    try:
+        spec.loader.exec_module(package)
+        yield importlib.import_module(f"{VENDOR_PACKAGE}.modeling_deepseekocr")
+    finally:
+        for k in [k for k in sys.modules if k == VENDOR_PACKAGE or k.startswith(VENDOR_PACKAGE + ".")]:
+            sys.modules.pop(k, None)
+        for k in added:
+            sys.modules.pop(k, None)
+        sys.modules.update(saved)
+
+
+@contextlib.contextmanager
+def cuda_calls_are_noops():
+    """The vendor's forward moves the scatter mask with `.cuda()`: make that the identity on CPU."""
+    original = torch.Tensor.cuda
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self
+    try:
+        yield
+    finally:
+        torch.Tensor.cuda = original
+
+
+def vendor_on_meta(modeling, config):
+    """The vendor model built on the meta device (no memory, no initialisation), in eval mode."""
+    with torch.device("meta"):
+        model = modeling.DeepseekOCRForCausalLM(config)
+    return model.eval()
+
+
+def load_into_vendor(vendor, state_dict) -> None:
+    """Strict load of a twin state dict (sharing its tensors), then the vendor's computed RoPE buffers."""
+    vendor.load_state_dict(state_dict, strict=True, assign=True)
+    for module in vendor.modules():
+        if hasattr(module, "rope_init_fn") and module.inv_freq.is_meta:
+            inv_freq, _ = module.rope_init_fn(module.config, torch.device("cpu"), **module.rope_kwargs)
+            module.register_buffer("inv_freq", inv_freq, persistent=False)
+            module.original_inv_freq = inv_freq
+    leftovers = [n for n, b in vendor.named_buffers() if b.is_meta] + [n for n, p in vendor.named_parameters()
+                                                                       if p.is_meta]
+    assert not leftovers, f"vendor tensors still on meta: {leftovers[:5]}"
