@@ -192,3 +192,12 @@ def test_fast_over_random_pages():
         m.vision().flops + m.prefill().flops + m.decode().flops
     rate = len(pages) / (time.perf_counter() - start)
     assert rate > 2000, f"{rate:.0f} evaluations/s"  # benchmarks/analytic_speed.py reports the real figure
+
+
+def test_equal_specs_share_cached_stages():
+    layout = compute_view_layout(GUNDAM, 1700, 2200)
+    a = DeepseekOCRAnalyticModel(ModelSpec.deepseek_ocr(), layout).prefill()
+    b = DeepseekOCRAnalyticModel(ModelSpec.deepseek_ocr(), layout).prefill()
+    assert a is b
+    tiny = DeepseekOCRAnalyticModel(ModelSpec.tiny(), layout).prefill()
+    assert tiny is not a and tiny.flops < a.flops

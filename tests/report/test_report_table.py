@@ -84,6 +84,14 @@ def test_every_section_lands_in_its_column(tmp_path):
     assert row["grouped_svg"] == "0/callgraph.grouped.svg"
 
 
+def test_grouping_checks_as_counts(tmp_path):
+    summary = base_summary()
+    summary["grouping"] = {"nodes": 40, "checks": {"ok": 5, "mismatch": 1, "not checked": 2}}
+    make_job(tmp_path, 0, [], summary)
+    [row] = build_rows(collect_sweep(tmp_path).jobs)
+    assert row["grouping_checks"] == "5/6 (2 not checked)"
+
+
 def test_todays_summary_shows_missing_and_recomputes_analytic(tmp_path):
     make_job(tmp_path, 0, ["page=slide"], base_summary(1920, 1080), choices={"page": "slide"})
     [job] = collect_sweep(tmp_path).jobs

@@ -72,9 +72,10 @@ def test_forward_crop_mode(session):
 
 
 def test_forward_accepts_ready_kwargs(session, small_inputs):
-    a = session.forward(small_inputs).logits
-    b = session.forward(small_inputs.forward_kwargs(session.device, session.dtype)).logits
-    assert torch.equal(a, b)
+    kwargs = session.forward_kwargs(small_inputs, use_cache=True)
+    assert kwargs["use_cache"] is True and kwargs["images"][0][1].dtype == torch.float32
+    out = session.forward(kwargs)
+    assert out.logits.shape[1] == small_inputs.seq_len and out.past_key_values is not None
 
 
 def test_greedy_decode(session, small_inputs):

@@ -74,15 +74,25 @@ def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast):
         inputs = build_inputs(session.spec, VisionWorkload(512, 512, False), model_dir=vendor_dir)  # Tiny
         t1 = time.perf_counter()
         with runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
-            out = session.forward(inputs)
+            result = session.greedy_decode(inputs, 2)  # the prefill forward, then 2 one-token decode steps
         t_forward = time.perf_counter() - t1
-        assert out.logits.shape == (1, inputs.seq_len, session.spec.decoder.vocab_size)
-        assert torch.isfinite(out.logits).all()
+        logits = result.prefill.logits
+        assert logits.shape == (1, inputs.seq_len, session.spec.decoder.vocab_size)
+        assert logits.dtype == torch.float32  # the vendor casts the logits
+        assert torch.isfinite(logits).all()
+        assert result.last.logits.shape == (1, 1, session.spec.decoder.vocab_size)
+        assert torch.isfinite(result.last.logits).all()
+        assert len(result.tokens) == 3
         vision = log.first("vision_inputs")
         assert (vision["views"], vision["vision_passes"], vision["crops_per_image"]) == (1, 1, [0])
-        stack = log.first("llm_stack")
-        assert stack["num_layers"] == 12 and stack["seq_len"] == inputs.seq_len and stack["past_len"] == 0
+        assert [v["vision"] for v in log.events("vision_inputs")] == [True, False, False]
+        L = inputs.seq_len
+        assert [(e["num_layers"], e["seq_len"], e["past_len"], e["step"]) for e in log.events("llm_stack")] == [
+            (12, L, 0, 0), (12, 1, L, 1), (12, 1, L + 1, 2)]
+        assert [e["context_len"] for e in log.events("decode_step")] == [L + 1, L + 2]
         assert process_state() == before
+        assert "print" not in vars(session.vendor_modules["modeling_deepseekocr"])  # quiet_prints undone
+        assert vars(session.vendor_modules["deepencoder"])["quick_gelu"] is not quick_gelu_eager
     finally:
         session.release()
         del session

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from llm_perf_opt.dsocr.inputs import build_inputs
+from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.dsocr.twin import clip as twin_clip
 from llm_perf_opt.dsocr.twin.decoder import DeepseekV2MoE
@@ -126,7 +127,7 @@ def test_decode_step_with_kv_cache_matches_a_longer_prefill(twin_tiny, tiny_spec
 def test_decode_step_with_a_dynamic_cache_object(twin_tiny, tiny_spec):
     from transformers.cache_utils import DynamicCache
 
-    inputs = build_inputs(tiny_spec, WORKLOADS["small"])
+    inputs = build_inputs(tiny_spec, WORKLOADS["tiny"])
     cache = DynamicCache()
     with torch.inference_mode():
         prefill = twin_tiny(**{**inputs.forward_kwargs(dtype=torch.float32), "use_cache": True,
@@ -138,10 +139,14 @@ def test_decode_step_with_a_dynamic_cache_object(twin_tiny, tiny_spec):
     torch.testing.assert_close(step.logits[0, -1], reference.logits[0, -1], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("preset", ["tiny", "gundam"])
+@pytest.mark.parametrize("preset", ["tiny", "crops"])
 def test_bf16_weights_under_cpu_autocast_are_finite(tiny_spec, preset):
     model = build_twin(tiny_spec, dtype=torch.bfloat16)
-    inputs = build_inputs(tiny_spec, WORKLOADS[preset])
+    if preset == "crops":  # crop mode, cheaply: 512 global view + 2 crops of 512 (bf16 crops path)
+        inputs = build_inputs(tiny_spec, VisionWorkload(512, 512, True, tile_size=512), width=1300, height=700)
+        assert inputs.layout.num_crops == 2
+    else:
+        inputs = build_inputs(tiny_spec, WORKLOADS[preset])
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(**{**inputs.forward_kwargs(dtype=torch.bfloat16), "use_cache": True})
         step = model(input_ids=torch.tensor([[11]]), past_key_values=out.past_key_values, use_cache=True)

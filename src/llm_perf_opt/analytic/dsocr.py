@@ -252,15 +252,26 @@ def _language_nodes(spec: ModelSpec, q_len: int, past_len: int, b: int, eager: b
     return model_children, (("lm_head", leaf(head)),), root_own
 
 
-# Stage caches are keyed by a token per spec object (hashing a nested frozen dataclass on every call
-# would cost more than the lookup saves); the registry keeps the spec alive so its id stays unique.
+# Stage caches are keyed by a small token per distinct spec: equal specs share one token, and a spec
+# object seen before is recognised by identity (hashing a nested frozen dataclass on every call would
+# cost more than the cache lookup saves). `_BY_ID` holds the objects it maps, so their ids stay valid.
+_TOKENS: dict[ModelSpec, int] = {}
 _SPECS: dict[int, ModelSpec] = {}
+_BY_ID: dict[int, tuple[ModelSpec, int]] = {}
 
 
 def _spec_token(spec: ModelSpec) -> int:
-    token = id(spec)
-    if _SPECS.get(token) is not spec:
+    hit = _BY_ID.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    token = _TOKENS.get(spec)
+    if token is None:
+        token = len(_TOKENS)
+        _TOKENS[spec] = token
         _SPECS[token] = spec
+    if len(_BY_ID) >= 256:
+        _BY_ID.clear()
+    _BY_ID[id(spec)] = (spec, token)
     return token
 
 

@@ -94,7 +94,8 @@ class GroupNode:
     activation_bytes: int = 0  # bytes of the members' outputs, over all their calls
     flops: float | None = None  # filled by attach_flops
     flops_missing: int = 0  # members without a FLOPs figure when attach_flops ran
-    constructor_params: dict[str, Any] = field(default_factory=dict)  # of the first member
+    constructor_params: dict[str, Any] = field(default_factory=dict)  # those equal across all members
+    varying_params: list[str] = field(default_factory=list)  # constructor params that differ (layer_idx)
     input_shapes: list[Any] = field(default_factory=list)  # first call of the first member
     output_shapes: list[Any] = field(default_factory=list)
     signature: str = ""  # short hash of the structure
@@ -498,6 +499,18 @@ class _Grouper:
         self._families[addr] = out
         return out
 
+    def _common_params(self, members: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+        dicts = [self.cg.constructor_params.get(m) or {} for m in members]
+        keys = list(OrderedDict.fromkeys(k for d in dicts for k in d))
+        common, varying = {}, []
+        for k in keys:
+            values = [repr(d.get(k, "<absent>")) for d in dicts]
+            if len(set(values)) == 1:
+                common[k] = dicts[0][k]
+            else:
+                varying.append(k)
+        return common, varying
+
     # ---------------------------------------------------------------- tree
     def build(self, max_nodes: int = 100_000) -> GroupedGraph:
         nodes: list[GroupNode] = []
@@ -518,7 +531,7 @@ class _Grouper:
             node.ops_self = sum(int(self.cg.op_call_counts.get(m, 0) or 0) for m in distinct)
             node.ops_total = sum(self.subtree_ops.get(m, 0) for m in distinct)
             node.activation_bytes = sum(int(self.cg.activation_bytes.get(m, 0) or 0) for m in distinct)
-            node.constructor_params = dict(self.cg.constructor_params.get(first) or {})
+            node.constructor_params, node.varying_params = self._common_params(distinct)
             node.input_shapes = _first_meta(self.cg.input_metadata.get(first))
             node.output_shapes = _first_meta(self.cg.output_metadata.get(first))
             node.signature = self.sig(first)

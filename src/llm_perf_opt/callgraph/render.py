@@ -170,6 +170,8 @@ def node_tooltip(node: GroupNode) -> str:
     lines.append(f"calls {node.calls} from {node.parent_calls} parent calls")
     if node.constructor_params:
         lines.append("params: " + ", ".join(f"{k}={v}" for k, v in node.constructor_params.items()))
+    if node.varying_params:
+        lines.append("differ between members: " + ", ".join(node.varying_params))
     if node.input_shapes:
         lines.append("in: " + ", ".join(_fmt_tensor(t) for t in node.input_shapes))
     if node.output_shapes:

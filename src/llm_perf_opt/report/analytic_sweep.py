@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.report import render
-from llm_perf_opt.report.table import MODE_ORDER, PAGE_ORDER, Column, fmt
+from llm_perf_opt.report.table import MODE_ORDER, PAGE_ORDER, Column
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 PLOTS_DIR = "analytic_plots"

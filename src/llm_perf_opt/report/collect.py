@@ -110,7 +110,10 @@ def _is_job_dir(path: Path) -> bool:
 
 
 def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
-    num = ((hydra_yaml or {}).get("hydra") or {}).get("job", {}).get("num") if isinstance(hydra_yaml, dict) else None
+    """hydra.job.num from .hydra/hydra.yaml, else the directory name, else the position."""
+    hydra = hydra_yaml.get("hydra") if isinstance(hydra_yaml, dict) else None
+    job = hydra.get("job") if isinstance(hydra, dict) else None
+    num = job.get("num") if isinstance(job, dict) else None
     if isinstance(num, int):
         return num
     try:
@@ -173,9 +176,11 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
     candidates = sorted((p for p in sweep_dir.iterdir() if _is_job_dir(p)),
                         key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
     if not candidates and not isinstance(multirun, dict):
+        hint = (": it is the directory of one job (it has .hydra/); pass the sweep directory above it, or run a "
+                "multirun with ./dev sweep") if (sweep_dir / ".hydra").is_dir() else ""
         raise ArtifactError(
             f"{sweep_dir}: not a Hydra multirun directory (no multirun.yaml and no job directories with .hydra/, "
-            "summary.json or error.json)"
+            f"summary.json or error.json){hint}"
         )
     jobs = [read_job(p, sweep_dir, i) for i, p in enumerate(candidates)]
     expected: Optional[int] = None

@@ -21,8 +21,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;bo
  padding:.5rem .9rem;min-width:7rem} .card b{display:block;font-size:1.3rem} .card.bad b{color:#b00020}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:1.2rem}
 figure{margin:0;border:1px solid #eee;border-radius:6px;padding:.5rem;min-width:0}
-figure svg{width:100%;height:auto;display:block} figure.wide{grid-column:1/-1}
-figure.wide svg{width:auto;max-width:100%;margin:0 auto}
+figure svg{width:auto;max-width:100%;height:auto;display:block;margin:0 auto} figure.wide{grid-column:1/-1}
 figcaption{font-size:.85rem;color:#555;margin-top:.3rem}
 .tablewrap{overflow-x:auto;max-height:75vh;border:1px solid #ddd;border-radius:6px}
 table{border-collapse:collapse;font-size:.82rem;white-space:nowrap} th,td{padding:.25rem .5rem;

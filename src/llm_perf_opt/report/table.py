@@ -206,11 +206,21 @@ def _grid(job: JobRecord) -> Optional[str]:
 
 
 def _checks(job: JobRecord) -> Optional[str]:
+    """'ok/run': a list of checks [{name, status, ...}] or counts by status {ok, mismatch, not checked}."""
     checks = job.get("grouping", "checks")
-    if not isinstance(checks, list):
+    if isinstance(checks, dict):
+        counts = {str(k): int(v) for k, v in checks.items() if isinstance(v, int)}
+    elif isinstance(checks, list):
+        counts = {}
+        for c in checks:
+            status = str(c.get("status")) if isinstance(c, dict) else "?"
+            counts[status] = counts.get(status, 0) + 1
+    else:
         return None
-    passed = sum(1 for c in checks if isinstance(c, dict) and c.get("status") in ("ok", "pass", "passed"))
-    return f"{passed}/{len(checks)}"
+    passed = sum(v for k, v in counts.items() if k in ("ok", "pass", "passed"))
+    unchecked = counts.get("not checked", 0)
+    text = f"{passed}/{sum(counts.values()) - unchecked}"
+    return text + (f" ({unchecked} not checked)" if unchecked else "")
 
 
 def _verified(job: JobRecord) -> Optional[str]:
@@ -269,10 +279,10 @@ COLUMNS: list[Column] = [
            lambda j: j.get("workload", "image_size", default=j.cfg("workload.image_size")), False),
     Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))",
            lambda j: j.get("workload", "crop_mode", default=j.cfg("workload.crop_mode")), False),
-    Column("page", "page", "str", "page preset (conf/page/) or width×height in pixels", page_label),
+    Column("page", "page", "str", "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)", page_label),
     Column("page_width", "width", "int", "page width in pixels", lambda j: page_size(j)[0], False),
     Column("page_height", "height", "int", "page height in pixels", lambda j: page_size(j)[1], False),
-    Column("grid", "grid", "str", "crop grid, tiles across × down (1×1: no crops)", _grid),
+    Column("grid", "grid", "str", "crop grid, tiles across x down (1x1: no crops)", _grid),
     Column("views", "views", "int", "images the vision stack sees: 1 global view + the crops",
            lambda j: j.get("layout", "num_views")),
     Column("image_tokens", "image tokens", "count", "image-token positions in the sequence (global + local)",

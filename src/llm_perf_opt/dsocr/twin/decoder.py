@@ -216,8 +216,8 @@ class LlamaFlashAttention2(LlamaAttention):
         q, k, v = self._project(hidden_states, position_ids, past_key_value, cache_position, position_embeddings)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # flash wants (B, S, heads, d)
         if q.dtype == torch.float32:  # flash kernels take half precision only
-            if torch.is_autocast_enabled():
-                target = torch.get_autocast_gpu_dtype()
+            if torch.is_autocast_enabled("cuda"):
+                target = torch.get_autocast_dtype("cuda")
             else:
                 target = self.q_proj.weight.dtype
             q, k, v = q.to(target), k.to(target), v.to(target)

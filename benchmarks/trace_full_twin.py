@@ -1,0 +1,121 @@
+"""Time the trace stage on the full-size twin: bf16 weights on CPU under `torch.autocast("cpu", bf16)`.
+
+    python benchmarks/trace_full_twin.py                 # tiny and gundam modes, page 1700x2200
+    python benchmarks/trace_full_twin.py tiny --out tmp/trace_bench
+
+Per mode it prints the plain forward time, TorchLens' own capture time (`run_torchlens`: the same
+TorchLens options, no hooks, no derivation) and the whole trace stage (`capture`: TorchLens + the
+read-only I/O hooks + graph derivation + metadata merge), and the stage's cost on top of TorchLens
+(target: <= 50 %). `--torchlens-default` also times TorchLens with its default options (which re-runs
+the forward when it sees the TorchScript `quick_gelu`), for reference. Runs are sequential, in this
+order, each on a freshly prepared input; the machine's load moves all figures, so compare within a run.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from pathlib import Path
+
+import torch
+
+from llm_perf_opt.callgraph.capture import capture, run_torchlens
+from llm_perf_opt.dsocr.inputs import build_inputs
+from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.dsocr.twin import build_twin
+
+MODES = {
+    "tiny": VisionWorkload(512, 512, False), "small": VisionWorkload(640, 640, False),
+    "base": VisionWorkload(1024, 1024, False), "large": VisionWorkload(1280, 1280, False),
+    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
+}
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("modes", nargs="*", default=["tiny", "gundam"], choices=sorted(MODES))
+    ap.add_argument("--page", default="1700x2200", help="WIDTHxHEIGHT of the synthetic page")
+    ap.add_argument("--spec", default="deepseek_ocr", choices=["deepseek_ocr", "tiny"])
+    ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    ap.add_argument("--torchlens-default", action="store_true", help="also time TorchLens with its default options")
+    ap.add_argument("--verbose", action="store_true", help="print TorchLens' own progress lines")
+    ap.add_argument("--out", type=Path, help="write <mode>.callgraph.json here")
+    args = ap.parse_args()
+    width, height = (int(v) for v in args.page.lower().split("x"))
+    dtype = getattr(torch, args.dtype)
+
+    spec = ModelSpec.named(args.spec)
+    t0 = time.perf_counter()
+    model = build_twin(spec, dtype=dtype)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"built twin {spec.name}: {n_params:,} parameters, {args.dtype}, in {time.perf_counter() - t0:.1f} s "
+        f"({torch.get_num_threads()} threads)")
+    progress = (lambda m: log(m)) if args.verbose else (lambda m: log(m) if not m.startswith("torchlens") else None)
+    rows = []
+    for mode in args.modes:
+        inputs = build_inputs(spec, MODES[mode], width, height)
+        lay = inputs.layout
+        log(f"mode {mode}, page {width}x{height}: grid {lay.w_crop}x{lay.h_crop}, {lay.num_crops} crops, "
+            f"{lay.image_tokens} image tokens, seq_len {inputs.seq_len}")
+        kwargs = inputs.forward_kwargs(dtype=dtype)
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16)
+        with torch.no_grad(), autocast:
+            t0 = time.perf_counter()
+            plain = model(**kwargs)
+            forward_s = time.perf_counter() - t0
+            log(f"  plain forward {forward_s:.1f} s")
+            del plain
+            gc.collect()
+
+            run = run_torchlens(model, (), kwargs, progress=log if args.verbose else None)
+            tl_s = run.seconds
+            log(f"  TorchLens capture alone {tl_s:.1f} s ({run.trace.num_ops} ops, {run.trace.num_module_calls} module calls)")
+            del run
+            gc.collect()
+
+            default_s = None
+            if args.torchlens_default:
+                import torchlens
+                from torchlens.options import CaptureOptions
+
+                t0 = time.perf_counter()
+                trace = torchlens.trace(model, [], kwargs, capture=CaptureOptions(layers_to_save=None, unwrap_when_done=True))
+                default_s = time.perf_counter() - t0
+                log(f"  TorchLens default options {default_s:.1f} s")
+                del trace
+                gc.collect()
+
+            t0 = time.perf_counter()
+            result = capture(model, kwargs, model_name=f"twin {spec.name}", progress=progress)
+            stage_s = time.perf_counter() - t0
+        cg = result.callgraph
+        st = cg.stats
+        log(f"  trace stage {stage_s:.1f} s = capture {st['capture_seconds']:.1f} (TorchLens + hooks) + derive "
+            f"{st['derive_seconds']:.2f} + metadata {st['metadata_seconds']:.2f} (+ tree/stats "
+            f"{stage_s - st['capture_seconds'] - st['derive_seconds'] - st['metadata_seconds']:.2f})")
+        if args.out:
+            path = cg.save(args.out / f"{mode}.callgraph.json")
+            log(f"  wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+        rows.append((mode, inputs.seq_len, st["num_ops"], st["module_calls"], forward_s, tl_s, stage_s, st, default_s))
+        del result, cg
+        gc.collect()
+
+    print()
+    print(f"trace stage on twin {spec.name} ({args.dtype}, autocast bf16 on CPU), page {width}x{height}")
+    print(f"{'mode':8s} {'seq':>5s} {'ops':>6s} {'calls':>6s} {'forward s':>10s} {'TorchLens s':>12s} "
+          f"{'stage s':>8s} {'capture':>8s} {'derive':>7s} {'metadata':>8s} {'added':>7s}")
+    for mode, seq, ops, calls, fwd, tl_s, stage_s, st, default_s in rows:
+        added = stage_s / tl_s - 1
+        print(f"{mode:8s} {seq:5d} {ops:6d} {calls:6d} {fwd:10.1f} {tl_s:12.1f} {stage_s:8.1f} "
+              f"{st['capture_seconds']:8.1f} {st['derive_seconds']:7.2f} {st['metadata_seconds']:8.2f} {added:+7.0%}"
+              + (f"   (TorchLens default options {default_s:.1f} s)" if default_s else ""))
+    print("added = trace stage / TorchLens capture alone - 1 (target <= +50%)")
+
+
+if __name__ == "__main__":
+    main()
