@@ -3,7 +3,7 @@ of its report, and of the analytic-only page sweep (thousands of pages, no model
 
     ./dev bench sweep_modes [--trace default|forward_only] [--n 64] [--keep]
 
-The sweep runs as a user runs it (`python -m llm_perf_opt.pipelines.trace --multirun +experiment=modes
+The sweep runs as a user runs it (`python -m llm_perf_opt.pipelines.trace --multirun experiment=modes
 model=twin_tiny`), in a fresh process, so the time includes Python start-up, Hydra composition of the six
 jobs and every stage of the trace job.
 """
@@ -30,7 +30,7 @@ def main() -> int:
 
     base = ROOT / "tmp" / "bench" if args.keep else Path(tempfile.mkdtemp(prefix="sweep_modes."))
     sweep = base / f"modes-{time.strftime('%Y%m%d-%H%M%S')}"
-    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "--multirun", "+experiment=modes", "model=twin_tiny",
+    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "--multirun", "experiment=modes", "model=twin_tiny",
            f"trace={args.trace}", f"hydra.sweep.dir={sweep}"]
     print(f"$ {' '.join(cmd[2:])}", flush=True)
     t0 = time.perf_counter()

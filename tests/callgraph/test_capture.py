@@ -254,6 +254,25 @@ def test_progress_kwargs_and_runtime_log():
     assert cg.input_metadata[""]["first"][1]["path"] == "scale"
 
 
+def test_runtime_log_events_read_after_the_forward():
+    from llm_perf_opt.dsocr.patches.runtime_log import RuntimeLog
+
+    log = RuntimeLog()
+
+    class Logging(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            log.record("llm_stack", layers=1)
+            return self.fc(x)
+
+    with torch.no_grad():
+        cg = capture_callgraph(Logging().eval(), forward_args=[torch.randn(1, 4)], runtime_log=log)
+    assert cg.runtime_log == [{"seq": 0, "event": "llm_stack", "layers": 1}]
+
+
 def test_graph_problems_detects_inconsistencies(stack_cg):
     cg = CallGraph(**{k: v for k, v in stack_cg.to_dict().items()})
     cg.edges = {k: dict(v) for k, v in cg.edges.items()}

@@ -32,20 +32,20 @@ def planned(cfg, *cli: str) -> list[list[str]]:
 
 
 def test_modes_experiment():
-    cfg = compose_cfg("+experiment=modes", hydra=True)
+    cfg = compose_cfg("experiment=modes", hydra=True)
     assert cfg.experiment == "modes"
     assert cfg.hydra.sweeper.params.workload.split(",") == MODES
-    assert len(planned(cfg, "+experiment=modes")) == 6
+    assert len(planned(cfg, "experiment=modes")) == 6
 
 
 def test_pages_experiment_sweeps_pairs():
-    cfg = compose_cfg("+experiment=pages", hydra=True)
+    cfg = compose_cfg("experiment=pages", hydra=True)
     assert cfg.experiment == "pages"
     pages = cfg.hydra.sweeper.params.page.split(",")
     assert pages == list(PAGES)
-    jobs = planned(cfg, "+experiment=pages", "workload=tiny,gundam")
+    jobs = planned(cfg, "experiment=pages", "workload=tiny,gundam")
     assert len(jobs) == len(PAGES) * 2
-    assert ["page=slide", "+experiment=pages", "workload=gundam"] in jobs
+    assert ["page=slide", "experiment=pages", "workload=gundam"] in jobs
 
 
 def test_every_page_preset_sets_a_width_height_pair():

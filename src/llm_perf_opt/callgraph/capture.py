@@ -318,16 +318,23 @@ def graph_problems(cg: CallGraph) -> list[str]:
 
 
 def is_descendant(address: str, ancestor: str, children: Mapping[str, list[str]]) -> bool:
-    """Whether `address` lies strictly below `ancestor` in the static module tree."""
+    """Whether `address` lies strictly below `ancestor` in the static module tree `children`.
+
+    Child names never contain a dot (`nn.Module` refuses them), so the path from the ancestor down is
+    the address's own dotted prefixes; each must be a listed child of the previous one.
+    """
     if address == ancestor:
         return False
-    if ancestor != ROOT and not address.startswith(ancestor + "."):
+    if ancestor == ROOT:
+        rest = address
+    elif address.startswith(ancestor + "."):
+        rest = address[len(ancestor) + 1:]
+    else:
         return False
-    # walk down from the ancestor along the address's own prefixes
     node = ancestor
-    while node != address:
-        nxt = next((c for c in children.get(node, ()) if address == c or address.startswith(c + ".")), None)
-        if nxt is None:
+    for part in rest.split("."):
+        nxt = f"{node}.{part}" if node else part
+        if nxt not in children.get(node, ()):
             return False
         node = nxt
     return True
@@ -335,11 +342,14 @@ def is_descendant(address: str, ancestor: str, children: Mapping[str, list[str]]
 
 # --------------------------------------------------------------------------- entry points
 def _runtime_events(runtime_log: Any) -> list[dict[str, Any]]:
+    """Events of a RuntimeLog (its `events()`), a list of events, or any iterable of them."""
     if runtime_log is None:
         return []
-    events = getattr(runtime_log, "events", runtime_log)
-    if callable(getattr(runtime_log, "to_list", None)):
-        events = runtime_log.to_list()
+    events = getattr(runtime_log, "events", None)
+    if callable(events):
+        events = events()
+    elif events is None:
+        events = runtime_log
     out = []
     for event in events:
         value = to_jsonable(event)
