@@ -255,6 +255,29 @@ def test_non_contiguous_called_experts():
     assert display_pattern(e1, max_ranges=3) == "model.layers.1.mlp.experts.[5 of 16]"
 
 
+def test_routing_that_calls_every_expert_in_one_layer_does_not_split_the_stack():
+    """Layer 1 routed to all 8 experts, layer 2 to 3 of them: one MoE stack, one (sparse) experts node."""
+    g = group_callgraph(decoder_graph(n_layers=3, n_experts=8, called={1: range(8), 2: [1, 4, 6]}))
+    assert by_pattern(g, "model.layers.[1-2]").for_n == 2
+    (e,) = [n for n in g.nodes if n.template == "experts.*"]
+    assert (e.sparse, e.for_min, e.for_n, len(e.members)) == (True, 3, 8, 11)
+
+
+def test_experts_called_unevenly_over_several_parent_calls():
+    """An MoE called in 3 steps (prefill + 2 decode steps), experts called in some of them."""
+    mods = [("", "M", 0), ("moe", "MoE", 0), ("moe.experts", "ModuleList", 0)]
+    mods += [(f"moe.experts.{e}", "MLP", 2) for e in range(8)]
+    calls = [("", "moe", 3), ("moe", "moe.experts.0", 3), ("moe", "moe.experts.2", 1), ("moe", "moe.experts.5", 2)]
+    g = group_callgraph(make_graph(mods, calls))
+    (e,) = [n for n in g.nodes if n.template == "experts.*"]
+    assert (e.sparse, e.for_n, e.calls, e.parent_calls, e.parfor) == (True, 3, 6, 3, None)
+    assert e.member_calls == [3, 1, 2]
+    assert e.calls_per_parent_call == [1 / 3, 1.0]
+    from llm_perf_opt.callgraph.render import node_label_lines
+
+    assert node_label_lines(e)[1].startswith("calls 6 in 3 parent calls")
+
+
 # ------------------------------------------------------------------------------------------ checks
 def test_mismatch_against_runtime_log_is_reported():
     log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2},

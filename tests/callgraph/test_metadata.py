@@ -18,7 +18,8 @@ class Attention(nn.Module):
         self.num_heads = num_heads
         self.window_size = window_size
         self.scale = (dim // num_heads) ** -0.5
-        self.config = {"nested": "config objects are not shape params"}
+        self.config = {f"field_{i}": i for i in range(40)}  # a whole model config: too big to repeat per module
+        self.cfg = {"projector_type": "linear", "input_dim": 16, "hook": print}  # a small own config
         self.act = torch.nn.functional.gelu
         self.qkv = nn.Linear(dim, 3 * dim, bias=False)
         self.experts = nn.ModuleList([nn.Linear(dim, dim) for _ in range(3)])
@@ -54,7 +55,8 @@ def test_constructor_params_of_a_custom_module():
     assert params["head_dim"] == 4  # a property: read through the registry of well-known names
     assert params["num_experts"] == 3  # length of the `experts` list
     assert params["act"] == "gelu"  # a function attribute: its name
-    assert "config" not in params  # not a plain value
+    assert "config" not in params  # a big config object is not repeated on every module
+    assert params["cfg"] == {"projector_type": "linear", "input_dim": 16}  # a small one is kept, plain fields only
     assert "param_shapes" not in params  # no direct parameters (the buffer is not a parameter)
 
 
@@ -141,6 +143,15 @@ def test_recorder_is_read_only_and_removed():
     assert [e["path"] for e in root_in] == ["arg0", "mask"]
     root_out = rec.outputs[""].to_json()["first"]
     assert [(e["path"], e["shape"]) for e in root_out] == [("out.y", [3, 8]), ("out.parts.0", [1, 8]), ("out.parts.1", [3])]
+
+
+def test_recorder_reports_shallow_calls_for_progress():
+    model = Twice().eval()
+    for depth, expected in ((1, [""]), (2, ["", "proj", "proj", "proj"])):
+        seen: list[str] = []
+        with torch.no_grad(), md.CallRecorder(model, tensors=False, on_call=seen.append, report_depth=depth):
+            model(torch.randn(2, 8))
+        assert seen == expected
 
 
 def test_recorder_removes_hooks_when_forward_raises():

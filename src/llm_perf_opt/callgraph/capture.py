@@ -357,6 +357,20 @@ def _runtime_events(runtime_log: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _forward_progress(say: Progress, every_seconds: float = 2.0) -> Callable[[str], None]:
+    """A throttled "where is the forward now" reporter for the hooks (calls a few levels deep)."""
+    start = time.perf_counter()
+    last = [start]
+
+    def on_call(address: str) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every_seconds:
+            last[0] = now
+            say(f"trace: forward at {address or '<root>'} ({now - start:.0f} s)")
+
+    return on_call
+
+
 def capture(
     model: nn.Module,
     forward_kwargs: Mapping[str, Any] | None = None,
@@ -382,7 +396,7 @@ def capture(
     name = model_name or type(model).__name__
     children, types = module_tree(model)
     say(f"trace: capturing {name} with TorchLens ({len(types)} modules, nothing saved)")
-    recorder = md.CallRecorder(model, tensors=metadata)
+    recorder = md.CallRecorder(model, tensors=metadata, on_call=_forward_progress(say) if progress else None)
     with recorder:
         run = run_torchlens(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
     trace = run.trace
@@ -412,12 +426,7 @@ def capture(
     t0 = time.perf_counter()
     io_sources: dict[str, str] = {}
     if metadata:
-        recorded = md.torchlens_attributes(trace)
-        cg.constructor_params = md.constructor_params(model, recorded)
-        cg.input_metadata, cg.output_metadata, cg.activation_bytes, io_sources = md.io_metadata(
-            cg.call_counts, recorder, trace
-        )
-        cg.param_counts = md.param_counts(model)
+        io_sources = md.merge_metadata(cg, model, trace=trace, recorder=recorder)
     metadata_seconds = time.perf_counter() - t0
     if metadata:
         say(f"trace: metadata merged in {metadata_seconds:.2f} s")
@@ -436,9 +445,9 @@ def capture(
         "derive_seconds": round(derive_seconds, 3),
         "metadata_seconds": round(metadata_seconds, 3),
         "torchlens_total_flops_forward": flops,
-        "calls_without_ops": without_ops,
-        "calls_bypassing_hooks": bypassing,
-        "opaque_ops": dict(graph.opaque_ops),
+        "calls_without_ops": _in_tree_order(without_ops, types),
+        "calls_bypassing_hooks": _in_tree_order(bypassing, types),
+        "opaque_ops": _in_tree_order(graph.opaque_ops, types),
         "io_metadata_sources": dict(Counter(io_sources.values())),
         "torchlens": _torchlens_facts(trace, run),
     }
@@ -469,6 +478,11 @@ def capture_callgraph(
         model, forward_kwargs, forward_args=forward_args, model_name=model_name, progress=progress,
         runtime_log=runtime_log, metadata=metadata, rescue=rescue,
     ).callgraph
+
+
+def _in_tree_order(counts: Mapping[str, int], order: Mapping[str, Any]) -> dict[str, int]:
+    rank = {address: i for i, address in enumerate(order)}
+    return {a: int(counts[a]) for a in sorted(counts, key=lambda a: (rank.get(a, len(rank)), a))}
 
 
 def _torchlens_facts(trace: Any, run: TorchLensRun) -> dict[str, Any]:

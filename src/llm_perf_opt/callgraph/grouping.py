@@ -327,10 +327,6 @@ class _Subgroup:
     static_n: int | None
     members: list[tuple[str, int]]  # (address, edge calls from the parent)
 
-    @property
-    def key(self) -> tuple:
-        return (self.template, self.class_name, self.sig, self.calls_key, self.sparse)
-
 
 class _Grouper:
     def __init__(self, cg: CallGraph) -> None:
@@ -409,15 +405,23 @@ class _Grouper:
         if addr in self._in_progress:  # a recursive call chain: cut it
             return self.static_sig(addr)
         self._in_progress.add(addr)
-        calls = sorted(
-            repr((sg.template, sg.class_name, sg.sig, sg.calls_key,
-                  ("sparse", sg.static_n) if sg.sparse else len(sg.members)))
-            for sg in self.families(addr)
-        )
+        calls = sorted({repr(self._call_shape(sg)) for sg in self.families(addr)})
         self._in_progress.discard(addr)
         sig = _hash((self.static_sig(addr), tuple(calls)))
         self._sig[addr] = sig
         return sig
+
+    @staticmethod
+    def _call_shape(sg: _Subgroup) -> tuple:
+        """What a parent's structure records of one subgroup of its called children. A stack family
+        with known static candidates records "a stack of K" whatever subset was called and how often,
+        so MoE layers that routed to different experts (all 64 in one layer, 50 in the next) keep one
+        structure; a single child records its calls per parent call."""
+        if "*" in sg.template:
+            if sg.static_n is not None:
+                return (sg.template, sg.class_name, sg.sig, "stack of", sg.static_n)
+            return (sg.template, sg.class_name, sg.sig, sg.calls_key, len(sg.members))
+        return (sg.template, sg.class_name, sg.sig, sg.calls_key)
 
     # ---------------------------------------------------------------- families
     def _static_candidates(self, parent_addr: str, child_addr: str, pos: int) -> int | None:
@@ -543,11 +547,14 @@ class _Grouper:
             else:
                 assert parent is not None
                 sg0 = entries[0][1]
-                per_parent = [len(sg.members) for _, sg in entries]
+                per_parent_counts: dict[str, int] = OrderedDict()
+                for p, sg in entries:
+                    per_parent_counts[p] = per_parent_counts.get(p, 0) + len(sg.members)
+                per_parent = list(per_parent_counts.values())
                 node.for_n, node.for_min = max(per_parent), min(per_parent)
                 node.static_n = sg0.static_n
-                node.sparse = sg0.sparse
-                node.value_dependent = sg0.sparse or parent.value_dependent
+                node.sparse = any(sg.sparse for _, sg in entries)
+                node.value_dependent = node.sparse or parent.value_dependent
                 node.calls = sum(n for _, sg in entries for _, n in sg.members)
                 per_member: dict[str, int] = OrderedDict((m, 0) for m in members)
                 for _, sg in entries:
@@ -563,15 +570,25 @@ class _Grouper:
                 parent.children.append(node.id)
                 edges.append(GroupEdge(parent.id, node.id, node.calls, node.parfor))
             # children: the corresponding subgroups of every member, merged
+            # (template, class, structure); when every parent called the whole family, also split by
+            # calls per parent call; when some parent called only a subset (routing), not.
             merged: dict[tuple, list[tuple[str, _Subgroup]]] = OrderedDict()
             for m in distinct:
                 if m in path:
                     continue
                 for sg in self.families(m):
-                    merged.setdefault(sg.key, []).append((m, sg))
+                    merged.setdefault((sg.template, sg.class_name, sg.sig), []).append((m, sg))
             for key, ents in merged.items():
-                child_members = list(OrderedDict.fromkeys(c for _, sg in ents for c, _ in sg.members))
-                make(child_members, node, key[0], ents, path | frozenset(distinct))
+                if any(sg.sparse for _, sg in ents):
+                    parts = [ents]
+                else:
+                    by_calls: dict[Any, list[tuple[str, _Subgroup]]] = OrderedDict()
+                    for ent in ents:
+                        by_calls.setdefault(ent[1].calls_key, []).append(ent)
+                    parts = list(by_calls.values())
+                for part in parts:
+                    child_members = list(OrderedDict.fromkeys(c for _, sg in part for c, _ in sg.members))
+                    make(child_members, node, key[0], part, path | frozenset(distinct))
             return node
 
         make([ROOT], None, "", None, frozenset())

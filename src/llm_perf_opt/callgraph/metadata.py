@@ -27,6 +27,7 @@ can be recomputed from `output_metadata` alone and the file stays small.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import types
@@ -208,9 +209,19 @@ class CallRecorder:
     when the forward raises.
     """
 
-    def __init__(self, model: nn.Module, *, tensors: bool = True) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        tensors: bool = True,
+        on_call: Callable[[str], None] | None = None,
+        report_depth: int = 3,
+    ) -> None:
+        """`on_call(address)` is told of every call made at most `report_depth` calls deep (for progress)."""
         self.model = model
         self.tensors = tensors
+        self.on_call = on_call
+        self.report_depth = report_depth
         self.addresses: dict[int, str] = {}
         for name, module in model.named_modules():
             self.addresses.setdefault(id(module), name)
@@ -225,9 +236,12 @@ class CallRecorder:
     def _make_hooks(self, address: str) -> tuple[Callable[..., None], Callable[..., None]]:
         calls, incoming, stack, tensors = self.calls, self.incoming, self._stack, self.tensors
         inputs, outputs = self.inputs, self.outputs
+        on_call, report_depth = self.on_call, self.report_depth
 
         def pre(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             calls[address] += 1
+            if on_call is not None and len(stack) < report_depth:
+                on_call(address)
             if address != ROOT or stack:
                 parent = stack[-1] if stack else ROOT
                 bucket = incoming.get(address)
@@ -378,6 +392,23 @@ def _plain(value: Any) -> Any:
 
 
 _SKIP = object()
+MAX_CONFIG_FIELDS = 16  # a small config object (a Mapping or a dataclass) is kept as a nested dict
+
+
+def _plain_config(value: Any) -> Any:
+    """A small Mapping / dataclass attribute (a module's own config, e.g. a projector's `cfg`) as a dict
+    of its plain fields; big ones (a whole model config shared by every module) are skipped."""
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        return _SKIP
+    if not items or len(items) > MAX_CONFIG_FIELDS:
+        return _SKIP
+    out = {str(k): _plain(v) for k, v in items}
+    out = {k: v for k, v in out.items() if v is not _SKIP}
+    return out or _SKIP
 IGNORED_ATTRIBUTES = frozenset({"training", "dump_patches", "call_super_init"})
 
 # Well-known sizes a class may expose as a property or class attribute instead of an instance attr.
@@ -425,6 +456,8 @@ def module_constructor_params(module: nn.Module, recorded: Mapping[str, Any] | N
         if name.startswith("_") or name in IGNORED_ATTRIBUTES:
             continue
         plain = _plain(value)
+        if plain is _SKIP:
+            plain = _plain_config(value)
         if plain is not _SKIP:
             params[name] = plain
     for name in WELL_KNOWN_ATTRIBUTES:
@@ -438,8 +471,10 @@ def module_constructor_params(module: nn.Module, recorded: Mapping[str, Any] | N
         if plain is not _SKIP and plain is not None:
             params[name] = plain
     own = module._parameters
-    if "bias" in own or "bias" in module.__dict__:
-        params["bias"] = own.get("bias") is not None if "bias" in own else module.__dict__["bias"] is not None
+    if "bias" in own:  # a registered (possibly None) bias parameter: record its presence
+        params["bias"] = own["bias"] is not None
+    elif isinstance(module.__dict__.get("bias", 0), torch.Tensor) or ("bias" in module.__dict__ and module.__dict__["bias"] is None):
+        params["bias"] = module.__dict__["bias"] is not None
     shapes = {name: list(p.shape) for name, p in own.items() if p is not None}
     if shapes:
         params["param_shapes"] = shapes
@@ -530,3 +565,17 @@ def io_metadata(
             outputs[address] = s_out.to_json()
             act_bytes[address] = s_out.total_bytes()
     return inputs, outputs, act_bytes, sources
+
+
+def merge_metadata(cg: Any, model: nn.Module, *, trace: Any = None, recorder: CallRecorder | None = None) -> dict[str, str]:
+    """Fill `cg`'s metadata fields in place from the model, TorchLens' trace and the hooks' record.
+
+    `constructor_params` and `param_counts` cover every module; `input_metadata`, `output_metadata`
+    and `activation_bytes` every called one. Returns the I/O source per address ("hooks",
+    "torchlens" or "hooks_partial").
+    """
+    recorded = torchlens_attributes(trace) if trace is not None else None
+    cg.constructor_params = constructor_params(model, recorded)
+    cg.input_metadata, cg.output_metadata, cg.activation_bytes, sources = io_metadata(cg.call_counts, recorder, trace)
+    cg.param_counts = param_counts(model)
+    return sources

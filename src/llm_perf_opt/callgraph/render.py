@@ -26,7 +26,6 @@ from llm_perf_opt.callgraph.grouping import (
     CheckTargets,
     GroupedGraph,
     GroupNode,
-    compact_ranges,
     count_ranges,
     group_callgraph,
 )

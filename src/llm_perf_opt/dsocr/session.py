@@ -42,7 +42,7 @@ from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ContextManager, Iterator, Mapping, Optional, Sequence
+from typing import Any, ContextManager, Iterator, Mapping, Optional
 
 import torch
 from torch import nn
