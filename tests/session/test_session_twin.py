@@ -188,3 +188,16 @@ def test_process_state_guard_restores_added_attribute():
         restored = guard.restore()
     assert restored == ["torch.Tensor.cuda"]
     assert "cuda" not in vars(torch.Tensor)
+
+
+def test_process_state_guard_accepts_the_inherited_object():
+    """TorchLens' unwrap leaves Tensor.cuda set to TensorBase.cuda: the same callable, not a change."""
+    guard = ProcessStateGuard()
+    had = "cuda" in vars(torch.Tensor)
+    torch.Tensor.cuda = vars(torch._C.TensorBase)["cuda"]
+    try:
+        assert guard.changed() == []
+        assert guard.restore() == []
+    finally:
+        if not had:
+            del torch.Tensor.cuda

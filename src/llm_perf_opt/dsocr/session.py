@@ -98,8 +98,20 @@ class ProcessStateGuard:
                        for owner, attr, label in _guarded_attributes()]
         self._default_dtype = torch.get_default_dtype()
 
+    @staticmethod
+    def _same(owner: Any, attr: str, raw: Any) -> bool:
+        """Unchanged, or only toggled between "inherited" and "set to the inherited object" (TorchLens'
+        unwrap leaves `Tensor.cuda` set to `TensorBase.cuda`): both resolve to the same callable."""
+        current = vars(owner).get(attr, _MISSING)
+        if current is raw:
+            return True
+        if isinstance(owner, type) and (raw is _MISSING or current is _MISSING):
+            inherited = next((vars(base)[attr] for base in owner.__mro__[1:] if attr in vars(base)), _MISSING)
+            return (current if raw is _MISSING else raw) is inherited
+        return False
+
     def changed(self) -> list[str]:
-        out = [label for owner, attr, label, raw in self._attrs if vars(owner).get(attr, _MISSING) is not raw]
+        out = [label for owner, attr, label, raw in self._attrs if not self._same(owner, attr, raw)]
         if torch.get_default_dtype() != self._default_dtype:
             out.append("torch default dtype")
         return out
@@ -107,7 +119,7 @@ class ProcessStateGuard:
     def restore(self) -> list[str]:
         restored = []
         for owner, attr, label, raw in self._attrs:
-            if vars(owner).get(attr, _MISSING) is raw:
+            if self._same(owner, attr, raw):
                 continue
             if raw is _MISSING:
                 delattr(owner, attr)
