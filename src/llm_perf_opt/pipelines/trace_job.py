@@ -5,11 +5,15 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
+from PIL import Image
 
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.config import RootConfig, to_typed_config
-from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
+from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
+from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.pipelines.common import progress
 
 SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
@@ -20,6 +24,34 @@ def model_spec_for(cfg: RootConfig) -> ModelSpec:
     if cfg.model.source == "vendor":
         return ModelSpec.from_config_json(cfg.model.path)
     return ModelSpec.named(cfg.model.spec)
+
+
+def page_size(cfg: RootConfig) -> tuple[int, int]:
+    """(width, height) of the page: the image file's size when one is given (header only), else the config's."""
+    page = cfg.workload.page
+    if page.image is None:
+        return page.width, page.height
+    try:
+        with Image.open(page.image) as img:
+            return img.size
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
+
+
+def prompt_token_count(cfg: RootConfig) -> int:
+    before, after, _ = prompt_tokens(cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor" else None)
+    return len(before) + len(after)
+
+
+def analytic_model_for(cfg: RootConfig, spec: ModelSpec, width: int, height: int) -> DeepseekOCRAnalyticModel:
+    """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention."""
+    # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
+    eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
+    return DeepseekOCRAnalyticModel(
+        spec, compute_view_layout(cfg.workload.vision(), width, height),
+        prompt_tokens=prompt_token_count(cfg), dtype=cfg.runtime.dtype,
+        decoder_attention="eager" if eager else "sdpa",
+    )
 
 
 def build_job_inputs(cfg: RootConfig, spec: ModelSpec) -> Inputs:
