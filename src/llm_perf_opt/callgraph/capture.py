@@ -17,9 +17,9 @@ save every activation) and under `metadata.CallRecorder`'s read-only hooks. From
 and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
 
 TorchLens only sees a module call that runs at least one tensor op; the hooks see every call made
-through `nn.Module.__call__`. Where the two disagree the graph takes the larger count with its
-callers and says so in `stats` (`calls_without_ops`: seen only by the hooks; `calls_bypassing_hooks`:
-`child.forward(x)` calls, seen only by TorchLens). A tensor that entered a module without TorchLens
+through `nn.Module.__call__`. Where the two disagree the graph takes the larger count and says so in
+`stats` (`calls_without_ops`: seen only by the hooks, attributed to the nearest called static
+ancestor; `calls_bypassing_hooks`: `child.forward(x)` calls, seen only by TorchLens). A tensor that entered a module without TorchLens
 seeing the op that made it (a TorchScript function such as CLIP's `quick_gelu` is one opaque call)
 appears as an "internalsource" placeholder adopted at the entry of the module that consumed it; it is
 counted as one op of that module's caller, where it was computed, and listed in `stats["opaque_ops"]`.
@@ -244,9 +244,12 @@ def reconcile(
     graph: TraceGraph,
     recorder: md.CallRecorder | None,
 ) -> tuple[dict[str, Counter], Counter, dict[str, int], dict[str, int]]:
-    """Merge TorchLens' calls with the hooks': the larger count wins, with its callers.
+    """Merge TorchLens' calls with the hooks': the larger count wins.
 
-    Returns (edges, call_counts, calls_without_ops, calls_bypassing_hooks).
+    Calls only the hooks saw (modules that ran no tensor op) are attributed to the module's nearest
+    called static ancestor (the hooks record no caller: that would need a forward pre-hook, which
+    makes TorchLens clone every hooked module's inputs). Returns (edges, call_counts,
+    calls_without_ops, calls_bypassing_hooks).
     """
     calls = Counter(graph.call_counts)
     edges = {parent: Counter(children) for parent, children in graph.edges.items()}
@@ -254,19 +257,30 @@ def reconcile(
     bypassing: dict[str, int] = {}
     if recorder is None:
         return edges, calls, without_ops, bypassing
+    extra: dict[str, int] = {}
     for address in set(calls) | set(recorder.calls):
         tl_n, hook_n = calls.get(address, 0), recorder.calls.get(address, 0)
         if hook_n > tl_n:
-            without_ops[address] = hook_n - tl_n
-            calls[address] = hook_n
-            for children in edges.values():
-                children.pop(address, None)
-            for parent, n in recorder.incoming.get(address, {}).items():
-                edges.setdefault(parent, Counter())[address] += n
+            extra[address] = hook_n - tl_n
         elif tl_n > hook_n:
             bypassing[address] = tl_n - hook_n
+    for address, n in extra.items():
+        calls[address] += n
+    for address, n in sorted(extra.items()):
+        caller = _nearest_called_ancestor(address, calls)
+        edges.setdefault(caller, Counter())[address] += n
+        without_ops[address] = n
     edges = {parent: children for parent, children in edges.items() if children}
     return edges, calls, without_ops, bypassing
+
+
+def _nearest_called_ancestor(address: str, calls: Mapping[str, int]) -> str:
+    node = address
+    while node:
+        node = node.rpartition(".")[0]
+        if node and calls.get(node, 0) > 0:
+            return node
+    return ROOT
 
 
 def graph_problems(cg: CallGraph) -> list[str]:
@@ -358,7 +372,7 @@ def _runtime_events(runtime_log: Any) -> list[dict[str, Any]]:
 
 
 def _forward_progress(say: Progress, every_seconds: float = 2.0) -> Callable[[str], None]:
-    """A throttled "where is the forward now" reporter for the hooks (calls a few levels deep)."""
+    """A throttled "where is the forward now" reporter for the hooks (completed shallow calls)."""
     start = time.perf_counter()
     last = [start]
 
@@ -366,7 +380,7 @@ def _forward_progress(say: Progress, every_seconds: float = 2.0) -> Callable[[st
         now = time.perf_counter()
         if now - last[0] >= every_seconds:
             last[0] = now
-            say(f"trace: forward at {address or '<root>'} ({now - start:.0f} s)")
+            say(f"trace: forward passed {address or '<root>'} ({now - start:.0f} s)")
 
     return on_call
 

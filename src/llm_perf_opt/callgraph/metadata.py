@@ -10,8 +10,8 @@ Sources, in order of preference:
   well-known sizes that a class exposes as properties instead of instance attributes. TorchLens'
   `init_signature` is only the `__init__` signature text (parameter names, no values) and is only
   recorded with `save_code_context`, which costs a source lookup per op, so it is not used.
-* **Tensor I/O** — `CallRecorder`: read-only forward pre/post hooks (with kwargs) on every module,
-  removed on exit even when the forward raises. They see every tensor of every argument and output
+* **Tensor I/O** — `CallRecorder`: read-only forward hooks (with kwargs) on every module, removed on
+  exit even when the forward raises. They see every tensor of every argument and output
   (nested lists, tuples, dicts, `ModelOutput`s) with its shape, dtype and device. TorchLens' own
   record (`ModuleCall.forward_args_summary` / `out_shapes`) has no device, keeps only outputs that
   reach the graph, and is a display string; it is the fallback for calls the hooks cannot see
@@ -200,13 +200,14 @@ _pause_torchlens = _resolve_pause()
 
 
 class CallRecorder:
-    """Read-only forward pre/post hooks on every module of `model`, as a context manager.
+    """Read-only forward hooks (with kwargs) on every module of `model`, as a context manager.
 
-    Records per address: calls made through `nn.Module.__call__` (`calls`), which module's call
-    they were made from (`incoming[child][parent]`, the innermost module on the hook call stack),
-    and, with `tensors=True`, the input and output signatures (`inputs`, `outputs`). The hooks
-    return None (they never change an argument or an output) and are removed in `__exit__`, also
-    when the forward raises.
+    Records per address the calls completed through `nn.Module.__call__` (`calls`) and, with
+    `tensors=True`, their input and output signatures (`inputs`, `outputs`). Only *post*-forward hooks
+    are used: the arguments they receive are the call's own argument objects, and a forward *pre*-hook
+    would make TorchLens snapshot (clone) every hooked module's inputs to check whether the hook
+    changed them. The hooks return None (they never change an argument or an output) and are removed
+    in `__exit__`, also when the forward raises.
     """
 
     def __init__(
@@ -217,65 +218,43 @@ class CallRecorder:
         on_call: Callable[[str], None] | None = None,
         report_depth: int = 3,
     ) -> None:
-        """`on_call(address)` is told of every call made at most `report_depth` calls deep (for progress)."""
+        """`on_call(address)` hears of every completed call of a module whose address has at most
+        `report_depth` dotted components (`model.layers.3` has 3), for progress reports."""
         self.model = model
         self.tensors = tensors
         self.on_call = on_call
         self.report_depth = report_depth
-        self.addresses: dict[int, str] = {}
-        for name, module in model.named_modules():
-            self.addresses.setdefault(id(module), name)
         self.calls: Counter[str] = Counter()
-        self.incoming: dict[str, Counter[str]] = {}
         self.inputs: dict[str, SignatureSummary] = {}
         self.outputs: dict[str, SignatureSummary] = {}
-        self._stack: list[str] = []
         self._handles: list[Any] = []
 
-    # hooks ---------------------------------------------------------------
-    def _make_hooks(self, address: str) -> tuple[Callable[..., None], Callable[..., None]]:
-        calls, incoming, stack, tensors = self.calls, self.incoming, self._stack, self.tensors
-        inputs, outputs = self.inputs, self.outputs
-        on_call, report_depth = self.on_call, self.report_depth
+    def _make_hook(self, address: str) -> Callable[..., None]:
+        calls, tensors, inputs, outputs = self.calls, self.tensors, self.inputs, self.outputs
+        depth = address.count(".") + 1 if address else 0
+        on_call = self.on_call if depth <= self.report_depth else None
 
-        def pre(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        def post(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
             calls[address] += 1
-            if on_call is not None and len(stack) < report_depth:
-                on_call(address)
-            if address != ROOT or stack:
-                parent = stack[-1] if stack else ROOT
-                bucket = incoming.get(address)
-                if bucket is None:
-                    bucket = incoming[address] = Counter()
-                bucket[parent] += 1
-            stack.append(address)
             if tensors:
                 with _pause_torchlens():
                     summary = inputs.get(address)
                     if summary is None:
                         summary = inputs[address] = SignatureSummary()
                     summary.add(input_signature(args, kwargs))
-
-        def post(_module: nn.Module, _args: Any, _kwargs: Any, output: Any) -> None:
-            if stack and stack[-1] == address:
-                stack.pop()
-            elif address in stack:  # a child raised through an always-called hook: unwind to us
-                del stack[len(stack) - 1 - stack[::-1].index(address):]
-            if tensors:
-                with _pause_torchlens():
                     summary = outputs.get(address)
                     if summary is None:
                         summary = outputs[address] = SignatureSummary()
                     summary.add(output_signature(output))
+            if on_call is not None:
+                on_call(address)
 
-        return pre, post
+        return post
 
     def __enter__(self) -> "CallRecorder":
         try:
             for name, module in self.model.named_modules():
-                pre, post = self._make_hooks(name)
-                self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-                self._handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+                self._handles.append(module.register_forward_hook(self._make_hook(name), with_kwargs=True))
         except BaseException:
             self.remove()
             raise
@@ -287,7 +266,6 @@ class CallRecorder:
     def remove(self) -> None:
         while self._handles:
             self._handles.pop().remove()
-        self._stack.clear()
 
 
 # --------------------------------------------------------------------------- TorchLens fallback
