@@ -91,7 +91,8 @@ def main() -> None:
                     from torchlens.options import CaptureOptions
 
                     t0 = time.perf_counter()
-                    trace = torchlens.trace(model, [], kwargs, capture=CaptureOptions(layers_to_save=None, unwrap_when_done=True))
+                    options = CaptureOptions(layers_to_save=None, unwrap_when_done=True)
+                    trace = torchlens.trace(model, [], kwargs, capture=options)
                     default_s = time.perf_counter() - t0
                     log(f"  TorchLens default options {default_s:.1f} s")
                     del trace

@@ -141,7 +141,9 @@ def test_recorder_is_read_only_and_removed():
     root_in = rec.inputs[""].to_json()["first"]
     assert [e["path"] for e in root_in] == ["arg0", "mask"]
     root_out = rec.outputs[""].to_json()["first"]
-    assert [(e["path"], e["shape"]) for e in root_out] == [("out.y", [3, 8]), ("out.parts.0", [1, 8]), ("out.parts.1", [3])]
+    assert [(e["path"], e["shape"]) for e in root_out] == [
+        ("out.y", [3, 8]), ("out.parts.0", [1, 8]), ("out.parts.1", [3])
+    ]
 
 
 def test_recorder_reports_shallow_calls_for_progress():
@@ -236,7 +238,8 @@ def test_twin_metadata_for_every_called_module(twin_tiny_mode):
     assert sam_in == [{"path": "arg0", "shape": [1, 3, 512, 512], "dtype": "float32", "device": "cpu"}]
     seq = inputs.seq_len
     logits = cg.output_metadata[""]["first"]
-    assert {"path": "out.logits", "shape": [1, seq, spec.decoder.vocab_size], "dtype": "float32", "device": "cpu"} in logits
+    expected = {"path": "out.logits", "shape": [1, seq, spec.decoder.vocab_size], "dtype": "float32", "device": "cpu"}
+    assert expected in logits
     head = cg.constructor_params["lm_head"]
     assert head["in_features"] == spec.decoder.hidden_size and head["out_features"] == spec.decoder.vocab_size
     assert head["bias"] is False

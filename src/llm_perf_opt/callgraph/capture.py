@@ -19,10 +19,12 @@ and from the module tree: `module_children` (`named_children`, called or not) an
 TorchLens only sees a module call that runs at least one tensor op; the hooks see every call made
 through `nn.Module.__call__`. Where the two disagree the graph takes the larger count and says so in
 `stats` (`calls_without_ops`: seen only by the hooks, attributed to the nearest called static
-ancestor; `calls_bypassing_hooks`: `child.forward(x)` calls, seen only by TorchLens). A tensor that entered a module without TorchLens
-seeing the op that made it (a TorchScript function such as CLIP's `quick_gelu` is one opaque call)
-appears as an "internalsource" placeholder adopted at the entry of the module that consumed it; it is
-counted as one op of that module's caller, where it was computed, and listed in `stats["opaque_ops"]`.
+ancestor; `calls_bypassing_hooks`: `child.forward(x)` calls, seen only by TorchLens).
+
+A tensor that entered a module without TorchLens seeing the op that made it (a TorchScript function
+such as CLIP's `quick_gelu` is one opaque call) appears as an "internalsource" placeholder adopted at
+the entry of the module that consumed it; it is counted as one op of that module's caller, where it
+was computed, and listed in `stats["opaque_ops"]`.
 
 TorchLens re-runs the whole forward ("rescue") when it sees such an unattributed tensor, to recover
 ops hidden behind stale torch references; on DeepSeek-OCR that re-run recovers nothing and makes the
@@ -41,7 +43,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-import torch
 from torch import nn
 
 from llm_perf_opt.artifacts import to_jsonable
@@ -152,13 +153,17 @@ def run_torchlens(
     )
     if not rescue:
         options["output_transform"] = _identity
-    sink = _LineSink(lambda line: progress(f"torchlens: {line.removeprefix('[torchlens]').strip()}")) if progress else None
+    sink = None
+    if progress is not None:
+        sink = _LineSink(lambda line: progress(f"torchlens: {line.removeprefix('[torchlens]').strip()}"))
     redirect = contextlib.redirect_stdout(sink) if sink is not None else contextlib.nullcontext()
     start = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught, redirect:
             warnings.simplefilter("always")
-            trace = torchlens.trace(model, list(forward_args), dict(forward_kwargs or {}), capture=CaptureOptions(**options))
+            trace = torchlens.trace(
+                model, list(forward_args), dict(forward_kwargs or {}), capture=CaptureOptions(**options)
+            )
     except PipelineError:
         raise
     except Exception as exc:  # noqa: BLE001 - every TorchLens refusal becomes one TraceError
@@ -175,7 +180,7 @@ def run_torchlens(
             seen.append(text)
     if progress:
         for text in seen:
-            progress(f"torchlens warning: {text}")
+            progress(f"trace: warning during capture: {text}")
     output = getattr(trace, "raw_output", None) if not rescue else None
     return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen)
 

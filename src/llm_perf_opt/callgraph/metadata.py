@@ -335,7 +335,9 @@ def torchlens_output_signature(call: Any) -> Signature:
     ])
 
 
-def torchlens_io(trace: Any, addresses: Iterable[str]) -> tuple[dict[str, SignatureSummary], dict[str, SignatureSummary]]:
+def torchlens_io(
+    trace: Any, addresses: Iterable[str]
+) -> tuple[dict[str, SignatureSummary], dict[str, SignatureSummary]]:
     """Input and output summaries from TorchLens' own module-call records, for `addresses` only."""
     wanted = set(addresses)
     inputs: dict[str, SignatureSummary] = {}
@@ -451,8 +453,8 @@ def module_constructor_params(module: nn.Module, recorded: Mapping[str, Any] | N
     own = module._parameters
     if "bias" in own:  # a registered (possibly None) bias parameter: record its presence
         params["bias"] = own["bias"] is not None
-    elif isinstance(module.__dict__.get("bias", 0), torch.Tensor) or ("bias" in module.__dict__ and module.__dict__["bias"] is None):
-        params["bias"] = module.__dict__["bias"] is not None
+    elif "bias" in module.__dict__ and (module.__dict__["bias"] is None or isinstance(module.__dict__["bias"], torch.Tensor)):
+        params["bias"] = module.__dict__["bias"] is not None  # a plain tensor attribute (or None)
     shapes = {name: list(p.shape) for name, p in own.items() if p is not None}
     if shapes:
         params["param_shapes"] = shapes
@@ -472,7 +474,9 @@ def module_constructor_params(module: nn.Module, recorded: Mapping[str, Any] | N
     return params
 
 
-def constructor_params(model: nn.Module, recorded: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def constructor_params(
+    model: nn.Module, recorded: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """`constructor_params` for every module of `model` (called or not), by address."""
     recorded = recorded or {}
     return {name: module_constructor_params(module, recorded.get(name)) for name, module in model.named_modules()}
@@ -545,7 +549,9 @@ def io_metadata(
     return inputs, outputs, act_bytes, sources
 
 
-def merge_metadata(cg: Any, model: nn.Module, *, trace: Any = None, recorder: CallRecorder | None = None) -> dict[str, str]:
+def merge_metadata(
+    cg: Any, model: nn.Module, *, trace: Any = None, recorder: CallRecorder | None = None
+) -> dict[str, str]:
     """Fill `cg`'s metadata fields in place from the model, TorchLens' trace and the hooks' record.
 
     `constructor_params` and `param_counts` cover every module; `input_metadata`, `output_metadata`

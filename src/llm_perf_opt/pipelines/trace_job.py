@@ -1,15 +1,31 @@
 """The trace job's stages in order; each stage reads and writes typed artifacts in the run directory."""
 from __future__ import annotations
 
+import resource
+import time
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from omegaconf import DictConfig
 from PIL import Image
 
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.config import RootConfig, to_typed_config
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.analytic.table import render_costs_table
+from llm_perf_opt.callgraph.capture import capture_callgraph
+from llm_perf_opt.callgraph.render import group_and_render
+from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+from llm_perf_opt.measure import (
+    VERIFICATION_SCHEMA,
+    VERIFICATION_SCHEMA_VERSION,
+    measure_dsocr,
+    render_table,
+    verify_dsocr,
+)
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -43,12 +59,13 @@ def prompt_token_count(cfg: RootConfig) -> int:
     return len(before) + len(after)
 
 
-def analytic_model_for(cfg: RootConfig, spec: ModelSpec, width: int, height: int) -> DeepseekOCRAnalyticModel:
+def analytic_model_for(cfg: RootConfig, spec: ModelSpec, width: int, height: int,
+                       seq_len: int | None = None) -> DeepseekOCRAnalyticModel:
     """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention."""
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     return DeepseekOCRAnalyticModel(
-        spec, compute_view_layout(cfg.workload.vision(), width, height),
+        spec, compute_view_layout(cfg.workload.vision(), width, height), seq_len,
         prompt_tokens=prompt_token_count(cfg), dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
     )
@@ -63,12 +80,45 @@ def build_job_inputs(cfg: RootConfig, spec: ModelSpec) -> Inputs:
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """summary.json always; with trace.enabled the session, a timed forward and the enabled stages."""
+    t_job = time.perf_counter()
     cfg = to_typed_config(raw_cfg)
     progress(f"run dir {out_dir}")
     spec = model_spec_for(cfg)
     inputs = build_job_inputs(cfg, spec)
+    summary = base_summary(cfg, spec, inputs)
+    summary["status"] = "running"
+    save = lambda: write_artifact(out_dir / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSION, summary,  # noqa: E731
+                                  config=raw_cfg)
+    save()  # the layout is known now: a job killed later still leaves it behind
+    print_summary(summary)
+    analytic = analytic_model_for(cfg, spec, inputs.layout.page_width, inputs.layout.page_height,
+                                  seq_len=inputs.seq_len) if cfg.trace.analytic else None
+    if analytic is not None:
+        write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
+        summary["analytic"] = {name: stage_figures(st) for name, st in analytic.stages().items()}
+        print(render_costs_table(analytic))
+    if cfg.trace.enabled:
+        progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
+        with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
+            summary["session"] = session.describe()
+            summary["params"] = session.parameter_counts()
+            summary["forward"] = timed_forward(session, inputs)
+            progress(f"forward {summary['forward']['seconds']:.2f} s, logits {summary['forward']['logits_shape']}")
+            if cfg.trace.capture:
+                summary["trace"], summary["grouping"] = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+            if cfg.trace.verify and analytic is not None:
+                summary["flops"] = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+    summary["status"] = "ok"
+    summary["job_seconds"] = round(time.perf_counter() - t_job, 3)
+    save()
+    progress(f"done in {summary['job_seconds']:.1f} s: {out_dir / 'summary.json'}")
+    return summary
+
+
+def base_summary(cfg: RootConfig, spec: ModelSpec, inputs: Inputs) -> dict[str, Any]:
     layout = inputs.layout
-    summary: dict[str, Any] = {
+    return {
         "model": {"name": cfg.model.name, "source": cfg.model.source, "spec": spec.name},
         "workload": {
             "mode": cfg.workload.name, "base_size": cfg.workload.base_size, "image_size": cfg.workload.image_size,
@@ -81,11 +131,88 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             "prompt_source": inputs.prompt_source,
         },
         "tensors": inputs.shapes(),
-        "status": "ok",
+        "runtime": {"device": cfg.runtime.device, "dtype": cfg.runtime.dtype,
+                    "attn_implementation": cfg.runtime.attn_implementation, "autocast": cfg.runtime.autocast},
     }
-    write_artifact(out_dir / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSION, summary, config=raw_cfg)
-    print_summary(summary)
-    return summary
+
+
+def stage_figures(stage: Any) -> dict[str, Any]:
+    t = stage.total
+    return {"flops": t.flops, "flops_matmul": t.flops_matmul, "io_bytes": t.io_bytes,
+            "weight_bytes": t.weight_bytes, "activation_bytes": t.activation_bytes,
+            "parts": {k: v.flops_matmul for k, v in stage.summary().items() if not k.startswith("decoder.layer.")}}
+
+
+def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> dict[str, Any]:
+    """One plain forward (no tracing, no counting): wall time, peak memory, logits shape."""
+    kwargs = session.forward_kwargs(inputs)
+    if session.device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    with session.forward_context():
+        out = session.model(**kwargs)
+    if session.device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    logits = out.logits
+    return {
+        "seconds": round(seconds, 4),
+        "logits_shape": list(logits.shape),
+        "logits_finite": bool(torch.isfinite(logits.float()).all()),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_cuda_bytes": torch.cuda.max_memory_allocated() if session.device.type == "cuda" else None,
+    }
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
+                    raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs."""
+    progress("capturing the forward with TorchLens (no activations saved)")
+    with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
+        cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
+                               progress=progress)
+    cg.runtime_log = log.events()
+    cg.save(out_dir / "callgraph.json", config=raw_cfg)
+    log.save(out_dir / "runtime_log.json", config=raw_cfg)
+    progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
+             f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s")
+    grouped, files = group_and_render(cg, out_dir, max_depth=cfg.render.max_depth, formats=cfg.render.formats,
+                                      runtime_log=cg.runtime_log, config=raw_cfg)
+    grouping = grouped.summary()
+    grouping["files"] = {fmt: path.name for fmt, path in files.items()}
+    grouping["notes"] = grouped.notes
+    bad = grouping["mismatches"]
+    progress(f"grouped graph: {grouping['nodes']} nodes; runtime checks {grouping['checks']}"
+             + (f"; MISMATCH: {bad}" if bad else ""))
+    stats = {k: v for k, v in cg.stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
+    stats.update(num_ops=cg.total_ops(), module_calls=cg.total_module_calls())
+    return stats, grouping
+
+
+def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
+                 out_dir: Path, raw_cfg: DictConfig) -> dict[str, Any]:
+    """Measured FLOPs (prefill + the first decode step) against the analytic model -> verification.json."""
+    progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
+    with session.forward_context():
+        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
+    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol)
+    write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
+                   config=raw_cfg)
+    print(render_table(v))
+    stages: dict[str, Any] = {}
+    for row in v.rows:
+        if row.part == "":
+            stages[f"{row.stage} ({row.label})" if row.label else row.stage] = {"analytic": row.analytic, "measured": row.measured,
+                                "rel_error": row.rel_error, "ok": row.ok}
+    return {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
+            "max_rel_error": v.max_rel_error, "stages": stages,
+            "ops_without_formula": meas.prefill.matmul_like_without_formula}
 
 
 def print_summary(summary: dict[str, Any]) -> None:
