@@ -101,7 +101,7 @@ class RuntimeConfig:
 
     device: str = "cpu"
     dtype: str = "float32"  # weight dtype; bfloat16 runs under autocast like the vendor's infer()
-    attn_implementation: str = "sdpa"
+    attn_implementation: str = "eager"  # the vendor decoder has only eager and flash_attention_2
     autocast: bool = False  # torch.autocast(device, dtype) around the forward (the vendor's infer() does)
     threads: Optional[int] = None  # torch.set_num_threads on CPU; None keeps torch's default
 
