@@ -1,6 +1,8 @@
 """`callgraph.metadata`: constructor params, tensor I/O summaries, activation bytes, parameter counts."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from torch import nn
@@ -132,6 +134,9 @@ def test_recorder_is_read_only_and_removed():
     with torch.no_grad():
         before = model(x, mask=mask)
         with md.CallRecorder(model) as rec:
+            # hooks are objects, not functions: TorchLens looks up the source lines of every function
+            # hook on every module (seconds on the full model), but skips objects
+            assert not any(inspect.isfunction(h) for h in model.proj._forward_hooks.values())
             during = model(x, mask=mask)
     assert torch.equal(before["y"], during["y"]) and torch.equal(before["parts"][0], during["parts"][0])
     assert not model._forward_hooks and not model.proj._forward_pre_hooks
@@ -189,6 +194,19 @@ def test_captured_io_metadata_and_activation_bytes():
     assert cg.constructor_params["proj"]["in_features"] == 8
     assert cg.param_counts == {"": 0, "proj": 72}
     assert cg.stats["io_metadata_sources"] == {"hooks": 2}
+
+
+def test_io_from_torchlens_alone_without_hooks():
+    model = Twice().eval()
+    with torch.no_grad():
+        cg = capture(model, {"x": torch.randn(3, 8), "mask": torch.ones(3, dtype=torch.bool)}, io_hooks=False).callgraph
+    assert cg.stats["io_metadata_sources"] == {"torchlens": 2}
+    proj = cg.input_metadata["proj"]
+    assert proj["calls"] == 3 and proj["identical"] == 1
+    assert proj["first"] == [{"path": "arg0", "shape": [3, 8], "dtype": "float32"}]  # no device in TorchLens' record
+    assert cg.output_metadata["proj"]["distinct"] == [[{"path": "out", "shape": [1, 8], "dtype": "float32"}]]
+    assert [e["path"] for e in cg.input_metadata[""]["first"]] == ["x", "mask"]
+    assert cg.activation_bytes["proj"] == (3 * 8 * 2 + 1 * 8) * 4
 
 
 def test_metadata_off_keeps_graph_only():

@@ -128,6 +128,7 @@ def test_quick_gelu_replacement_is_equivalent():
 
 def test_originals_restored_after_exception_in_forward(session, small_inputs):
     before = originals()
+    own_cuda_before = vars(torch.Tensor).get("cuda")  # TorchLens, once used, leaves an inherited copy here
 
     def boom(module, args, output):
         raise RuntimeError("boom from a forward hook")
@@ -141,7 +142,7 @@ def test_originals_restored_after_exception_in_forward(session, small_inputs):
     finally:
         hook.remove()
     assert originals() == before
-    assert "cuda" not in vars(torch.Tensor)
+    assert vars(torch.Tensor).get("cuda") is own_cuda_before
     assert [e["event"] for e in log] == ["vision_inputs", "llm_stack"]  # logged before the failure
 
 
@@ -206,11 +207,12 @@ def test_check_patches_resolves_targets(session):
 
 
 def test_cuda_to_device_moves_to_the_session_device(session):
+    own_before = vars(torch.Tensor).get("cuda")
     with runtime_patches(session, ["cuda_to_device"]):
         t = torch.ones(3)
         moved = t.cuda()
         assert moved.device == torch.device("cpu") and moved is t
-    assert "cuda" not in vars(torch.Tensor)
+    assert vars(torch.Tensor).get("cuda") is own_before
 
 
 def test_nested_blocks_restore_in_order(session, small_inputs):

@@ -229,27 +229,9 @@ class CallRecorder:
         self.outputs: dict[str, SignatureSummary] = {}
         self._handles: list[Any] = []
 
-    def _make_hook(self, address: str) -> Callable[..., None]:
-        calls, tensors, inputs, outputs = self.calls, self.tensors, self.inputs, self.outputs
+    def _make_hook(self, address: str) -> "_PostHook":
         depth = address.count(".") + 1 if address else 0
-        on_call = self.on_call if depth <= self.report_depth else None
-
-        def post(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-            calls[address] += 1
-            if tensors:
-                with _pause_torchlens():
-                    summary = inputs.get(address)
-                    if summary is None:
-                        summary = inputs[address] = SignatureSummary()
-                    summary.add(input_signature(args, kwargs))
-                    summary = outputs.get(address)
-                    if summary is None:
-                        summary = outputs[address] = SignatureSummary()
-                    summary.add(output_signature(output))
-            if on_call is not None:
-                on_call(address)
-
-        return post
+        return _PostHook(self, address, self.on_call if depth <= self.report_depth else None)
 
     def __enter__(self) -> "CallRecorder":
         try:
@@ -266,6 +248,35 @@ class CallRecorder:
     def remove(self) -> None:
         while self._handles:
             self._handles.pop().remove()
+
+
+class _PostHook:
+    """One module's forward hook. A callable object rather than a closure: TorchLens records every
+    registered hook with its source location, and for a function that costs a source-file tokenise
+    per module (seconds on a 4,000-module model); `inspect` cannot place an object, so it skips it."""
+
+    __slots__ = ("recorder", "address", "on_call")
+
+    def __init__(self, recorder: CallRecorder, address: str, on_call: Callable[[str], None] | None) -> None:
+        self.recorder = recorder
+        self.address = address
+        self.on_call = on_call
+
+    def __call__(self, _module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        rec, address = self.recorder, self.address
+        rec.calls[address] += 1
+        if rec.tensors:
+            with _pause_torchlens():
+                summary = rec.inputs.get(address)
+                if summary is None:
+                    summary = rec.inputs[address] = SignatureSummary()
+                summary.add(input_signature(args, kwargs))
+                summary = rec.outputs.get(address)
+                if summary is None:
+                    summary = rec.outputs[address] = SignatureSummary()
+                summary.add(output_signature(output))
+        if self.on_call is not None:
+            self.on_call(address)
 
 
 # --------------------------------------------------------------------------- TorchLens fallback
@@ -506,12 +517,14 @@ def io_metadata(
     call_counts: Mapping[str, int],
     recorder: CallRecorder | None,
     trace: Any = None,
+    root_io: tuple[Signature, Signature] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, int], dict[str, str]]:
     """`input_metadata`, `output_metadata`, `activation_bytes` and the source used per address.
 
     The hooks' record is used for a module when they saw all its calls; otherwise (calls made
     through `child.forward(...)`, invisible to hooks) TorchLens' record of the calls, which lacks
-    devices and outputs that never reach the graph.
+    devices and outputs that never reach the graph. TorchLens does not record the root call's
+    arguments: `root_io` (the input and output signatures of the forward itself) stands in.
     """
     hooked_in = recorder.inputs if recorder is not None else {}
     hooked_out = recorder.outputs if recorder is not None else {}
@@ -526,6 +539,10 @@ def io_metadata(
         else:
             fallback.append(address)
     tl_in, tl_out = torchlens_io(trace, fallback) if trace is not None else ({}, {})
+    if root_io is not None and ROOT in fallback and call_counts.get(ROOT) == 1:
+        tl_in[ROOT], tl_out[ROOT] = SignatureSummary(), SignatureSummary()
+        tl_in[ROOT].add(root_io[0])
+        tl_out[ROOT].add(root_io[1])
     inputs: dict[str, dict[str, Any]] = {}
     outputs: dict[str, dict[str, Any]] = {}
     act_bytes: dict[str, int] = {}
@@ -550,7 +567,12 @@ def io_metadata(
 
 
 def merge_metadata(
-    cg: Any, model: nn.Module, *, trace: Any = None, recorder: CallRecorder | None = None
+    cg: Any,
+    model: nn.Module,
+    *,
+    trace: Any = None,
+    recorder: CallRecorder | None = None,
+    root_io: tuple[Signature, Signature] | None = None,
 ) -> dict[str, str]:
     """Fill `cg`'s metadata fields in place from the model, TorchLens' trace and the hooks' record.
 
@@ -560,6 +582,8 @@ def merge_metadata(
     """
     recorded = torchlens_attributes(trace) if trace is not None else None
     cg.constructor_params = constructor_params(model, recorded)
-    cg.input_metadata, cg.output_metadata, cg.activation_bytes, sources = io_metadata(cg.call_counts, recorder, trace)
+    cg.input_metadata, cg.output_metadata, cg.activation_bytes, sources = io_metadata(
+        cg.call_counts, recorder, trace, root_io
+    )
     cg.param_counts = param_counts(model)
     return sources

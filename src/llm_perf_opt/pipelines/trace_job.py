@@ -14,6 +14,7 @@ from PIL import Image
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.analytic.stage import resolve_alias
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
@@ -33,6 +34,7 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.pipelines.common import progress
 
 SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
+SUMMARY_PARTS = ("sam", "clip", "projector", "decoder", "lm_head")  # top-level parts reported per job
 
 
 def model_spec_for(cfg: RootConfig) -> ModelSpec:
@@ -96,7 +98,7 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                                   seq_len=inputs.seq_len) if cfg.trace.analytic else None
     if analytic is not None:
         write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
-        summary["analytic"] = {name: stage_figures(st) for name, st in analytic.stages().items()}
+        summary["analytic"] = analytic_figures(analytic)
         print(render_costs_table(analytic))
     if cfg.trace.enabled:
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
@@ -108,7 +110,8 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             if cfg.trace.capture:
                 summary["trace"], summary["grouping"] = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
             if cfg.trace.verify and analytic is not None:
-                summary["flops"] = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                summary["flops"], summary["parts"], summary["verification"] = verify_flops(
+                    cfg, session, inputs, analytic, out_dir, raw_cfg)
     summary["status"] = "ok"
     summary["job_seconds"] = round(time.perf_counter() - t_job, 3)
     save()
@@ -136,11 +139,16 @@ def base_summary(cfg: RootConfig, spec: ModelSpec, inputs: Inputs) -> dict[str, 
     }
 
 
-def stage_figures(stage: Any) -> dict[str, Any]:
-    t = stage.total
-    return {"flops": t.flops, "flops_matmul": t.flops_matmul, "io_bytes": t.io_bytes,
-            "weight_bytes": t.weight_bytes, "activation_bytes": t.activation_bytes,
-            "parts": {k: v.flops_matmul for k, v in stage.summary().items() if not k.startswith("decoder.layer.")}}
+def analytic_figures(analytic: DeepseekOCRAnalyticModel) -> dict[str, Any]:
+    """{stage: {flops, flops_matmul, io/weight/activation bytes}, "parts": {part: prefill matmul FLOPs}}."""
+    out: dict[str, Any] = {}
+    for name, stage in analytic.stages().items():
+        t = stage.total
+        out[name] = {"flops": t.flops, "flops_matmul": t.flops_matmul, "io_bytes": t.io_bytes,
+                     "weight_bytes": t.weight_bytes, "activation_bytes": t.activation_bytes}
+    prefill = analytic.prefill()
+    out["parts"] = {part: prefill.part(part).flops_matmul for part in SUMMARY_PARTS}
+    return out
 
 
 def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> dict[str, Any]:
@@ -196,7 +204,7 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
-                 out_dir: Path, raw_cfg: DictConfig) -> dict[str, Any]:
+                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Measured FLOPs (prefill + the first decode step) against the analytic model -> verification.json."""
     progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
     with session.forward_context():
@@ -205,14 +213,19 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
-    stages: dict[str, Any] = {}
+    flops: dict[str, Any] = {}
+    parts: dict[str, Any] = {}
+    part_paths = {resolve_alias(p): p for p in SUMMARY_PARTS}
     for row in v.rows:
+        entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
-            stages[f"{row.stage} ({row.label})" if row.label else row.stage] = {"analytic": row.analytic, "measured": row.measured,
-                                "rel_error": row.rel_error, "ok": row.ok}
-    return {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
-            "max_rel_error": v.max_rel_error, "stages": stages,
-            "ops_without_formula": meas.prefill.matmul_like_without_formula}
+            flops[row.stage] = entry
+        elif row.stage == "prefill" and row.part in part_paths:
+            parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
+                                           "rel_error": row.rel_error, "ok": row.ok}
+    verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
+                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula}
+    return flops, parts, verification
 
 
 def print_summary(summary: dict[str, Any]) -> None:
