@@ -142,37 +142,28 @@ def test_bad_page_sizes(size):
         compute_view_layout(GUNDAM, *size)
 
 
-def _load_vendor_module(vendor_dir, monkeypatch):
-    """Import the vendor's modeling file just to call its pure-Python dynamic_preprocess.
+@pytest.fixture
+def vendor_modeling(vendor_dir, monkeypatch):
+    """The vendor's modeling module, imported as a throw-away package under the project's scoped
+    torchvision stand-in (the vendor imports torchvision for transforms no layout code uses)."""
+    import transformers  # noqa: F401 - imported before the stand-in exists, so it is never probed
 
-    The vendor imports torchvision for transforms it never uses here; a stand-in module with those
-    names exists only for this test (monkeypatch removes it again)."""
-    import importlib.machinery
-    import types
+    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 
-    import transformers  # noqa: F401 - import before the stand-in exists, so it is not probed
-
-    names = ("torchvision", "torchvision.transforms", "torchvision.transforms.functional")
-    mods = {n: types.ModuleType(n) for n in names}
-    for n, m in mods.items():
-        m.__spec__ = importlib.machinery.ModuleSpec(n, None, is_package=True)
-        monkeypatch.setitem(sys.modules, n, m)
-    mods["torchvision"].transforms = mods["torchvision.transforms"]
-    mods["torchvision.transforms"].functional = mods["torchvision.transforms.functional"]
-    for name in ("ToTensor", "Normalize", "Compose", "InterpolationMode"):
-        setattr(mods["torchvision.transforms"], name, type(name, (), {}))
-    mods["torchvision.transforms.functional"].InterpolationMode = mods["torchvision.transforms"].InterpolationMode
     spec = importlib.util.spec_from_file_location(
         "vendor_dsocr_pkg", vendor_dir / "__init__.py", submodule_search_locations=[str(vendor_dir)]
     )
-    pkg = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "vendor_dsocr_pkg", pkg)
-    return importlib.import_module("vendor_dsocr_pkg.modeling_deepseekocr")
+    monkeypatch.setitem(sys.modules, "vendor_dsocr_pkg", importlib.util.module_from_spec(spec))
+    with torchvision_stand_in():
+        module = importlib.import_module("vendor_dsocr_pkg.modeling_deepseekocr")
+    yield module
+    for name in [n for n in sys.modules if n.startswith("vendor_dsocr_pkg.")]:
+        sys.modules.pop(name)
 
 
 @pytest.mark.vendor
-def test_grid_matches_vendor_dynamic_preprocess(vendor_dir, monkeypatch):
-    vendor = _load_vendor_module(vendor_dir, monkeypatch)
+def test_grid_matches_vendor_dynamic_preprocess(vendor_modeling):
+    vendor = vendor_modeling
     import random
 
     rng = random.Random(0)

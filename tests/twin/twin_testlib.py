@@ -5,10 +5,11 @@ import contextlib
 import importlib
 import importlib.util
 import sys
-import types
 from pathlib import Path
 
 import torch
+
+from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 
 from llm_perf_opt.dsocr.layout import VisionWorkload
 
@@ -30,56 +31,28 @@ WORKLOADS = {
 VENDOR_PACKAGE = "_dsocr_vendor_under_test"
 
 
-def _torchvision_stand_in() -> dict[str, types.ModuleType]:
-    """Just the names the vendor's modeling file imports; nothing of it runs in a forward."""
-    tv = types.ModuleType("torchvision")
-    transforms = types.ModuleType("torchvision.transforms")
-    functional = types.ModuleType("torchvision.transforms.functional")
-
-    class _Transform:
-        def __init__(self, *args, **kwargs):
-            self.args = args
-
-        def __call__(self, x):
-            raise RuntimeError("torchvision stand-in: transforms are not available in tests")
-
-    class InterpolationMode:
-        NEAREST = "nearest"
-        BILINEAR = "bilinear"
-        BICUBIC = "bicubic"
-
-    transforms.ToTensor = transforms.Normalize = transforms.Compose = _Transform
-    transforms.InterpolationMode = functional.InterpolationMode = InterpolationMode
-    transforms.functional = functional
-    tv.transforms = transforms
-    return {"torchvision": tv, "torchvision.transforms": transforms, "torchvision.transforms.functional": functional}
-
-
 @contextlib.contextmanager
 def vendor_modeling(path: Path):
     """Import the vendor's `modeling_deepseekocr` from `path` as a throw-away package.
 
-    A stand-in `torchvision` is put into `sys.modules` for the import and everything added is removed
-    afterwards (a real torchvision, if any, is put back). Nothing is written to the Hugging Face cache.
+    The project's scoped torchvision stand-in covers the import (the vendor imports torchvision for
+    transforms no forward uses); the package's modules leave `sys.modules` afterwards. Nothing is
+    written to the Hugging Face cache.
     """
-    saved = {k: v for k, v in sys.modules.items() if k == "torchvision" or k.startswith("torchvision.")}
-    added = _torchvision_stand_in()
+    import transformers  # noqa: F401 - imported before the stand-in exists, so it is never probed
+
     spec = importlib.util.spec_from_file_location(VENDOR_PACKAGE, path / "__init__.py",
                                                   submodule_search_locations=[str(path)])
     package = importlib.util.module_from_spec(spec)
-    added[VENDOR_PACKAGE] = package
-    for k in saved:
-        sys.modules.pop(k)
-    sys.modules.update(added)
+    sys.modules[VENDOR_PACKAGE] = package
     try:
-        spec.loader.exec_module(package)
-        yield importlib.import_module(f"{VENDOR_PACKAGE}.modeling_deepseekocr")
+        with torchvision_stand_in():
+            spec.loader.exec_module(package)
+            modeling = importlib.import_module(f"{VENDOR_PACKAGE}.modeling_deepseekocr")
+        yield modeling
     finally:
         for k in [k for k in sys.modules if k == VENDOR_PACKAGE or k.startswith(VENDOR_PACKAGE + ".")]:
             sys.modules.pop(k, None)
-        for k in added:
-            sys.modules.pop(k, None)
-        sys.modules.update(saved)
 
 
 @contextlib.contextmanager
