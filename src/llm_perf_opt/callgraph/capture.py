@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import sys
 import time
 import warnings
@@ -82,6 +83,9 @@ class CaptureResult:
 
 
 # --------------------------------------------------------------------------- TorchLens
+_QUICK_STEP = re.compile(r"Step [\d.]+: .*done \((\d+(?:\.\d+)?)s\)")
+
+
 class _LineSink(io.TextIOBase):
     """A text stream that hands every completed line to `emit` (TorchLens' verbose prints).
 
@@ -106,6 +110,9 @@ class _LineSink(io.TextIOBase):
     def _emit(self, line: str) -> None:
         if not line.strip():
             return
+        quick_step = _QUICK_STEP.search(line)
+        if quick_step and float(quick_step.group(1)) < 1.0:
+            return  # TorchLens reports ~20 post-processing steps; only the slow ones are news
         current = sys.stdout
         sys.stdout = self.original
         try:
