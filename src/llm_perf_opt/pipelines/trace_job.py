@@ -7,19 +7,22 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from omegaconf import DictConfig
 from PIL import Image
 
-from llm_perf_opt.artifacts import write_artifact
-from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.analytic.stage import resolve_alias
 from llm_perf_opt.analytic.table import render_costs_table
+from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
+from llm_perf_opt.config import RootConfig, to_typed_config
+from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
+from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     VERIFICATION_SCHEMA_VERSION,
@@ -27,10 +30,6 @@ from llm_perf_opt.measure import (
     render_table,
     verify_dsocr,
 )
-from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
-from llm_perf_opt.dsocr.layout import compute_view_layout
-from llm_perf_opt.dsocr.spec import ModelSpec
-from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.pipelines.common import progress
 
 SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
@@ -56,8 +55,13 @@ def page_size(cfg: RootConfig) -> tuple[int, int]:
         raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
 
 
+def tokenizer_dir(cfg: RootConfig) -> str | None:
+    """The vendor model directory (its tokenizer, when it has one, gives the prompt tokens)."""
+    return cfg.model.path if cfg.model.source == "vendor" else None
+
+
 def prompt_token_count(cfg: RootConfig) -> int:
-    before, after, _ = prompt_tokens(cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor" else None)
+    before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
     return len(before) + len(after)
 
 
@@ -68,7 +72,7 @@ def analytic_model_for(cfg: RootConfig, spec: ModelSpec, width: int, height: int
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     return DeepseekOCRAnalyticModel(
         spec, compute_view_layout(cfg.workload.vision(), width, height), seq_len,
-        prompt_tokens=prompt_token_count(cfg), dtype=cfg.runtime.dtype,
+        prompt_tokens=prompt_token_count(cfg) if seq_len is None else 0, dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
     )
 
@@ -77,7 +81,7 @@ def build_job_inputs(cfg: RootConfig, spec: ModelSpec) -> Inputs:
     w = cfg.workload
     return build_inputs(
         spec, w.vision(), width=w.page.width, height=w.page.height, image=w.page.image, prompt=w.prompt,
-        model_dir=cfg.model.path if cfg.model.source == "vendor" else None,
+        model_dir=tokenizer_dir(cfg),
     )
 
 
