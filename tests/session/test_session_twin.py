@@ -23,17 +23,6 @@ TINY = ModelConfig(name="twin_tiny", source="twin", spec="tiny")
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="sdpa")
 
 
-def process_state() -> dict:
-    return {
-        "Tensor.cuda": vars(torch.Tensor).get("cuda"),
-        "Linear.reset_parameters": nn.Linear.reset_parameters,
-        "LayerNorm.reset_parameters": nn.LayerNorm.reset_parameters,
-        "register_parameter": nn.Module.register_parameter,
-        "default_dtype": torch.get_default_dtype(),
-        "torchvision": sys.modules.get("torchvision"),
-        "threads": torch.get_num_threads(),
-    }
-
 
 @pytest.fixture(scope="module")
 def session():
@@ -106,7 +95,7 @@ def test_describe_is_jsonable(session):
     assert info["source"] == "twin" and info["weights"] == "random" and info["dtype"] == "float32"
 
 
-def test_close_leaves_process_as_found(small_inputs):
+def test_close_leaves_process_as_found(small_inputs, process_state):
     before = process_state()
     rng_before = torch.random.get_rng_state()
     with DeepSeekOCRSession.open(TINY, RuntimeConfig(device="cpu", threads=1)) as s:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import gc
 import resource
-import sys
 import time
 
 import pytest
 import torch
-from torch import nn
 
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
 from llm_perf_opt.dsocr.inputs import build_inputs
@@ -22,16 +20,6 @@ pytestmark = pytest.mark.vendor
 FULL_SIZE_PARAMETERS = 3_336_106_240  # shared/facts/deepseek_ocr.md
 
 
-def process_state() -> dict:
-    return {
-        "Tensor.cuda": vars(torch.Tensor).get("cuda"),
-        "Linear.reset_parameters": nn.Linear.reset_parameters,
-        "LayerNorm.reset_parameters": nn.LayerNorm.reset_parameters,
-        "register_parameter": nn.Module.register_parameter,
-        "default_dtype": torch.get_default_dtype(),
-        "torchvision": sys.modules.get("torchvision"),
-    }
-
 
 def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # Linux: KiB
@@ -39,7 +27,7 @@ def peak_rss_gb() -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype,autocast", [("bfloat16", True), ("float32", False)], ids=["bf16-autocast", "fp32"])
-def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast):
+def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast, process_state):
     before = process_state()
     t0 = time.perf_counter()
     session = DeepSeekOCRSession.open(

@@ -1,0 +1,27 @@
+"""Fixtures shared by the session tests."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+
+def _process_state() -> dict:
+    """Process-wide state a session may touch and must leave as it found it."""
+    return {
+        "Tensor.cuda": vars(torch.Tensor).get("cuda"),
+        "Linear.reset_parameters": nn.Linear.reset_parameters,
+        "LayerNorm.reset_parameters": nn.LayerNorm.reset_parameters,
+        "register_parameter": nn.Module.register_parameter,
+        "default_dtype": torch.get_default_dtype(),
+        "torchvision": sys.modules.get("torchvision"),
+        "threads": torch.get_num_threads(),
+    }
+
+
+@pytest.fixture
+def process_state():
+    """A function returning a snapshot of the process state (call it before and after)."""
+    return _process_state
