@@ -1,7 +1,6 @@
 """The session stage on the tiny twin: open, forward, decode, parameter counts, and a clean close."""
 from __future__ import annotations
 
-import sys
 
 import pytest
 import torch
