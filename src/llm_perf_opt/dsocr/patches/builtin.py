@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -122,23 +122,29 @@ def _vision_event(module: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------------------------------- vision_inputs
-def _apply_vision_inputs(ctx: PatchContext) -> None:
-    log = ctx.log
+# ---------------------------------------------------------------------------------------------- logging wrappers
+def _wrap_with_log(ctx: PatchContext, on_call: Callable[[Any, dict[str, Any]], None]) -> None:
+    """Wrap the patch target read-only: bind each call's arguments, hand them to `on_call`, then run the
+    original with exactly the arguments it was given (outputs stay bit-identical)."""
 
     def factory(original):
         signature = inspect.signature(original)
 
         @functools.wraps(original)
-        def forward(self, *args, **kwargs):
+        def wrapper(self, *args, **kwargs):
             arguments = _bind(signature, (self,) + args, kwargs)
             if arguments:
-                log.record("vision_inputs", **_vision_event(self, arguments))
+                on_call(self, arguments)
             return original(self, *args, **kwargs)
 
-        return forward
+        return wrapper
 
     ctx.wrap(ctx.target(), factory)
+
+
+# ---------------------------------------------------------------------------------------------- vision_inputs
+def _apply_vision_inputs(ctx: PatchContext) -> None:
+    _wrap_with_log(ctx, lambda model, arguments: ctx.log.record("vision_inputs", **_vision_event(model, arguments)))
 
 
 register_patch(Patch(
@@ -156,29 +162,19 @@ def _apply_llm_stack(ctx: PatchContext) -> None:
     state = ctx.state
     state.setdefault("llm_stack_calls", 0)
 
-    def factory(original):
-        signature = inspect.signature(original)
+    def on_call(stack: Any, arguments: dict[str, Any]) -> None:
+        step = state["llm_stack_calls"]
+        state["llm_stack_calls"] = step + 1
+        seq_len = _seq_len(arguments)
+        past_len = _past_len(arguments.get("past_key_values"))
+        layers = getattr(stack, "layers", None)
+        log.record("llm_stack", num_layers=len(layers) if layers is not None else None,
+                   seq_len=seq_len, past_len=past_len, step=step, use_cache=arguments.get("use_cache"))
+        if past_len > 0:
+            log.record("decode_step", step=step, new_tokens=seq_len, past_len=past_len,
+                       context_len=past_len + (seq_len or 0))
 
-        @functools.wraps(original)
-        def stack_forward(self, *args, **kwargs):
-            arguments = _bind(signature, (self,) + args, kwargs)
-            if arguments:
-                step = state["llm_stack_calls"]
-                state["llm_stack_calls"] = step + 1
-                seq_len = _seq_len(arguments)
-                past_len = _past_len(arguments.get("past_key_values"))
-                layers = getattr(self, "layers", None)
-                log.record("llm_stack", num_layers=len(layers) if layers is not None else None,
-                           seq_len=seq_len, past_len=past_len, step=step,
-                           use_cache=arguments.get("use_cache"))
-                if past_len > 0:
-                    log.record("decode_step", step=step, new_tokens=seq_len, past_len=past_len,
-                               context_len=past_len + (seq_len or 0))
-            return original(self, *args, **kwargs)
-
-        return stack_forward
-
-    ctx.wrap(ctx.target(), factory)
+    _wrap_with_log(ctx, on_call)
 
 
 register_patch(Patch(
