@@ -1,0 +1,30 @@
+"""Where the Hydra configuration lives: `conf/` at the repository root, shipped as package data.
+
+An editable install and a plain `pip install .` both expose it as the package `llm_perf_opt.conf`
+(pyproject maps that package to the top-level `conf/` directory); a source checkout that was never
+installed falls back to the directory itself. Nothing here imports torch.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from llm_perf_opt.errors import ConfigError
+
+
+@lru_cache(maxsize=1)
+def conf_dir() -> Path:
+    """The directory holding `config.yaml` and the config groups."""
+    candidates = []
+    try:
+        from importlib.resources import files
+
+        candidates.append(Path(str(files("llm_perf_opt.conf"))))
+    except (ModuleNotFoundError, TypeError):
+        pass
+    candidates.append(Path(__file__).resolve().parents[3] / "conf")
+    for path in candidates:
+        if (path / "config.yaml").is_file():
+            return path
+    raise ConfigError(f"the Hydra configuration (config.yaml) was not found in {', '.join(map(str, candidates))}: "
+                      "a broken install?")
