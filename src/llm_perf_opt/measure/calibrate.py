@@ -140,7 +140,7 @@ class Calibration:
         sources["vector"] = self.vector.describe()
         sources["bandwidth"] = self.bandwidth.describe()
         return Hardware(
-            name="measured", label=f"{self.device_name} (measured, torch {self.torch_version}, {self.threads} threads)",
+            name="measured", label=f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)",
             kind="measured", matmul_flops={k: m.value for k, m in self.matmul.items()},
             vector_flops=self.vector.value, bandwidth=self.bandwidth.value,
             memory_bytes=float(self.memory_bytes) if self.memory_bytes else None, sources=sources,
