@@ -155,3 +155,14 @@ def test_unknown_name_is_refused_by_name():
 def test_measured_takes_no_figures():
     with pytest.raises(ConfigError, match=r"hardware\.vector_tflops=.* a measured roof takes no figures"):
         HardwareConfig(name="measured", kind="measured", vector_tflops=HardwareFigure(1.0, "x", "y"))
+
+
+def test_unknown_group_options_are_found_before_hydra():
+    from llm_perf_opt.pipelines.options import unknown_group_option
+
+    assert unknown_group_option(["hardware=h100_sxm", "workload=gundam", "model=twin_tiny"]) is None
+    assert unknown_group_option(["hardware=null", "hydra/launcher=submitit_local", "hardware.dtype=x",
+                                 "+extra=1", "hardware=glob(*)"]) is None
+    problem = unknown_group_option(["workload=tiny,gundam", "hardware=h100_sxm,h999"])
+    assert str(problem).startswith("hardware='h999' is invalid: one of a100_80gb, h100_pcie")
+    assert str(unknown_group_option(["model=huge"])).startswith("model='huge' is invalid: one of twin, twin_tiny")

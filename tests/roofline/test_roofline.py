@@ -199,3 +199,10 @@ def test_work_without_bytes_has_infinite_intensity_in_json(toy_roof):
     e = estimate(LayerCost(flops_other=5), toy_roof)
     assert math.isinf(e.intensity) and e.bound == "compute"
     assert to_jsonable(e.to_dict())["intensity"] == "inf"
+
+
+def test_a_stage_prediction_carries_its_roof_and_convention(model, roof):
+    d = predict(model.decode(), roof).to_dict(with_parts=False)
+    assert d["roof"]["hardware"] == "h100_sxm" and d["roof"]["matmul_flops"] == pytest.approx(H100_BF16_PEAK)
+    assert "NVIDIA H100" in d["roof"]["sources"]["bandwidth"] and d["convention"] == CONVENTION
+    assert "parts" not in d and d["total"]["bound"] == "memory"

@@ -235,11 +235,15 @@ class StagePrediction:
             for path, e in self.parts.items()
         ]
 
-    def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
+    def to_dict(self, with_parts: bool = True, with_roof: bool = True) -> dict[str, Any]:
+        """JSON-able: the stage's figures, with the roof and the convention unless a caller holds them."""
         out: dict[str, Any] = {
             "stage": self.stage, "shapes": dict(self.cost.shapes), "total": self.total.to_dict(),
             "summary": {k: v.to_dict() for k, v in self.summary().items()},
         }
+        if with_roof:
+            out["roof"] = self.roof.to_dict()
+            out["convention"] = dict(CONVENTION)
         if with_parts:
             out["parts"] = self.rows()
         return out
@@ -296,7 +300,7 @@ class LatencyPrediction:
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         return {
             "roof": self.roof.to_dict(), "convention": dict(CONVENTION), "figures": self.figures(),
-            "stages": {name: s.to_dict(with_parts) for name, s in self.stages().items()},
+            "stages": {name: s.to_dict(with_parts, with_roof=False) for name, s in self.stages().items()},
         }
 
 
