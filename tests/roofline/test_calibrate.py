@@ -124,6 +124,7 @@ def test_cuda_calibration_uses_cuda_events():
     assert set(cal.matmul) == {"bfloat16", "float16", "float32", "tf32"}
     assert all("torch.cuda.Event" in m.timer for m in [*cal.matmul.values(), cal.bandwidth, cal.vector])
     assert all(m.value > 0 for m in [*cal.matmul.values(), cal.bandwidth, cal.vector])
+    assert cal.vector.op.startswith("jiterator kernel")  # compute-bound vector kernel, not an eager op
     assert "(allow_tf32)" in cal.matmul["tf32"].op and "allow_tf32" not in cal.matmul["float32"].op
     assert cal.memory_bytes and cal.memory_bytes > 0
     assert torch.backends.cuda.matmul.allow_tf32 == tf32_before  # restored

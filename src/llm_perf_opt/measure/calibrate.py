@@ -8,10 +8,12 @@ What is measured (every figure records its op, size, warm-up, repeats, timer and
   2·n³ FLOPs. CUDA: n = 8192. CPU: n grows from 256 until one call takes about `gemm_target_s` (CPU
   rates differ 10× between dtypes: AMX bf16 vs AVX float32), capped at `gemm_max_n`.
 * bandwidth: `dst.copy_(src)` of a large float32 buffer, 2 × its bytes moved (read + write) per copy.
-* vector: `torch.addcmul(x, y, z, out=o)` (o = x + y·z, 2 FLOPs per element) on float32 buffers small
-  enough to stay in cache, `vector_inner` calls per timed sample. An eager elementwise kernel is limited
-  by cache bandwidth and launch overhead, so this is the attainable elementwise rate (a lower bound of
-  the vector peak), which is what eager elementwise ops can reach.
+* vector (float32, non-tensor): CUDA: a jiterator kernel computing y = y·a + b `FMA_CHAIN` times per
+  element in registers (2·FMA_CHAIN FLOPs per 8 bytes moved: compute-bound, so the vector peak). CPU (and
+  CUDA without jiterator): `torch.addcmul(x, y, z, out=o)` (o = x + y·z, 2 FLOPs per element) on buffers
+  small enough to stay in cache, `vector_inner` calls per sample: an eager elementwise kernel is limited
+  by cache bandwidth and call overhead, so this is a lower bound of the vector peak (the rate eager
+  elementwise ops reach). Either way it is the roof of `flops_other`, whose bytes the memory roof covers.
 
 Timing: `warmup` untimed calls, then `repeats` timed samples; the figure is work / median sample time.
 CPU: `time.perf_counter` around each sample. CUDA: `torch.cuda.Event(enable_timing=True)` pairs around
@@ -74,7 +76,7 @@ class CalibrationPlan:
                        gemm_target_s=0.002, copy_bytes=4 << 20, vector_numel=1 << 12, vector_inner=10)
         if device_type == "cuda":
             return cls("cuda", warmup=3, repeats=10, gemm_n=8192, gemm_min_n=8192, gemm_max_n=8192,
-                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 22, vector_inner=50)
+                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 24, vector_inner=10)
         # CPU: a few seconds in all on 2 cores (each timed sample about 50-100 ms or less)
         return cls("cpu", warmup=2, repeats=5, gemm_n=None, gemm_min_n=256, gemm_max_n=4096,
                    gemm_target_s=0.05, copy_bytes=256 << 20, vector_numel=1 << 16, vector_inner=200)
@@ -255,8 +257,36 @@ def measure_bandwidth(device: torch.device, plan: CalibrationPlan) -> Measuremen
     return _measure(lambda: dst.copy_(src), 2.0 * plan.copy_bytes, "B/s", op, device, plan)
 
 
+FMA_CHAIN = 256  # multiply-adds per element of the CUDA vector kernel, all in registers
+_FMA_CHAIN_CODE = ("template <typename T> T fma_chain(T x, T a, T b) { T y = x; "
+                   f"for (int i = 0; i < {FMA_CHAIN}; ++i) {{ y = y * a + b; }} return y; }}")
+
+
+def _fma_chain_kernel() -> Optional[Callable[[torch.Tensor], torch.Tensor]]:
+    """A compute-bound elementwise CUDA kernel (y = y·a + b, FMA_CHAIN times per element) compiled by
+    torch's jiterator (private API, torch >= 1.12, CUDA only): the one adapter for it. None when absent."""
+    jiterator = getattr(torch.cuda, "jiterator", None)
+    create = getattr(jiterator, "_create_jit_fn", None)
+    if create is None or torch.version.cuda is None:
+        return None
+    return create(_FMA_CHAIN_CODE, a=0.999, b=0.001)
+
+
 def measure_vector(device: torch.device, plan: CalibrationPlan) -> Measurement:
+    """CUDA: an FMA chain in registers (compute-bound, 2·FMA_CHAIN FLOPs per element read and written:
+    the vector peak). CPU, or CUDA without jiterator: an eager multiply-add on cache-resident data."""
     n, inner = plan.vector_numel, plan.vector_inner
+    kernel = _fma_chain_kernel() if device.type == "cuda" else None
+    if kernel is not None:
+        x = torch.rand(n, device=device)
+
+        def chain() -> None:
+            for _ in range(inner):
+                kernel(x)
+
+        op = (f"jiterator kernel y = y*a + b repeated {FMA_CHAIN} times per element in registers "
+              f"({2 * FMA_CHAIN} FLOPs per element, 8 bytes moved), float32, {n} elements, {inner} calls per sample")
+        return _measure(chain, 2.0 * FMA_CHAIN * n * inner, "FLOP/s", op, device, plan)
     x, y, z = (torch.rand(n, device=device) for _ in range(3))
     out = torch.empty_like(x)
 
