@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from omegaconf import MISSING
+
 from llm_perf_opt.dsocr.inputs import DEFAULT_PROMPT
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
@@ -162,5 +164,98 @@ class RootConfig:
     trace: TraceConfig = field(default_factory=TraceConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    hardware: Optional[HardwareConfig] = None  # roof for predictions (conf/hardware/); null: none
     experiment: Optional[str] = None  # name of the ready sweep in use, for the report
 
+
+
+# ----------------------------------------------------------------------------------------------- hardware
+HARDWARE_KINDS = ("datasheet", "measured")
+PREDICTION_DTYPES = ("bfloat16", "float16", "float32")  # storage dtypes a roofline prediction can use
+MATMUL_PEAK_KEYS = ("bfloat16", "float16", "float32", "tf32")  # tf32: float32 matmuls with allow_tf32
+
+
+@dataclass
+class HardwareFigure:
+    """One hardware number and where it comes from: `doc` names an entry of `HardwareConfig.documents`,
+    `quote` is what that document says (so a reader can find it), `note` how it was turned into `value`."""
+
+    value: float = MISSING
+    doc: str = MISSING
+    quote: str = MISSING
+    note: Optional[str] = None
+
+
+@dataclass
+class HardwareConfig:
+    """A roof for predictions: vendor datasheet figures (`kind: datasheet`, every number with its source)
+    or `kind: measured`, calibrated on the device the job runs on (`measure.calibrate`; no figures here).
+
+    Units are in the field names: dense peak matmul TFLOP/s per dtype key (bfloat16, float16, float32,
+    tf32), vector (non-tensor) TFLOP/s, memory bandwidth in GB/s (10^9 bytes/s), memory size in GB.
+    """
+
+    name: str = MISSING
+    label: str = ""
+    kind: str = "datasheet"
+    dtype: Optional[str] = None  # prediction dtype; null: runtime.dtype
+    allow_tf32: bool = False  # float32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)
+    documents: dict[str, str] = field(default_factory=dict)
+    matmul_tflops: dict[str, HardwareFigure] = field(default_factory=dict)
+    vector_tflops: Optional[HardwareFigure] = None
+    memory_bandwidth_gbs: Optional[HardwareFigure] = None
+    memory_gb: Optional[HardwareFigure] = None
+    notes: list[str] = field(default_factory=list)
+    recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
+    cache_dir: str = "tmp/calibration"  # measured: where calibrations are cached (relative to the working dir)
+    quick: bool = False  # measured: tiny sizes (a smoke test, not a roof to trust)
+
+    def __post_init__(self) -> None:
+        _one_of("hardware.kind", self.kind, HARDWARE_KINDS)
+        if self.dtype is not None:
+            _one_of("hardware.dtype", self.dtype, PREDICTION_DTYPES)
+        figures = self.figures()
+        if self.kind == "measured":
+            if figures:
+                raise ConfigError.field(f"hardware.{next(iter(figures))}", "…",
+                                        "a measured roof takes no figures (calibration measures them)")
+            return
+        for key in self.matmul_tflops:
+            _one_of(f"hardware.matmul_tflops.{key}", key, MATMUL_PEAK_KEYS)
+        for required in ("vector_tflops", "memory_bandwidth_gbs"):
+            if getattr(self, required) is None:
+                raise ConfigError(f"hardware.{required} is required for a datasheet roof ({self.name})")
+        if not self.matmul_tflops:
+            raise ConfigError(f"hardware.matmul_tflops is required for a datasheet roof ({self.name}): "
+                              f"one dense peak per dtype ({', '.join(MATMUL_PEAK_KEYS)})")
+        for path, fig in figures.items():
+            value = fig.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+                    or value == float("inf"):
+                raise ConfigError.field(f"hardware.{path}.value", value, "must be a positive number")
+            if fig.doc not in self.documents:
+                raise ConfigError.field(f"hardware.{path}.doc", fig.doc,
+                                        f"must name one of hardware.documents ({', '.join(self.documents) or 'none'})")
+            if not str(fig.quote).strip():
+                raise ConfigError(f"hardware.{path}.quote is empty: say what {fig.doc} states")
+        if self.dtype is not None:
+            self.matmul_key(self.dtype)
+
+    def figures(self) -> dict[str, HardwareFigure]:
+        """Every figure by its dotted path under `hardware.`."""
+        out = {f"matmul_tflops.{k}": v for k, v in self.matmul_tflops.items()}
+        for name in ("vector_tflops", "memory_bandwidth_gbs", "memory_gb"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    def matmul_key(self, dtype: str) -> str:
+        """The matmul peak a `dtype` prediction uses (float32 with allow_tf32 -> tf32); a datasheet
+        without it is refused, naming the field."""
+        key = "tf32" if dtype == "float32" and self.allow_tf32 else dtype
+        if self.kind == "datasheet" and key not in self.matmul_tflops:
+            field_name = "hardware.allow_tf32" if key == "tf32" else "hardware.dtype"
+            value = self.allow_tf32 if key == "tf32" else dtype
+            raise ConfigError.field(field_name, value, f"{self.name} has no matmul peak for {key} "
+                                    f"(it has: {', '.join(self.matmul_tflops)})")
+        return key

@@ -1,0 +1,437 @@
+"""Calibrate the device a job runs on: the `measured` roof (attainable matmul FLOP/s per dtype, copy
+bandwidth, elementwise FLOP/s), cached per device.
+
+What is measured (every figure records its op, size, warm-up, repeats, timer and the spread):
+
+* matmul, per dtype (CPU: float32, bfloat16; CUDA: bfloat16, float16, float32 with TF32 off, tf32 =
+  float32 with `torch.backends.cuda.matmul.allow_tf32`): `torch.matmul(a, b, out=c)` on n×n matrices,
+  2·n³ FLOPs. CUDA: n = 8192. CPU: n grows from 256 until one call takes about `gemm_target_s` (CPU
+  rates differ 10× between dtypes: AMX bf16 vs AVX float32), capped at `gemm_max_n`.
+* bandwidth: `dst.copy_(src)` of a large float32 buffer, 2 × its bytes moved (read + write) per copy.
+* vector (float32, non-tensor): CUDA: a jiterator kernel computing y = y·a + b `FMA_CHAIN` times per
+  element in registers (2·FMA_CHAIN FLOPs per 8 bytes moved: compute-bound, so the vector peak). CPU (and
+  CUDA without jiterator): `torch.addcmul(x, y, z, out=o)` (o = x + y·z, 2 FLOPs per element) on buffers
+  small enough to stay in cache, `vector_inner` calls per sample: an eager elementwise kernel is limited
+  by cache bandwidth and call overhead, so this is a lower bound of the vector peak (the rate eager
+  elementwise ops reach). Either way it is the roof of `flops_other`, whose bytes the memory roof covers.
+
+Timing: `warmup` untimed calls, then `repeats` timed samples; the figure is work / median sample time.
+CPU: `time.perf_counter` around each sample. CUDA: `torch.cuda.Event(enable_timing=True)` pairs around
+each sample (GPU time), `torch.cuda.synchronize` after the warm-up and after the samples.
+
+Cache: one JSON artifact (`llm_perf_opt.calibration`, schema version 1) per device name, torch version,
+thread count and plan, under `hardware.cache_dir` (default `tmp/calibration/`, relative to the working
+directory: the repository root for `./dev`). It is reused unless `hardware.recalibrate=true`; a cache
+file of an unknown schema version is measured again and replaced. Writes are atomic.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import platform
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from llm_perf_opt.analytic.hardware import Hardware, Roof
+from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.config.schemas import HardwareConfig, RootConfig, RuntimeConfig
+from llm_perf_opt.errors import ArtifactError, ConfigError
+
+CALIBRATION_SCHEMA = "llm_perf_opt.calibration"
+CALIBRATION_SCHEMA_VERSION = 1
+_REQUIRED = ("device", "device_name", "torch_version", "threads", "plan", "matmul", "bandwidth", "vector")
+
+_TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+                 "tf32": torch.float32}
+CPU_MATMUL_KEYS = ("float32", "bfloat16")
+CUDA_MATMUL_KEYS = ("bfloat16", "float16", "float32", "tf32")
+
+
+@dataclass(frozen=True)
+class CalibrationPlan:
+    """Sizes and repeats of one calibration (`default_plan` picks them per device)."""
+
+    name: str
+    warmup: int
+    repeats: int
+    gemm_n: Optional[int]  # fixed GEMM side, or None: grow from gemm_min_n to about gemm_target_s per call
+    gemm_min_n: int
+    gemm_max_n: int
+    gemm_target_s: float
+    copy_bytes: int
+    vector_numel: int
+    vector_inner: int
+
+    @classmethod
+    def default(cls, device_type: str, quick: bool = False) -> "CalibrationPlan":
+        if quick:  # a smoke test of the whole path, not a roof to trust
+            return cls("quick", warmup=1, repeats=3, gemm_n=None, gemm_min_n=64, gemm_max_n=256,
+                       gemm_target_s=0.002, copy_bytes=4 << 20, vector_numel=1 << 12, vector_inner=10)
+        if device_type == "cuda":
+            return cls("cuda", warmup=3, repeats=10, gemm_n=8192, gemm_min_n=8192, gemm_max_n=8192,
+                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 24, vector_inner=10)
+        # CPU: a few seconds in all on 2 cores (each timed sample about 50-100 ms or less)
+        return cls("cpu", warmup=2, repeats=5, gemm_n=None, gemm_min_n=256, gemm_max_n=4096,
+                   gemm_target_s=0.05, copy_bytes=256 << 20, vector_numel=1 << 16, vector_inner=200)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One calibrated figure and how it was measured."""
+
+    value: float  # work per second (FLOP/s or bytes/s), from the median sample
+    unit: str  # "FLOP/s" or "B/s"
+    op: str  # what ran, with sizes
+    work: float  # FLOPs or bytes per timed sample
+    samples_s: tuple[float, ...]
+    warmup: int
+    timer: str
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    def describe(self) -> str:
+        from llm_perf_opt import units
+
+        return (f"measured: {self.op}; {self.warmup} warm-up + {len(self.samples_s)} timed samples, median "
+                f"{units.seconds(self.median_s)} (min {units.seconds(min(self.samples_s))}, max "
+                f"{units.seconds(max(self.samples_s))}), {self.timer}: {units.si(self.value, self.unit)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["samples_s"] = list(self.samples_s)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Measurement":
+        return cls(float(d["value"]), d["unit"], d["op"], float(d["work"]), tuple(float(x) for x in d["samples_s"]),
+                   int(d["warmup"]), d["timer"])
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The measured roof of one device (see the module docstring)."""
+
+    device: str  # "cpu" or "cuda:<index>"
+    device_name: str
+    torch_version: str
+    threads: int
+    plan: CalibrationPlan
+    matmul: dict[str, Measurement]  # dtype key -> measurement
+    bandwidth: Measurement
+    vector: Measurement
+    memory_bytes: Optional[int] = None
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    seconds: float = 0.0  # wall time the calibration took
+
+    @property
+    def device_type(self) -> str:
+        return self.device.split(":")[0]
+
+    def hardware(self, allow_tf32: bool = False) -> Hardware:
+        """The calibration as a `Hardware` (kind "measured"), each figure with how it was measured."""
+        sources = {f"matmul.{k}": m.describe() for k, m in self.matmul.items()}
+        sources["vector"] = self.vector.describe()
+        sources["bandwidth"] = self.bandwidth.describe()
+        return Hardware(
+            name="measured", label=f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)",
+            kind="measured", matmul_flops={k: m.value for k, m in self.matmul.items()},
+            vector_flops=self.vector.value, bandwidth=self.bandwidth.value,
+            memory_bytes=float(self.memory_bytes) if self.memory_bytes else None, sources=sources,
+            default_dtype=None, allow_tf32=allow_tf32,
+            notes=(f"calibrated {self.created} in {self.seconds:.1f} s, plan {self.plan.name}",),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device, "device_name": self.device_name, "torch_version": self.torch_version,
+            "threads": self.threads, "plan": asdict(self.plan), "created": self.created, "seconds": self.seconds,
+            "memory_bytes": self.memory_bytes, "matmul": {k: m.to_dict() for k, m in self.matmul.items()},
+            "bandwidth": self.bandwidth.to_dict(), "vector": self.vector.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Calibration":
+        return cls(d["device"], d["device_name"], d["torch_version"], int(d["threads"]), CalibrationPlan(**d["plan"]),
+                   {k: Measurement.from_dict(m) for k, m in d["matmul"].items()}, Measurement.from_dict(d["bandwidth"]),
+                   Measurement.from_dict(d["vector"]), d.get("memory_bytes"), d.get("created", ""),
+                   float(d.get("seconds", 0.0)))
+
+
+# ------------------------------------------------------------------------------------------------ timing
+def _sample_times(fn: Callable[[], Any], device: torch.device, warmup: int, repeats: int) -> tuple[list[float], str]:
+    """Seconds per call of `fn` after `warmup` calls; GPU time by CUDA events on CUDA."""
+    for _ in range(warmup):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        for start, end in pairs:
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize(device)
+        return [start.elapsed_time(end) / 1e3 for start, end in pairs], \
+            "torch.cuda.Event pairs (GPU time), torch.cuda.synchronize after warm-up and samples"
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples, "time.perf_counter around each sample"
+
+
+def _measure(fn: Callable[[], Any], work: float, unit: str, op: str, device: torch.device,
+             plan: CalibrationPlan) -> Measurement:
+    samples, timer = _sample_times(fn, device, plan.warmup, plan.repeats)
+    median = statistics.median(samples)
+    if not median > 0:
+        raise RuntimeError(f"{op}: the median sample took {median} s (timer resolution?)")
+    value = work / median
+    if not math.isfinite(value) or value <= 0:
+        raise RuntimeError(f"{op}: measured a non-positive or non-finite rate ({value})")
+    return Measurement(value, unit, op, work, tuple(samples), plan.warmup, timer)
+
+
+@contextlib.contextmanager
+def _tf32(enabled: bool) -> Iterator[None]:
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _gemm_side(key: str, device: torch.device, plan: CalibrationPlan) -> int:
+    """Fixed side, or grow n until one call takes about gemm_target_s (at most a few probes)."""
+    if plan.gemm_n is not None:
+        return plan.gemm_n
+    dtype = _TORCH_DTYPES[key]
+    n = plan.gemm_min_n
+    for _ in range(6):
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        torch.matmul(a, b)  # first call: library initialisation, packing
+        _sync(device)
+        t0 = time.perf_counter()
+        torch.matmul(a, b)
+        _sync(device)
+        t = time.perf_counter() - t0
+        if t >= plan.gemm_target_s / 2 or n >= plan.gemm_max_n:
+            break
+        grow = min(4.0, max(1.25, (plan.gemm_target_s / max(t, 1e-9)) ** (1 / 3)))
+        n = min(plan.gemm_max_n, max(n + 64, int(n * grow) // 64 * 64))
+    return n
+
+
+def measure_matmul(key: str, device: torch.device, plan: CalibrationPlan) -> Measurement:
+    dtype = _TORCH_DTYPES[key]
+    with _tf32(key == "tf32") if device.type == "cuda" else contextlib.nullcontext():
+        n = _gemm_side(key, device, plan)
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        c = torch.empty(n, n, device=device, dtype=dtype)
+        op = f"torch.matmul ({n}x{n}) @ ({n}x{n}), {key}" + (" (allow_tf32)" if key == "tf32" else "")
+        return _measure(lambda: torch.matmul(a, b, out=c), 2.0 * n ** 3, "FLOP/s", op, device, plan)
+
+
+def measure_bandwidth(device: torch.device, plan: CalibrationPlan) -> Measurement:
+    numel = plan.copy_bytes // 4
+    src = torch.ones(numel, device=device, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    op = f"dst.copy_(src), float32, {plan.copy_bytes / 2**20:g} MiB each, 2 x {plan.copy_bytes} bytes moved per copy"
+    return _measure(lambda: dst.copy_(src), 2.0 * plan.copy_bytes, "B/s", op, device, plan)
+
+
+FMA_CHAIN = 256  # multiply-adds per element of the CUDA vector kernel, all in registers
+_FMA_CHAIN_CODE = ("template <typename T> T fma_chain(T x, T a, T b) { T y = x; "
+                   f"for (int i = 0; i < {FMA_CHAIN}; ++i) {{ y = y * a + b; }} return y; }}")
+
+
+def _fma_chain_kernel() -> Optional[Callable[[torch.Tensor], torch.Tensor]]:
+    """A compute-bound elementwise CUDA kernel (y = y·a + b, FMA_CHAIN times per element) compiled by
+    torch's jiterator (private API, torch >= 1.12, CUDA only): the one adapter for it. None when absent."""
+    jiterator = getattr(torch.cuda, "jiterator", None)
+    create = getattr(jiterator, "_create_jit_fn", None)
+    if create is None or torch.version.cuda is None:
+        return None
+    return create(_FMA_CHAIN_CODE, a=0.999, b=0.001)
+
+
+def measure_vector(device: torch.device, plan: CalibrationPlan) -> Measurement:
+    """CUDA: an FMA chain in registers (compute-bound, 2·FMA_CHAIN FLOPs per element read and written:
+    the vector peak). CPU, or CUDA without jiterator: an eager multiply-add on cache-resident data."""
+    n, inner = plan.vector_numel, plan.vector_inner
+    kernel = _fma_chain_kernel() if device.type == "cuda" else None
+    if kernel is not None:
+        x = torch.rand(n, device=device)
+
+        def chain() -> None:
+            for _ in range(inner):
+                kernel(x)
+
+        op = (f"jiterator kernel y = y*a + b repeated {FMA_CHAIN} times per element in registers "
+              f"({2 * FMA_CHAIN} FLOPs per element, 8 bytes moved), float32, {n} elements, {inner} calls per sample")
+        return _measure(chain, 2.0 * FMA_CHAIN * n * inner, "FLOP/s", op, device, plan)
+    x, y, z = (torch.rand(n, device=device) for _ in range(3))
+    out = torch.empty_like(x)
+
+    def run() -> None:
+        for _ in range(inner):
+            torch.addcmul(x, y, z, out=out)
+
+    op = (f"torch.addcmul(x, y, z, out=o) (o = x + y*z, 2 FLOPs per element), float32, {n} elements "
+          f"({4 * n / 2**10:g} KiB per tensor, cache-resident), {inner} calls per sample")
+    return _measure(run, 2.0 * n * inner, "FLOP/s", op, device, plan)
+
+
+# --------------------------------------------------------------------------------------------- devices
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} logical CPUs)"
+    except OSError:
+        pass
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} logical CPUs)"
+
+
+def resolve_device(device: str) -> torch.device:
+    """`cpu` or `cuda[:i]`; CUDA without a GPU is an error naming runtime.device."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"runtime.device={device!r}: CUDA is not available (torch {torch.__version__}, "
+                              f"torch.cuda.is_available() is False)")
+        dev = torch.device("cuda", dev.index if dev.index is not None else torch.cuda.current_device())
+    elif dev.type != "cpu":
+        raise ConfigError.field("runtime.device", device, "calibration runs on cpu or cuda")
+    return dev
+
+
+def device_name(dev: torch.device) -> str:
+    return torch.cuda.get_device_name(dev) if dev.type == "cuda" else _cpu_name()
+
+
+@contextlib.contextmanager
+def _threads(threads: Optional[int]) -> Iterator[None]:
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threads: Optional[int] = None,
+              matmul_keys: Optional[tuple[str, ...]] = None) -> Calibration:
+    """Measure the roof of `device` now (no cache; see `load_or_calibrate`)."""
+    dev = resolve_device(device)
+    plan = plan or CalibrationPlan.default(dev.type)
+    keys = matmul_keys or (CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS)
+    t0 = time.perf_counter()
+    with _threads(threads), torch.no_grad():
+        matmul = {key: measure_matmul(key, dev, plan) for key in keys}
+        bandwidth = measure_bandwidth(dev, plan)
+        vector = measure_vector(dev, plan)
+        memory = torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None
+        n_threads = torch.get_num_threads()
+    return Calibration(str(dev), device_name(dev), torch.__version__, n_threads, plan, matmul, bandwidth, vector,
+                       memory, seconds=time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------------------------- cache
+def cache_path(cache_dir: str | os.PathLike, device_name_: str, threads: int, plan: CalibrationPlan) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{device_name_}-torch{torch.__version__}-threads{threads}-{plan.name}")
+    return Path(cache_dir) / f"{slug.strip('_')}.json"
+
+
+def load_calibration(path: str | os.PathLike) -> Calibration:
+    _, data = read_artifact(path, CALIBRATION_SCHEMA, (CALIBRATION_SCHEMA_VERSION,), _REQUIRED)
+    try:
+        return Calibration.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"{path}: {CALIBRATION_SCHEMA} data is incomplete ({type(exc).__name__}: {exc})") from None
+
+
+def write_calibration(path: str | os.PathLike, calibration: Calibration) -> Path:
+    return write_artifact(path, CALIBRATION_SCHEMA, CALIBRATION_SCHEMA_VERSION, calibration.to_dict())
+
+
+def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/calibration", *,
+                      threads: Optional[int] = None, recalibrate: bool = False,
+                      plan: Optional[CalibrationPlan] = None,
+                      log: Callable[[str], None] = lambda _: None) -> tuple[Calibration, Path, bool]:
+    """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`."""
+    dev = resolve_device(device)
+    plan = plan or CalibrationPlan.default(dev.type)
+    with _threads(threads):
+        n_threads = torch.get_num_threads()
+    path = cache_path(cache_dir, device_name(dev), n_threads, plan)
+    if path.exists() and not recalibrate:
+        try:
+            cal = load_calibration(path)
+            if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (device_name(dev), torch.__version__,
+                                                                                n_threads, plan):
+                return cal, path, True
+            log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
+        except ArtifactError as exc:
+            log(f"cached calibration not usable ({exc}): calibrating again")
+    log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
+    cal = calibrate(str(dev), plan, threads)
+    return cal, write_calibration(path, cal), False
+
+
+# ------------------------------------------------------------------------------------- config entry points
+def measured_hardware(hardware: HardwareConfig, runtime: RuntimeConfig,
+                      log: Callable[[str], None] = lambda _: None) -> tuple[Hardware, Calibration, Path, bool]:
+    """`hardware=measured`: the calibrated roof of runtime.device (cached); any failure is one ConfigError."""
+    plan = None
+    try:
+        dev = resolve_device(runtime.device)
+        plan = CalibrationPlan.default(dev.type, quick=hardware.quick)
+        cal, path, reused = load_or_calibrate(runtime.device, hardware.cache_dir, threads=runtime.threads,
+                                              recalibrate=hardware.recalibrate, plan=plan, log=log)
+        return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, reused
+    except Exception as exc:  # noqa: BLE001 - every calibration failure is the user's one line
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, ConfigError):
+            raise ConfigError(f"hardware=measured: {first}") from None
+        raise ConfigError(f"hardware=measured: calibrating runtime.device={runtime.device!r} failed: "
+                          f"{type(exc).__name__}: {first}") from None
+
+
+def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -> Optional[Hardware]:
+    """The job's hardware: None without `hardware=`, the datasheet, or the calibrated device."""
+    if cfg.hardware is None:
+        return None
+    if cfg.hardware.kind == "datasheet":
+        return Hardware.from_config(cfg.hardware)
+    return measured_hardware(cfg.hardware, cfg.runtime, log)[0]
+
+
+def prediction_dtype(cfg: RootConfig) -> str:
+    """hardware.dtype when set, else runtime.dtype."""
+    return (cfg.hardware.dtype if cfg.hardware is not None and cfg.hardware.dtype else None) or cfg.runtime.dtype
+
+
+def roof_for(cfg: RootConfig, hardware: Hardware) -> Roof:
+    """The roof of the job's predictions: its dtype's matmul peak (ConfigError naming hardware.dtype or
+    hardware.allow_tf32 when the hardware has none)."""
+    allow_tf32 = cfg.hardware.allow_tf32 if cfg.hardware is not None else False
+    return hardware.roof(prediction_dtype(cfg), allow_tf32)

@@ -1,0 +1,130 @@
+"""`hardware=measured`: calibration runs on this CPU (tiny sizes here), is cached per device and reused,
+and fails with one line naming what went wrong, writing nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from llm_perf_opt.analytic.hardware import Hardware
+from llm_perf_opt.config import to_typed_config
+from llm_perf_opt.config.schemas import RuntimeConfig
+from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.measure.calibrate import (
+    CALIBRATION_SCHEMA, CalibrationPlan, calibrate, hardware_for, load_calibration, load_or_calibrate,
+    measured_hardware, roof_for,
+)
+
+from roofline_helpers import compose_cfg
+
+QUICK = CalibrationPlan.default("cpu", quick=True)
+
+
+def test_cpu_calibration_measures_every_figure():
+    cal = calibrate("cpu", QUICK)
+    assert set(cal.matmul) == {"float32", "bfloat16"}
+    for m in [*cal.matmul.values(), cal.bandwidth, cal.vector]:
+        assert m.value > 0 and len(m.samples_s) == QUICK.repeats and m.warmup == QUICK.warmup
+        assert m.value == pytest.approx(m.work / m.median_s)
+        assert "time.perf_counter" in m.timer
+    n = int(cal.matmul["float32"].op.split("(")[1].split("x")[0])
+    assert QUICK.gemm_min_n <= n <= QUICK.gemm_max_n
+    assert cal.matmul["float32"].work == 2 * n ** 3  # 2 x n^3 FLOPs per n x n GEMM
+    assert cal.bandwidth.work == 2 * QUICK.copy_bytes  # read + write
+    assert cal.threads == torch.get_num_threads()
+    hw = cal.hardware()
+    assert isinstance(hw, Hardware) and hw.kind == "measured"
+    assert hw.matmul_flops["bfloat16"] == cal.matmul["bfloat16"].value
+    src = hw.sources["matmul.float32"]
+    assert "warm-up" in src and "timed samples" in src and "median" in src
+
+
+def test_threads_are_applied_and_restored():
+    before = torch.get_num_threads()
+    cal = calibrate("cpu", QUICK, threads=1, matmul_keys=("float32",))
+    assert cal.threads == 1 and torch.get_num_threads() == before
+
+
+def test_the_cache_is_reused_until_recalibrate(tmp_path):
+    logs: list[str] = []
+    first, path, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
+    assert not reused and path.parent == tmp_path and path.exists()
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == CALIBRATION_SCHEMA and doc["schema_version"] == 1
+    assert doc["data"]["torch_version"] == torch.__version__
+    again, path2, reused2 = load_or_calibrate("cpu", tmp_path, plan=QUICK)
+    assert reused2 and path2 == path
+    assert again.to_dict() == first.to_dict() == load_calibration(path).to_dict()
+    fresh, path3, reused3 = load_or_calibrate("cpu", tmp_path, plan=QUICK, recalibrate=True)
+    assert not reused3 and path3 == path
+    assert load_calibration(path).to_dict() == fresh.to_dict() != first.to_dict()
+    # one file per device, torch version, threads and plan
+    _, other, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK, threads=1)
+    assert other != path and "threads1" in other.name and len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_an_unknown_cache_version_is_measured_again(tmp_path):
+    _, path, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK)
+    doc = json.loads(path.read_text())
+    doc["schema_version"] = 99
+    path.write_text(json.dumps(doc))
+    logs: list[str] = []
+    _, path2, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
+    assert not reused and path2 == path and json.loads(path.read_text())["schema_version"] == 1
+    assert any("schema_version 99 is unknown" in line for line in logs)
+
+
+def test_measured_config_gives_the_roof_of_the_runtime_dtype(tmp_path):
+    cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}",
+                                      "runtime=cpu_bf16"))
+    hw = hardware_for(cfg)
+    roof = roof_for(cfg, hw)
+    assert roof.kind == "measured" and roof.dtype == "bfloat16" and roof.matmul_flops == hw.matmul_flops["bfloat16"]
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["hardware.dtype=float16"], "hardware.dtype='float16' is invalid: measured has no matmul peak for float16"),
+    (["hardware.allow_tf32=true"], "hardware.allow_tf32=True is invalid: measured has no matmul peak for tf32"),
+])
+def test_a_dtype_the_cpu_roof_has_no_peak_for(tmp_path, overrides, needle):
+    cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}",
+                                      *overrides))
+    with pytest.raises(ConfigError) as err:
+        roof_for(cfg, hardware_for(cfg))
+    assert needle in str(err.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the failure on a machine without CUDA")
+def test_calibration_failure_is_one_line_and_writes_nothing(tmp_path, no_files_under):
+    hw_cfg = to_typed_config(compose_cfg("hardware=measured", f"hardware.cache_dir={tmp_path / 'cache'}")).hardware
+    with pytest.raises(ConfigError) as err:
+        measured_hardware(hw_cfg, RuntimeConfig(device="cuda", dtype="bfloat16"))
+    message = str(err.value)
+    assert message.startswith("hardware=measured: runtime.device='cuda': CUDA is not available") and "\n" not in message
+    no_files_under(tmp_path)
+
+
+def test_an_unwritable_cache_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    hw_cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true",
+                                         f"hardware.cache_dir={blocker}")).hardware
+    with pytest.raises(ConfigError, match=r"^hardware=measured: calibrating runtime.device='cpu' failed: "):
+        measured_hardware(hw_cfg, RuntimeConfig())
+    assert blocker.read_text() == "not a directory"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_calibration_uses_cuda_events():
+    tf32_before = torch.backends.cuda.matmul.allow_tf32
+    cal = calibrate("cuda", CalibrationPlan.default("cuda", quick=True))
+    assert set(cal.matmul) == {"bfloat16", "float16", "float32", "tf32"}
+    assert all("torch.cuda.Event" in m.timer for m in [*cal.matmul.values(), cal.bandwidth, cal.vector])
+    assert all(m.value > 0 for m in [*cal.matmul.values(), cal.bandwidth, cal.vector])
+    assert cal.vector.op.startswith("jiterator kernel")  # compute-bound vector kernel, not an eager op
+    assert "(allow_tf32)" in cal.matmul["tf32"].op and "allow_tf32" not in cal.matmul["float32"].op
+    assert cal.memory_bytes and cal.memory_bytes > 0
+    assert torch.backends.cuda.matmul.allow_tf32 == tf32_before  # restored

@@ -1,0 +1,103 @@
+"""`./dev analyze` and `./dev calibrate` as the user runs them (subprocesses): predictions printed and
+written, bad input as one line with nothing written."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.analytic.hardware import load_hardware
+from llm_perf_opt.analytic.roofline import predict_latency
+from llm_perf_opt.analytic.roofline_artifact import load_roofline
+from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.measure.calibrate import load_calibration
+
+from roofline_helpers import error_lines, run_job
+
+pytestmark = pytest.mark.slow
+
+
+def _outputs(run_dir):
+    return sorted(p.name for p in run_dir.glob("*.json")) if run_dir.exists() else []
+
+
+def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
+    proc = run_job("analyze", tmp_path, "hardware=h100_sxm", "workload=gundam")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("deepseek-ocr | mode gundam")  # the full model by default
+    assert "predicted: vision" in proc.stdout and "prefill (time to first token)" in proc.stdout
+    assert "NVIDIA H100 Tensor Core GPU datasheet" in proc.stdout
+    art = load_roofline(tmp_path / "roofline.json")
+    model = DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), VisionWorkload(1024, 640, True), 1700, 2200)
+    lat = predict_latency(model.stages(), load_hardware("h100_sxm").roof())
+    assert art.figures["ttft_s"] == pytest.approx(lat.ttft_s)
+    assert art.figures["vision_s"] == pytest.approx(lat.vision_s)
+    assert art.figures["decode_s_per_token"] == pytest.approx(lat.decode_s)
+    assert _outputs(tmp_path) == ["costs.json", "roofline.json"]
+
+
+def test_analyze_still_takes_the_tiny_twin_and_runs_without_hardware(tmp_path):
+    proc = run_job("analyze", tmp_path / "a", "model=twin_tiny", "hardware=l40s")
+    assert proc.returncode == 0, proc.stderr
+    assert load_roofline(tmp_path / "a" / "roofline.json").model == "deepseek-ocr-tiny"
+    proc = run_job("analyze", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    assert "no predicted times" in proc.stderr and _outputs(tmp_path / "b") == ["costs.json"]
+
+
+def test_analyze_takes_the_vendor_model(tmp_path, vendor_dir):
+    proc = run_job("analyze", tmp_path, "model=vendor", f"model.path={vendor_dir}", "hardware=h200")
+    assert proc.returncode == 0, proc.stderr
+    assert load_roofline(tmp_path / "roofline.json").roof.hardware == "h200"
+
+
+@pytest.mark.parametrize("overrides, first_words", [
+    (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
+    (["hardware=h100_sxm", "hardware.vector_tflops.value=0"], "error: hardware.vector_tflops.value=0"),
+    (["hardware=h100_sxm", "hardware.dtype=float8"], "error: hardware.dtype='float8'"),
+])
+def test_bad_hardware_is_one_line_and_writes_nothing(tmp_path, overrides, first_words):
+    proc = run_job("analyze", tmp_path / "run", *overrides)
+    assert proc.returncode == 2
+    lines = error_lines(proc)
+    assert len(lines) == 1 and lines[0].startswith(first_words), proc.stderr
+    assert "Traceback" not in proc.stderr and _outputs(tmp_path / "run") == []
+
+
+def test_measured_without_the_dtype_is_one_line(tmp_path):
+    proc = run_job("analyze", tmp_path / "run", "hardware=measured", "hardware.quick=true",
+                   f"hardware.cache_dir={tmp_path / 'cache'}", "hardware.dtype=float16")
+    assert proc.returncode == 2
+    lines = error_lines(proc)
+    assert len(lines) == 1 and "hardware.dtype='float16' is invalid: measured has no matmul peak" in lines[0]
+    assert _outputs(tmp_path / "run") == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the failure on a machine without CUDA")
+def test_measured_where_calibration_fails_is_one_line(tmp_path, no_files_under):
+    proc = run_job("analyze", tmp_path / "run", "hardware=measured", "runtime=cuda",
+                   f"hardware.cache_dir={tmp_path / 'cache'}")
+    assert proc.returncode == 2
+    lines = error_lines(proc)
+    assert len(lines) == 1 and lines[0].startswith("error: hardware=measured: runtime.device='cuda'"), proc.stderr
+    assert _outputs(tmp_path / "run") == []
+    no_files_under(tmp_path / "cache")
+
+
+def test_calibrate_prints_caches_and_reuses(tmp_path):
+    args = ("hardware.quick=true", f"hardware.cache_dir={tmp_path / 'cache'}")
+    first = run_job("calibrate", tmp_path / "one", *args)
+    assert first.returncode == 0, first.stderr
+    assert "matmul float32" in first.stdout and "bandwidth" in first.stdout and "how:" in first.stdout
+    cached = list((tmp_path / "cache").glob("*.json"))
+    assert len(cached) == 1 and "wrote " + str(cached[0]) in first.stderr
+    copy = load_calibration(tmp_path / "one" / "calibration.json")
+    second = run_job("calibrate", tmp_path / "two", *args, "hardware=h100_sxm")
+    assert second.returncode == 0, second.stderr
+    assert "reused " + str(cached[0]) in second.stderr
+    assert "measured/datasheet" in second.stdout and "datasheet NVIDIA H100 SXM5 80GB" in second.stdout
+    assert load_calibration(tmp_path / "two" / "calibration.json").to_dict() == copy.to_dict()
+    third = run_job("calibrate", tmp_path / "three", *args, "hardware.recalibrate=true")
+    assert third.returncode == 0 and "wrote " + str(cached[0]) in third.stderr
+
