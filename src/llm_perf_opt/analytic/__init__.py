@@ -20,14 +20,14 @@ from llm_perf_opt.analytic.dsocr import (
     dtype_bytes,
     vision_passes,
 )
-from llm_perf_opt.analytic.stage import PART_ALIASES, CostNode, StageCost
+from llm_perf_opt.analytic.stage import CostNode, StageCost
 
 COSTS_SCHEMA = "costs"
 COSTS_SCHEMA_VERSION = 1
 
 __all__ = [
     "COSTS_SCHEMA", "COSTS_SCHEMA_VERSION", "CostNode", "DeepseekOCRAnalyticModel", "ELEMENTWISE_FLOPS",
-    "LayerCost", "PART_ALIASES", "STAGES", "StageCost", "UnsupportedLayerError", "VisionPass",
+    "LayerCost", "STAGES", "StageCost", "UnsupportedLayerError", "VisionPass",
     "analytic_costs", "collect_costs", "cost_function", "costs_dict", "default_seq_len", "dtype_bytes",
     "layer_cost", "register_cost", "supported_kinds", "vision_passes",
 ]

@@ -39,12 +39,12 @@ from typing import Any
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic.costs import ZERO, LayerCost
 from llm_perf_opt.analytic.stage import CostNode, StageCost, leaf, node_from_parts
+from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
 STAGES = ("vision", "prefill", "decode")
-VISION_ROOTS = ("model.sam_model", "model.vision_model", "model.projector")
 DEFAULT_PROMPT_TOKENS = 4  # "\nFree OCR." after the image tokens (shared/facts/deepseek_ocr.md)
 
 _DTYPE_BYTES = {
@@ -300,7 +300,7 @@ def _vision_stage(token: int, passes: tuple[tuple[str, int, int], ...], image_to
     spec = _SPECS[token]
     children = _vision_children_for(spec, passes, image_tokens, b)
     root = CostNode(ZERO, (("model", _model_node(children)),))
-    return StageCost("vision", root, VISION_ROOTS, _pass_shapes(passes, image_tokens))
+    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens))
 
 
 @lru_cache(maxsize=8192)

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any, Iterator, Mapping
 
 from llm_perf_opt.analytic.costs import GB, TB, ZERO, LayerCost
+from llm_perf_opt.dsocr import parts as P
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,24 +150,25 @@ class StageCost:
         return self._flat[1]
 
     def part(self, name: str) -> LayerCost:
-        """A part by module path, or by alias (`sam`, `clip`, `projector`, `decoder`, `embedding`,
-        `lm_head`, `decoder.layer.<i>`); a path the stage does not run costs nothing."""
-        path = resolve_alias(name)
+        """A part by module path, or by alias (`dsocr.parts`: `sam`, `decoder`, `decoder.layer.<i>`, ...,
+        `total`); a path the stage does not run costs nothing."""
+        path = P.path(name)
         if path == "":
             return self.total
         return self.parts.get(path, ZERO)
 
     def summary(self) -> dict[str, LayerCost]:
-        """The top-level parts by alias, in forward order, for the stage's parts that exist."""
+        """The parts of `dsocr.parts` by alias, in forward order (each decoder layer after the stack),
+        for the stage's parts that exist."""
         out: dict[str, LayerCost] = {}
-        parts = self.parts
-        for alias, path in PART_ALIASES.items():
-            if path in parts:
-                out[alias] = parts[path]
-            if alias == "decoder":
+        flat = self.parts
+        for part in P.PARTS:
+            if part.path in flat:
+                out[part.alias] = flat[part.path]
+            if part.path == P.DECODER_STACK:
                 i = 0
-                while f"model.layers.{i}" in parts:
-                    out[f"decoder.layer.{i}"] = parts[f"model.layers.{i}"]
+                while (layer := P.decoder_layer_path(i)) in flat:
+                    out[P.alias(layer)] = flat[layer]
                     i += 1
         return out
 
@@ -185,23 +187,3 @@ class StageCost:
             out["containers"] = sorted(self.containers)
         return out
 
-
-PART_ALIASES: dict[str, str] = {
-    "embedding": "model.embed_tokens",
-    "sam": "model.sam_model",
-    "clip": "model.vision_model",
-    "projector": "model.projector",
-    "decoder": "model.layers",
-    "norm": "model.norm",
-    "lm_head": "lm_head",
-}
-
-
-def resolve_alias(name: str) -> str:
-    if name in PART_ALIASES:
-        return PART_ALIASES[name]
-    if name.startswith("decoder.layer."):
-        return "model.layers." + name[len("decoder.layer."):]
-    if name in ("total", "all"):
-        return ""
-    return name

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
-
-_PARTS = ("sam", "clip", "projector", "embedding", "decoder", "lm_head")
+from llm_perf_opt.dsocr import parts as P
 
 
 def _g(value: int) -> str:
@@ -20,7 +19,7 @@ def render_costs_table(model: DeepseekOCRAnalyticModel) -> str:
         lines.append(f"{label:22s} {_g(t.flops)} {_g(t.flops_matmul)} {_g(t.weight_bytes)} {_g(t.io_bytes)} "
                      f"{_g(t.activation_bytes)}")
         summary = stage.summary()
-        for part in _PARTS:
+        for part in (p.alias for p in P.PARTS):
             if part in summary:
                 c = summary[part]
                 lines.append(f"  {part:20s} {_g(c.flops)} {_g(c.flops_matmul)} {_g(c.weight_bytes)} "

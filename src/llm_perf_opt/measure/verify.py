@@ -19,13 +19,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from llm_perf_opt.analytic.stage import PART_ALIASES, StageCost
+from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
 
 DEFAULT_RTOL = 1e-3
 VERIFICATION_SCHEMA = "verification"
 VERIFICATION_SCHEMA_VERSION = 1
-_ALIAS_OF = {path: alias for alias, path in PART_ALIASES.items()}
+
+
+def is_summary_path(path: str) -> bool:
+    """A part of `dsocr.parts` or one decoder layer: the rows a summary shows."""
+    return path in P.BY_PATH or P.decoder_layer_index(path) is not None
 
 
 def relative_error(analytic: int, measured: int) -> float:
@@ -189,8 +194,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
     roots = stage.roots
     in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
     if parts == "summary":
-        wanted = set(PART_ALIASES.values()) | {p for p in in_stage if p.count(".") <= 2 and p.startswith("model.layers.")}
-        in_stage = [p for p in in_stage if p in wanted]
+        in_stage = [p for p in in_stage if is_summary_path(p)]
     rows: list[VerificationRow] = []
 
     def row(part: str, a: int, m: int, fv: int | None) -> VerificationRow:
@@ -287,16 +291,14 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
     lines.append(header)
     lines.append("-" * len(header))
     shown = 0
-    summary_paths = set(PART_ALIASES.values())
     for check in v.checks:
         stage_name = check.stage + (f"@{check.label.split()[-1]}" if check.label else "")
         for r in check.rows:
-            if parts == "summary" and r.part and r.part not in summary_paths and r.ok:
-                if not (r.part.startswith("model.layers.") and r.part.count(".") == 2):
-                    continue
+            if parts == "summary" and r.part and not is_summary_path(r.part) and r.ok:
+                continue
             if shown >= max_rows:
                 break
-            name = _ALIAS_OF.get(r.part, r.part) if r.part else "(total)"
+            name = P.alias(r.part) if r.part else "(total)"
             line = (f"{stage_name:<8} {name[:44]:<44} {_fmt_flops(r.analytic):>14} {_fmt_flops(r.measured):>14} "
                     f"{_fmt_err(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
             if show_fv:

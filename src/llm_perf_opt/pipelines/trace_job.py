@@ -11,7 +11,6 @@ from omegaconf import DictConfig
 from PIL import Image
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
-from llm_perf_opt.analytic.stage import resolve_alias
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
@@ -219,7 +218,9 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     print(render_table(v))
     flops: dict[str, Any] = {}
     parts: dict[str, Any] = {}
-    part_paths = {resolve_alias(p): p for p in SUMMARY_PARTS}
+    from llm_perf_opt.dsocr import parts
+
+    part_paths = {parts.path(p): p for p in SUMMARY_PARTS}
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
