@@ -1,15 +1,8 @@
-"""Analytic costs: pure per-layer cost functions (`costs`), named cost trees and `StageCost` (`stage`),
-and the DeepSeek-OCR composition (`dsocr`). Needs only `ModelSpec` + `ViewLayout`; never runs torch."""
-from llm_perf_opt.analytic.costs import (
-    ELEMENTWISE_FLOPS,
-    LayerCost,
-    UnsupportedLayerError,
-    collect_costs,
-    cost_function,
-    layer_cost,
-    register_cost,
-    supported_kinds,
-)
+"""Analytic costs: pure per-op cost functions (`costs`), the cost registry keyed by module class
+(`registry`, with the DeepSeek-OCR classes in `dsocr_modules`), named cost trees and `StageCost`
+(`stage`), and the DeepSeek-OCR stage composition (`dsocr`). Needs only `ModelSpec` + `ViewLayout`;
+never runs torch."""
+from llm_perf_opt.analytic.costs import ELEMENTWISE_FLOPS, LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.dsocr import (
     STAGES,
     DeepseekOCRAnalyticModel,
@@ -20,6 +13,15 @@ from llm_perf_opt.analytic.dsocr import (
     dtype_bytes,
     vision_passes,
 )
+from llm_perf_opt.analytic.registry import (
+    collect_costs,
+    layer_cost,
+    module_cost,
+    register_children,
+    register_cost,
+    supported_modules,
+    unsupported,
+)
 from llm_perf_opt.analytic.stage import CostNode, StageCost
 
 COSTS_SCHEMA = "costs"
@@ -27,7 +29,7 @@ COSTS_SCHEMA_VERSION = 1
 
 __all__ = [
     "COSTS_SCHEMA", "COSTS_SCHEMA_VERSION", "CostNode", "DeepseekOCRAnalyticModel", "ELEMENTWISE_FLOPS",
-    "LayerCost", "STAGES", "StageCost", "UnsupportedLayerError", "VisionPass",
-    "analytic_costs", "collect_costs", "cost_function", "costs_dict", "default_seq_len", "dtype_bytes",
-    "layer_cost", "register_cost", "supported_kinds", "vision_passes",
+    "LayerCost", "STAGES", "StageCost", "UnsupportedLayerError", "VisionPass", "analytic_costs", "collect_costs",
+    "costs_dict", "default_seq_len", "dtype_bytes", "layer_cost", "module_cost", "register_children",
+    "register_cost", "supported_modules", "unsupported", "vision_passes",
 ]

@@ -1,7 +1,8 @@
 """`CostNode` trees named by module path, and `StageCost`: the cost of one stage, per part.
 
 A `CostNode` is the cost of one module call: the work it does itself (`own`, ops outside any child
-module) plus its children, each under its attribute name. Identical blocks share one node, so a
+module) plus its children, each under its attribute name, and the module class it models (`module`,
+the key it was costed under in `analytic.registry`). Identical blocks share one node, so a
 stage for a new shape is composed from a handful of nodes in well under a millisecond; the flat
 per-part table (`StageCost.parts`, keyed by the vendor's module paths such as
 `model.sam_model.blocks.2.attn`) is built only when asked for.
@@ -27,6 +28,7 @@ class CostNode:
     own: LayerCost = ZERO
     children: tuple[tuple[str, "CostNode"], ...] = ()
     container: bool = False
+    module: str = ""  # the nn.Module class name it models ("" for a synthetic node)
     total: LayerCost = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,26 +45,8 @@ class CostNode:
             yield from child.walk(path)
 
 
-def node_from_parts(parts: Mapping[str, LayerCost], container: bool = False,
-                    containers: frozenset[str] = frozenset()) -> CostNode:
-    """A node from a `*_parts` mapping ({"": own, "child": cost, "child.grandchild": cost, ...})."""
-    own = parts.get("", ZERO)
-    groups: dict[str, dict[str, LayerCost]] = {}
-    for key, cost in parts.items():
-        if not key:
-            continue
-        head, _, rest = key.partition(".")
-        groups.setdefault(head, {})
-        sub = groups[head]
-        sub[rest] = sub[rest] + cost if rest in sub else cost
-    children = tuple(
-        (head, node_from_parts(sub, head in containers)) for head, sub in groups.items()
-    )
-    return CostNode(own, children, container)
-
-
-def leaf(cost: LayerCost) -> CostNode:
-    return CostNode(cost)
+def leaf(cost: LayerCost, module: str = "") -> CostNode:
+    return CostNode(cost, module=module)
 
 
 def _unit(value: int, unit: int) -> float:
@@ -130,14 +114,16 @@ class StageCost:
 
     # ------------------------------------------------------------------ parts
     @cached_property
-    def _flat(self) -> tuple[dict[str, LayerCost], frozenset[str]]:
+    def _flat(self) -> tuple[dict[str, LayerCost], frozenset[str], dict[str, str]]:
         parts: dict[str, LayerCost] = {}
         containers: set[str] = set()
+        modules: dict[str, str] = {}
         for path, node in self.root.walk():
             parts[path] = parts[path] + node.total if path in parts else node.total
             if node.container:
                 containers.add(path)
-        return parts, frozenset(containers)
+            modules[path] = node.module
+        return parts, frozenset(containers), modules
 
     @property
     def parts(self) -> dict[str, LayerCost]:
@@ -148,6 +134,11 @@ class StageCost:
     def containers(self) -> frozenset[str]:
         """Paths that are not modules entered through `__call__` (sum of their children)."""
         return self._flat[1]
+
+    @property
+    def modules(self) -> dict[str, str]:
+        """Every module path of the stage -> the module class its cost models (`analytic.registry`)."""
+        return self._flat[2]
 
     def part(self, name: str) -> LayerCost:
         """A part by module path, or by alias (`dsocr.parts`: `sam`, `decoder`, `decoder.layer.<i>`, ...,

@@ -114,6 +114,7 @@ class MeasuredFlops:
     root: str = ""
     label: str = ""
     counted_ops: dict[str, int] = field(default_factory=dict)
+    module_classes: dict[str, int] = field(default_factory=dict)  # class name -> modules of the root module
 
     @property
     def matmul_like_without_formula(self) -> dict[str, int]:
@@ -184,6 +185,7 @@ def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = Non
         root=root,
         label=label,
         counted_ops={k: v for k, v in counter.op_calls.items() if k not in counter.no_formula},
+        module_classes=dict(Counter(type(m).__name__ for m in root_module.modules())) if root_module else {},
     )
     return measured, result
 

@@ -11,7 +11,9 @@ has a measured counterpart. Stage `vision` is measured inside the prefill forwar
 
 relative error = |analytic − measured| / measured (0 when both are 0, inf when only measured is 0);
 a row passes when it is ≤ rtol. The verification fails if any row fails, if a matmul-like op ran
-without a FLOP formula, or if the measurement has FLOPs in a module the analytic model does not name.
+without a FLOP formula, if the measurement has FLOPs in a module the analytic model does not name, or
+if the measured model has a module class the cost registry cannot cost (`unsupported_modules`: listed
+by name, never counted as zero).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
@@ -77,6 +80,7 @@ class StageCheck:
     matmul_like_without_formula: dict[str, int]
     unmatched_measured: dict[str, int]  # measured modules with FLOPs the analytic model does not name
     shapes: Mapping[str, Any] = field(default_factory=dict)
+    unsupported_modules: dict[str, int] = field(default_factory=dict)  # classes of the model without a formula
 
     @property
     def total_row(self) -> VerificationRow:
@@ -84,7 +88,8 @@ class StageCheck:
 
     @property
     def passed(self) -> bool:
-        return all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
+        return (all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
+                and not self.unsupported_modules)
 
 
 @dataclass
@@ -129,6 +134,8 @@ class Verification:
                     "matmul_like_without_formula": c.matmul_like_without_formula,
                     "unmatched_measured": c.unmatched_measured,
                     "rows": [r.to_dict() for r in c.rows],
+                    # written only when some class is missing, so a covered model's file is unchanged
+                    **({"unsupported_modules": c.unsupported_modules} if c.unsupported_modules else {}),
                 }
                 for c in self.checks
             ],
@@ -234,6 +241,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
         ops_without_formula=dict(measured.ops_without_formula),
         matmul_like_without_formula=measured.matmul_like_without_formula,
         unmatched_measured=unmatched, shapes=dict(stage.shapes),
+        unsupported_modules=registry.unsupported(measured.module_classes),
     )
 
 
@@ -311,6 +319,9 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
         if check.unmatched_measured:
             lines.append(f"{check.stage}: measured FLOPs in modules the analytic model does not name: "
                          f"{check.unmatched_measured}")
+        if check.unsupported_modules:
+            lines.append(f"{check.stage}: module classes WITHOUT an analytic cost formula (not counted): "
+                         f"{check.unsupported_modules}")
     if v.fvcore is not None:
         if v.fvcore.ok:
             lines.append(f"fvcore (2 x MACs): total {_fmt_flops(v.fvcore.total)}; unsupported ops (skipped): "
