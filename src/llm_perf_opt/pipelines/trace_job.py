@@ -218,9 +218,9 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     print(render_table(v))
     flops: dict[str, Any] = {}
     parts: dict[str, Any] = {}
-    from llm_perf_opt.dsocr import parts
+    from llm_perf_opt.dsocr.parts import path as part_path
 
-    part_paths = {parts.path(p): p for p in SUMMARY_PARTS}
+    part_paths = {part_path(p): p for p in SUMMARY_PARTS}
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
