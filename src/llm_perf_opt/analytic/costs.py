@@ -75,8 +75,35 @@ class UnsupportedLayerError(PipelineError, KeyError):
         return f"no analytic cost formula for {self.kind!r}{known}"
 
 
+class UnitViews:
+    """The unit views of a cost (tflops, io_tb, weights_gb, activations_gb), for any class that has
+    `flops`, `io_bytes`, `weight_bytes` and `activation_bytes` (a `LayerCost`, a `StageCost`)."""
+
+    __slots__ = ()
+    flops: int
+    io_bytes: int
+    weight_bytes: int
+    activation_bytes: int
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / TB
+
+    @property
+    def io_tb(self) -> float:
+        return self.io_bytes / TB
+
+    @property
+    def weights_gb(self) -> float:
+        return self.weight_bytes / GB
+
+    @property
+    def activations_gb(self) -> float:
+        return self.activation_bytes / GB
+
+
 @dataclass(frozen=True, slots=True)
-class LayerCost:
+class LayerCost(UnitViews):
     """Cost of one layer call (or a sum of them). Exact integers; unit views as properties."""
 
     flops_matmul: int = 0
@@ -117,22 +144,6 @@ class LayerCost:
     @property
     def io_bytes(self) -> int:
         return self.weight_bytes + self.input_bytes + self.output_bytes
-
-    @property
-    def io_tb(self) -> float:
-        return self.io_bytes / TB
-
-    @property
-    def weights_gb(self) -> float:
-        return self.weight_bytes / GB
-
-    @property
-    def activations_gb(self) -> float:
-        return self.activation_bytes / GB
-
-    @property
-    def tflops(self) -> float:
-        return self.flops / TB
 
     def to_dict(self) -> dict[str, int]:
         return {

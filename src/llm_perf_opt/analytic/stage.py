@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterator, Mapping
 
-from llm_perf_opt.analytic.costs import GB, TB, ZERO, LayerCost
+from llm_perf_opt.analytic.costs import ZERO, LayerCost, UnitViews
 from llm_perf_opt.dsocr import parts as P
 
 
@@ -49,12 +49,12 @@ def leaf(cost: LayerCost, module: str = "") -> CostNode:
     return CostNode(cost, module=module)
 
 
-def _unit(value: int, unit: int) -> float:
-    return value / unit
+def _of_total(name: str) -> property:
+    return property(lambda self: getattr(self.root.total, name), doc=f"`{name}` of the stage total")
 
 
 @dataclass(frozen=True, eq=False)
-class StageCost:
+class StageCost(UnitViews):
     """Cost of one stage (`vision`, `prefill` or `decode`), in total and per part.
 
     `roots` are the part paths whose sum is the stage ("" = the whole forward). Byte quantities
@@ -72,45 +72,12 @@ class StageCost:
     def total(self) -> LayerCost:
         return self.root.total
 
-    @property
-    def flops(self) -> int:
-        return self.root.total.flops
-
-    @property
-    def flops_matmul(self) -> int:
-        return self.root.total.flops_matmul
-
-    @property
-    def flops_other(self) -> int:
-        return self.root.total.flops_other
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.root.total.weight_bytes
-
-    @property
-    def io_bytes(self) -> int:
-        return self.root.total.io_bytes
-
-    @property
-    def activation_bytes(self) -> int:
-        return self.root.total.activation_bytes
-
-    @property
-    def io_tb(self) -> float:
-        return _unit(self.io_bytes, TB)
-
-    @property
-    def weights_gb(self) -> float:
-        return _unit(self.weight_bytes, GB)
-
-    @property
-    def activations_gb(self) -> float:
-        return _unit(self.activation_bytes, GB)
-
-    @property
-    def tflops(self) -> float:
-        return _unit(self.flops, TB)
+    flops = _of_total("flops")
+    flops_matmul = _of_total("flops_matmul")
+    flops_other = _of_total("flops_other")
+    weight_bytes = _of_total("weight_bytes")
+    io_bytes = _of_total("io_bytes")
+    activation_bytes = _of_total("activation_bytes")
 
     # ------------------------------------------------------------------ parts
     @cached_property

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from llm_perf_opt import units
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr import parts as P
@@ -275,23 +276,14 @@ def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlo
 
 
 # --------------------------------------------------------------------------------------------- render
-def _fmt_flops(x: int | None) -> str:
-    if x is None:
-        return "-"
-    for unit, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.4f}{unit}"
-    return str(x)
-
-
-def _fmt_err(e: float) -> str:
-    return "inf" if math.isinf(e) else f"{e:.2e}"
+def _flops(x: int | None) -> str:
+    return units.flops(x, digits=5)
 
 
 def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) -> str:
     """A short console table: per stage the total and the summary parts (or all), then failures."""
     lines = [f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
-             f"{len(v.failures)} failing, max rel. error {_fmt_err(v.max_rel_error)})"]
+             f"{len(v.failures)} failing, max rel. error {units.percent(v.max_rel_error)})"]
     header = f"{'stage':<8} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
     show_fv = v.fvcore is not None and v.fvcore.ok
     if show_fv:
@@ -307,10 +299,10 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
             if shown >= max_rows:
                 break
             name = P.alias(r.part) if r.part else "(total)"
-            line = (f"{stage_name:<8} {name[:44]:<44} {_fmt_flops(r.analytic):>14} {_fmt_flops(r.measured):>14} "
-                    f"{_fmt_err(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
+            line = (f"{stage_name:<8} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
+                    f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
             if show_fv:
-                line += f" {_fmt_flops(r.fvcore):>14}"
+                line += f" {_flops(r.fvcore):>14}"
             lines.append(line)
             shown += 1
     for check in v.checks:
@@ -324,16 +316,16 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
                          f"{check.unsupported_modules}")
     if v.fvcore is not None:
         if v.fvcore.ok:
-            lines.append(f"fvcore (2 x MACs): total {_fmt_flops(v.fvcore.total)}; unsupported ops (skipped): "
+            lines.append(f"fvcore (2 x MACs): total {_flops(v.fvcore.total)}; unsupported ops (skipped): "
                          f"{v.fvcore.unsupported_ops}")
             rec = v.fvcore_reconciliation
             if rec and rec.get("ok"):
-                lines.append(f"fvcore - torch = {rec['fvcore_minus_torch']:+,} FLOPs "
-                             f"({rec['rel']:+.3%} of torch), by op family:")
+                lines.append(f"fvcore - torch = {_flops(rec['fvcore_minus_torch'])} "
+                             f"({units.percent(rec['rel'])} of torch), by op family:")
                 for fam in rec["families"]:
                     if fam["torch"] or fam["fvcore"]:
-                        lines.append(f"  {fam['family']:<44} torch {fam['torch']:>20,}  fvcore {fam['fvcore']:>20,}  "
-                                     f"diff {fam['fvcore_minus_torch']:>+18,}")
+                        lines.append(f"  {fam['family']:<44} torch {_flops(fam['torch']):>14}  "
+                                     f"fvcore {_flops(fam['fvcore']):>14}  diff {_flops(fam['fvcore_minus_torch']):>14}")
         else:
             lines.append(f"fvcore failed: {v.fvcore.error}")
     return "\n".join(lines)
