@@ -75,31 +75,19 @@ class UnsupportedLayerError(PipelineError, KeyError):
         return f"no analytic cost formula for {self.kind!r}{known}"
 
 
+def _in_unit(name: str, unit: int) -> property:
+    return property(lambda self: getattr(self, name) / unit, doc=f"`{name}` / {unit:.0e}")
+
+
 class UnitViews:
     """The unit views of a cost (tflops, io_tb, weights_gb, activations_gb), for any class that has
     `flops`, `io_bytes`, `weight_bytes` and `activation_bytes` (a `LayerCost`, a `StageCost`)."""
 
     __slots__ = ()
-    flops: int
-    io_bytes: int
-    weight_bytes: int
-    activation_bytes: int
-
-    @property
-    def tflops(self) -> float:
-        return self.flops / TB
-
-    @property
-    def io_tb(self) -> float:
-        return self.io_bytes / TB
-
-    @property
-    def weights_gb(self) -> float:
-        return self.weight_bytes / GB
-
-    @property
-    def activations_gb(self) -> float:
-        return self.activation_bytes / GB
+    tflops = _in_unit("flops", TB)
+    io_tb = _in_unit("io_bytes", TB)
+    weights_gb = _in_unit("weight_bytes", GB)
+    activations_gb = _in_unit("activation_bytes", GB)
 
 
 @dataclass(frozen=True, slots=True)
