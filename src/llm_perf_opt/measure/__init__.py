@@ -1,15 +1,14 @@
 """Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion) and verification against `analytic`."""
 from llm_perf_opt.measure.dsocr import DsocrMeasurement, measure_dsocr
+from llm_perf_opt.measure.flop_counter_adapter import FlopCounterAPIError, extra_formulas, sdpa_flops
 from llm_perf_opt.measure.flops import (
     FvcoreFlops,
     MeasuredFlops,
     count_flops,
-    extra_formulas,
     fvcore_flops,
     is_matmul_like,
     measure_forward,
     reconcile_fvcore,
-    sdpa_flops,
 )
 from llm_perf_opt.measure.verify import (
     DEFAULT_RTOL,
@@ -26,7 +25,7 @@ from llm_perf_opt.measure.verify import (
 )
 
 __all__ = [
-    "DEFAULT_RTOL", "DsocrMeasurement", "FvcoreFlops", "MeasuredFlops", "StageCheck", "VERIFICATION_SCHEMA",
+    "DEFAULT_RTOL", "DsocrMeasurement", "FlopCounterAPIError", "FvcoreFlops", "MeasuredFlops", "StageCheck", "VERIFICATION_SCHEMA",
     "VERIFICATION_SCHEMA_VERSION", "Verification", "VerificationRow", "check_stage", "count_flops",
     "extra_formulas", "fvcore_flops", "is_matmul_like", "measure_dsocr", "measure_forward", "reconcile_fvcore", "relative_error", "render_table",
     "sdpa_flops", "verify", "verify_dsocr",
