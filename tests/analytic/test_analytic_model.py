@@ -9,8 +9,15 @@ import time
 
 import pytest
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, StageCost, costs_dict, default_seq_len, dtype_bytes
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.analytic import (
+    DeepseekOCRAnalyticModel,
+    StageCost,
+    costs_dict,
+    default_seq_len,
+    dtype_bytes,
+    load_costs,
+    write_costs,
+)
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
@@ -170,9 +177,8 @@ def test_costs_json_round_trip(tmp_path):
     assert set(data["stages"]) == {"vision", "prefill", "decode"}
     assert data["stages"]["prefill"]["total"]["flops_matmul"] == m.prefill().flops_matmul
     assert "model.layers.3.mlp.experts" in data["stages"]["decode"]["parts"]
-    path = write_artifact(tmp_path / "costs.json", "costs", 1, data)
-    _, back = read_artifact(path, "costs", [1], required=["stages", "layout"])
-    assert back["stages"]["vision"]["summary"]["sam"]["flops_matmul"] == m.vision().part("sam").flops_matmul
+    back = load_costs(write_costs(tmp_path / "costs.json", m))
+    assert back.stages["vision"].summary["sam"].flops_matmul == m.vision().part("sam").flops_matmul
 
 
 def test_stage_summary_aliases():

@@ -240,7 +240,7 @@ class DeepseekOCRAnalyticModel:
 
 
 def costs_dict(model: DeepseekOCRAnalyticModel, with_parts: bool = True) -> dict[str, Any]:
-    """JSON-able data for `costs.json` (write it with `artifacts.write_artifact(path, "costs", 1, ...)`)."""
+    """JSON-able data for `costs.json` (`costs_file.write_costs` writes it; `load_costs` reads it back)."""
     return {
         "model": model.spec.name,
         "layout": model.layout.as_dict(),

@@ -28,8 +28,6 @@ from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
 
 DEFAULT_RTOL = 1e-3
-VERIFICATION_SCHEMA = "verification"
-VERIFICATION_SCHEMA_VERSION = 1
 
 
 def is_summary_path(path: str) -> bool:
@@ -118,7 +116,7 @@ class Verification:
         return max((r.rel_error for r in self.rows), default=0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able data for `verification.json` (write with `artifacts.write_artifact`)."""
+        """JSON-able data for `verification.json` (`verification_file` writes and loads it)."""
         return {
             "rtol": self.rtol,
             "passed": self.passed,
