@@ -208,11 +208,20 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Measured FLOPs (prefill + the first decode step) against the analytic model -> verification.json."""
+    """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
+    against the analytic model -> verification.json."""
     progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
     with session.forward_context():
         meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
-    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol)
+    fv = None
+    if cfg.verify.fvcore:
+        from llm_perf_opt.measure import fvcore_flops
+
+        progress("counting the prefill again with fvcore (jit trace; a second opinion, reconciled by op family)")
+        with session.forward_context():
+            fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
+        progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
+    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
