@@ -48,7 +48,7 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
 STAGES = ("vision", "prefill", "decode")
-DEFAULT_PROMPT_TOKENS = 4  # "\nFree OCR." after the image tokens (shared/facts/deepseek_ocr.md)
+DEFAULT_PROMPT_TOKENS = 4  # "\nFree OCR." after the image tokens: 4 tokens of the vendor's tokenizer
 
 _DTYPE_BYTES = {
     "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
