@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import render_table, verify_dsocr
@@ -21,14 +21,7 @@ from llm_perf_opt.measure.dsocr import measure_dsocr
 
 pytestmark = pytest.mark.slow
 
-PRESETS = {
-    "tiny": VisionWorkload(base_size=512, image_size=512, crop_mode=False),
-    "small": VisionWorkload(base_size=640, image_size=640, crop_mode=False),
-    "base": VisionWorkload(base_size=1024, image_size=1024, crop_mode=False),
-    "large": VisionWorkload(base_size=1280, image_size=1280, crop_mode=False),
-    "gundam": VisionWorkload(base_size=1024, image_size=640, crop_mode=True),
-    "gundam_m": VisionWorkload(base_size=1280, image_size=1024, crop_mode=True, tile_size=1024),
-}
+PRESETS = parts.modes()  # every workload preset of conf/workload/
 PAGES = [(1700, 2200), (2200, 1700), (1000, 1000), (3000, 1000), (600, 500)]
 SPEC = ModelSpec.tiny()
 
