@@ -14,13 +14,10 @@ import time
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.dsocr import clear_caches
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 
-MODES = {
-    "tiny": VisionWorkload(512, 512, False), "small": VisionWorkload(640, 640, False),
-    "base": VisionWorkload(1024, 1024, False), "large": VisionWorkload(1280, 1280, False),
-    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
-}
+MODES = modes()  # conf/workload/*.yaml
 
 
 def evaluate(spec: ModelSpec, workload: VisionWorkload, width: int, height: int, parts: bool) -> int:

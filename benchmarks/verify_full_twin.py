@@ -17,17 +17,13 @@ import torch
 
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, fvcore_flops, render_table, verify_dsocr
+from llm_perf_opt.measure import fvcore_flops, render_table, verify_dsocr, write_verification
 from llm_perf_opt.measure.dsocr import measure_dsocr
 
-MODES = {
-    "tiny": VisionWorkload(512, 512, False), "small": VisionWorkload(640, 640, False),
-    "base": VisionWorkload(1024, 1024, False), "large": VisionWorkload(1280, 1280, False),
-    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
-}
+MODES = modes()  # conf/workload/*.yaml
 
 
 def main() -> None:
@@ -87,9 +83,7 @@ def main() -> None:
         print(f"fvcore total {fv.total:,} vs torch {measured.prefill.total:,}: "
               f"difference {fv.total - measured.prefill.total:,} ({(fv.total - measured.prefill.total) / measured.prefill.total:+.2%})")
     if args.json:
-        from llm_perf_opt.artifacts import write_artifact
-
-        write_artifact(args.json, VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict())
+        write_verification(args.json, v)
         print(f"wrote {args.json}")
     raise SystemExit(0 if v.passed else 1)
 

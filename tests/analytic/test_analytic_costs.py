@@ -1,4 +1,5 @@
-"""Each analytic cost function against torch's FlopCounterMode on a tiny real module of that kind.
+"""Each analytic cost formula (an op of `costs`, or a module class through the registry) against torch's
+FlopCounterMode on a tiny real module of that kind.
 
 Expected values are written as products of named dimensions (never by calling the code under test);
 every module here is a minimal implementation of the op sequence the vendor runs, written for the test.
@@ -14,8 +15,10 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from llm_perf_opt.analytic import costs as C
-from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError, collect_costs, layer_cost, supported_kinds
-from llm_perf_opt.measure.flops import extra_formulas
+from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
+from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
+from llm_perf_opt.dsocr.spec import DecoderSpec
+from llm_perf_opt.measure.flop_counter_adapter import extra_formulas
 
 torch.manual_seed(0)
 
@@ -30,20 +33,21 @@ def measured(fn) -> int:
 
 # --------------------------------------------------------------------------------------------- registry
 def test_registry_has_every_layer_kind_of_the_issue():
-    kinds = set(supported_kinds())
-    required = {"linear", "conv2d", "layer_norm", "rms_norm", "sam_attention", "clip_attention", "gated_mlp",
-                "moe", "embedding", "lm_head", "rope", "sdpa", "decoder_attention"}
-    assert required <= kinds
+    classes = set(supported_modules())
+    required = {"Linear", "Conv2d", "LayerNorm", "DeepseekV2RMSNorm", "Attention", "NoTPAttention", "DeepseekV2MLP",
+                "DeepseekV2MoE", "Embedding", "LlamaRotaryEmbedding", "LlamaAttention", "LlamaSdpaAttention"}
+    assert required <= classes
 
 
-def test_unknown_kind_is_reported_never_zero():
-    with pytest.raises(UnsupportedLayerError, match="flash_mla"):
-        layer_cost("flash_mla", tokens=3)
+def test_unknown_class_is_reported_never_zero():
+    with pytest.raises(UnsupportedLayerError, match="FlashMLA"):
+        layer_cost("FlashMLA", tokens=3)
     total, unsupported = collect_costs([
-        ("linear", dict(tokens=2, in_features=3, out_features=5)),
-        ("mamba_scan", dict(tokens=2)),
+        ("Linear", dict(tokens=2, in_features=3, out_features=5)),
+        ("MambaScan", dict(tokens=2)),
+        ("ModuleList", {}),  # counted by its children: no cost of its own to sum here
     ])
-    assert unsupported == ["mamba_scan"]
+    assert unsupported == ["MambaScan", "ModuleList"]
     assert total.flops_matmul == 2 * 2 * 3 * 5
     with pytest.raises(UnsupportedLayerError):
         C.elementwise(10, "swiglu_fused")
@@ -183,8 +187,9 @@ def test_rope_table_is_a_bmm():
         rot = torch.cat((-q[..., hd // 2:], q[..., : hd // 2]), -1)
         return q * cos + rot * sin
 
-    cost = C.rope(batch, tokens, heads, heads, hd)
-    assert cost.flops_matmul == 2 * batch * (hd // 2) * tokens == measured(rope)
+    table = layer_cost("LlamaRotaryEmbedding", batch, tokens, hd)
+    assert table.flops_matmul == 2 * batch * (hd // 2) * tokens == measured(rope)
+    assert C.rope_apply(batch, tokens, heads, heads, hd).flops_matmul == 0  # the rotation is elementwise
 
 
 class _SamAttention(nn.Module):
@@ -236,10 +241,10 @@ def test_sam_attention(batch, side, table_len):
         + 2 * batch * heads * n * n * hd * 2  # SDPA: Q·Kᵀ and P·V
         + 2 * batch * n * dim * dim  # proj
     )
-    cost = C.sam_attention(batch, side, side, dim, heads, table_len, table_len)
+    cost = layer_cost("Attention", batch, side, side, dim, heads, table_len, table_len)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
-    assert (cost.flops_other > C.sam_attention(batch, side, side, dim, heads, 2 * side - 1, 2 * side - 1).flops_other) \
-        == (table_len != 2 * side - 1)  # resizing the tables is elementwise work, not a matmul
+    unresized = layer_cost("Attention", batch, side, side, dim, heads, 2 * side - 1, 2 * side - 1)
+    assert (cost.flops_other > unresized.flops_other) == (table_len != 2 * side - 1)  # resizing is elementwise
 
 
 def test_clip_attention():
@@ -255,7 +260,7 @@ def test_clip_attention():
 
     expected = 2 * batch * tokens * dim * 3 * dim + 2 * batch * heads * tokens * tokens * (dim // heads) * 2 \
         + 2 * batch * tokens * dim * dim
-    assert C.clip_attention(batch, tokens, dim, heads).flops_matmul == expected == measured(attn)
+    assert layer_cost("NoTPAttention", batch, tokens, dim, heads).flops_matmul == expected == measured(attn)
 
 
 @pytest.mark.parametrize("q_len,past_len", [(6, 0), (1, 9)])
@@ -289,8 +294,10 @@ def test_decoder_attention_with_kv_cache(q_len, past_len):
         + 2 * (hd // 2) * q_len  # RoPE table bmm
         + 2 * heads * q_len * kv_len * hd * 2  # Q·Kᵀ and P·V over cached + new keys
     )
-    cost = C.decoder_attention(1, q_len, past_len, hidden, heads, kv_heads, hd, eager=True)
+    cost = layer_cost("LlamaAttention", 1, q_len, past_len, hidden, heads, kv_heads, hd)
     assert cost.flops_matmul == expected == measured(attn)
+    fused = layer_cost("LlamaSdpaAttention", 1, q_len, past_len, hidden, heads, kv_heads, hd)
+    assert fused.flops == cost.flops and fused.activation_bytes < cost.activation_bytes
     if past_len:  # the KV cache is read
         assert cost.input_bytes >= 2 * kv_heads * past_len * hd * 2
 
@@ -300,10 +307,10 @@ def test_gated_mlp_and_mlp():
     gate, up, down = nn.Linear(hidden, inter, False), nn.Linear(hidden, inter, False), nn.Linear(inter, hidden, False)
     x = torch.randn(tokens, hidden)
     expected = 3 * 2 * tokens * hidden * inter
-    assert C.gated_mlp(tokens, hidden, inter).flops_matmul == expected == measured(
+    assert layer_cost("DeepseekV2MLP", tokens, hidden, inter).flops_matmul == expected == measured(
         lambda: down(F.silu(gate(x)) * up(x)))
     fc1, fc2 = nn.Linear(hidden, inter), nn.Linear(inter, hidden)
-    assert C.mlp(tokens, hidden, inter, "gelu").flops_matmul == 2 * 2 * tokens * hidden * inter == measured(
+    assert layer_cost("MLPBlock", tokens, hidden, inter).flops_matmul == 2 * 2 * tokens * hidden * inter == measured(
         lambda: fc2(F.gelu(fc1(x))))
 
 
@@ -355,10 +362,14 @@ def test_moe_every_token_visits_top_k_experts(skew):
         + top_k * tokens * 3 * 2 * hidden * inter  # routed: each token through top_k gated MLPs
         + 3 * 2 * tokens * hidden * shared_inter  # shared experts
     )
-    cost = C.moe(tokens, hidden, inter, n_experts, top_k, shared_inter)
+    spec = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
+                       num_experts_per_tok=top_k, n_shared_experts=n_shared)
+    cost = layer_cost("DeepseekV2MoE", spec, tokens)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
     # routed weights: at most every expert once; a single token reads exactly top_k experts
-    assert C.moe(1, hidden, inter, n_experts, top_k, 0).weight_bytes == (
+    no_shared = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
+                            num_experts_per_tok=top_k, n_shared_experts=0)
+    assert layer_cost("DeepseekV2MoE", no_shared, 1).weight_bytes == (
         top_k * 3 * hidden * inter * 2 + hidden * n_experts * 4)
 
 
@@ -366,4 +377,5 @@ def test_lm_head():
     tokens, hidden, vocab = 4, 8, 30
     head = nn.Linear(hidden, vocab, bias=False)
     x = torch.randn(tokens, hidden)
-    assert C.lm_head(tokens, hidden, vocab).flops_matmul == 2 * tokens * hidden * vocab == measured(lambda: head(x))
+    lm_head = layer_cost("Linear", tokens, hidden, vocab, False)
+    assert lm_head.flops_matmul == 2 * tokens * hidden * vocab == measured(lambda: head(x))

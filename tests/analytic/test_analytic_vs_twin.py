@@ -12,25 +12,16 @@ import pytest
 import torch
 
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr import parts
+from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.measure import render_table, verify_dsocr
+from llm_perf_opt.measure.dsocr import measure_dsocr
 
 pytestmark = pytest.mark.slow
 
-twin_mod = pytest.importorskip("llm_perf_opt.dsocr.twin")
-inputs_mod = pytest.importorskip("llm_perf_opt.dsocr.inputs")
-
-from llm_perf_opt.measure import render_table, verify_dsocr  # noqa: E402
-from llm_perf_opt.measure.dsocr import measure_dsocr  # noqa: E402
-
-PRESETS = {
-    "tiny": VisionWorkload(base_size=512, image_size=512, crop_mode=False),
-    "small": VisionWorkload(base_size=640, image_size=640, crop_mode=False),
-    "base": VisionWorkload(base_size=1024, image_size=1024, crop_mode=False),
-    "large": VisionWorkload(base_size=1280, image_size=1280, crop_mode=False),
-    "gundam": VisionWorkload(base_size=1024, image_size=640, crop_mode=True),
-    "gundam_m": VisionWorkload(base_size=1280, image_size=1024, crop_mode=True, tile_size=1024),
-}
+PRESETS = parts.modes()  # every workload preset of conf/workload/
 PAGES = [(1700, 2200), (2200, 1700), (1000, 1000), (3000, 1000), (600, 500)]
 SPEC = ModelSpec.tiny()
 
@@ -38,7 +29,7 @@ SPEC = ModelSpec.tiny()
 @pytest.fixture(scope="module")
 def twin():
     torch.manual_seed(0)
-    return twin_mod.build_twin(SPEC, dtype=torch.float32, seed=0)
+    return build_twin(SPEC, dtype=torch.float32, seed=0)
 
 
 _MEASURED: dict[tuple, object] = {}
@@ -61,7 +52,7 @@ def _measured(twin, inputs, decode_steps=()):
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_prefill_and_vision_match_measured(twin, preset, page):
     workload = PRESETS[preset]
-    inputs = inputs_mod.build_inputs(SPEC, workload, *page)
+    inputs = build_inputs(SPEC, workload, *page)
     measured = _measured(twin, inputs)
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
     v = verify_dsocr(analytic, measured.prefill, rtol=1e-3)
@@ -75,7 +66,7 @@ def test_prefill_and_vision_match_measured(twin, preset, page):
 
 @pytest.mark.parametrize("preset,page", [("tiny", (1700, 2200)), ("gundam", (1000, 1000))])
 def test_decode_steps_match_measured(twin, preset, page):
-    inputs = inputs_mod.build_inputs(SPEC, PRESETS[preset], *page)
+    inputs = build_inputs(SPEC, PRESETS[preset], *page)
     measured = _measured(twin, inputs, decode_steps=(1, 5))
     contexts = sorted(measured.decode)
     assert contexts == [inputs.seq_len, inputs.seq_len + 4]

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from llm_perf_opt.measure.flops import count_flops, extra_formulas, fvcore_flops, is_matmul_like, measure_forward
+from llm_perf_opt.measure.flop_counter_adapter import extra_formulas
+from llm_perf_opt.measure.flops import count_flops, fvcore_flops, is_matmul_like, measure_forward
 
 
 class Attn(nn.Module):
@@ -114,7 +115,7 @@ def test_count_flops_requires_nothing_global():
 
 @pytest.mark.parametrize("gqa", [1, 2])
 def test_cpu_sdpa_formula_with_gqa_shapes(gqa):
-    from llm_perf_opt.measure.flops import sdpa_flops
+    from llm_perf_opt.measure.flop_counter_adapter import sdpa_flops
 
     assert sdpa_flops((2, 4, 3, 8), (2, 4 // gqa, 5, 8), (2, 4 // gqa, 5, 6)) == 2 * 2 * 4 * 3 * 5 * 8 + \
         2 * 2 * 4 * 3 * 5 * 6

@@ -4,15 +4,17 @@ from __future__ import annotations
 import json
 import math
 
+import torch
+
 from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.stage import CostNode, StageCost, leaf
 from llm_perf_opt.measure.flops import MeasuredFlops
 from llm_perf_opt.measure.verify import check_stage, relative_error, render_table, verify
 
 
-def _measured(by_module: dict[str, int], no_formula=None) -> MeasuredFlops:
+def _measured(by_module: dict[str, int], no_formula=None, classes=None) -> MeasuredFlops:
     return MeasuredFlops(total=by_module[""], by_module=by_module, by_module_op={}, by_op={}, op_calls={},
-                         ops_without_formula=no_formula or {}, extra_formulas=[])
+                         ops_without_formula=no_formula or {}, extra_formulas=[], module_classes=classes or {})
 
 
 def _stage(qkv=300, sdpa=50, experts=(40, 60)) -> StageCost:
@@ -75,3 +77,29 @@ def test_flops_in_unnamed_module_or_uncounted_matmul_fail():
     check = check_stage(_stage(), _measured(_good_measurement(), {"aten.mv": 2, "aten.add": 9}))
     assert check.matmul_like_without_formula == {"aten.mv": 2}
     assert all(r.ok for r in check.rows) and not check.passed
+
+
+def test_module_class_without_a_cost_formula_is_reported_and_fails():
+    from torch import nn
+
+    from llm_perf_opt.measure.flops import count_flops
+
+    class MambaMixer(nn.Module):  # a class the cost registry has never heard of
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    root = nn.Sequential(MambaMixer(), nn.Linear(4, 2))
+    measured, _ = count_flops(lambda: root(torch.randn(3, 4)), root)
+    assert measured.module_classes == {"Sequential": 1, "MambaMixer": 1, "Linear": 2}
+    check = check_stage(_stage(), _measured(_good_measurement(), classes=measured.module_classes))
+    assert check.unsupported_modules == {"MambaMixer": 1}
+    assert all(r.ok for r in check.rows) and not check.passed
+    v = verify([(_stage(), _measured(_good_measurement(), classes=measured.module_classes))])
+    assert v.to_dict()["stages"][0]["unsupported_modules"] == {"MambaMixer": 1}
+    assert "WITHOUT an analytic cost formula" in render_table(v)
+    covered = verify([(_stage(), _measured(_good_measurement(), classes={"Linear": 2, "ModuleList": 1}))])
+    assert covered.passed and "unsupported_modules" not in covered.to_dict()["stages"][0]

@@ -1,7 +1,8 @@
 """`CostNode` trees named by module path, and `StageCost`: the cost of one stage, per part.
 
 A `CostNode` is the cost of one module call: the work it does itself (`own`, ops outside any child
-module) plus its children, each under its attribute name. Identical blocks share one node, so a
+module) plus its children, each under its attribute name, and the module class it models (`module`,
+the key it was costed under in `analytic.registry`). Identical blocks share one node, so a
 stage for a new shape is composed from a handful of nodes in well under a millisecond; the flat
 per-part table (`StageCost.parts`, keyed by the vendor's module paths such as
 `model.sam_model.blocks.2.attn`) is built only when asked for.
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterator, Mapping
 
-from llm_perf_opt.analytic.costs import GB, TB, ZERO, LayerCost
+from llm_perf_opt.analytic.costs import ZERO, LayerCost, UnitViews
+from llm_perf_opt.dsocr import parts as P
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,6 +28,7 @@ class CostNode:
     own: LayerCost = ZERO
     children: tuple[tuple[str, "CostNode"], ...] = ()
     container: bool = False
+    module: str = ""  # the nn.Module class name it models ("" for a synthetic node)
     total: LayerCost = field(init=False)
 
     def __post_init__(self) -> None:
@@ -42,34 +45,16 @@ class CostNode:
             yield from child.walk(path)
 
 
-def node_from_parts(parts: Mapping[str, LayerCost], container: bool = False,
-                    containers: frozenset[str] = frozenset()) -> CostNode:
-    """A node from a `*_parts` mapping ({"": own, "child": cost, "child.grandchild": cost, ...})."""
-    own = parts.get("", ZERO)
-    groups: dict[str, dict[str, LayerCost]] = {}
-    for key, cost in parts.items():
-        if not key:
-            continue
-        head, _, rest = key.partition(".")
-        groups.setdefault(head, {})
-        sub = groups[head]
-        sub[rest] = sub[rest] + cost if rest in sub else cost
-    children = tuple(
-        (head, node_from_parts(sub, head in containers)) for head, sub in groups.items()
-    )
-    return CostNode(own, children, container)
+def leaf(cost: LayerCost, module: str = "") -> CostNode:
+    return CostNode(cost, module=module)
 
 
-def leaf(cost: LayerCost) -> CostNode:
-    return CostNode(cost)
-
-
-def _unit(value: int, unit: int) -> float:
-    return value / unit
+def _of_total(name: str) -> property:
+    return property(lambda self: getattr(self.root.total, name), doc=f"`{name}` of the stage total")
 
 
 @dataclass(frozen=True, eq=False)
-class StageCost:
+class StageCost(UnitViews):
     """Cost of one stage (`vision`, `prefill` or `decode`), in total and per part.
 
     `roots` are the part paths whose sum is the stage ("" = the whole forward). Byte quantities
@@ -87,56 +72,25 @@ class StageCost:
     def total(self) -> LayerCost:
         return self.root.total
 
-    @property
-    def flops(self) -> int:
-        return self.root.total.flops
-
-    @property
-    def flops_matmul(self) -> int:
-        return self.root.total.flops_matmul
-
-    @property
-    def flops_other(self) -> int:
-        return self.root.total.flops_other
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.root.total.weight_bytes
-
-    @property
-    def io_bytes(self) -> int:
-        return self.root.total.io_bytes
-
-    @property
-    def activation_bytes(self) -> int:
-        return self.root.total.activation_bytes
-
-    @property
-    def io_tb(self) -> float:
-        return _unit(self.io_bytes, TB)
-
-    @property
-    def weights_gb(self) -> float:
-        return _unit(self.weight_bytes, GB)
-
-    @property
-    def activations_gb(self) -> float:
-        return _unit(self.activation_bytes, GB)
-
-    @property
-    def tflops(self) -> float:
-        return _unit(self.flops, TB)
+    flops = _of_total("flops")
+    flops_matmul = _of_total("flops_matmul")
+    flops_other = _of_total("flops_other")
+    weight_bytes = _of_total("weight_bytes")
+    io_bytes = _of_total("io_bytes")
+    activation_bytes = _of_total("activation_bytes")
 
     # ------------------------------------------------------------------ parts
     @cached_property
-    def _flat(self) -> tuple[dict[str, LayerCost], frozenset[str]]:
+    def _flat(self) -> tuple[dict[str, LayerCost], frozenset[str], dict[str, str]]:
         parts: dict[str, LayerCost] = {}
         containers: set[str] = set()
+        modules: dict[str, str] = {}
         for path, node in self.root.walk():
             parts[path] = parts[path] + node.total if path in parts else node.total
             if node.container:
                 containers.add(path)
-        return parts, frozenset(containers)
+            modules[path] = node.module
+        return parts, frozenset(containers), modules
 
     @property
     def parts(self) -> dict[str, LayerCost]:
@@ -148,25 +102,31 @@ class StageCost:
         """Paths that are not modules entered through `__call__` (sum of their children)."""
         return self._flat[1]
 
+    @property
+    def modules(self) -> dict[str, str]:
+        """Every module path of the stage -> the module class its cost models (`analytic.registry`)."""
+        return self._flat[2]
+
     def part(self, name: str) -> LayerCost:
-        """A part by module path, or by alias (`sam`, `clip`, `projector`, `decoder`, `embedding`,
-        `lm_head`, `decoder.layer.<i>`); a path the stage does not run costs nothing."""
-        path = resolve_alias(name)
+        """A part by module path, or by alias (`dsocr.parts`: `sam`, `decoder`, `decoder.layer.<i>`, ...,
+        `total`); a path the stage does not run costs nothing."""
+        path = P.path(name)
         if path == "":
             return self.total
         return self.parts.get(path, ZERO)
 
     def summary(self) -> dict[str, LayerCost]:
-        """The top-level parts by alias, in forward order, for the stage's parts that exist."""
+        """The parts of `dsocr.parts` by alias, in forward order (each decoder layer after the stack),
+        for the stage's parts that exist."""
         out: dict[str, LayerCost] = {}
-        parts = self.parts
-        for alias, path in PART_ALIASES.items():
-            if path in parts:
-                out[alias] = parts[path]
-            if alias == "decoder":
+        flat = self.parts
+        for part in P.PARTS:
+            if part.path in flat:
+                out[part.alias] = flat[part.path]
+            if part.path == P.DECODER_STACK:
                 i = 0
-                while f"model.layers.{i}" in parts:
-                    out[f"decoder.layer.{i}"] = parts[f"model.layers.{i}"]
+                while (layer := P.decoder_layer_path(i)) in flat:
+                    out[P.alias(layer)] = flat[layer]
                     i += 1
         return out
 
@@ -185,23 +145,3 @@ class StageCost:
             out["containers"] = sorted(self.containers)
         return out
 
-
-PART_ALIASES: dict[str, str] = {
-    "embedding": "model.embed_tokens",
-    "sam": "model.sam_model",
-    "clip": "model.vision_model",
-    "projector": "model.projector",
-    "decoder": "model.layers",
-    "norm": "model.norm",
-    "lm_head": "lm_head",
-}
-
-
-def resolve_alias(name: str) -> str:
-    if name in PART_ALIASES:
-        return PART_ALIASES[name]
-    if name.startswith("decoder.layer."):
-        return "model.layers." + name[len("decoder.layer."):]
-    if name in ("total", "all"):
-        return ""
-    return name

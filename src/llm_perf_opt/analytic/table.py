@@ -1,28 +1,28 @@
-"""A short console table of the analytic costs: one row per stage and top-level part."""
+"""A short console table of the analytic costs: one row per stage and part (`dsocr.parts`)."""
 from __future__ import annotations
 
+from llm_perf_opt import units
+from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr import parts as P
 
-_PARTS = ("sam", "clip", "projector", "embedding", "decoder", "lm_head")
+_COLUMNS = ("FLOP", "matmul FLOP", "weights", "I/O", "activations")
 
 
-def _g(value: int) -> str:
-    return f"{value / 1e9:12,.2f}"
+def _row(label: str, c: LayerCost) -> str:
+    cells = (units.flops(c.flops), units.flops(c.flops_matmul), units.nbytes(c.weight_bytes),
+             units.nbytes(c.io_bytes), units.nbytes(c.activation_bytes))
+    return f"{label:22s} " + " ".join(f"{cell:>12s}" for cell in cells)
 
 
 def render_costs_table(model: DeepseekOCRAnalyticModel) -> str:
-    """GFLOPs (matmul + other), weight, I/O and activation bytes in GB, per stage and part."""
-    header = f"{'stage / part':22s} {'GFLOP':>12s} {'matmul':>12s} {'weights GB':>12s} {'I/O GB':>12s} {'activ. GB':>12s}"
+    """FLOPs (all, matmul), weight, I/O and activation bytes per stage and part."""
+    header = f"{'stage / part':22s} " + " ".join(f"{name:>12s}" for name in _COLUMNS)
     lines = [header, "-" * len(header)]
     for name, stage in model.stages().items():
-        t = stage.total
-        label = f"{name} (ctx {model.context_len})" if name == "decode" else name
-        lines.append(f"{label:22s} {_g(t.flops)} {_g(t.flops_matmul)} {_g(t.weight_bytes)} {_g(t.io_bytes)} "
-                     f"{_g(t.activation_bytes)}")
+        lines.append(_row(f"{name} (ctx {model.context_len})" if name == "decode" else name, stage.total))
         summary = stage.summary()
-        for part in _PARTS:
-            if part in summary:
-                c = summary[part]
-                lines.append(f"  {part:20s} {_g(c.flops)} {_g(c.flops_matmul)} {_g(c.weight_bytes)} "
-                             f"{_g(c.io_bytes)} {_g(c.activation_bytes)}")
+        for part in P.PARTS:
+            if part.alias in summary:
+                lines.append(_row(f"  {part.alias}", summary[part.alias]))
     return "\n".join(lines)

@@ -138,6 +138,7 @@ class TraceConfig:
 @dataclass
 class VerifyConfig:
     rtol: float = 0.001  # analytic vs measured FLOPs, per stage and part (0.1%)
+    fvcore: bool = False  # also count the prefill with fvcore (a second, jit-traced forward), reconciled
 
     def __post_init__(self) -> None:
         if not 0 <= self.rtol < 1:

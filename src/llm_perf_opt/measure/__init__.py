@@ -1,20 +1,26 @@
-"""Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion) and verification against `analytic`."""
+"""Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion), verification against `analytic`,
+and its artifact, verification.json (`verification_file`)."""
 from llm_perf_opt.measure.dsocr import DsocrMeasurement, measure_dsocr
+from llm_perf_opt.measure.flop_counter_adapter import FlopCounterAPIError, extra_formulas, sdpa_flops
 from llm_perf_opt.measure.flops import (
     FvcoreFlops,
     MeasuredFlops,
     count_flops,
-    extra_formulas,
     fvcore_flops,
     is_matmul_like,
     measure_forward,
     reconcile_fvcore,
-    sdpa_flops,
+)
+from llm_perf_opt.measure.verification_file import (
+    VERIFICATION_FILE,
+    VERIFICATION_READS,
+    VERIFICATION_SCHEMA,
+    VERIFICATION_SCHEMA_VERSION,
+    load_verification,
+    write_verification,
 )
 from llm_perf_opt.measure.verify import (
     DEFAULT_RTOL,
-    VERIFICATION_SCHEMA,
-    VERIFICATION_SCHEMA_VERSION,
     StageCheck,
     Verification,
     VerificationRow,
@@ -26,8 +32,9 @@ from llm_perf_opt.measure.verify import (
 )
 
 __all__ = [
-    "DEFAULT_RTOL", "DsocrMeasurement", "FvcoreFlops", "MeasuredFlops", "StageCheck", "VERIFICATION_SCHEMA",
-    "VERIFICATION_SCHEMA_VERSION", "Verification", "VerificationRow", "check_stage", "count_flops",
-    "extra_formulas", "fvcore_flops", "is_matmul_like", "measure_dsocr", "measure_forward", "reconcile_fvcore", "relative_error", "render_table",
-    "sdpa_flops", "verify", "verify_dsocr",
+    "DEFAULT_RTOL", "DsocrMeasurement", "FlopCounterAPIError", "FvcoreFlops", "MeasuredFlops", "StageCheck",
+    "VERIFICATION_FILE", "VERIFICATION_READS", "VERIFICATION_SCHEMA", "VERIFICATION_SCHEMA_VERSION",
+    "Verification", "VerificationRow", "check_stage", "count_flops", "extra_formulas", "fvcore_flops",
+    "is_matmul_like", "load_verification", "measure_dsocr", "measure_forward", "reconcile_fvcore",
+    "relative_error", "render_table", "sdpa_flops", "verify", "verify_dsocr", "write_verification",
 ]

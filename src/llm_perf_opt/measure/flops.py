@@ -7,10 +7,11 @@ which we strip, so keys read `model.sam_model.blocks.0.attn`). Two gaps are clos
 
 * CPU attention: `aten._scaled_dot_product_flash_attention_for_cpu` (what `F.scaled_dot_product_attention`
   runs on CPU, with or without a mask) has no formula in torch and would count zero. We add one per
-  counter instance (`custom_mapping`, no global registration): 2·B·H·Lq·Lk·E (Q·Kᵀ) + 2·B·H·Lq·Lk·Ev
-  (P·V), the formula torch uses for its CUDA SDPA kernels; likewise for the other backend SDPA ops
-  this torch build has and has no formula for.
-* Every leaf aten op that runs without a formula is recorded with its call count
+  counter instance (`custom_mapping`, no global registration): torch's own `sdpa_flop_count`,
+  2·B·H·Lq·Lk·E (Q·Kᵀ) + 2·B·H·Lq·Lk·Ev (P·V), the formula of its CUDA SDPA kernels; likewise for the
+  other backend SDPA ops this torch build has and has no formula for.
+* Every leaf aten op that runs without a formula is recorded with its call count (through the private
+  hook of `FlopCounterMode`, kept in `flop_counter_adapter` behind a version gate)
   (`MeasuredFlops.ops_without_formula`); the matmul-like ones among them
   (`matmul_like_without_formula`) would be FLOPs silently lost, so verification fails on them.
   Elementwise, norm, softmax, copy and indexing ops are expected there.
@@ -25,13 +26,13 @@ from __future__ import annotations
 import re
 import traceback
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-aten = torch.ops.aten
+from llm_perf_opt.measure.flop_counter_adapter import RecordingFlopCounter, check_flop_counter, extra_formulas
 
 # Matmul-like aten ops: if one of these runs without a formula, FLOPs are being lost.
 _MATMUL_LIKE = re.compile(
@@ -44,60 +45,6 @@ _MATMUL_LIKE = re.compile(
 def is_matmul_like(op_name: str) -> bool:
     """True for aten op names whose work is matrix multiplication or convolution."""
     return bool(_MATMUL_LIKE.search(op_name))
-
-
-def sdpa_flops(query_shape, key_shape, value_shape) -> int:
-    """2·B·H·Lq·Lk·E + 2·B·H·Lq·Lk·Ev for (B, H, L, E) query/key/value shapes (GQA: K/V heads broadcast)."""
-    b, h, lq, e = query_shape[0], query_shape[-3], query_shape[-2], query_shape[-1]
-    lk, ev = key_shape[-2], value_shape[-1]
-    return 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev
-
-
-def _sdpa_formula(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
-    return sdpa_flops(query_shape, key_shape, value_shape)
-
-
-# Backend SDPA ops this module adds a formula for, when the torch build has them and torch has none.
-EXTRA_SDPA_OPS = (
-    "_scaled_dot_product_flash_attention_for_cpu",
-    "_scaled_dot_product_fused_attention_overrideable",
-    "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_cudnn_attention",
-)
-
-
-def extra_formulas() -> dict[Any, Callable[..., int]]:
-    """{op packet: formula} for the SDPA backend ops torch's registry lacks in this build."""
-    from torch.utils.flop_counter import flop_registry
-
-    out: dict[Any, Callable[..., int]] = {}
-    for name in EXTRA_SDPA_OPS:
-        packet = getattr(aten, name, None)
-        if packet is not None and packet not in flop_registry:
-            out[packet] = _sdpa_formula
-    return out
-
-
-class _RecordingFlopCounter(FlopCounterMode):
-    """FlopCounterMode that also records every executed (non-decomposed) op and those without formula."""
-
-    def __init__(self, custom_mapping: Mapping[Any, Callable[..., int]]) -> None:
-        super().__init__(display=False, custom_mapping=dict(custom_mapping))
-        self.op_calls: Counter[str] = Counter()
-        self.no_formula: Counter[str] = Counter()
-        self.no_formula_modules: dict[str, Counter[str]] = {}
-
-    def _count_flops(self, func_packet, out, args, kwargs):  # called once per executed leaf op
-        name = str(func_packet)
-        self.op_calls[name] += 1
-        if func_packet not in self.flop_registry:
-            self.no_formula[name] += 1
-        return super()._count_flops(func_packet, out, args, kwargs)
-
-
-if not hasattr(FlopCounterMode, "_count_flops"):  # pragma: no cover - older torch
-    raise ImportError("this torch's FlopCounterMode has no _count_flops hook; op recording needs torch >= 2.4")
 
 
 @dataclass
@@ -114,6 +61,7 @@ class MeasuredFlops:
     root: str = ""
     label: str = ""
     counted_ops: dict[str, int] = field(default_factory=dict)
+    module_classes: dict[str, int] = field(default_factory=dict)  # class name -> modules of the root module
 
     @property
     def matmul_like_without_formula(self) -> dict[str, int]:
@@ -155,9 +103,10 @@ def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = Non
     Module paths are relative to `root_module` (the module `fn` calls first); without it, to the
     first module the tracker names.
     """
+    check_flop_counter()
     formulas = extra_formulas()
-    counter = _RecordingFlopCounter(formulas)
-    ctx = torch.no_grad() if no_grad else _Null()
+    counter = RecordingFlopCounter(formulas)
+    ctx = torch.no_grad() if no_grad else nullcontext()
     with ctx, counter:
         result = fn()
     raw = counter.get_flop_counts()
@@ -184,6 +133,7 @@ def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = Non
         root=root,
         label=label,
         counted_ops={k: v for k, v in counter.op_calls.items() if k not in counter.no_formula},
+        module_classes=dict(Counter(type(m).__name__ for m in root_module.modules())) if root_module else {},
     )
     return measured, result
 
@@ -200,14 +150,6 @@ def measure_forward(model: torch.nn.Module, kwargs: Mapping[str, Any], label: st
         return model(**kwargs)
 
     return count_flops(run, model, label)
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _guess_root(raw: Mapping[str, Any]) -> str:

@@ -11,7 +11,9 @@ has a measured counterpart. Stage `vision` is measured inside the prefill forwar
 
 relative error = |analytic − measured| / measured (0 when both are 0, inf when only measured is 0);
 a row passes when it is ≤ rtol. The verification fails if any row fails, if a matmul-like op ran
-without a FLOP formula, or if the measurement has FLOPs in a module the analytic model does not name.
+without a FLOP formula, if the measurement has FLOPs in a module the analytic model does not name, or
+if the measured model has a module class the cost registry cannot cost (`unsupported_modules`: listed
+by name, never counted as zero).
 """
 from __future__ import annotations
 
@@ -19,13 +21,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from llm_perf_opt.analytic.stage import PART_ALIASES, StageCost
+from llm_perf_opt import units
+from llm_perf_opt.analytic import registry
+from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
 
 DEFAULT_RTOL = 1e-3
-VERIFICATION_SCHEMA = "verification"
-VERIFICATION_SCHEMA_VERSION = 1
-_ALIAS_OF = {path: alias for alias, path in PART_ALIASES.items()}
+
+
+def is_summary_path(path: str) -> bool:
+    """A part of `dsocr.parts` or one decoder layer: the rows a summary shows."""
+    return path in P.BY_PATH or P.decoder_layer_index(path) is not None
 
 
 def relative_error(analytic: int, measured: int) -> float:
@@ -72,6 +79,7 @@ class StageCheck:
     matmul_like_without_formula: dict[str, int]
     unmatched_measured: dict[str, int]  # measured modules with FLOPs the analytic model does not name
     shapes: Mapping[str, Any] = field(default_factory=dict)
+    unsupported_modules: dict[str, int] = field(default_factory=dict)  # classes of the model without a formula
 
     @property
     def total_row(self) -> VerificationRow:
@@ -79,7 +87,8 @@ class StageCheck:
 
     @property
     def passed(self) -> bool:
-        return all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
+        return (all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
+                and not self.unsupported_modules)
 
 
 @dataclass
@@ -107,7 +116,7 @@ class Verification:
         return max((r.rel_error for r in self.rows), default=0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able data for `verification.json` (write with `artifacts.write_artifact`)."""
+        """JSON-able data for `verification.json` (`verification_file` writes and loads it)."""
         return {
             "rtol": self.rtol,
             "passed": self.passed,
@@ -124,6 +133,8 @@ class Verification:
                     "matmul_like_without_formula": c.matmul_like_without_formula,
                     "unmatched_measured": c.unmatched_measured,
                     "rows": [r.to_dict() for r in c.rows],
+                    # written only when some class is missing, so a covered model's file is unchanged
+                    **({"unsupported_modules": c.unsupported_modules} if c.unsupported_modules else {}),
                 }
                 for c in self.checks
             ],
@@ -189,8 +200,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
     roots = stage.roots
     in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
     if parts == "summary":
-        wanted = set(PART_ALIASES.values()) | {p for p in in_stage if p.count(".") <= 2 and p.startswith("model.layers.")}
-        in_stage = [p for p in in_stage if p in wanted]
+        in_stage = [p for p in in_stage if is_summary_path(p)]
     rows: list[VerificationRow] = []
 
     def row(part: str, a: int, m: int, fv: int | None) -> VerificationRow:
@@ -230,6 +240,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
         ops_without_formula=dict(measured.ops_without_formula),
         matmul_like_without_formula=measured.matmul_like_without_formula,
         unmatched_measured=unmatched, shapes=dict(stage.shapes),
+        unsupported_modules=registry.unsupported(measured.module_classes),
     )
 
 
@@ -263,23 +274,14 @@ def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlo
 
 
 # --------------------------------------------------------------------------------------------- render
-def _fmt_flops(x: int | None) -> str:
-    if x is None:
-        return "-"
-    for unit, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.4f}{unit}"
-    return str(x)
-
-
-def _fmt_err(e: float) -> str:
-    return "inf" if math.isinf(e) else f"{e:.2e}"
+def _flops(x: int | None) -> str:
+    return units.flops(x, digits=5)
 
 
 def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) -> str:
     """A short console table: per stage the total and the summary parts (or all), then failures."""
     lines = [f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
-             f"{len(v.failures)} failing, max rel. error {_fmt_err(v.max_rel_error)})"]
+             f"{len(v.failures)} failing, max rel. error {units.percent(v.max_rel_error)})"]
     header = f"{'stage':<8} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
     show_fv = v.fvcore is not None and v.fvcore.ok
     if show_fv:
@@ -287,20 +289,18 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
     lines.append(header)
     lines.append("-" * len(header))
     shown = 0
-    summary_paths = set(PART_ALIASES.values())
     for check in v.checks:
         stage_name = check.stage + (f"@{check.label.split()[-1]}" if check.label else "")
         for r in check.rows:
-            if parts == "summary" and r.part and r.part not in summary_paths and r.ok:
-                if not (r.part.startswith("model.layers.") and r.part.count(".") == 2):
-                    continue
+            if parts == "summary" and r.part and not is_summary_path(r.part) and r.ok:
+                continue
             if shown >= max_rows:
                 break
-            name = _ALIAS_OF.get(r.part, r.part) if r.part else "(total)"
-            line = (f"{stage_name:<8} {name[:44]:<44} {_fmt_flops(r.analytic):>14} {_fmt_flops(r.measured):>14} "
-                    f"{_fmt_err(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
+            name = P.alias(r.part) if r.part else "(total)"
+            line = (f"{stage_name:<8} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
+                    f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
             if show_fv:
-                line += f" {_fmt_flops(r.fvcore):>14}"
+                line += f" {_flops(r.fvcore):>14}"
             lines.append(line)
             shown += 1
     for check in v.checks:
@@ -309,18 +309,21 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
         if check.unmatched_measured:
             lines.append(f"{check.stage}: measured FLOPs in modules the analytic model does not name: "
                          f"{check.unmatched_measured}")
+        if check.unsupported_modules:
+            lines.append(f"{check.stage}: module classes WITHOUT an analytic cost formula (not counted): "
+                         f"{check.unsupported_modules}")
     if v.fvcore is not None:
         if v.fvcore.ok:
-            lines.append(f"fvcore (2 x MACs): total {_fmt_flops(v.fvcore.total)}; unsupported ops (skipped): "
+            lines.append(f"fvcore (2 x MACs): total {_flops(v.fvcore.total)}; unsupported ops (skipped): "
                          f"{v.fvcore.unsupported_ops}")
             rec = v.fvcore_reconciliation
             if rec and rec.get("ok"):
-                lines.append(f"fvcore - torch = {rec['fvcore_minus_torch']:+,} FLOPs "
-                             f"({rec['rel']:+.3%} of torch), by op family:")
+                lines.append(f"fvcore - torch = {_flops(rec['fvcore_minus_torch'])} "
+                             f"({units.percent(rec['rel'])} of torch), by op family:")
                 for fam in rec["families"]:
                     if fam["torch"] or fam["fvcore"]:
-                        lines.append(f"  {fam['family']:<44} torch {fam['torch']:>20,}  fvcore {fam['fvcore']:>20,}  "
-                                     f"diff {fam['fvcore_minus_torch']:>+18,}")
+                        lines.append(f"  {fam['family']:<44} torch {_flops(fam['torch']):>14}  "
+                                     f"fvcore {_flops(fam['fvcore']):>14}  diff {_flops(fam['fvcore_minus_torch']):>14}")
         else:
             lines.append(f"fvcore failed: {v.fvcore.error}")
     return "\n".join(lines)

@@ -11,7 +11,6 @@ from omegaconf import DictConfig
 from PIL import Image
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
-from llm_perf_opt.analytic.stage import resolve_alias
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
@@ -209,17 +208,28 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Measured FLOPs (prefill + the first decode step) against the analytic model -> verification.json."""
+    """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
+    against the analytic model -> verification.json."""
     progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
     with session.forward_context():
         meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
-    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol)
+    fv = None
+    if cfg.verify.fvcore:
+        from llm_perf_opt.measure import fvcore_flops
+
+        progress("counting the prefill again with fvcore (jit trace; a second opinion, reconciled by op family)")
+        with session.forward_context():
+            fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
+        progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
+    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
     flops: dict[str, Any] = {}
     parts: dict[str, Any] = {}
-    part_paths = {resolve_alias(p): p for p in SUMMARY_PARTS}
+    from llm_perf_opt.dsocr.parts import path as part_path
+
+    part_paths = {part_path(p): p for p in SUMMARY_PARTS}
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":

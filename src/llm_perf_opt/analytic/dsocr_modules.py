@@ -1,0 +1,404 @@
+"""Cost formulas of the DeepSeek-OCR module classes, registered in `analytic.registry` by the vendor's
+class names (the twin uses the same ones). Each formula is one call of the class with its shapes:
+the ops it runs itself, from `analytic.costs`, plus its children, costed through the registry.
+
+Shapes follow the vendor's forward (deepencoder.py, modeling_deepseekocr.py, modeling_deepseekv2.py
+and transformers 4.46's LlamaAttention); `analytic.dsocr` explains the stage composition. The
+derivation of each formula is its registered one-liner; the byte conventions are `analytic.costs`'.
+"""
+from __future__ import annotations
+
+import math
+
+from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic.costs import ZERO, LayerCost
+from llm_perf_opt.analytic.registry import (
+    Children,
+    called_through_forward,
+    children_node,
+    layer_cost,
+    module_cost,
+    register_children,
+    register_cost,
+)
+from llm_perf_opt.dsocr.spec import ClipSpec, DecoderSpec, ModelSpec, SamSpec
+
+# The vision passes of one forward: ((name, batch, side), ...) as `analytic.dsocr.vision_passes` gives them.
+Passes = tuple[tuple[str, int, int], ...]
+
+
+def _residuals(numel: int, b: int) -> LayerCost:
+    return C.elementwise(numel, "add", 2, b).times(2)  # two residual adds
+
+
+# ---------------------------------------------------------------------------------------- SAM ViT-B
+register_cost("LayerNorm2d", "SAM's channel LayerNorm written out in elementwise ops: no matmul")(C.layer_norm2d)
+register_children("PatchEmbed", "its proj Conv2d, then a permute (a view)")
+
+
+@register_cost("Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj")
+def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_len: int, rel_pos_w_len: int,
+                  dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """SAM `Attention` on (batch, h, w, dim).
+
+    For windowed blocks the caller passes batch = B·windows and h = w = window (windows are cut from
+    the grid padded to a multiple of the window); for global blocks the full grid. The rel-pos tables
+    are resized (linear interpolation, not a matmul) when their length is not 2·max(h, w) - 1.
+    """
+    hd = dim // heads
+    n = h * w
+    bh = batch * heads
+    b = dtype_bytes
+    own = ZERO
+    for length, size in ((rel_pos_h_len, h), (rel_pos_w_len, w)):
+        if length != 2 * size - 1:
+            own = own + C.interpolate(hd, (length,), (2 * size - 1,), "linear")
+    own = own + LayerCost(
+        # einsum bhwc,hkc->bhwk (rel_h: B·heads·h·w·h outputs) and bhwc,wkc->bhwk (rel_w: ...·w outputs),
+        # both lowered to bmm with hd MACs per output
+        flops_matmul=2 * bh * h * w * h * hd + 2 * bh * h * w * w * hd,
+        flops_other=bh * n * n,  # attn_bias = rel_h + rel_w broadcast to (B·heads, n, n)
+        weight_bytes=(rel_pos_h_len + rel_pos_w_len) * hd * b,  # the two learned tables
+        input_bytes=bh * n * hd * b,  # q
+        output_bytes=bh * n * n * b,  # the attention bias
+        activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias
+    )
+    own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
+    return own, (
+        ("qkv", module_cost("Linear", batch * n, dim, 3 * dim, True, b)),
+        ("proj", module_cost("Linear", batch * n, dim, dim, True, b)),
+    )
+
+
+@register_cost("MLPBlock", "SAM MLP lin2(GELU(lin1(x))): two linears and a GELU module")
+def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    return ZERO, (
+        ("lin1", module_cost("Linear", tokens, dim, hidden, True, b)),
+        ("act", module_cost("GELU", tokens * hidden, b)),
+        ("lin2", module_cost("Linear", tokens, hidden, dim, True, b)),
+    )
+
+
+@register_cost("Block", "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
+                        "residual, norm2, MLP on the unpadded grid, residual")
+def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """One SAM `Block` on (batch, grid, grid, width); `window` 0 for a global block."""
+    b = dtype_bytes
+    width, tokens = sam.width, batch * grid * grid
+    own = ZERO
+    if window:
+        padded = math.ceil(grid / window) * window  # window_partition pads H and W up to a multiple
+        windows = (padded // window) ** 2
+        attn = module_cost("Attention", batch * windows, window, window, width, sam.heads,
+                           2 * window - 1, 2 * window - 1, b)
+        pad_elems = batch * padded * padded * width
+        # partition permute().contiguous() and unpartition copy; with padding also F.pad and the crop copy
+        copies = 2 * pad_elems + (pad_elems + tokens * width if padded != grid else 0)
+        own = own + LayerCost(activation_bytes=copies * b)
+    else:
+        attn = module_cost("Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1,
+                           2 * sam.pos_grid - 1, b)
+    own = own + _residuals(tokens * width, b)
+    return own, (
+        ("norm1", module_cost("LayerNorm", tokens, width, b)),
+        ("attn", attn),
+        ("norm2", module_cost("LayerNorm", tokens, width, b)),
+        ("mlp", module_cost("MLPBlock", tokens, width, sam.mlp_dim, b)),
+    )
+
+
+def sam_grids(sam: SamSpec, side: int) -> tuple[int, int, int]:
+    """(patch grid, net_2 grid, net_3 grid = the output grid) for images of `side` pixels."""
+    grid = C.conv_out(side, sam.patch_size, sam.patch_size, 0)
+    g2 = C.conv_out(grid, 3, 2, 1)
+    return grid, g2, C.conv_out(g2, 3, 2, 1)
+
+
+@register_cost("ImageEncoderViT", "SAM: patch conv, position table (bicubic resize when the grid is not the "
+                                  "pretraining one) added, blocks, neck, net_2, net_3")
+def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`)."""
+    b = dtype_bytes
+    grid, g2, g3 = sam_grids(sam, side)
+    own = C.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
+    if grid != sam.pos_grid:
+        own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
+    blocks = tuple(
+        (str(i), module_cost("Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
+        for i in range(sam.depth)
+    )
+    c0 = sam.out_chans
+    c1, c2 = sam.downsample_channels
+    neck = children_node("Sequential", (
+        ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b)),
+        ("1", module_cost("LayerNorm2d", batch, c0, grid, grid, b)),
+        ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
+        ("3", module_cost("LayerNorm2d", batch, c0, grid, grid, b)),
+    ))
+    own = own + LayerCost(activation_bytes=batch * c1 * g2 * g2 * b)  # x2.clone()
+    patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b)
+    return own, (
+        ("patch_embed", children_node("PatchEmbed", (("proj", patch),))),
+        ("blocks", children_node("ModuleList", blocks, container=True)),
+        ("neck", neck),
+        ("net_2", module_cost("Conv2d", batch, c0, c1, grid, grid, 3, 2, 1, False, b)),
+        ("net_3", module_cost("Conv2d", batch, c1, c2, g2, g2, 3, 2, 1, False, b)),
+    )
+
+
+# ------------------------------------------------------------------------------------------- CLIP-L
+@register_cost("CLIPVisionEmbeddings", "class token cat, the 257-entry position table (bicubic resize when "
+                                       "the grid is not 16x16) gathered and added: no matmul")
+def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    src = math.isqrt(clip.num_positions - 1)
+    tgt = math.isqrt(tokens)  # get_abs_pos: int(sqrt(N))
+    own = LayerCost(activation_bytes=batch * tokens * clip.width * b)  # cat(class token, patches)
+    if src != tgt:
+        own = own + C.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
+        own = own + LayerCost(activation_bytes=tokens * clip.width * b)  # cat(cls, resized table)
+    own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
+    table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
+    return own, (("position_embedding", table),)
+
+
+@register_cost("NoTPAttention", "CLIP attention: qkv_proj, SDPA without mask, out_proj")
+def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    return C.sdpa(batch, heads, tokens, tokens, dim // heads, mask=False, fused=True, dtype_bytes=b), (
+        ("qkv_proj", module_cost("Linear", batch * tokens, dim, 3 * dim, True, b)),
+        ("out_proj", module_cost("Linear", batch * tokens, dim, dim, True, b)),
+    )
+
+
+@register_cost("NoTPFeedForward", "CLIP FFN fc2(quick_gelu(fc1(x))); quick_gelu is a scripted function: own work")
+def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    return C.elementwise(tokens * hidden, "quick_gelu", 1, b), (
+        ("fc1", module_cost("Linear", tokens, dim, hidden, True, b)),
+        ("fc2", module_cost("Linear", tokens, hidden, dim, True, b)),
+    )
+
+
+@register_cost("NoTPTransformerBlock", "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
+                                       "self_attn and mlp are called through .forward (their own work is the block's)")
+def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    rows = batch * tokens
+    attn_own, attn = called_through_forward(module_cost("NoTPAttention", batch, tokens, clip.width, clip.heads, b))
+    mlp_own, mlp = called_through_forward(module_cost("NoTPFeedForward", rows, clip.width, clip.ffn_dim, b))
+    return attn_own + mlp_own + _residuals(rows * clip.width, b), (
+        ("layer_norm1", module_cost("LayerNorm", rows, clip.width, b)),
+        ("self_attn", attn),
+        ("layer_norm2", module_cost("LayerNorm", rows, clip.width, b)),
+        ("mlp", mlp),
+    )
+
+
+register_children("NoTPTransformer", "its layers, in order")
+
+
+@register_cost("VitModel", "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; "
+                           "no work of its own")
+def clip_model(clip: ClipSpec, batch: int, grid: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    tokens = grid * grid + 1  # class token + SAM features as patches
+    layer = module_cost("NoTPTransformerBlock", clip, batch, tokens, b)
+    layers = children_node("ModuleList", tuple((str(i), layer) for i in range(clip.layers)), container=True)
+    return ZERO, (
+        ("embeddings", module_cost("CLIPVisionEmbeddings", clip, batch, tokens, b)),
+        ("pre_layrnorm", module_cost("LayerNorm", batch * tokens, clip.width, b)),
+        ("transformer", children_node("NoTPTransformer", (("layers", layers),))),
+    )
+
+
+@register_cost("MlpProjector", "linear projector: one Linear(input_dim, n_embed) with bias over the image rows")
+def projector(tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    return ZERO, (("layers", module_cost("Linear", tokens, input_dim, n_embed, True, dtype_bytes)),)
+
+
+# ------------------------------------------------------------------------------------------ decoder
+register_cost("DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
+                                   "element")(C.rms_norm)
+register_cost("LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos "
+                                      "and sin")(C.rotary_table)
+
+
+def _llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
+                     fused: bool, b: int) -> tuple[LayerCost, Children]:
+    """q/k/v projections, RoPE, attention of the `q_len` new queries over `past_len` cached + `q_len` new
+    keys (full Q·Kᵀ, the causal mask is added, not skipped), o_proj. With a cache, DynamicCache.update
+    concatenates, writing the grown cache."""
+    kv = past_len + q_len
+    own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
+        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=True, fused=fused, dtype_bytes=b)
+    if past_len:
+        cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
+        own = own + LayerCost(output_bytes=cache, activation_bytes=cache)
+    rows = batch * q_len
+    return own, (
+        ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, False, b)),
+        ("k_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, False, b)),
+        ("v_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, False, b)),
+        ("rotary_emb", module_cost("LlamaRotaryEmbedding", batch, q_len, head_dim, b)),
+        ("o_proj", module_cost("Linear", rows, heads * head_dim, hidden, False, b)),
+    )
+
+
+@register_cost("LlamaAttention", "eager attention: q/k/v/o projections, rotary table, RoPE, Q·Kᵀ + causal mask, "
+                                 "float32 softmax, P·V over cached + new keys (scores materialised)")
+def llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
+                    dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    return _llama_attention(batch, q_len, past_len, hidden, heads, kv_heads, head_dim, False, dtype_bytes)
+
+
+@register_cost("LlamaSdpaAttention", "as LlamaAttention with a fused SDPA kernel: the same FLOPs, only the output "
+                                     "of the attention core materialised")
+def llama_sdpa_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int,
+                         head_dim: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    return _llama_attention(batch, q_len, past_len, hidden, heads, kv_heads, head_dim, True, dtype_bytes)
+
+
+register_cost("LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kernel: the same FLOPs and "
+                                      "bytes)")(llama_sdpa_attention)
+
+
+@register_cost("DeepseekV2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
+                                "activation module and one multiply")
+def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    return C.elementwise(tokens * intermediate, "mul", 2, b), (  # act(gate) · up
+        ("gate_proj", module_cost("Linear", tokens, hidden, intermediate, False, b)),
+        ("up_proj", module_cost("Linear", tokens, hidden, intermediate, False, b)),
+        ("act_fn", module_cost("SiLU", tokens * intermediate, b)),
+        ("down_proj", module_cost("Linear", tokens, intermediate, hidden, False, b)),
+    )
+
+
+@register_cost("MoEGate", "float32 F.linear(x, w) (T x hidden x E) + softmax + top-k")
+def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2) -> LayerCost:
+    b = dtype_bytes
+    gate = C.linear(tokens, hidden, n_routed, False, 4)  # F.linear(x.float(), w.float())
+    gate = gate + LayerCost(
+        weight_bytes=0,
+        activation_bytes=(tokens * hidden * 4 if b != 4 else 0) + (hidden * n_routed * 4 if b != 4 else 0),
+    )  # float32 copies of x and of the gate weight
+    return gate + C.softmax(tokens, n_routed, 4)
+
+
+@register_cost("DeepseekV2MoE", "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
+                                "T·top_k rows, whatever the routing); shared experts on all tokens")
+def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """DeepseekV2MoE in inference (`moe_infer`).
+
+    The Python loop only splits the T·top_k routed rows among the experts that received any, so the
+    routed work does not depend on the routing; the `experts` ModuleList carries it as one aggregate
+    (its entries are not costed one by one). Routed weight bytes assume min(E, T·top_k) distinct
+    experts are read once each — exact for one token, an upper bound otherwise.
+    """
+    b = dtype_bytes
+    d = decoder
+    hidden, top_k = d.hidden_size, d.num_experts_per_tok
+    routed_tokens = tokens * top_k
+    routed = layer_cost("DeepseekV2MLP", routed_tokens, hidden, d.moe_intermediate_size, b)
+    experts_read = min(d.n_routed_experts, routed_tokens)
+    routed = LayerCost(
+        routed.flops_matmul, routed.flops_other, experts_read * 3 * hidden * d.moe_intermediate_size * b,
+        routed.input_bytes, routed.output_bytes, routed.activation_bytes,
+    )
+    own = LayerCost(
+        flops_other=2 * routed_tokens * hidden,  # × top-k weight and sum over k
+        input_bytes=tokens * hidden * b,
+        output_bytes=tokens * hidden * b,
+        # sorted token copy, concatenated expert outputs, scatter-back, float32 weighted copy, sum
+        activation_bytes=3 * routed_tokens * hidden * b + routed_tokens * hidden * 4 + tokens * hidden * b,
+    )
+    children: Children = (
+        ("gate", module_cost("MoEGate", tokens, hidden, d.n_routed_experts, b)),
+        ("experts", children_node("ModuleList", (), container=True, own=routed)),
+    )
+    if d.n_shared_experts:
+        shared = module_cost("DeepseekV2MLP", tokens, hidden, d.shared_intermediate_size, b)
+        children += (("shared_experts", shared),)
+        own = own + C.elementwise(tokens * hidden, "add", 2, b)  # y + shared_experts(identity)
+    return own, children
+
+
+@register_cost("DeepseekV2DecoderLayer", "input RMSNorm, self-attention, residual, post-attention RMSNorm, dense "
+                                         "MLP or MoE, residual")
+def decoder_layer(decoder: DecoderSpec, moe_layer: bool, q_len: int, past_len: int, attention: str,
+                  dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """One decoder layer on `q_len` new tokens after `past_len` cached ones; `attention` is the class of
+    its self_attn (LlamaAttention for eager, LlamaSdpaAttention, LlamaFlashAttention2)."""
+    b = dtype_bytes
+    d = decoder
+    attn = module_cost(attention, 1, q_len, past_len, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim, b)
+    if moe_layer:
+        mlp = module_cost("DeepseekV2MoE", d, q_len, b)
+    else:
+        mlp = module_cost("DeepseekV2MLP", q_len, d.hidden_size, d.intermediate_size, b)
+    return _residuals(q_len * d.hidden_size, b), (
+        ("input_layernorm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("self_attn", attn),
+        ("post_attention_layernorm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("mlp", mlp),
+    )
+
+
+# ---------------------------------------------------------------------------------------- the model
+def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple[LayerCost, Children]:
+    """SAM → CLIP → projector for each vision pass, and the glue `DeepseekOCRModel.forward` adds."""
+    children: Children = ()
+    own = ZERO
+    p = spec.projector
+    for _, batch, side in passes:
+        grid = sam_grids(spec.sam, side)[2]
+        rows = batch * grid * grid
+        children += (
+            ("sam_model", module_cost("ImageEncoderViT", spec.sam, batch, side, b)),
+            ("vision_model", module_cost("VitModel", spec.clip, batch, grid, b)),
+            ("projector", module_cost("MlpProjector", rows, p.input_dim, p.n_embed, b)),
+        )
+        # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim)
+        own = own + LayerCost(activation_bytes=rows * p.input_dim * b)
+    # newline column cat, crop re-tiling, final cat with the separator: the image-token embeddings
+    own = own + LayerCost(activation_bytes=2 * image_tokens * spec.decoder.hidden_size * b)
+    return own, children
+
+
+@register_cost("DeepseekOCRModel", "embed_tokens, the vision passes scattered into the embeddings, decoder layers, "
+                                   "norm; own: the vision glue, position ids and the 4-D causal mask")
+def ocr_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
+              dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+    """One forward on `q_len` new tokens after `past_len` cached ones; vision runs for the given passes
+    (none in decode). `language=False`: the vision part alone (the `vision` stage)."""
+    b = dtype_bytes
+    own, vision = _vision(spec, passes, image_tokens, b) if passes else (ZERO, ())
+    if not language:
+        return own, vision
+    d = spec.decoder
+    layers = tuple(
+        (str(i), module_cost("DeepseekV2DecoderLayer", d, d.is_moe_layer(i), q_len, past_len, attention, b))
+        for i in range(d.num_layers)
+    )
+    # position ids and the 4-D additive causal mask (B, 1, T, past + T) built by the model
+    own = own + LayerCost(activation_bytes=q_len * (past_len + q_len) * b + q_len * 8)
+    return own, (
+        ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),
+        *vision,
+        ("layers", children_node("ModuleList", layers, container=True)),
+        ("norm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+    )
+
+
+@register_cost("DeepseekOCRForCausalLM", "the model, then lm_head over every new position and logits.float()")
+def ocr_causal_lm(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
+                  dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    model = module_cost("DeepseekOCRModel", spec, passes, image_tokens, q_len, past_len, attention, b, language)
+    if not language:
+        return ZERO, (("model", model),)
+    d = spec.decoder
+    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4) if b != 4 else ZERO  # logits.float()
+    return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

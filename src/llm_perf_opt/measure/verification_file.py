@@ -1,0 +1,89 @@
+"""`verification.json`: a `Verification` (`Verification.to_dict`), its schema and its loader.
+
+Version 2 (`llm_perf_opt.verification`) has exactly the data of version 1 (written as `verification`);
+the loader reads both and rebuilds the `Verification` with its rows, checks and fvcore figures. The
+stored verdicts (`passed`, `n_rows`, `n_failures`) must agree with the rebuilt ones.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from llm_perf_opt.analytic.artifact_fields import read_known, require
+from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.measure.flops import FvcoreFlops
+from llm_perf_opt.measure.verify import StageCheck, Verification, VerificationRow
+
+VERIFICATION_FILE = "verification.json"
+VERIFICATION_SCHEMA = "llm_perf_opt.verification"
+VERIFICATION_SCHEMA_VERSION = 2
+VERIFICATION_READS = {VERIFICATION_SCHEMA: (2,), "verification": (1,)}  # version 1: the same data, old name
+
+_DATA_FIELDS = ("rtol", "passed", "max_rel_error", "n_rows", "n_failures", "context", "stages", "fvcore")
+_STAGE_FIELDS = ("stage", "label", "passed", "shapes", "analytic", "measured", "rel_error", "ops_without_formula",
+                 "matmul_like_without_formula", "unmatched_measured", "rows")
+_ROW_FIELDS = ("stage", "label", "part", "analytic", "measured", "rel_error", "ok", "fvcore")
+_FVCORE_FIELDS = ("ok", "error", "total", "by_operator", "unsupported_ops", "by_module")
+
+
+def _error(value: float | None) -> float:
+    return math.inf if value is None else value  # to_dict writes an infinite relative error as null
+
+
+def _row(raw: Any, where: str, path: str | os.PathLike) -> VerificationRow:
+    r = require(raw, _ROW_FIELDS, where, path)
+    return VerificationRow(r["stage"], r["part"], r["analytic"], r["measured"], _error(r["rel_error"]), r["ok"],
+                           r["label"], r["fvcore"])
+
+
+def _check(raw: Any, where: str, path: str | os.PathLike) -> StageCheck:
+    c = require(raw, _STAGE_FIELDS, where, path)
+    check = StageCheck(
+        stage=c["stage"], label=c["label"],
+        rows=[_row(r, f"{where}.rows[{i}]", path) for i, r in enumerate(c["rows"])],
+        ops_without_formula=c["ops_without_formula"], matmul_like_without_formula=c["matmul_like_without_formula"],
+        unmatched_measured=c["unmatched_measured"], shapes=c["shapes"],
+        unsupported_modules=c.get("unsupported_modules", {}),  # written only when a class is missing
+    )
+    if not check.rows:
+        raise ArtifactError(f"{path}: {where}.rows is empty (the stage total row is always there)")
+    if check.passed != c["passed"]:
+        raise ArtifactError(f"{path}: {where}.passed is {c['passed']} but its rows say {check.passed}")
+    return check
+
+
+def _fvcore(raw: Any, path: str | os.PathLike) -> FvcoreFlops | None:
+    if raw is None:
+        return None
+    f = require(raw, _FVCORE_FIELDS, "data.fvcore", path)
+    return FvcoreFlops(ok=f["ok"], error=f["error"], total=f["total"], by_module=f["by_module"],
+                       by_operator=f["by_operator"], unsupported_ops=f["unsupported_ops"])
+
+
+def load_verification(path: str | os.PathLike) -> Verification:
+    """Read `verification.json` (version 2, or 1 under its old name) back into a `Verification`; unknown
+    versions, missing fields and verdicts that disagree with the rows are an `ArtifactError`."""
+    _, _, data = read_known(path, VERIFICATION_READS, _DATA_FIELDS)
+    stages = data["stages"]
+    if not isinstance(stages, list):
+        raise ArtifactError(f"{path}: data.stages must be a list")
+    fv = _fvcore(data["fvcore"], path)
+    v = Verification(
+        rtol=data["rtol"], checks=[_check(c, f"data.stages[{i}]", path) for i, c in enumerate(stages)],
+        fvcore=fv, context=data["context"],
+        fvcore_reconciliation=data["fvcore"].get("reconciliation") if fv is not None else None,
+    )
+    verdicts = {"passed": v.passed, "n_rows": len(v.rows), "n_failures": len(v.failures)}
+    for name, rebuilt in verdicts.items():
+        if data[name] != rebuilt:
+            raise ArtifactError(f"{path}: data.{name} is {data[name]!r} but the stages say {rebuilt!r}")
+    return v
+
+
+def write_verification(path: str | os.PathLike, verification: Verification, config: Any = None) -> Path:
+    """Write `verification` atomically under the current schema."""
+    return write_artifact(path, VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, verification.to_dict(),
+                          config=config)
