@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import sys
 import warnings
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Optional
 
+from llm_perf_opt.callgraph.torchlens_adapter import paused_if_loaded
 from llm_perf_opt.dsocr.patches.runtime_log import RuntimeLog
 from llm_perf_opt.errors import PatchError
 
@@ -222,15 +223,9 @@ def untracked() -> ContextManager[Any]:
 
     The wrappers avoid torch calls where they can (shapes and host lists only); this guards the few
     reads that remain (`tolist` of the host-side crop grid). Without TorchLens loaded it does nothing.
+    TorchLens' private pause lives behind the capture's adapter (`callgraph.torchlens_adapter`).
     """
-    state = sys.modules.get("torchlens._state")
-    pause = getattr(state, "pause_logging", None)
-    if callable(pause):
-        try:
-            return pause()
-        except Exception:  # pragma: no cover - a TorchLens API change must not break the forward
-            return nullcontext()
-    return nullcontext()
+    return paused_if_loaded()
 
 
 @contextmanager
