@@ -58,11 +58,6 @@ class CallGraph:
     def called(self) -> list[str]:
         return [a for a, n in self.call_counts.items() if n > 0]
 
-    def parent_of(self, address: str) -> str | None:
-        if address == ROOT:
-            return None
-        return address.rpartition(".")[0]
-
     def total_module_calls(self) -> int:
         return sum(n for a, n in self.call_counts.items() if a != ROOT)
 
