@@ -428,23 +428,9 @@ def capture(
     return CaptureResult(callgraph=cg, output=rec.run.output, trace=rec.run.trace if keep_trace else None)
 
 
-def capture_callgraph(
-    model: nn.Module,
-    forward_kwargs: Mapping[str, Any] | None = None,
-    *,
-    forward_args: Iterable[Any] = (),
-    model_name: str = "",
-    progress: Progress | None = None,
-    runtime_log: Any = None,
-    metadata: bool = True,
-    io_hooks: bool = True,
-    rescue: bool = False,
-) -> CallGraph:
-    """`capture(...)` returning only the CallGraph (see `capture` for the options)."""
-    return capture(
-        model, forward_kwargs, forward_args=forward_args, model_name=model_name, progress=progress,
-        runtime_log=runtime_log, metadata=metadata, io_hooks=io_hooks, rescue=rescue,
-    ).callgraph
+def capture_callgraph(model: nn.Module, forward_kwargs: Mapping[str, Any] | None = None, **options: Any) -> CallGraph:
+    """`capture(model, forward_kwargs, **options)` returning only the CallGraph (see `capture` for the options)."""
+    return capture(model, forward_kwargs, **options).callgraph
 
 
 def _in_tree_order(counts: Mapping[str, int], order: Mapping[str, Any]) -> dict[str, int]:
