@@ -3,8 +3,10 @@
 The rule: each tensor gets its own generator, seeded from (`model.seed`, the parameter's full name)
 through `param_seed` (crc32 of "seed:name"), and is filled with N(0, std). So the values do not
 depend on the order of filling (the fill spreads over a few threads: the kernels release the GIL),
-and every seed gives different weights. Values for a given seed are reproducible on one device type;
-CPU and CUDA generators differ. Which std each tensor gets is the caller's: the twin's table is in
+and every seed gives different weights. (The vendor fill once had a rule of its own,
+`(seed << 31) ^ crc32(name)`: the CPU generator keeps only the low 32 bits of a seed, so it saw one
+bit of `model.seed` and seeds 0, 2, 4, ... gave the same weights. It now follows the twin's rule.)
+Values for a given seed are reproducible on one device type; CPU and CUDA generators differ. Which std each tensor gets is the caller's: the twin's table is in
 `twin.weights`; the vendor's Linear and Embedding weights get its `initializer_range`.
 
 `linear_weights_on_meta` + `materialise_meta_parameters` build the vendor model's Linear and Embedding
@@ -31,14 +33,10 @@ def param_seed(seed: int, name: str) -> int:
     return zlib.crc32(f"{seed}:{name}".encode("utf-8"))
 
 
-def _legacy_param_seed(seed: int, name: str) -> int:
-    return ((seed & 0xFFFFFFFF) << 31 ^ zlib.crc32(name.encode("utf-8"))) & 0x7FFF_FFFF_FFFF_FFFF
-
-
-def seeded_normal_(tensor: torch.Tensor, std: float, seed: int, name: str, rule: Callable[[int, str], int] = param_seed) -> torch.Tensor:
+def seeded_normal_(tensor: torch.Tensor, std: float, seed: int, name: str) -> torch.Tensor:
     """Fill `tensor` in place with N(0, std) from its own generator, seeded by `param_seed(seed, name)`."""
     gen = torch.Generator(device=tensor.device)
-    gen.manual_seed(rule(seed, name))
+    gen.manual_seed(param_seed(seed, name))
     return tensor.normal_(0.0, std, generator=gen)
 
 
@@ -98,7 +96,7 @@ def materialise_meta_parameters(model: nn.Module, device: torch.device, seed: in
 
     def fill(job: tuple[str, nn.Module, str, nn.Parameter]) -> int:
         full, module, p_name, p = job
-        t = seeded_normal_(torch.empty(p.shape, dtype=p.dtype, device=device), std, seed, full, _legacy_param_seed)
+        t = seeded_normal_(torch.empty(p.shape, dtype=p.dtype, device=device), std, seed, full)
         padding_idx = getattr(module, "padding_idx", None)
         if isinstance(module, nn.Embedding) and padding_idx is not None:
             t[padding_idx].zero_()
