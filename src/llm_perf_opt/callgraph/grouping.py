@@ -253,12 +253,6 @@ def _relative(child: str, parent: str) -> str:
     return "/" + child
 
 
-def _join(parent: str, rel: str) -> str:
-    if rel.startswith("/"):
-        return rel[1:]
-    return rel if parent == ROOT else f"{parent}.{rel}"
-
-
 def _hash(obj: Any) -> str:
     return hashlib.sha1(repr(obj).encode()).hexdigest()[:12]
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import types
 from collections import Counter
 from collections.abc import Mapping

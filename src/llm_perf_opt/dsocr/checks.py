@@ -34,7 +34,8 @@ def _short(path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- vision
-def vision_passes(grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def vision_passes(grouped: GroupedGraph, events: Sequence[Event],
+                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
     """`vision_passes:<module>` for every vision part: its calls against the logged vision passes."""
     vis_events = events_of(events, "vision_inputs")
     passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
@@ -63,7 +64,8 @@ def _vision_check(grouped: GroupedGraph, path: str, vis_events: Sequence[Event],
 
 
 # ---------------------------------------------------------------------------------------------- decoder
-def decoder_stack(grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def decoder_stack(grouped: GroupedGraph, events: Sequence[Event],
+                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
     """`decoder_layers` and `decoder_layer_calls` against the `llm_stack` events."""
     stack_nodes = decoder_stack_nodes(grouped)
     if not stack_nodes:

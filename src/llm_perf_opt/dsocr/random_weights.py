@@ -6,8 +6,9 @@ depend on the order of filling (the fill spreads over a few threads: the kernels
 and every seed gives different weights. (The vendor fill once had a rule of its own,
 `(seed << 31) ^ crc32(name)`: the CPU generator keeps only the low 32 bits of a seed, so it saw one
 bit of `model.seed` and seeds 0, 2, 4, ... gave the same weights. It now follows the twin's rule.)
-Values for a given seed are reproducible on one device type; CPU and CUDA generators differ. Which std each tensor gets is the caller's: the twin's table is in
-`twin.weights`; the vendor's Linear and Embedding weights get its `initializer_range`.
+Values for a given seed are reproducible on one device type; CPU and CUDA generators differ. Which
+std each tensor gets is the caller's: the twin's table is in `twin.weights`; the vendor's Linear and
+Embedding weights get its `initializer_range`.
 
 `linear_weights_on_meta` + `materialise_meta_parameters` build the vendor model's Linear and Embedding
 weights (99.6 % of its parameters) on the meta device and fill them once here, instead of letting the
