@@ -3,8 +3,8 @@
     python benchmarks/trace_full_twin.py                 # tiny and gundam modes, page 1700x2200
     python benchmarks/trace_full_twin.py tiny --out tmp/trace_bench
 
-Per mode it prints the plain forward time, TorchLens' own capture time (`run_torchlens`: the same
-TorchLens options, no hooks, no derivation) and the whole trace stage (`capture`: TorchLens + the
+Per mode it prints the plain forward time, TorchLens' own capture time (`torchlens_adapter.trace_forward`:
+the same TorchLens options, no hooks, no derivation) and the whole trace stage (`capture`: TorchLens + the
 read-only I/O hooks + graph derivation + metadata merge), and the stage's cost on top of TorchLens
 (target: <= 50 %). `--torchlens-default` also times TorchLens with its default options (which re-runs
 the forward when it sees the TorchScript `quick_gelu`), for reference. Runs are sequential, in this
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from llm_perf_opt.callgraph.capture import capture, run_torchlens
+from llm_perf_opt.callgraph.capture import capture
+from llm_perf_opt.callgraph.torchlens_adapter import trace_forward
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -101,7 +102,7 @@ def main() -> None:
                 gc.collect()
 
                 with Timer() as t:
-                    run = run_torchlens(model, (), kwargs, progress=log if args.verbose else None)
+                    run = trace_forward(model, (), kwargs, progress=log if args.verbose else None)
                 best["torchlens"] = min(best["torchlens"], t.pair)
                 log(f"  TorchLens capture alone {t} ({run.trace.num_ops} ops, "
                     f"{run.trace.num_module_calls} module calls)")

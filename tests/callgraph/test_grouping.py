@@ -8,18 +8,18 @@ import torch
 from torch import nn
 
 from callgraph_helpers import hook_capture, make_graph
+from llm_perf_opt.callgraph.checks import check_result
 from llm_perf_opt.callgraph.grouping import (
     GROUPED_SCHEMA,
-    CheckTargets,
     attach_flops,
     compact_ranges,
     group_callgraph,
     load_grouped_json,
     pattern_of,
-    runtime_checks,
     summarize_parfor_edges,
     summarize_stacks,
 )
+from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.errors import ArtifactError
 
 
@@ -149,7 +149,7 @@ def test_real_modules_stack_and_python_loop():
 def test_mixed_dense_and_moe_layers_split():
     log = [{"event": "llm_stack", "num_layers": 4, "seq_len": 10, "past_len": 0, "step": 0},
            {"event": "vision_inputs", "vision": True, "vision_passes": 2, "views": 7}]
-    g = group_callgraph(decoder_graph(n_layers=4, n_experts=4, runtime_log=log))
+    g = group_callgraph(decoder_graph(n_layers=4, n_experts=4, runtime_log=log), checks=RUNTIME_CHECKS)
     dense = by_pattern(g, "model.layers.0")
     moe = by_pattern(g, "model.layers.[1-3]")
     assert (dense.for_n, moe.for_n, moe.static_n) == (1, 3, 4)
@@ -279,10 +279,31 @@ def test_experts_called_unevenly_over_several_parent_calls():
 
 
 # ------------------------------------------------------------------------------------------ checks
+def test_runtime_checks_are_a_plug_in():
+    """The grouping runs whatever checks it is handed, in order, with the events and module classes;
+    handed none, it checks nothing."""
+    seen = {}
+
+    def blocks_called(grouped, events, module_types):
+        seen["events"], seen["types"] = list(events), dict(module_types)
+        (node,) = [n for n in grouped.nodes if n.template == "blocks.*"]
+        expected = sum(e["blocks"] for e in events if e.get("event") == "loop")
+        return [check_result("blocks", "ok" if node.calls == expected else "mismatch", expected, node.calls,
+                             "calls of the blocks vs the loop events")]
+
+    log = [{"event": "loop", "blocks": 3}, "not an event"]
+    g = group_callgraph(stack_graph(n_blocks=3), runtime_log=log, checks=[blocks_called])
+    assert [(c["name"], c["status"], c["expected"], c["observed"]) for c in g.checks] == [("blocks", "ok", 3, 3)]
+    assert seen["events"] == [log[0]] and seen["types"]["enc.blocks.0"] == "Block"
+    assert group_callgraph(stack_graph(n_blocks=3), runtime_log=log).checks == []
+    with pytest.raises(ValueError, match="status"):
+        check_result("x", "fine", 1, 1, "")
+
+
 def test_mismatch_against_runtime_log_is_reported():
     log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2},
            {"event": "llm_stack", "num_layers": 5, "seq_len": 9, "past_len": 0, "step": 0}]
-    g = group_callgraph(decoder_graph(n_layers=4, n_experts=2, vision_calls=1, runtime_log=log))
+    g = group_callgraph(decoder_graph(n_layers=4, n_experts=2, vision_calls=1, runtime_log=log), checks=RUNTIME_CHECKS)
     checks = {c["name"]: c for c in g.checks}
     sam = checks["vision_passes:sam_model"]
     assert (sam["status"], sam["expected"], sam["observed"]) == ("mismatch", 2, 1)
@@ -295,7 +316,7 @@ def test_mismatch_against_runtime_log_is_reported():
 
 
 def test_missing_runtime_events_are_not_checked():
-    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2))
+    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2), checks=RUNTIME_CHECKS)
     statuses = {c["name"]: c["status"] for c in g.checks}
     assert statuses["vision_passes:sam_model"] == "not checked"
     assert statuses["decoder_layers"] == "not checked"
@@ -312,7 +333,7 @@ def test_decode_steps_in_the_runtime_log():
            {"event": "vision_inputs", "vision": False, "seq_len": 1},
            {"event": "llm_stack", "num_layers": 2, "seq_len": 1, "past_len": 9, "step": 1},
            {"event": "decode_step", "step": 1, "new_tokens": 1, "past_len": 9}]
-    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2), runtime_log=log)
+    g = group_callgraph(decoder_graph(n_layers=2, n_experts=2), runtime_log=log, checks=RUNTIME_CHECKS)
     checks = {c["name"]: c for c in g.checks}
     assert checks["vision_passes:sam_model"]["status"] == "ok"
     assert checks["decoder_layers"]["status"] == "ok"
@@ -321,17 +342,18 @@ def test_decode_steps_in_the_runtime_log():
             checks["decoder_layer_calls"]["observed"]) == ("mismatch", 2, 1)
 
 
-def test_check_targets_are_configurable():
-    g = group_callgraph(stack_graph(n_blocks=3))
-    log = [{"event": "llm_stack", "num_layers": 3}, {"event": "vision_inputs", "vision_passes": 1}]
-    checks = {c["name"]: c for c in runtime_checks(g, log, CheckTargets(vision_modules=("enc",),
-                                                                        decoder_stack="blocks"))}
-    assert checks["vision_passes:enc"]["status"] == "ok"
-    # a decoder stack is looked for outside the vision modules only
-    assert checks["decoder_layers"]["status"] == "not checked"
-    checks = {c["name"]: c for c in runtime_checks(g, log, CheckTargets(vision_modules=(),
-                                                                        decoder_stack="blocks"))}
-    assert (checks["decoder_layers"]["status"], checks["decoder_layers"]["observed"]) == ("ok", 3)
+def test_deepseek_checks_look_at_the_parts_by_path():
+    """A module named like a part elsewhere in the tree is not the part: only `model.sam_model` is SAM,
+    only `model.layers` is the decoder stack."""
+    mods = [("", "M", 0), ("enc", "Enc", 0), ("enc.sam_model", "Encoder", 5), ("enc.layers", "ModuleList", 0)]
+    mods += [(f"enc.layers.{i}", "Layer", 3) for i in range(3)]
+    calls = [("", "enc", 1), ("enc", "enc.sam_model", 1)] + [("enc", f"enc.layers.{i}", 1) for i in range(3)]
+    log = [{"event": "vision_inputs", "vision": True, "vision_passes": 1}, {"event": "llm_stack", "num_layers": 3}]
+    g = group_callgraph(make_graph(mods, calls), runtime_log=log, checks=RUNTIME_CHECKS)
+    statuses = {c["name"]: c["status"] for c in g.checks}
+    assert statuses == {"vision_passes:sam_model": "not checked", "vision_passes:vision_model": "not checked",
+                        "vision_passes:projector": "not checked", "decoder_layers": "not checked",
+                        "decoder_layer_calls": "not checked"}
 
 
 # ------------------------------------------------------------------------------------------ flops, files

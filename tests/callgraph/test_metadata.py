@@ -107,14 +107,6 @@ def test_summary_first_identical_distinct():
     assert s.total_bytes() == md.summary_bytes(data) == (3 * 6 + 2 * 15) * 4
 
 
-def test_parse_torchlens_call_summary():
-    text = "[Tensor(shape=(2, 8), dtype=float32), 'a, b]', [Tensor(shape=(), dtype=torch.int64), 3]]"
-    assert md.parse_call_summary(text) == [("0", (2, 8), "float32"), ("2.0", (), "int64")]
-    kw = "{mask: Tensor(shape=(2, 4), dtype=bool), pair: [Tensor(shape=(8,), dtype=float16), None]}"
-    assert md.parse_call_summary(kw) == [("mask", (2, 4), "bool"), ("pair.0", (8,), "float16")]
-    assert md.parse_call_summary("") == [] and md.parse_call_summary("[]") == []
-
-
 # ----------------------------------------------------------------------------- recorder
 class Twice(nn.Module):
     def __init__(self) -> None:

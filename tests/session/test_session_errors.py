@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession, check_vendor_modules, read_vendor_config
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+from llm_perf_opt.dsocr.vendor import check_vendor_modules, read_vendor_config
 from llm_perf_opt.errors import ConfigError, PatchError
 
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="eager")

@@ -9,12 +9,10 @@ from torch import nn
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
-from llm_perf_opt.dsocr.session import (
-    DeepSeekOCRSession,
-    ProcessStateGuard,
-    parameter_counts,
-    resolve_attn_implementation,
-)
+from llm_perf_opt.dsocr import attention
+from llm_perf_opt.dsocr.attention import resolve_attn_implementation
+from llm_perf_opt.dsocr.process_state import ProcessStateGuard
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession, parameter_counts
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError, PipelineError
 
@@ -76,8 +74,8 @@ def test_greedy_decode(session, small_inputs):
 def test_parameter_counts(session):
     counts = parameter_counts(session.model)
     assert counts["total"] == sum(p.numel() for p in session.model.parameters())
-    parts = ["sam_model", "vision_model", "projector", "embed_tokens", "layers", "norm", "lm_head",
-             "image_newline+view_seperator"]
+    parts = ["embed_tokens", "sam_model", "vision_model", "projector", "layers", "norm", "lm_head",
+             "image_newline+view_seperator"]  # dsocr.parts, in forward order
     assert list(counts)[:len(parts)] == parts
     assert sum(counts[p] for p in parts) == counts["total"]
     d = session.spec.decoder
@@ -157,14 +155,16 @@ def test_cuda_without_gpu_is_a_config_error(monkeypatch):
 
 
 def test_flash_attention_falls_back_to_sdpa(monkeypatch):
-    import llm_perf_opt.dsocr.session as session_mod
-
-    monkeypatch.setattr(session_mod, "flash_attn_importable", lambda: False)
+    monkeypatch.setattr(attention, "flash_attn_importable", lambda: False)
     attn, notes = resolve_attn_implementation("flash_attention_2", torch.device("cuda"))
     assert attn == "sdpa" and "flash_attn" in notes[0] and "sdpa" in notes[0]
     assert resolve_attn_implementation("eager", torch.device("cpu")) == ("eager", [])
-    with pytest.raises(ConfigError, match="flash_attention_2"):
+    with pytest.raises(ConfigError, match="runtime.attn_implementation='flash_attention_2'.*needs runtime=cuda"):
         resolve_attn_implementation("flash_attention_2", torch.device("cpu"))
+    with pytest.raises(ConfigError, match="needs the flash_attn package"):  # a direct build_twin does not fall back
+        resolve_attn_implementation("flash_attention_2", torch.device("cuda"), fallback=False)
+    with pytest.raises(ConfigError, match="runtime.attn_implementation='xformers'"):
+        resolve_attn_implementation("xformers")
 
 
 def test_process_state_guard_restores_added_attribute():

@@ -17,7 +17,7 @@ from llm_perf_opt.dsocr.session import DeepSeekOCRSession, parameter_counts
 
 pytestmark = pytest.mark.vendor
 
-FULL_SIZE_PARAMETERS = 3_336_106_240  # shared/facts/deepseek_ocr.md
+FULL_SIZE_PARAMETERS = 3_336_106_240  # measured on the vendor code (random weights, no checkpoint)
 
 
 

@@ -85,7 +85,7 @@ def test_attention_implementations_choose_the_transformers_classes(tiny_spec):
                         .model.layers[0].self_attn).__name__
              for impl in ("eager", "sdpa")}
     assert names == {"eager": "LlamaAttention", "sdpa": "LlamaSdpaAttention"}
-    with pytest.raises(ConfigError, match="attn_implementation"):
+    with pytest.raises(ConfigError, match="runtime.attn_implementation"):
         build_twin(tiny_spec, device="meta", attn_implementation="flash_attention_2")  # no flash_attn / CPU
     with pytest.raises(ConfigError, match="attn_implementation"):
         build_twin(tiny_spec, device="meta", attn_implementation="xformers")

@@ -14,7 +14,7 @@ from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 from llm_perf_opt.dsocr.layout import VisionWorkload
 
 # Every named module of the vendor model (name, class, direct parameter count), measured on the vendor
-# code with transformers 4.46.3 (copy of shared/facts/module_tree.json).
+# code with transformers 4.46.3.
 MODULE_TREE = Path(__file__).with_name("module_tree.json")
 
 WORKLOADS = {

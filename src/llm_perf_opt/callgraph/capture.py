@@ -3,9 +3,10 @@
     cg = capture_callgraph(model, inputs.forward_kwargs(device, dtype), model_name="twin",
                            progress=progress, runtime_log=log)
 
-The caller sets up `torch.no_grad()` / autocast and runtime patches around the call. One forward
-runs, under `torchlens.trace` with nothing selected for saving (metadata only; `save=None` would
-save every activation) and under `metadata.CallRecorder`'s read-only hooks. From TorchLens:
+The caller sets up `torch.no_grad()` / autocast and runtime patches around the call. The steps are
+`record` (one forward under `torchlens.trace` with nothing saved, through `torchlens_adapter`, the one
+door to TorchLens, and under `metadata.CallRecorder`'s read-only hooks), `derive` (the graph keys),
+`attach_metadata` and `check` (`graph_problems`). From TorchLens:
 
 * `call_counts`    — `Trace.module_calls` per address (root = "", TorchLens calls it "self");
 * `edges`          — each `ModuleCall.call_parent_label`: the module call that was running when the
@@ -29,41 +30,29 @@ was computed, and listed in `stats["opaque_ops"]`.
 TorchLens re-runs the whole forward ("rescue") when it sees such an unattributed tensor, to recover
 ops hidden behind stale torch references; on DeepSeek-OCR that re-run recovers nothing and makes the
 capture 2-4x slower (the second run under a `TorchFunctionMode`). `rescue=False` (default) declines
-it by passing an identity `output_transform` (which also hands back the model output), and
-TorchLens' verdict is kept in `stats["torchlens"]`.
+it (see `torchlens_adapter`), and TorchLens' verdict is kept in `stats["torchlens"]`. Torch is
+unwrapped after the capture on every path, a failed forward included.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-import sys
 import time
-import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from torch import nn
 
 from llm_perf_opt.artifacts import to_jsonable
 from llm_perf_opt.callgraph import metadata as md
+from llm_perf_opt.callgraph import torchlens_adapter as tl
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
-from llm_perf_opt.errors import PipelineError, TraceError
+from llm_perf_opt.errors import TraceError
 
-TL_ROOT = "self"  # TorchLens' address of the root module
 Progress = Callable[[str], None]
 
 
 # --------------------------------------------------------------------------- results
-@dataclass
-class TorchLensRun:
-    trace: Any
-    output: Any
-    seconds: float
-    warnings: list[str] = field(default_factory=list)
-
-
 @dataclass
 class TraceGraph:
     """What TorchLens' trace says about module calls and ops, by address."""
@@ -82,118 +71,9 @@ class CaptureResult:
     trace: Any = None  # the TorchLens Trace, only with keep_trace=True
 
 
-# --------------------------------------------------------------------------- TorchLens
-_QUICK_STEP = re.compile(r"Step [\d.]+: .*done \((\d+(?:\.\d+)?)s\)")
-
-
-class _LineSink(io.TextIOBase):
-    """A text stream that hands every completed line to `emit` (TorchLens' verbose prints).
-
-    `emit` runs with the original stdout restored, so a `progress=print` does not loop back here.
-    """
-
-    def __init__(self, emit: Progress) -> None:
-        self.emit = emit
-        self.buffer = ""
-        self.original = sys.stdout
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self.buffer += text
-        while "\n" in self.buffer:
-            line, self.buffer = self.buffer.split("\n", 1)
-            self._emit(line)
-        return len(text)
-
-    def _emit(self, line: str) -> None:
-        if not line.strip():
-            return
-        quick_step = _QUICK_STEP.search(line)
-        if quick_step and float(quick_step.group(1)) < 1.0:
-            return  # TorchLens reports ~20 post-processing steps; only the slow ones are news
-        current = sys.stdout
-        sys.stdout = self.original
-        try:
-            self.emit(line.strip())
-        finally:
-            sys.stdout = current
-
-    def flush(self) -> None:
-        pass
-
-    def close_out(self) -> None:
-        self._emit(self.buffer)
-        self.buffer = ""
-
-
-def _identity(output: Any) -> Any:
-    return output
-
-
-def run_torchlens(
-    model: nn.Module,
-    forward_args: Iterable[Any] = (),
-    forward_kwargs: Mapping[str, Any] | None = None,
-    *,
-    progress: Progress | None = None,
-    rescue: bool = False,
-) -> TorchLensRun:
-    """One `torchlens.trace` of `model(*forward_args, **forward_kwargs)` saving no activations.
-
-    TorchLens' own progress lines go to `progress` (prefixed "torchlens:"); its warnings are
-    collected (deduplicated) instead of printed. Torch functions are unwrapped afterwards so later
-    stages time a clean torch. Raises TraceError when TorchLens refuses or the forward fails.
-    """
-    import torchlens
-    from torchlens.options import CaptureOptions
-
-    options: dict[str, Any] = dict(
-        layers_to_save=None,  # metadata only (`save=None` would still save every activation)
-        save_raw_input=False,
-        save_raw_output=False,
-        recurrence_detection=False,  # loop grouping of layers: not used here
-        compute_input_output_distances=False,
-        unwrap_when_done=True,
-        verbose=progress is not None,
-    )
-    if not rescue:
-        options["output_transform"] = _identity
-    sink = None
-    if progress is not None:
-        sink = _LineSink(lambda line: progress(f"torchlens: {line.removeprefix('[torchlens]').strip()}"))
-    redirect = contextlib.redirect_stdout(sink) if sink is not None else contextlib.nullcontext()
-    start = time.perf_counter()
-    try:
-        with warnings.catch_warnings(record=True) as caught, redirect:
-            warnings.simplefilter("always")
-            trace = torchlens.trace(
-                model, list(forward_args), dict(forward_kwargs or {}), capture=CaptureOptions(**options)
-            )
-    except PipelineError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every TorchLens refusal becomes one TraceError
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise TraceError(f"TorchLens could not capture the forward: {type(exc).__name__}: {first[:500]}") from exc
-    finally:
-        if sink is not None:
-            sink.close_out()
-    seconds = time.perf_counter() - start
-    seen: list[str] = []
-    for w in caught:
-        text = f"{w.category.__name__}: {str(w.message).strip()}"[:400]
-        if text not in seen:
-            seen.append(text)
-    if progress:
-        for text in seen:
-            progress(f"trace: warning during capture: {text}")
-    output = getattr(trace, "raw_output", None) if not rescue else None
-    return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen)
-
-
+# --------------------------------------------------------------------------- derive
 def _address(tl_address: str | None) -> str:
-    return ROOT if tl_address in (None, TL_ROOT) else tl_address
+    return tl.address(tl_address, ROOT)
 
 
 def _call_address(call_label: str) -> str:
@@ -397,6 +277,102 @@ def _forward_progress(say: Progress, every_seconds: float = 2.0) -> Callable[[st
     return on_call
 
 
+# --------------------------------------------------------------------------- the steps
+@dataclass
+class Recording:
+    """What one forward under TorchLens and the hooks recorded."""
+
+    run: tl.TorchLensRun
+    recorder: md.CallRecorder | None
+
+
+@dataclass
+class Derived:
+    """The call graph's keys, and how TorchLens' and the hooks' counts were reconciled."""
+
+    callgraph: CallGraph
+    graph: TraceGraph
+    calls_without_ops: dict[str, int]
+    calls_bypassing_hooks: dict[str, int]
+    seconds: float
+
+
+def record(model: nn.Module, forward_args: tuple[Any, ...], forward_kwargs: Mapping[str, Any] | None, *,
+           metadata: bool, io_hooks: bool, progress: Progress | None, rescue: bool) -> Recording:
+    """Step 1: the forward, once, under TorchLens and (with `io_hooks`) the read-only hooks."""
+    recorder = None
+    if io_hooks:
+        recorder = md.CallRecorder(model, tensors=metadata,
+                                   on_call=_forward_progress(progress) if progress else None)
+    with recorder if recorder is not None else nullcontext():
+        run = tl.trace_forward(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
+    return Recording(run=run, recorder=recorder)
+
+
+def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str], model_name: str) -> Derived:
+    """Step 2: call counts, caller edges and op counts, TorchLens' and the hooks' reconciled."""
+    t0 = time.perf_counter()
+    graph = graph_from_trace(rec.run.trace)
+    edges, calls, without_ops, bypassing = reconcile(graph, rec.recorder)
+    call_counts = {address: int(calls.get(address, 0)) for address in types}
+    for address in calls:  # TorchLens addresses outside named_modules (aliases)
+        if address not in types:
+            call_counts[address] = int(calls[address])
+    op_call_counts = {a: int(graph.op_call_counts.get(a, 0)) for a, n in call_counts.items() if n > 0}
+    for address, n in graph.op_call_counts.items():
+        op_call_counts.setdefault(address, int(n))
+    cg = CallGraph(
+        call_counts=call_counts,
+        edges={parent: {child: int(n) for child, n in kids.items()} for parent, kids in edges.items()},
+        op_call_counts=op_call_counts,
+        module_children=children,
+        module_types=types,
+        model_name=model_name,
+    )
+    return Derived(cg, graph, without_ops, bypassing, time.perf_counter() - t0)
+
+
+def attach_metadata(cg: CallGraph, model: nn.Module, rec: Recording, forward_args: tuple[Any, ...],
+                    forward_kwargs: Mapping[str, Any] | None) -> dict[str, str]:
+    """Step 3: constructor params, tensor I/O, activation bytes and parameter counts, in place; returns
+    the I/O source per address."""
+    root_io = None
+    if rec.recorder is None:  # TorchLens keeps no record of the root call's own arguments
+        root_io = (md.input_signature(forward_args, dict(forward_kwargs or {})), md.output_signature(rec.run.output))
+    return md.merge_metadata(cg, model, trace=rec.run.trace, recorder=rec.recorder, root_io=root_io)
+
+
+def check(cg: CallGraph, name: str, strict: bool) -> None:
+    """Step 4: a consistent graph, or TraceError (`strict`) / the problems listed in `stats`."""
+    problems = graph_problems(cg)
+    if not problems:
+        return
+    if strict:
+        raise TraceError(f"inconsistent call graph for {name}: " + "; ".join(problems[:5])
+                         + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    cg.stats["problems"] = problems
+
+
+def _stats(cg: CallGraph, rec: Recording, derived: Derived, io_sources: Mapping[str, str],
+           metadata_seconds: float) -> dict[str, Any]:
+    types, trace = cg.module_types, rec.run.trace
+    return {
+        "num_ops": derived.graph.num_ops,
+        "module_calls": cg.total_module_calls(),
+        "num_modules": len(types),
+        "num_called_modules": sum(1 for a, n in cg.call_counts.items() if n > 0 and a != ROOT),
+        "capture_seconds": round(rec.run.seconds, 3),
+        "derive_seconds": round(derived.seconds, 3),
+        "metadata_seconds": round(metadata_seconds, 3),
+        "torchlens_total_flops_forward": tl.total_flops_forward(trace),
+        "calls_without_ops": _in_tree_order(derived.calls_without_ops, types),
+        "calls_bypassing_hooks": _in_tree_order(derived.calls_bypassing_hooks, types),
+        "opaque_ops": _in_tree_order(derived.graph.opaque_ops, types),
+        "io_metadata_sources": dict(Counter(io_sources.values())),
+        "torchlens": tl.trace_facts(trace, rec.run),
+    }
+
+
 def capture(
     model: nn.Module,
     forward_kwargs: Mapping[str, Any] | None = None,
@@ -413,6 +389,7 @@ def capture(
 ) -> CaptureResult:
     """Run the forward once under TorchLens and the hooks; return the CallGraph and the output.
 
+    Steps: `record` -> `derive` -> `attach_metadata` -> `check`.
     `metadata=False` skips tensor I/O, constructor params and parameter counts (graph keys only).
     `io_hooks=False` installs no hooks: tensor I/O then comes from TorchLens' record alone (no
     devices, graph-reachable outputs only), calls without tensor ops go unseen, and the forward gives
@@ -428,132 +405,34 @@ def capture(
     name = model_name or type(model).__name__
     children, types = module_tree(model)
     say(f"trace: capturing {name} with TorchLens ({len(types)} modules, nothing saved)")
-    recorder = None
-    if io_hooks:
-        recorder = md.CallRecorder(model, tensors=metadata, on_call=_forward_progress(say) if progress else None)
-    with recorder if recorder is not None else contextlib.nullcontext():
-        run = run_torchlens(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
-    trace = run.trace
-    say(f"trace: TorchLens capture done in {run.seconds:.1f} s")
+    rec = record(model, forward_args, forward_kwargs, metadata=metadata, io_hooks=io_hooks, progress=progress,
+                 rescue=rescue)
+    say(f"trace: TorchLens capture done in {rec.run.seconds:.1f} s")
+
+    derived = derive(rec, children, types, model_name)
+    cg = derived.callgraph
+    say(f"trace: graph derived in {derived.seconds:.2f} s: {derived.graph.num_ops} ops, "
+        f"{cg.total_module_calls()} module calls")
 
     t0 = time.perf_counter()
-    graph = graph_from_trace(trace)
-    edges, calls, without_ops, bypassing = reconcile(graph, recorder)
-    call_counts = {address: int(calls.get(address, 0)) for address in types}
-    extra = [a for a in calls if a not in types]  # TorchLens addresses outside named_modules (aliases)
-    for address in extra:
-        call_counts[address] = int(calls[address])
-    op_call_counts = {a: int(graph.op_call_counts.get(a, 0)) for a, n in call_counts.items() if n > 0}
-    for address, n in graph.op_call_counts.items():
-        op_call_counts.setdefault(address, int(n))
-    cg = CallGraph(
-        call_counts=call_counts,
-        edges={parent: {child: int(n) for child, n in kids.items()} for parent, kids in edges.items()},
-        op_call_counts=op_call_counts,
-        module_children=children,
-        module_types=types,
-        model_name=model_name,
-    )
-    derive_seconds = time.perf_counter() - t0
-    say(f"trace: graph derived in {derive_seconds:.2f} s: {graph.num_ops} ops, {cg.total_module_calls()} module calls")
-
-    t0 = time.perf_counter()
-    io_sources: dict[str, str] = {}
-    if metadata:
-        root_io = None
-        if recorder is None:  # TorchLens keeps no record of the root call's own arguments
-            root_io = (md.input_signature(forward_args, dict(forward_kwargs or {})), md.output_signature(run.output))
-        io_sources = md.merge_metadata(cg, model, trace=trace, recorder=recorder, root_io=root_io)
+    io_sources = attach_metadata(cg, model, rec, forward_args, forward_kwargs) if metadata else {}
     metadata_seconds = time.perf_counter() - t0
     if metadata:
         say(f"trace: metadata merged in {metadata_seconds:.2f} s")
 
-    try:
-        flops = int(trace.total_flops_forward)
-    except Exception:  # noqa: BLE001 - informational only
-        flops = None
     cg.runtime_log = _runtime_events(runtime_log)
-    cg.stats = {
-        "num_ops": graph.num_ops,
-        "module_calls": cg.total_module_calls(),
-        "num_modules": len(types),
-        "num_called_modules": sum(1 for a, n in call_counts.items() if n > 0 and a != ROOT),
-        "capture_seconds": round(run.seconds, 3),
-        "derive_seconds": round(derive_seconds, 3),
-        "metadata_seconds": round(metadata_seconds, 3),
-        "torchlens_total_flops_forward": flops,
-        "calls_without_ops": _in_tree_order(without_ops, types),
-        "calls_bypassing_hooks": _in_tree_order(bypassing, types),
-        "opaque_ops": _in_tree_order(graph.opaque_ops, types),
-        "io_metadata_sources": dict(Counter(io_sources.values())),
-        "torchlens": _torchlens_facts(trace, run),
-    }
-    problems = graph_problems(cg)
-    if problems:
-        if strict:
-            raise TraceError(f"inconsistent call graph for {name}: " + "; ".join(problems[:5])
-                             + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
-        cg.stats["problems"] = problems
+    cg.stats = _stats(cg, rec, derived, io_sources, metadata_seconds)
+    check(cg, name, strict)
     cg.stats["stage_seconds"] = round(time.perf_counter() - stage_start, 3)
     say(f"trace: stage done in {cg.stats['stage_seconds']:.1f} s")
-    return CaptureResult(callgraph=cg, output=run.output, trace=trace if keep_trace else None)
+    return CaptureResult(callgraph=cg, output=rec.run.output, trace=rec.run.trace if keep_trace else None)
 
 
-def capture_callgraph(
-    model: nn.Module,
-    forward_kwargs: Mapping[str, Any] | None = None,
-    *,
-    forward_args: Iterable[Any] = (),
-    model_name: str = "",
-    progress: Progress | None = None,
-    runtime_log: Any = None,
-    metadata: bool = True,
-    io_hooks: bool = True,
-    rescue: bool = False,
-) -> CallGraph:
-    """`capture(...)` returning only the CallGraph (see `capture` for the options)."""
-    return capture(
-        model, forward_kwargs, forward_args=forward_args, model_name=model_name, progress=progress,
-        runtime_log=runtime_log, metadata=metadata, io_hooks=io_hooks, rescue=rescue,
-    ).callgraph
+def capture_callgraph(model: nn.Module, forward_kwargs: Mapping[str, Any] | None = None, **options: Any) -> CallGraph:
+    """`capture(model, forward_kwargs, **options)` returning only the CallGraph (see `capture` for the options)."""
+    return capture(model, forward_kwargs, **options).callgraph
 
 
 def _in_tree_order(counts: Mapping[str, int], order: Mapping[str, Any]) -> dict[str, int]:
     rank = {address: i for i, address in enumerate(order)}
     return {a: int(counts[a]) for a in sorted(counts, key=lambda a: (rank.get(a, len(rank)), a))}
-
-
-def _torchlens_facts(trace: Any, run: TorchLensRun) -> dict[str, Any]:
-    def get(attr: str) -> Any:
-        try:
-            value = getattr(trace, attr)
-        except Exception:  # noqa: BLE001
-            return None
-        return value
-
-    def seconds(attr: str) -> float | None:
-        value = get(attr)
-        try:
-            return round(float(value), 3) if value is not None else None
-        except (TypeError, ValueError):
-            return None
-
-    try:
-        from importlib.metadata import version
-
-        tl_version = version("torchlens")
-    except Exception:  # noqa: BLE001
-        tl_version = None
-    rescue = get("rescue_rerun") or {}
-    return {
-        "version": tl_version,
-        "num_ops": get("num_ops"),
-        "num_module_calls": get("num_module_calls"),
-        "capture_verified": get("capture_verified"),
-        "verification_reason": get("capture_verification_reason"),
-        "forward_runs": rescue.get("forward_runs", 1) if isinstance(rescue, dict) else None,
-        "setup_seconds": seconds("setup_duration"),
-        "forward_seconds": seconds("forward_duration"),
-        "capture_seconds": seconds("capture_duration"),
-        "warnings": run.warnings,
-    }

@@ -34,9 +34,9 @@ members (`model.layers.[1-11].mlp.experts.[...]`). Sums per node: parameters ove
 of every member, calls from the parent, ops (direct and over the static subtree), output activation
 bytes, and a FLOPs slot filled by `attach_flops`.
 
-The groups are checked against the runtime log (`runtime_checks`): SAM / CLIP / projector calls
-against `vision_inputs.vision_passes`, the decoder stack's `for N` against `llm_stack.num_layers`.
-A missing event gives the status "not checked", never "ok".
+The groups can be checked against the runtime log of the same forward: the model's package hands
+`group_callgraph` its `RuntimeCheck`s (`callgraph.checks`; DeepSeek-OCR's are in `dsocr.checks`). The
+grouping itself knows no model.
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.callgraph.checks import STATUS_MISMATCH, STATUSES, RuntimeCheck, run_checks
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import ArtifactError
 
@@ -61,7 +62,6 @@ GROUPED_FILENAME = "callgraph.grouped.json"
 _INDEX_KEY = re.compile(r"(^|_)(idx|index|layer_id|layer_number|layer_num|block_id|block_idx|layer_idx)$")
 _NUM = re.compile(r"^\d+$")
 
-STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED = "ok", "mismatch", "not checked"
 
 
 # ---------------------------------------------------------------------------------------------- nodes
@@ -118,17 +118,6 @@ class GroupEdge:
 
 
 @dataclass
-class CheckTargets:
-    """Which modules the runtime checks look at, matched by the last component of their address.
-
-    The defaults are DeepSeek-OCR's names (the runtime-log events are DeepSeek-OCR's too); the grouping
-    itself does not use them."""
-
-    vision_modules: tuple[str, ...] = ("sam_model", "vision_model", "projector")
-    decoder_stack: str = "layers"  # the stack container, outside every vision module; the shortest wins
-
-
-@dataclass
 class GroupedGraph:
     nodes: list[GroupNode]
     edges: list[GroupEdge]
@@ -177,7 +166,7 @@ class GroupedGraph:
             "stacks": len(self.stacks()),
             "parfor_nodes": sum(1 for n in self.nodes if (n.parfor or 1) > 1),
             "max_depth": max((n.depth for n in self.nodes), default=0),
-            "checks": {s: statuses.count(s) for s in (STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED)},
+            "checks": {s: statuses.count(s) for s in STATUSES},
             "mismatches": [c for c in self.checks if c["status"] == STATUS_MISMATCH],
         }
 
@@ -262,12 +251,6 @@ def _relative(child: str, parent: str) -> str:
     if child.startswith(parent + "."):
         return child[len(parent) + 1:]
     return "/" + child
-
-
-def _join(parent: str, rel: str) -> str:
-    if rel.startswith("/"):
-        return rel[1:]
-    return rel if parent == ROOT else f"{parent}.{rel}"
 
 
 def _hash(obj: Any) -> str:
@@ -517,91 +500,115 @@ class _Grouper:
 
     # ---------------------------------------------------------------- tree
     def build(self, max_nodes: int = 100_000) -> GroupedGraph:
-        nodes: list[GroupNode] = []
-        edges: list[GroupEdge] = []
+        """The grouped tree, from the root down: each node is made, measured, given its calls from the
+        parent, then its children are the merged subgroups of its members' called children."""
+        self._nodes: list[GroupNode] = []
+        self._edges: list[GroupEdge] = []
+        self._max_nodes = max_nodes
+        self._make([ROOT], None, "", None, frozenset())
+        return GroupedGraph(nodes=self._nodes, edges=self._edges, root=self._nodes[0].id,
+                            model_name=self.cg.model_name)
 
-        def make(members: list[str], parent: GroupNode | None, template: str,
-                 entries: list[tuple[str, _Subgroup]] | None, path: frozenset[str]) -> GroupNode:
-            if len(nodes) >= max_nodes:
-                raise ArtifactError(f"grouped graph exceeds {max_nodes} nodes: the call graph is inconsistent")
-            pattern, indices = pattern_of(members)
-            first = members[0]
-            node = GroupNode(id=f"n{len(nodes)}", class_name=self.class_of(first), pattern=pattern,
-                             members=list(members), parent=parent.id if parent else None,
-                             depth=(parent.depth + 1) if parent else 0, template=template, indices=indices)
-            nodes.append(node)
-            distinct = list(OrderedDict.fromkeys(members))
-            node.params = sum(self.subtree_params.get(m, 0) for m in distinct)
-            node.ops_self = sum(int(self.cg.op_call_counts.get(m, 0) or 0) for m in distinct)
-            node.ops_total = sum(self.subtree_ops.get(m, 0) for m in distinct)
-            node.activation_bytes = sum(int(self.cg.activation_bytes.get(m, 0) or 0) for m in distinct)
-            node.constructor_params, node.varying_params = self._common_params(distinct)
-            node.input_shapes = _first_meta(self.cg.input_metadata.get(first))
-            node.output_shapes = _first_meta(self.cg.output_metadata.get(first))
-            node.signature = self.sig(first)
-            if entries is None:  # root
-                node.calls = node.parent_calls = self.calls.get(first, 1)
-                node.member_calls = [node.calls]
-                node.parfor = 1
-                node.calls_per_parent_call = [1.0, 1.0]
-            else:
-                assert parent is not None
-                sg0 = entries[0][1]
-                per_parent_counts: dict[str, int] = OrderedDict()
-                for p, sg in entries:
-                    per_parent_counts[p] = per_parent_counts.get(p, 0) + len(sg.members)
-                per_parent = list(per_parent_counts.values())
-                node.for_n, node.for_min = max(per_parent), min(per_parent)
-                node.static_n = sg0.static_n
-                node.sparse = any(sg.sparse for _, sg in entries)
-                node.value_dependent = node.sparse or parent.value_dependent
-                node.calls = sum(n for _, sg in entries for _, n in sg.members)
-                per_member: dict[str, int] = OrderedDict((m, 0) for m in members)
-                for _, sg in entries:
-                    for c, n in sg.members:
-                        per_member[c] += n
-                node.member_calls = list(per_member.values())
-                parents = list(OrderedDict.fromkeys(p for p, _ in entries))
-                node.parent_calls = sum(max(self.calls.get(p, 1), 1) for p in parents)
-                ratios = [Fraction(n, max(self.calls.get(p, 1), 1)) for p, sg in entries for _, n in sg.members]
-                node.calls_per_parent_call = [float(min(ratios)), float(max(ratios))]
-                uniform = len(set(ratios)) == 1 and ratios[0].denominator == 1
-                node.parfor = int(ratios[0]) if uniform else None
-                parent.children.append(node.id)
-                edges.append(GroupEdge(parent.id, node.id, node.calls, node.parfor))
-            # children: the corresponding subgroups of every member, merged
-            # (template, class, structure); when every parent called the whole family, also split by
-            # calls per parent call; when some parent called only a subset (routing), not.
-            merged: dict[tuple, list[tuple[str, _Subgroup]]] = OrderedDict()
-            for m in distinct:
-                if m in path:
-                    continue
-                for sg in self.families(m):
-                    merged.setdefault((sg.template, sg.class_name, sg.sig), []).append((m, sg))
-            for key, ents in merged.items():
-                if any(sg.sparse for _, sg in ents):
-                    parts = [ents]
-                else:
-                    by_calls: dict[Any, list[tuple[str, _Subgroup]]] = OrderedDict()
-                    for ent in ents:
-                        by_calls.setdefault(ent[1].calls_key, []).append(ent)
-                    parts = list(by_calls.values())
-                for part in parts:
-                    child_members = list(OrderedDict.fromkeys(c for _, sg in part for c, _ in sg.members))
-                    make(child_members, node, key[0], part, path | frozenset(distinct))
-            return node
+    def _make(self, members: list[str], parent: GroupNode | None, template: str,
+              entries: list[tuple[str, _Subgroup]] | None, path: frozenset[str]) -> GroupNode:
+        node = self._new_node(members, parent, template)
+        distinct = list(OrderedDict.fromkeys(members))
+        self._measure(node, distinct)
+        if entries is None:
+            self._root_calls(node)
+        else:
+            assert parent is not None
+            self._calls_from_parent(node, parent, entries)
+            parent.children.append(node.id)
+            self._edges.append(GroupEdge(parent.id, node.id, node.calls, node.parfor))
+        for child_template, part in self._child_parts(distinct, path):
+            child_members = list(OrderedDict.fromkeys(c for _, sg in part for c, _ in sg.members))
+            self._make(child_members, node, child_template, part, path | frozenset(distinct))
+        return node
 
-        make([ROOT], None, "", None, frozenset())
-        return GroupedGraph(nodes=nodes, edges=edges, root=nodes[0].id, model_name=self.cg.model_name)
+    def _new_node(self, members: list[str], parent: GroupNode | None, template: str) -> GroupNode:
+        if len(self._nodes) >= self._max_nodes:
+            raise ArtifactError(f"grouped graph exceeds {self._max_nodes} nodes: the call graph is inconsistent")
+        pattern, indices = pattern_of(members)
+        node = GroupNode(id=f"n{len(self._nodes)}", class_name=self.class_of(members[0]), pattern=pattern,
+                         members=list(members), parent=parent.id if parent else None,
+                         depth=(parent.depth + 1) if parent else 0, template=template, indices=indices)
+        self._nodes.append(node)
+        return node
+
+    def _measure(self, node: GroupNode, distinct: list[str]) -> None:
+        """Sums over the members (params, ops, activation bytes), shared constructor params, the first
+        member's I/O shapes and the structure signature."""
+        first = node.members[0]
+        node.params = sum(self.subtree_params.get(m, 0) for m in distinct)
+        node.ops_self = sum(int(self.cg.op_call_counts.get(m, 0) or 0) for m in distinct)
+        node.ops_total = sum(self.subtree_ops.get(m, 0) for m in distinct)
+        node.activation_bytes = sum(int(self.cg.activation_bytes.get(m, 0) or 0) for m in distinct)
+        node.constructor_params, node.varying_params = self._common_params(distinct)
+        node.input_shapes = _first_meta(self.cg.input_metadata.get(first))
+        node.output_shapes = _first_meta(self.cg.output_metadata.get(first))
+        node.signature = self.sig(first)
+
+    def _root_calls(self, node: GroupNode) -> None:
+        node.calls = node.parent_calls = self.calls.get(node.members[0], 1)
+        node.member_calls = [node.calls]
+        node.parfor = 1
+        node.calls_per_parent_call = [1.0, 1.0]
+
+    def _calls_from_parent(self, node: GroupNode, parent: GroupNode, entries: list[tuple[str, _Subgroup]]) -> None:
+        """`for N` (members per parent member), sparsity, calls, and `parfor` when every member is called
+        the same whole number of times per parent call."""
+        sg0 = entries[0][1]
+        per_parent_counts: dict[str, int] = OrderedDict()
+        for p, sg in entries:
+            per_parent_counts[p] = per_parent_counts.get(p, 0) + len(sg.members)
+        per_parent = list(per_parent_counts.values())
+        node.for_n, node.for_min = max(per_parent), min(per_parent)
+        node.static_n = sg0.static_n
+        node.sparse = any(sg.sparse for _, sg in entries)
+        node.value_dependent = node.sparse or parent.value_dependent
+        node.calls = sum(n for _, sg in entries for _, n in sg.members)
+        per_member: dict[str, int] = OrderedDict((m, 0) for m in node.members)
+        for _, sg in entries:
+            for c, n in sg.members:
+                per_member[c] += n
+        node.member_calls = list(per_member.values())
+        parents = list(OrderedDict.fromkeys(p for p, _ in entries))
+        node.parent_calls = sum(max(self.calls.get(p, 1), 1) for p in parents)
+        ratios = [Fraction(n, max(self.calls.get(p, 1), 1)) for p, sg in entries for _, n in sg.members]
+        node.calls_per_parent_call = [float(min(ratios)), float(max(ratios))]
+        uniform = len(set(ratios)) == 1 and ratios[0].denominator == 1
+        node.parfor = int(ratios[0]) if uniform else None
+
+    def _child_parts(self, distinct: list[str], path: frozenset[str]) -> list[tuple[str, list[tuple[str, _Subgroup]]]]:
+        """The corresponding subgroups of every member, merged by (template, class, structure); when every
+        parent called the whole family, also split by calls per parent call; when some parent called
+        only a subset (routing), not. Members on the current path are not entered again (recursion)."""
+        merged: dict[tuple, list[tuple[str, _Subgroup]]] = OrderedDict()
+        for m in distinct:
+            if m in path:
+                continue
+            for sg in self.families(m):
+                merged.setdefault((sg.template, sg.class_name, sg.sig), []).append((m, sg))
+        out: list[tuple[str, list[tuple[str, _Subgroup]]]] = []
+        for key, ents in merged.items():
+            if any(sg.sparse for _, sg in ents):
+                out.append((key[0], ents))
+                continue
+            by_calls: dict[Any, list[tuple[str, _Subgroup]]] = OrderedDict()
+            for ent in ents:
+                by_calls.setdefault(ent[1].calls_key, []).append(ent)
+            out.extend((key[0], part) for part in by_calls.values())
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- public
 def group_callgraph(
     cg: CallGraph,
     runtime_log: Sequence[Mapping[str, Any]] | None = None,
-    targets: CheckTargets | None = None,
+    checks: Sequence[RuntimeCheck] = (),
 ) -> GroupedGraph:
-    """Group a call graph (Option C) and check the groups against the runtime log.
+    """Group a call graph (Option C) and run the model's runtime `checks` against the runtime log.
 
     `runtime_log` defaults to the call graph's own `runtime_log`."""
     grouped = _Grouper(cg).build()
@@ -612,135 +619,8 @@ def group_callgraph(
         "ops": cg.total_ops(),
     }
     events = list(cg.runtime_log if runtime_log is None else runtime_log)
-    grouped.checks = runtime_checks(grouped, events, targets, module_types=cg.module_types)
+    grouped.checks = run_checks(grouped, events, checks, module_types=cg.module_types)
     return grouped
-
-
-def _last(addr: str) -> str:
-    return addr.rpartition(".")[2]
-
-
-def _check(name: str, status: str, expected: Any, observed: Any, detail: str, **extra: Any) -> dict[str, Any]:
-    out = {"name": name, "status": status, "expected": expected, "observed": observed, "detail": detail}
-    out.update(extra)
-    return out
-
-
-def runtime_checks(
-    grouped: GroupedGraph,
-    events: Sequence[Mapping[str, Any]],
-    targets: CheckTargets | None = None,
-    module_types: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """Compare the groups with the runtime log. Each check: name, status (ok | mismatch | not checked),
-    expected (from the log), observed (from the graph), detail."""
-    targets = targets or CheckTargets()
-    events = [e for e in events if isinstance(e, Mapping)]
-    checks: list[dict[str, Any]] = []
-    known = set(module_types or ())
-
-    # ---- vision passes: every vision module runs once per view batch
-    vis_events = [e for e in events if e.get("event") == "vision_inputs"]
-    # an event with "vision": false (a decode step, a text-only call) is a forward without vision passes
-    passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
-    for name in targets.vision_modules:
-        check_name = f"vision_passes:{name}"
-        nodes = [n for n in grouped.nodes if n.members and all(_last(m) == name for m in n.members)]
-        exists = bool(nodes) or any(_last(a) == name for a in known)
-        if not exists:
-            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, None,
-                                 f"no module named '{name}' in the graph"))
-            continue
-        observed = sum(n.calls for n in nodes)
-        parfor = sorted({n.parfor for n in nodes if n.parfor is not None})
-        patterns = [n.pattern for n in nodes]
-        if not vis_events:
-            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, observed,
-                                 "no 'vision_inputs' event in the runtime log", patterns=patterns, parfor=parfor))
-            continue
-        if any(not isinstance(p, int) for p in passes):
-            checks.append(_check(check_name, STATUS_NOT_CHECKED, None, observed,
-                                 "a 'vision_inputs' event lacks an integer 'vision_passes'",
-                                 patterns=patterns, parfor=parfor))
-            continue
-        expected = sum(passes)
-        status = STATUS_OK if expected == observed else STATUS_MISMATCH
-        checks.append(_check(
-            check_name, status, expected, observed,
-            f"calls of {name} in the graph vs vision_passes summed over {len(vis_events)} vision_inputs "
-            f"event(s)", patterns=patterns, parfor=parfor,
-        ))
-
-    # ---- decoder stack
-    stack_nodes = _decoder_stack_nodes(grouped, targets)
-    llm_events = [e for e in events if e.get("event") == "llm_stack"]
-    if not stack_nodes:
-        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, None,
-                             f"no called stack in a container named '{targets.decoder_stack}' outside "
-                             f"{', '.join(targets.vision_modules)}"))
-        checks.append(_check("decoder_layer_calls", STATUS_NOT_CHECKED, None, None, "no decoder stack found"))
-        return checks
-    layers = list(OrderedDict.fromkeys(m for n in stack_nodes for m in n.members))
-    observed_layers = len(layers)
-    groups = [{"pattern": n.pattern, "class_name": n.class_name, "for_n": n.for_n} for n in stack_nodes]
-    per_layer_calls = sorted({c for n in stack_nodes for c in _per_member_calls(n)})
-    if not llm_events:
-        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, observed_layers,
-                             "no 'llm_stack' event in the runtime log", groups=groups))
-        checks.append(_check("decoder_layer_calls", STATUS_NOT_CHECKED, None, per_layer_calls,
-                             "no 'llm_stack' event in the runtime log"))
-        return checks
-    nums = sorted({e.get("num_layers") for e in llm_events if isinstance(e.get("num_layers"), int)})
-    if not nums:
-        checks.append(_check("decoder_layers", STATUS_NOT_CHECKED, None, observed_layers,
-                             "'llm_stack' events lack an integer 'num_layers'", groups=groups))
-    else:
-        expected = nums[0] if len(nums) == 1 else nums
-        status = STATUS_OK if nums == [observed_layers] else STATUS_MISMATCH
-        checks.append(_check(
-            "decoder_layers", status, expected, observed_layers,
-            "distinct decoder layers in the stack groups (for N summed) vs llm_stack.num_layers",
-            groups=groups,
-        ))
-    expected_calls = len(llm_events)
-    observed_calls: Any = per_layer_calls[0] if len(per_layer_calls) == 1 else per_layer_calls
-    status = STATUS_OK if per_layer_calls == [expected_calls] else STATUS_MISMATCH
-    checks.append(_check("decoder_layer_calls", status, expected_calls, observed_calls,
-                         "calls of each decoder layer vs the number of llm_stack events (one per stack run)"))
-    return checks
-
-
-def _per_member_calls(node: GroupNode) -> list[int]:
-    return list(node.member_calls) or ([node.calls] if len(node.members) == 1 else [])
-
-
-def _decoder_stack_nodes(grouped: GroupedGraph, targets: CheckTargets) -> list[GroupNode]:
-    vision = set(targets.vision_modules)
-    by_container: dict[str, list[GroupNode]] = OrderedDict()
-    for n in grouped.nodes:
-        if not n.template.endswith("*") or not n.members:
-            continue
-        containers = {m.rpartition(".")[0] for m in n.members}
-        if len(containers) != 1:
-            continue
-        container = containers.pop()
-        comps = _components(container)
-        if not comps or comps[-1] != targets.decoder_stack or any(c in vision for c in comps):
-            continue
-        by_container.setdefault(container, []).append(n)
-    # singletons of the family (e.g. a lone dense layer 0) have a literal template: add them
-    if not by_container:
-        return []
-    container = min(by_container, key=lambda c: (len(_components(c)), c))
-    out = list(by_container[container])
-    parent_ids = {n.parent for n in out}
-    for n in grouped.nodes:
-        if n in out or n.parent not in parent_ids or len(n.members) != 1:
-            continue
-        m = n.members[0]
-        if m.rpartition(".")[0] == container and _NUM.match(_last(m)):
-            out.append(n)
-    return sorted(out, key=lambda n: int(n.id[1:]))
 
 
 def summarize_stacks(grouped: GroupedGraph) -> list[dict[str, Any]]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import types
 from collections import Counter
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
+from llm_perf_opt.callgraph import torchlens_adapter as tl
 from llm_perf_opt.callgraph.schema import ROOT
 
 MAX_TENSORS_PER_CALL = 64  # tensors listed per call signature; the rest are counted, not listed
@@ -184,21 +184,6 @@ def summary_bytes(entry: Mapping[str, Any]) -> int:
 
 
 # --------------------------------------------------------------------------- hooks
-def _resolve_pause() -> Callable[[], Any]:
-    """TorchLens' `pause_logging` (so hook bodies are never logged as ops), or a null context."""
-    try:
-        from torchlens._state import pause_logging
-
-        return pause_logging
-    except Exception:  # noqa: BLE001 - another TorchLens layout: the hooks only read attributes anyway
-        import contextlib
-
-        return contextlib.nullcontext
-
-
-_pause_torchlens = _resolve_pause()
-
-
 class CallRecorder:
     """Read-only forward hooks (with kwargs) on every module of `model`, as a context manager.
 
@@ -266,7 +251,7 @@ class _PostHook:
         rec, address = self.recorder, self.address
         rec.calls[address] += 1
         if rec.tensors:
-            with _pause_torchlens():
+            with tl.pause_logging():  # the hook's reads are not ops of the model
                 summary = rec.inputs.get(address)
                 if summary is None:
                     summary = rec.inputs[address] = SignatureSummary()
@@ -280,57 +265,12 @@ class _PostHook:
 
 
 # --------------------------------------------------------------------------- TorchLens fallback
-_SUMMARY_TOKEN = re.compile(
-    r"Tensor\(shape=\((?P<shape>[^)]*)\), dtype=(?P<dtype>[\w.]+)\)"
-    r"|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""  # string literals (may hold commas or brackets)
-    r"|(?P<open>[\[{])|(?P<close>[\]}])|(?P<sep>,)"
-    r"|(?P<key>[^\s,:\[\]{}'\"]+): "
-)
-
-
-def parse_call_summary(text: str | None) -> list[tuple[str, tuple[int, ...], str]]:
-    """(path, shape, dtype) of every tensor in a TorchLens call-argument summary string.
-
-    The format is TorchLens' `format_call_arg`: `[a, b]` for lists and tuples, `{k: v}` for dicts,
-    `Tensor(shape=(2, 8), dtype=float32)` for tensors, reprs for scalars. Paths are the indices and
-    keys below the top-level container, dot-joined (`0`, `1.0`, `mask`).
-    """
-    if not text:
-        return []
-    stack: list[list[Any]] = []  # [is_dict, index, key, path]
-    found: list[tuple[str, tuple[int, ...], str]] = []
-
-    def here() -> str:
-        if not stack:
-            return ""
-        is_dict, index, key, path = stack[-1]
-        part = str(key) if is_dict else str(index)
-        return f"{path}.{part}" if path else part
-
-    for m in _SUMMARY_TOKEN.finditer(text):
-        if m.group("shape") is not None:
-            shape = tuple(int(s) for s in m.group("shape").split(",") if s.strip())
-            found.append((here(), shape, _dtype_name(m.group("dtype"))))
-        elif m.group("open"):
-            stack.append([m.group("open") == "{", 0, None, here() if stack else ""])
-        elif m.group("close"):
-            if stack:
-                stack.pop()
-        elif m.group("sep"):
-            if stack:
-                stack[-1][1] += 1
-        elif m.group("key") is not None:
-            if stack:
-                stack[-1][2] = m.group("key")
-    return found
-
-
 def torchlens_input_signature(call: Any) -> Signature:
     entries: list[TensorSig] = []
-    for path, shape, dtype in parse_call_summary(getattr(call, "forward_args_summary", None)):
+    for path, shape, dtype in tl.parse_call_summary(getattr(call, "forward_args_summary", None)):
         head, _, rest = path.partition(".")
         entries.append((f"arg{head}" + (f".{rest}" if rest else ""), shape, dtype, None))
-    for path, shape, dtype in parse_call_summary(getattr(call, "forward_kwargs_summary", None)):
+    for path, shape, dtype in tl.parse_call_summary(getattr(call, "forward_kwargs_summary", None)):
         entries.append((path, shape, dtype, None))
     return _cap(entries)
 
@@ -356,7 +296,7 @@ def torchlens_io(
     if not wanted:
         return inputs, outputs
     for call in trace.module_calls:
-        address = ROOT if call.address == "self" else call.address
+        address = tl.address(call.address, ROOT)
         if address not in wanted:
             continue
         inputs.setdefault(address, SignatureSummary()).add(torchlens_input_signature(call))
@@ -500,7 +440,7 @@ def torchlens_attributes(trace: Any) -> dict[str, dict[str, Any]]:
         attrs = getattr(mod, "custom_attributes", None)
         if attrs is None:
             continue
-        out[ROOT if mod.address == "self" else mod.address] = dict(attrs)
+        out[tl.address(mod.address, ROOT)] = dict(attrs)
     return out
 
 

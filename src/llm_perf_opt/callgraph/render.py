@@ -1,4 +1,4 @@
-"""Rendering of grouped (Option C) and raw call graphs: DOT, SVG (Graphviz `dot`), Mermaid.
+"""Rendering of grouped (Option C) and raw call graphs: DOT and SVG (through the `graphviz` package), Mermaid.
 
 Labels stay compact — `Class @ pattern for N` and a second line with `parfor N` (or the calls when
 they are not a whole number per parent call) and the parameter count; long index lists print as
@@ -8,22 +8,26 @@ ancestor's sums already cover its subtree). Mermaid ids are sanitised and every 
 its special characters written as Mermaid entity codes (`#quot;`, `#lt;`, `#64;` ...);
 `validate_mermaid` is the structural check the tests run on every diagram.
 
-`group_and_render` is the entry the trace pipeline and `./dev group` use: group, check against the
-runtime log, write `callgraph.grouped.json` / `.dot` / `.svg` / `.mmd`. Without the `dot` executable
-the SVG is skipped with a note (in the JSON's `notes`), never a crash.
+DOT sources are assembled with `graphviz.Digraph` (which quotes and escapes), every user text passed
+through `graphviz.escape` so a backslash or a `<...>` stays literal; `graphviz` runs `dot` for SVG/PNG.
+
+`group_and_render` is the entry the trace pipeline and `./dev group` use: group, run the model's
+runtime checks against the runtime log, write `callgraph.grouped.json` / `.dot` / `.svg` / `.mmd`.
+Without the `dot` executable the SVG is skipped with a note (in the JSON's `notes`), never a crash.
 """
 from __future__ import annotations
 
+import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import graphviz
+
 from llm_perf_opt.artifacts import atomic_write_text
+from llm_perf_opt.callgraph.checks import Event, RuntimeCheck
 from llm_perf_opt.callgraph.grouping import (
     GROUPED_FILENAME,
-    CheckTargets,
     GroupedGraph,
     GroupNode,
     count_ranges,
@@ -183,9 +187,10 @@ def node_tooltip(node: GroupNode) -> str:
     return "\n".join(lines)
 
 
-def dot_escape(text: str) -> str:
-    """For a double-quoted DOT string: backslashes and quotes escaped, newlines as `\\n`."""
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def dot_text(*lines: str) -> str:
+    """Lines of literal text as one DOT string: each escaped (`graphviz.escape`), joined by DOT's `\\n`,
+    never read as an HTML-like label."""
+    return graphviz.nohtml("\\n".join(graphviz.escape(line) for line in lines))
 
 
 _MERMAID_ENTITIES = {
@@ -236,36 +241,39 @@ def visible_nodes(grouped: GroupedGraph, max_depth: int | None) -> tuple[list[Gr
 
 
 # ------------------------------------------------------------------------------------------------ DOT
+_GROUPED_GRAPH = {"rankdir": "LR", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
+                  "labelloc": "t"}
+_GROUPED_NODE = {"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10",
+                 "margin": "0.08,0.03"}
+_GROUPED_EDGE = {"fontname": "Helvetica", "fontsize": "9", "color": "#6b7280", "arrowsize": "0.6"}
+_RAW_GRAPH = {"rankdir": "LR", "fontname": "Helvetica", "fontsize": "12", "labelloc": "t"}
+_RAW_NODE = {"shape": "box", "style": "rounded", "fontname": "Helvetica", "fontsize": "9"}
+_RAW_EDGE = {"fontname": "Helvetica", "fontsize": "8", "color": "#6b7280", "arrowsize": "0.5"}
+
+
+def _digraph(name: str, title: str, graph: dict[str, str], node: dict[str, str], edge: dict[str, str],
+             rankdir: str) -> graphviz.Digraph:
+    return graphviz.Digraph(name, graph_attr={**graph, "rankdir": rankdir, "label": dot_text(title)},
+                            node_attr=node, edge_attr=edge)
+
+
 def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
                       rankdir: str = "LR") -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     ids = {n.id for n in shown}
     patterns = display_patterns(grouped, max_ranges)
     title = f"{grouped.model_name or 'model'}: grouped call graph ({len(shown)} of {len(grouped.nodes)} nodes)"
-    lines = [
-        "digraph grouped_callgraph {",
-        f'  graph [rankdir={rankdir}, fontname="Helvetica", fontsize=12, nodesep=0.12, ranksep=0.35, '
-        f'labelloc=t, label="{dot_escape(title)}"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, margin="0.08,0.03"];',
-        '  edge [fontname="Helvetica", fontsize=9, color="#6b7280", arrowsize=0.6];',
-    ]
+    dot = _digraph("grouped_callgraph", title, _GROUPED_GRAPH, _GROUPED_NODE, _GROUPED_EDGE, rankdir)
     for n in shown:
         kind = node_kind(n)
-        style = "rounded,filled,dashed" if n.sparse else "rounded,filled"
-        label = "\\n".join(dot_escape(s) for s in node_label_lines(n, folded.get(n.id, 0), max_ranges,
-                                                                  patterns[n.id]))
-        lines.append(
-            f'  {n.id} [label="{label}", tooltip="{dot_escape(node_tooltip(n))}", '
-            f'fillcolor="{_FILL[kind]}", color="{_STROKE[kind]}", style="{style}"];'
-        )
+        dot.node(n.id, label=dot_text(*node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id])),
+                 tooltip=dot_text(*node_tooltip(n).split("\n")), fillcolor=_FILL[kind], color=_STROKE[kind],
+                 style="rounded,filled,dashed" if n.sparse else "rounded,filled")
     for e in grouped.edges:
         if e.parent in ids and e.child in ids:
-            child = grouped.node(e.child)
-            rep = repeat_text(child)
-            attr = f' [label="{dot_escape(rep)}"]' if rep else ""
-            lines.append(f"  {e.parent} -> {e.child}{attr};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+            rep = repeat_text(grouped.node(e.child))
+            dot.edge(e.parent, e.child, **({"label": dot_text(rep)} if rep else {}))
+    return dot.source
 
 
 def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "LR") -> str:
@@ -286,24 +294,18 @@ def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "L
     shown = [a for a in called if max_depth is None or depth(a) <= max_depth]
     taken: set[str] = set()
     ids = {a: mermaid_id("m_" + (a or "root"), taken) for a in shown}
-    lines = [
-        "digraph raw_callgraph {",
-        f'  graph [rankdir={rankdir}, fontname="Helvetica", fontsize=12, labelloc=t, '
-        f'label="{dot_escape((cg.model_name or "model") + f": raw call graph ({len(shown)} modules)")}"];',
-        '  node [shape=box, style="rounded", fontname="Helvetica", fontsize=9];',
-        '  edge [fontname="Helvetica", fontsize=8, color="#6b7280", arrowsize=0.5];',
-    ]
+    title = f"{cg.model_name or 'model'}: raw call graph ({len(shown)} modules)"
+    dot = _digraph("raw_callgraph", title, _RAW_GRAPH, _RAW_NODE, _RAW_EDGE, rankdir)
     for a in shown:
-        label = f"{cg.module_types.get(a, '?')} @ {a or '(root)'}\ncalls {cg.call_counts.get(a, 0)}"
-        lines.append(f'  {ids[a]} [label="{dot_escape(label)}"];')
+        dot.node(ids[a], label=dot_text(f"{cg.module_types.get(a, '?')} @ {a or '(root)'}",
+                                        f"calls {cg.call_counts.get(a, 0)}"))
     for parent, kids in cg.edges.items():
         if parent not in ids:
             continue
         for child, n in kids.items():
             if child in ids and n:
-                lines.append(f'  {ids[parent]} -> {ids[child]} [label="{n}"];')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+                dot.edge(ids[parent], ids[child], label=str(n))
+    return dot.source
 
 
 # ------------------------------------------------------------------------------------------------ Mermaid
@@ -352,10 +354,6 @@ def build_raw_mermaid(cg: CallGraph, max_depth: int | None = None, direction: st
                     lines.append(f'  {ids[parent]} -->|"{n}"| {ids[child]}')
     return "\n".join(lines) + "\n"
 
-
-# Seed names.
-build_grouped_dot_from_option_c = build_grouped_dot
-build_grouped_mermaid_from_option_c = build_grouped_mermaid
 
 _NODE_LINE = re.compile(r'^  ([^\s\[\]"]+)\["(.*)"\]$')
 _EDGE_LINE = re.compile(r'^  ([^\s\[\]"|]+) -->(?:\|"(.*)"\|)? ([^\s\[\]"|]+)$')
@@ -424,30 +422,32 @@ def validate_mermaid(text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ files
-def dot_executable() -> str | None:
-    return shutil.which("dot")
-
-
-def render_dot(dot_text: str, out_path: str | Path, fmt: str = "svg", timeout: float = 300.0) -> tuple[Path | None, str | None]:
-    """Run Graphviz `dot -T<fmt>`; return (path, None) or (None, reason) when it could not run."""
-    exe = dot_executable()
-    if exe is None:
-        return None, f"{fmt} skipped: the Graphviz 'dot' executable is not on PATH (apt-get install graphviz)"
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp")
+def render_dot(dot_source: str, out_path: str | Path, fmt: str = "svg") -> tuple[Path | None, str | None]:
+    """Render a DOT source with Graphviz (`graphviz.Source.pipe`) and write it atomically; return
+    (path, None), or (None, reason) when Graphviz's `dot` is missing or refuses the source."""
     try:
-        proc = subprocess.run([exe, f"-T{fmt}", "-o", str(tmp)], input=dot_text, text=True,
-                              capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        tmp.unlink(missing_ok=True)
+        data = graphviz.Source(dot_source).pipe(format=fmt, quiet=True)
+    except graphviz.ExecutableNotFound:
+        return None, f"{fmt} skipped: the Graphviz 'dot' executable is not on PATH (apt-get install graphviz)"
+    except graphviz.CalledProcessError as exc:
+        err = (exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or ""))
+        err_lines = err.strip().splitlines()
+        return None, f"{fmt} skipped: dot exited {exc.returncode}" + (f" ({err_lines[-1]})" if err_lines else "")
+    except OSError as exc:
         return None, f"{fmt} skipped: dot failed ({exc})"
-    if proc.returncode != 0 or not tmp.is_file():
+    return _atomic_write_bytes(Path(out_path), data), None
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write `data` next to `path` under a temporary name, then rename: a reader sees all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
         tmp.unlink(missing_ok=True)
-        err = (proc.stderr or "").strip().splitlines()
-        return None, f"{fmt} skipped: dot exited {proc.returncode}" + (f" ({err[-1]})" if err else "")
-    tmp.replace(out_path)
-    return out_path, None
+    return path
 
 
 def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth: int | None = None,
@@ -459,14 +459,14 @@ def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth:
         raise ArtifactError(f"unknown render format(s) {unknown}: choose from {list(KNOWN_FORMATS)}")
     out_dir = Path(out_dir)
     written: dict[str, Path] = {}
-    dot_text = None
+    dot_source = None
     if any(f in formats for f in ("dot", "svg", "png")):
-        dot_text = build_grouped_dot(grouped, max_depth=max_depth)
+        dot_source = build_grouped_dot(grouped, max_depth=max_depth)
     if "dot" in formats:
-        written["dot"] = atomic_write_text(out_dir / f"{stem}.dot", dot_text)
+        written["dot"] = atomic_write_text(out_dir / f"{stem}.dot", dot_source)
     for fmt in ("svg", "png"):
         if fmt in formats:
-            path, note = render_dot(dot_text, out_dir / f"{stem}.{fmt}", fmt)
+            path, note = render_dot(dot_source, out_dir / f"{stem}.{fmt}", fmt)
             if path:
                 written[fmt] = path
             else:
@@ -503,14 +503,15 @@ def group_and_render(
     out_dir: str | Path,
     max_depth: int | None = None,
     formats: Iterable[str] = DEFAULT_FORMATS,
-    runtime_log: Sequence[Mapping[str, Any]] | None = None,
-    targets: CheckTargets | None = None,
+    runtime_log: Sequence[Event] | None = None,
+    checks: Sequence[RuntimeCheck] = (),
     config: Any = None,
 ) -> tuple[GroupedGraph, dict[str, Path]]:
-    """Group `callgraph` (checks against `runtime_log`, default the graph's own), write the JSON and the
-    renderings into `out_dir`; return the grouped graph and {format: path} of what was written
-    ("json", "dot", "svg", "mmd", ...). Skipped renderings are listed in `grouped.notes`."""
-    grouped = group_callgraph(callgraph, runtime_log=runtime_log, targets=targets)
+    """Group `callgraph`, run the model's runtime `checks` against `runtime_log` (default the graph's
+    own), write the JSON and the renderings into `out_dir`; return the grouped graph and {format: path}
+    of what was written ("json", "dot", "svg", "mmd", ...). Skipped renderings are listed in
+    `grouped.notes`."""
+    grouped = group_callgraph(callgraph, runtime_log=runtime_log, checks=checks)
     written = write_grouped_outputs(grouped, out_dir, max_depth=max_depth, formats=tuple(formats),
                                     callgraph=callgraph, config=config)
     return grouped, written

@@ -1,7 +1,7 @@
 """`CallGraph`: the dynamic call graph of one forward, as one schema-versioned JSON file (`callgraph.json`).
 
 Addresses are module names as `named_modules()` gives them (the root is ""). The keys are the ones
-performance engineers already use (seeds 000-002):
+performance engineers already use:
 
 * `call_counts`     address -> number of calls in the forward
 * `edges`           parent address -> {child address -> calls made from inside the parent's calls}
@@ -17,7 +17,7 @@ performance engineers already use (seeds 000-002):
 * `runtime_log`     the RuntimeLog events of the patched forward
 * `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
 
-Version 1 files (no metadata keys, or a bare dict of the five graph keys as the seeds wrote) load
+Version 1 files (no metadata keys, or a bare dict of the five graph keys, as earlier tools wrote) load
 with empty metadata.
 """
 from __future__ import annotations
@@ -58,11 +58,6 @@ class CallGraph:
     def called(self) -> list[str]:
         return [a for a, n in self.call_counts.items() if n > 0]
 
-    def parent_of(self, address: str) -> str | None:
-        if address == ROOT:
-            return None
-        return address.rpartition(".")[0]
-
     def total_module_calls(self) -> int:
         return sum(n for a, n in self.call_counts.items() if a != ROOT)
 
@@ -93,11 +88,11 @@ def callgraph_from_dict(data: dict[str, Any], source: str = "callgraph") -> Call
 
 
 def load_callgraph_json(path: str | Path) -> CallGraph:
-    """Load `callgraph.json` in any known version, or a bare seed-style dict of the graph keys."""
+    """Load `callgraph.json` in any known version, or a bare dict of the graph keys (no envelope)."""
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise ArtifactError(f"{path}: expected a JSON object at top level")
-    if "schema" not in doc:  # seed format: the graph keys at top level
+    if "schema" not in doc:  # no envelope: the graph keys at top level
         return callgraph_from_dict(doc, str(path))
     if doc.get("schema") != SCHEMA:
         raise ArtifactError(f"{path}: schema is '{doc.get('schema')}', expected '{SCHEMA}'")

@@ -1,7 +1,7 @@
 """The view layout of a page: crop grid, tensor sizes and image-token counts, as the vendor's `infer()` makes them.
 
 Pure Python and no torch, because the analytic model evaluates it for thousands of page sizes.
-Reproduces `infer()` + `dynamic_preprocess` including their quirks (shared/facts/deepseek_ocr.md):
+Reproduces `infer()` + `dynamic_preprocess` including their quirks:
 
 * crop mode tiles the page only when a side exceeds 640 pixels (the vendor tests `<= 640` literally);
 * the grid search always uses min 2, max 9 tiles and, in the Hugging Face `infer()`, a 640-pixel tile

@@ -1,7 +1,7 @@
 """`ModelSpec`: every dimension of DeepSeek-OCR the pipeline needs, in one frozen dataclass.
 
 Built from a vendor `config.json` (`ModelSpec.from_config_json`) or from the built-in values measured
-on the vendor code (`ModelSpec.deepseek_ocr()`, see shared/facts/deepseek_ocr.md). The vendor's
+on the vendor code (`ModelSpec.deepseek_ocr()`). The vendor's
 `config.json` holds the decoder and projector; SAM and CLIP dimensions are hard-coded in the vendor's
 `deepencoder.py`, so they come from the built-in values unless the JSON's `vision_config` names them.
 `ModelSpec.tiny()` is the narrow, few-layer copy with the same structure, used by `twin_tiny` and tests.
@@ -14,6 +14,21 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llm_perf_opt.errors import ConfigError
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    """A `config.json` as a dict; one ConfigError naming the file for a missing, unreadable or non-object file."""
+    if not path.is_file():
+        raise ConfigError(f"model config {path} does not exist")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object at top level")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -185,15 +200,7 @@ class ModelSpec:
         path = Path(path)
         if path.is_dir():
             path = path / "config.json"
-        if not path.is_file():
-            raise ConfigError(f"model config {path} does not exist")
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: expected a JSON object")
-        return cls.from_config_dict(raw, source=str(path))
+        return cls.from_config_dict(read_config_json(path), source=str(path))
 
     @classmethod
     def from_config_dict(cls, raw: Mapping[str, Any], source: str = "config") -> "ModelSpec":

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from llm_perf_opt.dsocr.decode import greedy_decode
 from llm_perf_opt.measure.flops import MeasuredFlops, count_flops
 
 
@@ -53,23 +54,20 @@ def measure_dsocr(model: torch.nn.Module, forward_kwargs: Mapping[str, Any], dec
     wanted = sorted(set(int(s) for s in decode_steps))
     if wanted[0] < 1:
         raise ValueError(f"decode steps are 1-based, got {decode_steps!r}")
-    past = out.past_key_values
-    logits = out.logits
-    for step in range(1, wanted[-1] + 1):
-        next_ids = logits[:, -1:].argmax(-1).to(kwargs["input_ids"].dtype)
-        step_kwargs = dict(kwargs, input_ids=next_ids, past_key_values=past, use_cache=True)
-        step_kwargs.pop("attention_mask", None)
+
+    def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
         context = seq_len + step - 1
 
         def step_fn():
             with _autocast(model, autocast_dtype):
                 return model(**step_kwargs)
 
-        if step in wanted:
-            measured, out = count_flops(step_fn, model, label=f"decode@{context}")
-            result.decode[context] = measured
-        else:
+        if step not in wanted:
             with torch.no_grad():
-                out = step_fn()
-        past, logits = out.past_key_values, out.logits
+                return step_fn()
+        measured, step_out = count_flops(step_fn, model, label=f"decode@{context}")
+        result.decode[context] = measured
+        return step_out
+
+    greedy_decode(run_step, out, wanted[-1], kwargs)
     return result

@@ -1,7 +1,8 @@
 """`./dev group RUN_DIR [--max-depth N]`: regroup and re-render an existing `callgraph.json` without tracing.
 
 Reads `RUN_DIR/callgraph.json` (or the file itself when RUN_DIR is a file) and, when present,
-`runtime_log.json` beside it (else the call graph's own runtime log); writes `callgraph.grouped.json`,
+`runtime_log.json` beside it (else the call graph's own runtime log), against which DeepSeek-OCR's
+runtime checks run (`dsocr.checks`); writes `callgraph.grouped.json`,
 `.dot`, `.svg` and `.mmd` next to it. A missing or corrupt input is one line `error: ...`, exit code 2.
 """
 from __future__ import annotations
@@ -9,26 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from llm_perf_opt.artifacts import read_json
 from llm_perf_opt.callgraph.render import DEFAULT_FORMATS, KNOWN_FORMATS, group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
+from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
+from llm_perf_opt.dsocr.patches.runtime_log import RUNTIME_LOG_FILE, load_runtime_log
 from llm_perf_opt.errors import ArtifactError, PipelineError
 
 CALLGRAPH_FILE = "callgraph.json"
-RUNTIME_LOG_FILE = "runtime_log.json"
-
-
-def load_runtime_events(path: Path) -> list[dict[str, Any]]:
-    """Events of a `runtime_log.json`: an artifact whose data is a list or holds `events`, or a bare list."""
-    doc = read_json(path)
-    data = doc.get("data", doc) if isinstance(doc, dict) else doc
-    if isinstance(data, dict):
-        data = data.get("events")
-    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
-        raise ArtifactError(f"{path}: expected a list of event objects (or an object with 'events')")
-    return data
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -52,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
     cg = load_callgraph_json(cg_path)
     out_dir = cg_path.parent
     log_path = out_dir / RUNTIME_LOG_FILE
-    events = load_runtime_events(log_path) if log_path.is_file() else None
+    events = load_runtime_log(log_path).events() if log_path.is_file() else None
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    grouped, written = group_and_render(cg, out_dir, max_depth=args.max_depth, formats=formats, runtime_log=events)
+    grouped, written = group_and_render(cg, out_dir, max_depth=args.max_depth, formats=formats, runtime_log=events,
+                                        checks=RUNTIME_CHECKS)
     s = grouped.summary()
     print(f"{grouped.model_name or 'model'}: {s['modules_called']} called modules -> {s['nodes']} groups "
           f"({s['stacks']} stacks, {s['parfor_nodes']} parfor), runtime log from "

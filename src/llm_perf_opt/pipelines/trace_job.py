@@ -16,6 +16,7 @@ from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.config import RootConfig, to_typed_config
+from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
@@ -194,7 +195,7 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
     progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
              f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s")
     grouped, files = group_and_render(cg, out_dir, max_depth=cfg.render.max_depth, formats=cfg.render.formats,
-                                      runtime_log=cg.runtime_log, config=raw_cfg)
+                                      runtime_log=cg.runtime_log, checks=RUNTIME_CHECKS, config=raw_cfg)
     grouping = grouped.summary()
     grouping["files"] = {fmt: path.name for fmt, path in files.items()}
     grouping["notes"] = grouped.notes

@@ -16,14 +16,15 @@ raises `PatchError` naming it; an unknown patch name raises `PatchError` listing
 """
 from __future__ import annotations
 
-import sys
 import warnings
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Optional
 
+from llm_perf_opt.callgraph.torchlens_adapter import paused_if_loaded
 from llm_perf_opt.dsocr.patches.runtime_log import RuntimeLog
+from llm_perf_opt.dsocr.vendor import package_modules
 from llm_perf_opt.errors import PatchError
 
 _MISSING = object()
@@ -51,15 +52,6 @@ class ModelCode:
         return self.modules[key]
 
 
-def _package_modules(package: str) -> dict[str, ModuleType]:
-    prefix = package + "."
-    return {
-        name[len(prefix):]: mod
-        for name, mod in list(sys.modules.items())
-        if name.startswith(prefix) and "." not in name[len(prefix):] and isinstance(mod, ModuleType)
-    }
-
-
 def model_code(obj: Any) -> ModelCode:
     """The `ModelCode` of a session (anything with `.model`) or of a model."""
     model = getattr(obj, "model", None) if not _is_module(obj) else obj
@@ -67,13 +59,13 @@ def model_code(obj: Any) -> ModelCode:
         raise PatchError(f"cannot find a model in {type(obj).__name__} (expected a session or a DeepseekOCR model)")
     module_name = type(model).__module__
     if module_name == TWIN_PACKAGE or module_name.startswith(TWIN_PACKAGE + "."):
-        return ModelCode("twin", TWIN_PACKAGE, _package_modules(TWIN_PACKAGE))
+        return ModelCode("twin", TWIN_PACKAGE, package_modules(TWIN_PACKAGE))
     vendor_modules = getattr(obj, "vendor_modules", None) if obj is not model else None
     package = module_name.rpartition(".")[0]
     if not package:
         raise PatchError(f"model class {type(model).__qualname__} lives in a top-level module {module_name!r}; "
                          "expected the vendor package (transformers_modules.<dir>) or the twin")
-    return ModelCode("vendor", package, dict(vendor_modules) if vendor_modules else _package_modules(package))
+    return ModelCode("vendor", package, dict(vendor_modules) if vendor_modules else package_modules(package))
 
 
 def _is_module(obj: Any) -> bool:
@@ -222,15 +214,9 @@ def untracked() -> ContextManager[Any]:
 
     The wrappers avoid torch calls where they can (shapes and host lists only); this guards the few
     reads that remain (`tolist` of the host-side crop grid). Without TorchLens loaded it does nothing.
+    TorchLens' private pause lives behind the capture's adapter (`callgraph.torchlens_adapter`).
     """
-    state = sys.modules.get("torchlens._state")
-    pause = getattr(state, "pause_logging", None)
-    if callable(pause):
-        try:
-            return pause()
-        except Exception:  # pragma: no cover - a TorchLens API change must not break the forward
-            return nullcontext()
-    return nullcontext()
+    return paused_if_loaded()
 
 
 @contextmanager

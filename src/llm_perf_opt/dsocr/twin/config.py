@@ -6,35 +6,12 @@ The vendor's model is a transformers `PreTrainedModel` with a `DeepseekV2Config`
 """
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from llm_perf_opt.dsocr.attention import resolve_attn_implementation
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
-
-ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
-
-
-def flash_attn_available() -> bool:
-    """True when the `flash_attn` package can be imported (needed for "flash_attention_2")."""
-    if importlib.util.find_spec("flash_attn") is None:
-        return False
-    try:
-        import flash_attn  # noqa: F401
-    except Exception:  # a broken CUDA build raises all sorts of errors at import
-        return False
-    return True
-
-
-def check_attn_implementation(name: str) -> str:
-    if name not in ATTN_IMPLEMENTATIONS:
-        raise ConfigError.field("model.attn_implementation", name, f"one of {list(ATTN_IMPLEMENTATIONS)}")
-    if name == "flash_attention_2" and not flash_attn_available():
-        raise ConfigError.field("model.attn_implementation", name,
-                                "needs the flash_attn package (CUDA only); use 'eager' or 'sdpa'")
-    return name
-
 
 @dataclass
 class TwinConfig:
@@ -101,7 +78,7 @@ class TwinConfig:
             rms_norm_eps=d.rms_norm_eps, max_position_embeddings=d.max_position_embeddings,
             tie_word_embeddings=d.tie_word_embeddings, bos_token_id=spec.bos_token_id,
             eos_token_id=spec.eos_token_id, image_token_id=spec.image_token_id,
-            _attn_implementation=check_attn_implementation(attn_implementation),
+            _attn_implementation=resolve_attn_implementation(attn_implementation, fallback=False)[0],
         )
 
     def to_dict(self) -> dict[str, Any]:

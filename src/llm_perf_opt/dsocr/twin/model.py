@@ -293,7 +293,7 @@ def build_twin(
     decoder attention class ("eager" as the vendor's default, "sdpa", or "flash_attention_2", which
     needs `flash_attn` and a CUDA device).
     """
-    from llm_perf_opt.dsocr.twin.config import check_attn_implementation
+    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
     from llm_perf_opt.dsocr.twin.weights import initialise_weights
     from llm_perf_opt.errors import ConfigError
 
@@ -305,10 +305,7 @@ def build_twin(
         device = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ConfigError.field("model.device", device, f"must name a torch device ({exc})") from None
-    check_attn_implementation(attn_implementation)
-    if attn_implementation == "flash_attention_2" and device.type != "cuda":
-        raise ConfigError.field("model.attn_implementation", attn_implementation,
-                                f"runs on CUDA only, not on device {str(device)!r}")
+    resolve_attn_implementation(attn_implementation, device, fallback=False)
     config = TwinConfig.from_spec(spec, attn_implementation)
     with torch.device("meta"):
         model = DeepseekOCRForCausalLM(config, spec)

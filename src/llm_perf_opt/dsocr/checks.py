@@ -1,0 +1,124 @@
+"""DeepSeek-OCR's runtime checks, plugged into the generic grouping (`group_callgraph(checks=RUNTIME_CHECKS)`).
+
+They compare the grouped graph with the events the `vision_inputs` and `llm_stack` patches log
+(`dsocr.patches.builtin`), for the parts named in `dsocr.parts`:
+
+* `vision_passes:<module>` for SAM, CLIP and the projector: the module's calls in the graph against
+  `vision_passes` summed over the `vision_inputs` events (an event with `"vision": false`, a decode step
+  or a text-only call, counts as zero passes);
+* `decoder_layers`: the distinct layers in the decoder stack's groups (`model.layers`, `for N` summed)
+  against `llm_stack.num_layers`;
+* `decoder_layer_calls`: the calls of each decoder layer against the number of `llm_stack` events (one
+  per run of the stack).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+from llm_perf_opt.callgraph.checks import (
+    STATUS_MISMATCH,
+    STATUS_NOT_CHECKED,
+    STATUS_OK,
+    Event,
+    RuntimeCheck,
+    check_result,
+    events_of,
+)
+from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.dsocr import parts
+
+
+def _short(path: str) -> str:
+    return path.rpartition(".")[2]
+
+
+# ---------------------------------------------------------------------------------------------- vision
+def vision_passes(grouped: GroupedGraph, events: Sequence[Event],
+                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`vision_passes:<module>` for every vision part: its calls against the logged vision passes."""
+    vis_events = events_of(events, "vision_inputs")
+    passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
+    return [_vision_check(grouped, path, vis_events, passes, module_types) for path in parts.VISION_PATHS]
+
+
+def _vision_check(grouped: GroupedGraph, path: str, vis_events: Sequence[Event], passes: list[Any],
+                  module_types: Mapping[str, str]) -> dict[str, Any]:
+    name = _short(path)
+    check_name = f"vision_passes:{name}"
+    nodes = [n for n in grouped.nodes if n.members and all(m == path for m in n.members)]
+    if not nodes and path not in module_types:
+        return check_result(check_name, STATUS_NOT_CHECKED, None, None, f"no module named '{name}' in the graph")
+    observed = sum(n.calls for n in nodes)
+    found = dict(patterns=[n.pattern for n in nodes], parfor=sorted({n.parfor for n in nodes if n.parfor is not None}))
+    if not vis_events:
+        return check_result(check_name, STATUS_NOT_CHECKED, None, observed,
+                            "no 'vision_inputs' event in the runtime log", **found)
+    if any(not isinstance(p, int) for p in passes):
+        return check_result(check_name, STATUS_NOT_CHECKED, None, observed,
+                            "a 'vision_inputs' event lacks an integer 'vision_passes'", **found)
+    expected = sum(passes)
+    return check_result(check_name, STATUS_OK if expected == observed else STATUS_MISMATCH, expected, observed,
+                        f"calls of {name} in the graph vs vision_passes summed over {len(vis_events)} vision_inputs "
+                        f"event(s)", **found)
+
+
+# ---------------------------------------------------------------------------------------------- decoder
+def decoder_stack(grouped: GroupedGraph, events: Sequence[Event],
+                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`decoder_layers` and `decoder_layer_calls` against the `llm_stack` events."""
+    stack_nodes = decoder_stack_nodes(grouped)
+    if not stack_nodes:
+        return [check_result("decoder_layers", STATUS_NOT_CHECKED, None, None,
+                             f"no called stack in '{parts.DECODER_STACK}'"),
+                check_result("decoder_layer_calls", STATUS_NOT_CHECKED, None, None, "no decoder stack found")]
+    llm_events = events_of(events, "llm_stack")
+    return [_layers_check(stack_nodes, llm_events), _layer_calls_check(stack_nodes, llm_events)]
+
+
+def _layers_check(stack_nodes: list[GroupNode], llm_events: Sequence[Event]) -> dict[str, Any]:
+    observed = len(OrderedDict.fromkeys(m for n in stack_nodes for m in n.members))
+    groups = [{"pattern": n.pattern, "class_name": n.class_name, "for_n": n.for_n} for n in stack_nodes]
+    if not llm_events:
+        return check_result("decoder_layers", STATUS_NOT_CHECKED, None, observed,
+                            "no 'llm_stack' event in the runtime log", groups=groups)
+    nums = sorted({e.get("num_layers") for e in llm_events if isinstance(e.get("num_layers"), int)})
+    if not nums:
+        return check_result("decoder_layers", STATUS_NOT_CHECKED, None, observed,
+                            "'llm_stack' events lack an integer 'num_layers'", groups=groups)
+    return check_result("decoder_layers", STATUS_OK if nums == [observed] else STATUS_MISMATCH,
+                        nums[0] if len(nums) == 1 else nums, observed,
+                        "distinct decoder layers in the stack groups (for N summed) vs llm_stack.num_layers",
+                        groups=groups)
+
+
+def _layer_calls_check(stack_nodes: list[GroupNode], llm_events: Sequence[Event]) -> dict[str, Any]:
+    per_layer_calls = sorted({c for n in stack_nodes for c in _per_member_calls(n)})
+    if not llm_events:
+        return check_result("decoder_layer_calls", STATUS_NOT_CHECKED, None, per_layer_calls,
+                            "no 'llm_stack' event in the runtime log")
+    expected = len(llm_events)
+    observed: Any = per_layer_calls[0] if len(per_layer_calls) == 1 else per_layer_calls
+    return check_result("decoder_layer_calls", STATUS_OK if per_layer_calls == [expected] else STATUS_MISMATCH,
+                        expected, observed,
+                        "calls of each decoder layer vs the number of llm_stack events (one per stack run)")
+
+
+def _per_member_calls(node: GroupNode) -> list[int]:
+    return list(node.member_calls) or ([node.calls] if len(node.members) == 1 else [])
+
+
+def decoder_stack_nodes(grouped: GroupedGraph) -> list[GroupNode]:
+    """The groups of the decoder layers `model.layers.<i>`: the stack groups (`layers.*`) and the
+    singletons of the family (a lone dense layer 0 has a literal template), in node order."""
+    layer_nodes = [n for n in grouped.nodes if n.members
+                   and all(parts.decoder_layer_index(m) is not None for m in n.members)
+                   and (n.template.endswith("*") or len(n.members) == 1)]
+    stacks = [n for n in layer_nodes if n.template.endswith("*")]
+    if not stacks:
+        return []
+    parent_ids = {n.parent for n in stacks}
+    return [n for n in layer_nodes if n in stacks or n.parent in parent_ids]
+
+
+RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack)
