@@ -33,6 +33,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("tmp/bench/profile_overhead"))
     ap.add_argument("--trace", action="store_true", help="also write profile.trace.json (the last profiled forward)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's; 1 is steadier on a "
+                    "shared machine, where a descheduled OpenMP thread stalls every parallel region)")
     args = ap.parse_args()
 
     import torch
@@ -50,7 +52,8 @@ def main() -> None:
 
     width, height = (int(v) for v in args.page.lower().split("x"))
     workload = parts.modes()[args.mode]
-    runtime = RuntimeConfig(**OmegaConf.to_container(OmegaConf.load(conf_dir() / "runtime" / f"{args.runtime}.yaml")))
+    preset = OmegaConf.to_container(OmegaConf.load(conf_dir() / "runtime" / f"{args.runtime}.yaml"))
+    runtime = RuntimeConfig(**dict(preset, threads=args.threads))
     cfg = ProfileConfig(warmup=args.warmup, repeats=args.repeats, chrome_trace=args.trace)
     model_cfg = ModelConfig(name="twin" if args.spec == "deepseek_ocr" else "twin_tiny", source="twin", spec=args.spec)
 
@@ -77,10 +80,13 @@ def main() -> None:
     print()
     print(f"overhead: profiled / plain = {ratio:.3f}x (median {units.seconds(wall['profiled_s']['median'])} / "
           f"{units.seconds(wall['plain_s']['median'])}); target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}")
+    print(f"  process CPU time (all threads): profiled / plain = {wall['overhead_ratio_cpu']:.3f}x "
+          f"(median {units.seconds(wall['profiled_cpu_s']['median'])} / {units.seconds(wall['plain_cpu_s']['median'])})")
     per = [p / q for p, q in zip(wall["profiled_s"]["repeats"], wall["plain_s"]["repeats"])]
-    print("  per round (profiled / plain): " + ", ".join(f"{r:.3f}" for r in per))
-    print(f"  plain   s: " + ", ".join(f"{v:.2f}" for v in wall["plain_s"]["repeats"]))
-    print(f"  profiled s: " + ", ".join(f"{v:.2f}" for v in wall["profiled_s"]["repeats"]))
+    print("  per round (profiled / plain): " + ", ".join(f"{r:.3f}" for r in per)
+          + f"; median of the rounds {wall['overhead_ratio_paired']:.3f}x")
+    print("  plain    s: " + ", ".join(f"{v:.2f}" for v in wall["plain_s"]["repeats"]))
+    print("  profiled s: " + ", ".join(f"{v:.2f}" for v in wall["profiled_s"]["repeats"]))
     print(f"coverage: parts cover {units.percent(cov['coverage'])} of the profiled forward's wall time "
           f"(lowest repeat {units.percent(cov['coverage_min'])}); uncovered {units.seconds(cov['uncovered_s']['median'])}"
           f" = outside the parts {units.seconds(cov['outside_parts_s']['median'])} + outside the root range "

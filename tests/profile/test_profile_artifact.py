@@ -50,6 +50,10 @@ def test_loader_refuses_unknown_version_and_missing_fields(profiled, tmp_path):
         load_module_times(_rewrite(path, tmp_path, lambda d: d["data"].pop("coverage")))
     with pytest.raises(ArtifactError, match=r"calls\[0\]: missing field 'self_s'"):
         load_module_times(_rewrite(path, tmp_path, lambda d: d["data"]["calls"][0].pop("self_s")))
+    with pytest.raises(ArtifactError, match=r"calls\[0\].inclusive_s: expected an object with 'repeats'"):
+        load_module_times(_rewrite(path, tmp_path, lambda d: d["data"]["calls"][0].update(inclusive_s=1.5)))
+    with pytest.raises(ArtifactError, match="field 'calls' must be a list"):
+        load_module_times(_rewrite(path, tmp_path, lambda d: d["data"].update(calls={})))
     with pytest.raises(ArtifactError, match="schema is 'llm_perf_opt.callgraph'"):
         load_module_times(_rewrite(path, tmp_path, lambda d: d.update(schema="llm_perf_opt.callgraph")))
 

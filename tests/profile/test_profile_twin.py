@@ -116,6 +116,8 @@ def test_honesty_figures_and_method(profiled):
     wall = times.wall
     assert len(wall["plain_s"]["repeats"]) == len(wall["profiled_s"]["repeats"]) == 3
     assert wall["overhead_ratio"] == pytest.approx(wall["profiled_s"]["median"] / wall["plain_s"]["median"])
+    assert len(wall["plain_cpu_s"]["repeats"]) == len(wall["profiled_cpu_s"]["repeats"]) == 3
+    assert wall["overhead_ratio_cpu"] == pytest.approx(wall["profiled_cpu_s"]["median"] / wall["plain_cpu_s"]["median"])
     m = times.method
     assert (m["warmup"], m["repeats"], m["activities"], m["device"]) == (1, 3, ["cpu"], "cpu")
     assert m["threads"] == torch.get_num_threads()

@@ -5,7 +5,8 @@ Schema `llm_perf_opt.profile`, version 1. `data` holds
 * `method`: how it was measured (warm-up, repeats, synchronisation, device, threads, activities, time
   base, how kernels are attributed, hooks, NVTX);
 * `wall`: the plain and the profiled forward's wall time (median/min/max over the repeats) and their
-  ratio, the profiling overhead;
+  ratio, the profiling overhead (`overhead_ratio`); the same for process CPU time (all threads,
+  `overhead_ratio_cpu`), which other processes on a shared machine disturb less;
 * `coverage`: the top-level parts' inclusive times against the forward's wall time, with the uncovered
   remainder split into work in the root outside the parts and time outside the root's range;
 * `calls`: one row per module call (path, call index, runtime parent call), inclusive and self time as
@@ -179,15 +180,24 @@ class ModuleTimes:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = PROFILE_FILE) -> "ModuleTimes":
-        calls_raw = data["calls"]
-        if not isinstance(calls_raw, list):
-            raise ArtifactError(f"{where}: field 'calls' must be a list")
-        return cls(
-            method=dict(data["method"]), wall=dict(data["wall"]), coverage=dict(data["coverage"]),
-            calls=[CallTimes.from_dict(c, f"{where}: calls[{i}]") for i, c in enumerate(calls_raw)],
-            unhooked={str(k): dict(v) for k, v in data["unhooked"].items()},
-            problems=list(data["problems"]), trace_file=data.get("trace_file"), trace_repeat=data.get("trace_repeat"),
-        )
+        def need(key: str, kind: type) -> Any:
+            if key not in data:
+                raise ArtifactError(f"{where}: {PROFILE_SCHEMA} data lacks required field '{key}'")
+            if not isinstance(data[key], kind):
+                raise ArtifactError(f"{where}: field '{key}' must be a {'list' if kind is list else 'object'}")
+            return data[key]
+
+        try:
+            return cls(
+                method=dict(need("method", dict)), wall=dict(need("wall", dict)),
+                coverage=dict(need("coverage", dict)),
+                calls=[CallTimes.from_dict(c, f"{where}: calls[{i}]") for i, c in enumerate(need("calls", list))],
+                unhooked={str(k): dict(v) for k, v in need("unhooked", dict).items()},
+                problems=[str(p) for p in need("problems", list)],
+                trace_file=data.get("trace_file"), trace_repeat=data.get("trace_repeat"),
+            )
+        except (TypeError, ValueError, IndexError) as exc:
+            raise ArtifactError(f"{where}: malformed {PROFILE_SCHEMA} data ({type(exc).__name__}: {exc})") from None
 
 
 REQUIRED_FIELDS = ("method", "wall", "coverage", "calls", "unhooked", "problems")

@@ -18,10 +18,17 @@ How it measures, in order, all under the forward's own context (no_grad, the ses
    memory recorded, to keep its overhead down). Hooks are installed and the profiler started before
    the clock starts, and stopped after it stops.
 
-Per module call and repeat: on CPU, inclusive time is the wall-clock span of its range; on CUDA it is
-the GPU time of the kernels the range launched, directly or through its children (attribution by
-profiler correlation: see `profiler_events`), and the CPU span is kept beside it. Self time is
-inclusive minus the child calls' inclusive time. Statistics over the repeats: median, min, max.
+Per module call and repeat: on CPU, inclusive time is the wall-clock span of its range. On CUDA it is
+GPU time: every kernel, memcpy and memset the profiler saw is tied by its correlation id to the CPU op
+that launched it (CUPTI records the launch's correlation; torch lists the activity in that op's
+`kernels`), and that op belongs to the innermost module range enclosing it on the CPU thread. The
+activity's GPU duration counts as self time of that module call, whenever it ran on the GPU (an
+asynchronous kernel is not credited to whichever module happens to be on the CPU when it executes), and
+as inclusive time of every call enclosing it. Kernels launched outside every module range are reported
+in `problems`, never dropped silently; the GPU-side images of the ranges (`gpu_user_annotation`) are not
+work and are not counted. The CPU span of each range is kept beside the GPU time (`cpu_inclusive_s`).
+Self time is inclusive minus the child calls' inclusive time. Statistics over the repeats: median, min,
+max. (`profiler_events` is the code of this attribution.)
 
 Honesty figures, measured in the same run: the overhead (median profiled wall time / median plain wall
 time, same number of each), and the coverage: the top-level parts' inclusive times (the DeepSeek-OCR
@@ -33,7 +40,6 @@ from __future__ import annotations
 
 import platform
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping, Optional
@@ -45,7 +51,6 @@ from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.module_ranges import ModuleCall, module_ranges, range_name, unhooked_modules
 from llm_perf_opt.measure.module_times import (
-    TRACE_FILE,
     CallTimes,
     ModuleTimes,
     Stat,
@@ -96,14 +101,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(call: ForwardCall, device: torch.device) -> float:
+def _timed(call: ForwardCall, device: torch.device) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one forward, synchronised on CUDA."""
     _sync(device)
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     out = call.model(**call.kwargs)
     _sync(device)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     del out
-    return seconds
+    return seconds, cpu_seconds
 
 
 @dataclass
@@ -113,23 +119,24 @@ class _Repeat:
     calls: list[ModuleCall]
     ranges: ProfiledRanges
     wall_s: float
+    cpu_s: float
     postprocess_s: float
+    profiler: Any = None  # kept for the Chrome trace (last repeat only)
 
 
-def _profiled(call: ForwardCall, device: torch.device, cfg: ProfileConfig, trace_path: Optional[Path]) -> _Repeat:
+def _profiled(call: ForwardCall, device: torch.device, cfg: ProfileConfig, keep: bool) -> _Repeat:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     names = {range_name(path) for path, _ in call.model.named_modules()}
     with module_ranges(call.model, nvtx=cfg.nvtx) as ranges:
         with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
-            wall = _timed(call, device)
+            wall, cpu = _timed(call, device)
     start = time.perf_counter()
     found = read_ranges(prof.events(), names, device=device.type == "cuda")
-    if trace_path is not None:
-        export_chrome_trace(prof, trace_path)
     postprocess = time.perf_counter() - start
-    return _Repeat(calls=list(ranges.calls), ranges=found, wall_s=wall, postprocess_s=postprocess)
+    return _Repeat(calls=list(ranges.calls), ranges=found, wall_s=wall, cpu_s=cpu, postprocess_s=postprocess,
+                   profiler=prof if keep else None)
 
 
 def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Path | None = None,
@@ -150,7 +157,7 @@ def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Pat
     cfg.check_device(device.type)
     say = progress or (lambda _msg: None)
     trace = Path(trace_path) if trace_path is not None and cfg.chrome_trace else None
-    plain: list[float] = []
+    plain: list[tuple[float, float]] = []
     repeats: list[_Repeat] = []
     with call.context():
         start = time.perf_counter()
@@ -159,17 +166,18 @@ def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Pat
         warmup_s = time.perf_counter() - start
         say(f"profile: {cfg.warmup} warm-up forward(s) in {warmup_s:.2f} s")
         for r in range(cfg.repeats):
-            last = r == cfg.repeats - 1
+            keep = trace is not None and r == cfg.repeats - 1
             if r % 2 == 0:
                 plain.append(_timed(call, device))
-                repeats.append(_profiled(call, device, cfg, trace if last else None))
+                repeats.append(_profiled(call, device, cfg, keep))
             else:
-                repeats.append(_profiled(call, device, cfg, trace if last else None))
+                repeats.append(_profiled(call, device, cfg, keep))
                 plain.append(_timed(call, device))
-            say(f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
+            say(f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
     times.coverage = coverage(times, parts if parts is not None else default_parts(call.model))
-    if trace is not None:
+    if trace is not None:  # written last, so a failure above leaves no trace without its profile
+        export_chrome_trace(repeats[-1].profiler, trace)
         times.trace_file = trace.name
         times.trace_repeat = cfg.repeats - 1
     return times
@@ -211,7 +219,7 @@ def _repeat_times(rep: _Repeat, problems: list[str], r: int) -> dict[tuple[str, 
     return out
 
 
-def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain: list[float],
+def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain: list[tuple[float, float]],
               repeats: list[_Repeat], warmup_s: float) -> ModuleTimes:
     use_device = device.type == "cuda"
     problems: list[str] = []
@@ -242,10 +250,16 @@ def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain
     first = repeats[0].calls if repeats else []
     unhooked = {path: {"kind": u.kind, "caller": u.caller, "note": u.describe()}
                 for path, u in unhooked_modules(call.model, first).items()}
-    plain_s, profiled_s = Stat.of(plain), Stat.of(rep.wall_s for rep in repeats)
+    plain_s, profiled_s = Stat.of(w for w, _ in plain), Stat.of(rep.wall_s for rep in repeats)
+    plain_cpu, profiled_cpu = Stat.of(c for _, c in plain), Stat.of(rep.cpu_s for rep in repeats)
     wall = {
         "plain_s": plain_s.to_dict(), "profiled_s": profiled_s.to_dict(),
         "overhead_ratio": profiled_s.median / plain_s.median if plain_s.median > 0 else None,
+        # median over the rounds of profiled / plain within a round (adjacent in time: robust to slow drift)
+        "overhead_ratio_paired": Stat.of(rep.wall_s / w for rep, (w, _) in zip(repeats, plain) if w > 0).median,
+        # process CPU time (all threads): less sensitive than wall time to other processes on a shared machine
+        "plain_cpu_s": plain_cpu.to_dict(), "profiled_cpu_s": profiled_cpu.to_dict(),
+        "overhead_ratio_cpu": profiled_cpu.median / plain_cpu.median if plain_cpu.median > 0 else None,
         "warmup_s": warmup_s, "postprocess_s": Stat.of(rep.postprocess_s for rep in repeats).to_dict(),
     }
     if use_device:
@@ -312,6 +326,7 @@ def coverage(times: ModuleTimes, parts: Mapping[str, str]) -> dict[str, Any]:
         "covered_s": Stat.of(covered).to_dict(),
         "coverage": Stat.of(ratios).median if ratios else None,
         "coverage_min": min(ratios) if ratios else None,
+        "coverage_of_root": Stat.of(c / r if r > 0 else 0.0 for c, r in zip(covered, root)).median if n else None,
         "uncovered_s": Stat.of(w - c for w, c in zip(wall, covered)).to_dict(),
         "outside_parts_s": Stat.of(r - c for r, c in zip(root, covered)).to_dict(),
         "outside_root_s": Stat.of(w - r for w, r in zip(wall, root)).to_dict(),
