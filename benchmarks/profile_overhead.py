@@ -16,6 +16,7 @@ the Chrome trace with --trace) under --out.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 from pathlib import Path
@@ -57,6 +58,7 @@ def main() -> None:
     cfg = ProfileConfig(warmup=args.warmup, repeats=args.repeats, chrome_trace=args.trace)
     model_cfg = ModelConfig(name="twin" if args.spec == "deepseek_ocr" else "twin_tiny", source="twin", spec=args.spec)
 
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(model_cfg, runtime) as session:
         build_s = time.perf_counter() - t0
@@ -80,6 +82,8 @@ def main() -> None:
     print()
     print(f"overhead: profiled / plain = {ratio:.3f}x (median {units.seconds(wall['profiled_s']['median'])} / "
           f"{units.seconds(wall['plain_s']['median'])}); target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}")
+    print(f"  least disturbed forward of each kind (min / min): {wall['overhead_ratio_min']:.3f}x "
+          f"({units.seconds(wall['profiled_s']['min'])} / {units.seconds(wall['plain_s']['min'])})")
     print(f"  process CPU time (all threads): profiled / plain = {wall['overhead_ratio_cpu']:.3f}x "
           f"(median {units.seconds(wall['profiled_cpu_s']['median'])} / {units.seconds(wall['plain_cpu_s']['median'])})")
     per = [p / q for p, q in zip(wall["profiled_s"]["repeats"], wall["plain_s"]["repeats"])]
@@ -123,6 +127,8 @@ def main() -> None:
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     if times.problems:
         print("problems: " + "; ".join(times.problems))
+    print(f"load average (1, 5, 15 min) on {os.cpu_count()} cores: before {', '.join(f'{v:.1f}' for v in load_before)}; "
+          f"after {', '.join(f'{v:.1f}' for v in os.getloadavg())} (other processes inflate wall times at random)")
     print(f"wrote {args.out / PROFILE_FILE}" + (f" and {args.out / TRACE_FILE}" if times.trace_file else ""))
 
 

@@ -116,8 +116,14 @@ def test_honesty_figures_and_method(profiled):
     wall = times.wall
     assert len(wall["plain_s"]["repeats"]) == len(wall["profiled_s"]["repeats"]) == 3
     assert wall["overhead_ratio"] == pytest.approx(wall["profiled_s"]["median"] / wall["plain_s"]["median"])
+    assert wall["overhead_ratio_min"] == pytest.approx(wall["profiled_s"]["min"] / wall["plain_s"]["min"])
+    paired = sorted(p / q for p, q in zip(wall["profiled_s"]["repeats"], wall["plain_s"]["repeats"]))
+    assert wall["overhead_ratio_paired"] == pytest.approx(paired[1])
     assert len(wall["plain_cpu_s"]["repeats"]) == len(wall["profiled_cpu_s"]["repeats"]) == 3
     assert wall["overhead_ratio_cpu"] == pytest.approx(wall["profiled_cpu_s"]["median"] / wall["plain_cpu_s"]["median"])
+    summary = times.summary()
+    assert summary["overhead_ratio"] == wall["overhead_ratio"] and summary["coverage"] == times.coverage["coverage"]
+    assert summary["module_calls"] == len(times.calls) and set(summary["parts_s"]) == set(times.coverage["parts"])
     m = times.method
     assert (m["warmup"], m["repeats"], m["activities"], m["device"]) == (1, 3, ["cpu"], "cpu")
     assert m["threads"] == torch.get_num_threads()

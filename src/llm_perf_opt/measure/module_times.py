@@ -5,8 +5,10 @@ Schema `llm_perf_opt.profile`, version 1. `data` holds
 * `method`: how it was measured (warm-up, repeats, synchronisation, device, threads, activities, time
   base, how kernels are attributed, hooks, NVTX);
 * `wall`: the plain and the profiled forward's wall time (median/min/max over the repeats) and their
-  ratio, the profiling overhead (`overhead_ratio`); the same for process CPU time (all threads,
-  `overhead_ratio_cpu`), which other processes on a shared machine disturb less;
+  ratio, the profiling overhead (`overhead_ratio`, medians); beside it the ratio of the minimums
+  (`overhead_ratio_min`), the median of the per-round ratios (`overhead_ratio_paired`) and the ratio of
+  process CPU times (all threads, `overhead_ratio_cpu`), which other processes on a shared machine
+  disturb less than the median wall times;
 * `coverage`: the top-level parts' inclusive times against the forward's wall time, with the uncovered
   remainder split into work in the root outside the parts and time outside the root's range;
 * `calls`: one row per module call (path, call index, runtime parent call), inclusive and self time as
@@ -160,6 +162,18 @@ class ModuleTimes:
         for c in self.calls:
             seen.setdefault(c.path)
         return list(seen)
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures for a run's summary.json (medians, seconds)."""
+        cov, wall = self.coverage, self.wall
+        return {
+            "warmup": self.method.get("warmup"), "repeats": self.repeats, "time_base": cov.get("time_base"),
+            "plain_s": wall["plain_s"]["median"], "profiled_s": wall["profiled_s"]["median"],
+            "overhead_ratio": wall.get("overhead_ratio"), "overhead_ratio_cpu": wall.get("overhead_ratio_cpu"),
+            "coverage": cov.get("coverage"), "uncovered_s": (cov.get("uncovered_s") or {}).get("median"),
+            "parts_s": {alias: row["inclusive_s"]["median"] for alias, row in cov.get("parts", {}).items()},
+            "module_calls": len(self.calls), "problems": len(self.problems),
+        }
 
     # ------------------------------------------------------------------ artifact
     def to_dict(self) -> dict[str, Any]:

@@ -255,6 +255,8 @@ def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain
     wall = {
         "plain_s": plain_s.to_dict(), "profiled_s": profiled_s.to_dict(),
         "overhead_ratio": profiled_s.median / plain_s.median if plain_s.median > 0 else None,
+        # the least disturbed forward of each kind: interference from other processes only adds time
+        "overhead_ratio_min": profiled_s.min / plain_s.min if plain_s.min > 0 else None,
         # median over the rounds of profiled / plain within a round (adjacent in time: robust to slow drift)
         "overhead_ratio_paired": Stat.of(rep.wall_s / w for rep, (w, _) in zip(repeats, plain) if w > 0).median,
         # process CPU time (all threads): less sensitive than wall time to other processes on a shared machine
