@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import time
 from pathlib import Path
 
@@ -97,15 +98,18 @@ def main() -> None:
           f"{units.seconds(cov['outside_root_s']['median'])}")
     print()
     print(f"{'part':12s} {'stage':9s} {'inclusive':>10s} {'min':>10s} {'max':>10s} {'share':>7s}")
-    stages: dict[str, float] = {}
+    stages: dict[str, list[float]] = {}  # per repeat, so a stage's median is of its own sums
     for alias, row in cov["parts"].items():
         stat = row["inclusive_s"]
         stage = parts.BY_ALIAS[alias].stage
-        stages[stage] = stages.get(stage, 0.0) + stat["median"]
+        stages[stage] = [a + b for a, b in zip(stages.get(stage, [0.0] * len(stat["repeats"])), stat["repeats"])]
         print(f"{alias:12s} {stage:9s} {units.seconds(stat['median']):>10s} {units.seconds(stat['min']):>10s} "
               f"{units.seconds(stat['max']):>10s} {units.percent(row['share_of_wall']):>7s}")
-    for stage, seconds in stages.items():
-        print(f"stage {stage:9s}: {units.seconds(seconds)} ({units.percent(seconds / cov['wall_s']['median'])})")
+    walls = cov["wall_s"]["repeats"]
+    for stage, per_repeat in stages.items():
+        share = statistics.median(v / w for v, w in zip(per_repeat, walls))
+        print(f"stage {stage:9s}: {units.seconds(statistics.median(per_repeat))} (median over the repeats; "
+              f"{units.percent(share)} of the forward's wall time)")
 
     table = module_time_table(times)
     sam = session.spec.sam
