@@ -1,4 +1,4 @@
-"""Dataclass schemas of the config groups (model, workload, runtime, trace, verify, render).
+"""Dataclass schemas of the config groups (model, workload, runtime, trace, verify, render, profile).
 
 Hydra composes YAML into these types (so a misspelt key or a wrong type is refused by OmegaConf), and
 `to_typed_config` instantiates them, running each `__post_init__` on the final values, where the
@@ -158,6 +158,33 @@ class RenderConfig:
 
 
 @dataclass
+class ProfileConfig:
+    """Measured time per module (`llm_perf_opt.measure.profile`): after `warmup` plain forwards, `repeats`
+    plain and `repeats` profiled forwards, interleaved; one torch.profiler range per module call."""
+
+    enabled: bool = True  # false (profile=off): no profiled forwards, no profile.json
+    warmup: int = 1  # plain forwards before anything is timed
+    repeats: int = 3  # timed forwards of each kind (plain, profiled); medians and min/max over them
+    nvtx: bool = False  # also NVTX ranges named after module paths (Nsight Systems); needs runtime=cuda
+    chrome_trace: bool = True  # write profile.trace.json (the last profiled repeat) for Perfetto
+
+    def __post_init__(self) -> None:
+        for name in ("enabled", "nvtx", "chrome_trace"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError.field(f"profile.{name}", getattr(self, name), "must be true or false")
+        for name, low in (("warmup", 0), ("repeats", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError.field(f"profile.{name}", value, f"must be an integer >= {low}")
+
+    def check_device(self, device: str) -> None:
+        """NVTX ranges exist only for CUDA (Nsight Systems): refuse `profile.nvtx=true` anywhere else."""
+        if self.enabled and self.nvtx and device != "cuda":
+            raise ConfigError.field("profile.nvtx", self.nvtx,
+                                    f"NVTX ranges need runtime=cuda (the run is on {device}); set profile.nvtx=false")
+
+
+@dataclass
 class RootConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -166,6 +193,7 @@ class RootConfig:
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     hardware: Optional[HardwareConfig] = None  # roof for predictions (conf/hardware/); null: none
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
     experiment: Optional[str] = None  # name of the ready sweep in use, for the report
 
 
