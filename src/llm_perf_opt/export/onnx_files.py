@@ -53,7 +53,8 @@ def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, at
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"file": path.name, "tolerance": {"rtol": rtol, "atol": atol}}
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    for name in ("torch.onnx", "onnx_ir", "onnxscript"):  # their INFO lines would flood the job's log
+        logging.getLogger(name).setLevel(logging.WARNING)
     t0 = time.perf_counter()
     tmp = path.with_name(f".{path.name}.tmp")
     try:

@@ -76,8 +76,9 @@ class _Exporter:
         return self.session.autocast_context()
 
     # ------------------------------------------------------------------ one target
-    def export(self, target: ExportTarget, rec: RecordedCall) -> tuple[SubmoduleExport, Optional[ExportedGraphs],
-                                                                       ExportCall]:
+    def export(self, target: ExportTarget, rec: RecordedCall
+               ) -> tuple[SubmoduleExport, Optional[ExportedGraphs], ExportCall, list]:
+        """Export one recorded call; (summary entry, graphs or None when refused, the call, its op records)."""
         call = call_for(self.session.model, rec)
         entry = SubmoduleExport(
             name=target.name, path=target.path, part=target.part, stage=target.stage,
@@ -88,7 +89,7 @@ class _Exporter:
         if self.session.attn_implementation == "flash_attention_2" and target.layer is not None:
             entry.reason = ("the session's decoder attention is flash_attention_2 (custom CUDA ops, not "
                             "exportable): run the export job, which opens the model with sdpa/eager")
-            return entry, None, call
+            return entry, None, call, []
         graphs: Optional[ExportedGraphs] = None
         try:
             graphs = export_graphs(call, self.context())
@@ -98,10 +99,10 @@ class _Exporter:
             self.say(f"export: {target.name}: refused: {exc}")
             graphs = self._remedy(target, rec, call, entry)
         if graphs is None:
-            return entry, None, call
+            return entry, None, call, []
         entry.seconds = {"export": round(graphs.export_seconds, 3), "decompose": round(graphs.decompose_seconds, 3)}
-        self._tables_and_checks(target, rec, call, graphs, entry)
-        return entry, graphs, call
+        ops = self._tables_and_checks(target, rec, call, graphs, entry)
+        return entry, graphs, call, ops
 
     def _remedy(self, target: ExportTarget, rec: RecordedCall, call: ExportCall,
                 entry: SubmoduleExport) -> Optional[ExportedGraphs]:
@@ -136,7 +137,7 @@ class _Exporter:
         return graphs
 
     def _tables_and_checks(self, target: ExportTarget, rec: RecordedCall, call: ExportCall, graphs: ExportedGraphs,
-                           entry: SubmoduleExport) -> None:
+                           entry: SubmoduleExport) -> list:
         cfg = self.export_cfg
         ops = graph_ops(graphs.core, call.relative_path)
         rows = op_rows(ops)
@@ -163,6 +164,7 @@ class _Exporter:
             entry.seconds["output_check"] = round(time.perf_counter() - t0, 3)
         if cfg.callgraph and self.callgraph is None:
             entry.op_counts = self._torchlens_alone(target, call, graphs, entry.status == "exported_with_remedy")
+        return ops
 
     def _torchlens_alone(self, target: ExportTarget, call: ExportCall, graphs: ExportedGraphs,
                          remedy: bool) -> dict:
@@ -196,6 +198,9 @@ class _Exporter:
         for e in entries:
             if e.stage == "prefill" and e.exported:
                 by_path.setdefault(e.path, []).append(e)
+            elif e.exported:
+                e.op_counts = {"source": "trace callgraph.json", "note": "the trace job's call graph holds the "
+                               "prefill only: no counterpart for a decode-step call"}
         for path, group in by_path.items():
             calls = int(cg.call_counts.get(path, 0))
             if calls != len(group):
@@ -205,8 +210,10 @@ class _Exporter:
                 continue
             tl = {a[len(path) + 1:] if a != path else "": n for a, n in cg.op_call_counts.items()
                   if a == path or a.startswith(path + ".")}
+            remedy = any(e.status == "exported_with_remedy" for e in group)
             checks = crosscheck.check_op_counts([graphs[e.name][0].program for e in group], tl,
-                                                f"trace callgraph.json ({calls} call(s) of {path} summed)")
+                                                f"trace callgraph.json ({calls} call(s) of {path} summed)",
+                                                moe_remedy=remedy, remedy_modules=("mlp",) if remedy else ())
             for e in group:
                 e.op_counts = dict(checks.to_dict(), exported_together=[g.name for g in group])
 
@@ -272,11 +279,15 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
                      callgraph: Any = None, progress: Optional[Progress] = None,
                      plan: Optional[ExportPlan] = None) -> dict[str, Any]:
     """Export the submodules `cfg.export` asks for from the open `session` on `inputs`; write
-    `out_dir/export/` (op tables, ONNX, summary.json). `callgraph`: the trace job's CallGraph, used for
-    the op-count reconciliation instead of a capture of each submodule. Returns a short dict for the
-    caller's summary."""
+    `out_dir/export/` (op tables, ONNX, summary.json). `callgraph`: the trace job's CallGraph (or the path
+    of its callgraph.json), used for the op-count reconciliation instead of a TorchLens capture of each
+    submodule alone. Returns a short dict for the caller's summary."""
     say = progress or (lambda _msg: None)
     out_dir = Path(out_dir)
+    if isinstance(callgraph, (str, Path)):
+        from llm_perf_opt.callgraph.schema import load_callgraph_json
+
+        callgraph = load_callgraph_json(callgraph)
     if plan is None:
         plan = plan_targets(cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name)
     exporter = _Exporter(cfg, session, inputs, out_dir, plan, callgraph=callgraph, progress=say)
@@ -289,10 +300,10 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
     exported: dict[str, tuple] = {}
     for target in plan.targets:
         say(f"export: {target.name} ({target.path}): {target.description}")
-        entry, graphs, call = exporter.export(target, recorded[target.name])
+        entry, graphs, call, ops = exporter.export(target, recorded[target.name])
         entries.append(entry)
         if graphs is not None:
-            exported[target.name] = (graphs, graph_ops(graphs.core, call.relative_path), call)
+            exported[target.name] = (graphs, ops, call)
     if callgraph is not None and cfg.export.callgraph:
         exporter.reconcile_with_callgraph(entries, {k: (v[0], v[1]) for k, v in exported.items()})
     onnx = exporter.onnx(recorded, {k: v for k, v in exported.items() if k in (CLIP_BLOCK, "dense_layer")}) \
