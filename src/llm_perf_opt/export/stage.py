@@ -36,8 +36,11 @@ from llm_perf_opt.export.targets import CLIP_BLOCK, ExportPlan, ExportTarget, on
 
 EXPORT_DIR = "export"
 Progress = Callable[[str], None]
-# exported program vs the real forward, elementwise |exported - real| <= atol + rtol * |real|
-OUTPUT_TOLERANCE = {"float32": (1e-4, 1e-5), "bfloat16": (2e-2, 2e-2), "float16": (1e-2, 1e-2)}
+# exported program vs the real forward: relative L2 error ||exported - real|| / ||real|| per output tensor.
+# The exported core-ATen graph computes SDPA in its math form (and other decompositions) where the forward
+# ran fused kernels, so results differ by rounding: at float32 far below 1e-5; at bfloat16 (autocast) the
+# math SDPA rounds its intermediates to bf16 and 24 CLIP blocks accumulate about 1e-3.
+OUTPUT_TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2, "float16": 1e-2}
 
 
 def _describe(name: str, value: Any) -> dict[str, Any]:
@@ -46,14 +49,21 @@ def _describe(name: str, value: Any) -> dict[str, Any]:
 
 def _compare(got: Any, want: Any, dtype: str) -> dict[str, Any]:
     g, w = flat_tensors(got), flat_tensors(want)
-    rtol, atol = OUTPUT_TOLERANCE.get(dtype, OUTPUT_TOLERANCE["float32"])
+    tol = OUTPUT_TOLERANCE.get(dtype, OUTPUT_TOLERANCE["float32"])
     if len(g) != len(w) or any(a.shape != b.shape for a, b in zip(g, w)):
         return {"ok": False, "error": f"outputs {[list(t.shape) for t in g]} vs the forward's {[list(t.shape) for t in w]}"}
-    diffs = [float((a.float() - b.float()).abs().max()) if a.numel() else 0.0 for a, b in zip(g, w)]
-    ok = all(torch.allclose(a.float(), b.float(), rtol=rtol, atol=atol) for a, b in zip(g, w))
-    return {"ok": ok, "max_abs_diff": max(diffs, default=0.0),
-            "max_abs_reference": max((float(b.float().abs().max()) for b in w if b.numel()), default=0.0),
-            "tolerance": {"rtol": rtol, "atol": atol}}
+    rel, diffs = [], []
+    for a, b in zip(g, w):
+        a, b = a.double(), b.double()
+        diffs.append(float((a - b).abs().max()) if a.numel() else 0.0)
+        if a.dtype.is_floating_point and b.numel():
+            rel.append(float((a - b).norm() / b.norm().clamp_min(1e-30)))
+        elif not torch.equal(a, b):
+            rel.append(float("inf"))
+    worst = max(rel, default=0.0)
+    return {"ok": worst <= tol, "rel_l2_error": worst, "max_abs_diff": max(diffs, default=0.0),
+            "max_abs_reference": max((float(b.double().abs().max()) for b in w if b.numel()), default=0.0),
+            "tolerance": {"rel_l2": tol}}
 
 
 class _Exporter:
@@ -160,7 +170,10 @@ class _Exporter:
         entry.flops = crosscheck.check_flops(ops, eager, analytic, relative=call.relative_path).to_dict()
         if cfg.check_outputs:
             t0 = time.perf_counter()
-            entry.output_check = _compare(run_program(graphs, call, self.context()), rec.output, self.dtype)
+            try:  # the program has the session's autocast baked in: it runs without one
+                entry.output_check = _compare(run_program(graphs, call), rec.output, self.dtype)
+            except Exception as exc:  # noqa: BLE001 - recorded as a failed check, the other checks go on
+                entry.output_check = {"ok": False, "error": f"the exported program failed to run: {one_line(exc)}"}
             entry.seconds["output_check"] = round(time.perf_counter() - t0, 3)
         if cfg.callgraph and self.callgraph is None:
             entry.op_counts = self._torchlens_alone(target, call, graphs, entry.status == "exported_with_remedy")

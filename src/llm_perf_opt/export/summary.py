@@ -30,8 +30,9 @@ CONVENTIONS = {
                 "run_decompositions()); count = nodes, flops = count x flops_per_call",
     "op_counts": "torchlens = tensor ops TorchLens records in the module (torch-function level, innermost "
                  "module); graph_calls = distinct torch-level calls (node.meta['torch_fn']) in the core graph",
-    "output_check": "max |exported - recorded| over every output tensor, the exported program run on the "
-                    "recorded inputs against the output the real forward gave",
+    "output_check": "the exported program run on the recorded inputs against the output the real forward "
+                    "gave: worst relative L2 error ||exported - real|| / ||real|| over the output tensors (and the "
+                    "max absolute difference)",
 }
 
 
