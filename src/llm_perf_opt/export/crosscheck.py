@@ -156,7 +156,8 @@ def _family_totals_eager(by_op: Mapping[str, int]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for op, flops in by_op.items():
         if flops:
-            out.setdefault(op_family(op), {})[op] = out.setdefault(op_family(op), {}).get(op, 0) + flops
+            fam = out.setdefault(op_family(op), {})
+            fam[op] = fam.get(op, 0) + flops
     return out
 
 

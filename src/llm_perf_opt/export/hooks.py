@@ -101,6 +101,9 @@ class _Recorder:
     def __init__(self, model: nn.Module, targets: Iterable[ExportTarget]) -> None:
         self.model = model
         self.targets = list(targets)
+        calls = [(t.path, t.call) for t in self.targets]
+        if len(set(calls)) != len(calls):
+            raise ValueError(f"two targets name the same call: {sorted(calls)}")
         self.calls: dict[str, int] = {}
         self.recorded: dict[str, RecordedCall] = {}
         self.active: dict[str, RecordedCall] = {}  # path -> the call being recorded right now
@@ -141,10 +144,7 @@ class _Recorder:
             rec = self.active.pop(path, None)
             if rec is not None:
                 rec.output = _copy(output, _layer_index(module))
-                for other in [t for t in self.targets if t.path == path and t.call == rec.target.call]:
-                    self.recorded[other.name] = rec if other is rec.target else RecordedCall(
-                        target=other, args=rec.args, kwargs=rec.kwargs, output=rec.output, routing=rec.routing,
-                        expert_inputs=rec.expert_inputs)
+                self.recorded[rec.target.name] = rec
             return None
 
         return hook

@@ -11,13 +11,13 @@ naming the installed torch in the same command); without them `onnx_unavailable(
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
-from torch.utils._pytree import tree_flatten
 
 from llm_perf_opt.export.modules import ExportCall, flat_tensors
 from llm_perf_opt.export.program import one_line
@@ -39,9 +39,16 @@ def onnx_unavailable() -> Optional[str]:
     return None
 
 
-def _tensor_inputs(call: ExportCall) -> list[torch.Tensor]:
-    leaves, _ = tree_flatten((tuple(call.args), dict(call.kwargs)))
-    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+def _named_inputs(call: ExportCall) -> dict[str, torch.Tensor]:
+    """The call's tensor inputs by the forward's parameter names (the names torch.onnx gives the inputs)."""
+    bound = inspect.signature(call.module.forward).bind(*call.args, **call.kwargs)
+    out: dict[str, torch.Tensor] = {}
+    for name, value in bound.arguments.items():
+        if isinstance(value, torch.Tensor):
+            out[name] = value
+        elif isinstance(value, dict):  # **kwargs
+            out.update({k: v for k, v in value.items() if isinstance(v, torch.Tensor)})
+    return out
 
 
 def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, atol: float) -> dict[str, Any]:
@@ -75,8 +82,7 @@ def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, at
         record.update(ok=False, checker=f"failed: {one_line(exc)}")
         return record
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    names = [str(n) for n in program.graph_signature.user_inputs]
-    values = dict(zip(names, _tensor_inputs(call)))
+    values = _named_inputs(call)
     feeds = {}
     for inp in session.get_inputs():
         if inp.name not in values:
