@@ -74,3 +74,19 @@ def test_trace_job_export_stage_uses_its_call_graph(tmp_path, runtime):
         assert s.op_counts["reconciled"], (name, s.op_counts["notes"])
         assert s.output_check["ok"], (name, s.output_check)
     assert "no counterpart" in export.by_name("decode_layer").op_counts["note"]
+
+
+def test_moe_layer_refused_with_its_reason_when_no_remedy_is_allowed(tmp_path):
+    from export_helpers import job_inputs, open_session, typed_cfg
+
+    from llm_perf_opt.export import run_export_stage
+
+    cfg = typed_cfg("model=twin_tiny", "workload=small", "export.submodules=[moe_layer]", "export.moe_remedy=none")
+    with open_session(cfg) as session:
+        result = run_export_stage(cfg, session, job_inputs(cfg), tmp_path)
+    assert result["submodules"] == {"moe_layer": "refused"}
+    moe = load_export_summary(tmp_path / "export" / "summary.json").by_name("moe_layer")
+    assert moe.reason.startswith("RuntimeError: .numpy() is not supported") and "in moe_infer" in moe.reason
+    assert moe.remedy == {"kind": None, "note": "export.moe_remedy=none"}
+    assert moe.flops is None and moe.ops_csv is None and not list((tmp_path / "export").glob("*.csv"))
+    assert moe.inputs[0]["shape"][1] == moe.outputs[0]["shape"][1]  # the recorded call is still described
