@@ -40,14 +40,15 @@ def test_bad_export_input_is_one_line_and_nothing_is_written(tmp_path, overrides
 
 def test_export_job_writes_tables_and_summary(tmp_path):
     proc = run_export_job(tmp_path, "workload=small", "export.submodules=[projector.global,decode_layer]",
-                          "export.decode_context=120")
+                          "export.decode_context=120", "export.decode_layer=2")  # layer 2 of the tiny twin: MoE
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = load_export_summary(tmp_path / "export" / "summary.json")
     assert [s.name for s in summary.submodules] == ["projector.global", "decode_layer"]
     dec = summary.by_name("decode_layer")
     assert summary.seq_len < 120 == summary.decode_context  # a later decode step: the cache grew to 120
     assert {i["name"]: i["shape"] for i in dec.inputs}["past_key_value.key"][2] == 120
-    assert dec.flops["agree"] and dec.op_counts["reconciled"]
+    assert dec.status == "exported_with_remedy" and sum(dec.remedy["routing"]) == 2  # 1 token, top-2
+    assert dec.flops["agree"] and dec.op_counts["reconciled"] and dec.output_check["ok"]
     assert (tmp_path / "export" / "projector.global.ops.csv").is_file()
     assert "projector.global" in proc.stdout and "agree" in proc.stdout  # the printed table
 

@@ -116,7 +116,8 @@ class _Exporter:
 
     def _remedy(self, target: ExportTarget, rec: RecordedCall, call: ExportCall,
                 entry: SubmoduleExport) -> Optional[ExportedGraphs]:
-        moe = getattr(call.module, "mlp", None) if target.layer is not None else None
+        layer = self.session.model.get_submodule(target.path)  # call.module may be a wrapper (decode)
+        moe = getattr(layer, "mlp", None) if target.layer is not None else None
         if moe is None or not target.moe:
             entry.remedy = {"kind": None, "note": "no remedy applies to this module"}
             return None
