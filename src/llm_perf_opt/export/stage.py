@@ -37,10 +37,11 @@ from llm_perf_opt.export.targets import CLIP_BLOCK, ExportPlan, ExportTarget, on
 EXPORT_DIR = "export"
 Progress = Callable[[str], None]
 # exported program vs the real forward: relative L2 error ||exported - real|| / ||real|| per output tensor.
-# The exported core-ATen graph computes SDPA in its math form (and other decompositions) where the forward
-# ran fused kernels, so results differ by rounding: at float32 far below 1e-5; at bfloat16 (autocast) the
-# math SDPA rounds its intermediates to bf16 and 24 CLIP blocks accumulate about 1e-3.
-OUTPUT_TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2, "float16": 1e-2}
+# The core-ATen graph computes SDPA in its math form where the forward ran the fused CPU kernel, so they
+# differ by rounding. Measured on the full-size twin's SAM (its weights, 2 crops of 640, float32): eager
+# with the math backend vs eager with the fused kernel 8.8e-5, the exported program vs eager-math 1.1e-6.
+# At bfloat16 (autocast) the math SDPA also rounds its intermediates to bf16 (24 CLIP blocks: ~1e-2).
+OUTPUT_TOLERANCE = {"float32": 1e-3, "bfloat16": 3e-2, "float16": 3e-2}
 
 
 def _describe(name: str, value: Any) -> dict[str, Any]:
