@@ -5,8 +5,9 @@ Modules, one idea each: `targets` (which submodules, at which call and so which 
 real inputs from one forward), `modules` (what torch.export gets: the submodule, or a decode layer with
 its KV cache as tensors), `moe` (the fixed-routing remedy for data-dependent MoE routing), `program`
 (torch.export to the export IR and core ATen), `flops` (torch's FLOP formulas on the graph), `optable`
-(op tables, CSV), `crosscheck` (exported vs FlopCounterMode vs analytic FLOPs; op counts vs TorchLens),
-`onnx_files` (ONNX + checker + ONNX Runtime), `summary` (`export/summary.json`), `stage` (all of it).
+(op tables, CSV), `flops_check` (exported vs FlopCounterMode vs analytic FLOPs), `opcount_check` (op
+counts vs TorchLens, decompositions), `onnx_files` (ONNX + checker + ONNX Runtime), `summary`
+(`export/summary.json`), `stage` (all of it).
 """
 from llm_perf_opt.export.stage import EXPORT_DIR, run_export_stage
 from llm_perf_opt.export.summary import (

@@ -4,8 +4,7 @@ The forward is the session's own (vendor or twin, with the session's patches), s
 `torch.export` are exactly those the forward gives its submodules: no shape is rebuilt by hand. A
 forward pre-hook (with kwargs) copies the arguments of the wanted call, a forward hook copies its
 output (to check the exported program against it), and for a MoE decoder layer a hook on its gate
-records the routing of that call: tokens per routed expert (for the fixed-routing remedy) and the
-input of every expert call (for the per-expert remedy).
+records the routing of that call: tokens per routed expert (for the fixed-routing remedy).
 
 Decode targets need a decode step whose KV cache holds `context` tokens: the prefill runs with a
 cache, then greedy decode steps run until the cache has that length, and only that step is hooked.
@@ -15,7 +14,7 @@ taken before the call (the call appends to them).
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 import torch
@@ -42,15 +41,13 @@ class CacheSnapshot:
 
 @dataclass
 class RecordedCall:
-    """Arguments and output of one call, detached copies; `routing` and `expert_inputs` for MoE layers."""
+    """Arguments and output of one call, detached copies; `routing` for MoE layers."""
 
     target: ExportTarget
     args: tuple
     kwargs: dict
     output: Any = None
     routing: Optional[list[int]] = None  # tokens per routed expert in this call (from the gate's top-k ids)
-    expert_inputs: dict[int, torch.Tensor] = field(default_factory=dict)  # expert index -> its input
-    module_paths_called: list[str] = field(default_factory=list)
 
     def tensor_inputs(self) -> list[tuple[str, torch.Tensor]]:
         """(name, tensor) of every tensor input, in call order (`args[i]`, kwargs by name, cache k/v)."""
@@ -120,9 +117,6 @@ class _Recorder:
             moe = _moe_of(module)
             if moe is not None:
                 stack.callback(moe.gate.register_forward_hook(self._gate(path)).remove)
-                for index, expert in enumerate(moe.experts):
-                    if expert is not None:
-                        stack.callback(expert.register_forward_pre_hook(self._expert(path, index)).remove)
 
     def _pre(self, path: str, module: nn.Module):
         wanted = {t.call: t for t in self.targets if t.path == path}
@@ -157,15 +151,6 @@ class _Recorder:
             ids = output[0]
             counts = torch.bincount(ids.reshape(-1).to(torch.int64), minlength=int(getattr(mod, "n_routed_experts", 0)))
             rec.routing = [int(c) for c in counts.tolist()]
-            return None
-
-        return hook
-
-    def _expert(self, path: str, index: int):
-        def hook(mod, args):
-            rec = self.active.get(path)
-            if rec is not None and args and isinstance(args[0], torch.Tensor):
-                rec.expert_inputs[index] = args[0].detach().clone()
             return None
 
         return hook

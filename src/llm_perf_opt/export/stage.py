@@ -7,8 +7,8 @@ For every requested submodule (`export.targets`): its real inputs from one forwa
 `torch.export` to the export IR and core ATen (`export.program`; a MoE layer that is refused gets the
 fixed-routing remedy, `export.moe`), the op table `export/<name>.ops.csv` (`export.optable`) with
 torch's FLOP formulas applied to the graph (`export.flops`), the FLOPs cross-check against
-FlopCounterMode on the eager module and the analytic model, the op counts against a TorchLens capture
-(`export.crosscheck`), and the exported program's output against the real forward's. With
+FlopCounterMode on the eager module and the analytic model (`export.flops_check`), the op counts against
+TorchLens (`export.opcount_check`), and the exported program's output against the real forward's. With
 `export.onnx`, a CLIP block and the dense layer are also written as ONNX and checked
 (`export.onnx_files`). Everything ends in `export/summary.json` (`export.summary`).
 """
@@ -23,7 +23,7 @@ import torch
 
 from llm_perf_opt import units
 from llm_perf_opt.errors import PipelineError
-from llm_perf_opt.export import crosscheck
+from llm_perf_opt.export import flops_check, opcount_check
 from llm_perf_opt.export.flops import graph_ops, matmul_like_without_formula
 from llm_perf_opt.export.hooks import RecordedCall, record_calls
 from llm_perf_opt.export.modules import ExportCall, call_for, flat_tensors
@@ -155,11 +155,11 @@ class _Exporter:
         rows = op_rows(ops)
         csv_path = write_csv(self.out_dir / EXPORT_DIR / f"{target.name}.ops.csv", rows)
         entry.ops_csv = csv_path.name
-        ir = crosscheck.export_ir_counts(graphs.program)
+        ir = opcount_check.export_ir_counts(graphs.program)
         entry.ops = {"core_aten_nodes": len(ops), "export_ir_nodes": sum(ir.values()),
                      "core_aten": op_totals(rows), "export_ir": dict(sorted(ir.items())),
-                     "decomposed": crosscheck.decompositions(ops),
-                     "removed_by_decomposition": crosscheck.removed_by_decomposition(graphs.program, ops),
+                     "decomposed": opcount_check.decompositions(ops),
+                     "removed_by_decomposition": opcount_check.removed_by_decomposition(graphs.program, ops),
                      "matmul_like_without_formula": matmul_like_without_formula(ops)}
         from llm_perf_opt.measure import count_flops
 
@@ -167,9 +167,9 @@ class _Exporter:
         with self.context():
             eager, _ = count_flops(call.run, call.module, label=target.name)
         entry.seconds["eager_count"] = round(time.perf_counter() - t0, 3)
-        analytic = crosscheck.analytic_reference(target, self.session.spec, self.inputs.layout, self.plan.seq_len,
+        analytic = flops_check.analytic_reference(target, self.session.spec, self.inputs.layout, self.plan.seq_len,
                                                  dtype=self.dtype, decoder_attention=self.attention)
-        entry.flops = crosscheck.check_flops(ops, eager, analytic, relative=call.relative_path).to_dict()
+        entry.flops = flops_check.check_flops(ops, eager, analytic, relative=call.relative_path).to_dict()
         if cfg.check_outputs:
             t0 = time.perf_counter()
             try:  # the program has the session's autocast baked in: it runs without one
@@ -194,9 +194,9 @@ class _Exporter:
                                  keep_trace=True)
         except PipelineError as exc:
             return {"source": source, "error": one_line(exc)}
-        check = crosscheck.check_op_counts(
+        check = opcount_check.check_op_counts(
             [graphs.program], result.callgraph.op_call_counts, source, relative=call.relative_path,
-            torchlens_by_function=crosscheck.torchlens_functions(result.trace), moe_remedy=remedy,
+            torchlens_by_function=opcount_check.torchlens_functions(result.trace), moe_remedy=remedy,
             remedy_modules=("mlp",) if remedy else ())
         out = check.to_dict()
         out["capture_seconds"] = round(time.perf_counter() - t0, 3)
@@ -226,7 +226,7 @@ class _Exporter:
             tl = {a[len(path) + 1:] if a != path else "": n for a, n in cg.op_call_counts.items()
                   if a == path or a.startswith(path + ".")}
             remedy = any(e.status == "exported_with_remedy" for e in group)
-            checks = crosscheck.check_op_counts([graphs[e.name][0].program for e in group], tl,
+            checks = opcount_check.check_op_counts([graphs[e.name][0].program for e in group], tl,
                                                 f"trace callgraph.json ({calls} call(s) of {path} summed)",
                                                 moe_remedy=remedy, remedy_modules=("mlp",) if remedy else ())
             for e in group:
