@@ -22,7 +22,7 @@ import torch
 from torch.fx import GraphModule, Node
 from torch.fx.node import map_aggregate
 
-from llm_perf_opt.measure.flops import extra_formulas, is_matmul_like
+from llm_perf_opt.measure import extra_formulas, is_matmul_like
 
 NOT_OPS = (operator.getitem,)  # tuple indexing nodes: no computation
 
