@@ -1,5 +1,6 @@
 """Typed configuration: one dataclass schema per Hydra config group, validated in `__post_init__`."""
 from llm_perf_opt.config.schemas import (  # noqa: F401
+    ExportConfig,
     ModelConfig,
     PageConfig,
     RenderConfig,

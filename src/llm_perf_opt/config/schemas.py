@@ -129,6 +129,7 @@ class TraceConfig:
     analytic: bool = True  # costs.json
     verify: bool = True  # verification.json (needs a forward under FlopCounterMode)
     decode_steps: int = 0  # decode steps to log/measure after the prefill (0: prefill only)
+    export: bool = False  # torch.export of submodules (export/, see ExportConfig) after the other stages
 
     def __post_init__(self) -> None:
         if self.decode_steps < 0:
@@ -155,6 +156,47 @@ class RenderConfig:
             raise ConfigError.field("render.max_depth", self.max_depth, "must be >= 1 or null")
         for fmt in self.formats:
             _one_of("render.formats[]", fmt, ("dot", "svg", "mmd", "png"))
+
+
+# The submodules the export stage knows (llm_perf_opt.export.targets maps each to a module and a call).
+EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
+                     "dense_layer", "moe_layer", "decode_layer")
+EXPORT_MOE_REMEDIES = ("fixed_routing", "none")
+
+
+@dataclass
+class ExportConfig:
+    """`./dev export` / `trace.export`: torch.export of submodules at the shapes of this workload and page."""
+
+    submodules: Optional[list[str]] = None  # null: every one the workload produces (no crops: no *.crops)
+    moe_layer: Optional[int] = None  # decoder layer exported as `moe_layer`; null: the first MoE layer
+    decode_layer: int = 0  # decoder layer exported as `decode_layer` (one token over a KV cache)
+    decode_context: Optional[int] = None  # KV-cache length for decode_layer; null: the prompt (first step)
+    moe_remedy: str = "fixed_routing"  # when MoE routing refuses export: fixed_routing or none
+    callgraph: bool = True  # TorchLens capture of each submodule alone, to reconcile op counts
+    check_outputs: bool = True  # run each exported program on the recorded inputs against the real output
+    onnx: bool = False  # ONNX files for a CLIP block and the dense decoder layer (needs the `onnx` extra)
+    onnx_rtol: float = 1e-4  # ONNX Runtime (CPU) vs the eager module: |ort - eager| <= atol + rtol·|eager|
+    onnx_atol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        if self.submodules is not None:
+            if len(self.submodules) == 0:
+                raise ConfigError.field("export.submodules", self.submodules,
+                                        f"must name at least one of {', '.join(EXPORT_SUBMODULES)} (or be null)")
+            for name in self.submodules:
+                _one_of("export.submodules", name, EXPORT_SUBMODULES)
+        if self.moe_layer is not None and self.moe_layer < 0:
+            raise ConfigError.field("export.moe_layer", self.moe_layer, "must be >= 0 or null")
+        if self.decode_layer < 0:
+            raise ConfigError.field("export.decode_layer", self.decode_layer, "must be >= 0")
+        if self.decode_context is not None and self.decode_context < 1:
+            raise ConfigError.field("export.decode_context", self.decode_context, "must be >= 1 or null")
+        _one_of("export.moe_remedy", self.moe_remedy, EXPORT_MOE_REMEDIES)
+        for name in ("onnx_rtol", "onnx_atol"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ConfigError.field(f"export.{name}", value, "must be in [0, 1)")
 
 
 @dataclass
@@ -194,6 +236,7 @@ class RootConfig:
     render: RenderConfig = field(default_factory=RenderConfig)
     hardware: Optional[HardwareConfig] = None  # roof for predictions (conf/hardware/); null: none
     profile: ProfileConfig = field(default_factory=ProfileConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
     experiment: Optional[str] = None  # name of the ready sweep in use, for the report
 
 

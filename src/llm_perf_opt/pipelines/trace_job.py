@@ -23,6 +23,7 @@ from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.export import plan_targets, run_export_stage
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     VERIFICATION_SCHEMA_VERSION,
@@ -92,6 +93,9 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     progress(f"run dir {out_dir}")
     spec = model_spec_for(cfg)
     inputs = build_job_inputs(cfg, spec)
+    # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
+    export_plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, cfg.workload.name) \
+        if cfg.trace.export else None
     summary = base_summary(cfg, spec, inputs)
     summary["status"] = "running"
     save = lambda: write_artifact(out_dir / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSION, summary,  # noqa: E731
@@ -116,6 +120,10 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
             if cfg.trace.verify and analytic is not None:
                 summary["flops"], summary["parts"], summary["verification"] = verify_flops(
                     cfg, session, inputs, analytic, out_dir, raw_cfg)
+            if export_plan is not None:
+                summary["export"] = run_export_stage(
+                    cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
+                    callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
     summary["status"] = "ok"
     summary["job_seconds"] = round(time.perf_counter() - t_job, 3)
     save()

@@ -1,0 +1,159 @@
+"""Which submodules are exported, and at which call of the forward (so at which shapes).
+
+Each name of `export.submodules` is one call of one module in the real forward of the chosen
+workload and page: SAM, CLIP and the projector run once on the crop batch and once on the global view
+(crop mode with a grid > 1x1; otherwise only on the global view), so `sam.crops` is their first call
+and `sam.global` their last; `dense_layer` and `moe_layer` are decoder layers in the prefill (over the
+whole prompt); `decode_layer` is a decoder layer in the decode step whose KV cache holds
+`decode_context` tokens (default: the prompt, i.e. the first step after the prefill).
+
+Everything here is plain Python on `ModelSpec` + `ViewLayout`, so a request the workload cannot serve
+(the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
+the prompt) is refused before any model is built, with one line naming the field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from llm_perf_opt.config.schemas import EXPORT_SUBMODULES, ExportConfig
+from llm_perf_opt.dsocr import parts
+from llm_perf_opt.dsocr.layout import ViewLayout
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
+
+VISION_VIEWS = ("crops", "global")
+# The extra call recorded for ONNX: one CLIP transformer block (the first) on the global view.
+CLIP_BLOCK = "clip.block"
+CLIP_BLOCK_PATH = f"{parts.BY_ALIAS['clip'].path}.transformer.layers.0"
+
+
+@dataclass(frozen=True)
+class ExportTarget:
+    """One call of one module: `path` (the vendor's module path), its `call`-th call (0-based) in the
+    `stage` forward ("prefill", or "decode" = the decode step over a cache of `context` tokens)."""
+
+    name: str
+    path: str
+    stage: str
+    call: int
+    description: str
+    view: Optional[str] = None  # "crops" / "global" for the vision parts
+    expected_batch: Optional[int] = None  # first dimension of the first input, when the layout fixes it
+    context: Optional[int] = None  # decode: tokens already in the KV cache
+    layer: Optional[int] = None  # decoder layer index
+    moe: bool = False  # a decoder layer with routed experts
+
+    @property
+    def part(self) -> str:
+        """The part alias (`sam`, `decoder.layer.0`, ...) from the one vocabulary of parts."""
+        return parts.alias(self.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "part": self.part, "stage": self.stage, "call": self.call,
+                "view": self.view, "context": self.context, "layer": self.layer, "moe": self.moe,
+                "description": self.description}
+
+
+@dataclass
+class ExportPlan:
+    targets: list[ExportTarget]
+    seq_len: int
+    decode_context: int
+    notes: list[str] = field(default_factory=list)  # submodules left out by default, and why
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.targets]
+
+
+def _vision_target(alias: str, view: str, layout: ViewLayout) -> ExportTarget:
+    part = parts.BY_ALIAS[alias]
+    if view == "crops":
+        return ExportTarget(
+            name=f"{alias}.crops", path=part.path, stage="prefill", call=0, view="crops",
+            expected_batch=layout.num_crops,
+            description=f"{part.label} on the crop batch ({layout.num_crops} x {layout.crop_side}x{layout.crop_side})",
+        )
+    return ExportTarget(
+        name=f"{alias}.global", path=part.path, stage="prefill", call=1 if layout.num_crops else 0, view="global",
+        expected_batch=1, description=f"{part.label} on the global view ({layout.global_side}x{layout.global_side})",
+    )
+
+
+def first_moe_layer(spec: ModelSpec) -> Optional[int]:
+    return next((i for i in range(spec.decoder.num_layers) if spec.decoder.is_moe_layer(i)), None)
+
+
+def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len: int,
+                 mode: str = "") -> ExportPlan:
+    """The targets `cfg` asks for, checked against what this model, workload and page produce."""
+    explicit = cfg.submodules is not None
+    names = list(dict.fromkeys(cfg.submodules)) if explicit else list(EXPORT_SUBMODULES)
+    for name in names:
+        if name not in EXPORT_SUBMODULES:
+            raise ConfigError.field("export.submodules", name, f"must be one of {', '.join(EXPORT_SUBMODULES)}")
+    d = spec.decoder
+    where = f"workload {mode + ' ' if mode else ''}on a {layout.page_width}x{layout.page_height} page"
+    notes: list[str] = []
+    targets: list[ExportTarget] = []
+
+    moe_index = cfg.moe_layer if cfg.moe_layer is not None else first_moe_layer(spec)
+    if cfg.moe_layer is not None and not (0 <= cfg.moe_layer < d.num_layers and d.is_moe_layer(cfg.moe_layer)):
+        moe_layers = [i for i in range(d.num_layers) if d.is_moe_layer(i)]
+        raise ConfigError.field("export.moe_layer", cfg.moe_layer,
+                                f"must be a MoE decoder layer of {spec.name} (one of {moe_layers or 'none'})")
+    if not 0 <= cfg.decode_layer < d.num_layers:
+        raise ConfigError.field("export.decode_layer", cfg.decode_layer,
+                                f"must be a decoder layer index of {spec.name} (0..{d.num_layers - 1})")
+    context = seq_len if cfg.decode_context is None else cfg.decode_context
+    if context < seq_len:
+        raise ConfigError.field("export.decode_context", cfg.decode_context,
+                                f"must be >= the prompt length {seq_len} of this {where}: the KV cache "
+                                "holds the whole prompt after the prefill, so no decode step sees a shorter one")
+
+    for name in names:
+        alias, _, view = name.partition(".")
+        if view in VISION_VIEWS:
+            if view == "crops" and not layout.num_crops:
+                why = ("crop_mode is false" if not layout.crop_mode
+                       else f"the page is not tiled (grid {layout.w_crop}x{layout.h_crop})")
+                if explicit:
+                    raise ConfigError.field("export.submodules", name,
+                                            f"needs the crop batch, but the {where} has none ({why})")
+                notes.append(f"{name}: not exported: no crop batch in this {where} ({why})")
+                continue
+            targets.append(_vision_target(alias, view, layout))
+        elif name == "dense_layer":
+            if d.is_moe_layer(0):
+                raise ConfigError.field("export.submodules", name, f"layer 0 of {spec.name} is a MoE layer, "
+                                        "not dense (use moe_layer)")
+            targets.append(ExportTarget(
+                name=name, path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
+                description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"))
+        elif name == "moe_layer":
+            if moe_index is None:
+                if explicit:
+                    raise ConfigError.field("export.submodules", name, f"{spec.name} has no MoE decoder layer")
+                notes.append(f"{name}: not exported: {spec.name} has no MoE decoder layer")
+                continue
+            targets.append(ExportTarget(
+                name=name, path=parts.decoder_layer_path(moe_index), stage="prefill", call=0, layer=moe_index,
+                moe=True, description=f"MoE decoder layer {moe_index} over the prompt ({seq_len} tokens)"))
+        elif name == "decode_layer":
+            i = cfg.decode_layer
+            targets.append(ExportTarget(
+                name=name, path=parts.decoder_layer_path(i), stage="decode", call=0, layer=i, context=context,
+                moe=d.is_moe_layer(i),
+                description=f"decoder layer {i}, one token over a KV cache of {context} tokens"))
+    return ExportPlan(targets=targets, seq_len=seq_len, decode_context=context, notes=notes)
+
+
+def onnx_targets(layout: ViewLayout, seq_len: int) -> list[ExportTarget]:
+    """The calls written as ONNX: the first CLIP block on the global view and the dense layer 0."""
+    return [
+        ExportTarget(name=CLIP_BLOCK, path=CLIP_BLOCK_PATH, stage="prefill", call=1 if layout.num_crops else 0,
+                     view="global", expected_batch=1,
+                     description=f"CLIP block 0 on the global view ({layout.global_grid ** 2 + 1} tokens)"),
+        ExportTarget(name="dense_layer", path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
+                     description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"),
+    ]
