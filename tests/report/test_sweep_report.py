@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -140,3 +141,13 @@ def test_slurm_launcher_config_composes():
          "--cfg", "hydra", "-p", "hydra.launcher"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "SlurmLauncher" in proc.stdout and "partition: gpu" in proc.stdout and "timeout_min: 120" in proc.stdout
+
+
+def test_reading_a_sweep_does_not_import_torch(ok_sweep):
+    code = ("import sys; from llm_perf_opt.report.collect import collect_sweep; "
+            "from llm_perf_opt.report.table import build_rows; "
+            f"rows = build_rows(collect_sweep({str(ok_sweep[0])!r}).jobs); "
+            "print(len(rows), 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "False"]

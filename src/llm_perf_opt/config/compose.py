@@ -13,7 +13,6 @@ from omegaconf import DictConfig
 
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.config.registry import register_configs
-from llm_perf_opt.config.schemas import RootConfig
 
 VERSION_BASE = "1.3"
 
@@ -39,13 +38,6 @@ def compose_each(override_lists: Sequence[Sequence[str]], *, return_hydra_config
     with _hydra():
         return [hydra_compose(config_name="config", overrides=list(o), return_hydra_config=return_hydra_config)
                 for o in override_lists]
-
-
-def compose_typed(overrides: Sequence[str] = ()) -> RootConfig:
-    """`compose(overrides)` instantiated into the validated dataclasses (ConfigError on a bad value)."""
-    from llm_perf_opt.config.registry import to_typed_config
-
-    return to_typed_config(compose(overrides))
 
 
 def group_options(group: str) -> list[str]:

@@ -37,8 +37,11 @@ def is_multirun() -> bool:
 
 
 def progress(message: str) -> None:
-    """Progress lines go to stderr, so stdout stays the job's result."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    """Progress lines go to stderr, so stdout stays the job's result; in a multirun they carry 'job i/n'."""
+    from llm_perf_opt.pipelines.callbacks import current_job
+
+    job = current_job()
+    print(f"[{time.strftime('%H:%M:%S')}] {job + ': ' if job else ''}{message}", file=sys.stderr, flush=True)
 
 
 def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:

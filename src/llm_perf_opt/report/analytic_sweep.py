@@ -34,9 +34,6 @@ from llm_perf_opt.report.table import PAGE_ORDER, Column, mode_order
 
 PLOTS_DIR = "analytic_plots"
 
-POINT_FIELDS = ("mode", "width", "height", "aspect", "megapixels", "grid", "views", "image_tokens", "seq_len",
-                "vision_flops", "prefill_flops", "decode_flops", "prefill_flops_total",
-                "prefill_activation_bytes", "prefill_weight_bytes", "decode_io_bytes")
 POINT_COLUMNS = [
     Column("mode", "mode", "str", "workload preset (conf/workload/)", lambda p: p["mode"]),
     Column("width", "width", "int", "page width in pixels", lambda p: p["width"]),

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from llm_perf_opt import units
+from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
 from llm_perf_opt.dsocr import parts as dsocr_parts
 from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.run_artifacts import AnalyticFigures, StageFigures
 
-STAGES = ("vision", "prefill", "decode")
 PARTS = dsocr_parts.REPORTED  # the parts reported per job (sam, clip, projector, decoder, lm_head)
 # page presets in reading order (portrait before landscape, then the odd shapes); unknown ones follow by name
 PAGE_ORDER = ("letter_portrait", "letter_landscape", "a4_portrait", "a4_landscape", "square", "slide",
