@@ -429,7 +429,7 @@ class Summary:
         hints = typing.get_type_hints(cls)
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "extra" or data.get(f.name) is None:
+            if f.name == "extra" or (data.get(f.name) is None and f.name not in cls.REQUIRED):
                 continue
             where = f"{source}: {f.name}"
             if f.name == "analytic":

@@ -104,10 +104,13 @@ def test_missing_sections(run_dir, tmp_path):
     ("flops", "prefill", {"analytic": 1}, r"summary.json: flops.prefill lacks required field 'measured'"),
     ("analytic", "prefill", [], r"summary.json: analytic.prefill must be an object, found list"),
     ("forward", "logits_finite", 1, r"summary.json: forward.logits_finite must be bool, found 1"),
+    (None, "status", None, r"summary.json: status must be str, found None"),
 ])
 def test_malformed_section_is_an_error_naming_the_field(run_dir, tmp_path, section, key, value, message):
     data = _summary_data(run_dir)
-    if value is None:
+    if section is None:
+        data[key] = value
+    elif value is None:
         del data[section][key]
     else:
         data[section][key] = value
