@@ -5,8 +5,10 @@ The registry is what the report and the jobs agree on: `RUN_FILES` names each fi
 path)` reads it with its typed loader. Artifacts of the stages (call graph, grouped graph, runtime log,
 costs, verification) keep their dataclasses and loaders in their own packages; the registry names the
 loader as `"module:function"` and imports it only when a file is loaded, so reading a thousand
-summaries never imports torch. Where a stage has no typed loader yet (`loader=None`), `load` checks the
-envelope (schema, known version) and returns the raw `data`: that is the hook for its owner to fill.
+summaries never imports torch. `schema`/`version` are what is written today; a stage's loader may read
+older names and versions too (`versions` lists the current name's). A stage without a typed loader
+(`loader=None`) gets an envelope check (schema, known version) returning the raw `data`: the hook for
+its owner to fill. A test checks the entries against the owning modules' constants.
 
 `Summary` is the trace job's `summary.json`. Sections the job writes itself (model, workload, page,
 tokens, runtime, analytic, forward, flops, parts, verification) are dataclasses; sections that are
@@ -62,11 +64,17 @@ RUN_FILES: tuple[RunFile, ...] = (
             "a job that failed in a multirun: type, message, traceback, config (this module's ErrorRecord)",
             ERROR_SCHEMA, ERROR_VERSION, (0, 1), "llm_perf_opt.run_artifacts:load_error"),
     RunFile("costs", "costs.json", "analytic",
-            "the analytic cost model per stage, part and layer (typed loader: analytic's to add)",
-            "costs", 1, (1,), None),
+            "the analytic cost model per stage, part and layer",
+            "llm_perf_opt.costs", 2, (2,), "llm_perf_opt.analytic.costs_file:load_costs"),
     RunFile("verification", "verification.json", "measure",
-            "analytic vs measured FLOPs per stage and part (typed loader: measure's to add)",
-            "verification", 1, (1,), None),
+            "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
+            "llm_perf_opt.verification", 2, (2,), "llm_perf_opt.measure.verification_file:load_verification"),
+    RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME)",
+            "predicted times per stage and part on a roof (datasheet or measured)",
+            "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
+    RunFile("calibration", "calibration.json", "measure.calibrate (./dev calibrate)",
+            "the measured roof of the device the job ran on",
+            "llm_perf_opt.calibration", 1, (1,), "llm_perf_opt.measure.calibrate:load_calibration"),
     RunFile("callgraph", "callgraph.json", "callgraph.capture",
             "the TorchLens call graph with per-module metadata",
             "llm_perf_opt.callgraph", 2, (1, 2), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
