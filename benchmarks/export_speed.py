@@ -12,10 +12,8 @@ import argparse
 import resource
 import time
 
-from hydra import compose, initialize_config_dir
-
 from llm_perf_opt import units
-from llm_perf_opt.config import to_typed_config
+from llm_perf_opt.config.compose import compose
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.export import plan_targets
 from llm_perf_opt.export.flops import graph_ops, total_flops
@@ -23,8 +21,8 @@ from llm_perf_opt.export.hooks import record_calls
 from llm_perf_opt.export.modules import call_for
 from llm_perf_opt.export.moe import fixed_routing
 from llm_perf_opt.export.program import ExportRefused, export_graphs
-from llm_perf_opt.pipelines.common import CONF_DIR
-from llm_perf_opt.pipelines.trace_job import build_job_inputs, model_spec_for
+from llm_perf_opt.pipelines.trace_job import build_job_inputs
+from llm_perf_opt.pipelines.validate import validate
 
 
 def main() -> None:
@@ -33,11 +31,9 @@ def main() -> None:
     ap.add_argument("--workload", default="gundam")
     ap.add_argument("--runtime", default="cpu")
     args = ap.parse_args()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = to_typed_config(compose(config_name="config", overrides=[
-            f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
-    spec = model_spec_for(cfg)
-    inputs = build_job_inputs(cfg, spec)
+    job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
+    cfg, spec = job.cfg, job.spec
+    inputs = build_job_inputs(job)
     plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, cfg.workload.name)
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:

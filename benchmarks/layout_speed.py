@@ -4,12 +4,10 @@ from __future__ import annotations
 import random
 import time
 
-from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr.layout import compute_view_layout
+from llm_perf_opt.dsocr.parts import modes
 
-MODES = {
-    "tiny": VisionWorkload(512, 512, False), "base": VisionWorkload(1024, 1024, False),
-    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
-}
+MODES = {name: w for name, w in modes().items() if name in ("tiny", "base", "gundam", "gundam_m")}
 
 
 def main(n: int = 200_000) -> None:

@@ -3,8 +3,8 @@ of its report, and of the analytic-only page sweep (thousands of pages, no model
 
     ./dev bench sweep_modes [--trace default|forward_only] [--n 64] [--keep]
 
-The sweep runs as a user runs it (`python -m llm_perf_opt.pipelines.trace --multirun experiment=modes
-model=twin_tiny`), in a fresh process, so the time includes Python start-up, Hydra composition of the six
+The sweep runs as a user runs it (`./dev sweep experiment=modes model=twin_tiny`, i.e. the job script
+`pipelines/sweep.py`), in a fresh process, so the time includes Python start-up, Hydra composition of the six
 jobs and every stage of the trace job.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ def main() -> int:
 
     base = ROOT / "tmp" / "bench" if args.keep else Path(tempfile.mkdtemp(prefix="sweep_modes."))
     sweep = base / f"modes-{time.strftime('%Y%m%d-%H%M%S')}"
-    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "--multirun", "experiment=modes", "model=twin_tiny",
+    cmd = [sys.executable, str(ROOT / "pipelines" / "sweep.py"), "experiment=modes", "model=twin_tiny",
            f"trace={args.trace}", f"hydra.sweep.dir={sweep}"]
-    print(f"$ {' '.join(cmd[2:])}", flush=True)
+    print(f"$ ./dev sweep {' '.join(cmd[2:])}", flush=True)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     sweep_s = time.perf_counter() - t0

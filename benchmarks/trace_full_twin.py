@@ -23,15 +23,11 @@ import torch
 from llm_perf_opt.callgraph.capture import capture
 from llm_perf_opt.callgraph.torchlens_adapter import trace_forward
 from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 
-MODES = {
-    "tiny": VisionWorkload(512, 512, False), "small": VisionWorkload(640, 640, False),
-    "base": VisionWorkload(1024, 1024, False), "large": VisionWorkload(1280, 1280, False),
-    "gundam": VisionWorkload(1024, 640, True), "gundam_m": VisionWorkload(1280, 1024, True, tile_size=1024),
-}
+MODES = modes()  # the workload presets of conf/workload/
 
 
 inf = float("inf")

@@ -12,26 +12,22 @@ import subprocess
 import sys
 import time
 
-MODES = ("tiny", "small", "base", "large", "gundam", "gundam_m")
 
 
 def run_one(mode: str) -> dict:
     import torch
 
-    from llm_perf_opt.config.schemas import WorkloadConfig
     from llm_perf_opt.dsocr.inputs import build_inputs
+    from llm_perf_opt.dsocr.parts import modes
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.dsocr.twin import build_twin
-    from omegaconf import OmegaConf
 
-    from llm_perf_opt.pipelines.common import CONF_DIR
-
-    wl = WorkloadConfig(**OmegaConf.to_container(OmegaConf.load(f"{CONF_DIR}/workload/{mode}.yaml")))
+    workload = modes()[mode]
     spec = ModelSpec.deepseek_ocr()
     t0 = time.perf_counter()
     model = build_twin(spec, device="cpu", dtype=torch.bfloat16, attn_implementation="eager", seed=0)
     build_s = time.perf_counter() - t0
-    inputs = build_inputs(spec, wl.vision(), 1700, 2200)
+    inputs = build_inputs(spec, workload, 1700, 2200)
     kwargs = inputs.forward_kwargs(dtype=torch.bfloat16)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         t0 = time.perf_counter()
@@ -62,4 +58,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         print(json.dumps(run_one(sys.argv[2])))
     else:
-        main(sys.argv[1:] or list(MODES))
+        from llm_perf_opt.dsocr.parts import mode_names
+
+        main(sys.argv[1:] or list(mode_names()))

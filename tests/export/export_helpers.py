@@ -23,6 +23,7 @@ def open_session(cfg):
 
 
 def job_inputs(cfg):
-    from llm_perf_opt.pipelines.trace_job import build_job_inputs, model_spec_for
+    from llm_perf_opt.pipelines.trace_job import build_job_inputs
+    from llm_perf_opt.pipelines.validate import validate
 
-    return build_job_inputs(cfg, model_spec_for(cfg))
+    return build_job_inputs(validate(cfg))

@@ -63,10 +63,10 @@ def test_trace_job_export_stage_uses_its_call_graph(tmp_path, runtime):
             "model=twin_tiny", "workload=small", f"runtime={runtime}", "trace.export=true",
             "export.submodules=[clip.global,dense_layer,moe_layer,decode_layer]"])
     summary = run_trace(raw, tmp_path)
-    assert summary["export"]["submodules"] == {"clip.global": "exported", "dense_layer": "exported",
+    assert summary.export["submodules"] == {"clip.global": "exported", "dense_layer": "exported",
                                                "moe_layer": "exported_with_remedy", "decode_layer": "exported"}
     _, on_disk = read_artifact(tmp_path / "summary.json", "llm_perf_opt.summary", (1,))
-    assert on_disk["export"]["flops_agree"] == {name: True for name in summary["export"]["submodules"]}
+    assert on_disk["export"]["flops_agree"] == {name: True for name in summary.export["submodules"]}
     export = load_export_summary(tmp_path / "export" / "summary.json")
     assert export.runtime["dtype"] == ("bfloat16" if runtime == "cpu_bf16" else "float32")
     for name in ("clip.global", "dense_layer", "moe_layer"):

@@ -1,32 +1,33 @@
 """Config validation: every bad input becomes a ConfigError naming field, value and what is allowed;
-the Hydra app refuses bad overrides with one line and a non-zero exit."""
+plain rules in the config schemas, DeepSeek-OCR's rules in the jobs' validation step, all of them before
+any work; the Hydra app refuses bad overrides with one line and a non-zero exit."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.config import ModelConfig, PageConfig, RuntimeConfig, WorkloadConfig, to_typed_config
+from llm_perf_opt.config.compose import compose
+from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.pipelines.validate import validate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def compose_cfg(*overrides: str):
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+    return compose(overrides)
 
 
-@pytest.mark.parametrize("mode", ["tiny", "small", "base", "large", "gundam", "gundam_m"])
+@pytest.mark.parametrize("mode", mode_names())
 def test_every_workload_preset_composes_and_validates(mode):
-    cfg = to_typed_config(compose_cfg(f"workload={mode}"))
-    assert cfg.workload.name == mode
-    cfg.workload.vision()
+    job = validate(compose_cfg(f"workload={mode}"))
+    assert job.cfg.workload.name == mode
+    assert (job.workload.base_size, job.workload.image_size) == (job.cfg.workload.base_size,
+                                                                  job.cfg.workload.image_size)
 
 
 @pytest.mark.parametrize("model", ["twin", "twin_tiny"])
@@ -55,8 +56,43 @@ def test_model_and_runtime_presets(model, runtime):
 )
 def test_bad_values_raise_config_error_naming_field(overrides, needle):
     with pytest.raises(ConfigError) as err:
-        to_typed_config(compose_cfg(*overrides))
+        validate(compose_cfg(*overrides))
     assert needle in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["workload.base_size=1000"], "must be a positive multiple of 64"),
+        (["workload=gundam", "workload.image_size=1024"], "in crop mode it must equal workload.tile_size=640"),
+        (["workload.prompt=no placeholder"], "must contain '<image>' exactly once"),
+    ],
+)
+def test_deepseek_rules_live_in_the_validation_step(overrides, needle):
+    """The schemas take plain values (these are valid integers and strings); the DeepSeek-OCR rules
+    refuse them in `validate`, which every job runs first."""
+    to_typed_config(compose_cfg(*overrides))
+    with pytest.raises(ConfigError, match=needle):
+        validate(compose_cfg(*overrides))
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["workload.base_size=0"], "workload.base_size=0 is invalid: must be a positive integer"),
+    (["workload.tile_size=-64"], "workload.tile_size=-64 is invalid: must be a positive integer"),
+    (["workload.prompt=''"], "workload.prompt='' is invalid: must be a non-empty string"),
+])
+def test_plain_rules_stay_in_the_schema(overrides, needle):
+    with pytest.raises(ConfigError, match=needle):
+        to_typed_config(compose_cfg(*overrides))
+
+
+def test_importing_the_config_does_not_import_torch_or_dsocr():
+    code = ("import sys, llm_perf_opt.config, llm_perf_opt.config.compose, llm_perf_opt.config.sweeps; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('llm_perf_opt.dsocr')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
 
 def test_vendor_needs_a_path(monkeypatch):
@@ -78,7 +114,9 @@ def test_dataclasses_validate_directly(tmp_path):
     page = tmp_path / "p.png"
     page.write_bytes(b"")
     assert PageConfig(image=str(page)).image == str(page)
-    assert WorkloadConfig(name="gundam_m", base_size=1280, image_size=1024, tile_size=1024).vision().tile_size == 1024
+    assert WorkloadConfig(name="gundam_m", base_size=1280, image_size=1024, tile_size=1024).tile_size == 1024
+    with pytest.raises(ConfigError, match="workload.crop_mode='yes'"):
+        WorkloadConfig(crop_mode="yes")
 
 
 def test_unknown_key_is_refused_by_schema():
@@ -88,18 +126,24 @@ def test_unknown_key_is_refused_by_schema():
         compose_cfg("workload.bogus=1")
 
 
-def run_trace(tmp_path, *overrides):
+def run_job(job, tmp_path, *overrides):
+    """A job script of pipelines/ (what ./dev runs)."""
     return subprocess.run(
-        [sys.executable, "-m", "llm_perf_opt.pipelines.trace", f"hydra.run.dir={tmp_path}", *overrides],
+        [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), f"hydra.run.dir={tmp_path}", *overrides],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
     )
 
 
 @pytest.mark.slow
-def test_cli_bad_override_is_one_line_and_nonzero(tmp_path):
-    proc = run_trace(tmp_path, "workload.base_size=1000", "trace.enabled=false")
+@pytest.mark.parametrize("job", ["trace", "analyze"])
+@pytest.mark.parametrize("override, first", [
+    ("workload.base_size=1000", "error: workload.base_size=1000 is invalid: must be a positive multiple of 64"),
+    ("workload.prompt=plain", "error: workload.prompt='plain' is invalid: must contain '<image>' exactly once"),
+])
+def test_cli_bad_override_is_one_line_and_nonzero(job, override, first, tmp_path):
+    proc = run_job(job, tmp_path, override, "trace.enabled=false")
     assert proc.returncode == 2
     err_lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("[")]
-    assert err_lines == [err_lines[0]] and err_lines[0].startswith("error: workload.base_size=1000")
+    assert len(err_lines) == 1 and err_lines[0].startswith(first), proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "summary.json").exists()
+    assert not list(tmp_path.glob("*.json"))  # nothing written before the check

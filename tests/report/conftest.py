@@ -11,16 +11,20 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def job_script(name: str) -> list[str]:
+    """The command of a job script in pipelines/ (what ./dev runs)."""
+    return [sys.executable, str(REPO_ROOT / "pipelines" / f"{name}.py")]
+
+
 def run_sweep(sweep_dir: Path, *overrides: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """`python -m llm_perf_opt.pipelines.trace --multirun OVERRIDES hydra.sweep.dir=SWEEP_DIR`."""
-    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "--multirun", *overrides,
-           f"hydra.sweep.dir={sweep_dir}"]
+    """`pipelines/sweep.py OVERRIDES hydra.sweep.dir=SWEEP_DIR` (./dev sweep)."""
+    cmd = [*job_script("sweep"), *overrides, f"hydra.sweep.dir={sweep_dir}"]
     env = dict(os.environ, HYDRA_FULL_ERROR="1")
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def run_report(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "llm_perf_opt.pipelines.report", *map(str, args)]
+    cmd = [*job_script("report"), *map(str, args)]
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
 
 

@@ -29,7 +29,7 @@ def test_analytic_report(tmp_path):
         assert (tmp_path / "analytic_plots" / f"{stem}.png").is_file()
     page = rep.html.read_text()
     assert page.count("<svg") >= 5 and "letter_portrait" in page
-    assert rep.points > 72 and rep.seconds < 30
+    assert rep.points > 72  # the time it takes: ./dev bench sweep_modes
 
 
 def test_analytic_cli(tmp_path):

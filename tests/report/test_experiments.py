@@ -2,33 +2,31 @@
 to the jobs they promise (page shapes as (width, height) pairs, not a cartesian product)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from llm_perf_opt.config import to_typed_config
-from llm_perf_opt.pipelines.common import CONF_DIR
-from llm_perf_opt.pipelines.launchers import check_launcher, expected_job_overrides
+from llm_perf_opt.config.compose import compose, group_options
+from llm_perf_opt.config.sweeps import planned_jobs
+from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.pipelines.launchers import check_launcher
 
-MODES = ["tiny", "small", "base", "large", "gundam", "gundam_m"]
+MODES = list(mode_names())
 PAGES = {"letter_portrait": (1700, 2200), "letter_landscape": (2200, 1700), "a4_portrait": (1654, 2339),
          "a4_landscape": (2339, 1654), "square": (1600, 1600), "slide": (1920, 1080), "receipt": (800, 3000),
          "small": (600, 500)}
 
 
 def compose_cfg(*overrides: str, hydra: bool = False):
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+    return compose(overrides, return_hydra_config=hydra)
 
 
 def planned(cfg, *cli: str) -> list[list[str]]:
     """The jobs of `--multirun CLI...` with cfg's sweeper params (compose() refuses sweep syntax itself)."""
     multirun = OmegaConf.create({"hydra": {"sweeper": OmegaConf.to_container(cfg.hydra.sweeper),
                                            "overrides": {"task": list(cli)}}})
-    return expected_job_overrides(multirun)
+    return planned_jobs(multirun)
 
 
 def test_modes_experiment():
@@ -49,8 +47,7 @@ def test_pages_experiment_sweeps_pairs():
 
 
 def test_every_page_preset_sets_a_width_height_pair():
-    files = {p.stem for p in (Path(CONF_DIR) / "page").glob("*.yaml")}
-    assert files == set(PAGES)
+    assert set(group_options("page")) == set(PAGES)
     for name, (w, h) in PAGES.items():
         cfg = to_typed_config(compose_cfg(f"page={name}", "workload=gundam"))
         assert (cfg.workload.page.width, cfg.workload.page.height) == (w, h)
@@ -61,6 +58,29 @@ def test_no_page_preset_keeps_the_default_page_and_overrides_still_win():
     assert to_typed_config(compose_cfg()).workload.page.width == 1700
     cfg = to_typed_config(compose_cfg("page=slide", "workload.page.height=1200"))
     assert (cfg.workload.page.width, cfg.workload.page.height) == (1920, 1200)
+
+
+def test_modes_are_the_workload_group():
+    assert set(group_options("workload")) == set(MODES)
+
+
+def test_expansion_matches_the_jobs_hydra_launched(ok_sweep, failing_sweep):
+    """planned_jobs on Hydra's own multirun.yaml gives exactly the jobs (and their order) the sweeper ran."""
+    for sweep, _ in (ok_sweep, failing_sweep):
+        jobs = sorted((p for p in sweep.iterdir() if (p / ".hydra").is_dir()), key=lambda p: int(p.name))
+        launched = [list(OmegaConf.load(p / ".hydra" / "overrides.yaml")) for p in jobs]
+        assert planned_jobs(OmegaConf.load(sweep / "multirun.yaml")) == launched
+
+
+def test_expansion_keeps_the_last_value_of_a_repeated_key_and_gives_up_on_other_sweepers():
+    cfg = OmegaConf.create({"hydra": {"sweeper": {"params": {"workload": "tiny,base"}},
+                                      "overrides": {"task": ["workload=gundam", "page=slide,receipt"]}}})
+    assert planned_jobs(cfg) == [["workload=gundam", "page=slide"], ["workload=gundam", "page=receipt"]]
+    other = OmegaConf.create({"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.OptunaSweeper"},
+                                        "overrides": {"task": ["a=1,2"]}}})
+    assert planned_jobs(other) is None
+    ranged = OmegaConf.create({"hydra": {"overrides": {"task": ["x=interval(0,1)"]}}})
+    assert planned_jobs(ranged) is None
 
 
 def test_free_command_line_sweeps_expand():

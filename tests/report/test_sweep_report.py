@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import shutil
 import subprocess
 import sys
@@ -11,8 +10,9 @@ import pytest
 
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.report.table import COLUMNS
+from llm_perf_opt.run_artifacts import load_error
 
-from .conftest import REPO_ROOT, run_report, run_sweep
+from .conftest import REPO_ROOT, job_script, run_report, run_sweep
 
 EXPECTED_COLUMNS = {
     "job", "status", "model", "mode", "page", "grid", "views", "image_tokens", "seq_len", "params", "ops",
@@ -71,8 +71,8 @@ def test_sweep_prints_progress(ok_sweep):
 def test_failing_job_is_recorded_and_the_sweep_goes_on(failing_sweep):
     sweep, proc = failing_sweep
     assert (sweep / "0" / "summary.json").is_file() and (sweep / "2" / "summary.json").is_file()
-    error = json.loads((sweep / "1" / "error.json").read_text())
-    assert error["type"] == "ConfigError" and "workload.base_size=1000" in error["message"]
+    error = load_error(sweep / "1" / "error.json")
+    assert error.type == "ConfigError" and "workload.base_size=1000" in error.message and error.expected
     assert not (sweep / "1" / "summary.json").exists()  # refused before any model was built
     assert "job 2/3 failed: ConfigError" in proc.stderr and "job 3/3 ok" in proc.stderr
 
@@ -137,7 +137,17 @@ def test_submitit_local_launcher(tmp_path):
 def test_slurm_launcher_config_composes():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the 'cluster' extra is not installed")
     proc = subprocess.run(
-        [sys.executable, "-m", "llm_perf_opt.pipelines.trace", "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
+        [*job_script("trace"), "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
          "--cfg", "hydra", "-p", "hydra.launcher"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "SlurmLauncher" in proc.stdout and "partition: gpu" in proc.stdout and "timeout_min: 120" in proc.stdout
+
+
+def test_reading_a_sweep_does_not_import_torch(ok_sweep):
+    code = ("import sys; from llm_perf_opt.report.collect import collect_sweep; "
+            "from llm_perf_opt.report.table import build_rows; "
+            f"rows = build_rows(collect_sweep({str(ok_sweep[0])!r}).jobs); "
+            "print(len(rows), 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "False"]

@@ -18,9 +18,9 @@ def compose_cfg(*overrides: str, config_name: str = "analyze"):
 
 
 def run_job(job: str, run_dir: Path, *overrides: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`python -m llm_perf_opt.pipelines.<job>` in the repository root, as `./dev <job>` runs it."""
+    """`pipelines/<job>.py` in the repository root, as `./dev <job>` runs it."""
     return subprocess.run(
-        [sys.executable, "-m", f"llm_perf_opt.pipelines.{job}", f"hydra.run.dir={run_dir}", *overrides],
+        [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), f"hydra.run.dir={run_dir}", *overrides],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env=env,
     )
 

@@ -1,8 +1,11 @@
 """Dataclass schemas of the config groups (model, workload, runtime, trace, verify, render, profile).
 
 Hydra composes YAML into these types (so a misspelt key or a wrong type is refused by OmegaConf), and
-`to_typed_config` instantiates them, running each `__post_init__` on the final values, where the
-domain rules live: every violation is a `ConfigError` naming the field, the value and what is allowed.
+`to_typed_config` instantiates them, running each `__post_init__` on the final values. The schemas hold
+plain values and check plain rules only (types, ranges, one-of choices, files that must exist); the
+DeepSeek-OCR rules on top (sizes in multiples of 64, crop mode tiling at `image_size`, the `<image>`
+placeholder) belong to `llm_perf_opt.dsocr` and run in the pipeline's validation step
+(`llm_perf_opt.pipelines.validate`), before any work. Nothing here imports torch or `dsocr`.
 """
 from __future__ import annotations
 
@@ -12,8 +15,6 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from llm_perf_opt.dsocr.inputs import DEFAULT_PROMPT
-from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
 
 MODEL_SOURCES = ("twin", "vendor")
@@ -22,11 +23,17 @@ DEVICES = ("cpu", "cuda")
 DTYPES = ("float32", "bfloat16", "float16")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
 WEIGHTS = ("auto", "random")
+DEFAULT_PROMPT = "<image>\nFree OCR."  # the vendor's infer() default; dsocr.inputs knows its token ids
 
 
 def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError.field(name, value, f"must be one of {', '.join(allowed)}")
+
+
+def _positive_int(name: str, value: object, what: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError.field(name, value, f"must be a positive integer {what}".rstrip())
 
 
 @dataclass
@@ -69,9 +76,7 @@ class PageConfig:
                 raise ConfigError.field("workload.page.image", self.image, "must be an existing image file")
             return
         for name in ("width", "height"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError.field(f"workload.page.{name}", value, "must be a positive integer (pixels)")
+            _positive_int(f"workload.page.{name}", getattr(self, name), "(pixels)")
 
 
 @dataclass
@@ -87,14 +92,12 @@ class WorkloadConfig:
     prompt: str = DEFAULT_PROMPT
 
     def __post_init__(self) -> None:
-        self.vision()  # raises ConfigError on a bad combination
-        if self.prompt.count("<image>") != 1:
-            raise ConfigError.field("workload.prompt", self.prompt, "must contain '<image>' exactly once")
-
-    def vision(self) -> VisionWorkload:
-        return VisionWorkload(
-            base_size=self.base_size, image_size=self.image_size, crop_mode=self.crop_mode, tile_size=self.tile_size
-        )
+        for name in ("base_size", "image_size", "tile_size"):
+            _positive_int(f"workload.{name}", getattr(self, name), "(pixels)")
+        if not isinstance(self.crop_mode, bool):
+            raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
+        if not isinstance(self.prompt, str) or not self.prompt:
+            raise ConfigError.field("workload.prompt", self.prompt, "must be a non-empty string")
 
 
 @dataclass

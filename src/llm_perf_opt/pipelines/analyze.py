@@ -12,22 +12,22 @@ from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
-from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
 from llm_perf_opt.pipelines.common import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.pipelines.options import check_group_options
-from llm_perf_opt.pipelines.trace_job import analytic_model_for, model_spec_for, page_size
+from llm_perf_opt.pipelines.trace_job import analytic_model_for
+from llm_perf_opt.pipelines.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
 @reports_errors
 def main(raw: DictConfig) -> None:
-    cfg = to_typed_config(raw)
-    spec = model_spec_for(cfg)
-    width, height = page_size(cfg)
+    job = validate(raw)  # every rule, before any work
+    cfg, spec = job.cfg, job.spec
+    width, height = job.page_size
     hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first
     roof = roof_for(cfg, hardware) if hardware is not None else None
-    model: DeepseekOCRAnalyticModel = analytic_model_for(cfg, spec, width, height)
+    model: DeepseekOCRAnalyticModel = analytic_model_for(job, width, height)
     if roof is not None and dtype_bytes(roof.dtype) != model.dtype_bytes:  # bytes follow the predicted dtype
         model = DeepseekOCRAnalyticModel(spec, model.layout, model.seq_len, dtype=roof.dtype,
                                          decoder_attention=model.decoder_attention)

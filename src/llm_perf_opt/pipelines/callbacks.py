@@ -16,7 +16,6 @@ Stage lines printed by a job through `pipelines.common.progress` can carry the s
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,8 +24,11 @@ from typing import Any, Optional, TextIO
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.pipelines.launchers import check_launcher, expected_job_overrides, launcher_target
+from llm_perf_opt.config.sweeps import planned_jobs
+from llm_perf_opt.errors import ConfigError, PipelineError
+from llm_perf_opt.pipelines.launchers import check_launcher, launcher_target
+from llm_perf_opt.run_artifacts import load_error, run_file
+from llm_perf_opt.units import clock
 
 _CURRENT_JOB: Optional[str] = None
 
@@ -34,13 +36,6 @@ _CURRENT_JOB: Optional[str] = None
 def current_job() -> Optional[str]:
     """'job i/n' while a multirun job runs in this process (None otherwise), for progress lines."""
     return _CURRENT_JOB
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def _is_multirun(config: DictConfig) -> bool:
@@ -52,13 +47,13 @@ def _is_multirun(config: DictConfig) -> bool:
 
 def job_outcome(job_dir: Path, job_return: Any = None) -> str:
     """'ok', or 'failed: <type>: <message>' from the job's error.json or from the raised exception."""
-    error = job_dir / "error.json"
+    error = job_dir / run_file("error").file
     if error.is_file():
         try:
-            doc = json.loads(error.read_text(encoding="utf-8"))
-            return f"failed: {doc.get('type', 'Error')}: {doc.get('message', '')}"
-        except (OSError, ValueError):
-            return "failed: error.json is unreadable"
+            record = load_error(error)
+        except PipelineError as exc:
+            return f"failed: error.json is unreadable ({exc})"
+        return f"failed: {record.type}: {record.message}"
     if job_return is not None:
         from hydra.core.utils import JobStatus
 
@@ -88,8 +83,8 @@ class SweepProgress(Callback):
     def _label(self, num: int) -> str:
         return f"job {num + 1}/{self._total if self._total else '?'}"
 
-    def _sweep_clock(self) -> str:
-        return f"sweep {_clock(time.time() - self._t0)}" if self._t0 is not None else ""
+    def _sweepclock(self) -> str:
+        return f"sweep {clock(time.time() - self._t0)}" if self._t0 is not None else ""
 
     # ------------------------------------------------------------------ Hydra hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -101,7 +96,7 @@ class SweepProgress(Callback):
             print(f"error: {exc}", file=self._stream or sys.stderr, flush=True)
             raise SystemExit(2) from None
         self._t0 = time.time()
-        jobs = expected_job_overrides(config)
+        jobs = planned_jobs(config)
         self._total = len(jobs) if jobs is not None else None
         target = launcher_target(config) or "?"
         self._sequential = target.endswith("BasicLauncher")
@@ -119,7 +114,7 @@ class SweepProgress(Callback):
             self._job_t0[num] = time.time()
             _CURRENT_JOB = self._label(num)
             overrides = " ".join(str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
-            self._say(f"{self._label(num)} start: {overrides or '(no overrides)'} | {self._sweep_clock()}".rstrip(" |"))
+            self._say(f"{self._label(num)} start: {overrides or '(no overrides)'} | {self._sweepclock()}".rstrip(" |"))
         except Exception:  # noqa: BLE001 - progress output must never break a job
             pass
 
@@ -137,9 +132,9 @@ class SweepProgress(Callback):
             line = f"{self._label(num)} {outcome} in {took:.1f} s"
             if self._t0 is not None:
                 elapsed = time.time() - self._t0
-                line += f" | {self._sweep_clock()}"
+                line += f" | {self._sweepclock()}"
                 if self._sequential and self._total and self._done < self._total:
-                    line += f", about {_clock(elapsed / self._done * (self._total - self._done))} left"
+                    line += f", about {clock(elapsed / self._done * (self._total - self._done))} left"
             self._say(line)
         except Exception:  # noqa: BLE001
             pass
@@ -149,7 +144,7 @@ class SweepProgress(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             sweep_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir", default=".")))
-            took = _clock(time.time() - self._t0) if self._t0 is not None else "?"
+            took = clock(time.time() - self._t0) if self._t0 is not None else "?"
             if self._sequential:
                 counts = f"{self._done} jobs ({self._done - self._failed} ok, {self._failed} failed)"
             else:  # the jobs ran in other processes: count their outcomes from the job directories

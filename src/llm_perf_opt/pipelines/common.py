@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 from omegaconf import DictConfig
 
-from llm_perf_opt.artifacts import atomic_write_text, to_jsonable
 from llm_perf_opt.config import register_configs
+from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.errors import PipelineError
+from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
-CONF_DIR = str(Path(__file__).resolve().parents[3] / "conf")
+CONF_DIR = str(conf_dir())  # for @hydra.main(config_path=...)
 
 register_configs()
 
@@ -38,8 +37,11 @@ def is_multirun() -> bool:
 
 
 def progress(message: str) -> None:
-    """Progress lines go to stderr, so stdout stays the job's result."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    """Progress lines go to stderr, so stdout stays the job's result; in a multirun they carry 'job i/n'."""
+    from llm_perf_opt.pipelines.callbacks import current_job
+
+    job = current_job()
+    print(f"[{time.strftime('%H:%M:%S')}] {job + ': ' if job else ''}{message}", file=sys.stderr, flush=True)
 
 
 def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
@@ -65,11 +67,4 @@ def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], 
 
 
 def write_error(exc: BaseException, cfg: DictConfig) -> Path:
-    payload = {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "expected": isinstance(exc, PipelineError),
-        "traceback": traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:],
-        "config": to_jsonable(cfg),
-    }
-    return atomic_write_text(run_dir() / "error.json", json.dumps(payload, indent=1) + "\n")
+    return ErrorRecord.from_exception(exc, cfg).save(run_dir() / run_file("error").file)

@@ -17,18 +17,18 @@ import dataclasses
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.export import plan_targets, run_export_stage
 from llm_perf_opt.pipelines.common import CONF_DIR, progress, reports_errors, run_dir
-from llm_perf_opt.pipelines.trace_job import build_job_inputs, model_spec_for
+from llm_perf_opt.pipelines.trace_job import build_job_inputs
+from llm_perf_opt.pipelines.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 @reports_errors
 def main(raw: DictConfig) -> None:
-    cfg = to_typed_config(raw)
-    spec = model_spec_for(cfg)
-    inputs = build_job_inputs(cfg, spec)
+    job = validate(raw)  # every rule, before any work
+    cfg, spec = job.cfg, job.spec
+    inputs = build_job_inputs(job)
     plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name)  # bad input: here
     runtime = cfg.runtime
     if runtime.attn_implementation == "flash_attention_2":

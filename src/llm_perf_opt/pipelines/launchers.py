@@ -1,4 +1,4 @@
-"""Which Hydra launchers a sweep may use, and how many jobs a multirun config expands to.
+"""Which Hydra launchers a sweep may use (how many jobs a sweep expands to: `config.sweeps`).
 
 * basic (the default): one job after another in this process. Works.
 * submitit (`hydra/launcher=submitit_local`, `=slurm`, `=submitit_slurm`; the `cluster` extra): one
@@ -64,27 +64,3 @@ def check_launcher(cfg: Any = None) -> None:
             raise ConfigError(
                 f"hydra.launcher={target} is not supported: {why}. Instead, {SUPPORTED_HINT}."
             )
-
-
-def expected_job_overrides(cfg: DictConfig, config_loader: Any = None) -> Optional[list[list[str]]]:
-    """The per-job override lists a multirun config expands to, as Hydra's BasicSweeper builds them
-    (`hydra.sweeper.params` first, then the command-line overrides; the cartesian product of every
-    sweep). None for other sweepers or when the overrides cannot be parsed without a config loader
-    (e.g. `glob(...)` over a config group)."""
-    try:
-        hydra = cfg.hydra
-        target = str(OmegaConf.select(hydra, "sweeper._target_", default="") or "")
-        if target and not target.endswith("BasicSweeper"):
-            return None
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        params = OmegaConf.select(hydra, "sweeper.params", default=None) or {}
-        arguments = [f"{k}={v}" for k, v in params.items()]
-        arguments += [str(o) for o in OmegaConf.to_container(hydra.overrides.task, resolve=False)]
-        parser = OverridesParser.create(config_loader=config_loader)
-        overrides = parser.parse_overrides(arguments)
-        batches = BasicSweeper.split_arguments(overrides, None)
-        return [list(job) for batch in batches for job in batch]
-    except Exception:  # noqa: BLE001 - a count is a convenience: unknown is an acceptable answer
-        return None

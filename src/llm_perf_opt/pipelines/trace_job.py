@@ -8,21 +8,19 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig
-from PIL import Image
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
-from llm_perf_opt.config import RootConfig, to_typed_config
+from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
-from llm_perf_opt.dsocr.inputs import Inputs, build_inputs, prompt_tokens
+from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
 from llm_perf_opt.dsocr.layout import compute_view_layout
+from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
-from llm_perf_opt.dsocr.spec import ModelSpec
-from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.export import plan_targets, run_export_stage
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
@@ -32,138 +30,124 @@ from llm_perf_opt.measure import (
     verify_dsocr,
 )
 from llm_perf_opt.pipelines.common import progress
-
-SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
-SUMMARY_PARTS = ("sam", "clip", "projector", "decoder", "lm_head")  # top-level parts reported per job
-
-
-def model_spec_for(cfg: RootConfig) -> ModelSpec:
-    """The ModelSpec without building a model: the twin's named spec or the vendor's config.json."""
-    if cfg.model.source == "vendor":
-        return ModelSpec.from_config_json(cfg.model.path)
-    return ModelSpec.named(cfg.model.spec)
-
-
-def page_size(cfg: RootConfig) -> tuple[int, int]:
-    """(width, height) of the page: the image file's size when one is given (header only), else the config's."""
-    page = cfg.workload.page
-    if page.image is None:
-        return page.width, page.height
-    try:
-        with Image.open(page.image) as img:
-            return img.size
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
+from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
+from llm_perf_opt.run_artifacts import (
+    AnalyticFigures,
+    FlopsCheck,
+    ForwardFigures,
+    GroupingSummary,
+    LayoutView,
+    ModelInfo,
+    PageInfo,
+    ParamCounts,
+    PartFlops,
+    RuntimeInfo,
+    StageFigures,
+    Summary,
+    TokenCounts,
+    TraceStats,
+    VerificationFigures,
+    WorkloadInfo,
+    typed,
+)
 
 
-def tokenizer_dir(cfg: RootConfig) -> str | None:
-    """The vendor model directory (its tokenizer, when it has one, gives the prompt tokens)."""
-    return cfg.model.path if cfg.model.source == "vendor" else None
-
-
-def prompt_token_count(cfg: RootConfig) -> int:
-    before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
-    return len(before) + len(after)
-
-
-def analytic_model_for(cfg: RootConfig, spec: ModelSpec, width: int, height: int,
-                       seq_len: int | None = None) -> DeepseekOCRAnalyticModel:
+def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | None = None) -> DeepseekOCRAnalyticModel:
     """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention."""
+    cfg = job.cfg
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     return DeepseekOCRAnalyticModel(
-        spec, compute_view_layout(cfg.workload.vision(), width, height), seq_len,
-        prompt_tokens=prompt_token_count(cfg) if seq_len is None else 0, dtype=cfg.runtime.dtype,
+        job.spec, compute_view_layout(job.workload, width, height), seq_len,
+        prompt_tokens=job.prompt_tokens if seq_len is None else 0, dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
     )
 
 
-def build_job_inputs(cfg: RootConfig, spec: ModelSpec) -> Inputs:
-    w = cfg.workload
+def build_job_inputs(job: ValidJob) -> Inputs:
+    w = job.cfg.workload
     return build_inputs(
-        spec, w.vision(), width=w.page.width, height=w.page.height, image=w.page.image, prompt=w.prompt,
-        model_dir=tokenizer_dir(cfg),
+        job.spec, job.workload, width=w.page.width, height=w.page.height, image=w.page.image, prompt=w.prompt,
+        model_dir=tokenizer_dir(job.cfg),
     )
 
 
-def run_trace(raw_cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
     """summary.json always; with trace.enabled the session, a timed forward and the enabled stages."""
     t_job = time.perf_counter()
-    cfg = to_typed_config(raw_cfg)
+    job = validate(raw_cfg)  # every rule, before any work
+    cfg = job.cfg
     progress(f"run dir {out_dir}")
-    spec = model_spec_for(cfg)
-    inputs = build_job_inputs(cfg, spec)
+    inputs = build_job_inputs(job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
-    export_plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, cfg.workload.name) \
+    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name) \
         if cfg.trace.export else None
-    summary = base_summary(cfg, spec, inputs)
-    summary["status"] = "running"
-    save = lambda: write_artifact(out_dir / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSION, summary,  # noqa: E731
-                                  config=raw_cfg)
+    summary = base_summary(cfg, job, inputs)
+    save = lambda: summary.save(out_dir / "summary.json", config=raw_cfg)  # noqa: E731
     save()  # the layout is known now: a job killed later still leaves it behind
     print_summary(summary)
-    analytic = analytic_model_for(cfg, spec, inputs.layout.page_width, inputs.layout.page_height,
+    analytic = analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height,
                                   seq_len=inputs.seq_len) if cfg.trace.analytic else None
     if analytic is not None:
         write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
-        summary["analytic"] = analytic_figures(analytic)
+        summary.analytic = analytic_figures(analytic)
         print(render_costs_table(analytic))
     if cfg.trace.enabled:
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
-            summary["session"] = session.describe()
-            summary["params"] = session.parameter_counts()
-            summary["forward"] = timed_forward(session, inputs)
-            progress(f"forward {summary['forward']['seconds']:.2f} s, logits {summary['forward']['logits_shape']}")
+            summary.session = session.describe()
+            summary.params = typed(ParamCounts, session.parameter_counts(), "params")
+            summary.forward = timed_forward(session, inputs)
+            progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
             if cfg.trace.capture:
-                summary["trace"], summary["grouping"] = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+                summary.trace = typed(TraceStats, stats, "trace")
+                summary.grouping = typed(GroupingSummary, grouping, "grouping")
             if cfg.trace.verify and analytic is not None:
-                summary["flops"], summary["parts"], summary["verification"] = verify_flops(
-                    cfg, session, inputs, analytic, out_dir, raw_cfg)
+                flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
+                summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
+                summary.verification = typed(VerificationFigures, verification, "verification")
             if export_plan is not None:
-                summary["export"] = run_export_stage(
+                summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
                     callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
-    summary["status"] = "ok"
-    summary["job_seconds"] = round(time.perf_counter() - t_job, 3)
+    summary.status = "ok"
+    summary.job_seconds = round(time.perf_counter() - t_job, 3)
     save()
-    progress(f"done in {summary['job_seconds']:.1f} s: {out_dir / 'summary.json'}")
+    progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
     return summary
 
 
-def base_summary(cfg: RootConfig, spec: ModelSpec, inputs: Inputs) -> dict[str, Any]:
+def base_summary(cfg: RootConfig, job: ValidJob, inputs: Inputs) -> Summary:
     layout = inputs.layout
-    return {
-        "model": {"name": cfg.model.name, "source": cfg.model.source, "spec": spec.name},
-        "workload": {
-            "mode": cfg.workload.name, "base_size": cfg.workload.base_size, "image_size": cfg.workload.image_size,
-            "crop_mode": cfg.workload.crop_mode, "tile_size": cfg.workload.tile_size,
-        },
-        "page": {"width": layout.page_width, "height": layout.page_height, "image": cfg.workload.page.image},
-        "layout": layout.as_dict(),
-        "tokens": {
-            "image": layout.image_tokens, "prompt": len(inputs.prompt_token_ids), "sequence": inputs.seq_len,
-            "prompt_source": inputs.prompt_source,
-        },
-        "tensors": inputs.shapes(),
-        "runtime": {"device": cfg.runtime.device, "dtype": cfg.runtime.dtype,
-                    "attn_implementation": cfg.runtime.attn_implementation, "autocast": cfg.runtime.autocast},
-    }
+    w = cfg.workload
+    return Summary(
+        model=ModelInfo(name=cfg.model.name, source=cfg.model.source, spec=job.spec.name),
+        workload=WorkloadInfo(mode=w.name, base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
+                              tile_size=w.tile_size),
+        page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
+        layout=typed(LayoutView, layout.as_dict(), "layout"),
+        tokens=TokenCounts(image=layout.image_tokens, prompt=len(inputs.prompt_token_ids), sequence=inputs.seq_len,
+                           prompt_source=inputs.prompt_source),
+        tensors=inputs.shapes(),
+        runtime=RuntimeInfo(device=cfg.runtime.device, dtype=cfg.runtime.dtype,
+                            attn_implementation=cfg.runtime.attn_implementation, autocast=cfg.runtime.autocast),
+        status="running",
+    )
 
 
-def analytic_figures(analytic: DeepseekOCRAnalyticModel) -> dict[str, Any]:
-    """{stage: {flops, flops_matmul, io/weight/activation bytes}, "parts": {part: prefill matmul FLOPs}}."""
-    out: dict[str, Any] = {}
-    for name, stage in analytic.stages().items():
-        t = stage.total
-        out[name] = {"flops": t.flops, "flops_matmul": t.flops_matmul, "io_bytes": t.io_bytes,
-                     "weight_bytes": t.weight_bytes, "activation_bytes": t.activation_bytes}
+def analytic_figures(analytic: DeepseekOCRAnalyticModel) -> AnalyticFigures:
+    """Per stage: flops, flops_matmul, io/weight/activation bytes; per reported part: prefill matmul FLOPs."""
+    stages = {name: StageFigures(flops=stage.total.flops, flops_matmul=stage.total.flops_matmul,
+                                 io_bytes=stage.total.io_bytes, weight_bytes=stage.total.weight_bytes,
+                                 activation_bytes=stage.total.activation_bytes)
+              for name, stage in analytic.stages().items()}
     prefill = analytic.prefill()
-    out["parts"] = {part: prefill.part(part).flops_matmul for part in SUMMARY_PARTS}
-    return out
+    return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in REPORTED_PARTS})
 
 
-def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> dict[str, Any]:
+def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> ForwardFigures:
     """One plain forward (no tracing, no counting): wall time, peak memory, logits shape."""
     kwargs = session.forward_kwargs(inputs)
     if session.device.type == "cuda":
@@ -176,13 +160,13 @@ def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> dict[str, Any]
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     logits = out.logits
-    return {
-        "seconds": round(seconds, 4),
-        "logits_shape": list(logits.shape),
-        "logits_finite": bool(torch.isfinite(logits.float()).all()),
-        "peak_rss_bytes": peak_rss_bytes(),
-        "peak_cuda_bytes": torch.cuda.max_memory_allocated() if session.device.type == "cuda" else None,
-    }
+    return ForwardFigures(
+        seconds=round(seconds, 4),
+        logits_shape=list(logits.shape),
+        logits_finite=bool(torch.isfinite(logits.float()).all()),
+        peak_rss_bytes=peak_rss_bytes(),
+        peak_cuda_bytes=torch.cuda.max_memory_allocated() if session.device.type == "cuda" else None,
+    )
 
 
 def peak_rss_bytes() -> int:
@@ -238,7 +222,7 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     parts: dict[str, Any] = {}
     from llm_perf_opt.dsocr.parts import path as part_path
 
-    part_paths = {part_path(p): p for p in SUMMARY_PARTS}
+    part_paths = {part_path(p): p for p in REPORTED_PARTS}
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
@@ -251,13 +235,12 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     return flops, parts, verification
 
 
-def print_summary(summary: dict[str, Any]) -> None:
-    lay, tok = summary["layout"], summary["tokens"]
-    wl = summary["workload"]
+def print_summary(summary: Summary) -> None:
+    lay, tok, wl = summary.layout.raw, summary.tokens, summary.workload
     print(
-        f"{summary['model']['name']} | mode {wl['mode']} (base {wl['base_size']}, image {wl['image_size']}, "
-        f"crop {wl['crop_mode']}) | page {lay['page_width']}x{lay['page_height']}\n"
+        f"{summary.model.name} | mode {wl.mode} (base {wl.base_size}, image {wl.image_size}, "
+        f"crop {wl.crop_mode}) | page {lay['page_width']}x{lay['page_height']}\n"
         f"  grid {lay['w_crop']}x{lay['h_crop']} ({lay['num_crops']} crops, {lay['num_views']} views) | "
-        f"image tokens {tok['image']} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
-        f"sequence {tok['sequence']}"
+        f"image tokens {tok.image} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
+        f"sequence {tok.sequence}"
     )

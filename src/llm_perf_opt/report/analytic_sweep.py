@@ -12,6 +12,10 @@ sequence length and vision / prefill / decode FLOPs and bytes. The result is for
 
 plus `analytic.csv` with every point. The analytic model caches identical blocks, so a few thousand
 pages per mode take well under a second each.
+
+The modes and page presets are the `workload` and `page` config groups, composed through Hydra's compose
+API exactly as a job composes them (schema defaults, validation); the modes' order is `dsocr.parts`'.
+Data first (`evaluate` -> `page_data`), then rendering (the CSV writer and one template per format).
 """
 from __future__ import annotations
 
@@ -21,19 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from omegaconf import OmegaConf
-
-from llm_perf_opt.artifacts import atomic_write_text
+from llm_perf_opt.config.compose import compose_each, group_options
+from llm_perf_opt.config.registry import to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.report import render
-from llm_perf_opt.report.table import MODE_ORDER, PAGE_ORDER, Column
+from llm_perf_opt.report.render import PlotView, TableView
+from llm_perf_opt.report.table import PAGE_ORDER, Column, mode_order
 
-CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 PLOTS_DIR = "analytic_plots"
 
-POINT_FIELDS = ("mode", "width", "height", "aspect", "megapixels", "grid", "views", "image_tokens", "seq_len",
-                "vision_flops", "prefill_flops", "decode_flops", "prefill_flops_total",
-                "prefill_activation_bytes", "prefill_weight_bytes", "decode_io_bytes")
 POINT_COLUMNS = [
     Column("mode", "mode", "str", "workload preset (conf/workload/)", lambda p: p["mode"]),
     Column("width", "width", "int", "page width in pixels", lambda p: p["width"]),
@@ -60,32 +60,32 @@ POINT_COLUMNS = [
 ]
 
 
-def load_modes(names: Optional[Sequence[str]] = None, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
-    """{mode name: VisionWorkload} from conf/workload/<name>.yaml, in the canonical order."""
+def load_modes(names: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """{mode name: VisionWorkload} of the `workload` config group (all, or `names`), in canonical order."""
     from llm_perf_opt.dsocr.layout import VisionWorkload
 
-    folder = conf_dir / "workload"
-    available = sorted((p.stem for p in folder.glob("*.yaml")), key=lambda n: (MODE_ORDER.index(n)
-                       if n in MODE_ORDER else len(MODE_ORDER), n)) if folder.is_dir() else []
+    order = mode_order()
+    available = sorted(group_options("workload"), key=lambda n: (order.index(n) if n in order else len(order), n))
     wanted = list(names) if names else available
-    out = {}
     for name in wanted:
         if name not in available:
             raise ConfigError.field("--modes", name, f"one of {', '.join(available) or '(no conf/workload/*.yaml)'}")
-        cfg = OmegaConf.to_container(OmegaConf.load(folder / f"{name}.yaml"))
-        out[name] = VisionWorkload(base_size=cfg["base_size"], image_size=cfg["image_size"],
-                                   crop_mode=cfg["crop_mode"], tile_size=cfg.get("tile_size", 640))
+    out = {}
+    for name, raw in zip(wanted, compose_each([[f"workload={name}"] for name in wanted])):
+        w = to_typed_config(raw).workload
+        out[name] = VisionWorkload(base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
+                                   tile_size=w.tile_size)
     return out
 
 
-def load_pages(conf_dir: Path = CONF_DIR) -> dict[str, tuple[int, int]]:
-    folder = conf_dir / "page"
+def load_pages() -> dict[str, tuple[int, int]]:
+    """{page preset: (width, height)} of the `page` config group, in reading order (PAGE_ORDER first)."""
+    names = sorted(group_options("page"), key=lambda n: (PAGE_ORDER.index(n) if n in PAGE_ORDER else len(PAGE_ORDER), n))
     pages = {}
-    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        cfg = OmegaConf.to_container(OmegaConf.load(path))
-        pages[path.stem] = (int(cfg["width"]), int(cfg["height"]))
-    return dict(sorted(pages.items(), key=lambda kv: (PAGE_ORDER.index(kv[0]) if kv[0] in PAGE_ORDER
-                                                      else len(PAGE_ORDER), kv[0])))
+    for name, raw in zip(names, compose_each([[f"page={name}"] for name in names])):
+        page = to_typed_config(raw).workload.page
+        pages[name] = (page.width, page.height)
+    return pages
 
 
 @dataclass
@@ -132,19 +132,35 @@ class AnalyticReport:
     plots: list[Path]
 
 
-def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = None, n: int = 48,
-                          min_side: int = 256, max_side: int = 4096, model: str = "deepseek_ocr",
-                          dtype: str = "bfloat16", plots: bool = True) -> AnalyticReport:
-    from llm_perf_opt.dsocr.spec import ModelSpec
+@dataclass
+class AnalyticSweep:
+    """Every evaluated point: the n × n grid per mode, the line plots' points and the page presets."""
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    workloads = load_modes(modes)
-    pages = load_pages()
-    spec = ModelSpec.from_config_json(model) if Path(model).exists() else ModelSpec.named(model)
+    spec_name: str
+    dtype: str
+    modes: list[str]
+    sides: list[int]
+    points: list[dict[str, Any]]  # the grid, mode by mode, row (height) by row
+    grids: dict[str, dict[str, list[list[float]]]]  # field -> mode -> [height][width]
+    pages: dict[str, tuple[int, int]]
+    aspects: list[float]
+    by_aspect: dict[str, list[dict[str, Any]]]  # mode -> points over the aspect ratio at a fixed area
+    long_sides: list[int]
+    by_size: dict[str, list[dict[str, Any]]]  # mode -> points over the page size at the letter aspect
+    presets: dict[tuple[str, str], dict[str, Any]]  # (page, mode) -> point
+    seconds: float
+
+    @property
+    def n_points(self) -> int:
+        return (len(self.points) + sum(map(len, self.by_aspect.values())) + sum(map(len, self.by_size.values()))
+                + len(self.presets))
+
+
+def evaluate(workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec: Any, n: int, min_side: int,
+             max_side: int, dtype: str) -> AnalyticSweep:
+    """Layouts and cost models over the page grid, the aspect and size lines, and the presets."""
     ev = Evaluator(spec, dtype=dtype)
     sides = side_grid(min_side, max_side, n)
-
     t0 = time.perf_counter()
     points: list[dict[str, Any]] = []
     grids: dict[str, dict[str, list[list[float]]]] = {"image_tokens": {}, "prefill_flops": {}}
@@ -169,58 +185,64 @@ def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = 
     long_sides = side_grid(200, max_side, 4 * n)
     by_size = {name: [ev.point(name, wl, max(1, round(s * 17 / 22)), s) for s in long_sides]
                for name, wl in workloads.items()}
-    preset_points = {(page, name): ev.point(name, wl, w, h) for page, (w, h) in pages.items()
-                     for name, wl in workloads.items()}
-    seconds = time.perf_counter() - t0
-    n_points = len(points) + sum(map(len, by_aspect.values())) + sum(map(len, by_size.values())) + len(preset_points)
+    presets = {(page, name): ev.point(name, wl, w, h) for page, (w, h) in pages.items()
+               for name, wl in workloads.items()}
+    return AnalyticSweep(spec.name, dtype, list(workloads), sides, points, grids, pages, aspects, by_aspect,
+                         long_sides, by_size, presets, time.perf_counter() - t0)
 
-    csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS, points)
-    plot_files: list[tuple[Path, str]] = []
-    if plots:
-        plot_files = _plots(out / PLOTS_DIR, sides, grids, pages, aspects, by_aspect, long_sides, by_size, spec.name)
 
-    # preset tables: one row per page, one column per mode (image tokens; prefill FLOPs)
-    mode_names = list(workloads)
+def preset_tables(sweep: AnalyticSweep) -> list[TableView]:
+    """One row per page preset, one column per mode: image tokens; prefill FLOPs."""
     tables = []
     for field_name, kind, what in (("image_tokens", "count", "Image tokens"), ("prefill_flops", "flops", "Prefill FLOPs")):
         cols = [Column("page", "page", "str", "page preset (conf/page/)", lambda r: r["page"]),
                 Column("size", "size", "str", "width × height", lambda r: r["size"])]
-        cols += [Column(m, m, kind, f"{what} in mode {m}", lambda r, m=m: r[m]) for m in mode_names]
-        rows = [{"page": page, "size": f"{w}×{h}", **{m: preset_points[(page, m)][field_name] for m in mode_names}}
-                for page, (w, h) in pages.items()]
-        tables.append((what, cols, rows))
-
-    title = f"Analytic page sweep: {spec.name}"
-    intro = (f"{len(points):,} pages ({len(sides)}×{len(sides)} sides from {sides[0]} to {sides[-1]} px) × "
-             f"{len(mode_names)} modes, plus {n_points - len(points):,} points on the line plots; "
-             f"{n_points:,} layouts and cost models evaluated in {seconds:.2f} s (no model built). "
-             f"FLOPs count matmul-class ops (as torch's flop counter does); dtype {dtype} for bytes.")
-    md = [f"# {title}", "", intro, ""]
-    for what, cols, rows in tables:
-        md += [f"## {what} of the page presets (conf/page/)", "", render.markdown_table(cols, rows)]
-    md += ["## Plots", ""]
-    md += [f"![{cap}]({PLOTS_DIR}/{p.stem}.png)\n\n{cap}\n" for p, cap in plot_files]
-    md += ["Every point: `analytic.csv`.", "", "## Columns of analytic.csv", "", render.glossary_md(POINT_COLUMNS)]
-    md_path = atomic_write_text(out / "analytic.md", "\n".join(md))
-
-    from llm_perf_opt.report.plots import svg_inline
-
-    body = [f"<h1>{render.esc(title)}</h1>", f'<p class="sub">{render.esc(intro)}</p>']
-    if plot_files:
-        body.append('<h2>Plots</h2><div class="plots">' + "".join(
-            render.html_figure(svg_inline(p), cap, f"{PLOTS_DIR}/{p.stem}.png", f"{PLOTS_DIR}/{p.name}",
-                               wide=p.stem.startswith("heatmap")) for p, cap in plot_files) + "</div>")
-    for what, cols, rows in tables:
-        body += [f"<h2>{what} of the page presets (conf/page/)</h2>", render.html_table(cols, rows)]
-    body.append('<p>Every point: <a href="analytic.csv">analytic.csv</a> · <a href="analytic.md">analytic.md</a></p>')
-    body.append("<h2>Columns of analytic.csv</h2>" + render.glossary_html(POINT_COLUMNS))
-    html_path = atomic_write_text(out / "analytic.html", render.html_page(title, "\n".join(body)))
-    return AnalyticReport(out, csv_path, md_path, html_path, n_points, seconds, [p for p, _ in plot_files])
+        cols += [Column(m, m, kind, f"{what} in mode {m}", lambda r, m=m: r[m]) for m in sweep.modes]
+        rows = [{"page": page, "size": f"{w}×{h}", **{m: sweep.presets[(page, m)][field_name] for m in sweep.modes}}
+                for page, (w, h) in sweep.pages.items()]
+        tables.append(TableView(cols, rows, title=what))
+    return tables
 
 
-def _plots(out: Path, sides, grids, pages, aspects, by_aspect, long_sides, by_size, spec_name) -> list[tuple[Path, str]]:
+def page_data(sweep: AnalyticSweep, plots: list[tuple[Path, str]]) -> dict[str, Any]:
+    """Everything analytic.md and analytic.html show."""
+    sides = sweep.sides
+    intro = (f"{len(sweep.points):,} pages ({len(sides)}×{len(sides)} sides from {sides[0]} to {sides[-1]} px) × "
+             f"{len(sweep.modes)} modes, plus {sweep.n_points - len(sweep.points):,} points on the line plots; "
+             f"{sweep.n_points:,} layouts and cost models evaluated in {sweep.seconds:.2f} s (no model built). "
+             f"FLOPs count matmul-class ops (as torch's flop counter does); dtype {sweep.dtype} for bytes.")
+    return {
+        "title": f"Analytic page sweep: {sweep.spec_name}", "intro": intro,
+        "tables": preset_tables(sweep),
+        "plots": [PlotView(p, cap, f"{PLOTS_DIR}/{p.name}", f"{PLOTS_DIR}/{p.stem}.png",
+                           wide=p.stem.startswith("heatmap")) for p, cap in plots],
+        "columns": POINT_COLUMNS,
+    }
+
+
+def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = None, n: int = 48,
+                          min_side: int = 256, max_side: int = 4096, model: str = "deepseek_ocr",
+                          dtype: str = "bfloat16", plots: bool = True) -> AnalyticReport:
+    from llm_perf_opt.dsocr.spec import ModelSpec
+
+    out = Path(out_dir)
+    spec = ModelSpec.from_config_json(model) if Path(model).exists() else ModelSpec.named(model)
+    side_grid(min_side, max_side, n)  # refuse bad sides before anything is composed or written
+    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS, sweep.points)
+    plot_files = _plots(out / PLOTS_DIR, sweep) if plots else []
+    data = page_data(sweep, plot_files)
+    md_path = render.write_page(out / "analytic.md", "analytic.md.j2", **data)
+    html_path = render.write_page(out / "analytic.html", "analytic.html.j2", **data)
+    return AnalyticReport(out, csv_path, md_path, html_path, sweep.n_points, sweep.seconds, [p for p, _ in plot_files])
+
+
+def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     from llm_perf_opt.report import plots as P
 
+    sides, grids, pages, aspects = sweep.sides, sweep.grids, sweep.pages, sweep.aspects
+    by_aspect, long_sides, by_size, spec_name = sweep.by_aspect, sweep.long_sides, sweep.by_size, sweep.spec_name
     files: list[tuple[Path, str]] = []
     marks = {name: (w, h) for name, (w, h) in pages.items()}
     fig = P.heatmaps(grids["image_tokens"], xs=sides, ys=sides, title="Image tokens by page size",

@@ -3,42 +3,31 @@
 A sweep directory (`hydra.sweep.dir`) holds `multirun.yaml` and one directory per job (`hydra.sweep.subdir`,
 the job number here) with `.hydra/{config,hydra,overrides}.yaml` written before the job's code runs. So:
 
-* `summary.json` (status "ok")                     -> the job finished;
-* `error.json`                                     -> the job failed and said why (pipelines.common.reports_errors);
+* `summary.json` (status "ok")                     -> the job finished (`run_artifacts.Summary`);
+* `error.json`                                     -> the job failed and said why (`run_artifacts.ErrorRecord`);
 * `.hydra/` only                                   -> the job died without a word (killed, out of memory) or
                                                       is still running;
 * no directory for a job `multirun.yaml` expands to -> the sweep stopped before launching it.
+
+A summary or error file that cannot be read (corrupt, unknown version, a section malformed) makes the
+job's status "failed: ArtifactError: <file>: <what>", so it shows in the report's failures with the
+field named, never as silently missing values.
 
 Nothing here imports torch: a report of a thousand jobs reads JSON and YAML only.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
-from llm_perf_opt.artifacts import read_artifact
+from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ArtifactError, PipelineError
+from llm_perf_opt.run_artifacts import RUN_FILES, ErrorRecord, Summary, load_error, load_summary, run_file
 
-SUMMARY_SCHEMA = "llm_perf_opt.summary"  # pipelines.trace_job.SUMMARY_SCHEMA (not imported: it pulls torch in)
-SUMMARY_VERSIONS = (1,)
-
-# artifacts a job may leave, by role -> file name (relative links in the report)
-JOB_FILES = {
-    "summary": "summary.json",
-    "error": "error.json",
-    "callgraph": "callgraph.json",
-    "grouped_svg": "callgraph.grouped.svg",
-    "grouped_dot": "callgraph.grouped.dot",
-    "grouped_mmd": "callgraph.grouped.mmd",
-    "costs": "costs.json",
-    "verification": "verification.json",
-    "runtime_log": "runtime_log.json",
-    "log": "trace.log",
-}
+SUMMARY_FILE, ERROR_FILE = run_file("summary").file, run_file("error").file
 
 
 @dataclass
@@ -48,27 +37,21 @@ class JobRecord:
     num: int
     dir: Optional[Path]  # None: never started
     status: str  # "ok" or "failed: <type>: <message>"
-    summary: dict[str, Any] = field(default_factory=dict)  # summary.json "data" ({} when absent)
-    error: dict[str, Any] = field(default_factory=dict)  # error.json ({} when absent)
+    summary: Optional[Summary] = None  # summary.json (None when absent or unreadable)
+    error: Optional[ErrorRecord] = None  # error.json (None when absent)
     config: dict[str, Any] = field(default_factory=dict)  # .hydra/config.yaml (unresolved interpolations kept)
     choices: dict[str, Any] = field(default_factory=dict)  # hydra.runtime.choices: config group -> option
     overrides: list[str] = field(default_factory=list)  # the job's task overrides
-    files: dict[str, str] = field(default_factory=dict)  # role -> path relative to the sweep dir
+    files: dict[str, str] = field(default_factory=dict)  # role (run_artifacts.RUN_FILES) -> path relative to the sweep dir
+    analytic_cache: Any = field(default=None, repr=False, compare=False)  # report.table.analytic()'s answer
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def get(self, *path: str, default: Any = None) -> Any:
-        """summary["a"]["b"]... or default when any key is absent (sections land one by one)."""
-        node: Any = self.summary
-        for key in path:
-            if not isinstance(node, dict) or key not in node:
-                return default
-            node = node[key]
-        return node
-
     def cfg(self, dotted: str, default: Any = None) -> Any:
+        """A value of Hydra's record of the job's config (`.hydra/config.yaml`), e.g. for a job that
+        failed before writing its summary; default when the key is absent."""
         node: Any = self.config
         for key in dotted.split("."):
             if not isinstance(node, dict) or key not in node:
@@ -98,15 +81,19 @@ class Sweep:
 
 
 def _load_yaml(path: Path) -> Any:
+    """Hydra's record as plain data; a damaged record (a job killed while Hydra wrote it) reads as missing."""
+    import yaml
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-    except Exception:  # noqa: BLE001 - a damaged Hydra record is reported as missing, not fatal
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException):
         return None
 
 
 def _is_job_dir(path: Path) -> bool:
-    return path.is_dir() and ((path / ".hydra").is_dir() or (path / "summary.json").is_file()
-                              or (path / "error.json").is_file())
+    return path.is_dir() and ((path / ".hydra").is_dir() or (path / SUMMARY_FILE).is_file()
+                              or (path / ERROR_FILE).is_file())
 
 
 def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
@@ -122,9 +109,8 @@ def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
         return fallback
 
 
-def error_status(error: dict[str, Any]) -> str:
-    message = str(error.get("message", "")).strip().splitlines()
-    return f"failed: {error.get('type', 'Error')}: {message[0] if message else ''}".rstrip(": ")
+def error_status(error: ErrorRecord) -> str:
+    return f"failed: {error.type}: {error.first_line}".rstrip(": ")
 
 
 def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
@@ -139,25 +125,25 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
         choices={k: v for k, v in choices.items() if not str(k).startswith("hydra/")},
         overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
     )
-    for role, name in JOB_FILES.items():
-        if (path / name).is_file():
-            job.files[role] = str((path / name).relative_to(sweep_dir)) if path.is_relative_to(sweep_dir) \
-                else str(path / name)
-    if (path / "error.json").is_file():
+    for entry in RUN_FILES:
+        file = path / entry.file
+        if file.is_file():
+            job.files[entry.role] = str(file.relative_to(sweep_dir)) if path.is_relative_to(sweep_dir) else str(file)
+    if (path / ERROR_FILE).is_file():
         try:
-            doc = json.loads((path / "error.json").read_text(encoding="utf-8"))
-            job.error = doc if isinstance(doc, dict) else {"type": "Error", "message": str(doc)}
-        except (OSError, ValueError) as exc:
-            job.error = {"type": "ArtifactError", "message": f"error.json is unreadable ({exc})"}
-        job.status = error_status(job.error)
-    if (path / "summary.json").is_file():
+            job.error = load_error(path / ERROR_FILE)
+        except PipelineError as exc:
+            job.status = f"failed: {type(exc).__name__}: {exc}"
+        else:
+            job.status = error_status(job.error)
+    if (path / SUMMARY_FILE).is_file():
         try:
-            _, job.summary = read_artifact(path / "summary.json", SUMMARY_SCHEMA, SUMMARY_VERSIONS)
+            job.summary = load_summary(path / SUMMARY_FILE)
         except PipelineError as exc:
             if job.ok:
                 job.status = f"failed: {type(exc).__name__}: {exc}"
         else:
-            status = str(job.summary.get("status", "ok"))
+            status = job.summary.status
             if job.ok and status != "ok":
                 job.status = status if status.startswith("failed") else f"failed: {status}"
     elif job.ok:
@@ -185,9 +171,7 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
     jobs = [read_job(p, sweep_dir, i) for i, p in enumerate(candidates)]
     expected: Optional[int] = None
     if isinstance(multirun, dict):
-        from llm_perf_opt.pipelines.launchers import expected_job_overrides
-
-        planned = expected_job_overrides(OmegaConf.create(multirun))
+        planned = planned_jobs(multirun)
         if planned is not None:
             expected = len(planned)
             seen = {j.num for j in jobs}

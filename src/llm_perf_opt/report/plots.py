@@ -14,7 +14,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import EngFormatter, FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from llm_perf_opt import units  # noqa: E402
+from llm_perf_opt.dsocr.parts import color as part_color  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "none",
@@ -29,15 +32,12 @@ plt.rcParams.update({
     "legend.frameon": False,
 })
 
-PART_COLORS = {"sam": "#4c78a8", "clip": "#f58518", "projector": "#54a24b", "decoder": "#b279a2",
-               "lm_head": "#e45756"}
-
-
 def formatter(kind: str) -> Any:
+    """Axis tick labels in the project's units (`llm_perf_opt.units`)."""
     if kind == "flops":
-        return EngFormatter(unit="FLOP", places=0, sep=" ")
+        return FuncFormatter(lambda v, _: units.flops(v))
     if kind == "bytes":
-        return EngFormatter(unit="B", places=0, sep=" ")
+        return FuncFormatter(lambda v, _: units.nbytes(v))
     return FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1 or v == 0 else f"{v:.2g}")
 
 
@@ -88,7 +88,7 @@ def stacked_bars(labels: Sequence[str], stacks: dict[str, Sequence[Optional[floa
     bottom = [0.0] * len(labels)
     for part, values in stacks.items():
         vals = [v or 0.0 for v in values]
-        ax.bar(range(len(labels)), vals, bottom=bottom, label=part, color=PART_COLORS.get(part), width=0.7)
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=part, color=part_color(part), width=0.7)
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=35, ha="right")
@@ -174,12 +174,3 @@ def heatmaps(panels: dict[str, Any], *, xs: Sequence[float], ys: Sequence[float]
             bar.ax.yaxis.set_major_formatter(formatter(kind))
     fig.suptitle(title)
     return fig
-
-
-def svg_inline(path: Path) -> str:
-    """The <svg> element of an SVG file, for inlining into HTML (drops the XML prolog and DOCTYPE)."""
-    text = path.read_text(encoding="utf-8")
-    start = text.find("<svg")
-    return text[start:] if start >= 0 else text
-
-

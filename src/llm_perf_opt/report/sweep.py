@@ -1,4 +1,8 @@
-"""The report of one multirun: `report.csv`, `report.md`, `report.html` and `report_plots/` in the sweep dir."""
+"""The report of one multirun: `report.csv`, `report.md`, `report.html` and `report_plots/` in the sweep dir.
+
+Data first (`collect_sweep` -> rows -> plots -> `page_data`), then rendering (`render`: the CSV writer
+and one template per format).
+"""
 from __future__ import annotations
 
 import os
@@ -7,20 +11,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.report import render
 from llm_perf_opt.report.collect import JobRecord, Sweep, collect_sweep
+from llm_perf_opt.report.render import PlotView, TableView
 from llm_perf_opt.report.table import (
     COLUMNS,
-    MODE_ORDER,
     PAGE_ORDER,
     PARTS,
     build_rows,
     mode_label,
+    mode_order,
     order_key,
     other_label,
     page_label,
     part_flops,
+    section,
     stage_flops,
     sweep_axes,
 )
@@ -83,14 +88,15 @@ def make_plots(sweep: Sweep, out_dir: Path) -> list[Plot]:
         return _join(mode_label(j) if len(modes) > 1 else "", other_label(j, axes))
 
     def tokens(j: JobRecord) -> Any:
-        return j.get("tokens", "image")
+        tok = section(j, "tokens")
+        return tok.image if tok is not None else None
 
     def prefill(j: JobRecord) -> Any:
         return stage_flops(j, "prefill", "analytic")
 
     views = []
     if len(modes) > 1 or len(pages) == 1:
-        views.append(("mode", mode_label, page_hue, MODE_ORDER, "workload mode"))
+        views.append(("mode", mode_label, page_hue, mode_order(), "workload mode"))
     if len(pages) > 1:
         views.append(("page", page_label, mode_hue, PAGE_ORDER, "page shape"))
     for axis, x_of, hue_of, order, xlabel in views:
@@ -152,6 +158,40 @@ def _links(sweep_dir: Path, out: Path) -> dict[str, Any]:
     return {"job": job_href, "grouped_svg": svg_href}
 
 
+def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """The failed jobs: number, overrides, status and a link (relative to the page) to what it left."""
+    items = []
+    for job, row in zip(sweep.jobs, rows):
+        if job.ok:
+            continue
+        where = job.files.get("error") or job.files.get("log")
+        items.append({"num": job.num, "overrides": " ".join(job.overrides), "status": row["status"],
+                      "href": Path(os.path.relpath(sweep.dir / where, out)).as_posix() if where else None,
+                      "link_text": Path(where).name if where else None})
+    return items
+
+
+def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path) -> dict[str, Any]:
+    """Everything report.md and report.html show, as plain values and views."""
+    n_ok = sum(1 for j in sweep.jobs if j.ok)
+    n_failed = len(sweep.jobs) - n_ok
+    command, params = sweep_command(sweep)
+    models = sorted({str(r["model"]) for r in rows if r.get("model")})
+    return {
+        "title": f"Sweep report: {sweep.experiment or sweep.dir.name}",
+        "sweep_dir": str(sweep.dir), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": command, "params": params,
+        "n_jobs": len(sweep.jobs), "n_ok": n_ok, "n_failed": n_failed,
+        "cards": [("jobs", len(sweep.jobs), ""), ("ok", n_ok, ""), ("failed", n_failed, "bad" if n_failed else ""),
+                  ("model", ", ".join(models) or "—", "")],
+        "failures": failures(sweep, rows, out),
+        "plots": [PlotView(p.paths["svg"], p.caption, f"{PLOTS_DIR}/{p.stem}.svg", f"{PLOTS_DIR}/{p.stem}.png",
+                           wide=p.stem == "flops_by_part") for p in plots],
+        "jobs": TableView([c for c in COLUMNS if c.brief], rows, _links(sweep.dir, out)),
+        "columns": COLUMNS,
+    }
+
+
 def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True) -> SweepReport:
     """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep dir)."""
     sweep = collect_sweep(sweep_dir)
@@ -159,61 +199,8 @@ def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = No
     out.mkdir(parents=True, exist_ok=True)
     rows = build_rows(sweep.jobs)
     plot_list = make_plots(sweep, out / PLOTS_DIR) if plots else []
-    brief = [c for c in COLUMNS if c.brief]
-
+    data = page_data(sweep, rows, plot_list, out)
     csv_path = render.write_csv(out / "report.csv", COLUMNS, rows)
-    n_ok = sum(1 for j in sweep.jobs if j.ok)
-    n_failed = len(sweep.jobs) - n_ok
-    title = f"Sweep report: {sweep.experiment or sweep.dir.name}"
-    generated = time.strftime("%Y-%m-%d %H:%M:%S")
-    command, params = sweep_command(sweep)
-
-    # Markdown
-    md = [f"# {title}", "", f"Sweep `{sweep.dir}`, {len(sweep.jobs)} jobs: {n_ok} ok, {n_failed} failed "
-          f"(generated {generated}).", ""]
-    if command:
-        md += [f"`{command}`" + (f" (hydra.sweeper.params: `{params}`)" if params else ""), ""]
-    if n_failed:
-        md += ["## Failures", ""] + [f"- job {r['job']}: {r['status']}" for r in rows if r["status"] != "ok"] + [""]
-    if plot_list:
-        md += ["## Plots", ""] + [f"![{p.caption}]({PLOTS_DIR}/{p.stem}.png)\n\n{p.caption}\n" for p in plot_list]
-    md += ["## Jobs", "", render.markdown_table(brief, rows), "Every column, raw numbers: `report.csv`.", "",
-           "## Columns", "", render.glossary_md(COLUMNS)]
-    md_path = atomic_write_text(out / "report.md", "\n".join(md))
-
-    # HTML
-    from llm_perf_opt.report.plots import svg_inline
-
-    body = [f"<h1>{render.esc(title)}</h1>",
-            f'<p class="sub">{render.esc(str(sweep.dir))} · generated {generated}</p>']
-    if command:
-        body.append(f"<p><code>{render.esc(command)}</code>" + (
-            f"<br>swept by <code>hydra.sweeper.params</code>: <code>{render.esc(params)}</code>" if params else "")
-            + "</p>")
-    models = sorted({str(r['model']) for r in rows if r.get("model")})
-    cards = [("jobs", len(sweep.jobs), ""), ("ok", n_ok, ""), ("failed", n_failed, "bad" if n_failed else ""),
-             ("model", ", ".join(models) or "—", "")]
-    body.append('<div class="cards">' + "".join(
-        f'<div class="card {cls}"><b>{render.esc(v)}</b>{render.esc(k)}</div>' for k, v, cls in cards) + "</div>")
-    if n_failed:
-        items = []
-        for job, row in zip(sweep.jobs, rows):
-            if job.ok:
-                continue
-            where = job.files.get("error") or job.files.get("log")
-            href = Path(os.path.relpath(sweep.dir / where, out)).as_posix() if where else None
-            link = f' (<a href="{render.esc(href)}">{render.esc(Path(where).name)}</a>)' if where else ""
-            items.append(f"<li>job {job.num} <code>{render.esc(' '.join(job.overrides))}</code>: "
-                         f"{render.esc(row['status'])}{link}</li>")
-        body.append("<h2>Failures</h2><ul>" + "".join(items) + "</ul>")
-    if plot_list:
-        body.append("<h2>Plots</h2><div class=\"plots\">" + "".join(
-            render.html_figure(svg_inline(p.paths["svg"]), p.caption, f"{PLOTS_DIR}/{p.stem}.png",
-                               f"{PLOTS_DIR}/{p.stem}.svg", wide=p.stem == "flops_by_part") for p in plot_list) + "</div>")
-    body.append("<h2>Jobs</h2>")
-    body.append(render.html_table(brief, rows, _links(sweep.dir, out)))
-    body.append('<p>Every column with raw numbers: <a href="report.csv">report.csv</a> · '
-                '<a href="report.md">report.md</a>. Hover a header for its meaning.</p>')
-    body.append("<h2>Columns</h2>" + render.glossary_html(COLUMNS))
-    html_path = atomic_write_text(out / "report.html", render.html_page(title, "\n".join(body)))
+    md_path = render.write_page(out / "report.md", "sweep.md.j2", **data)
+    html_path = render.write_page(out / "report.html", "sweep.html.j2", **data)
     return SweepReport(sweep, rows, csv_path, md_path, html_path, plot_list)

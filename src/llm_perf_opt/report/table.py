@@ -2,7 +2,10 @@
 
 A column is one `Column(key, header, kind, doc, get)` in `COLUMNS`; to report a new summary field once
 the trace job writes it, add one line there (the CSV, Markdown, HTML and the column glossary follow).
-A value the job did not record is None: empty in the CSV, "—" in Markdown and HTML.
+Values come from the job's typed `summary.json` (`run_artifacts.Summary`). A section the job did not
+write (a failed job, a stage switched off) is None: empty in the CSV, "—" in Markdown and HTML. A
+malformed summary never gets here (collecting the sweep marks the job failed, naming the field), and a
+getter that raises is a bug in the report: it is not hidden.
 
 Analytic costs come from the job's summary (`analytic`, `flops.<stage>.analytic`, `parts.<part>.flops_analytic`)
 when it has them. A summary without them (jobs of an older trace) gets them recomputed here from the
@@ -11,73 +14,82 @@ job's model spec and view layout by `llm_perf_opt.analytic`, and says so in the 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from llm_perf_opt import units
+from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
+from llm_perf_opt.dsocr import parts as dsocr_parts
+from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
+from llm_perf_opt.run_artifacts import AnalyticFigures, StageFigures
 
-STAGES = ("vision", "prefill", "decode")
-PARTS = ("sam", "clip", "projector", "decoder", "lm_head")
-MODE_ORDER = ("tiny", "small", "base", "large", "gundam", "gundam_m")
+PARTS = dsocr_parts.REPORTED  # the parts reported per job (sam, clip, projector, decoder, lm_head)
+# page presets in reading order (portrait before landscape, then the odd shapes); unknown ones follow by name
 PAGE_ORDER = ("letter_portrait", "letter_landscape", "a4_portrait", "a4_landscape", "square", "slide",
               "receipt", "small")
 MISSING = "—"
+
+
+def mode_order() -> tuple[str, ...]:
+    """The workload presets in canonical order (dsocr.parts: no-crop modes by size, then crop modes)."""
+    return dsocr_parts.mode_names()
+
+
+def section(job: JobRecord, name: str) -> Any:
+    """A section of the job's summary, None when the job has no summary or did not write that section."""
+    return None if job.summary is None else getattr(job.summary, name)
 
 
 # ------------------------------------------------------------------------------------------- analytic
 def _spec_for(job: JobRecord) -> Any:
     from llm_perf_opt.dsocr.spec import ModelSpec
 
-    source = job.cfg("model.source") or job.get("model", "source")
+    source = job.cfg("model.source") or job.summary.model.source
     if source == "vendor":
         path = job.cfg("model.path")
         return ModelSpec.from_config_json(path) if path else None
     return ModelSpec.named(job.cfg("model.spec") or "deepseek_ocr")
 
 
-def recompute_analytic(job: JobRecord) -> Optional[dict[str, Any]]:
-    """{stage: {flops, io_bytes, weight_bytes, activation_bytes}, "parts": {part: flops}} from the job's
-    spec, workload, page and sequence length; None when the job did not record enough to do it."""
-    wl, page, seq = job.get("workload"), job.get("page"), job.get("tokens", "sequence")
-    if not isinstance(wl, dict) or not isinstance(page, dict) or not isinstance(seq, int):
+def recompute_analytic(job: JobRecord) -> Optional[AnalyticFigures]:
+    """The analytic figures from the job's spec, workload, page and sequence length; None when the job
+    has no summary, or its model can no longer be found (a vendor directory that moved)."""
+    if job.summary is None:
         return None
+    from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+    from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+
+    wl, page = job.summary.workload, job.summary.page
     try:
-        from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-        from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-
         spec = _spec_for(job)
-        if spec is None:
-            return None
-        workload = VisionWorkload(base_size=wl["base_size"], image_size=wl["image_size"],
-                                  crop_mode=wl["crop_mode"], tile_size=wl.get("tile_size", 640))
-        layout = compute_view_layout(workload, int(page["width"]), int(page["height"]))
-        model = DeepseekOCRAnalyticModel(spec, layout, seq_len=seq, dtype=job.cfg("runtime.dtype") or "bfloat16")
-        out: dict[str, Any] = {}
-        for name, stage in model.stages().items():
-            out[name] = {"flops": stage.flops, "flops_matmul": stage.flops_matmul, "io_bytes": stage.io_bytes, "weight_bytes": stage.weight_bytes,
-                         "activation_bytes": stage.activation_bytes}
-        prefill = model.prefill()
-        out["parts"] = {part: prefill.part(part).flops_matmul for part in PARTS}
-        return out
-    except Exception:  # noqa: BLE001 - a recomputation is a convenience; the job's own numbers rule
+    except PipelineError:
         return None
+    if spec is None:
+        return None
+    workload = VisionWorkload(base_size=wl.base_size, image_size=wl.image_size, crop_mode=wl.crop_mode,
+                              tile_size=wl.tile_size)
+    layout = compute_view_layout(workload, page.width, page.height)
+    model = DeepseekOCRAnalyticModel(spec, layout, seq_len=job.summary.tokens.sequence,
+                                     dtype=job.cfg("runtime.dtype") or "bfloat16")
+    stages = {name: StageFigures(flops=stage.flops, flops_matmul=stage.flops_matmul, io_bytes=stage.io_bytes,
+                                 weight_bytes=stage.weight_bytes, activation_bytes=stage.activation_bytes)
+              for name, stage in model.stages().items()}
+    prefill = model.prefill()
+    return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in PARTS})
 
 
-def _analytic(job: JobRecord) -> tuple[Optional[dict[str, Any]], Optional[str]]:
-    """The analytic section to report and where it came from ("job" / "report"); cached on the record."""
-    cached = getattr(job, "_analytic_cache", None)
-    if cached is not None:
-        return cached
-    section = job.get("analytic")
-    if isinstance(section, dict) and section:
-        result: tuple[Optional[dict[str, Any]], Optional[str]] = (section, "job")
-    else:
-        recomputed = recompute_analytic(job)
-        result = (recomputed, "report" if recomputed else None)
-    job._analytic_cache = result  # type: ignore[attr-defined]
-    return result
+def analytic(job: JobRecord) -> tuple[Optional[AnalyticFigures], Optional[str]]:
+    """The analytic figures to report and where they came from ("job" / "report"); cached on the record."""
+    if job.analytic_cache is None:
+        own = section(job, "analytic")
+        if own is not None:
+            job.analytic_cache = (own, "job")
+        else:
+            recomputed = recompute_analytic(job)
+            job.analytic_cache = (recomputed, "report" if recomputed else None)
+    return job.analytic_cache
 
 
 def stage_flops(job: JobRecord, stage: str, which: str) -> Optional[float]:
@@ -86,42 +98,43 @@ def stage_flops(job: JobRecord, stage: str, which: str) -> Optional[float]:
     section's flops_matmul, else recomputed) or "analytic_total" (also the analytic estimate of the
     elementwise, norm and softmax work that no counter measures)."""
     if which in ("measured", "analytic"):
-        value = job.get("flops", stage, which)
+        check = (section(job, "flops") or {}).get(stage)
+        value = getattr(check, which) if check is not None else None
         if value is not None or which == "measured":
             return value
-    section, _ = _analytic(job)
-    entry = (section or {}).get(stage) if section else None
-    if not isinstance(entry, dict):
+    figures, _ = analytic(job)
+    entry = figures.stages.get(stage) if figures else None
+    if entry is None:
         return None
-    if which == "analytic":
-        return entry.get("flops_matmul", entry.get("flops"))
-    return entry.get("flops")
+    return entry.flops_matmul if which == "analytic" else entry.flops
 
 
 def stage_bytes(job: JobRecord, stage: str, kind: str) -> Optional[float]:
-    section, _ = _analytic(job)
-    return (section or {}).get(stage, {}).get(kind) if section else None
+    figures, _ = analytic(job)
+    entry = figures.stages.get(stage) if figures else None
+    return getattr(entry, kind) if entry is not None else None
 
 
 def part_flops(job: JobRecord, part: str, which: str) -> Optional[float]:
-    value = job.get("parts", part, f"flops_{which}")
+    """Prefill FLOPs of one part: measured (the job's verification only), or analytic (the verification's
+    pairing, else the job's or the recomputed analytic figures)."""
+    check = (section(job, "parts") or {}).get(part)
+    value = getattr(check, f"flops_{which}") if check is not None else None
     if value is not None or which == "measured":
         return value
-    section, source = _analytic(job)
-    if source == "report":
-        return section.get("parts", {}).get(part)
-    return None
+    figures, _ = analytic(job)
+    return figures.parts.get(part) if figures else None
 
 
 def rel_error(job: JobRecord, stage: str) -> Optional[float]:
     """|measured - analytic| / measured, as the job's verification computed it when it did."""
-    value = job.get("flops", stage, "rel_error")
-    if value is not None:
-        return value
-    measured, analytic = stage_flops(job, stage, "measured"), stage_flops(job, stage, "analytic")
-    if measured is None or analytic is None or not measured:
+    check = (section(job, "flops") or {}).get(stage)
+    if check is not None and check.rel_error is not None:
+        return check.rel_error
+    measured, analytic_ = stage_flops(job, stage, "measured"), stage_flops(job, stage, "analytic")
+    if measured is None or analytic_ is None or not measured:
         return None
-    return abs(measured - analytic) / measured
+    return abs(measured - analytic_) / measured
 
 
 # ------------------------------------------------------------------------------------------- labels
@@ -135,7 +148,8 @@ def _split_override(text: str) -> tuple[str, str]:
 
 def mode_label(job: JobRecord) -> str:
     """The workload preset, plus any knob the command line changed: 'gundam', 'gundam base_size=640'."""
-    name = job.choices.get("workload") or job.get("workload", "mode") or job.cfg("workload.name")
+    summary = job.summary
+    name = job.choices.get("workload") or (summary.workload.mode if summary else None) or job.cfg("workload.name")
     knobs = [f"{k.split('.', 1)[1]}={v}" for k, v in map(_split_override, job.overrides)
              if k.startswith("workload.") and k.split(".", 1)[1] in KNOBS]
     if name is None and not knobs:
@@ -144,15 +158,14 @@ def mode_label(job: JobRecord) -> str:
 
 
 def page_size(job: JobRecord) -> tuple[Optional[int], Optional[int]]:
-    w, h = job.get("page", "width"), job.get("page", "height")
-    if w is None or h is None:
-        w, h = job.cfg("workload.page.width"), job.cfg("workload.page.height")
-    return w, h
+    if job.summary is not None:
+        return job.summary.page.width, job.summary.page.height
+    return job.cfg("workload.page.width"), job.cfg("workload.page.height")
 
 
 def page_label(job: JobRecord) -> str:
     """The page preset (conf/page/) when one was chosen and not changed, else 'W×H' or the image's name."""
-    image = job.get("page", "image") or job.cfg("workload.page.image")
+    image = (job.summary.page.image if job.summary else None) or job.cfg("workload.page.image")
     if image:
         return Path(str(image)).name
     page_overrides = [k for k, _ in map(_split_override, job.overrides) if k.startswith("workload.page.")]
@@ -195,28 +208,45 @@ class Column:
     key: str  # CSV header
     header: str  # Markdown / HTML header
     kind: str  # int | float | str | bool | flops | bytes | seconds | ratio | count
-    doc: str  # one line for the glossary (docs/sweeps.md mirrors it)
+    doc: str  # one line for the glossary (README.md's column table mirrors it)
     get: Callable[[JobRecord], Any]
     brief: bool = True  # shown in the Markdown / HTML table (the CSV has every column)
 
 
+def _get(name: str, attr: str) -> Callable[[JobRecord], Any]:
+    """Getter of `summary.<name>.<attr>`: None when the section is absent."""
+
+    def get(job: JobRecord) -> Any:
+        value = section(job, name)
+        return None if value is None else getattr(value, attr)
+
+    return get
+
+
+def _workload(attr: str) -> Callable[[JobRecord], Any]:
+    """A workload knob from the summary, else from Hydra's record of the config (a failed job)."""
+
+    def get(job: JobRecord) -> Any:
+        return getattr(job.summary.workload, attr) if job.summary else job.cfg(f"workload.{attr}")
+
+    return get
+
+
+def _model_name(job: JobRecord) -> Optional[str]:
+    return job.summary.model.name if job.summary else job.choices.get("model")
+
+
 def _grid(job: JobRecord) -> Optional[str]:
-    w, h = job.get("layout", "w_crop"), job.get("layout", "h_crop")
-    return f"{w}x{h}" if w is not None and h is not None else None
+    layout = section(job, "layout")
+    return layout.grid if layout is not None else None
 
 
 def _checks(job: JobRecord) -> Optional[str]:
-    """'ok/run': a list of checks [{name, status, ...}] or counts by status {ok, mismatch, not checked}."""
-    checks = job.get("grouping", "checks")
-    if isinstance(checks, dict):
-        counts = {str(k): int(v) for k, v in checks.items() if isinstance(v, int)}
-    elif isinstance(checks, list):
-        counts = {}
-        for c in checks:
-            status = str(c.get("status")) if isinstance(c, dict) else "?"
-            counts[status] = counts.get(status, 0) + 1
-    else:
+    """'ok/run' of the grouped-graph checks, '(n not checked)' added when some were not."""
+    grouping = section(job, "grouping")
+    if grouping is None:
         return None
+    counts = grouping.check_counts()
     passed = sum(v for k, v in counts.items() if k in ("ok", "pass", "passed"))
     unchecked = counts.get("not checked", 0)
     text = f"{passed}/{sum(counts.values()) - unchecked}"
@@ -224,10 +254,8 @@ def _checks(job: JobRecord) -> Optional[str]:
 
 
 def _verified(job: JobRecord) -> Optional[str]:
-    flops = job.get("flops")
-    if not isinstance(flops, dict) or not flops:
-        return None
-    oks = [v.get("ok") for v in flops.values() if isinstance(v, dict) and "ok" in v]
+    flops = section(job, "flops")
+    oks = [check.ok for check in (flops or {}).values() if check.ok is not None]
     if not oks:
         return None
     return f"{sum(bool(o) for o in oks)}/{len(oks)}"
@@ -271,29 +299,29 @@ COLUMNS: list[Column] = [
     Column("status", "status", "str", "ok, or 'failed: <type>: <message>' from the job's error.json", lambda j: j.status),
     Column("overrides", "overrides", "str", "the job's command-line overrides", lambda j: " ".join(j.overrides), False),
     Column("model", "model", "str", "model config (twin, twin_tiny, vendor)",
-           lambda j: j.get("model", "name") or j.choices.get("model")),
+           _model_name),
     Column("mode", "mode", "str", "workload preset, plus any knob changed on the command line", mode_label),
     Column("base_size", "base", "int", "global view side in crop mode (infer(base_size=))",
-           lambda j: j.get("workload", "base_size", default=j.cfg("workload.base_size")), False),
+           _workload("base_size"), False),
     Column("image_size", "image", "int", "crop side in crop mode, the single view's side otherwise (infer(image_size=))",
-           lambda j: j.get("workload", "image_size", default=j.cfg("workload.image_size")), False),
+           _workload("image_size"), False),
     Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))",
-           lambda j: j.get("workload", "crop_mode", default=j.cfg("workload.crop_mode")), False),
+           _workload("crop_mode"), False),
     Column("page", "page", "str", "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)", page_label),
     Column("page_width", "width", "int", "page width in pixels", lambda j: page_size(j)[0], False),
     Column("page_height", "height", "int", "page height in pixels", lambda j: page_size(j)[1], False),
     Column("grid", "grid", "str", "crop grid, tiles across x down (1x1: no crops)", _grid),
     Column("views", "views", "int", "images the vision stack sees: 1 global view + the crops",
-           lambda j: j.get("layout", "num_views")),
+           _get("layout", "num_views")),
     Column("image_tokens", "image tokens", "count", "image-token positions in the sequence (global + local)",
-           lambda j: j.get("tokens", "image")),
+           _get("tokens", "image")),
     Column("seq_len", "sequence", "count", "prompt length fed to the prefill: BOS + image tokens + text tokens",
-           lambda j: j.get("tokens", "sequence")),
+           _get("tokens", "sequence")),
     Column("params", "params", "count", "model parameters (all of them, including every expert)",
-           lambda j: j.get("params", "total")),
-    Column("ops", "ops", "count", "tensor operations in the TorchLens call graph", lambda j: j.get("trace", "num_ops")),
+           _get("params", "total")),
+    Column("ops", "ops", "count", "tensor operations in the TorchLens call graph", _get("trace", "num_ops")),
     Column("module_calls", "module calls", "count", "module calls in the call graph",
-           lambda j: j.get("trace", "module_calls")),
+           _get("trace", "module_calls")),
     *_stage_columns(),
     Column("flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified),
     Column("activation_bytes_prefill", "prefill activations", "bytes",
@@ -305,14 +333,14 @@ COLUMNS: list[Column] = [
            lambda j: stage_bytes(j, "prefill", "io_bytes"), False),
     Column("analytic_source", "analytic from", "str",
            "where the analytic numbers come from: 'job' (its summary) or 'report' (recomputed from its spec and layout)",
-           lambda j: _analytic(j)[1], False),
+           lambda j: analytic(j)[1], False),
     *_part_columns(),
     Column("forward_s", "forward", "seconds", "wall time of one plain forward (no capture)",
-           lambda j: j.get("forward", "seconds")),
+           _get("forward", "seconds")),
     Column("peak_rss_bytes", "peak RSS", "bytes", "peak resident memory of the job's process",
-           lambda j: j.get("forward", "peak_rss_bytes"), False),
+           _get("forward", "peak_rss_bytes"), False),
     Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
-           lambda j: j.get("trace", "capture_seconds")),
+           _get("trace", "capture_seconds")),
     Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
            _checks, False),
     Column("grouped_svg", "graph", "str", "the job's grouped call graph (callgraph.grouped.svg), relative to the sweep dir",
@@ -329,49 +357,28 @@ def column(key: str) -> Column:
 
 
 def build_rows(jobs: list[JobRecord]) -> list[dict[str, Any]]:
-    return [{col.key: _safe(col, job) for col in COLUMNS} for job in jobs]
-
-
-def _safe(col: Column, job: JobRecord) -> Any:
-    try:
-        return col.get(job)
-    except Exception:  # noqa: BLE001 - a malformed section shows as missing, never breaks the report
-        return None
+    return [{col.key: col.get(job) for col in COLUMNS} for job in jobs]
 
 
 # ------------------------------------------------------------------------------------------- formats
-def _si(value: float, unit: str, base: float = 1000.0) -> str:
-    prefixes = ["", "K", "M", "G", "T", "P", "E"]
-    v, i = float(value), 0
-    while abs(v) >= base and i < len(prefixes) - 1:
-        v /= base
-        i += 1
-    digits = 0 if i == 0 and float(value).is_integer() else (3 if abs(v) < 10 else 4 if abs(v) < 100 else 5)
-    text = f"{v:.{digits}g}" if digits else f"{int(v)}"
-    return f"{text} {prefixes[i]}{unit}".strip()
-
-
 def fmt(value: Any, kind: str) -> str:
-    """Human text of a value for Markdown / HTML."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+    """Human text of a value for Markdown / HTML (`llm_perf_opt.units`, the project's one formatter)."""
+    if value is None or (isinstance(value, float) and value != value) or value == "":
         return MISSING
-    try:
-        if kind == "flops":
-            return _si(value, "FLOP")
-        if kind == "bytes":
-            return _si(value, "B")
-        if kind == "count":
-            return f"{int(value):,}" if abs(value) < 1e7 else _si(value, "")
-        if kind == "seconds":
-            return f"{value:.3g} s" if value < 100 else f"{value:.0f} s"
-        if kind == "ratio":
-            return f"{100 * value:.3g}%"
-        if kind == "bool":
-            return "yes" if value else "no"
-        if kind == "float":
-            return f"{value:.4g}"
-    except (TypeError, ValueError):
-        pass
+    if kind == "flops":
+        return units.flops(value)
+    if kind == "bytes":
+        return units.nbytes(value)
+    if kind == "count":
+        return units.count(value)
+    if kind == "seconds":
+        return units.seconds(value)
+    if kind == "ratio":
+        return units.percent(value)
+    if kind == "bool":
+        return "yes" if value else "no"
+    if kind == "float":
+        return f"{value:.4g}"
     return str(value)
 
 

@@ -1,0 +1,105 @@
+"""Packaging: every package ships (conf/ as `llm_perf_opt.conf`), the console script runs the jobs, and a
+plain (non-editable) `pip install .` into a fresh venv runs the default job from another directory."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from llm_perf_opt.pipelines import cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_package_is_listed_in_pyproject():
+    """pyproject.toml lists the packages (conf/ is mapped in from outside src/): a new one must be added."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    src = REPO_ROOT / "src"
+    found = {".".join(p.parent.relative_to(src).parts) for p in src.rglob("__init__.py")}
+    listed = set(config["packages"])
+    assert found <= listed, f"packages missing from pyproject.toml [tool.setuptools] packages: {found - listed}"
+    assert listed - found == {"llm_perf_opt.conf"}
+    assert config["package-dir"]["llm_perf_opt.conf"] == "conf"
+
+
+def test_console_script_names_the_cli():
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"llm-perf-opt": "llm_perf_opt.pipelines.cli:main"}
+    assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report"}
+    assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
+
+
+def test_cli_help_and_unknown_job(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "llm-perf-opt trace" in capsys.readouterr().out
+    assert cli.main(["frobnicate"]) == 2
+    assert "unknown job 'frobnicate'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # a config-group option that does not exist: one line
+        cli.main(["analyze", "workload=huge"])
+    assert stop.value.code == 2 and capsys.readouterr().err.startswith("error: workload='huge' is invalid: one of")
+
+
+def test_cli_runs_the_analyze_job(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.pipelines.cli", "analyze", "workload=tiny",
+                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "mode tiny" in proc.stdout and (tmp_path / "costs.json").is_file()
+    assert (tmp_path / "analyze.log").is_file()  # Hydra names the job after its module
+
+
+def _source_copy(dest: Path) -> Path:
+    """The files git would ship (tracked and not ignored), without .venv, tmp/ or build outputs."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    for rel in listed:
+        src = REPO_ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+@pytest.mark.slow
+def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path):
+    """`pip install .` (a wheel, not editable) into a fresh venv, then `llm-perf-opt trace` in another
+    directory. The dependencies come from this project's venv through a path entry (its own .pth files
+    are not processed, so its editable install of llm_perf_opt stays invisible): the package, its conf/
+    and templates, and the console script all come from the wheel."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    fresh_site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                     capture_output=True, text=True, check=True).stdout.strip())
+    (fresh_site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    src = _source_copy(tmp_path / "src-copy")
+    install = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", str(src)], capture_output=True,
+                             text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert not list(fresh_site.glob("__editable__*")), "the install must not be editable"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run(
+        [py, "-c", "import json, llm_perf_opt, llm_perf_opt.config.paths as p; "
+                   "print(json.dumps([llm_perf_opt.__file__, str(p.conf_dir())]))"],
+        cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert where.returncode == 0, where.stderr
+    package_file, conf = json.loads(where.stdout)
+    assert Path(package_file).is_relative_to(fresh_site) and Path(conf).is_relative_to(fresh_site)
+    assert (Path(conf) / "workload" / "gundam.yaml").is_file()
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace"], cwd=elsewhere, capture_output=True, text=True,
+                         timeout=900, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    [summary] = list((elsewhere / "tmp" / "runs").glob("*/*/summary.json"))  # the default hydra.run.dir
+    data = json.loads(summary.read_text())["data"]
+    assert data["status"] == "ok" and data["model"]["name"] == "twin_tiny" and data["workload"]["mode"] == "gundam"
+    assert data["verification"]["passed"]
