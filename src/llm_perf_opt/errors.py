@@ -24,3 +24,21 @@ class PatchError(PipelineError):
 
 class TraceError(PipelineError):
     """The forward could not be captured (TorchLens refused it, or the graph is inconsistent)."""
+
+
+class ExitCode:
+    """The exit statuses of every job and command (`./dev`, `llm-perf-opt`); the README's table lists them.
+
+    Plain ints (not an enum) so `sys.exit(ExitCode.CONFIG)` and shell scripts read the same numbers.
+    """
+
+    OK = 0
+    ERROR = 1  # an unexpected error (a bug): Python prints the traceback
+    CONFIG = 2  # bad input, found by Hydra or by the project: one line `error: ...` (config, arguments, files)
+    JOBS_FAILED = 3  # a sweep, or the report of a sweep, in which at least one job failed or did not finish
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): `interrupted at stage X; partial results in DIR`
+
+    @classmethod
+    def all(cls) -> dict[str, int]:
+        """{name: code} in the order above."""
+        return {k: v for k, v in vars(cls).items() if k.isupper() and isinstance(v, int)}

@@ -94,7 +94,9 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
     RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
     RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
-    RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging)"),
+    RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging: the progress lines of stderr)"),
+    RunFile("lock", ".lock", "run_lock",
+            "flock-ed by the process running the job, for the job's life: a live run from a dead one"),
 )
 _BY_ROLE: dict[str, RunFile] = {f.role: f for f in RUN_FILES}
 
@@ -333,6 +335,27 @@ class VerificationFigures:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class JobMemoryFigures:
+    """The job's own peak memory (not the process's running maximum: see `pipelines.job_memory`)."""
+
+    peak_rss_bytes: int
+    method: str  # how the peak was measured (VmHWM reset at job start, or ru_maxrss where it cannot be)
+    rss_start_bytes: Optional[int] = None  # resident memory when the job started
+    peak_cuda_bytes: Optional[int] = None
+    cuda_method: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobError:
+    """Why a job stopped (status failed / interrupted): the exception's type and message."""
+
+    type: str
+    message: str
+    extra: dict = field(default_factory=dict)
+
+
 # ------------------------------------------------------------------ other stages' summaries, kept verbatim
 @dataclass(frozen=True)
 class LayoutView:
@@ -396,7 +419,10 @@ class GroupingSummary:
 @dataclass
 class Summary:
     """The trace job's `summary.json`. Written when the layout is known (status "running"), again when
-    each stage lands, and last with a true status; every optional section is None until its stage ran."""
+    each stage starts and lands, and last with a true status (`STATUSES`): "ok", "failed" (with
+    `error`) or "interrupted" (Ctrl-C); `stage` is the stage running, or where the job stopped. A job
+    killed outright stays "running" with no live holder of its lock: the report calls it failed. Every
+    optional section is None until its stage ran."""
 
     model: ModelInfo
     workload: WorkloadInfo
@@ -405,7 +431,7 @@ class Summary:
     tokens: TokenCounts
     tensors: dict[str, Any]  # dsocr.inputs.Inputs.shapes(): name -> [shape, dtype]
     runtime: RuntimeInfo
-    status: str  # running | ok | failed...
+    status: str  # one of STATUSES
     analytic: Optional[AnalyticFigures] = None
     session: Optional[dict[str, Any]] = None  # DeepSeekOCRSession.describe()
     params: Optional[ParamCounts] = None
@@ -417,8 +443,12 @@ class Summary:
     verification: Optional[VerificationFigures] = None
     export: Optional[dict[str, Any]] = None  # export.run_export_stage()'s short summary (trace.export=true)
     job_seconds: Optional[float] = None
+    stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
+    error: Optional[JobError] = None  # status failed / interrupted: what stopped it
+    memory: Optional[JobMemoryFigures] = None  # the job's own peak memory
     extra: dict[str, Any] = field(default_factory=dict)  # sections a newer writer added
 
+    STATUSES = ("running", "ok", "failed", "interrupted")
     REQUIRED = ("model", "workload", "page", "layout", "tokens", "tensors", "runtime", "status")
 
     def to_data(self) -> dict[str, Any]:

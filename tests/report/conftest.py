@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from llm_perf_opt.errors import ExitCode
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -39,8 +41,9 @@ def ok_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 @pytest.fixture(scope="session")
 def failing_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """Three jobs, the middle one with an invalid base_size (not a multiple of 64)."""
+    """Three jobs, the middle one with an invalid base_size (not a multiple of 64): the sweep goes on, and
+    exits 3 (a job failed) at the end."""
     sweep = tmp_path_factory.mktemp("sweeps") / "failing"
     proc = run_sweep(sweep, "model=twin_tiny", "trace=forward_only", "workload.base_size=1024,1000,1280")
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == ExitCode.JOBS_FAILED, proc.stderr[-4000:]
     return sweep, proc

@@ -1,72 +1,43 @@
-"""The HTML reports in a real headless browser (Debian's chromium): the page loads, every plot renders
-with a real size, the PNG files it links load as images, the job table is there, and a screenshot of
-it is not blank. Skipped where chromium is absent."""
+"""The HTML reports in a real headless browser (Playwright driving the system's chromium): the page loads
+with no console errors, every plot renders with a real size and its text, the PNG files it links load as
+images, the job table is there, and a screenshot of it is not blank. See `browser.py` for which chromium
+runs and when a missing one skips."""
 from __future__ import annotations
 
-import json
-import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
-
-import pytest
 
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
 
+from .browser import browser_page
 from .conftest import run_report
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-
-# Appended to a copy of the page (same directory, so relative links resolve): loads every linked PNG
-# as an <img>, then after the load event records what rendered in a data attribute of <body>.
+# Run in the page after it loaded: loads every linked PNG as an <img> and reports what rendered.
 PROBE = """
-<script>
-document.addEventListener('DOMContentLoaded', () => {
-  for (const a of document.querySelectorAll('a[href$=".png"]')) {
-    const img = document.createElement('img'); img.src = a.getAttribute('href'); img.className = 'probe';
-    img.style.width = '10px'; document.body.appendChild(img);
-  }
-});
-window.addEventListener('load', () => {
+async () => {
+  const links = [...document.querySelectorAll('a[href$=".png"]')].map(a => a.getAttribute('href'));
+  const loads = links.map(href => new Promise(done => {
+    const img = new Image();
+    img.onload = () => done(img.naturalWidth > 0 ? null : href);
+    img.onerror = () => done(href);
+    img.src = href;
+  }));
+  const broken = (await Promise.all(loads)).filter(x => x !== null);
   const svgs = [...document.querySelectorAll('figure svg')];
   const sized = svgs.filter(s => { const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 100; });
   const texts = svgs.map(s => s.querySelectorAll('text').length);
-  const imgs = [...document.querySelectorAll('img.probe')];
-  const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
-  document.body.setAttribute('data-probe', JSON.stringify({
-    svgs: svgs.length, sized: sized.length, min_texts: Math.min(...texts), imgs: imgs.length, broken,
-    rows: document.querySelectorAll('table tbody tr').length, title: document.title}));
-});
-</script>
+  return {svgs: svgs.length, sized: sized.length, min_texts: Math.min(...texts), imgs: links.length, broken,
+          rows: document.querySelectorAll('table tbody tr').length, title: document.title};
+}
 """
 
 
-def chromium(*args: str) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--disable-background-networking", f"--user-data-dir={profile}", *args],
-            capture_output=True, text=True, timeout=120)
-
-
-def probe(page: Path) -> dict:
-    copy = page.with_name(page.stem + ".probe.html")
-    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    try:
-        proc = chromium("--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom", copy.as_uri())
-    finally:
-        copy.unlink()
-    match = re.search(r'data-probe="([^"]*)"', proc.stdout)
-    assert match, f"the page did not finish loading in chromium: {proc.stderr[-2000:]}"
-    return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-
-
-def screenshot(page: Path, out: Path, height: int = 2400) -> Path:
-    proc = chromium(f"--window-size=1300,{height}", "--hide-scrollbars", f"--screenshot={out}", page.as_uri())
-    assert out.is_file(), proc.stderr[-2000:]
-    return out
+def probe(page_file: Path, screenshot: Path | None = None) -> tuple[dict, list[str]]:
+    with browser_page() as (page, errors):
+        page.goto(page_file.as_uri(), wait_until="load")
+        seen = page.evaluate(PROBE)
+        if screenshot is not None:
+            page.screenshot(path=str(screenshot), full_page=True)
+    return seen, errors
 
 
 def assert_not_blank(png: Path) -> None:
@@ -83,15 +54,15 @@ def assert_not_blank(png: Path) -> None:
 def test_sweep_report_renders_in_chromium(ok_sweep):
     sweep, _ = ok_sweep
     assert run_report(sweep).returncode == 0
-    page = sweep / "report.html"
-    seen = probe(page)
+    shot = sweep / "report.screenshot.png"
+    seen, errors = probe(sweep / "report.html", shot)
     n_plots = len(list((sweep / "report_plots").glob("*.svg")))
     assert n_plots >= 3
     assert seen["svgs"] == seen["sized"] == n_plots, seen
     assert seen["min_texts"] > 3, seen  # axis labels and ticks are text
     assert seen["imgs"] == n_plots and seen["broken"] == [], seen
     assert seen["rows"] == 2 and seen["title"].startswith("Sweep report")
-    shot = screenshot(page, sweep / "report.screenshot.png")
+    assert errors == []
     assert_not_blank(shot)
 
 
@@ -99,13 +70,22 @@ def test_the_probe_sees_a_broken_image(tmp_path):
     page = tmp_path / "broken.html"
     page.write_text('<html><body><figure><svg width="200" height="200"><text>x</text></svg></figure>'
                     '<a href="missing.png">png</a></body></html>')
-    seen = probe(page)
+    seen, _ = probe(page)
     assert seen["broken"] == ["missing.png"] and seen["sized"] == 1
+
+
+def test_the_browser_reports_console_errors(tmp_path):
+    page = tmp_path / "error.html"
+    page.write_text("<html><body><script>console.error('boom'); undefinedFunction();</script></body></html>")
+    _, errors = probe(page)
+    assert "boom" in errors and any("undefinedFunction" in e for e in errors)
 
 
 def test_analytic_report_renders_in_chromium(tmp_path):
     rep = build_analytic_report(tmp_path, modes=["tiny", "base", "gundam"], n=8)
-    seen = probe(rep.html)
+    shot = tmp_path / "analytic.screenshot.png"
+    seen, errors = probe(rep.html, shot)
     assert seen["svgs"] == seen["sized"] == 5 and seen["broken"] == [] and seen["imgs"] == 5, seen
     assert seen["rows"] == 2 * 8  # two preset tables, eight page presets
-    assert_not_blank(screenshot(rep.html, tmp_path / "analytic.screenshot.png", height=3200))
+    assert errors == []
+    assert_not_blank(shot)

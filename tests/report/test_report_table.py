@@ -40,6 +40,9 @@ def make_job(sweep: Path, num: int, overrides: list[str], summary: dict | None =
              choices: dict | None = None, files: tuple[str, ...] = ()) -> Path:
     job = sweep / str(num)
     (job / ".hydra").mkdir(parents=True)
+    if not (sweep / "multirun.yaml").is_file():  # a sweep has one; this sweeper is not one the report expands
+        OmegaConf.save(OmegaConf.create({"hydra": {"sweeper": {"_target_": "synthetic.Sweeper"}}}),
+                       sweep / "multirun.yaml")
     cfg = {"model": {"name": "twin_tiny", "source": "twin", "spec": "tiny"},
            "workload": {**GUNDAM, "name": "gundam", "page": {"width": 1700, "height": 2200, "image": None}},
            "runtime": {"dtype": "float32"}}

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.errors import ExitCode
 from llm_perf_opt.report.table import COLUMNS
 from llm_perf_opt.run_artifacts import load_error
 
@@ -77,7 +78,7 @@ def test_failing_job_is_recorded_and_the_sweep_goes_on(failing_sweep):
     assert "job 2/3 failed: ConfigError" in proc.stderr and "job 3/3 ok" in proc.stderr
 
     rep = run_report(sweep)
-    assert rep.returncode == 0, rep.stderr
+    assert rep.returncode == ExitCode.JOBS_FAILED, rep.stderr  # scripts and CI notice the failed job
     assert "3 jobs (2 ok, 1 failed)" in rep.stdout
     rows = {int(r["job"]): r for r in read_csv(sweep / "report.csv")}
     assert rows[0]["status"] == rows[2]["status"] == "ok"
@@ -94,7 +95,7 @@ def test_dead_and_unstarted_jobs(failing_sweep, tmp_path):
     (sweep / "0" / "summary.json").unlink()  # died without a word
     shutil.rmtree(sweep / "2")  # never started
     rep = run_report(sweep, "--no-plots")
-    assert rep.returncode == 0, rep.stderr
+    assert rep.returncode == ExitCode.JOBS_FAILED, rep.stderr
     rows = {int(r["job"]): r for r in read_csv(sweep / "report.csv")}
     assert len(rows) == 3  # multirun.yaml says 3 jobs
     assert rows[0]["status"].startswith("failed: no result: no summary.json or error.json")
@@ -106,7 +107,7 @@ def test_report_of_a_directory_that_is_no_sweep(tmp_path):
     rep = run_report(tmp_path / "nowhere")
     assert rep.returncode == 2 and "no such sweep directory" in rep.stderr
     rep = run_report(tmp_path)
-    assert rep.returncode == 2 and "not a Hydra multirun directory" in rep.stderr
+    assert rep.returncode == 2 and "not a sweep (no multirun.yaml)" in rep.stderr
 
 
 def test_joblib_launcher_is_refused_before_any_job(tmp_path):

@@ -84,7 +84,36 @@ def callgraph_from_dict(data: dict[str, Any], source: str = "callgraph") -> Call
     for key in GRAPH_KEYS + METADATA_KEYS:
         if not isinstance(kwargs[key], dict):
             raise ArtifactError(f"{source}: field '{key}' must be an object, found {type(kwargs[key]).__name__}")
+    _check_values(kwargs, source)
     return CallGraph(**kwargs)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_values(graph: dict[str, Any], source: str) -> None:
+    """The graph keys' values have the types the grouping computes with: counts are non-negative integers,
+    children lists of addresses, types strings. ArtifactError naming the first bad entry."""
+    def bad(where: str, value: Any, what: str) -> ArtifactError:
+        return ArtifactError(f"{source}: {where} must be {what}, found {value!r}")
+
+    for key in ("call_counts", "op_call_counts", "activation_bytes", "param_counts"):
+        for address, value in graph[key].items():
+            if not _is_count(value):
+                raise bad(f"{key}[{address!r}]", value, "a non-negative integer")
+    for parent, children in graph["edges"].items():
+        if not isinstance(children, dict):
+            raise bad(f"edges[{parent!r}]", children, "an object {child address: calls}")
+        for child, value in children.items():
+            if not _is_count(value):
+                raise bad(f"edges[{parent!r}][{child!r}]", value, "a non-negative integer")
+    for address, children in graph["module_children"].items():
+        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
+            raise bad(f"module_children[{address!r}]", children, "a list of addresses")
+    for address, value in graph["module_types"].items():
+        if not isinstance(value, str):
+            raise bad(f"module_types[{address!r}]", value, "a class name")
 
 
 def load_callgraph_json(path: str | Path) -> CallGraph:

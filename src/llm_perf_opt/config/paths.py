@@ -28,3 +28,24 @@ def conf_dir() -> Path:
             return path
     raise ConfigError(f"the Hydra configuration (config.yaml) was not found in {', '.join(map(str, candidates))}: "
                       "a broken install?")
+
+
+# The directory the user ran the command from. `./dev` changes into the repository before it runs a job, so
+# it passes the user's directory on in this variable; the console script runs where the user is already.
+USER_CWD_ENV = "LLM_PERF_OPT_CWD"
+
+
+def user_cwd() -> Path:
+    """Where relative paths the user typed are meant from: $LLM_PERF_OPT_CWD (set by `./dev`), else the cwd."""
+    import os
+
+    given = os.environ.get(USER_CWD_ENV)
+    return Path(given) if given and Path(given).is_absolute() else Path.cwd()
+
+
+def user_path(path: str | Path) -> Path:
+    """A path the user gave (`~` expanded), absolute: relative ones are taken from `user_cwd()`."""
+    import os
+
+    p = Path(path).expanduser()
+    return Path(os.path.normpath(p if p.is_absolute() else user_cwd() / p))

@@ -12,8 +12,14 @@ from llm_perf_opt.errors import ConfigError
 
 
 def register_configs() -> None:
-    """`conf/config.yaml` starts its defaults list with `schema`, so every group file is type-checked."""
+    """`conf/config.yaml` starts its defaults list with `schema`, so every group file is type-checked; the
+    `pid` resolver (`${pid:}`, the process id, cached like `${now:...}` so a sweep's jobs agree) makes the
+    default run directories unique per process."""
+    import os
+
     ConfigStore.instance().store(name="schema", node=RootConfig)
+    if not OmegaConf.has_resolver("pid"):
+        OmegaConf.register_new_resolver("pid", os.getpid, use_cache=True)
 
 
 def to_typed_config(cfg: DictConfig | Any) -> RootConfig:

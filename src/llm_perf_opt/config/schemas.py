@@ -15,6 +15,7 @@ from typing import Optional
 
 from omegaconf import MISSING
 
+from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 
 MODEL_SOURCES = ("twin", "vendor")
@@ -55,7 +56,8 @@ class ModelConfig:
             return
         if not self.path:
             raise ConfigError("model.path is required for model=vendor: pass model.path=DIR or set DSOCR_MODEL_PATH")
-        path = Path(self.path).expanduser()
+        path = user_path(self.path)  # relative to where the user ran the command, not the repository
+        self.path = str(path)
         if not path.is_dir():
             raise ConfigError.field("model.path", self.path, "must be an existing directory (the vendor model directory)")
         if not (path / "config.json").is_file():
@@ -72,7 +74,8 @@ class PageConfig:
 
     def __post_init__(self) -> None:
         if self.image is not None:
-            if not Path(self.image).expanduser().is_file():
+            self.image = str(user_path(self.image))  # relative to where the user ran the command
+            if not Path(self.image).is_file():
                 raise ConfigError.field("workload.page.image", self.image, "must be an existing image file")
             return
         for name in ("width", "height"):
@@ -230,6 +233,17 @@ class ProfileConfig:
 
 
 @dataclass
+class RunConfig:
+    """The run directory itself (Hydra's `hydra.run.dir` / `hydra.sweep.dir` say where it is)."""
+
+    overwrite: bool = False  # reuse a directory that holds a finished run: its result files are removed first
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.overwrite, bool):
+            raise ConfigError.field("run.overwrite", self.overwrite, "must be true or false")
+
+
+@dataclass
 class RootConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -241,6 +255,7 @@ class RootConfig:
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
     experiment: Optional[str] = None  # name of the ready sweep in use, for the report
+    run: RunConfig = field(default_factory=RunConfig)
 
 
 

@@ -218,6 +218,10 @@ class ModelSpec:
                 raise ConfigError(f"{source}: key '{where}{key}' must be a number, found {value!r}")
             return value
 
+        def opt(mapping: Mapping[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+            """An optional key: `default` when absent or null, else checked like `need`."""
+            return default if mapping.get(key) is None else need(mapping, key, kind, where)
+
         where = "language_config." if "language_config" in raw else ""
         if lang.get("use_mla", False):
             raise ConfigError(f"{source}: '{where}use_mla' is true; only the plain-attention decoder (use_mla: false) "
@@ -228,21 +232,22 @@ class ModelSpec:
             hidden_size=need(lang, "hidden_size", int, where),
             num_layers=need(lang, "num_hidden_layers", int, where),
             num_heads=n_heads,
-            num_kv_heads=lang.get("num_key_value_heads") or n_heads,
+            num_kv_heads=opt(lang, "num_key_value_heads", int, n_heads, where) or n_heads,
             intermediate_size=need(lang, "intermediate_size", int, where),
             moe_intermediate_size=need(lang, "moe_intermediate_size", int, where),
-            n_routed_experts=lang.get("n_routed_experts") or 0,
-            n_shared_experts=lang.get("n_shared_experts") or 0,
-            num_experts_per_tok=lang.get("num_experts_per_tok") or 0,
-            first_k_dense_replace=lang.get("first_k_dense_replace", 0),
-            moe_layer_freq=lang.get("moe_layer_freq", 1),
+            n_routed_experts=opt(lang, "n_routed_experts", int, 0, where),
+            n_shared_experts=opt(lang, "n_shared_experts", int, 0, where),
+            num_experts_per_tok=opt(lang, "num_experts_per_tok", int, 0, where),
+            first_k_dense_replace=opt(lang, "first_k_dense_replace", int, 0, where),
+            moe_layer_freq=opt(lang, "moe_layer_freq", int, 1, where),
             topk_method=lang.get("topk_method", dec_defaults.topk_method),
             norm_topk_prob=bool(lang.get("norm_topk_prob", False)),
-            routed_scaling_factor=float(lang.get("routed_scaling_factor", 1.0)),
+            routed_scaling_factor=float(opt(lang, "routed_scaling_factor", float, 1.0, where)),
             vocab_size=need(lang, "vocab_size", int, where),
-            rope_theta=float(lang.get("rope_theta", dec_defaults.rope_theta)),
-            rms_norm_eps=float(lang.get("rms_norm_eps", dec_defaults.rms_norm_eps)),
-            max_position_embeddings=lang.get("max_position_embeddings", dec_defaults.max_position_embeddings),
+            rope_theta=float(opt(lang, "rope_theta", float, dec_defaults.rope_theta, where)),
+            rms_norm_eps=float(opt(lang, "rms_norm_eps", float, dec_defaults.rms_norm_eps, where)),
+            max_position_embeddings=opt(lang, "max_position_embeddings", int, dec_defaults.max_position_embeddings,
+                                        where),
             tie_word_embeddings=bool(lang.get("tie_word_embeddings", False)),
         )
         proj_raw = raw.get("projector_config", {})
@@ -257,7 +262,12 @@ class ModelSpec:
             raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
                               "is not modelled (only 'linear', as released)")
         sam, clip = SamSpec(), ClipSpec()
-        widths = (raw.get("vision_config") or {}).get("width") or {}
+        vision = raw.get("vision_config") or {}
+        if not isinstance(vision, Mapping):
+            raise ConfigError(f"{source}: 'vision_config' must be an object, found {vision!r}")
+        widths = vision.get("width") or {}
+        if not isinstance(widths, Mapping):
+            raise ConfigError(f"{source}: 'vision_config.width' must be an object, found {widths!r}")
         sam_raw, clip_raw = widths.get("sam_vit_b"), widths.get("clip-l-14-224")
         if isinstance(sam_raw, Mapping):
             sam = replace(

@@ -22,7 +22,7 @@ from llm_perf_opt.pipelines.validate import validate
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
 @reports_errors
 def main(raw: DictConfig) -> None:
-    job = validate(raw)  # every rule, before any work
+    job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
     cfg, spec = job.cfg, job.spec
     width, height = job.page_size
     hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first

@@ -11,6 +11,7 @@
 
 and refuses, before any job starts, a launcher that cannot run the trace job (see `launchers`): it prints
 "error: ..." and exits with status 2 (Hydra downgrades exceptions raised in callbacks to warnings).
+`last_sweep()` keeps the counts, so the console script exits 3 when a job failed (`ExitCode`).
 Stage lines printed by a job through `pipelines.common.progress` can carry the same "job i/n" tag via
 `current_job()`. A callback never fails a job: anything unexpected in the bookkeeping is ignored.
 """
@@ -25,12 +26,18 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from llm_perf_opt.config.sweeps import planned_jobs
-from llm_perf_opt.errors import ConfigError, PipelineError
+from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError
 from llm_perf_opt.pipelines.launchers import check_launcher, launcher_target
-from llm_perf_opt.run_artifacts import load_error, run_file
+from llm_perf_opt.run_artifacts import load_error, load_summary, run_file
 from llm_perf_opt.units import clock
 
 _CURRENT_JOB: Optional[str] = None
+_LAST_SWEEP: Optional[dict[str, int]] = None  # {"jobs": n, "failed": k} of the last multirun in this process
+
+
+def last_sweep() -> Optional[dict[str, int]]:
+    """How the last multirun of this process ended ({"jobs", "failed"}), for the exit code; None if none ran."""
+    return _LAST_SWEEP
 
 
 def current_job() -> Optional[str]:
@@ -46,14 +53,23 @@ def _is_multirun(config: DictConfig) -> bool:
 
 
 def job_outcome(job_dir: Path, job_return: Any = None) -> str:
-    """'ok', or 'failed: <type>: <message>' from the job's error.json or from the raised exception."""
+    """'ok', or 'failed: <type>: <message>' from the job's error.json, its summary.json's status, or the
+    raised exception."""
     error = job_dir / run_file("error").file
     if error.is_file():
         try:
             record = load_error(error)
         except PipelineError as exc:
             return f"failed: error.json is unreadable ({exc})"
-        return f"failed: {record.type}: {record.message}"
+        return f"failed: {record.type}: {record.first_line}"
+    summary = job_dir / run_file("summary").file
+    if summary.is_file():
+        try:
+            status = load_summary(summary).status
+        except PipelineError as exc:
+            return f"failed: summary.json is unreadable ({exc})"
+        if status != "ok":
+            return f"failed: summary.json says {status!r}"
     if job_return is not None:
         from hydra.core.utils import JobStatus
 
@@ -88,13 +104,15 @@ class SweepProgress(Callback):
 
     # ------------------------------------------------------------------ Hydra hooks
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _LAST_SWEEP
+        _LAST_SWEEP = None
         # Hydra turns an exception raised by a callback into a warning and goes on, so a refused
         # launcher ends the process here (SystemExit is not an Exception), before any job starts.
         try:
             check_launcher(config)
         except ConfigError as exc:
             print(f"error: {exc}", file=self._stream or sys.stderr, flush=True)
-            raise SystemExit(2) from None
+            raise SystemExit(ExitCode.CONFIG) from None
         self._t0 = time.time()
         jobs = planned_jobs(config)
         self._total = len(jobs) if jobs is not None else None
@@ -142,15 +160,21 @@ class SweepProgress(Callback):
             _CURRENT_JOB = None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _LAST_SWEEP
         try:
-            sweep_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir", default=".")))
+            sweep_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir", default="."))).absolute()
             took = clock(time.time() - self._t0) if self._t0 is not None else "?"
             if self._sequential:
-                counts = f"{self._done} jobs ({self._done - self._failed} ok, {self._failed} failed)"
+                jobs, failed = self._done, self._failed
+                counts = f"{jobs} jobs ({jobs - failed} ok, {failed} failed)"
             else:  # the jobs ran in other processes: count their outcomes from the job directories
                 dirs = [d for d in sweep_dir.iterdir() if (d / ".hydra").is_dir()] if sweep_dir.is_dir() else []
+                jobs = len(dirs)
                 failed = sum(job_outcome(d) != "ok" or not (d / "summary.json").is_file() for d in dirs)
-                counts = f"{len(dirs)} jobs ({len(dirs) - failed} ok, {failed} failed or unfinished)"
+                counts = f"{jobs} jobs ({jobs - failed} ok, {failed} failed or unfinished)"
+            if self._total is not None and jobs < self._total:
+                failed += self._total - jobs
+            _LAST_SWEEP = {"jobs": jobs, "failed": failed}
             self._say(f"sweep done: {counts} in {took} -> ./dev report {sweep_dir}")
         except Exception:  # noqa: BLE001
             pass

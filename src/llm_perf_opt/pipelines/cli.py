@@ -10,31 +10,94 @@
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
+Relative paths the user gives (directories, files) are taken from the directory the command was run in
+(`./dev` passes it as $LLM_PERF_OPT_CWD).
+
+Exit codes (`llm_perf_opt.errors.ExitCode`): 0 ok; 1 an unexpected error (a traceback); 2 bad input, found
+by Hydra or by the project (one line `error: ...`); 3 a sweep or its report with a failed job; 130 Ctrl-C.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable, Optional, Sequence
+
+from llm_perf_opt.errors import ExitCode
+
+# Overrides naming directories or files outside the config schema (the schema resolves the page image and
+# the vendor model path itself): made absolute against the user's directory before Hydra sees them.
+PATH_OVERRIDES = ("hydra.run.dir", "hydra.sweep.dir", "hardware.cache_dir")
+
+
+def absolute_path_overrides(args: Sequence[str]) -> list[str]:
+    """`hydra.run.dir=out` -> `hydra.run.dir=<user cwd>/out` (see `config.paths.user_path`)."""
+    from pathlib import Path
+
+    from llm_perf_opt.config.paths import user_cwd, user_path
+
+    if user_cwd() == Path.cwd():
+        return list(args)  # relative paths already mean the user's directory
+    out = []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+") in PATH_OVERRIDES and value and not os.path.isabs(os.path.expanduser(value)) \
+                and not any(c in value for c in "$,()[]{}"):
+            arg = f"{key}={user_path(value)}"
+        out.append(arg)
+    return out
+
+
+def hydra_error_line(exc: BaseException) -> str:
+    """Hydra's and OmegaConf's multi-line messages as one line: the first line of the error and of its cause."""
+    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause).strip():
+        first = str(cause).strip().splitlines()[0]
+        if first not in lines[0]:
+            lines.append(first)
+    return ": ".join(line.rstrip(".: ") for line in lines)
 
 
 def _hydra_job(module: str, *leading: str) -> Callable[[Sequence[str]], Optional[int]]:
     """A Hydra job reads its overrides from sys.argv: run it with `leading + args` there, after the
-    one-line check of config-group options (`hardware=h999`) that Hydra would report in a dozen lines."""
+    one-line check of config-group options (`hardware=h999`) that Hydra would report in a dozen lines.
+
+    Hydra is asked to raise instead of printing its errors (HYDRA_FULL_ERROR), so an error it finds while
+    composing (`workload.base_size=abc`, an unknown key) becomes one line and exit code 2, the same as the
+    project's own config errors; an unexpected exception from a job itself keeps its traceback (exit 1)."""
 
     def run(args: Sequence[str]) -> Optional[int]:
         import importlib
 
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        from llm_perf_opt.pipelines import callbacks
+        from llm_perf_opt.pipelines.common import TASK_ERROR_FLAG
         from llm_perf_opt.pipelines.options import check_group_options
 
         check_group_options(args)
         main = importlib.import_module(f"llm_perf_opt.pipelines.{module}").main
-        argv = sys.argv
-        sys.argv = [f"llm-perf-opt {module}", *leading, *args]
+        argv, full_error = sys.argv, os.environ.get("HYDRA_FULL_ERROR")
+        sys.argv = [f"llm-perf-opt {module}", *leading, *absolute_path_overrides(args)]
+        os.environ["HYDRA_FULL_ERROR"] = "1"
         try:
             main()
+        except (HydraException, OmegaConfBaseException) as exc:
+            if getattr(exc, TASK_ERROR_FLAG, False):
+                raise
+            print(f"error: {hydra_error_line(exc)}", file=sys.stderr)
+            return ExitCode.CONFIG
         finally:
             sys.argv = argv
-        return 0
+            if full_error is None:
+                os.environ.pop("HYDRA_FULL_ERROR", None)
+            else:
+                os.environ["HYDRA_FULL_ERROR"] = full_error
+        swept = callbacks.last_sweep()
+        if swept is not None and swept["failed"]:
+            return ExitCode.JOBS_FAILED
+        return ExitCode.OK
 
     return run
 
@@ -63,12 +126,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
-        return 0
+        return ExitCode.OK
     job, rest = args[0], args[1:]
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
-        return 2
-    return JOBS[job](rest) or 0
+        return ExitCode.CONFIG
+    try:
+        return JOBS[job](rest) or ExitCode.OK
+    except KeyboardInterrupt:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
+        print(f"interrupted outside a job of {job}: nothing was left half-written", file=sys.stderr)
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-"""What every Hydra entry point shares: config registration, the run directory, one-line errors."""
+"""What every Hydra entry point shares: config registration, the run directory, progress lines, and how a
+job ends (one-line errors, Ctrl-C, exit codes, memory handed back)."""
 from __future__ import annotations
 
 import functools
+import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -11,10 +14,14 @@ from omegaconf import DictConfig
 
 from llm_perf_opt.config import register_configs
 from llm_perf_opt.config.paths import conf_dir
-from llm_perf_opt.errors import PipelineError
+from llm_perf_opt.errors import ExitCode, PipelineError
+from llm_perf_opt.pipelines import job_memory
+from llm_perf_opt.pipelines.job_run import JobRun
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
 CONF_DIR = str(conf_dir())  # for @hydra.main(config_path=...)
+LOGGER = logging.getLogger("llm_perf_opt")
+TASK_ERROR_FLAG = "_llm_perf_opt_task_error"  # set on an unexpected exception a job raised (cli: a bug, exit 1)
 
 register_configs()
 
@@ -37,31 +44,80 @@ def is_multirun() -> bool:
 
 
 def progress(message: str) -> None:
-    """Progress lines go to stderr, so stdout stays the job's result; in a multirun they carry 'job i/n'."""
+    """A progress line: stderr (stdout stays the job's result), and the job's log file (`trace.log`).
+
+    Inside a Hydra job the `llm_perf_opt` logger has the project's handlers (conf/hydra/job_logging/
+    project.yaml: stderr and the job's log file, same lines); outside one (a test, a benchmark calling a
+    job function) the line goes to stderr directly. In a multirun lines carry 'job i/n'."""
     from llm_perf_opt.pipelines.callbacks import current_job
 
     job = current_job()
-    print(f"[{time.strftime('%H:%M:%S')}] {job + ': ' if job else ''}{message}", file=sys.stderr, flush=True)
+    text = f"{job + ': ' if job else ''}{message}"
+    if LOGGER.handlers:
+        LOGGER.info(text)
+    else:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def _ignore_further_interrupts() -> None:
+    """A second Ctrl-C while the first is being recorded would print a traceback: ignore it."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread
+        pass
 
 
 def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
-    """A PipelineError becomes one line on stderr and exit code 2; in a multirun the job writes
-    `error.json` (type, message, config) instead and the sweep goes on."""
+    """How a job ends, whatever happens in it:
+
+    * a `PipelineError` (bad input) is one line `error: ...` on stderr and exit code 2 (`ExitCode.CONFIG`);
+      in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on;
+    * Ctrl-C is one line `interrupted at stage X; partial results in DIR` and exit code 130, in a multirun
+      too (the sweep stops);
+    * any other exception is a bug: recorded, then re-raised (Python's traceback, exit code 1); in a
+      multirun it is recorded in `error.json` and the sweep goes on.
+
+    Every way records the true status in `summary.json` when the job has one (`JobRun`), and afterwards
+    the job's memory is handed back (`job_memory.release`) so the next job of a sweep starts clean."""
+    job_name = task.__module__.rsplit(".", 1)[-1]
 
     @functools.wraps(task)
     def wrapper(cfg: DictConfig) -> Any:
+        run = JobRun.begin(run_dir(), stage=job_name)
+        multirun = is_multirun()
+        stopping = False  # Ctrl-C: the process ends, nothing to hand back
         try:
             return task(cfg)
+        except KeyboardInterrupt as exc:
+            stopping = True
+            _ignore_further_interrupts()
+            run.stopped(exc)
+            from llm_perf_opt.pipelines.callbacks import current_job
+
+            job = current_job()
+            print(f"interrupted at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
+                  file=sys.stderr, flush=True)
+            raise SystemExit(ExitCode.INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised or reported
+            run.stopped(exc)
             expected = isinstance(exc, PipelineError)
-            if is_multirun():
+            if multirun:
                 write_error(exc, cfg)
-                progress(f"job failed: {type(exc).__name__}: {exc} (error.json written; the sweep goes on)")
+                progress(f"job failed at stage {run.stage}: {type(exc).__name__}: {exc} "
+                         "(error.json written; the sweep goes on)")
                 return None
             if not expected:
+                setattr(exc, TASK_ERROR_FLAG, True)
                 raise
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(ExitCode.CONFIG) from None
+        finally:
+            run.end()
+            del run
+            if not stopping:
+                released = job_memory.release()
+                if multirun:
+                    progress(f"memory handed back: {released}")
 
     return wrapper
 

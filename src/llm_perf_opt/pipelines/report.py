@@ -5,6 +5,10 @@
     ./dev report --analytic OUT_DIR [--modes tiny gundam ...] [--n N] [--min-side PX] [--max-side PX]
                  [--model deepseek_ocr|tiny|VENDOR_DIR] [--dtype bfloat16]
         analytic.csv, analytic.md, analytic.html and analytic_plots/ in OUT_DIR; no model is built
+
+Relative paths are taken from the directory the command was run in. Exit status: 0; 3 when a job of the
+sweep failed, was interrupted, killed or never started (so scripts and CI notice); 2 for bad arguments or
+a directory that is not a sweep (no multirun.yaml), with one line `error: ...` and nothing written.
 """
 from __future__ import annotations
 
@@ -12,7 +16,16 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from llm_perf_opt.errors import PipelineError
+from llm_perf_opt.config.paths import user_path
+from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, PipelineError
+
+
+def output_dir(path: str, field: str) -> str:
+    """A directory the report writes into, absolute; refused (one line) when it is an existing file."""
+    resolved = user_path(path)
+    if resolved.exists() and not resolved.is_dir():
+        raise ConfigError.field(field, str(resolved), "is an existing file, not a directory")
+    return str(resolved)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -40,28 +53,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from llm_perf_opt.report.analytic_sweep import build_analytic_report
 
             modes = [m for item in args.modes for m in item.split(",") if m] if args.modes else None
-            rep = build_analytic_report(args.directory, modes=modes, n=args.n, min_side=args.min_side,
-                                        max_side=args.max_side, model=args.model, dtype=args.dtype,
-                                        plots=not args.no_plots)
+            model = str(user_path(args.model)) if user_path(args.model).exists() else args.model
+            rep = build_analytic_report(output_dir(args.directory, "OUT_DIR"), modes=modes, n=args.n,
+                                        min_side=args.min_side, max_side=args.max_side, model=model,
+                                        dtype=args.dtype, plots=not args.no_plots)
             print(f"{rep.points:,} page layouts and cost models in {rep.seconds:.2f} s")
             for path in (rep.html, rep.markdown, rep.csv):
                 print(path)
-            return 0
+            return ExitCode.OK
         from llm_perf_opt.report.sweep import build_sweep_report
 
-        rep = build_sweep_report(args.directory, out_dir=args.out, plots=not args.no_plots)
-        n_failed = len(rep.failed)
+        sweep_dir = user_path(args.directory)
+        if sweep_dir.exists() and not sweep_dir.is_dir():
+            raise ArtifactError(f"{sweep_dir}: not a sweep directory (it is a file)")
+        out = output_dir(args.out, "--out") if args.out else None
+        rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots)
+        n_failed, n_running = len(rep.failed), len(rep.running)
         expected = rep.sweep.expected
-        print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed} ok, {n_failed} failed)"
+        print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
+              + (f", {n_running} running" if n_running else "") + ")"
               + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else ""))
         for row in rep.failed:
             print(f"  job {row['job']}: {row['status']}", file=sys.stderr)
         for path in (rep.html, rep.markdown, rep.csv):
             print(path)
-        return 0
+        return ExitCode.JOBS_FAILED if n_failed else ExitCode.OK
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.CONFIG
 
 
 if __name__ == "__main__":

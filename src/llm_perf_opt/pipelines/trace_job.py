@@ -1,7 +1,6 @@
 """The trace job's stages in order; each stage reads and writes typed artifacts in the run directory."""
 from __future__ import annotations
 
-import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,10 @@ from llm_perf_opt.measure import (
     render_table,
     verify_dsocr,
 )
+from llm_perf_opt.pipelines import job_run
 from llm_perf_opt.pipelines.common import progress
+from llm_perf_opt.pipelines.job_memory import JobMemory
+from llm_perf_opt.pipelines.job_run import JobRun
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -73,19 +75,32 @@ def build_job_inputs(job: ValidJob) -> Inputs:
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
-    """summary.json always; with trace.enabled the session, a timed forward and the enabled stages."""
+    """summary.json always, ending in a true status; with trace.enabled the session, a timed forward and the
+    enabled stages. Each stage runs in `run.step(name)`, so an error or Ctrl-C records where it stopped."""
+    run = JobRun.current_or_new(out_dir)
+    try:
+        return _trace_stages(raw_cfg, Path(out_dir), run)
+    except BaseException as exc:
+        run.stopped(exc)  # summary.json: failed / interrupted, with the stage and the message
+        raise
+
+
+def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     t_job = time.perf_counter()
+    run.step("validate")
     job = validate(raw_cfg)  # every rule, before any work
     cfg = job.cfg
     progress(f"run dir {out_dir}")
+    run.step("inputs")
     inputs = build_job_inputs(job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
     export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name) \
         if cfg.trace.export else None
     summary = base_summary(cfg, job, inputs)
-    save = lambda: summary.save(out_dir / "summary.json", config=raw_cfg)  # noqa: E731
-    save()  # the layout is known now: a job killed later still leaves it behind
+    # summary.json from now on: the layout is known, so a job killed later still leaves it behind
+    run.attach(summary, lambda: summary.save(out_dir / "summary.json", config=raw_cfg))
     print_summary(summary)
+    run.step("analytic")
     analytic = analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height,
                                   seq_len=inputs.seq_len) if cfg.trace.analytic else None
     if analytic is not None:
@@ -93,28 +108,33 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
         summary.analytic = analytic_figures(analytic)
         print(render_costs_table(analytic))
     if cfg.trace.enabled:
+        run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
+            run.step("forward")
             summary.forward = timed_forward(session, inputs)
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
             if cfg.trace.capture:
+                run.step("capture")
                 stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
             if cfg.trace.verify and analytic is not None:
+                run.step("verify")
                 flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
             if export_plan is not None:
+                run.step("export")
                 summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
                     callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
-    summary.status = "ok"
+        session.release()  # drop the model now: nothing the job built outlives it
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
-    save()
+    run.finish_ok()
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
     return summary
 
@@ -165,13 +185,14 @@ def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> ForwardFigures
         logits_shape=list(logits.shape),
         logits_finite=bool(torch.isfinite(logits.float()).all()),
         peak_rss_bytes=peak_rss_bytes(),
-        peak_cuda_bytes=torch.cuda.max_memory_allocated() if session.device.type == "cuda" else None,
+        peak_cuda_bytes=torch.cuda.max_memory_allocated(session.device) if session.device.type == "cuda" else None,
     )
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """Peak resident memory of the job so far (its own, not the process's maximum: `job_memory`)."""
+    run = job_run.current()
+    return (run.memory if run is not None else JobMemory()).peak_rss()
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,

@@ -4,7 +4,12 @@
 step adds the model's own: the vision workload (`dsocr.layout.VisionWorkload`: multiples of 64, crop
 mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
 (an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json).
-Every violation is one `ConfigError` line naming the field; nothing is built or written before it.
+Jobs that run the model (`runs_model=True`: trace, sweep, export) are also checked for what would stop
+them later: the page's pixel count (`MAX_PAGE_PIXELS`: the page is built in memory at full size), the
+device (`runtime=cuda` needs a GPU), the vendor code (importable, with every class and function the
+pipeline patches). `./dev analyze` builds no pixels and no model, so it takes any page size.
+Every violation is one `ConfigError` (or `PatchError`) line naming the field; nothing is built or
+written before it.
 """
 from __future__ import annotations
 
@@ -15,6 +20,11 @@ from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+
+# Largest page a job that runs the model accepts: PIL's decompression-bomb threshold (Image.MAX_IMAGE_PIXELS,
+# 89,478,485 pixels, about 9459 x 9459; 268 MB as RGB before any copy). A synthetic page and an image
+# file are both materialised at full size before they are resized and tiled.
+MAX_PAGE_PIXELS = 89_478_485
 
 
 @dataclass(frozen=True)
@@ -43,22 +53,89 @@ def vision_workload(cfg: RootConfig) -> VisionWorkload:
 def model_spec_for(cfg: RootConfig) -> ModelSpec:
     """The ModelSpec without building a model: the twin's named spec or the vendor's config.json."""
     if cfg.model.source == "vendor":
-        return ModelSpec.from_config_json(cfg.model.path)
+        try:
+            return ModelSpec.from_config_json(cfg.model.path)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a value of the wrong type or shape
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"model.path={cfg.model.path!r}: config.json has a value of the wrong type or shape "
+                              f"({type(exc).__name__}: {exc})") from None
     return ModelSpec.named(cfg.model.spec)
 
 
 def page_size(cfg: RootConfig) -> tuple[int, int]:
-    """(width, height) of the page: the image file's size when one is given (header only), else the config's."""
+    """(width, height) of the page: the image file's size when one is given (header only), else the config's.
+    Any size is read here (PIL's decompression-bomb check is off for the header): `check_page_pixels` judges it."""
     from PIL import Image
 
     page = cfg.workload.page
     if page.image is None:
         return page.width, page.height
+    limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None  # only the header is read; the size is judged by the caller
     try:
         with Image.open(page.image) as img:
             return img.size
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
+def check_page_pixels(cfg: RootConfig, width: int, height: int) -> None:
+    """A job that builds the page in memory refuses one above MAX_PAGE_PIXELS."""
+    if width * height <= MAX_PAGE_PIXELS:
+        return
+    image = cfg.workload.page.image
+    field, value = ("workload.page.image", image) if image else ("workload.page.width/height", f"{width}x{height}")
+    raise ConfigError.field(field, value, f"the page has {width}x{height} = {width * height:,} pixels, above the limit "
+                            f"of {MAX_PAGE_PIXELS:,} (the page is built in memory at full size); ./dev analyze "
+                            "computes the costs of any page size without pixels")
+
+
+def check_device(cfg: RootConfig) -> None:
+    """runtime.device=cuda needs a GPU this torch can use (torch is imported only for it)."""
+    if cfg.runtime.device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError.field("runtime.device", "cuda", "needs a CUDA GPU, but torch.cuda.is_available() is false "
+                                f"(this torch is {torch.__version__}); use runtime=cpu")
+
+
+def check_hardware(cfg: RootConfig) -> None:
+    """A datasheet roof must have the matmul peak of the dtype the predictions use (hardware.dtype, else
+    runtime.dtype); a measured roof is checked when it is measured."""
+    hw = cfg.hardware
+    if hw is not None and hw.kind == "datasheet":
+        hw.matmul_key(hw.dtype or cfg.runtime.dtype)
+
+
+def check_vendor_code(cfg: RootConfig) -> None:
+    """model=vendor: the directory's config, the transformers version, and the vendor code imported (no model
+    built) with every class and function the pipeline needs (PatchError naming what changed)."""
+    if cfg.model.source != "vendor":
+        return
+    from pathlib import Path
+
+    from llm_perf_opt.dsocr import vendor
+    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+
+    from transformers.utils import logging as hf_logging
+
+    path = Path(cfg.model.path)
+    vendor.read_vendor_config(path)
+    vendor.check_transformers()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # a check prints nothing but its verdict (the session shows the warnings)
+    try:
+        with torchvision_stand_in():
+            config = vendor._vendor_config(path)  # noqa: SLF001 - the vendor code's import, no model built
+            modules = vendor.package_modules(type(config).__module__.rpartition(".")[0])
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    vendor.check_vendor_modules(modules, str(path))
 
 
 def tokenizer_dir(cfg: RootConfig) -> str | None:
@@ -66,13 +143,25 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
     return cfg.model.path if cfg.model.source == "vendor" else None
 
 
-def validate(raw: Any) -> ValidJob:
-    """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation."""
+def validate(raw: Any, runs_model: bool = True) -> ValidJob:
+    """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation.
+    `runs_model=False` (analyze) skips what only a job that builds the page and the model needs."""
     from llm_perf_opt.dsocr.inputs import prompt_tokens
 
     cfg = to_typed_config(raw)
     workload = vision_workload(cfg)
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
+    check_hardware(cfg)
+    if runs_model:
+        check_device(cfg)  # the model runs there
+    elif cfg.hardware is not None and cfg.hardware.kind == "measured":
+        try:
+            check_device(cfg)  # the roof is measured there
+        except ConfigError as exc:
+            raise ConfigError(f"hardware=measured: {exc}") from None
+    if runs_model:
+        check_page_pixels(cfg, width, height)
+        check_vendor_code(cfg)
     before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
     return ValidJob(cfg, spec, workload, width, height, len(before) + len(after))

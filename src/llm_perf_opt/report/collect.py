@@ -1,13 +1,17 @@
 """Find every job of a Hydra multirun and read what it left: summary.json, error.json, Hydra's records.
 
 A sweep directory (`hydra.sweep.dir`) holds `multirun.yaml` and one directory per job (`hydra.sweep.subdir`,
-the job number here) with `.hydra/{config,hydra,overrides}.yaml` written before the job's code runs. So:
+the job number here) with `.hydra/{config,hydra,overrides}.yaml` written before the job's code runs. A
+directory without `multirun.yaml` is not a sweep and is refused. A job's status (`STATUS_FORMS`, the
+README's table) comes from what it left:
 
-* `summary.json` (status "ok")                     -> the job finished (`run_artifacts.Summary`);
-* `error.json`                                     -> the job failed and said why (`run_artifacts.ErrorRecord`);
-* `.hydra/` only                                   -> the job died without a word (killed, out of memory) or
-                                                      is still running;
-* no directory for a job `multirun.yaml` expands to -> the sweep stopped before launching it.
+* `error.json`                                      -> `failed: <type>: <message>` (`run_artifacts.ErrorRecord`);
+* `summary.json` with status "ok"                   -> `ok`;
+* `summary.json` "failed" / "interrupted"            -> `failed: <type>: <message>` / `interrupted at stage X`;
+* `summary.json` "running", or `.hydra/` only:
+  a live process holds the job's lock (`run_lock`)  -> `running`;
+  nobody does                                       -> `failed: no result: ...` (killed, out of memory);
+* no directory for a job `multirun.yaml` expands to -> `failed: not started: ...`.
 
 A summary or error file that cannot be read (corrupt, unknown version, a section malformed) makes the
 job's status "failed: ArtifactError: <file>: <what>", so it shows in the report's failures with the
@@ -26,8 +30,19 @@ from omegaconf import OmegaConf
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ArtifactError, PipelineError
 from llm_perf_opt.run_artifacts import RUN_FILES, ErrorRecord, Summary, load_error, load_summary, run_file
+from llm_perf_opt.run_lock import holder
 
 SUMMARY_FILE, ERROR_FILE = run_file("summary").file, run_file("error").file
+
+# Every form a job's status takes in the report (the README's status table lists exactly these).
+STATUS_FORMS = (
+    "ok",
+    "running",
+    "failed: <type>: <message>",
+    "interrupted at stage <stage>",
+    "failed: no result: ...",
+    "failed: not started: ...",
+)
 
 
 @dataclass
@@ -48,6 +63,15 @@ class JobRecord:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running" or self.status.startswith("running ")
+
+    @property
+    def failed(self) -> bool:
+        """Neither ok nor still running: failed, interrupted, killed, or never started."""
+        return not self.ok and not self.running
 
     def cfg(self, dotted: str, default: Any = None) -> Any:
         """A value of Hydra's record of the job's config (`.hydra/config.yaml`), e.g. for a job that
@@ -109,8 +133,10 @@ def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
         return fallback
 
 
-def error_status(error: ErrorRecord) -> str:
-    return f"failed: {error.type}: {error.first_line}".rstrip(": ")
+def error_status(error: Any) -> str:
+    """`failed: <type>: <first line of the message>` of an ErrorRecord or a summary's JobError."""
+    lines = str(error.message).strip().splitlines()
+    return f"failed: {error.type}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
@@ -143,13 +169,35 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
             if job.ok:
                 job.status = f"failed: {type(exc).__name__}: {exc}"
         else:
-            status = job.summary.status
-            if job.ok and status != "ok":
-                job.status = status if status.startswith("failed") else f"failed: {status}"
+            if job.ok:
+                job.status = summary_status(job.summary, path, job.files.get("log"))
     elif job.ok:
-        log = f" (see {job.files['log']})" if "log" in job.files else ""
-        job.status = f"failed: no result: no summary.json or error.json; the job died or is still running{log}"
+        job.status = unfinished_status(path, None, job.files.get("log"))
     return job
+
+
+def summary_status(summary: Summary, path: Path, log: Optional[str]) -> str:
+    """The report's status of a job whose summary.json says `summary.status`."""
+    status = summary.status
+    if status == "ok":
+        return "ok"
+    if status == "interrupted":
+        return f"interrupted at stage {summary.stage or '?'}"
+    if status == "running":
+        return unfinished_status(path, summary.stage, log)
+    if summary.error is not None:
+        return error_status(summary.error)
+    return status if status.startswith("failed") else f"failed: {status}"
+
+
+def unfinished_status(path: Path, stage: Optional[str], log: Optional[str]) -> str:
+    """A job that has not written its end: running when a live process holds its lock, else it died."""
+    where = f" at stage {stage}" if stage else ""
+    if holder(path) is not None:
+        return f"running{where}"
+    found = "summary.json says running" if stage else "no summary.json or error.json"
+    return (f"failed: no result: {found}, and no process holds the job any more: it was killed{where} "
+            f"(out of memory, time limit){f'; see {log}' if log else ''}")
 
 
 def collect_sweep(sweep_dir: str | Path) -> Sweep:
@@ -158,16 +206,15 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
     if not sweep_dir.is_dir():
         raise ArtifactError(f"{sweep_dir}: no such sweep directory")
     multirun_path = sweep_dir / "multirun.yaml"
-    multirun = _load_yaml(multirun_path) if multirun_path.is_file() else None
+    if not multirun_path.is_file():
+        hint = ("it is the directory of one job (it has .hydra/): pass the sweep directory above it"
+                if (sweep_dir / ".hydra").is_dir() else "pass the directory of one ./dev sweep (hydra.sweep.dir)")
+        raise ArtifactError(f"{sweep_dir}: not a sweep (no multirun.yaml): {hint}")
+    multirun = _load_yaml(multirun_path)
+    if not isinstance(multirun, dict):
+        raise ArtifactError(f"{multirun_path}: not a readable Hydra multirun record")
     candidates = sorted((p for p in sweep_dir.iterdir() if _is_job_dir(p)),
                         key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
-    if not candidates and not isinstance(multirun, dict):
-        hint = (": it is the directory of one job (it has .hydra/); pass the sweep directory above it, or run a "
-                "multirun with ./dev sweep") if (sweep_dir / ".hydra").is_dir() else ""
-        raise ArtifactError(
-            f"{sweep_dir}: not a Hydra multirun directory (no multirun.yaml and no job directories with .hydra/, "
-            f"summary.json or error.json){hint}"
-        )
     jobs = [read_job(p, sweep_dir, i) for i, p in enumerate(candidates)]
     expected: Optional[int] = None
     if isinstance(multirun, dict):

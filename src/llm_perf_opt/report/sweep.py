@@ -51,7 +51,12 @@ class SweepReport:
 
     @property
     def failed(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if str(r["status"]).startswith("failed")]
+        """Rows of jobs that failed, were interrupted, killed or never started (not ok, not running)."""
+        return [r for j, r in zip(self.sweep.jobs, self.rows) if j.failed]
+
+    @property
+    def running(self) -> list[dict[str, Any]]:
+        return [r for j, r in zip(self.sweep.jobs, self.rows) if j.running]
 
 
 def _join(*parts: str) -> str:
@@ -162,7 +167,7 @@ def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[s
     """The failed jobs: number, overrides, status and a link (relative to the page) to what it left."""
     items = []
     for job, row in zip(sweep.jobs, rows):
-        if job.ok:
+        if not job.failed:
             continue
         where = job.files.get("error") or job.files.get("log")
         items.append({"num": job.num, "overrides": " ".join(job.overrides), "status": row["status"],
@@ -174,7 +179,8 @@ def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[s
 def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path) -> dict[str, Any]:
     """Everything report.md and report.html show, as plain values and views."""
     n_ok = sum(1 for j in sweep.jobs if j.ok)
-    n_failed = len(sweep.jobs) - n_ok
+    n_running = sum(1 for j in sweep.jobs if j.running)
+    n_failed = len(sweep.jobs) - n_ok - n_running
     command, params = sweep_command(sweep)
     models = sorted({str(r["model"]) for r in rows if r.get("model")})
     return {
@@ -183,6 +189,7 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
         "command": command, "params": params,
         "n_jobs": len(sweep.jobs), "n_ok": n_ok, "n_failed": n_failed,
         "cards": [("jobs", len(sweep.jobs), ""), ("ok", n_ok, ""), ("failed", n_failed, "bad" if n_failed else ""),
+                  *([("running", n_running, "")] if n_running else []),
                   ("model", ", ".join(models) or "—", "")],
         "failures": failures(sweep, rows, out),
         "plots": [PlotView(p.paths["svg"], p.caption, f"{PLOTS_DIR}/{p.stem}.svg", f"{PLOTS_DIR}/{p.stem}.png",

@@ -223,6 +223,15 @@ def _get(name: str, attr: str) -> Callable[[JobRecord], Any]:
     return get
 
 
+def _peak_rss(job: JobRecord) -> Any:
+    """summary.memory (the job's own peak), else the forward's figure of older summaries."""
+    memory = section(job, "memory")
+    if memory is not None:
+        return memory.peak_rss_bytes
+    forward = section(job, "forward")
+    return forward.peak_rss_bytes if forward is not None else None
+
+
 def _workload(attr: str) -> Callable[[JobRecord], Any]:
     """A workload knob from the summary, else from Hydra's record of the config (a failed job)."""
 
@@ -337,8 +346,11 @@ COLUMNS: list[Column] = [
     *_part_columns(),
     Column("forward_s", "forward", "seconds", "wall time of one plain forward (no capture)",
            _get("forward", "seconds")),
-    Column("peak_rss_bytes", "peak RSS", "bytes", "peak resident memory of the job's process",
-           _get("forward", "peak_rss_bytes"), False),
+    Column("peak_rss_bytes", "peak RSS", "bytes",
+           "the job's own peak resident memory (VmHWM, reset when the job started; jobs written before the memory "
+           "section: the process's peak after the forward)", _peak_rss),
+    Column("peak_cuda_bytes", "peak CUDA", "bytes", "the job's peak CUDA memory (torch.cuda.max_memory_allocated, "
+           "peak statistics reset when the job started)", _get("memory", "peak_cuda_bytes"), False),
     Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
            _get("trace", "capture_seconds")),
     Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
