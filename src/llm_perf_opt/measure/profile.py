@@ -294,7 +294,9 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
                       "range); cpu_* fields hold the ranges' CPU spans" if cuda else
                       "cpu: wall-clock span of each module call's record_function range on the calling thread"),
         "ranges": "record_function per module call, opened in a forward pre-hook and closed in a forward hook "
-                  "(always_call); modules run through .forward() have none (see unhooked)",
+                  "(always_call); a module run through m.forward(x) gets its range from a forward shim (an instance-level "
+                  "forward, removed afterwards); modules whose class forward is called explicitly have none "
+                  "(see unhooked)",
         "profiler": "torch.profiler.profile, one session per profiled forward, record_shapes/with_stack/"
                     "profile_memory off",
         "nvtx": cfg.nvtx,
