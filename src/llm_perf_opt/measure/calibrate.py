@@ -425,6 +425,32 @@ def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -
     return measured_hardware(cfg.hardware, cfg.runtime, log)[0]
 
 
+def check_hardware(cfg: RootConfig) -> None:
+    """Before any work (the jobs' validation step): the job's roof will exist for its prediction dtype.
+
+    A datasheet must have a matmul peak for the dtype (ConfigError naming hardware.dtype or
+    hardware.allow_tf32); `measured` needs a device that can be calibrated (CUDA present for
+    runtime=cuda) and a dtype its calibration measures (CPU: float32, bfloat16; CUDA: bfloat16, float16,
+    float32, tf32). Nothing is measured here."""
+    hw = cfg.hardware
+    if hw is None:
+        return
+    dtype = prediction_dtype(cfg)
+    if hw.kind == "datasheet":
+        Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
+        return
+    try:
+        dev = resolve_device(cfg.runtime.device)
+    except ConfigError as exc:
+        raise ConfigError(f"hardware=measured: {exc}") from None
+    keys = CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS
+    key = "tf32" if dtype == "float32" and hw.allow_tf32 else dtype
+    if key not in keys:
+        field_name, value = ("hardware.allow_tf32", True) if key == "tf32" else ("hardware.dtype", dtype)
+        raise ConfigError.field(field_name, value, f"measured has no matmul peak for {key} on {dev.type} "
+                                f"(its calibration measures {', '.join(keys)})")
+
+
 def prediction_dtype(cfg: RootConfig) -> str:
     """hardware.dtype when set, else runtime.dtype."""
     return (cfg.hardware.dtype if cfg.hardware is not None and cfg.hardware.dtype else None) or cfg.runtime.dtype
