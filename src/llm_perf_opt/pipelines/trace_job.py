@@ -30,6 +30,8 @@ from llm_perf_opt.measure import (
     verify_dsocr,
 )
 from llm_perf_opt.pipelines.common import progress
+from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures, run_profile_stage
+from llm_perf_opt.pipelines.roofline_stage import run_roofline_stage
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -92,6 +94,7 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
         write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
         summary.analytic = analytic_figures(analytic)
         print(render_costs_table(analytic))
+    times = None  # the profile stage's ModuleTimes
     if cfg.trace.enabled:
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
@@ -99,8 +102,11 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             summary.forward = timed_forward(session, inputs)
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
+            if cfg.profile.enabled:
+                times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress)
+                summary.profile = profile_figures(times)
             if cfg.trace.capture:
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
             if cfg.trace.verify and analytic is not None:
@@ -112,6 +118,10 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
                 summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
                     callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
+    if analytic is not None and cfg.hardware is not None:
+        summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
+                                              title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
+                                                    f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
     summary.status = "ok"
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     save()
@@ -175,13 +185,16 @@ def peak_rss_bytes() -> int:
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs."""
+                    raw_cfg: DictConfig, times: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
+    when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs."""
     progress("capturing the forward with TorchLens (no activations saved)")
     with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
         cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
                                progress=progress)
     cg.runtime_log = log.events()
+    if times is not None:
+        cg.module_times, cg.module_times_method = callgraph_times(times)
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
     log.save(out_dir / "runtime_log.json", config=raw_cfg)
     progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "

@@ -66,11 +66,21 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
     return cfg.model.path if cfg.model.source == "vendor" else None
 
 
+def check_timing(cfg: RootConfig) -> None:
+    """The profile and the roof: NVTX ranges only on CUDA; the hardware has a peak for the prediction
+    dtype, and a measured roof's device exists (`measure.calibrate.check_hardware`; nothing measured)."""
+    from llm_perf_opt.measure.calibrate import check_hardware
+
+    cfg.profile.check_device(cfg.runtime.device.split(":")[0])
+    check_hardware(cfg)
+
+
 def validate(raw: Any) -> ValidJob:
     """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation."""
     from llm_perf_opt.dsocr.inputs import prompt_tokens
 
     cfg = to_typed_config(raw)
+    check_timing(cfg)
     workload = vision_workload(cfg)
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
