@@ -27,7 +27,6 @@ from llm_perf_opt.measure.module_times import ModuleTimes, path_inclusive_repeat
 EFFICIENCY = ("predicted / measured: 1 = at the roof, 0.25 = four times slower than the roof allows, > 1 = "
               "faster than the roof (the roof or the cost model is wrong there); only against a roof of the "
               "device the times were measured on")
-STAGE_ROWS = ("forward", "vision")
 
 
 @dataclass(frozen=True)
