@@ -1,4 +1,4 @@
-"""`./dev trace [overrides]`: session, inputs, forward, call graph, grouping, costs and verification for one config."""
+"""`./dev trace [overrides]`: session, inputs, forward, profile, call graph, grouping, costs, verification and roofline for one config."""
 import sys
 
 from llm_perf_opt.pipelines.cli import main

@@ -69,7 +69,7 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("verification", "verification.json", "measure",
             "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
             "llm_perf_opt.verification", 2, (2,), "llm_perf_opt.measure.verification_file:load_verification"),
-    RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME)",
+    RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
             "predicted times per stage and part on a roof (datasheet or measured)",
             "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
     RunFile("calibration", "calibration.json", "measure.calibrate (./dev calibrate)",
@@ -79,12 +79,15 @@ RUN_FILES: tuple[RunFile, ...] = (
             "measured time per module (torch.profiler ranges): repeats, warm-up, synchronisation recorded",
             "llm_perf_opt.profile", 1, (1,), "llm_perf_opt.measure.module_times:load_module_times"),
     RunFile("profile_trace", "profile.trace.json", "measure.profile", "the last profiled repeat as a Chrome trace"),
+    RunFile("roofline_svg", "roofline.svg", "report.roofline_plot",
+            "the run's roofline: the device's roof, each part at its intensity and achieved FLOP/s"),
+    RunFile("roofline_png", "roofline.png", "report.roofline_plot", "roofline.svg as a PNG"),
     RunFile("export", "export/summary.json", "export (./dev export, trace.export=true)",
             "torch.export of submodules: FLOPs and op counts cross-checked, MoE remedies",
             "llm_perf_opt.export", 1, (1,), "llm_perf_opt.export.summary:load_export_summary"),
     RunFile("callgraph", "callgraph.json", "callgraph.capture",
             "the TorchLens call graph with per-module metadata",
-            "llm_perf_opt.callgraph", 2, (1, 2), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
+            "llm_perf_opt.callgraph", 3, (1, 2, 3), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
     RunFile("runtime_log", "runtime_log.json", "dsocr.patches",
             "events the runtime patches logged during the capture",
             "llm_perf_opt.runtime_log", 1, (1,), "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log"),
@@ -415,6 +418,40 @@ class GroupingSummary:
         raise ArtifactError(f"grouping.checks must be an object or a list, found {type(self.checks).__name__}")
 
 
+@dataclass(frozen=True)
+class ProfileFigures:
+    """`measure.module_times.ModuleTimes.summary()`: the profile's headline figures (medians, seconds);
+    profile.json has every module call."""
+
+    repeats: int
+    plain_s: float  # the plain forward's wall time
+    profiled_s: float  # the profiled forward's wall time
+    overhead_ratio: Optional[float]  # profiled / plain
+    coverage: Optional[float]  # the parts' inclusive times / the profiled forward's wall time
+    module_calls: int
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RooflineFigures:
+    """The trace job's roofline stage (`pipelines.roofline_stage`): the roofs it predicted on (each with
+    its stage figures and whether it is the device the times were measured on) and one row per stage and
+    part with the measured time and, per roof, the predicted time and efficiency = predicted / measured."""
+
+    primary: str  # the roof hardware= chose (its figures are roofline.json's)
+    roofs: dict  # roof name -> {roof, same_device, figures, note, ...}
+    rows: list  # measure.efficiency.ComparisonRow.to_dict()
+    raw: dict = field(default_factory=dict)
+
+    def figures(self, roof: Optional[str] = None) -> dict:
+        """The stage figures (vision_s, ttft_s, decode_s_per_token, ...) on `roof` (default: the primary)."""
+        entry = self.roofs.get(roof or self.primary)
+        return dict(entry.get("figures") or {}) if isinstance(entry, Mapping) else {}
+
+    def row(self, name: str) -> Optional[dict]:
+        return next((r for r in self.rows if isinstance(r, Mapping) and r.get("name") == name), None)
+
+
 # ============================================================================================ summary.json
 @dataclass
 class Summary:
@@ -442,6 +479,8 @@ class Summary:
     parts: Optional[dict[str, PartFlops]] = None  # part alias -> check (prefill)
     verification: Optional[VerificationFigures] = None
     export: Optional[dict[str, Any]] = None  # export.run_export_stage()'s short summary (trace.export=true)
+    profile: Optional[ProfileFigures] = None  # measured time per module (profile.enabled)
+    roofline: Optional[RooflineFigures] = None  # predicted vs measured times (hardware= set)
     job_seconds: Optional[float] = None
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it

@@ -131,12 +131,12 @@ def test_unknown_summary_version_is_refused(run_dir, tmp_path):
 
 def test_additions_are_kept(run_dir, tmp_path):
     data = _summary_data(run_dir)
-    data["profile"] = {"module_times": {"sam": 0.1}}
+    data["future_stage"] = {"module_times": {"sam": 0.1}}
     data["trace"]["new_stat"] = 3
     data["tokens"]["decode"] = 0
     path = write_artifact(tmp_path / "summary.json", SUMMARY_SCHEMA, 1, data)
     summary = load_summary(path)
-    assert summary.extra == {"profile": {"module_times": {"sam": 0.1}}}
+    assert summary.extra == {"future_stage": {"module_times": {"sam": 0.1}}}
     assert summary.to_data() == data
 
 

@@ -28,17 +28,20 @@ class Leaf(nn.Module):
 
 
 class Tree(nn.Module):
-    """`shared` runs twice per forward; `hidden` runs through .forward() (bypassing the hooks)."""
+    """`shared` runs twice per forward; `hidden` runs through .forward() (bypassing the hooks, not the
+    forward shim); `invisible` runs as `Leaf.forward(self.invisible, x)` (bypassing both)."""
 
     def __init__(self, fail_on_call: int = -1) -> None:
         super().__init__()
         self.shared = Leaf(fail_on_call)
         self.hidden = Leaf()
+        self.invisible = Leaf()
         self.stack = nn.ModuleList([Leaf(), Leaf()])
 
     def forward(self, x):
         x = self.shared(x)
         x = self.hidden.forward(x)
+        x = Leaf.forward(self.invisible, x)
         for block in self.stack:
             x = block(x)
         return self.shared(x)
@@ -61,15 +64,35 @@ def test_calls_indices_and_runtime_parents():
     assert seen == [
         ("", 0, None),
         ("shared", 0, ("", 0)), ("shared.lin", 0, ("shared", 0)),
-        ("hidden.lin", 0, ("", 0)),  # hidden.forward() is not seen: its child belongs to the caller
+        ("hidden", 0, ("", 0)), ("hidden.lin", 0, ("hidden", 0)),  # hidden.forward(): the shim's range
+        ("invisible.lin", 0, ("", 0)),  # Leaf.forward(invisible, x) is not seen: its child belongs to the caller
         ("stack.0", 0, ("", 0)), ("stack.0.lin", 0, ("stack.0", 0)),
         ("stack.1", 0, ("", 0)), ("stack.1.lin", 0, ("stack.1", 0)),
         ("shared", 1, ("", 0)), ("shared.lin", 1, ("shared", 1)),
     ]
-    assert _hook_counts(model) == 0
+    assert [c.path for c in ranges.calls if c.direct] == ["hidden"]
+    assert model.shared.calls == 2 and model.hidden.calls == 1  # every forward ran once per call, shim or not
+    assert _hook_counts(model) == 0 and not any("forward" in m.__dict__ for m in model.modules())
     unhooked = unhooked_modules(model, ranges.calls)
-    assert {p: u.kind for p, u in unhooked.items()} == {"hidden": "forward", "stack": "container"}
-    assert unhooked["hidden"].caller == ""
+    assert {p: u.kind for p, u in unhooked.items()} == {"invisible": "forward", "stack": "container"}
+    assert unhooked["invisible"].caller == ""
+
+
+def test_forward_shim_calls_the_class_forward_of_the_moment_and_restores_an_own_forward():
+    model = Tree()
+    calls = []
+    model.shared.forward = lambda x: calls.append("own") or x  # an instance-level forward (a runtime patch)
+    original = Leaf.forward
+    with torch.no_grad(), module_ranges(model) as ranges:
+        Leaf.forward = lambda self, x: calls.append(type(self).__name__) or original(self, x)  # class patch, late
+        try:
+            model(torch.ones(2, 4))
+        finally:
+            Leaf.forward = original
+    assert calls == ["own", "Leaf", "Leaf", "Leaf", "Leaf", "own"]  # shared (own) x2; hidden, stack.0/1 patched
+    assert [c.path for c in ranges.calls if c.path in ("shared", "hidden")] == ["shared", "hidden", "shared"]
+    assert "forward" in model.shared.__dict__ and "forward" not in model.hidden.__dict__
+    assert model.shared.forward(torch.ones(1)) is not None and calls[-1] == "own"
 
 
 def test_ranges_reach_the_profiler_nested():
@@ -79,12 +102,12 @@ def test_ranges_reach_the_profiler_nested():
     names = {range_name(p) for p, _ in model.named_modules()}
     events = [e for e in prof.events() if e.name in names]
     assert sorted(e.name for e in events) == sorted(
-        [ROOT_RANGE, "shared", "shared", "shared.lin", "shared.lin", "hidden.lin", "stack.0", "stack.0.lin",
-         "stack.1", "stack.1.lin"])
+        [ROOT_RANGE, "shared", "shared", "shared.lin", "shared.lin", "hidden", "hidden.lin", "invisible.lin",
+         "stack.0", "stack.0.lin", "stack.1", "stack.1.lin"])
     root = next(e for e in events if e.name == ROOT_RANGE)
     for e in events:
         assert root.time_range.start <= e.time_range.start <= e.time_range.end <= root.time_range.end
-        if e.name.endswith(".lin") and e.name != "hidden.lin":
+        if e.name.endswith(".lin") and e.name != "invisible.lin":
             assert e.cpu_parent is not None and e.cpu_parent.name == e.name.rsplit(".", 1)[0]
 
 

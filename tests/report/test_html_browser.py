@@ -85,7 +85,8 @@ def test_analytic_report_renders_in_chromium(tmp_path):
     rep = build_analytic_report(tmp_path, modes=["tiny", "base", "gundam"], n=8)
     shot = tmp_path / "analytic.screenshot.png"
     seen, errors = probe(rep.html, shot)
-    assert seen["svgs"] == seen["sized"] == 5 and seen["broken"] == [] and seen["imgs"] == 5, seen
-    assert seen["rows"] == 2 * 8  # two preset tables, eight page presets
+    # 5 plots of tokens and FLOPs + 2 of the predicted time to first token (default hardware: h100_sxm)
+    assert seen["svgs"] == seen["sized"] == 7 and seen["broken"] == [] and seen["imgs"] == 7, seen
+    assert seen["rows"] == 3 * 8  # three preset tables (tokens, FLOPs, TTFT on h100_sxm), eight page presets
     assert errors == []
     assert_not_blank(shot)

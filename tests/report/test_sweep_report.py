@@ -39,7 +39,8 @@ def test_report_files_and_one_row_per_job(ok_sweep):
     rows = read_csv(sweep / "report.csv")
     assert len(rows) == len(job_dirs) == 2
     assert EXPECTED_COLUMNS <= set(rows[0]), EXPECTED_COLUMNS - set(rows[0])
-    assert list(rows[0]) == [c.key for c in COLUMNS]
+    # every column, then predicted time to first token per GPU (default: h100_sxm; report.sweep_hardware)
+    assert list(rows[0]) == [c.key for c in COLUMNS] + ["ttft_h100_sxm_s"]
     by_mode = {r["mode"]: r for r in rows}
     assert set(by_mode) == {"tiny", "gundam"}
     for mode, row in by_mode.items():

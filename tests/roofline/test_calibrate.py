@@ -26,7 +26,7 @@ def test_cpu_calibration_measures_every_figure():
     assert set(cal.matmul) == {"float32", "bfloat16"}
     for m in [*cal.matmul.values(), cal.bandwidth, cal.vector]:
         assert m.value > 0 and len(m.samples_s) == QUICK.repeats and m.warmup == QUICK.warmup
-        assert m.value == pytest.approx(m.work / m.median_s)
+        assert m.statistic == "best" and m.value == pytest.approx(m.work / min(m.samples_s))
         assert "time.perf_counter" in m.timer
     n = int(cal.matmul["float32"].op.split("(")[1].split("x")[0])
     assert QUICK.gemm_min_n <= n <= QUICK.gemm_max_n
@@ -37,7 +37,7 @@ def test_cpu_calibration_measures_every_figure():
     assert isinstance(hw, Hardware) and hw.kind == "measured"
     assert hw.matmul_flops["bfloat16"] == cal.matmul["bfloat16"].value
     src = hw.sources["matmul.float32"]
-    assert "warm-up" in src and "timed samples" in src and "median" in src
+    assert "warm-up" in src and "timed samples" in src and "the fastest" in src and "median" in src
 
 
 def test_threads_are_applied_and_restored():
@@ -73,6 +73,24 @@ def test_an_unknown_cache_version_is_measured_again(tmp_path):
     _, path2, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
     assert not reused and path2 == path and json.loads(path.read_text())["schema_version"] == 1
     assert any("schema_version 99 is unknown" in line for line in logs)
+
+
+def test_a_median_era_cache_is_measured_again(tmp_path):
+    # calibrations cached before the roof took the fastest sample have no `statistic`: a median under
+    # load is not a roof, so they are not reused
+    _, path, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK)
+    doc = json.loads(path.read_text())
+    del doc["data"]["plan"]["statistic"]
+    for m in [*doc["data"]["matmul"].values(), doc["data"]["bandwidth"], doc["data"]["vector"]]:
+        del m["statistic"]
+    path.write_text(json.dumps(doc))
+    old = load_calibration(path)
+    assert old.plan.statistic == "median" and old.bandwidth.statistic == "median"
+    assert "the median" in old.hardware().sources["bandwidth"]
+    logs: list[str] = []
+    fresh, _, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
+    assert not reused and fresh.plan.statistic == "best"
+    assert any("another device, torch, thread count or plan" in line for line in logs)
 
 
 def test_measured_config_gives_the_roof_of_the_runtime_dtype(tmp_path):

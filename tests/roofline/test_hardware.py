@@ -85,11 +85,14 @@ def test_every_option_composes_in_analyze(name):
     assert cfg.hardware.name == name
 
 
-def test_analyze_defaults_to_the_full_model_and_trace_to_no_hardware():
-    assert to_typed_config(compose_cfg()).model.spec == "deepseek_ocr"
+def test_analyze_defaults_to_the_full_model_without_hardware_and_trace_to_the_measured_roof():
+    analyze = to_typed_config(compose_cfg())
+    assert analyze.model.spec == "deepseek_ocr" and analyze.hardware is None
     assert to_typed_config(compose_cfg("model=twin_tiny")).model.spec == "tiny"
+    assert to_typed_config(compose_cfg("hardware=h100_sxm")).hardware.name == "h100_sxm"
     trace = to_typed_config(compose_cfg(config_name="config"))
-    assert trace.model.spec == "tiny" and trace.hardware is None
+    assert trace.model.spec == "tiny" and trace.hardware.kind == "measured"
+    assert to_typed_config(compose_cfg("~hardware", config_name="config")).hardware is None
 
 
 # ------------------------------------------------------------------------------------------- bad input

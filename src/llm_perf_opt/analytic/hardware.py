@@ -190,3 +190,14 @@ def load_hardware(name: str, conf: Optional[Path] = None) -> Hardware:
 
 def datasheet_names(conf: Optional[Path] = None) -> tuple[str, ...]:
     return tuple(n for n in hardware_names(conf) if load_hardware_config(n, conf).kind == "datasheet")
+
+
+def datasheet_for_device(device_name: str, conf: Optional[Path] = None) -> Optional[str]:
+    """The datasheet describing a GPU by its `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" ->
+    h100_sxm): the one whose `device_names` patterns match (regular expressions, case-insensitive);
+    None when none does, or when several do (an ambiguous name is not guessed)."""
+    import re
+
+    found = [name for name in datasheet_names(conf)
+             if any(re.search(p, device_name, re.IGNORECASE) for p in load_hardware_config(name, conf).device_names)]
+    return found[0] if len(found) == 1 else None

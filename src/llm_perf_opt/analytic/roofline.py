@@ -308,3 +308,15 @@ def predict_latency(stages: Mapping[str, StageCost], roof: Roof) -> LatencyPredi
     """`stages` holds `vision`, `prefill` and `decode` (as `DeepseekOCRAnalyticModel.stages()` gives them)."""
     p = predictor(roof)
     return LatencyPrediction(roof, p.stage(stages["vision"]), p.stage(stages["prefill"]), p.stage(stages["decode"]))
+
+
+def predicted_time_table(stage: StageCost, roof: Roof) -> dict[str, float]:
+    """{module path: predicted seconds} of one stage on one roof: every path the stage runs, summed over
+    its calls, and "" for the whole stage. The per-address counterpart of the measured
+    `measure.module_times.module_time_table`, keyed the same way (`named_modules()` paths), to attach to
+    call-graph nodes. A path in `stage.containers` (a ModuleList, or CLIP's `self_attn` / `mlp`, run
+    through `.forward()`) holds only its children's time: its own ops are costed in its caller."""
+    prediction = predict(stage, roof)
+    table = {path: estimate.time_s for path, estimate in prediction.parts.items()}
+    table[""] = prediction.total.time_s
+    return table

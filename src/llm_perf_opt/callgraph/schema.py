@@ -16,9 +16,15 @@ performance engineers already use:
 * `param_counts`    address -> parameters held directly by the module
 * `runtime_log`     the RuntimeLog events of the patched forward
 * `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
+* `module_times`    address -> measured time of the module in the forward, summed over its calls (seconds:
+  `inclusive_s`, `self_s` medians over the repeats, `min_s`/`max_s` of the inclusive sum, `calls`,
+  `source`: "ranges", or "members" for a container given its members' sum), as the profile stage's
+  `module_time_table` gives it; empty when the job did not profile
+* `module_times_method` how those times were measured (warm-up, repeats, device, time base,
+  synchronisation, profile file), empty when the job did not profile
 
 Version 1 files (no metadata keys, or a bare dict of the five graph keys, as earlier tools wrote) load
-with empty metadata.
+with empty metadata; version 2 files load with empty `module_times`.
 """
 from __future__ import annotations
 
@@ -30,10 +36,11 @@ from llm_perf_opt.artifacts import read_json, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 SCHEMA = "llm_perf_opt.callgraph"
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
 GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
 METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts")
+TIMING_KEYS = ("module_times", "module_times_method")  # filled by the trace job's profile stage (version 3)
 ROOT = ""
 
 
@@ -49,6 +56,8 @@ class CallGraph:
     output_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     activation_bytes: dict[str, int] = field(default_factory=dict)
     param_counts: dict[str, int] = field(default_factory=dict)
+    module_times: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure.module_times.module_time_table
+    module_times_method: dict[str, Any] = field(default_factory=dict)
     runtime_log: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     model_name: str = ""
@@ -77,11 +86,11 @@ def callgraph_from_dict(data: dict[str, Any], source: str = "callgraph") -> Call
     if missing:
         raise ArtifactError(f"{source}: call graph lacks required field(s) {', '.join(missing)}")
     kwargs: dict[str, Any] = {k: data[k] for k in GRAPH_KEYS}
-    for key in METADATA_KEYS + ("stats",):
+    for key in METADATA_KEYS + TIMING_KEYS + ("stats",):
         kwargs[key] = data.get(key) or {}
     kwargs["runtime_log"] = data.get("runtime_log") or []
     kwargs["model_name"] = data.get("model_name", "")
-    for key in GRAPH_KEYS + METADATA_KEYS:
+    for key in GRAPH_KEYS + METADATA_KEYS + TIMING_KEYS:
         if not isinstance(kwargs[key], dict):
             raise ArtifactError(f"{source}: field '{key}' must be an object, found {type(kwargs[key]).__name__}")
     _check_values(kwargs, source)

@@ -9,6 +9,7 @@ placeholder) belong to `llm_perf_opt.dsocr` and run in the pipeline's validation
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -296,6 +297,7 @@ class HardwareConfig:
     memory_bandwidth_gbs: Optional[HardwareFigure] = None
     memory_gb: Optional[HardwareFigure] = None
     notes: list[str] = field(default_factory=list)
+    device_names: list[str] = field(default_factory=list)  # datasheet: regexes matching torch.cuda.get_device_name()
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
     cache_dir: str = "tmp/calibration"  # measured: where calibrations are cached (relative to the working dir)
     quick: bool = False  # measured: tiny sizes (a smoke test, not a roof to trust)
@@ -304,6 +306,11 @@ class HardwareConfig:
         _one_of("hardware.kind", self.kind, HARDWARE_KINDS)
         if self.dtype is not None:
             _one_of("hardware.dtype", self.dtype, PREDICTION_DTYPES)
+        for pattern in self.device_names:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError.field("hardware.device_names", pattern, f"is not a regular expression ({exc})") from None
         figures = self.figures()
         if self.kind == "measured":
             if figures:

@@ -15,7 +15,11 @@ What is measured (every figure records its op, size, warm-up, repeats, timer and
   by cache bandwidth and call overhead, so this is a lower bound of the vector peak (the rate eager
   elementwise ops reach). Either way it is the roof of `flops_other`, whose bytes the memory roof covers.
 
-Timing: `warmup` untimed calls, then `repeats` timed samples; the figure is work / median sample time.
+Timing: `warmup` untimed calls, then `repeats` timed samples; the figure is work / the fastest sample
+(`CalibrationPlan.statistic = "best"`): a roof is what the device attains, and on a shared machine other
+processes only ever add time to a sample, so a median under load would put the roof too low and every
+efficiency too high. The median, min and max samples are kept beside it. (Calibrations cached before
+this rule say `statistic: median`; they are measured again rather than reused.)
 CPU: `time.perf_counter` around each sample. CUDA: `torch.cuda.Event(enable_timing=True)` pairs around
 each sample (GPU time), `torch.cuda.synchronize` after the warm-up and after the samples.
 
@@ -68,42 +72,54 @@ class CalibrationPlan:
     copy_bytes: int
     vector_numel: int
     vector_inner: int
+    statistic: str = "median"  # which sample gives the figure: "best" (fastest; every plan today) or "median"
 
     @classmethod
     def default(cls, device_type: str, quick: bool = False) -> "CalibrationPlan":
         if quick:  # a smoke test of the whole path, not a roof to trust
             return cls("quick", warmup=1, repeats=3, gemm_n=None, gemm_min_n=64, gemm_max_n=256,
-                       gemm_target_s=0.002, copy_bytes=4 << 20, vector_numel=1 << 12, vector_inner=10)
+                       gemm_target_s=0.002, copy_bytes=4 << 20, vector_numel=1 << 12, vector_inner=10,
+                       statistic="best")
         if device_type == "cuda":
             return cls("cuda", warmup=3, repeats=10, gemm_n=8192, gemm_min_n=8192, gemm_max_n=8192,
-                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 24, vector_inner=10)
+                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 24, vector_inner=10,
+                       statistic="best")
         # CPU: a few seconds in all on 2 cores (each timed sample about 50-100 ms or less)
         return cls("cpu", warmup=2, repeats=5, gemm_n=None, gemm_min_n=256, gemm_max_n=4096,
-                   gemm_target_s=0.05, copy_bytes=256 << 20, vector_numel=1 << 16, vector_inner=200)
+                   gemm_target_s=0.05, copy_bytes=256 << 20, vector_numel=1 << 16, vector_inner=200,
+                   statistic="best")
 
 
 @dataclass(frozen=True)
 class Measurement:
     """One calibrated figure and how it was measured."""
 
-    value: float  # work per second (FLOP/s or bytes/s), from the median sample
+    value: float  # work per second (FLOP/s or bytes/s), from the sample `statistic` picks
     unit: str  # "FLOP/s" or "B/s"
     op: str  # what ran, with sizes
     work: float  # FLOPs or bytes per timed sample
     samples_s: tuple[float, ...]
     warmup: int
     timer: str
+    statistic: str = "median"  # "best": value = work / the fastest sample; "median": / the median sample
 
     @property
     def median_s(self) -> float:
         return statistics.median(self.samples_s)
 
+    @property
+    def sample_s(self) -> float:
+        """The sample the figure comes from."""
+        return min(self.samples_s) if self.statistic == "best" else self.median_s
+
     def describe(self) -> str:
         from llm_perf_opt import units
 
-        return (f"measured: {self.op}; {self.warmup} warm-up + {len(self.samples_s)} timed samples, median "
-                f"{units.seconds(self.median_s)} (min {units.seconds(min(self.samples_s))}, max "
-                f"{units.seconds(max(self.samples_s))}), {self.timer}: {units.si(self.value, self.unit)}")
+        which = "the fastest" if self.statistic == "best" else "the median"
+        return (f"measured: {self.op}; {self.warmup} warm-up + {len(self.samples_s)} timed samples, figure from "
+                f"{which} ({units.seconds(self.sample_s)}; median {units.seconds(self.median_s)}, min "
+                f"{units.seconds(min(self.samples_s))}, max {units.seconds(max(self.samples_s))}), {self.timer}: "
+                f"{units.si(self.value, self.unit)}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -113,7 +129,7 @@ class Measurement:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Measurement":
         return cls(float(d["value"]), d["unit"], d["op"], float(d["work"]), tuple(float(x) for x in d["samples_s"]),
-                   int(d["warmup"]), d["timer"])
+                   int(d["warmup"]), d["timer"], d.get("statistic", "median"))
 
 
 @dataclass(frozen=True)
@@ -192,13 +208,13 @@ def _sample_times(fn: Callable[[], Any], device: torch.device, warmup: int, repe
 def _measure(fn: Callable[[], Any], work: float, unit: str, op: str, device: torch.device,
              plan: CalibrationPlan) -> Measurement:
     samples, timer = _sample_times(fn, device, plan.warmup, plan.repeats)
-    median = statistics.median(samples)
-    if not median > 0:
-        raise RuntimeError(f"{op}: the median sample took {median} s (timer resolution?)")
-    value = work / median
+    sample = min(samples) if plan.statistic == "best" else statistics.median(samples)
+    if not sample > 0:
+        raise RuntimeError(f"{op}: the {plan.statistic} sample took {sample} s (timer resolution?)")
+    value = work / sample
     if not math.isfinite(value) or value <= 0:
         raise RuntimeError(f"{op}: measured a non-positive or non-finite rate ({value})")
-    return Measurement(value, unit, op, work, tuple(samples), plan.warmup, timer)
+    return Measurement(value, unit, op, work, tuple(samples), plan.warmup, timer, plan.statistic)
 
 
 @contextlib.contextmanager
@@ -423,6 +439,32 @@ def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -
     if cfg.hardware.kind == "datasheet":
         return Hardware.from_config(cfg.hardware)
     return measured_hardware(cfg.hardware, cfg.runtime, log)[0]
+
+
+def check_hardware(cfg: RootConfig) -> None:
+    """Before any work (the jobs' validation step): the job's roof will exist for its prediction dtype.
+
+    A datasheet must have a matmul peak for the dtype (ConfigError naming hardware.dtype or
+    hardware.allow_tf32); `measured` needs a device that can be calibrated (CUDA present for
+    runtime=cuda) and a dtype its calibration measures (CPU: float32, bfloat16; CUDA: bfloat16, float16,
+    float32, tf32). Nothing is measured here."""
+    hw = cfg.hardware
+    if hw is None:
+        return
+    dtype = prediction_dtype(cfg)
+    if hw.kind == "datasheet":
+        Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
+        return
+    try:
+        dev = resolve_device(cfg.runtime.device)
+    except ConfigError as exc:
+        raise ConfigError(f"hardware=measured: {exc}") from None
+    keys = CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS
+    key = "tf32" if dtype == "float32" and hw.allow_tf32 else dtype
+    if key not in keys:
+        field_name, value = ("hardware.allow_tf32", True) if key == "tf32" else ("hardware.dtype", dtype)
+        raise ConfigError.field(field_name, value, f"measured has no matmul peak for {key} on {dev.type} "
+                                f"(its calibration measures {', '.join(keys)})")
 
 
 def prediction_dtype(cfg: RootConfig) -> str:

@@ -16,7 +16,7 @@ Schema `llm_perf_opt.profile`, version 1. `data` holds
   CPU span of the range is kept beside it (`cpu_inclusive_s`, `cpu_self_s`);
 * `modules`: per module path, summed over its calls (`module_time_table`);
 * `unhooked`: modules without a range although modules below them ran (containers; modules run through
-  `.forward()`), with where their time went;
+  `type(m).forward(m, x)`), with where their time went;
 * `problems`: anything that makes a figure doubtful (range counts that do not match the hooks' calls,
   device time launched outside every module range, call sequences that differ between repeats).
 
@@ -277,7 +277,8 @@ def module_time_table(times: ModuleTimes) -> dict[str, dict[str, Any]]:
     median is taken (`inclusive_s`, `self_s`), with the min and max of that inclusive sum over the repeats
     (`min_s`, `max_s`). Containers (ModuleList/ModuleDict, e.g. `model.layers`) have no range; they get
     the sum of their members' calls (`source: "members"`, self 0, calls 0). Modules run through
-    `.forward()` get no row: their time is part of their caller's self time (`ModuleTimes.unhooked`).
+    `type(m).forward(m, x)` get no row: their time is part of their caller's self time (`ModuleTimes.unhooked`);
+    modules run through `m.forward(x)` have ranges (the forward shim of `module_ranges`).
     """
     repeats = _repeats(times)
     index = {c.key: c for c in times.calls}

@@ -39,7 +39,6 @@ range (the call into the root and its hooks; on CUDA also GPU idle time).
 from __future__ import annotations
 
 import gc
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from torch import nn
 
 from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.measure.calibrate import device_name
 from llm_perf_opt.measure.module_ranges import ModuleCall, module_ranges, range_name, unhooked_modules
 from llm_perf_opt.measure.module_times import (
     CallTimes,
@@ -285,7 +285,7 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
         "synchronisation": ("torch.cuda.synchronize() before and after each timed forward; none inside module hooks"
                             if cuda else "none needed: CPU ops complete on the calling thread before they return"),
         "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if cuda else (platform.processor() or platform.machine()),
+        "device_name": device_name(device),  # as the calibration names it (the CPU model on CPU)
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "activities": ["cpu", "cuda"] if cuda else ["cpu"],
@@ -294,7 +294,9 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
                       "range); cpu_* fields hold the ranges' CPU spans" if cuda else
                       "cpu: wall-clock span of each module call's record_function range on the calling thread"),
         "ranges": "record_function per module call, opened in a forward pre-hook and closed in a forward hook "
-                  "(always_call); modules run through .forward() have none (see unhooked)",
+                  "(always_call); a module run through m.forward(x) gets its range from a forward shim (an instance-level "
+                  "forward, removed afterwards); modules whose class forward is called explicitly have none "
+                  "(see unhooked)",
         "profiler": "torch.profiler.profile, one session per profiled forward, record_shapes/with_stack/"
                     "profile_memory off",
         "nvtx": cfg.nvtx,

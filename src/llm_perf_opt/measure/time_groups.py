@@ -20,7 +20,7 @@ FIELDS = ("inclusive_s", "self_s")
 class GroupTimes:
     members: tuple[str, ...]  # the instances' module paths, in the group's order
     per_member_s: dict[str, float]  # each instance's time (members with a time only)
-    missing: tuple[str, ...]  # members without a time (never called, or run through .forward())
+    missing: tuple[str, ...]  # members without a time (never called, or its class forward called explicitly)
     field: str  # which time: "inclusive_s" or "self_s"
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict, dtype_bytes
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
@@ -15,6 +15,7 @@ from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
 from llm_perf_opt.pipelines.common import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.pipelines.options import check_group_options
+from llm_perf_opt.pipelines.roofline_stage import model_for_dtype
 from llm_perf_opt.pipelines.trace_job import analytic_model_for
 from llm_perf_opt.pipelines.validate import validate
 
@@ -28,9 +29,8 @@ def main(raw: DictConfig) -> None:
     hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first
     roof = roof_for(cfg, hardware) if hardware is not None else None
     model: DeepseekOCRAnalyticModel = analytic_model_for(job, width, height)
-    if roof is not None and dtype_bytes(roof.dtype) != model.dtype_bytes:  # bytes follow the predicted dtype
-        model = DeepseekOCRAnalyticModel(spec, model.layout, model.seq_len, dtype=roof.dtype,
-                                         decoder_attention=model.decoder_attention)
+    if roof is not None:  # bytes follow the predicted dtype
+        model = model_for_dtype(model, roof.dtype)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(model), config=raw)
     lay = model.layout

@@ -1,10 +1,13 @@
 """`./dev report`: aggregate a multirun, or sweep page sizes analytically.
 
-    ./dev report SWEEP_DIR [--out DIR] [--no-plots]
-        report.csv, report.md, report.html and report_plots/ (SVG + PNG) in SWEEP_DIR (or DIR)
+    ./dev report SWEEP_DIR [--out DIR] [--no-plots] [--hardware h100_sxm,rtx5090]
+        report.csv, report.md, report.html and report_plots/ (SVG + PNG) in SWEEP_DIR (or DIR); predicted
+        time to first token per job on each --hardware datasheet (default: the datasheets the jobs ran
+        with, else h100_sxm)
     ./dev report --analytic OUT_DIR [--modes tiny gundam ...] [--n N] [--min-side PX] [--max-side PX]
-                 [--model deepseek_ocr|tiny|VENDOR_DIR] [--dtype bfloat16]
-        analytic.csv, analytic.md, analytic.html and analytic_plots/ in OUT_DIR; no model is built
+                 [--model deepseek_ocr|tiny|VENDOR_DIR] [--dtype bfloat16] [--hardware h100_sxm,rtx5090]
+        analytic.csv, analytic.md, analytic.html and analytic_plots/ in OUT_DIR; no model is built;
+        predicted times on each --hardware datasheet (default h100_sxm; --hardware none: no predictions)
 
 Relative paths are taken from the directory the command was run in. Exit status: 0; 3 when a job of the
 sweep failed, was interrupted, killed or never started (so scripts and CI notice); 2 for bad arguments or
@@ -43,7 +46,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--model", default="deepseek_ocr",
                    help="--analytic: named spec (deepseek_ocr, tiny) or a vendor model directory / config.json")
     p.add_argument("--dtype", default="bfloat16", help="--analytic: element type for byte counts")
+    p.add_argument("--hardware", nargs="+", default=None,
+                   help="datasheets (conf/hardware/) to predict time to first token on; spaces or commas; "
+                        "'none': no predictions")
     return p.parse_args(argv)
+
+
+def hardware_list(values: Optional[Sequence[str]]) -> Optional[list[str]]:
+    """--hardware as a list (None when not given; [] for 'none')."""
+    if values is None:
+        return None
+    names = [n for item in values for n in item.split(",") if n]
+    return [] if names == ["none"] else names
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -53,10 +67,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from llm_perf_opt.report.analytic_sweep import build_analytic_report
 
             modes = [m for item in args.modes for m in item.split(",") if m] if args.modes else None
+            hardware = hardware_list(args.hardware)
             model = str(user_path(args.model)) if user_path(args.model).exists() else args.model
             rep = build_analytic_report(output_dir(args.directory, "OUT_DIR"), modes=modes, n=args.n,
                                         min_side=args.min_side, max_side=args.max_side, model=model,
-                                        dtype=args.dtype, plots=not args.no_plots)
+                                        dtype=args.dtype, plots=not args.no_plots,
+                                        **({"hardware": hardware} if hardware is not None else {}))
             print(f"{rep.points:,} page layouts and cost models in {rep.seconds:.2f} s")
             for path in (rep.html, rep.markdown, rep.csv):
                 print(path)
@@ -67,7 +83,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if sweep_dir.exists() and not sweep_dir.is_dir():
             raise ArtifactError(f"{sweep_dir}: not a sweep directory (it is a file)")
         out = output_dir(args.out, "--out") if args.out else None
-        rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots)
+        rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots,
+                                 hardware=hardware_list(args.hardware))
         n_failed, n_running = len(rep.failed), len(rep.running)
         expected = rep.sweep.expected
         print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"

@@ -32,6 +32,8 @@ from llm_perf_opt.pipelines import job_run
 from llm_perf_opt.pipelines.common import progress
 from llm_perf_opt.pipelines.job_memory import JobMemory
 from llm_perf_opt.pipelines.job_run import JobRun
+from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures, run_profile_stage
+from llm_perf_opt.pipelines.roofline_stage import run_roofline_stage
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -107,6 +109,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
         summary.analytic = analytic_figures(analytic)
         print(render_costs_table(analytic))
+    times = None  # the profile stage's ModuleTimes
     if cfg.trace.enabled:
         run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
@@ -116,9 +119,13 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
             run.step("forward")
             summary.forward = timed_forward(session, inputs)
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
+            if cfg.profile.enabled:
+                run.step("profile")
+                times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress)
+                summary.profile = profile_figures(times)
             if cfg.trace.capture:
                 run.step("capture")
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
             if cfg.trace.verify and analytic is not None:
@@ -133,6 +140,11 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
                     callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
         session.release()  # drop the model now: nothing the job built outlives it
+    if analytic is not None and cfg.hardware is not None:
+        run.step("roofline")
+        summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
+                                              title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
+                                                    f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     run.finish_ok()
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
@@ -196,13 +208,16 @@ def peak_rss_bytes() -> int:
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs."""
+                    raw_cfg: DictConfig, times: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
+    when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs."""
     progress("capturing the forward with TorchLens (no activations saved)")
     with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
         cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
                                progress=progress)
     cg.runtime_log = log.events()
+    if times is not None:
+        cg.module_times, cg.module_times_method = callgraph_times(times)
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
     log.save(out_dir / "runtime_log.json", config=raw_cfg)
     progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "

@@ -104,14 +104,6 @@ def check_device(cfg: RootConfig) -> None:
                                 f"(this torch is {torch.__version__}); use runtime=cpu")
 
 
-def check_hardware(cfg: RootConfig) -> None:
-    """A datasheet roof must have the matmul peak of the dtype the predictions use (hardware.dtype, else
-    runtime.dtype); a measured roof is checked when it is measured."""
-    hw = cfg.hardware
-    if hw is not None and hw.kind == "datasheet":
-        hw.matmul_key(hw.dtype or cfg.runtime.dtype)
-
-
 def check_vendor_code(cfg: RootConfig) -> None:
     """model=vendor: the directory's config, the transformers version, and the vendor code imported (no model
     built) with every class and function the pipeline needs (PatchError naming what changed)."""
@@ -143,6 +135,15 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
     return cfg.model.path if cfg.model.source == "vendor" else None
 
 
+def check_timing(cfg: RootConfig) -> None:
+    """The profile and the roof: NVTX ranges only on CUDA; the hardware has a peak for the prediction
+    dtype, and a measured roof's device exists (`measure.calibrate.check_hardware`; nothing measured)."""
+    from llm_perf_opt.measure.calibrate import check_hardware
+
+    cfg.profile.check_device(cfg.runtime.device.split(":")[0])
+    check_hardware(cfg)
+
+
 def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation.
     `runs_model=False` (analyze) skips what only a job that builds the page and the model needs."""
@@ -152,14 +153,9 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     workload = vision_workload(cfg)
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
-    check_hardware(cfg)
     if runs_model:
         check_device(cfg)  # the model runs there
-    elif cfg.hardware is not None and cfg.hardware.kind == "measured":
-        try:
-            check_device(cfg)  # the roof is measured there
-        except ConfigError as exc:
-            raise ConfigError(f"hardware=measured: {exc}") from None
+    check_timing(cfg)  # a measured roof's device is checked there too
     if runs_model:
         check_page_pixels(cfg, width, height)
         check_vendor_code(cfg)

@@ -9,6 +9,10 @@ sequence length and vision / prefill / decode FLOPs and bytes. The result is for
 * line plots at a fixed page area over the aspect ratio (1:4 … 4:1), and over the page size at a
   fixed aspect (US letter), one line per mode;
 * a table of the page presets × modes;
+* predicted times on one or more roofs (`hardware`, default `DEFAULT_HARDWARE`: datasheets of
+  conf/hardware/, in the sweep's dtype): time to first token (= the prefill) and decode time per token
+  for every point (`ttft_<hw>_s`, `decode_<hw>_s` in the CSV), a table of the page presets × modes per
+  roof, bars per page preset and mode, and a line over the page size, one line per mode and roof;
 
 plus `analytic.csv` with every point. The analytic model caches identical blocks, so a few thousand
 pages per mode take well under a second each.
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -88,19 +92,62 @@ def load_pages() -> dict[str, tuple[int, int]]:
     return pages
 
 
+DEFAULT_HARDWARE = ("h100_sxm",)
+
+
+def load_roofs(names: Sequence[str], dtype: str) -> dict[str, Any]:
+    """{name: Roof} of the datasheets `names` in `dtype` (ConfigError naming --hardware: an unknown
+    name, `measured` (a report calibrates nothing), or a dtype the device has no peak for)."""
+    from llm_perf_opt.analytic.hardware import datasheet_names, load_hardware
+
+    sheets = datasheet_names()
+    roofs = {}
+    for name in names:
+        if name not in sheets:
+            raise ConfigError.field("--hardware", name, f"one of {', '.join(sheets)} (datasheets; a report "
+                                    "calibrates nothing)")
+        try:
+            roofs[name] = load_hardware(name).roof(dtype)
+        except ConfigError as exc:
+            raise ConfigError(f"--hardware={name} with --dtype={dtype}: {exc}") from None
+    return roofs
+
+
+def hardware_columns(roofs: dict[str, Any]) -> list[Column]:
+    """The predicted-time columns of `analytic.csv`, two per roof."""
+    cols = []
+    for name, roof in roofs.items():
+        cols += [
+            Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
+                   f"predicted time to first token (the prefill) on {roof.label}, {roof.dtype}, roofline convention "
+                   "of analytic.roofline", lambda p, n=name: p[f"ttft_{n}_s"]),
+            Column(f"decode_{name}_s", f"decode/token {name}", "seconds",
+                   f"predicted decode time per token after the prompt on {roof.label}, {roof.dtype}",
+                   lambda p, n=name: p[f"decode_{n}_s"]),
+        ]
+    return cols
+
+
 @dataclass
 class Evaluator:
     spec: Any
     prompt_tokens: int = 4
     dtype: str = "bfloat16"
+    roofs: dict[str, Any] = field(default_factory=dict)  # name -> Roof: predicted times per point
 
     def point(self, mode: str, workload: Any, width: int, height: int) -> dict[str, Any]:
         from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
         from llm_perf_opt.dsocr.layout import compute_view_layout
 
+        from llm_perf_opt.analytic.roofline import predict
+
         layout = compute_view_layout(workload, width, height)
         model = DeepseekOCRAnalyticModel(self.spec, layout, prompt_tokens=self.prompt_tokens, dtype=self.dtype)
         vision, prefill, decode = model.vision(), model.prefill(), model.decode()
+        times = {}
+        for name, roof in self.roofs.items():
+            times[f"ttft_{name}_s"] = predict(prefill, roof).time_s
+            times[f"decode_{name}_s"] = predict(decode, roof).time_s
         return {
             "mode": mode, "width": width, "height": height, "aspect": round(width / height, 4),
             "megapixels": round(width * height / 1e6, 4), "grid": f"{layout.w_crop}x{layout.h_crop}",
@@ -108,7 +155,7 @@ class Evaluator:
             "vision_flops": vision.flops_matmul, "prefill_flops": prefill.flops_matmul,
             "decode_flops": decode.flops_matmul, "prefill_flops_total": prefill.flops,
             "prefill_activation_bytes": prefill.activation_bytes, "prefill_weight_bytes": prefill.weight_bytes,
-            "decode_io_bytes": decode.io_bytes,
+            "decode_io_bytes": decode.io_bytes, **times,
         }
 
 
@@ -149,6 +196,7 @@ class AnalyticSweep:
     by_size: dict[str, list[dict[str, Any]]]  # mode -> points over the page size at the letter aspect
     presets: dict[tuple[str, str], dict[str, Any]]  # (page, mode) -> point
     seconds: float
+    roofs: dict[str, Any] = field(default_factory=dict)  # name -> Roof of the predicted times
 
     @property
     def n_points(self) -> int:
@@ -157,9 +205,10 @@ class AnalyticSweep:
 
 
 def evaluate(workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec: Any, n: int, min_side: int,
-             max_side: int, dtype: str) -> AnalyticSweep:
-    """Layouts and cost models over the page grid, the aspect and size lines, and the presets."""
-    ev = Evaluator(spec, dtype=dtype)
+             max_side: int, dtype: str, roofs: Optional[dict[str, Any]] = None) -> AnalyticSweep:
+    """Layouts and cost models over the page grid, the aspect and size lines, and the presets; predicted
+    times on `roofs` for every point."""
+    ev = Evaluator(spec, dtype=dtype, roofs=dict(roofs or {}))
     sides = side_grid(min_side, max_side, n)
     t0 = time.perf_counter()
     points: list[dict[str, Any]] = []
@@ -188,13 +237,17 @@ def evaluate(workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec:
     presets = {(page, name): ev.point(name, wl, w, h) for page, (w, h) in pages.items()
                for name, wl in workloads.items()}
     return AnalyticSweep(spec.name, dtype, list(workloads), sides, points, grids, pages, aspects, by_aspect,
-                         long_sides, by_size, presets, time.perf_counter() - t0)
+                         long_sides, by_size, presets, time.perf_counter() - t0, dict(ev.roofs))
 
 
 def preset_tables(sweep: AnalyticSweep) -> list[TableView]:
-    """One row per page preset, one column per mode: image tokens; prefill FLOPs."""
+    """One row per page preset, one column per mode: image tokens; prefill FLOPs; predicted time to first
+    token on each roof."""
     tables = []
-    for field_name, kind, what in (("image_tokens", "count", "Image tokens"), ("prefill_flops", "flops", "Prefill FLOPs")):
+    fields_ = [("image_tokens", "count", "Image tokens"), ("prefill_flops", "flops", "Prefill FLOPs")]
+    fields_ += [(f"ttft_{name}_s", "seconds", f"Predicted time to first token on {roof.label} ({roof.dtype})")
+                for name, roof in sweep.roofs.items()]
+    for field_name, kind, what in fields_:
         cols = [Column("page", "page", "str", "page preset (conf/page/)", lambda r: r["page"]),
                 Column("size", "size", "str", "width × height", lambda r: r["size"])]
         cols += [Column(m, m, kind, f"{what} in mode {m}", lambda r, m=m: r[m]) for m in sweep.modes]
@@ -210,27 +263,33 @@ def page_data(sweep: AnalyticSweep, plots: list[tuple[Path, str]]) -> dict[str, 
     intro = (f"{len(sweep.points):,} pages ({len(sides)}×{len(sides)} sides from {sides[0]} to {sides[-1]} px) × "
              f"{len(sweep.modes)} modes, plus {sweep.n_points - len(sweep.points):,} points on the line plots; "
              f"{sweep.n_points:,} layouts and cost models evaluated in {sweep.seconds:.2f} s (no model built). "
-             f"FLOPs count matmul-class ops (as torch's flop counter does); dtype {sweep.dtype} for bytes.")
+             f"FLOPs count matmul-class ops (as torch's flop counter does); dtype {sweep.dtype} for bytes."
+             + (f" Predicted times on {', '.join(r.label for r in sweep.roofs.values())}: per unit of the cost "
+                "model max(compute time, memory time) on the datasheet's dense peak and bandwidth, units summed "
+                "(analytic.roofline; time to first token = the prefill)." if sweep.roofs else ""))
     return {
         "title": f"Analytic page sweep: {sweep.spec_name}", "intro": intro,
         "tables": preset_tables(sweep),
         "plots": [PlotView(p, cap, f"{PLOTS_DIR}/{p.name}", f"{PLOTS_DIR}/{p.stem}.png",
                            wide=p.stem.startswith("heatmap")) for p, cap in plots],
-        "columns": POINT_COLUMNS,
+        "columns": POINT_COLUMNS + hardware_columns(sweep.roofs),
     }
 
 
 def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = None, n: int = 48,
                           min_side: int = 256, max_side: int = 4096, model: str = "deepseek_ocr",
-                          dtype: str = "bfloat16", plots: bool = True) -> AnalyticReport:
+                          dtype: str = "bfloat16", plots: bool = True,
+                          hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE) -> AnalyticReport:
+    """`hardware`: datasheets to predict times on (default `DEFAULT_HARDWARE`; empty: none)."""
     from llm_perf_opt.dsocr.spec import ModelSpec
 
     out = Path(out_dir)
     spec = ModelSpec.from_config_json(model) if Path(model).exists() else ModelSpec.named(model)
     side_grid(min_side, max_side, n)  # refuse bad sides before anything is composed or written
-    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype)
+    roofs = load_roofs(list(hardware or ()), dtype)
+    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype, roofs)
     out.mkdir(parents=True, exist_ok=True)
-    csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS, sweep.points)
+    csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS + hardware_columns(roofs), sweep.points)
     plot_files = _plots(out / PLOTS_DIR, sweep) if plots else []
     data = page_data(sweep, plot_files)
     md_path = render.write_page(out / "analytic.md", "analytic.md.j2", **data)
@@ -272,4 +331,36 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
                       ylabel="image tokens", step=True, marks={"crop threshold 640": 640})
     files.append((P.save(fig, out, "tokens_by_size")["svg"],
                   "Image tokens as a letter-shaped page grows: crop modes tile only above 640 px."))
+    files.extend(_time_plots(out, sweep))
+    return files
+
+
+def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
+    """Predicted time to first token: bars per page preset and mode, one plot per roof; and over the page
+    size at the letter aspect, one line per mode and roof."""
+    from llm_perf_opt.report import plots as P
+
+    files: list[tuple[Path, str]] = []
+    if not sweep.roofs:
+        return files
+    pages = list(sweep.pages)
+    for name, roof in sweep.roofs.items():
+        key = f"ttft_{name}_s"
+        series = {m: [sweep.presets[(page, m)][key] for page in pages] for m in sweep.modes}
+        fig = P.grouped_bars(pages, series, title=f"Predicted time to first token on {roof.label} ({roof.dtype})",
+                             ylabel="time to first token (s)", kind="seconds", xlabel="page preset", logy=True)
+        files.append((P.save(fig, out, f"ttft_by_page_{name}")["svg"],
+                      f"Predicted time to first token (the prefill: vision + the whole prompt) per page preset and "
+                      f"mode on {roof.label}, {roof.dtype}, roofline convention (log scale)."))
+    lines, styles = {}, {}
+    dashes = ("-", "--", ":", "-.")
+    for r, name in enumerate(sweep.roofs):
+        for i, m in enumerate(sweep.modes):  # colour: the mode; line style: the roof
+            lines[f"{m} · {name}"] = [p[f"ttft_{name}_s"] for p in sweep.by_size[m]]
+            styles[f"{m} · {name}"] = {"color": f"C{i % 10}", "linestyle": dashes[r % len(dashes)]}
+    fig = P.line_plot(sweep.long_sides, lines, title="Predicted time to first token over the page size (letter aspect)",
+                      xlabel="page height (px)", ylabel="time to first token (s)", kind="seconds", logy=True,
+                      step=True, styles=styles)
+    files.append((P.save(fig, out, "ttft_by_size")["svg"],
+                  "Predicted time to first token as a letter-shaped page grows, one line per mode and roof."))
     return files

@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from llm_perf_opt import units  # noqa: E402
 from llm_perf_opt.dsocr.parts import color as part_color  # noqa: E402
@@ -38,7 +38,16 @@ def formatter(kind: str) -> Any:
         return FuncFormatter(lambda v, _: units.flops(v))
     if kind == "bytes":
         return FuncFormatter(lambda v, _: units.nbytes(v))
+    if kind == "seconds":
+        return FuncFormatter(lambda v, _: units.seconds(v))
     return FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1 or v == 0 else f"{v:.2g}")
+
+
+def log_axis(axis: Any, kind: str) -> None:
+    """A log-scaled axis labelled in the project's units at 1, 2 and 5 of each decade (minor ticks unlabelled)."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(formatter(kind))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def save(fig: Any, out_dir: Path, stem: str) -> dict[str, Path]:
@@ -72,7 +81,9 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[
         ax.set_xlabel(xlabel)
     if logy:
         ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(formatter(kind))
+        log_axis(ax.yaxis, kind)
+    else:
+        ax.yaxis.set_major_formatter(formatter(kind))
     ax.grid(axis="x", visible=False)
     if len(series) > 1 or any(series):
         handles, labels = ax.get_legend_handles_labels()
@@ -103,16 +114,18 @@ def stacked_bars(labels: Sequence[str], stacks: dict[str, Sequence[Optional[floa
 def line_plot(xs: Sequence[float], series: dict[str, Sequence[Optional[float]]], *, title: str, xlabel: str,
               ylabel: str, kind: str = "count", logx: bool = False, logy: bool = False,
               xticks: Optional[dict[float, str]] = None, marks: Optional[dict[str, float]] = None,
-              step: bool = False) -> Any:
+              step: bool = False, styles: Optional[dict[str, dict[str, Any]]] = None) -> Any:
+    """One line per series; `styles` gives a series its matplotlib line keywords (color, linestyle)."""
     fig, ax = plt.subplots(figsize=(7.2, 3.6))
     for label, values in series.items():
         pts = [(x, v) for x, v in zip(xs, values) if v is not None]
         if not pts:
             continue
+        style = {"linewidth": 1.4, **((styles or {}).get(label) or {})}
         if step:
-            ax.step([p[0] for p in pts], [p[1] for p in pts], where="mid", label=label, linewidth=1.4)
+            ax.step([p[0] for p in pts], [p[1] for p in pts], where="mid", label=label, **style)
         else:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, linewidth=1.4)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **style)
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -128,7 +141,10 @@ def line_plot(xs: Sequence[float], series: dict[str, Sequence[Optional[float]]],
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.yaxis.set_major_formatter(formatter(kind))
+    if logy:
+        log_axis(ax.yaxis, kind)
+    else:
+        ax.yaxis.set_major_formatter(formatter(kind))
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 

@@ -2,6 +2,11 @@
 
 Data first (`collect_sweep` -> rows -> plots -> `page_data`), then rendering (`render`: the CSV writer
 and one template per format).
+
+Predicted time to first token per job on one or more GPUs (`ttft_<hw>_s` columns and a plot per mode and
+page): on the datasheets `hardware` names, by default the datasheets the sweep's jobs ran with
+(`hardware=h100_sxm` in the sweep), else `DEFAULT_HARDWARE`. A job that predicted on that roof itself
+gives its own figure; otherwise it is computed here from the job's spec and layout (pure arithmetic).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from llm_perf_opt.report.table import (
     COLUMNS,
     PAGE_ORDER,
     PARTS,
+    Column,
     build_rows,
     mode_label,
     mode_order,
@@ -25,12 +31,35 @@ from llm_perf_opt.report.table import (
     other_label,
     page_label,
     part_flops,
+    predicted_ttft,
+    prediction_columns,
     section,
     stage_flops,
     sweep_axes,
 )
 
 PLOTS_DIR = "report_plots"
+DEFAULT_HARDWARE = ("h100_sxm",)
+
+
+def sweep_hardware(sweep: Sweep, hardware: Optional[list[str]] = None) -> list[str]:
+    """The datasheets to predict on: `hardware` when given (checked), else the datasheets the jobs ran
+    with, else DEFAULT_HARDWARE."""
+    from llm_perf_opt.analytic.hardware import datasheet_names
+    from llm_perf_opt.errors import ConfigError
+
+    sheets = datasheet_names()
+    if hardware is not None:
+        for name in hardware:
+            if name not in sheets:
+                raise ConfigError.field("--hardware", name, f"one of {', '.join(sheets)} (datasheets)")
+        return list(hardware)
+    used: dict[str, None] = {}
+    for job in sweep.jobs:
+        rf = section(job, "roofline")
+        if rf is not None and rf.primary in sheets:
+            used.setdefault(rf.primary)
+    return list(used) or list(DEFAULT_HARDWARE)
 
 
 @dataclass
@@ -48,6 +77,7 @@ class SweepReport:
     markdown: Path
     html: Path
     plots: list[Plot]
+    hardware: list[str] = field(default_factory=list)  # the datasheets of the ttft_<hw>_s columns
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -75,7 +105,7 @@ def _series_table(jobs: list[JobRecord], x_of, hue_of, value_of, x_order) -> tup
     return cats, series
 
 
-def make_plots(sweep: Sweep, out_dir: Path) -> list[Plot]:
+def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = ()) -> list[Plot]:
     from llm_perf_opt.report import plots as P
 
     jobs = [j for j in sweep.jobs if j.ok]
@@ -130,6 +160,45 @@ def make_plots(sweep: Sweep, out_dir: Path) -> list[Plot]:
         out.append(Plot("flops_by_part", f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, "
                         "lm_head; one bar per job.", P.save(fig, out_dir, "flops_by_part")))
 
+    # predicted time to first token per mode / page, one bar colour per GPU (and page / mode when both vary)
+    for axis, x_of, hue_of, order, xlabel in views:
+        if not hardware:
+            break
+        cats = sorted({x_of(j) for j in jobs}, key=lambda c: order_key(c, order))
+        series: dict[str, list] = {}
+        for name in hardware:
+            for job in jobs:
+                hue = _join(name, hue_of(job))
+                values = series.setdefault(hue, [None] * len(cats))
+                slot = cats.index(x_of(job))
+                if values[slot] is None:
+                    values[slot] = predicted_ttft(job, name)
+        if any(v is not None for vals in series.values() for v in vals):
+            fig = P.grouped_bars(cats, series, title=f"Predicted time to first token per {xlabel}",
+                                 ylabel="time to first token (s)", kind="seconds", xlabel=xlabel, logy=True)
+            out.append(Plot(f"ttft_by_{axis}", f"Predicted time to first token (the prefill) per {xlabel} on "
+                            f"{', '.join(hardware)} (each datasheet's default dtype, roofline convention of "
+                            "analytic.roofline; log scale).", P.save(fig, out_dir, f"ttft_by_{axis}")))
+
+    # measured vs predicted forward on the job's own device, once jobs profile
+    if any(section(j, "profile") is not None and section(j, "roofline") is not None for j in jobs):
+        from llm_perf_opt.report.table import job_efficiency
+
+        labels = [_join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "")
+                  for j in jobs]
+        measured_s = [section(j, "profile").plain_s if section(j, "profile") is not None else None for j in jobs]
+        predicted_s = []
+        for j in jobs:
+            eff, meas = job_efficiency(j, "forward"), section(j, "profile")
+            predicted_s.append(eff * meas.plain_s if eff is not None and meas is not None else None)
+        fig = P.grouped_bars(labels, {"measured": measured_s, "predicted (the job's device roof)": predicted_s},
+                             title="Prefill: measured vs predicted on the job's device", ylabel="seconds",
+                             kind="seconds", xlabel="job", logy=True)
+        out.append(Plot("prefill_measured_vs_predicted", "The forward (prefill) per job: the plain forward's wall "
+                        "time (median of the profile's repeats) and the roofline's prediction on the roof of the "
+                        "device it ran on (the calibration); efficiency = predicted / measured.",
+                        P.save(fig, out_dir, "prefill_measured_vs_predicted")))
+
     # measured vs analytic, only once jobs measure
     if any(stage_flops(j, "prefill", "measured") is not None for j in jobs):
         labels = [f"#{j.num}" for j in jobs]
@@ -176,8 +245,10 @@ def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[s
     return items
 
 
-def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path) -> dict[str, Any]:
+def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path,
+              columns: Optional[list[Column]] = None) -> dict[str, Any]:
     """Everything report.md and report.html show, as plain values and views."""
+    columns = columns or COLUMNS
     n_ok = sum(1 for j in sweep.jobs if j.ok)
     n_running = sum(1 for j in sweep.jobs if j.running)
     n_failed = len(sweep.jobs) - n_ok - n_running
@@ -194,20 +265,24 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
         "failures": failures(sweep, rows, out),
         "plots": [PlotView(p.paths["svg"], p.caption, f"{PLOTS_DIR}/{p.stem}.svg", f"{PLOTS_DIR}/{p.stem}.png",
                            wide=p.stem == "flops_by_part") for p in plots],
-        "jobs": TableView([c for c in COLUMNS if c.brief], rows, _links(sweep.dir, out)),
-        "columns": COLUMNS,
+        "jobs": TableView([c for c in columns if c.brief], rows, _links(sweep.dir, out)),
+        "columns": columns,
     }
 
 
-def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True) -> SweepReport:
-    """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep dir)."""
+def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True,
+                       hardware: Optional[list[str]] = None) -> SweepReport:
+    """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep
+    dir); predicted time to first token on `hardware` (see `sweep_hardware`)."""
     sweep = collect_sweep(sweep_dir)
+    names = sweep_hardware(sweep, hardware)
+    columns = COLUMNS + prediction_columns(names)
     out = Path(out_dir) if out_dir else sweep.dir
     out.mkdir(parents=True, exist_ok=True)
-    rows = build_rows(sweep.jobs)
-    plot_list = make_plots(sweep, out / PLOTS_DIR) if plots else []
-    data = page_data(sweep, rows, plot_list, out)
-    csv_path = render.write_csv(out / "report.csv", COLUMNS, rows)
+    rows = build_rows(sweep.jobs, columns)
+    plot_list = make_plots(sweep, out / PLOTS_DIR, tuple(names)) if plots else []
+    data = page_data(sweep, rows, plot_list, out, columns)
+    csv_path = render.write_csv(out / "report.csv", columns, rows)
     md_path = render.write_page(out / "report.md", "sweep.md.j2", **data)
     html_path = render.write_page(out / "report.html", "sweep.html.j2", **data)
-    return SweepReport(sweep, rows, csv_path, md_path, html_path, plot_list)
+    return SweepReport(sweep, rows, csv_path, md_path, html_path, plot_list, names)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
@@ -53,9 +53,10 @@ def _spec_for(job: JobRecord) -> Any:
     return ModelSpec.named(job.cfg("model.spec") or "deepseek_ocr")
 
 
-def recompute_analytic(job: JobRecord) -> Optional[AnalyticFigures]:
-    """The analytic figures from the job's spec, workload, page and sequence length; None when the job
-    has no summary, or its model can no longer be found (a vendor directory that moved)."""
+def job_analytic_model(job: JobRecord, dtype: Optional[str] = None) -> Any:
+    """The analytic model of the job's spec, workload, page and sequence length, bytes in `dtype` (default:
+    the job's runtime.dtype); None when the job has no summary, or its model can no longer be found (a
+    vendor directory that moved)."""
     if job.summary is None:
         return None
     from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
@@ -71,8 +72,16 @@ def recompute_analytic(job: JobRecord) -> Optional[AnalyticFigures]:
     workload = VisionWorkload(base_size=wl.base_size, image_size=wl.image_size, crop_mode=wl.crop_mode,
                               tile_size=wl.tile_size)
     layout = compute_view_layout(workload, page.width, page.height)
-    model = DeepseekOCRAnalyticModel(spec, layout, seq_len=job.summary.tokens.sequence,
-                                     dtype=job.cfg("runtime.dtype") or "bfloat16")
+    return DeepseekOCRAnalyticModel(spec, layout, seq_len=job.summary.tokens.sequence,
+                                    dtype=dtype or job.cfg("runtime.dtype") or "bfloat16")
+
+
+def recompute_analytic(job: JobRecord) -> Optional[AnalyticFigures]:
+    """The analytic figures from the job's spec, workload, page and sequence length; None when the job
+    has no summary, or its model can no longer be found (a vendor directory that moved)."""
+    model = job_analytic_model(job)
+    if model is None:
+        return None
     stages = {name: StageFigures(flops=stage.flops, flops_matmul=stage.flops_matmul, io_bytes=stage.io_bytes,
                                  weight_bytes=stage.weight_bytes, activation_bytes=stage.activation_bytes)
               for name, stage in model.stages().items()}
@@ -135,6 +144,105 @@ def rel_error(job: JobRecord, stage: str) -> Optional[float]:
     if measured is None or analytic_ is None or not measured:
         return None
     return abs(measured - analytic_) / measured
+
+
+# ------------------------------------------------------------------------------------------- times
+def job_roof_figure(job: JobRecord, key: str, roof: Optional[str] = None) -> Optional[float]:
+    """A stage figure (ttft_s, vision_s, decode_s_per_token, ...) the job's roofline stage predicted on
+    `roof` (default: the job's own, `hardware=`); None when the job has no roofline."""
+    rf = section(job, "roofline")
+    if rf is None or (roof is not None and roof not in rf.roofs):
+        return None
+    return rf.figures(roof).get(key)
+
+
+def job_roof_label(job: JobRecord) -> Optional[str]:
+    rf = section(job, "roofline")
+    if rf is None:
+        return None
+    roof = (rf.roofs.get(rf.primary) or {}).get("roof") or {}
+    return f"{rf.primary} ({roof.get('dtype', '?')})"
+
+
+def job_efficiency(job: JobRecord, name: str) -> Optional[float]:
+    """predicted / measured of a row of the job's roofline comparison ("forward", "vision", a part alias)
+    on the first roof of the device it was measured on (the calibration, or on CUDA its datasheet when the
+    job named it); None without a profile or a roofline."""
+    rf = section(job, "roofline")
+    row = rf.row(name) if rf is not None else None
+    if row is None:
+        return None
+    for roof, entry in rf.roofs.items():
+        if entry.get("same_device"):
+            value = (row.get("predicted") or {}).get(roof, {}).get("efficiency")
+            if value is not None:
+                return value
+    return None
+
+
+def predicted_ttft(job: JobRecord, hardware: str) -> Optional[float]:
+    """Predicted time to first token of the job's page and sequence on the datasheet `hardware`, in the
+    datasheet's default dtype: the job's own figure when its roofline stage predicted on that roof, else
+    computed here from its spec and layout (`analytic.roofline`; nothing measured either way)."""
+    own = job_roof_figure(job, "ttft_s", hardware)
+    if own is not None:
+        return own
+    from llm_perf_opt.analytic.hardware import load_hardware
+    from llm_perf_opt.analytic.roofline import predict
+
+    roof = load_hardware(hardware).roof()
+    model = job_analytic_model(job, roof.dtype)
+    return predict(model.prefill(), roof).time_s if model is not None else None
+
+
+def _profile(attr: str) -> Callable[[JobRecord], Any]:
+    def get(job: JobRecord) -> Any:
+        prof = section(job, "profile")
+        return None if prof is None else prof.raw.get(attr)
+
+    return get
+
+
+def _timing_columns() -> list[Column]:
+    cols = [
+        Column("roof", "roof", "str", "the roof of the job's predicted times (hardware=; default measured: this "
+               "device calibrated) and its dtype", job_roof_label, False),
+        Column("ttft_predicted_s", "TTFT predicted", "seconds",
+               "predicted time to first token (the prefill) on the job's roof, roofline convention",
+               lambda j: job_roof_figure(j, "ttft_s")),
+        Column("decode_predicted_s", "decode/token predicted", "seconds",
+               "predicted decode time per token at the prompt's context on the job's roof",
+               lambda j: job_roof_figure(j, "decode_s_per_token"), False),
+        Column("prefill_measured_s", "prefill measured", "seconds",
+               "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
+               _profile("plain_s")),
+        Column("efficiency_prefill", "prefill efficiency", "ratio",
+               "predicted / measured forward time on the roof of the device it ran on (1 = at the roof)",
+               lambda j: job_efficiency(j, "forward")),
+        Column("efficiency_vision", "vision efficiency", "ratio",
+               "predicted / measured vision time (SAM + CLIP + projector) on the device's roof",
+               lambda j: job_efficiency(j, "vision"), False),
+    ]
+    cols += [Column(f"efficiency_{part}", f"{part} efficiency", "ratio",
+                    f"predicted / measured time of the {part} part on the device's roof",
+                    lambda j, p=part: job_efficiency(j, p), False) for part in PARTS]
+    cols += [
+        Column("profile_overhead", "profile overhead", "float",
+               "profiled forward / plain forward wall time (medians): what the module ranges cost",
+               _profile("overhead_ratio"), False),
+        Column("profile_coverage", "profile coverage", "ratio",
+               "the parts' inclusive times / the profiled forward's wall time (the rest is reported as uncovered)",
+               _profile("coverage"), False),
+    ]
+    return cols
+
+
+def prediction_columns(hardware: Sequence[str]) -> list[Column]:
+    """`ttft_<hw>_s` per datasheet: predicted time to first token of each job on that GPU."""
+    return [Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
+                   f"predicted time to first token on the {name} datasheet (its default dtype), roofline convention; "
+                   "the job's own figure when it ran with hardware=" + name + ", else computed from its spec and layout",
+                   lambda j, n=name: predicted_ttft(j, n)) for name in hardware]
 
 
 # ------------------------------------------------------------------------------------------- labels
@@ -351,6 +459,7 @@ COLUMNS: list[Column] = [
            "section: the process's peak after the forward)", _peak_rss),
     Column("peak_cuda_bytes", "peak CUDA", "bytes", "the job's peak CUDA memory (torch.cuda.max_memory_allocated, "
            "peak statistics reset when the job started)", _get("memory", "peak_cuda_bytes"), False),
+    *_timing_columns(),
     Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
            _get("trace", "capture_seconds")),
     Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
@@ -368,8 +477,8 @@ def column(key: str) -> Column:
     raise KeyError(key)
 
 
-def build_rows(jobs: list[JobRecord]) -> list[dict[str, Any]]:
-    return [{col.key: col.get(job) for col in COLUMNS} for job in jobs]
+def build_rows(jobs: list[JobRecord], columns: Optional[Sequence[Column]] = None) -> list[dict[str, Any]]:
+    return [{col.key: col.get(job) for col in (columns or COLUMNS)} for job in jobs]
 
 
 # ------------------------------------------------------------------------------------------- formats
