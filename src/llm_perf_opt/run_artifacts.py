@@ -68,7 +68,7 @@ RUN_FILES: tuple[RunFile, ...] = (
             "llm_perf_opt.costs", 2, (2,), "llm_perf_opt.analytic.costs_file:load_costs"),
     RunFile("verification", "verification.json", "measure",
             "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
-            "llm_perf_opt.verification", 2, (2,), "llm_perf_opt.measure.verification_file:load_verification"),
+            "llm_perf_opt.verification", 3, (2, 3), "llm_perf_opt.measure.verification_file:load_verification"),
     RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME)",
             "predicted times per stage and part on a roof (datasheet or measured)",
             "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
@@ -88,6 +88,9 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("runtime_log", "runtime_log.json", "dsocr.patches",
             "events the runtime patches logged during the capture",
             "llm_perf_opt.runtime_log", 1, (1,), "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log"),
+    RunFile("routing", "routing.json", "dsocr.routing",
+            "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
+            "llm_perf_opt.routing", 1, (1,), "llm_perf_opt.dsocr.routing:load_routing"),
     RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping",
             "the Option C grouped graph (for N / parfor N)",
             "llm_perf_opt.callgraph.grouped", 1, (1,), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
@@ -392,6 +395,29 @@ class GroupingSummary:
         raise ArtifactError(f"grouping.checks must be an object or a list, found {type(self.checks).__name__}")
 
 
+@dataclass(frozen=True)
+class DecodeSummary:
+    """The decode steps of a trace job (`pipelines.decode_stage`): `steps` (N), per step in `rows`: step,
+    past and context length, new tokens, FLOPs analytic / measured / ok, KV-cache bytes analytic /
+    measured / ok, and with the profile stage the measured and predicted time; `raw` is all of it."""
+
+    steps: int
+    rows: list
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoutingSummary:
+    """`dsocr.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
+    bytes read, the uniform-routing expectation; `random_weights`/`note` say whose routing it is."""
+
+    n_experts: int
+    top_k: int
+    random_weights: Optional[bool]
+    note: str
+    raw: dict = field(default_factory=dict)
+
+
 # ============================================================================================ summary.json
 @dataclass
 class Summary:
@@ -416,6 +442,8 @@ class Summary:
     parts: Optional[dict[str, PartFlops]] = None  # part alias -> check (prefill)
     verification: Optional[VerificationFigures] = None
     export: Optional[dict[str, Any]] = None  # export.run_export_stage()'s short summary (trace.export=true)
+    routing: Optional[RoutingSummary] = None  # MoE routing the capture took (routing.json's summary)
+    decode: Optional[DecodeSummary] = None  # trace.decode_steps > 0: per-step FLOPs, KV bytes, times
     job_seconds: Optional[float] = None
     extra: dict[str, Any] = field(default_factory=dict)  # sections a newer writer added
 
