@@ -30,6 +30,7 @@ from llm_perf_opt.measure import (
     verify_dsocr,
 )
 from llm_perf_opt.pipelines.common import progress
+from llm_perf_opt.pipelines.decode_stage import capture_plan, decode_stage, job_roof, print_decode, routing_stage
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -100,14 +101,21 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
             summary.forward = timed_forward(session, inputs)
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
             if cfg.trace.capture:
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
+                patches, program = capture_plan(cfg, session, on_step=lambda s: progress(
+                    f"capture: decode step {s.step}/{cfg.trace.decode_steps} (past {s.past_len})"))
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, patches, program)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
+                summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
+            if cfg.trace.decode_steps > 0:
+                roof = job_roof(cfg)
+                summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof)
+                print_decode(summary.decode)
             if export_plan is not None:
                 summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
@@ -175,12 +183,16 @@ def peak_rss_bytes() -> int:
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs."""
-    progress("capturing the forward with TorchLens (no activations saved)")
-    with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
-        cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
-                               progress=progress)
+                    raw_cfg: DictConfig, patches: tuple[str, ...] = DEFAULT_TRACE_PATCHES,
+                    program: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs.
+    `program`: the prefill and the decode steps in one traced call (`decode_stage.capture_plan`)."""
+    steps = f" and {cfg.trace.decode_steps} decode step(s)" if program is not None else ""
+    progress(f"capturing the forward{steps} with TorchLens (no activations saved)")
+    kwargs = session.forward_kwargs(inputs, use_cache=True) if program is not None else session.forward_kwargs(inputs)
+    with session.forward_context(), runtime_patches(session, patches) as log:
+        cg = capture_callgraph(session.model, kwargs, model_name=cfg.model.name, progress=progress,
+                               program=program)
     cg.runtime_log = log.events()
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
     log.save(out_dir / "runtime_log.json", config=raw_cfg)
@@ -203,9 +215,10 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
     against the analytic model -> verification.json."""
-    progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
+    steps = tuple(range(1, max(cfg.trace.decode_steps, 1) + 1))  # with decode_steps=0, still the first step
+    progress(f"counting FLOPs on the real forward (FlopCounterMode) and {len(steps)} decode step(s)")
     with session.forward_context():
-        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
+        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=steps)
     fv = None
     if cfg.verify.fvcore:
         from llm_perf_opt.measure import fvcore_flops
@@ -214,7 +227,8 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
         with session.forward_context():
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
-    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv)
+    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
+                     kv_cache_bytes=meas.kv_cache_bytes)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))

@@ -3,7 +3,8 @@
 `to_typed_config` runs the schemas' plain rules (types, ranges, choices, files that must exist); this
 step adds the model's own: the vision workload (`dsocr.layout.VisionWorkload`: multiples of 64, crop
 mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
-(an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json).
+(an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json),
+the decode steps (the prompt plus `trace.decode_steps` within the model's `max_position_embeddings`).
 Every violation is one `ConfigError` line naming the field; nothing is built or written before it.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_perf_opt.config import RootConfig, to_typed_config
-from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
@@ -68,6 +69,7 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
 
 def validate(raw: Any) -> ValidJob:
     """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation."""
+    from llm_perf_opt.dsocr.decode import check_decode_steps
     from llm_perf_opt.dsocr.inputs import prompt_tokens
 
     cfg = to_typed_config(raw)
@@ -75,4 +77,6 @@ def validate(raw: Any) -> ValidJob:
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
     before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
+    check_decode_steps(cfg.trace.decode_steps, 1 + compute_view_layout(workload, width, height).image_tokens
+                       + len(before) + len(after), spec.decoder.max_position_embeddings)
     return ValidJob(cfg, spec, workload, width, height, len(before) + len(after))
