@@ -432,6 +432,7 @@ class Summary:
     tensors: dict[str, Any]  # dsocr.inputs.Inputs.shapes(): name -> [shape, dtype]
     runtime: RuntimeInfo
     status: str  # running | ok | failed...
+    stage: Optional[str] = None  # the stage running when the file was written (a killed job leaves it)
     analytic: Optional[AnalyticFigures] = None
     session: Optional[dict[str, Any]] = None  # DeepSeekOCRSession.describe()
     params: Optional[ParamCounts] = None

@@ -85,7 +85,12 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
         if cfg.trace.export else None
     summary = base_summary(cfg, job, inputs)
     save = lambda: summary.save(out_dir / "summary.json", config=raw_cfg)  # noqa: E731
-    save()  # the layout is known now: a job killed later still leaves it behind
+
+    def enter(stage: str | None) -> None:  # summary.json names the running stage: a killed job says where
+        summary.stage = stage
+        save()
+
+    enter("analytic")  # the layout is known now: a job killed later still leaves it behind
     print_summary(summary)
     analytic = analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height,
                                   seq_len=inputs.seq_len) if cfg.trace.analytic else None
@@ -95,32 +100,43 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
         print(render_costs_table(analytic))
     if cfg.trace.enabled:
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
+        enter("session")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             summary.forward = timed_forward(session, inputs)
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
             if cfg.trace.capture:
-                patches, program = capture_plan(cfg, session, on_step=lambda s: progress(
-                    f"capture: decode step {s.step}/{cfg.trace.decode_steps} (past {s.past_len})"))
+                n = cfg.trace.decode_steps
+                enter(f"capture: prefill + {n} decode step(s) (0/{n} done)" if n else "capture")
+
+                def on_step(s: Any) -> None:
+                    progress(f"capture: decode step {s.step}/{n} (past {s.past_len})")
+                    enter(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
+
+                patches, program = capture_plan(cfg, session, on_step=on_step)
                 stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, patches, program)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
                 summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
+                enter("verify")
                 flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
             if cfg.trace.decode_steps > 0:
+                enter("decode")
                 roof = job_roof(cfg)
                 summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof)
                 print_decode(summary.decode)
             if export_plan is not None:
+                enter("export")
                 summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
                     callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
     summary.status = "ok"
+    summary.stage = None
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     save()
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
