@@ -13,7 +13,8 @@ layer, its check labelled `step k, context c` and carrying `step`.
 
 KV cache: after the prefill (step 0) and after each decode step k, the bytes of the cache tensors the
 model holds (`dsocr.decode.kv_cache_bytes`) against the analytic model's (`kv_cache_bytes(seq_len + k)`:
-keys and values of every layer), one `KvCacheRow` each, with the same tolerance.
+keys and values of every layer), one `KvCacheRow` each; bytes are products of shapes, so a row passes
+only when they are equal.
 
 relative error = |analytic − measured| / measured (0 when both are 0, inf when only measured is 0);
 a row passes when it is ≤ rtol. The verification fails if any row fails, if a matmul-like op ran
@@ -306,20 +307,21 @@ def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlo
     v = verify(pairs, rtol, fvcore, parts, ctx_info)
     for check, step in zip(v.checks, steps):
         check.step = step
-    v.kv_cache = kv_cache_rows(model, kv_cache_bytes or {}, rtol)
+    v.kv_cache = kv_cache_rows(model, kv_cache_bytes or {})
     if fvcore is not None:
         v.fvcore_reconciliation = reconcile_fvcore(prefill, fvcore)
     return v
 
 
-def kv_cache_rows(model, measured: Mapping[int, int], rtol: float = DEFAULT_RTOL) -> list[KvCacheRow]:
-    """One row per step (0: the prefill): the analytic cache bytes at seq_len + step tokens vs measured."""
+def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
+    """One row per step (0: the prefill): the analytic cache bytes at seq_len + step tokens vs measured.
+    Bytes of a cache are a product of its shapes: a row passes only when they are equal (no tolerance)."""
     rows = []
     for step, bytes_ in sorted(measured.items()):
         ctx = model.seq_len + step
         analytic = int(model.kv_cache_bytes(ctx))
-        err = relative_error(analytic, int(bytes_))
-        rows.append(KvCacheRow(step, ctx, analytic, int(bytes_), err, err <= rtol))
+        rows.append(KvCacheRow(step, ctx, analytic, int(bytes_), relative_error(analytic, int(bytes_)),
+                               analytic == int(bytes_)))
     return rows
 
 
