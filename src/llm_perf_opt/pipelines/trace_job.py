@@ -256,7 +256,7 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
-            flops[row.stage] = entry
+            flops.setdefault(row.stage, entry)  # decode: the first step (the analytic decode stage's context)
         elif row.stage == "prefill" and row.part in part_paths:
             parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
                                            "rel_error": row.rel_error, "ok": row.ok}
