@@ -16,6 +16,7 @@ from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
+from llm_perf_opt.dsocr.decode import check_kv_cache_path
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
@@ -102,6 +103,7 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         enter("session")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
+            check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             summary.forward = timed_forward(session, inputs)
