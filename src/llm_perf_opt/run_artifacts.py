@@ -68,7 +68,7 @@ RUN_FILES: tuple[RunFile, ...] = (
             "llm_perf_opt.costs", 2, (2,), "llm_perf_opt.analytic.costs_file:load_costs"),
     RunFile("verification", "verification.json", "measure",
             "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
-            "llm_perf_opt.verification", 2, (2,), "llm_perf_opt.measure.verification_file:load_verification"),
+            "llm_perf_opt.verification", 3, (2, 3), "llm_perf_opt.measure.verification_file:load_verification"),
     RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
             "predicted times per stage and part on a roof (datasheet or measured)",
             "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
@@ -91,6 +91,9 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("runtime_log", "runtime_log.json", "dsocr.patches",
             "events the runtime patches logged during the capture",
             "llm_perf_opt.runtime_log", 1, (1,), "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log"),
+    RunFile("routing", "routing.json", "dsocr.routing",
+            "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
+            "llm_perf_opt.routing", 1, (1,), "llm_perf_opt.dsocr.routing:load_routing"),
     RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping",
             "the Option C grouped graph (for N / parfor N)",
             "llm_perf_opt.callgraph.grouped", 1, (1,), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
@@ -433,6 +436,17 @@ class ProfileFigures:
 
 
 @dataclass(frozen=True)
+class DecodeSummary:
+    """The decode steps of a trace job (`pipelines.decode_stage`): `steps` (N), per step in `rows`: step,
+    past and context length, new tokens, FLOPs analytic / measured / ok, KV-cache bytes analytic /
+    measured / ok, and with the profile stage the measured and predicted time; `raw` is all of it."""
+
+    steps: int
+    rows: list
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RooflineFigures:
     """The trace job's roofline stage (`pipelines.roofline_stage`): the roofs it predicted on (each with
     its stage figures and whether it is the device the times were measured on) and one row per stage and
@@ -450,6 +464,18 @@ class RooflineFigures:
 
     def row(self, name: str) -> Optional[dict]:
         return next((r for r in self.rows if isinstance(r, Mapping) and r.get("name") == name), None)
+
+
+@dataclass(frozen=True)
+class RoutingSummary:
+    """`dsocr.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
+    bytes read, the uniform-routing expectation; `random_weights`/`note` say whose routing it is."""
+
+    n_experts: int
+    top_k: int
+    random_weights: Optional[bool]
+    note: str
+    raw: dict = field(default_factory=dict)
 
 
 # ============================================================================================ summary.json
@@ -481,6 +507,8 @@ class Summary:
     export: Optional[dict[str, Any]] = None  # export.run_export_stage()'s short summary (trace.export=true)
     profile: Optional[ProfileFigures] = None  # measured time per module (profile.enabled)
     roofline: Optional[RooflineFigures] = None  # predicted vs measured times (hardware= set)
+    routing: Optional[RoutingSummary] = None  # MoE routing the capture took (routing.json's summary)
+    decode: Optional[DecodeSummary] = None  # trace.decode_steps > 0: per-step FLOPs, KV bytes, times
     job_seconds: Optional[float] = None
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it

@@ -1,5 +1,5 @@
 """verification.json from a real measurement of the tiny twin (with fvcore's second opinion): written
-under `llm_perf_opt.verification` v2 and read back into the same `Verification`; v1 files still load;
+under `llm_perf_opt.verification` v3 and read back into the same `Verification`; v2 and v1 files still load;
 unknown versions, missing fields and verdicts that disagree with the rows are rejected by name."""
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_round_trip_rebuilds_the_same_verification(tmp_path, verification):
     v, _ = verification
     path = write_verification(tmp_path / "verification.json", v)
     doc = json.loads(path.read_text())
-    assert (doc["schema"], doc["schema_version"]) == (VERIFICATION_SCHEMA, 2) == ("llm_perf_opt.verification", 2)
+    assert (doc["schema"], doc["schema_version"]) == (VERIFICATION_SCHEMA, 3) == ("llm_perf_opt.verification", 3)
     back = load_verification(path)
     assert back.to_dict() == json.loads(json.dumps(v.to_dict()))
     assert back.passed and len(back.rows) == len(v.rows) and back.fvcore.total == v.fvcore.total
@@ -82,7 +82,7 @@ def test_version_1_under_the_old_name_still_loads(tmp_path, verification):
     assert load_verification(path).to_dict() == json.loads(json.dumps(v.to_dict()))
 
 
-@pytest.mark.parametrize("schema,version", [(VERIFICATION_SCHEMA, 3), ("verification", 2)])
+@pytest.mark.parametrize("schema,version", [(VERIFICATION_SCHEMA, 4), ("verification", 2)])
 def test_unknown_versions_are_rejected(tmp_path, verification, schema, version):
     path = write_artifact(tmp_path / "verification.json", schema, version, verification[0].to_dict())
     with pytest.raises(ArtifactError, match=f"schema_version {version} is unknown"):

@@ -333,3 +333,11 @@ def rope_apply(batch: int, tokens: int, heads: int, kv_heads: int, head_dim: int
         output_bytes=rotated * b,
         activation_bytes=5 * rotated * b,  # x·cos, -x2, cat (rotate_half), ·sin, sum
     )
+
+
+def kv_cache_bytes(batch: int, kv_heads: int, tokens: int, head_dim: int, dtype_bytes: int = 2) -> int:
+    """Bytes one attention layer's KV cache holds for `tokens` cached positions (not a cost of a call:
+    the state a decode step reads and leaves behind). Keys and values, each (B, kv_heads, tokens, d)
+    in the cache's element type: 2·B·kv_heads·tokens·d·dtype_bytes."""
+    return 2 * _pos("batch", batch) * _pos("kv_heads", kv_heads) * max(int(tokens), 0) * _pos("head_dim", head_dim) \
+        * dtype_bytes

@@ -39,6 +39,7 @@ from functools import lru_cache, partial
 from typing import Any
 
 from llm_perf_opt.analytic import registry
+from llm_perf_opt.analytic.costs import kv_cache_bytes as kv_cache
 from llm_perf_opt.analytic.dsocr_modules import Passes
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
@@ -221,6 +222,20 @@ class DeepseekOCRAnalyticModel:
         if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
             raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
         return self._stages.decode(ctx, self.dtype_bytes, self._attention)
+
+    def kv_cache_bytes(self, context_len: int | None = None, per_layer: bool = False) -> int | dict[str, int]:
+        """Bytes of the KV cache holding `context_len` tokens (default: the prompt, `seq_len`), summed over
+        the decoder layers (`per_layer`: {layer path: bytes}); each layer keeps keys and values of
+        (1, kv_heads, context_len, head_dim) in the model's dtype (`costs.kv_cache_bytes`). After decode
+        step k the cache holds seq_len + k tokens."""
+        ctx = self.seq_len if context_len is None else context_len
+        if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
+            raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
+        d = self.spec.decoder
+        layer = kv_cache(1, d.num_kv_heads, ctx, d.head_dim, self.dtype_bytes)
+        if per_layer:
+            return {P.decoder_layer_path(i): layer for i in range(d.num_layers)}
+        return layer * d.num_layers
 
     def stage(self, name: str) -> StageCost:
         if name == "vision":

@@ -32,14 +32,22 @@ ops hidden behind stale torch references; on DeepSeek-OCR that re-run recovers n
 capture 2-4x slower (the second run under a `TorchFunctionMode`). `rescue=False` (default) declines
 it (see `torchlens_adapter`), and TorchLens' verdict is kept in `stats["torchlens"]`. Torch is
 unwrapped after the capture on every path, a failed forward included.
+
+Several forwards in one graph (`program=`, e.g. a prefill and its decode steps): TorchLens traces one
+call of the root, so the capture runs `program(forward, *args, **kwargs)` as the body of that call,
+`forward` being the root's own forward (its class's, called directly). The root is then called once,
+its children once per `forward` call (a decoder's layers 1 + N times for N decode steps), and every
+module keeps its address: no wrapper module, no prefix. The root's body is an instance attribute for
+the capture only, restored on every path; `stats["root_forward_calls"]` says how often the program
+ran the root's forward.
 """
 from __future__ import annotations
 
 import time
 from collections import Counter
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from torch import nn
 
@@ -50,6 +58,8 @@ from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import TraceError
 
 Progress = Callable[[str], None]
+# program(forward, *args, **kwargs): the body of the one traced root call; `forward` runs the root's own forward
+Program = Callable[..., Any]
 
 
 # --------------------------------------------------------------------------- results
@@ -284,6 +294,7 @@ class Recording:
 
     run: tl.TorchLensRun
     recorder: md.CallRecorder | None
+    root_forward_calls: int = 1  # forwards the root ran in its one call (a program's: prefill + decode steps)
 
 
 @dataclass
@@ -297,16 +308,48 @@ class Derived:
     seconds: float
 
 
+@contextmanager
+def root_program(model: nn.Module, program: Program | None, counter: list[int]) -> Iterator[None]:
+    """Make one call of `model` run `program(forward, *args, **kwargs)`, `forward` being the root's own
+    (class) forward; `counter[0]` counts its calls. The instance attribute is removed (or the one it
+    shadowed put back) on every path."""
+    if program is None:
+        yield
+        return
+    own = vars(model)
+    had, previous = "forward" in own, own.get("forward")
+    class_forward = type(model).forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        counter[0] += 1
+        return class_forward(model, *args, **kwargs)
+
+    def body(*args: Any, **kwargs: Any) -> Any:
+        return program(forward, *args, **kwargs)
+
+    model.forward = body
+    try:
+        yield
+    finally:
+        if had:
+            model.forward = previous
+        elif "forward" in vars(model):
+            del model.forward
+
+
 def record(model: nn.Module, forward_args: tuple[Any, ...], forward_kwargs: Mapping[str, Any] | None, *,
-           metadata: bool, io_hooks: bool, progress: Progress | None, rescue: bool) -> Recording:
-    """Step 1: the forward, once, under TorchLens and (with `io_hooks`) the read-only hooks."""
+           metadata: bool, io_hooks: bool, progress: Progress | None, rescue: bool,
+           program: Program | None = None) -> Recording:
+    """Step 1: the forward (or `program`'s forwards, in one root call) under TorchLens and (with
+    `io_hooks`) the read-only hooks."""
     recorder = None
     if io_hooks:
         recorder = md.CallRecorder(model, tensors=metadata,
                                    on_call=_forward_progress(progress) if progress else None)
-    with recorder if recorder is not None else nullcontext():
+    counter = [0]
+    with root_program(model, program, counter), recorder if recorder is not None else nullcontext():
         run = tl.trace_forward(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
-    return Recording(run=run, recorder=recorder)
+    return Recording(run=run, recorder=recorder, root_forward_calls=counter[0] if program is not None else 1)
 
 
 def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str], model_name: str) -> Derived:
@@ -369,6 +412,7 @@ def _stats(cg: CallGraph, rec: Recording, derived: Derived, io_sources: Mapping[
         "calls_bypassing_hooks": _in_tree_order(derived.calls_bypassing_hooks, types),
         "opaque_ops": _in_tree_order(derived.graph.opaque_ops, types),
         "io_metadata_sources": dict(Counter(io_sources.values())),
+        "root_forward_calls": rec.root_forward_calls,
         "torchlens": tl.trace_facts(trace, rec.run),
     }
 
@@ -386,6 +430,7 @@ def capture(
     rescue: bool = False,
     keep_trace: bool = False,
     strict: bool = True,
+    program: Program | None = None,
 ) -> CaptureResult:
     """Run the forward once under TorchLens and the hooks; return the CallGraph and the output.
 
@@ -397,7 +442,9 @@ def capture(
     through an extra frame that TorchLens records for every op).
     `strict` raises TraceError when the graph is inconsistent (see `graph_problems`); otherwise the
     problems are listed in `stats["problems"]`. `runtime_log`: a list of events (or an object with
-    `.events`), read after the forward.
+    `.events`), read after the forward. `program(forward, *forward_args, **forward_kwargs)`: the body of
+    the one traced root call, calling the root's own `forward` as often as it likes (see the module
+    docstring); the output is the program's.
     """
     say = progress or (lambda _msg: None)
     stage_start = time.perf_counter()
@@ -406,7 +453,7 @@ def capture(
     children, types = module_tree(model)
     say(f"trace: capturing {name} with TorchLens ({len(types)} modules, nothing saved)")
     rec = record(model, forward_args, forward_kwargs, metadata=metadata, io_hooks=io_hooks, progress=progress,
-                 rescue=rescue)
+                 rescue=rescue, program=program)
     say(f"trace: TorchLens capture done in {rec.run.seconds:.1f} s")
 
     derived = derive(rec, children, types, model_name)

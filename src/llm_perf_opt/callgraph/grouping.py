@@ -99,6 +99,9 @@ class GroupNode:
     input_shapes: list[Any] = field(default_factory=list)  # first call of the first member
     output_shapes: list[Any] = field(default_factory=list)
     signature: str = ""  # short hash of the structure
+    # what a model's runtime check knows better than the graph (e.g. experts hit, from a routing record):
+    # "bracket" replaces the text of the node's own index bracket in labels, "line" is an extra label line
+    annotation: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_stack(self) -> bool:

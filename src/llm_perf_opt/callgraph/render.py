@@ -72,7 +72,9 @@ def _bracket_texts(node: GroupNode, max_ranges: int, inherited: Sequence[str] = 
             continue
         text = m.group(0)
         own = j == len(brackets) - 1 and node.template.endswith("*") and bool(node.static_n)
-        if own and node.sparse and len(node.members) > len(ints):
+        if own and node.annotation.get("bracket"):
+            text = node.annotation["bracket"]  # a runtime check's record (experts hit, from the routing)
+        elif own and node.sparse and len(node.members) > len(ints):
             # several parents called different subsets: their union says little, the counts say more
             k = str(node.for_n) if node.for_n == node.for_min else f"{node.for_min}-{node.for_n}"
             text = f"[{k} of {node.static_n}]"
@@ -146,6 +148,8 @@ def node_label_lines(node: GroupNode, folded: int = 0, max_ranges: int = MAX_RAN
         info.append(f"{human_count(node.flops)}FLOP")
     if info:
         lines.append(", ".join(info))
+    if node.annotation.get("line"):
+        lines.append(node.annotation["line"])
     if folded:
         lines.append(f"+{folded} folded")
     return lines

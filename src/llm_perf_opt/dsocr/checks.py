@@ -10,6 +10,19 @@ They compare the grouped graph with the events the `vision_inputs` and `llm_stac
   against `llm_stack.num_layers`;
 * `decoder_layer_calls`: the calls of each decoder layer against the number of `llm_stack` events (one
   per run of the stack).
+
+With decode steps (a prefill and N greedy steps in one capture, `dsocr.decode`), also:
+
+* `decode_loop`: the `lm_head` calls in the graph against the `llm_stack` events (1 + N passes), and the
+  events themselves: after the prefill each pass feeds one token and finds the cache grown by what the
+  previous pass fed (past length = prompt + step - 1); vision ran in the prefill only.
+
+With the `routing` patch (MoE gates), also:
+
+* `moe_routing`: per MoE layer, the experts the graph called against the experts the gate's top-k hit
+  over all steps (`routing` events, `dsocr.routing`). The expert node is labelled from that record
+  (`annotation`: its bracket, experts hit over the steps, and a line with the prefill and per-step
+  counts), not from its own count.
 """
 from __future__ import annotations
 
@@ -121,4 +134,73 @@ def decoder_stack_nodes(grouped: GroupedGraph) -> list[GroupNode]:
     return [n for n in layer_nodes if n in stacks or n.parent in parent_ids]
 
 
-RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack)
+# ---------------------------------------------------------------------------------------------- decode loop
+def decode_loop(grouped: GroupedGraph, events: Sequence[Event],
+                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`decode_loop` when the log holds decode steps (none for a prefill-only forward)."""
+    llm_events = events_of(events, "llm_stack")
+    if len(llm_events) < 2 and not events_of(events, "decode_step"):
+        return []
+    passes = len(llm_events)
+    past = [e.get("past_len") for e in llm_events]
+    fed = [e.get("seq_len") for e in llm_events]
+    expected = {"passes": passes, "past_len": [fed[0] + k - 1 if k and isinstance(fed[0], int) else 0
+                                               for k in range(passes)], "new_tokens": [fed[0]] + [1] * (passes - 1)}
+    problems = []
+    if past != expected["past_len"] or fed != expected["new_tokens"]:
+        problems.append("llm_stack events do not chain (past length = prompt + step - 1, one new token per step)")
+    vision = [e.get("vision") for e in events_of(events, "vision_inputs")]
+    if any(vision[1:]):
+        problems.append("the vision branch ran in a decode step")
+    head = [n for n in grouped.nodes if n.members == [parts.path("lm_head")]]
+    observed = {"passes": sum(n.calls for n in head) if head else None, "past_len": past, "new_tokens": fed}
+    if observed["passes"] != passes:
+        problems.append(f"lm_head called {observed['passes']} times for {passes} llm_stack events")
+    detail = ("lm_head calls vs llm_stack events (prefill + decode steps); past length and new tokens per "
+              "step from the log")
+    return [check_result("decode_loop", STATUS_MISMATCH if problems else STATUS_OK, expected, observed,
+                         detail + ("; " + "; ".join(problems) if problems else ""))]
+
+
+# ---------------------------------------------------------------------------------------------- routing
+def moe_routing(grouped: GroupedGraph, events: Sequence[Event],
+                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`moe_routing` when the log holds `routing` events; labels the expert nodes from that record."""
+    from llm_perf_opt.dsocr import routing as R
+    from llm_perf_opt.errors import ArtifactError
+
+    if not events_of(events, "routing"):
+        return []
+    try:
+        record = R.RoutingRecord.from_events(events)
+    except ArtifactError as exc:
+        return [check_result("moe_routing", STATUS_MISMATCH, None, None, f"routing events unusable: {exc}")]
+    called: dict[int, set[int]] = {}
+    nodes = []
+    for n in grouped.nodes:
+        found = [_expert_of(m) for m in n.members]
+        if n.members and all(f is not None for f in found) and n.template.endswith("*"):
+            nodes.append((n, sorted({layer for layer, _ in found})))  # type: ignore[misc]
+            for layer, expert in found:  # type: ignore[misc]
+                called.setdefault(layer, set()).add(expert)
+    expected = {str(i): len(R.hit_over_steps(record, i)) for i in record.layers}
+    observed = {str(i): len(called.get(i, ())) for i in record.layers}
+    same = all(R.hit_over_steps(record, i) == called.get(i, set()) for i in record.layers)
+    for node, layers in nodes:
+        node.annotation = {k: v for k, v in (("bracket", R.bracket(record, layers)),
+                                             ("line", R.label(record, layers))) if v}
+    return [check_result("moe_routing", STATUS_OK if same else STATUS_MISMATCH, expected, observed,
+                         "experts called in the graph vs experts the gates' top-k hit over all steps, per MoE "
+                         f"layer ({record.note})", steps=len(record.steps))]
+
+
+def _expert_of(address: str) -> tuple[int, int] | None:
+    """(layer, expert) for `model.layers.<i>.mlp.experts.<j>`, else None."""
+    head, _, expert = address.rpartition(".experts.")
+    if not expert.isdigit() or not head.endswith(".mlp"):
+        return None
+    layer = parts.decoder_layer_index(head[: -len(".mlp")])
+    return None if layer is None else (layer, int(expert))
+
+
+RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack, decode_loop, moe_routing)

@@ -3,15 +3,55 @@
 A decode step feeds the greedy token of the previous output (`input_ids` of shape (1, 1)) with that
 output's `past_key_values` and `use_cache=True`; the vision branch is skipped (the model runs it only
 when `input_ids` has more than one column). Decode step k (1-based) attends over the prompt's
-seq_len + k - 1 cached keys plus its own. The caller runs each step (`run_step`), so a measurement can
-wrap the steps it counts and run the others plainly.
+seq_len + k - 1 cached keys plus its own, and leaves seq_len + k tokens in the cache. The caller runs
+each step (`run_step`), so a measurement can wrap the steps it counts and run the others plainly; the
+trace job's capture runs the whole loop inside one traced call (`DecodeProgram`).
+
+Every run records, per step, what the cache held before it (`past_len`), the tokens it fed
+(`new_tokens`, always 1) and the bytes of the cache tensors the model holds after it
+(`kv_cache_bytes`: the distinct storages of the `past_key_values` it returned, legacy tuples and
+transformers `Cache` objects alike).
+
+Limits (`check_decode_steps`): a step count is a non-negative integer, and the prompt plus the steps
+must fit the model's positions (`max_position_embeddings`: 8192 for DeepSeek-OCR); a model whose
+forward has no KV-cache path (no `past_key_values` / `use_cache` arguments, or no cache in its output)
+cannot decode (`check_kv_cache_path`, and `greedy_decode` after the prefill). Each is one `ConfigError`
+naming `trace.decode_steps`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
+
+from llm_perf_opt.callgraph.torchlens_adapter import paused_if_loaded
+from llm_perf_opt.errors import ConfigError
+
+FIELD = "trace.decode_steps"  # the config field every decode refusal names
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One greedy decode step, as it ran."""
+
+    step: int  # 1-based
+    past_len: int  # tokens in the KV cache before the step (its context)
+    new_tokens: int  # tokens fed (1: the previous greedy token)
+    token: int  # the token fed
+    next_token: int  # the greedy token of its output
+    kv_cache_bytes: int  # bytes of the cache tensors after the step (past_len + new_tokens tokens)
+
+    @property
+    def context_len(self) -> int:
+        """Tokens in the cache after the step."""
+        return self.past_len + self.new_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "past_len": self.past_len, "new_tokens": self.new_tokens, "token": self.token,
+                "next_token": self.next_token, "context_len": self.context_len,
+                "kv_cache_bytes": self.kv_cache_bytes}
 
 
 @dataclass
@@ -21,32 +61,148 @@ class DecodeResult:
     prefill: Any  # the prefill output (logits over the prompt, past_key_values)
     tokens: list[int]  # the greedy token after the prefill and after each decode step
     last: Any  # the output of the last call
+    steps: list[DecodeStep] = field(default_factory=list)
+    prefill_kv_bytes: int = 0  # bytes of the cache after the prefill
 
 
+# ---------------------------------------------------------------------------------------------- limits
+def max_decode_steps(max_positions: int, seq_len: int) -> int:
+    """The most steps after a prompt of `seq_len` tokens that stay within the model's positions."""
+    return max(int(max_positions) - int(seq_len), 0)
+
+
+def check_decode_steps(steps: Any, seq_len: int, max_positions: int) -> int:
+    """`steps` as an int when it is a valid count for this prompt; ConfigError naming the field otherwise."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ConfigError.field(FIELD, steps, "must be a non-negative integer (0: prefill only)")
+    limit = max_decode_steps(max_positions, seq_len)
+    if steps > limit:
+        raise ConfigError.field(FIELD, steps, f"must be at most {limit}: the model has {max_positions} positions "
+                                              f"(max_position_embeddings) and the prompt takes {seq_len}")
+    return steps
+
+
+def check_kv_cache_path(model: Any, steps: int) -> None:
+    """ConfigError unless `model`'s forward takes `past_key_values` and `use_cache` (steps > 0 only)."""
+    if steps <= 0:
+        return
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return  # no signature to read: the prefill's output decides (greedy_decode)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [name for name in ("past_key_values", "use_cache") if name not in params]
+    if missing:
+        raise ConfigError.field(FIELD, steps, f"needs a KV-cache path, but {type(model).__name__}.forward takes no "
+                                              f"{' / '.join(missing)} argument; use {FIELD}=0")
+
+
+# ---------------------------------------------------------------------------------------------- the cache
+def cache_tensors(past: Any) -> Iterator[torch.Tensor]:
+    """Every tensor of a KV cache: a transformers `Cache` (key_cache / value_cache lists) or the legacy
+    tuple of (key, value) per layer (any nesting of tuples and lists)."""
+    if past is None:
+        return
+    if isinstance(past, torch.Tensor):
+        yield past
+        return
+    for name in ("key_cache", "value_cache"):
+        if hasattr(past, name):
+            for t in getattr(past, name):
+                yield from cache_tensors(t)
+    if isinstance(past, (tuple, list)):
+        for item in past:
+            yield from cache_tensors(item)
+
+
+def kv_cache_bytes(past: Any) -> int:
+    """Bytes the cache really holds: each distinct storage of its tensors once (a view shares one)."""
+    storages: dict[tuple[str, int], int] = {}
+    with paused_if_loaded():  # inside a capture: reading storages is not an op of the model
+        for t in cache_tensors(past):
+            storage = t.untyped_storage()
+            storages[(str(t.device), storage.data_ptr())] = storage.nbytes()
+    return sum(storages.values())
+
+
+def cache_len(past: Any) -> int:
+    """Tokens in a KV cache (its sequence axis); 0 for no cache."""
+    get_len = getattr(past, "get_seq_length", None)
+    if callable(get_len):
+        return int(get_len())
+    for t in cache_tensors(past):
+        return int(t.shape[-2])
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- the loop
 def next_token(logits: torch.Tensor) -> torch.Tensor:
     """The greedy token of the last position, shaped (batch, 1)."""
     return logits[:, -1:].argmax(dim=-1)
 
 
+def _past_of(out: Any, steps: int) -> Any:
+    past = getattr(out, "past_key_values", None)
+    if past is None:
+        raise ConfigError.field(FIELD, steps, f"needs a KV-cache path, but the model's output "
+                                              f"({type(out).__name__}) has no past_key_values with use_cache=True; "
+                                              f"use {FIELD}=0")
+    return past
+
+
 def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, steps: int,
-                  step_kwargs: Mapping[str, Any] | None = None) -> DecodeResult:
+                  step_kwargs: Mapping[str, Any] | None = None,
+                  on_step: Callable[[DecodeStep], None] | None = None) -> DecodeResult:
     """`steps` decode steps after `prefill` (an output with `logits` and `past_key_values`).
 
     `run_step(k, kwargs)` runs step k (1-based) with the model's keyword arguments and returns its
     output. The arguments are `step_kwargs` (e.g. the prefill's other inputs, or `images=None`) with
     the greedy token as `input_ids`, the previous `past_key_values`, `use_cache=True` and no
-    `attention_mask`.
+    `attention_mask`. `on_step(DecodeStep)` runs after each step (progress, a job's stage record).
     """
     out = prefill
     token = next_token(out.logits)
     tokens = [int(token.item())]
+    result = DecodeResult(prefill=prefill, tokens=tokens, last=out)
+    if steps <= 0:
+        return result
+    past = _past_of(out, steps)
+    result.prefill_kv_bytes = kv_cache_bytes(past)
     for step in range(1, steps + 1):
         kwargs = dict(step_kwargs or {})
         input_ids = kwargs.get("input_ids")
-        kwargs.update(input_ids=token.to(input_ids.dtype) if isinstance(input_ids, torch.Tensor) else token,
-                      past_key_values=out.past_key_values, use_cache=True)
+        fed = token.to(input_ids.dtype) if isinstance(input_ids, torch.Tensor) else token
+        kwargs.update(input_ids=fed, past_key_values=past, use_cache=True)
         kwargs.pop("attention_mask", None)
+        past_len, fed_token = cache_len(past), tokens[-1]
         out = run_step(step, kwargs)
+        past = _past_of(out, steps)
         token = next_token(out.logits)
         tokens.append(int(token.item()))
-    return DecodeResult(prefill=prefill, tokens=tokens, last=out)
+        record = DecodeStep(step=step, past_len=past_len, new_tokens=int(fed.shape[-1]), token=fed_token,
+                            next_token=tokens[-1], kv_cache_bytes=kv_cache_bytes(past))
+        result.steps.append(record)
+        result.last = out
+        if on_step is not None:
+            on_step(record)
+    return result
+
+
+class DecodeProgram:
+    """The prefill and `steps` greedy steps as one program for `callgraph.capture(program=...)`: the capture
+    traces one call of the root whose body is this loop, so the decoder's modules show 1 + steps calls
+    and the vision modules one. `result` holds the `DecodeResult` after the run."""
+
+    def __init__(self, steps: int, step_kwargs: Mapping[str, Any] | None = None,
+                 on_step: Callable[[DecodeStep], None] | None = None) -> None:
+        self.steps = steps
+        self.step_kwargs = step_kwargs
+        self.on_step = on_step
+        self.result: DecodeResult | None = None
+
+    def __call__(self, forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        prefill = forward(*args, **kwargs)
+        step_kwargs = kwargs if self.step_kwargs is None else self.step_kwargs
+        self.result = greedy_decode(lambda _k, kw: forward(**kw), prefill, self.steps, step_kwargs, self.on_step)
+        return self.result.last

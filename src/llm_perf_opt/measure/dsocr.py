@@ -4,6 +4,11 @@ A decode step is what `generate()` runs after the prefill: `input_ids` of shape 
 next token), `past_key_values` from the previous call, `use_cache=True`; the vision branch is skipped
 (the vendor runs it only when `input_ids` has more than one column). Decode step k (1-based) attends
 over seq_len + k - 1 cached keys plus its own.
+
+Per decode step the measurement keeps the step's facts from the loop (`dsocr.decode.DecodeStep`: past
+length, tokens fed, the bytes of the KV-cache tensors the model holds after it), and, for the steps it
+counts, the FLOPs of that step alone (`FlopCounterMode` around that one forward). `kv_cache_bytes[0]`
+is the cache after the prefill (only with decode steps: the prefill runs with `use_cache=True` then).
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from llm_perf_opt.dsocr.decode import greedy_decode
+from llm_perf_opt.dsocr.decode import DecodeStep, greedy_decode
 from llm_perf_opt.measure.flops import MeasuredFlops, count_flops
 
 
@@ -21,12 +26,20 @@ class DsocrMeasurement:
     seq_len: int
     prefill: MeasuredFlops
     decode: dict[int, MeasuredFlops] = field(default_factory=dict)  # context length -> one decode step
+    steps: list[DecodeStep] = field(default_factory=list)  # every decode step that ran, counted or not
+    kv_cache_bytes: dict[int, int] = field(default_factory=dict)  # step (0: prefill) -> cache bytes after it
+
+    def step_of_context(self, context_len: int) -> int:
+        """The decode step that ran over `context_len` cached tokens (step k: seq_len + k - 1)."""
+        return context_len - self.seq_len + 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "seq_len": self.seq_len,
             "prefill": self.prefill.to_dict(with_ops=False),
             "decode": {str(k): v.to_dict(with_ops=False) for k, v in sorted(self.decode.items())},
+            "steps": [s.to_dict() for s in self.steps],
+            "kv_cache_bytes": {str(k): v for k, v in sorted(self.kv_cache_bytes.items())},
         }
 
 
@@ -69,5 +82,7 @@ def measure_dsocr(model: torch.nn.Module, forward_kwargs: Mapping[str, Any], dec
         result.decode[context] = measured
         return step_out
 
-    greedy_decode(run_step, out, wanted[-1], kwargs)
+    decoded = greedy_decode(run_step, out, wanted[-1], kwargs)
+    result.steps = list(decoded.steps)
+    result.kv_cache_bytes = {0: decoded.prefill_kv_bytes, **{s.step: s.kv_cache_bytes for s in decoded.steps}}
     return result

@@ -7,7 +7,14 @@ entered through `__call__` (a `ModuleList` such as `model.layers` or `…mlp.exp
 `self_attn` / `mlp`, called through `.forward`) it is the sum of its children, so every analytic part
 has a measured counterpart. Stage `vision` is measured inside the prefill forward (its roots are
 `model.sam_model`, `model.vision_model`, `model.projector`); `prefill` is the whole forward;
-`decode` the whole forward of one decode step.
+`decode` the whole forward of one decode step. Decode steps are checked one by one: step k (1-based)
+against the analytic decode stage at its context (seq_len + k - 1 cached tokens), every part and
+layer, its check labelled `step k, context c` and carrying `step`.
+
+KV cache: after the prefill (step 0) and after each decode step k, the bytes of the cache tensors the
+model holds (`dsocr.decode.kv_cache_bytes`) against the analytic model's (`kv_cache_bytes(seq_len + k)`:
+keys and values of every layer), one `KvCacheRow` each; bytes are products of shapes, so a row passes
+only when they are equal.
 
 relative error = |analytic − measured| / measured (0 when both are 0, inf when only measured is 0);
 a row passes when it is ≤ rtol. The verification fails if any row fails, if a matmul-like op ran
@@ -68,6 +75,23 @@ class VerificationRow:
         }
 
 
+@dataclass(frozen=True)
+class KvCacheRow:
+    """Bytes of the KV cache after a step (0: the prefill), analytic against measured."""
+
+    step: int
+    context_len: int  # tokens in the cache after the step
+    analytic: int
+    measured: int
+    rel_error: float
+    ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "context_len": self.context_len, "analytic": self.analytic,
+                "measured": self.measured, "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
+                "ok": self.ok}
+
+
 @dataclass
 class StageCheck:
     """One stage's comparison: its rows and what could hide FLOPs."""
@@ -80,6 +104,7 @@ class StageCheck:
     unmatched_measured: dict[str, int]  # measured modules with FLOPs the analytic model does not name
     shapes: Mapping[str, Any] = field(default_factory=dict)
     unsupported_modules: dict[str, int] = field(default_factory=dict)  # classes of the model without a formula
+    step: int | None = None  # decode step (1-based) of a decode check; None for vision and prefill
 
     @property
     def total_row(self) -> VerificationRow:
@@ -98,6 +123,7 @@ class Verification:
     fvcore: FvcoreFlops | None = None
     context: dict[str, Any] = field(default_factory=dict)
     fvcore_reconciliation: dict[str, Any] | None = None  # by op family, when fvcore and a prefill ran
+    kv_cache: list[KvCacheRow] = field(default_factory=list)  # after the prefill and each decode step
 
     @property
     def rows(self) -> list[VerificationRow]:
@@ -109,7 +135,11 @@ class Verification:
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        return bool(self.checks) and all(c.passed for c in self.checks) and all(r.ok for r in self.kv_cache)
+
+    def decode_checks(self) -> list[StageCheck]:
+        """The decode checks, in step order."""
+        return sorted((c for c in self.checks if c.stage == "decode"), key=lambda c: (c.step or 0, c.label))
 
     @property
     def max_rel_error(self) -> float:
@@ -133,11 +163,13 @@ class Verification:
                     "matmul_like_without_formula": c.matmul_like_without_formula,
                     "unmatched_measured": c.unmatched_measured,
                     "rows": [r.to_dict() for r in c.rows],
+                    "step": c.step,
                     # written only when some class is missing, so a covered model's file is unchanged
                     **({"unsupported_modules": c.unsupported_modules} if c.unsupported_modules else {}),
                 }
                 for c in self.checks
             ],
+            "kv_cache": [r.to_dict() for r in self.kv_cache],
             "fvcore": None if self.fvcore is None else self._fvcore_dict(),
         }
 
@@ -259,18 +291,38 @@ def verify(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, Me
 
 def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
                  rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
-                 context: Mapping[str, Any] | None = None) -> Verification:
+                 context: Mapping[str, Any] | None = None,
+                 kv_cache_bytes: Mapping[int, int] | None = None) -> Verification:
     """Verify a `DeepseekOCRAnalyticModel` against a measured prefill forward (which also gives the
-    vision stage) and measured decode steps keyed by their context length (tokens in the KV cache)."""
+    vision stage) and measured decode steps keyed by their context length (tokens in the KV cache);
+    `kv_cache_bytes`: {step: bytes of the cache the model held after it} (0: the prefill)."""
     pairs: list[tuple] = [(model.vision(), prefill, ""), (model.prefill(), prefill, "")]
+    steps: list[int | None] = [None, None]
     for ctx, m in sorted((decode or {}).items()):
-        pairs.append((model.decode(ctx), m, f"context {ctx}"))
+        step = ctx - model.seq_len + 1
+        pairs.append((model.decode(ctx), m, f"step {step}, context {ctx}"))
+        steps.append(step)
     ctx_info = {"seq_len": model.seq_len, "layout": model.layout.as_dict(), "model": model.spec.name}
     ctx_info.update(context or {})
     v = verify(pairs, rtol, fvcore, parts, ctx_info)
+    for check, step in zip(v.checks, steps):
+        check.step = step
+    v.kv_cache = kv_cache_rows(model, kv_cache_bytes or {})
     if fvcore is not None:
         v.fvcore_reconciliation = reconcile_fvcore(prefill, fvcore)
     return v
+
+
+def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
+    """One row per step (0: the prefill): the analytic cache bytes at seq_len + step tokens vs measured.
+    Bytes of a cache are a product of its shapes: a row passes only when they are equal (no tolerance)."""
+    rows = []
+    for step, bytes_ in sorted(measured.items()):
+        ctx = model.seq_len + step
+        analytic = int(model.kv_cache_bytes(ctx))
+        rows.append(KvCacheRow(step, ctx, analytic, int(bytes_), relative_error(analytic, int(bytes_)),
+                               analytic == int(bytes_)))
+    return rows
 
 
 # --------------------------------------------------------------------------------------------- render
@@ -282,7 +334,7 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
     """A short console table: per stage the total and the summary parts (or all), then failures."""
     lines = [f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
              f"{len(v.failures)} failing, max rel. error {units.percent(v.max_rel_error)})"]
-    header = f"{'stage':<8} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
+    header = f"{'stage':<12} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
     show_fv = v.fvcore is not None and v.fvcore.ok
     if show_fv:
         header += f" {'fvcore×2':>14}"
@@ -290,19 +342,24 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
     lines.append("-" * len(header))
     shown = 0
     for check in v.checks:
-        stage_name = check.stage + (f"@{check.label.split()[-1]}" if check.label else "")
+        stage_name = check.stage + (f" {check.step}" if check.step is not None else "") \
+            + (f"@{check.label.split()[-1]}" if check.label else "")
         for r in check.rows:
             if parts == "summary" and r.part and not is_summary_path(r.part) and r.ok:
                 continue
             if shown >= max_rows:
                 break
             name = P.alias(r.part) if r.part else "(total)"
-            line = (f"{stage_name:<8} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
+            line = (f"{stage_name:<12} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
                     f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
             if show_fv:
                 line += f" {_flops(r.fvcore):>14}"
             lines.append(line)
             shown += 1
+    for r in v.kv_cache:
+        lines.append(f"{'kv ' + str(r.step):<12} {f'KV cache, {r.context_len} tokens':<44} "
+                     f"{units.nbytes(r.analytic, 6):>14} {units.nbytes(r.measured, 6):>14} "
+                     f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
     for check in v.checks:
         if check.matmul_like_without_formula:
             lines.append(f"{check.stage}: matmul-like ops WITHOUT a FLOP formula: {check.matmul_like_without_formula}")

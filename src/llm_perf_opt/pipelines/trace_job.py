@@ -15,6 +15,7 @@ from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
+from llm_perf_opt.dsocr.decode import check_kv_cache_path
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
@@ -30,6 +31,7 @@ from llm_perf_opt.measure import (
 )
 from llm_perf_opt.pipelines import job_run
 from llm_perf_opt.pipelines.common import progress
+from llm_perf_opt.pipelines.decode_stage import capture_plan, decode_stage, job_roof, print_decode, routing_stage
 from llm_perf_opt.pipelines.job_memory import JobMemory
 from llm_perf_opt.pipelines.job_run import JobRun
 from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures, run_profile_stage
@@ -114,6 +116,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
+            check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             run.step("forward")
@@ -124,16 +127,29 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                 times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress)
                 summary.profile = profile_figures(times)
             if cfg.trace.capture:
-                run.step("capture")
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times)
+                n = cfg.trace.decode_steps
+                run.step(f"capture: prefill + {n} decode step(s) (0/{n} done)" if n else "capture")
+
+                def on_step(s: Any) -> None:  # a job killed during decode says which step it reached
+                    progress(f"capture: decode step {s.step}/{n} (past {s.past_len})")
+                    run.step(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
+
+                patches, program = capture_plan(cfg, session, on_step=on_step)
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times, patches, program)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
+                summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 run.step("verify")
                 flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
+            if cfg.trace.decode_steps > 0:
+                run.step("decode")
+                roof = job_roof(cfg)
+                summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof)
+                print_decode(summary.decode)
             if export_plan is not None:
                 run.step("export")
                 summary.export = run_export_stage(
@@ -208,13 +224,17 @@ def peak_rss_bytes() -> int:
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig, times: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] = DEFAULT_TRACE_PATCHES,
+                    program: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
-    when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs."""
-    progress("capturing the forward with TorchLens (no activations saved)")
-    with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
-        cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
-                               progress=progress)
+    when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs. `program`: the prefill and
+    the decode steps in one traced call (`decode_stage.capture_plan`)."""
+    steps = f" and {cfg.trace.decode_steps} decode step(s)" if program is not None else ""
+    progress(f"capturing the forward{steps} with TorchLens (no activations saved)")
+    kwargs = session.forward_kwargs(inputs, use_cache=True) if program is not None else session.forward_kwargs(inputs)
+    with session.forward_context(), runtime_patches(session, patches) as log:
+        cg = capture_callgraph(session.model, kwargs, model_name=cfg.model.name, progress=progress,
+                               program=program)
     cg.runtime_log = log.events()
     if times is not None:
         cg.module_times, cg.module_times_method = callgraph_times(times)
@@ -239,9 +259,10 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
     against the analytic model -> verification.json."""
-    progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
+    steps = tuple(range(1, max(cfg.trace.decode_steps, 1) + 1))  # with decode_steps=0, still the first step
+    progress(f"counting FLOPs on the real forward (FlopCounterMode) and {len(steps)} decode step(s)")
     with session.forward_context():
-        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
+        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=steps)
     fv = None
     if cfg.verify.fvcore:
         from llm_perf_opt.measure import fvcore_flops
@@ -250,7 +271,8 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
         with session.forward_context():
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
-    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv)
+    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
+                     kv_cache_bytes=meas.kv_cache_bytes)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
@@ -262,7 +284,7 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
-            flops[row.stage] = entry
+            flops.setdefault(row.stage, entry)  # decode: the first step (the analytic decode stage's context)
         elif row.stage == "prefill" and row.part in part_paths:
             parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
                                            "rel_error": row.rel_error, "ok": row.ok}

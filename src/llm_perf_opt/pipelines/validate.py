@@ -3,7 +3,8 @@
 `to_typed_config` runs the schemas' plain rules (types, ranges, choices, files that must exist); this
 step adds the model's own: the vision workload (`dsocr.layout.VisionWorkload`: multiples of 64, crop
 mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
-(an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json).
+(an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json),
+the decode steps (the prompt plus `trace.decode_steps` within the model's `max_position_embeddings`).
 Jobs that run the model (`runs_model=True`: trace, sweep, export) are also checked for what would stop
 them later: the page's pixel count (`MAX_PAGE_PIXELS`: the page is built in memory at full size), the
 device (`runtime=cuda` needs a GPU), the vendor code (importable, with every class and function the
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_perf_opt.config import RootConfig, to_typed_config
-from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
@@ -147,6 +148,7 @@ def check_timing(cfg: RootConfig) -> None:
 def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation.
     `runs_model=False` (analyze) skips what only a job that builds the page and the model needs."""
+    from llm_perf_opt.dsocr.decode import check_decode_steps
     from llm_perf_opt.dsocr.inputs import prompt_tokens
 
     cfg = to_typed_config(raw)
@@ -160,4 +162,6 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
         check_page_pixels(cfg, width, height)
         check_vendor_code(cfg)
     before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
+    check_decode_steps(cfg.trace.decode_steps, 1 + compute_view_layout(workload, width, height).image_tokens
+                       + len(before) + len(after), spec.decoder.max_position_embeddings)
     return ValidJob(cfg, spec, workload, width, height, len(before) + len(after))

@@ -265,7 +265,9 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
         "failures": failures(sweep, rows, out),
         "plots": [PlotView(p.paths["svg"], p.caption, f"{PLOTS_DIR}/{p.stem}.svg", f"{PLOTS_DIR}/{p.stem}.png",
                            wide=p.stem == "flops_by_part") for p in plots],
-        "jobs": TableView([c for c in columns if c.brief], rows, _links(sweep.dir, out)),
+        "jobs": TableView([c for c in columns if c.brief and (not c.when_present or any(r.get(c.key) is not None
+                                                                                        for r in rows))],
+                          rows, _links(sweep.dir, out)),
         "columns": columns,
     }
 

@@ -319,6 +319,7 @@ class Column:
     doc: str  # one line for the glossary (README.md's column table mirrors it)
     get: Callable[[JobRecord], Any]
     brief: bool = True  # shown in the Markdown / HTML table (the CSV has every column)
+    when_present: bool = False  # brief only when some job has a value (decode steps: sweeps that ran them)
 
 
 def _get(name: str, attr: str) -> Callable[[JobRecord], Any]:
@@ -411,6 +412,57 @@ def _part_columns() -> list[Column]:
     return cols
 
 
+# ------------------------------------------------------------------------------------------- decode
+def decode_rows(job: JobRecord) -> Optional[list[dict[str, Any]]]:
+    """The job's decode steps (summary.decode.rows), None without decode steps."""
+    decode = section(job, "decode")
+    return None if decode is None or not decode.rows else list(decode.rows)
+
+
+def _per_step(key: str) -> Callable[[JobRecord], Any]:
+    """Getter of one figure per decode step, in step order (a list; None without decode steps)."""
+
+    def get(job: JobRecord) -> Any:
+        rows = decode_rows(job)
+        return None if rows is None else [r.get(key) for r in rows]
+
+    return get
+
+
+def _steps_verified(job: JobRecord) -> Optional[str]:
+    """'k/N' decode steps whose FLOPs (every part and layer) and KV-cache bytes both matched."""
+    rows = decode_rows(job)
+    if rows is None:
+        return None
+    return f"{sum(bool(r.get('flops_ok')) and bool(r.get('kv_ok')) for r in rows)}/{len(rows)}"
+
+
+def _decode_columns() -> list[Column]:
+    return [
+        Column("decode_steps", "decode steps", "int", "greedy decode steps after the prefill (trace.decode_steps)",
+               _get("decode", "steps"), when_present=True),
+        Column("decode_steps_verified", "decode steps verified", "str",
+               "decode steps whose FLOPs (every part and layer) and KV-cache bytes match the analytic model / all",
+               _steps_verified, when_present=True),
+        Column("decode_flops_per_step", "FLOPs per decode step", "flops_list",
+               "FLOPs of each decode step, measured (FlopCounterMode around that step's forward)",
+               _per_step("flops_measured"), when_present=True),
+        Column("decode_flops_per_step_analytic", "FLOPs per decode step analytic", "flops_list",
+               "FLOPs of each decode step from the analytic model at its context", _per_step("flops_analytic"), False),
+        Column("kv_bytes_per_step", "KV cache per step", "bytes_list",
+               "bytes of the KV-cache tensors the model holds after each decode step (measured)",
+               _per_step("kv_bytes_measured"), when_present=True),
+        Column("kv_bytes_per_step_analytic", "KV cache per step analytic", "bytes_list",
+               "KV-cache bytes after each decode step from the analytic model (2 x layers x kv heads x tokens x "
+               "head dim x dtype bytes)", _per_step("kv_bytes_analytic"), False),
+        Column("decode_s_per_step", "time per decode step", "seconds_list",
+               "measured time of each decode step (median plain forward of the profile stage's repeats)",
+               _per_step("measured_s"), False),
+        Column("decode_predicted_s_per_step", "predicted per decode step", "seconds_list",
+               "roofline prediction of each decode step on the job's hardware= roof", _per_step("predicted_s"), False),
+    ]
+
+
 COLUMNS: list[Column] = [
     Column("job", "job", "int", "job number (its directory under the sweep dir)", lambda j: j.num),
     Column("status", "status", "str", "ok, or 'failed: <type>: <message>' from the job's error.json", lambda j: j.status),
@@ -441,6 +493,7 @@ COLUMNS: list[Column] = [
            _get("trace", "module_calls")),
     *_stage_columns(),
     Column("flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified),
+    *_decode_columns(),
     Column("activation_bytes_prefill", "prefill activations", "bytes",
            "bytes of every tensor the prefill's eager op sequence produces (analytic)",
            lambda j: stage_bytes(j, "prefill", "activation_bytes")),
@@ -486,6 +539,8 @@ def fmt(value: Any, kind: str) -> str:
     """Human text of a value for Markdown / HTML (`llm_perf_opt.units`, the project's one formatter)."""
     if value is None or (isinstance(value, float) and value != value) or value == "":
         return MISSING
+    if kind.endswith("_list") and isinstance(value, list):  # one value per decode step
+        return " / ".join(fmt(v, kind[: -len("_list")]) for v in value) if value else MISSING
     if kind == "flops":
         return units.flops(value)
     if kind == "bytes":
@@ -504,4 +559,6 @@ def fmt(value: Any, kind: str) -> str:
 
 
 def csv_value(value: Any) -> Any:
+    if isinstance(value, list):  # one value per decode step, ';'-separated
+        return ";".join("" if v is None else str(v) for v in value)
     return "" if value is None else value

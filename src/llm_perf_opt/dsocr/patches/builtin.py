@@ -8,7 +8,15 @@ Observation patches (read-only: they never change an argument or an output, and 
 * `vision_inputs`: wraps `DeepseekOCRModel.forward` and logs what the vision branch will see.
 * `llm_stack`: wraps the decoder stack (the vendor's `DeepseekV2Model.forward`, which
   `DeepseekOCRModel.forward` reaches through `super().forward(...)`; the twin's `DeepseekOCRModel._decode`)
-  and logs one `llm_stack` event per call, plus a `decode_step` event for calls with a past cache.
+  and logs one `llm_stack` event per call (`step`: 0 for the prefill, k for decode step k; `past_len`:
+  tokens in the KV cache before the call; `new_tokens`: tokens it feeds), plus a `decode_step` event
+  for calls with a past cache.
+* `routing`: wraps the MoE gate (`MoEGate.forward`, vendor and twin) and logs, per gate call, which
+  experts its top-k indices selected and how many tokens each got (`routing` events: the gate's module
+  path, its decoder layer, the call's index per gate — 0 for the prefill, k for decode step k — the
+  tokens routed, top_k, the number of routed experts, the experts hit and their token counts). It
+  reads the indices the gate returned (`tolist()`: no torch op, none a tracer or counter sees) and
+  returns them untouched. `dsocr.routing` turns these events into `routing.json`.
 
 Run-time measures (what the vendor code needs to run off CUDA):
 
@@ -169,7 +177,8 @@ def _apply_llm_stack(ctx: PatchContext) -> None:
         past_len = _past_len(arguments.get("past_key_values"))
         layers = getattr(stack, "layers", None)
         log.record("llm_stack", num_layers=len(layers) if layers is not None else None,
-                   seq_len=seq_len, past_len=past_len, step=step, use_cache=arguments.get("use_cache"))
+                   seq_len=seq_len, past_len=past_len, step=step, use_cache=arguments.get("use_cache"),
+                   new_tokens=seq_len)
         if past_len > 0:
             log.record("decode_step", step=step, new_tokens=seq_len, past_len=past_len,
                        context_len=past_len + (seq_len or 0))
@@ -239,4 +248,70 @@ register_patch(Patch(
     apply=_apply_quiet_prints,
     targets={"vendor": ("modeling_deepseekocr", "print"), "twin": ("model", "print")},
     create=True,
+))
+
+
+# ---------------------------------------------------------------------------------------------- routing
+def _module_paths(session: Any) -> dict[int, str]:
+    """{id(module): path} of the session's model (or of the model itself)."""
+    model = getattr(session, "model", None) if not isinstance(session, torch.nn.Module) else session
+    if model is None:
+        return {}
+    return {id(m): name for name, m in model.named_modules()}
+
+
+def _layer_of(gate_path: str) -> int | None:
+    """The decoder layer index of `model.layers.<i>.mlp.gate`, else None."""
+    from llm_perf_opt.dsocr.parts import decoder_layer_index
+
+    parts = gate_path.split(".")
+    for cut in range(len(parts), 0, -1):
+        index = decoder_layer_index(".".join(parts[:cut]))
+        if index is not None:
+            return index
+    return None
+
+
+def routing_event(path: str, call: int, gate: Any, topk_ids: Any) -> dict[str, Any]:
+    """The `routing` event of one gate call: experts hit (ascending) and the tokens each got."""
+    with untracked():
+        rows = topk_ids.tolist() if isinstance(topk_ids, torch.Tensor) else list(topk_ids)
+    counts: dict[int, int] = {}
+    for row in rows:
+        for expert in (row if isinstance(row, list) else [row]):
+            counts[int(expert)] = counts.get(int(expert), 0) + 1
+    experts = sorted(counts)
+    top_k = int(getattr(gate, "top_k", 0) or (len(rows[0]) if rows and isinstance(rows[0], list) else 1))
+    return {"gate": path, "layer": _layer_of(path), "call": call, "tokens": len(rows), "top_k": top_k,
+            "n_experts": int(getattr(gate, "n_routed_experts", 0) or 0), "experts": experts,
+            "tokens_per_expert": [counts[e] for e in experts]}
+
+
+def _apply_routing(ctx: PatchContext) -> None:
+    log = ctx.log
+    paths = _module_paths(ctx.session)
+    weights = getattr(ctx.session, "weights", None)  # a session says "random" or "checkpoint"; a bare model nothing
+    calls: dict[str, int] = ctx.state.setdefault("routing_calls", {})
+
+    def factory(original):
+        @functools.wraps(original)
+        def wrapper(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            path = paths.get(id(self), type(self).__name__)
+            call = calls.get(path, 0)
+            calls[path] = call + 1
+            ids = out[0] if isinstance(out, (tuple, list)) else out
+            log.record("routing", **routing_event(path, call, self, ids), weights=weights)
+            return out
+
+        return wrapper
+
+    ctx.wrap(ctx.target(), factory)
+
+
+register_patch(Patch(
+    name="routing",
+    summary="log, per MoE gate call, the experts its top-k selected and the tokens each got (read-only)",
+    apply=_apply_routing,
+    targets={"vendor": ("modeling_deepseekv2", "MoEGate.forward"), "twin": ("decoder", "MoEGate.forward")},
 ))
