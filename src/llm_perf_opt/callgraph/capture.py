@@ -14,6 +14,10 @@ door to TorchLens, and under `metadata.CallRecorder`'s read-only hooks), `derive
   `model`, never from the `ModuleList` `model.layers`);
 * `op_call_counts` — each op of `Trace.layer_list` counted in its innermost module call (`Op.module`),
   boundary placeholders (inputs, outputs, buffers) left out;
+* `op_output_bytes` — the bytes of each such op's output tensor (shape × element size, as TorchLens
+  records them), by innermost module and op name: the activations the forward really produced, views
+  and in-place ops included (they are told apart by name where they are compared with the analytic
+  model, `measure.activation_bytes`);
 
 and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
 
@@ -38,7 +42,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from torch import nn
@@ -62,6 +66,7 @@ class TraceGraph:
     op_call_counts: Counter
     opaque_ops: Counter
     num_ops: int
+    op_output_bytes: dict[str, Counter] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,6 +104,7 @@ def graph_from_trace(trace: Any) -> TraceGraph:
             bucket[address] += 1
     ops: Counter = Counter()
     opaque: Counter = Counter()
+    out_bytes: dict[str, Counter] = {}
     num_ops = 0
     for op in trace.layer_list:
         if op.is_input or op.is_output or op.is_buffer:
@@ -117,7 +123,24 @@ def graph_from_trace(trace: Any) -> TraceGraph:
             address = ROOT if label is None else _call_address(label)
         ops[address] += 1
         num_ops += 1
-    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops)
+        nbytes = _op_output_bytes(op)
+        if nbytes is not None:
+            name = "(opaque)" if op.func_name == "none" else str(op.func_name)
+            out_bytes.setdefault(address, Counter())[name] += nbytes
+    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops,
+                      op_output_bytes=out_bytes)
+
+
+def _op_output_bytes(op: Any) -> int | None:
+    """Bytes of the tensor an op produced (TorchLens' recorded shape and dtype), None when it has none."""
+    shape, dtype = getattr(op, "shape", None), getattr(op, "dtype", None)
+    itemsize = getattr(dtype, "itemsize", None)
+    if shape is None or not isinstance(itemsize, int):
+        return None
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * itemsize
 
 
 # --------------------------------------------------------------------------- module tree
@@ -327,6 +350,7 @@ def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str]
         op_call_counts=op_call_counts,
         module_children=children,
         module_types=types,
+        op_output_bytes={a: dict(c) for a, c in graph.op_output_bytes.items()},
         model_name=model_name,
     )
     return Derived(cg, graph, without_ops, bypassing, time.perf_counter() - t0)

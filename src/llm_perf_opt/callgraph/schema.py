@@ -14,11 +14,12 @@ performance engineers already use:
   metadata, and the metadata of the calls that differed
 * `activation_bytes` address -> bytes of the tensors the module's calls output, summed over calls
 * `param_counts`    address -> parameters held directly by the module
+* `op_output_bytes` address -> {op name -> bytes of the tensors those ops produced directly in the module}
 * `runtime_log`     the RuntimeLog events of the patched forward
 * `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
 
 Version 1 files (no metadata keys, or a bare dict of the five graph keys, as earlier tools wrote) load
-with empty metadata.
+with empty metadata; version 2 files (no `op_output_bytes`) with empty op output bytes.
 """
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ from llm_perf_opt.artifacts import read_json, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 SCHEMA = "llm_perf_opt.callgraph"
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
 GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
-METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts")
+METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts",
+                 "op_output_bytes")
 ROOT = ""
 
 
@@ -49,6 +51,7 @@ class CallGraph:
     output_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     activation_bytes: dict[str, int] = field(default_factory=dict)
     param_counts: dict[str, int] = field(default_factory=dict)
+    op_output_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     runtime_log: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     model_name: str = ""
