@@ -14,6 +14,7 @@ from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
+from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
@@ -30,11 +31,14 @@ from llm_perf_opt.measure import (
     verify_dsocr,
 )
 from llm_perf_opt.pipelines.common import progress
+from llm_perf_opt.pipelines.graph_stage import costs_on_graph
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
+from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
     FlopsCheck,
     ForwardFigures,
+    GraphFigures,
     GroupingSummary,
     LayoutView,
     ModelInfo,
@@ -103,11 +107,14 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
                 stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
+            measured = None
             if cfg.trace.verify and analytic is not None:
-                flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                flops, parts, verification, measured = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
+            if cfg.trace.capture:  # after every stage that measures per module (verify, profile)
+                summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg)
             if export_plan is not None:
                 summary.export = run_export_stage(
                     cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
@@ -115,6 +122,7 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
     summary.status = "ok"
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     save()
+    progress(f"run page: {write_run_page(out_dir)}")
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
     return summary
 
@@ -200,9 +208,9 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
-                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
-    against the analytic model -> verification.json."""
+    against the analytic model -> verification.json; also returns the prefill's MeasuredFlops."""
     progress("counting FLOPs on the real forward (FlopCounterMode) and one decode step")
     with session.forward_context():
         meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=(1,))
@@ -232,7 +240,18 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
                                            "rel_error": row.rel_error, "ok": row.ok}
     verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
                     "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula}
-    return flops, parts, verification
+    return flops, parts, verification, meas.prefill
+
+
+def graph_costs(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel | None, measured: Any, out_dir: Path,
+                raw_cfg: DictConfig) -> GraphFigures:
+    """Costs on every grouped node (module_costs.json), the renderings and model_explorer/ (graph_stage)."""
+    cg = load_callgraph_json(out_dir / "callgraph.json")
+    section = costs_on_graph(out_dir, cg, analytic=analytic.prefill() if analytic is not None else None,
+                             dtype_bytes=analytic.dtype_bytes if analytic is not None else None, measured=measured,
+                             max_depth=cfg.render.max_depth, formats=cfg.render.formats, color_by=cfg.render.color_by,
+                             config=raw_cfg, progress=progress)
+    return typed(GraphFigures, section, "graph")
 
 
 def print_summary(summary: Summary) -> None:
