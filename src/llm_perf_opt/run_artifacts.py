@@ -84,17 +84,26 @@ RUN_FILES: tuple[RunFile, ...] = (
             "llm_perf_opt.export", 1, (1,), "llm_perf_opt.export.summary:load_export_summary"),
     RunFile("callgraph", "callgraph.json", "callgraph.capture",
             "the TorchLens call graph with per-module metadata",
-            "llm_perf_opt.callgraph", 2, (1, 2), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
+            "llm_perf_opt.callgraph", 3, (1, 2, 3), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
     RunFile("runtime_log", "runtime_log.json", "dsocr.patches",
             "events the runtime patches logged during the capture",
             "llm_perf_opt.runtime_log", 1, (1,), "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log"),
     RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping",
             "the Option C grouped graph (for N / parfor N)",
-            "llm_perf_opt.callgraph.grouped", 1, (1,), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
+            "llm_perf_opt.callgraph.grouped", 2, (1, 2), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
     RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
     RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
     RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
     RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging)"),
+    RunFile("module_costs", "module_costs.json", "pipelines.graph_stage",
+            "per-module metric tables (analytic, measured, observed, predicted) that the graph's nodes sum",
+            "llm_perf_opt.module_costs", 1, (1,), "llm_perf_opt.callgraph.node_costs:load_module_costs"),
+    RunFile("run_page", "run.html", "report.run_page",
+            "the run on one self-contained page: layout, costs, the clickable grouped graph, links"),
+    RunFile("model_explorer", "model_explorer/graph.json", "callgraph.model_explorer",
+            "the grouped graph for Model Explorer (./dev explore RUN_DIR), node data beside it"),
+    RunFile("model_explorer_raw", "model_explorer/raw.json", "callgraph.model_explorer",
+            "every module call for Model Explorer (the ungrouped graph), node data beside it"),
 )
 _BY_ROLE: dict[str, RunFile] = {f.role: f for f in RUN_FILES}
 
@@ -392,6 +401,17 @@ class GroupingSummary:
         raise ArtifactError(f"grouping.checks must be an object or a list, found {type(self.checks).__name__}")
 
 
+@dataclass(frozen=True)
+class GraphFigures:
+    """`pipelines.graph_stage.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
+    (with the reason), how many nodes carry each, the files written."""
+
+    metrics: list
+    absent: dict
+    nodes: int
+    raw: dict = field(default_factory=dict)
+
+
 # ============================================================================================ summary.json
 @dataclass
 class Summary:
@@ -416,6 +436,7 @@ class Summary:
     parts: Optional[dict[str, PartFlops]] = None  # part alias -> check (prefill)
     verification: Optional[VerificationFigures] = None
     export: Optional[dict[str, Any]] = None  # export.run_export_stage()'s short summary (trace.export=true)
+    graph: Optional[GraphFigures] = None  # costs on the grouped graph (pipelines.graph_stage)
     job_seconds: Optional[float] = None
     extra: dict[str, Any] = field(default_factory=dict)  # sections a newer writer added
 
