@@ -371,7 +371,8 @@ def test_deepseek_checks_look_at_the_parts_by_path():
     statuses = {c["name"]: c["status"] for c in g.checks}
     assert statuses == {"vision_passes:sam_model": "not checked", "vision_passes:vision_model": "not checked",
                         "vision_passes:projector": "not checked", "decoder_layers": "not checked",
-                        "decoder_layer_calls": "not checked"}
+                        "decoder_layer_calls": "not checked", "block_loop:sam_model.blocks": "not checked",
+                        "block_loop:vision_model.transformer.layers": "not checked"}
 
 
 # ------------------------------------------------------------------------------------------ flops, files
@@ -410,3 +411,23 @@ def test_orphans_and_cycles_do_not_break_grouping():
     cg.edges.pop("", None)
     g = group_callgraph(cg)
     assert {n.pattern for n in g.nodes} >= {"(root)", "a", "a.b"}
+
+
+def test_block_loop_check_compares_the_stack_with_the_loop_length():
+    """SAM-like blocks (windowed and global) are one `for 6` node; the check compares 6 with the length the
+    loop ran over, and says mismatch when the log says otherwise or the stack is split."""
+    mods = [("", "M", 0), ("model", "OCR", 0), ("model.sam_model", "Enc", 0), ("model.sam_model.blocks", "ModuleList", 0)]
+    mods += [(f"model.sam_model.blocks.{i}", "Block", 90 if i in (2, 5) else 20) for i in range(6)]
+    calls = [("", "model", 1), ("model", "model.sam_model", 2)]
+    calls += [("model.sam_model", f"model.sam_model.blocks.{i}", 2) for i in range(6)]
+    ctor = {f"model.sam_model.blocks.{i}": {"window_size": 0 if i in (2, 5) else 14} for i in range(6)}
+    events = [{"event": "block_loop", "loop": "model.sam_model.blocks", "length": 6}] * 2
+    g = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=events, checks=RUNTIME_CHECKS)
+    check = next(c for c in g.checks if c["name"] == "block_loop:sam_model.blocks")
+    assert (check["status"], check["expected"], check["observed"]) == ("ok", 6, 6)
+    assert check["groups"] == [{"pattern": "model.sam_model.blocks.[0-5]", "for_n": 6,
+                                "variants": ["window_size=14 x4", "window_size=0 x2"]}]
+    wrong = [{"event": "block_loop", "loop": "model.sam_model.blocks", "length": 12}]
+    g2 = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=wrong, checks=RUNTIME_CHECKS)
+    check = next(c for c in g2.checks if c["name"] == "block_loop:sam_model.blocks")
+    assert (check["status"], check["expected"], check["observed"]) == ("mismatch", 12, 6)

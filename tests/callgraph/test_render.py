@@ -340,7 +340,7 @@ def tiny_capture():
     from llm_perf_opt.callgraph.capture import capture_callgraph
     from llm_perf_opt.dsocr.inputs import build_inputs
     from llm_perf_opt.dsocr.layout import VisionWorkload
-    from llm_perf_opt.dsocr.patches import runtime_patches
+    from llm_perf_opt.dsocr.patches import LOOP_PATCHES, runtime_patches
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.dsocr.twin import build_twin
 
@@ -348,7 +348,7 @@ def tiny_capture():
     model = build_twin(spec, device="cpu", dtype=torch.float32, seed=0)
     workload = VisionWorkload(base_size=1024, image_size=640, crop_mode=True, tile_size=640)
     inputs = build_inputs(spec, workload, width=GOLDEN_PAGE[0], height=GOLDEN_PAGE[1])
-    with torch.no_grad(), runtime_patches(model, ["vision_inputs", "llm_stack"]) as log:
+    with torch.no_grad(), runtime_patches(model, ["vision_inputs", "llm_stack", *LOOP_PATCHES]) as log:
         cg = capture_callgraph(model, inputs.forward_kwargs(dtype=torch.float32), model_name="twin_tiny")
     cg.runtime_log = log.events()
     return cg
@@ -388,7 +388,9 @@ def test_tiny_twin_groups_as_expected(tiny_capture, tiny_grouped):
         ("window_size=0", ["model.sam_model.blocks.1", "model.sam_model.blocks.3"])]
     assert by_pattern_r(g, "model.layers.0").template == "layers.*"
     assert by_pattern_r(g, "model.layers.[1-2]").for_n == 2
-    assert [c["status"] for c in g.checks] == ["ok"] * 5, g.checks
+    assert [c["status"] for c in g.checks] == ["ok"] * 7, g.checks
+    loops = {c["name"]: (c["expected"], c["observed"]) for c in g.checks if c["name"].startswith("block_loop")}
+    assert loops == {"block_loop:sam_model.blocks": (4, 4), "block_loop:vision_model.transformer.layers": (2, 2)}
     assert g.node(g.root).params == sum(tiny_capture.param_counts.values())
 
 

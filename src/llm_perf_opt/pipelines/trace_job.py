@@ -20,7 +20,7 @@ from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
-from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
+from llm_perf_opt.dsocr.patches import TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.export import plan_targets, run_export_stage
 from llm_perf_opt.measure import (
@@ -186,7 +186,7 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
                     raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """TorchLens capture under the logging patches -> callgraph.json, runtime_log.json, grouped graphs."""
     progress("capturing the forward with TorchLens (no activations saved)")
-    with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
+    with session.forward_context(), runtime_patches(session, TRACE_PATCHES) as log:
         cg = capture_callgraph(session.model, session.forward_kwargs(inputs), model_name=cfg.model.name,
                                progress=progress)
     cg.runtime_log = log.events()
