@@ -15,9 +15,10 @@ door to TorchLens, and under `metadata.CallRecorder`'s read-only hooks), `derive
 * `op_call_counts` — each op of `Trace.layer_list` counted in its innermost module call (`Op.module`),
   boundary placeholders (inputs, outputs, buffers) left out;
 * `op_output_bytes` — the bytes of each such op's output tensor (shape × element size, as TorchLens
-  records them), by innermost module and op name: the activations the forward really produced, views
-  and in-place ops included (they are told apart by name where they are compared with the analytic
-  model, `measure.activation_bytes`);
+  records them), by innermost module and op name; an op whose output is one of its inputs (TorchLens'
+  `is_inplace`: `add_`, dropout in eval, a cast to the same dtype) is keyed `name:same`, an indexing
+  by a tensor (a gather, which copies) `__getitem__:gather`. Views are told apart by name where the
+  bytes are used (`callgraph.op_families`);
 
 and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
 
@@ -50,6 +51,7 @@ from torch import nn
 from llm_perf_opt.artifacts import to_jsonable
 from llm_perf_opt.callgraph import metadata as md
 from llm_perf_opt.callgraph import torchlens_adapter as tl
+from llm_perf_opt.callgraph.op_families import GATHER, SAME_TENSOR  # op_output_bytes key suffixes
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import TraceError
 
@@ -126,9 +128,20 @@ def graph_from_trace(trace: Any) -> TraceGraph:
         nbytes = _op_output_bytes(op)
         if nbytes is not None:
             name = "(opaque)" if op.func_name == "none" else str(op.func_name)
+            if getattr(op, "is_inplace", False):  # the output is an input tensor (add_, eval dropout, no-op casts)
+                name += SAME_TENSOR
+            elif name == "__getitem__" and _indexed_by_tensor(op):
+                name += GATHER  # indexed by a tensor: a copy, not a view
             out_bytes.setdefault(address, Counter())[name] += nbytes
     return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops,
                       op_output_bytes=out_bytes)
+
+
+def _indexed_by_tensor(op: Any) -> bool:
+    """Whether a `__getitem__` took a tensor as its index (a recorded tensor in any argument position but
+    the indexed one; the indexed tensor may be a parameter, which TorchLens does not list as a parent)."""
+    positions = (getattr(op, "parent_arg_positions", None) or {}).get("args") or {}
+    return any(pos != 0 for pos in positions)
 
 
 def _op_output_bytes(op: Any) -> int | None:

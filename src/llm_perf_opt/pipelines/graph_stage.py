@@ -13,8 +13,9 @@ subtree, summed over its calls):
   the verification stage's count). A module the counter's tracker entered but where no counted op ran
   (LayerNorm, GELU, ...) measured 0; a module it never entered (called through `.forward()`, or not
   called in the counted forward) has no figure.
-* `activation_bytes_observed`: the bytes of every op output TorchLens recorded (`CallGraph.op_output_bytes`),
-  views and in-place results included.
+* `activation_bytes_observed`: the bytes of the new tensors among the op outputs TorchLens recorded
+  (`CallGraph.op_output_bytes`, `callgraph.op_families.materialised`: views, indexing and ops that
+  return their input left out), as the analytic activation bytes count them.
 * `time_measured` and `time_measured_self`: `profile.json` (`measure.module_times.module_time_table`:
   median over the repeats of the module's calls' summed inclusive / self time), when the profile
   stage ran; its method (repeats, warm-up, synchronisation) is quoted in the table's source.
@@ -30,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.callgraph.model_explorer import write_model_explorer
 from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, MetricTable, ModuleCosts, subtree_sums
+from llm_perf_opt.callgraph.op_families import materialised
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
@@ -112,17 +114,19 @@ def measured_flops_table(measured: MeasuredFlops, cg: CallGraph, containers: Ite
 
 
 def observed_bytes_table(cg: CallGraph) -> MetricTable | None:
-    """The bytes of the op outputs TorchLens recorded, summed over each module's subtree."""
+    """The bytes of the new tensors TorchLens saw the ops make (`op_families.materialised`), summed over each
+    module's subtree."""
     if not cg.op_output_bytes:
         return None
-    own = {a: float(sum(ops.values())) for a, ops in cg.op_output_bytes.items()}
+    own = {a: float(materialised(ops)) for a, ops in cg.op_output_bytes.items()}
     inclusive = subtree_sums(own)
     values = {a: inclusive.get(a, 0.0) for a, n in cg.call_counts.items() if n}
     values[ROOT] = inclusive.get(ROOT, 0.0)
     return MetricTable(
         "activation_bytes_observed", "activation bytes observed", "B", "bytes",
-        "TorchLens capture of the prefill forward: shape x element size of every op output, views and in-place "
-        "results included, summed over the module's subtree and calls", values)
+        "TorchLens capture of the prefill forward: shape x element size of every op output that is a new tensor "
+        "(compute and copy/cast ops; views, indexing and ops returning their input left out: callgraph.op_families), "
+        "summed over the module's subtree and calls", values)
 
 
 def time_tables(profile: Any) -> list[MetricTable]:
