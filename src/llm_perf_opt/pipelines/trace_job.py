@@ -223,6 +223,8 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
     v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv)
+    if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
+        v.activation = activation_bytes_rows(analytic, load_callgraph_json(out_dir / "callgraph.json"), v.rtol)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
@@ -239,8 +241,23 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
             parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
                                            "rel_error": row.rel_error, "ok": row.ok}
     verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
-                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula}
+                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula,
+                    "activation_passed": v.activation_passed,
+                    "activation_failures": sum(1 for r in v.activation if not r.ok)}
     return flops, parts, verification, meas.prefill
+
+
+def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: float) -> list[Any]:
+    """Prefill activation bytes per part against TorchLens' op outputs (measure.verify.activation_rows)."""
+    from llm_perf_opt.callgraph.op_families import layer_norm_statistics
+    from llm_perf_opt.measure.verify import activation_rows
+
+    rows = activation_rows(analytic.prefill(), cg.op_output_bytes,
+                           layer_norm_statistics(cg.module_types, cg.output_metadata), rtol)
+    bad = [r for r in rows if not r.ok]
+    progress(f"activation bytes vs TorchLens: {len(rows) - len(bad)}/{len(rows)} parts within rtol"
+             + (f"; off: {', '.join(f'{r.part or chr(40) + chr(41)} {r.unexplained:+,} B' for r in bad)}" if bad else ""))
+    return rows
 
 
 def graph_costs(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel | None, measured: Any, out_dir: Path,
