@@ -219,11 +219,13 @@ def cost_lines(costs: Mapping[str, Any], grouped: GroupedGraph, brief: bool = Fa
         text = f"{metric['label']}: {format_value(fig['total'], kind)}"
         if fig.get("share") is not None:
             text += f" ({units.percent(fig['share'])} of the run)"
-        if not brief and fig.get("instances", 1) > 1:
+        if not brief and fig.get("instances", 1) > 1 and fig.get("mean") is not None:
             text += (f"; per instance {format_value(fig['mean'], kind)} (min {format_value(fig['min'], kind)}, "
                      f"max {format_value(fig['max'], kind)}, slowest {fig['slowest']})")
         if not fig.get("complete", True):
             text += f"; {fig['with_figure']} of {fig['instances']} instances have a figure"
+        if fig.get("notes"):
+            text += f" [{'; '.join(fig['notes'])}]"
         out.append(text)
     if not brief:
         for name, reason in grouped.absent_metrics.items():
@@ -566,6 +568,7 @@ def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth:
     unknown = [f for f in formats if f not in KNOWN_FORMATS]
     if unknown:
         raise ArtifactError(f"unknown render format(s) {unknown}: choose from {list(KNOWN_FORMATS)}")
+    grouped.source["color_by"] = color_by  # what the renderings were coloured by (the run page's legend)
     heat_note = Heat.of(grouped, color_by).note()
     if heat_note and heat_note not in grouped.notes:
         grouped.notes.append(heat_note)
