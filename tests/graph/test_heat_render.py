@@ -69,7 +69,7 @@ def test_params_and_none():
     assert "260 params · 100%" in dot  # the root: 4 windowed x 20 + 2 global x 90 parameters
     plain = build_grouped_dot(g, color_by="none")
     assert "legend" not in plain and "#dbeafe" in plain  # node-kind colours, no metric line
-    assert "1 kFLOP" not in plain
+    assert "for 6\\n1 kFLOP" not in plain and "measured FLOPs: 1 kFLOP" in plain  # costs stay in the tooltips
 
 
 def test_color_by_a_metric_the_run_lacks_is_a_note(tmp_path):
