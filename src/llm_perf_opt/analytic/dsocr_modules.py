@@ -129,8 +129,8 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     own = C.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
     if grid != sam.pos_grid:
         own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
-        # get_abs_pos_sam: the table's .to(float32) copy and the resized table's .to(dtype), when b != 4
-        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 + grid * grid) * sam.width * b if b != 4 else 0)
+        # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
+        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 * 4 + grid * grid * b) * sam.width if b != 4 else 0)
     blocks = tuple(
         (str(i), module_cost("Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
         for i in range(sam.depth)
@@ -168,7 +168,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
         # get_abs_pos: permute(...).contiguous() copy of the source grid; its .to(float32) and the
         # resized grid's .to(dtype) when b != 4
         own = own + LayerCost(activation_bytes=src * src * clip.width * b
-                              + ((src * src + tgt * tgt) * clip.width * b if b != 4 else 0))
+                              + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0))
     own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
     table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
     return own, (("position_embedding", table),)
