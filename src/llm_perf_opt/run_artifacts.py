@@ -96,13 +96,22 @@ RUN_FILES: tuple[RunFile, ...] = (
             "llm_perf_opt.routing", 1, (1,), "llm_perf_opt.dsocr.routing:load_routing"),
     RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping",
             "the Option C grouped graph (for N / parfor N)",
-            "llm_perf_opt.callgraph.grouped", 1, (1,), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
+            "llm_perf_opt.callgraph.grouped", 2, (1, 2), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
     RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
     RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
     RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
     RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging: the progress lines of stderr)"),
     RunFile("lock", ".lock", "run_lock",
             "flock-ed by the process running the job, for the job's life: a live run from a dead one"),
+    RunFile("module_costs", "module_costs.json", "pipelines.graph_stage",
+            "per-module metric tables (analytic, measured, observed, predicted) that the graph's nodes sum",
+            "llm_perf_opt.module_costs", 1, (1,), "llm_perf_opt.callgraph.node_costs:load_module_costs"),
+    RunFile("run_page", "run.html", "report.run_page",
+            "the run on one self-contained page: layout, costs, the clickable grouped graph, links"),
+    RunFile("model_explorer", "model_explorer/graph.json", "callgraph.model_explorer",
+            "the grouped graph for Model Explorer (./dev explore RUN_DIR), node data beside it"),
+    RunFile("model_explorer_raw", "model_explorer/raw.json", "callgraph.model_explorer",
+            "every module call for Model Explorer (the ungrouped graph), node data beside it"),
 )
 _BY_ROLE: dict[str, RunFile] = {f.role: f for f in RUN_FILES}
 
@@ -478,6 +487,17 @@ class RoutingSummary:
     raw: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class GraphFigures:
+    """`pipelines.graph_stage.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
+    (with the reason), how many nodes carry each, the files written."""
+
+    metrics: list
+    absent: dict
+    nodes: int
+    raw: dict = field(default_factory=dict)
+
+
 # ============================================================================================ summary.json
 @dataclass
 class Summary:
@@ -509,6 +529,7 @@ class Summary:
     roofline: Optional[RooflineFigures] = None  # predicted vs measured times (hardware= set)
     routing: Optional[RoutingSummary] = None  # MoE routing the capture took (routing.json's summary)
     decode: Optional[DecodeSummary] = None  # trace.decode_steps > 0: per-step FLOPs, KV bytes, times
+    graph: Optional[GraphFigures] = None  # costs on the grouped graph (pipelines.graph_stage)
     job_seconds: Optional[float] = None
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it

@@ -11,7 +11,6 @@ from callgraph_helpers import hook_capture, make_graph
 from llm_perf_opt.callgraph.checks import check_result
 from llm_perf_opt.callgraph.grouping import (
     GROUPED_SCHEMA,
-    attach_flops,
     compact_ranges,
     group_callgraph,
     load_grouped_json,
@@ -167,8 +166,9 @@ def test_mixed_dense_and_moe_layers_split():
     assert checks["vision_passes:vision_model"]["status"] == "not checked"  # no such module here
 
 
-def test_windowed_and_global_blocks_split_by_structure():
-    """Same class, different relative-position tables (direct params) or constructor params: split."""
+def test_windowed_and_global_blocks_are_one_stack_with_two_variants():
+    """Same class and child structure, different relative-position tables (direct params) and constructor
+    params: one `for 6` node (the loop the code runs), its variants inside."""
     mods = [("", "Enc", 0), ("blocks", "ModuleList", 0)]
     calls = []
     ctor = {}
@@ -176,20 +176,38 @@ def test_windowed_and_global_blocks_split_by_structure():
         glob = i in (2, 5)
         mods += [(f"blocks.{i}", "Block", 0), (f"blocks.{i}.attn", "Attention", 90 if glob else 20)]
         calls += [("", f"blocks.{i}", 1), (f"blocks.{i}", f"blocks.{i}.attn", 1)]
-        ctor[f"blocks.{i}.attn"] = {"window_size": 0 if glob else 14, "layer_idx": i}  # layer_idx is ignored
+        ctor[f"blocks.{i}"] = {"window_size": 0 if glob else 14, "layer_idx": i}  # layer_idx is ignored
     g = group_callgraph(make_graph(mods, calls, constructor_params=ctor))
-    windowed = by_pattern(g, "blocks.[0-1,3-4]")
-    glob = by_pattern(g, "blocks.[2,5]")
-    assert (windowed.for_n, glob.for_n, windowed.static_n) == (4, 2, 6)
-    assert windowed.signature != glob.signature
-    # with equal params, the constructor parameter alone splits them
+    stack = by_pattern(g, "blocks.[0-5]")
+    assert (stack.for_n, stack.static_n, stack.params) == (6, 6, 4 * 20 + 2 * 90)
+    assert [(v.label, v.members, v.params) for v in stack.variants] == [
+        ("window_size=14", ["blocks.0", "blocks.1", "blocks.3", "blocks.4"], 80),
+        ("window_size=0", ["blocks.2", "blocks.5"], 180)]
+    assert stack.variants[1].differs == {"window_size": 0}
+    assert stack.varying_params == ["window_size", "layer_idx"]
+    attn = by_pattern(g, "blocks.[0-5].attn")  # the child differs in its parameter count only
+    assert [(v.label, len(v.members)) for v in attn.variants] == [("params=20", 4), ("params=90", 2)]
+    # a parameter deeper down labels the variant by its relative path when the top agrees
+    ctor2 = {f"blocks.{i}.attn": {"window_size": 0 if i in (2, 5) else 14} for i in range(6)}
     mods2 = [(a, c, 20 if c == "Attention" else p) for a, c, p in mods]
-    g2 = group_callgraph(make_graph(mods2, calls, constructor_params=ctor))
-    assert {n.pattern for n in g2.nodes if n.class_name == "Block"} == {"blocks.[0-1,3-4]", "blocks.[2,5]"}
-    # and without any difference (layer_idx only) they are one stack
-    ctor3 = {a: {"window_size": 14, "layer_idx": i} for i, a in enumerate(ctor)}
+    g2 = group_callgraph(make_graph(mods2, calls, constructor_params=ctor2))
+    assert [v.label for v in by_pattern(g2, "blocks.[0-5]").variants] == ["attn.window_size=14", "attn.window_size=0"]
+    # and without any difference (layer_idx only) there are no variants
+    ctor3 = {f"blocks.{i}": {"window_size": 14, "layer_idx": i} for i in range(6)}
     g3 = group_callgraph(make_graph(mods2, calls, constructor_params=ctor3))
-    assert by_pattern(g3, "blocks.[0-5]").for_n == 6
+    assert by_pattern(g3, "blocks.[0-5]").for_n == 6 and by_pattern(g3, "blocks.[0-5]").variants == []
+
+
+def test_variants_survive_the_json_round_trip(tmp_path):
+    mods = [("", "M", 0)] + [(f"net.{i}", "Linear", 10 * (i + 1)) for i in range(3)]
+    calls = [("", f"net.{i}", 1) for i in range(3)]
+    ctor = {f"net.{i}": {"in_features": 4 * (i + 1), "out_features": 8} for i in range(3)}
+    g = group_callgraph(make_graph(mods, calls, constructor_params=ctor))
+    node = by_pattern(g, "net.[0-2]")  # a Sequential of three differently sized Linears: one loop, three variants
+    assert node.for_n == 3 and [v.label for v in node.variants] == ["in_features=4", "in_features=8", "in_features=12"]
+    back = load_grouped_json(g.save(tmp_path / "g.json"))
+    assert [(v.label, v.members) for v in by_pattern(back, "net.[0-2]").variants] == [
+        (v.label, v.members) for v in node.variants]
 
 
 def test_dense_family_with_different_call_counts_is_split():
@@ -353,29 +371,29 @@ def test_deepseek_checks_look_at_the_parts_by_path():
     statuses = {c["name"]: c["status"] for c in g.checks}
     assert statuses == {"vision_passes:sam_model": "not checked", "vision_passes:vision_model": "not checked",
                         "vision_passes:projector": "not checked", "decoder_layers": "not checked",
-                        "decoder_layer_calls": "not checked"}
+                        "decoder_layer_calls": "not checked", "block_loop:sam_model.blocks": "not checked",
+                        "block_loop:vision_model.transformer.layers": "not checked"}
 
 
 # ------------------------------------------------------------------------------------------ flops, files
-def test_attach_flops_inclusive_and_per_module():
-    g = group_callgraph(stack_graph(n_blocks=3))
-    assert all(n.flops is None for n in g.nodes)
-    attach_flops(g, {f"enc.blocks.{i}": 10.0 for i in range(3)})
-    assert by_pattern(g, "enc.blocks.[0-2]").flops == 30.0
-    assert by_pattern(g, "enc").flops is None and by_pattern(g, "enc").flops_missing == 1
-    attach_flops(g, {f"enc.blocks.{i}.lin": 4.0 for i in range(2)}, inclusive=False)
-    blocks = by_pattern(g, "enc.blocks.[0-2]")
-    assert (blocks.flops, blocks.flops_missing) == (8.0, 1)
-    assert g.node(g.root).flops == 8.0
-
-
 def test_grouped_json_roundtrip_and_rejections(tmp_path):
     g = group_callgraph(decoder_graph(n_layers=3, n_experts=8, called={1: [0, 2], 2: [5]}))
     path = g.save(tmp_path / "callgraph.grouped.json")
     doc = json.loads(path.read_text())
-    assert (doc["schema"], doc["schema_version"]) == (GROUPED_SCHEMA, 1)
+    assert (doc["schema"], doc["schema_version"]) == (GROUPED_SCHEMA, 2)
     back = load_grouped_json(path)
     assert back.to_dict() == json.loads(json.dumps(g.to_dict()))
+    # version 1 (no variants or costs, a `flops` slot per node) still loads
+    v1 = json.loads(json.dumps(doc))
+    v1["schema_version"] = 1
+    for key in ("metrics", "absent_metrics", "costs_stage"):
+        v1["data"].pop(key)
+    for node in v1["data"]["nodes"]:
+        node.pop("variants"), node.pop("costs")
+        node.update(flops=None, flops_missing=0)
+    path.write_text(json.dumps(v1))
+    old = load_grouped_json(path)
+    assert [n.pattern for n in old.nodes] == [n.pattern for n in g.nodes] and old.metrics == []
     doc["schema_version"] = 99
     path.write_text(json.dumps(doc))
     with pytest.raises(ArtifactError, match="schema_version 99 is unknown"):
@@ -393,3 +411,23 @@ def test_orphans_and_cycles_do_not_break_grouping():
     cg.edges.pop("", None)
     g = group_callgraph(cg)
     assert {n.pattern for n in g.nodes} >= {"(root)", "a", "a.b"}
+
+
+def test_block_loop_check_compares_the_stack_with_the_loop_length():
+    """SAM-like blocks (windowed and global) are one `for 6` node; the check compares 6 with the length the
+    loop ran over, and says mismatch when the log says otherwise or the stack is split."""
+    mods = [("", "M", 0), ("model", "OCR", 0), ("model.sam_model", "Enc", 0), ("model.sam_model.blocks", "ModuleList", 0)]
+    mods += [(f"model.sam_model.blocks.{i}", "Block", 90 if i in (2, 5) else 20) for i in range(6)]
+    calls = [("", "model", 1), ("model", "model.sam_model", 2)]
+    calls += [("model.sam_model", f"model.sam_model.blocks.{i}", 2) for i in range(6)]
+    ctor = {f"model.sam_model.blocks.{i}": {"window_size": 0 if i in (2, 5) else 14} for i in range(6)}
+    events = [{"event": "block_loop", "loop": "model.sam_model.blocks", "length": 6}] * 2
+    g = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=events, checks=RUNTIME_CHECKS)
+    check = next(c for c in g.checks if c["name"] == "block_loop:sam_model.blocks")
+    assert (check["status"], check["expected"], check["observed"]) == ("ok", 6, 6)
+    assert check["groups"] == [{"pattern": "model.sam_model.blocks.[0-5]", "for_n": 6,
+                                "variants": ["window_size=14 x4", "window_size=0 x2"]}]
+    wrong = [{"event": "block_loop", "loop": "model.sam_model.blocks", "length": 12}]
+    g2 = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=wrong, checks=RUNTIME_CHECKS)
+    check = next(c for c in g2.checks if c["name"] == "block_loop:sam_model.blocks")
+    assert (check["status"], check["expected"], check["observed"]) == ("mismatch", 12, 6)

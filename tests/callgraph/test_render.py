@@ -244,8 +244,8 @@ def test_group_cli_as_a_module(tmp_path):
 # layers 1-2. Captured once with TorchLens (capture.py) under the runtime patches.
 #
 # The golden files hold the normalised structure only: one line per node, indented under its parent,
-# with the node's first label line (class @ pattern, for N) and the label of the edge from its parent
-# (parfor N), then the runtime checks' names and statuses. No op counts, bytes, parameter counts or
+# with the node's first label line (class @ pattern, for N), its variants (`{window_size=14 ×2 | ...}`)
+# and the label of the edge from its parent (parfor N), then the runtime checks' names and statuses. No op counts, bytes, parameter counts or
 # shapes (they move with dtype and versions), and no expert ranges: which experts are called depends
 # on the routing, so `experts.[...]`, its `for N` and the labels of edges into it are masked. The DOT
 # and Mermaid renderings are checked to draw exactly that structure.
@@ -287,12 +287,21 @@ def structure_text(nodes: dict[str, str], edges: list[tuple[str, str, str]], che
     return "\n".join(lines) + "\n"
 
 
+_VARIANT = re.compile(r"^◦ (.*?) ×(\d+)")
+
+
+def with_variants(lines) -> str:
+    """The first label line, and the variant lines (`◦ label ×k...`) as `{label ×k | ...}`."""
+    variants = [f"{m.group(1)} ×{m.group(2)}" for line in lines[1:] if (m := _VARIANT.match(line))]
+    return lines[0] + (f"  {{{' | '.join(variants)}}}" if variants else "")
+
+
 def grouped_structure(grouped, max_depth=None, with_checks=True) -> str:
     from llm_perf_opt.callgraph.render import display_patterns, node_label_lines, repeat_text, visible_nodes
 
     shown, folded = visible_nodes(grouped, max_depth)
     patterns = display_patterns(grouped)
-    nodes = {n.id: node_label_lines(n, folded.get(n.id, 0), pattern=patterns[n.id])[0] for n in shown}
+    nodes = {n.id: with_variants(node_label_lines(n, folded.get(n.id, 0), pattern=patterns[n.id])) for n in shown}
     edges = [(e.parent, e.child, repeat_text(grouped.node(e.child))) for e in grouped.edges
              if e.parent in nodes and e.child in nodes]
     return structure_text(nodes, edges, grouped.checks if with_checks else None)
@@ -308,7 +317,8 @@ def dot_structure(text: str) -> str:
         if m := _DOT_EDGE.match(line):
             edges.append((m.group(1), m.group(2), m.group(3) or ""))
         elif m := _DOT_NODE.match(line):
-            nodes[m.group(1)] = m.group(2).split("\\n")[0].replace('\\"', '"').replace("\\\\", "\\")
+            nodes[m.group(1)] = with_variants([x.replace('\\"', '"').replace("\\\\", "\\")
+                                               for x in m.group(2).split("\\n")])
     return structure_text(nodes, edges)
 
 
@@ -319,7 +329,7 @@ def mermaid_structure(text: str) -> str:
     nodes, edges = {}, []
     for line in text.splitlines():
         if m := re.match(r'^  (\w+)\["(.*)"\]$', line):
-            nodes[m.group(1)] = plain(m.group(2).split("<br/>")[0])
+            nodes[m.group(1)] = with_variants([plain(x) for x in m.group(2).split("<br/>")])
         elif m := re.match(r'^  (\w+) -->(?:\|"(.*)"\|)? (\w+)$', line):
             edges.append((m.group(1), m.group(3), plain(m.group(2) or "")))
     return structure_text(nodes, edges)
@@ -330,7 +340,7 @@ def tiny_capture():
     from llm_perf_opt.callgraph.capture import capture_callgraph
     from llm_perf_opt.dsocr.inputs import build_inputs
     from llm_perf_opt.dsocr.layout import VisionWorkload
-    from llm_perf_opt.dsocr.patches import runtime_patches
+    from llm_perf_opt.dsocr.patches import LOOP_PATCHES, runtime_patches
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.dsocr.twin import build_twin
 
@@ -338,7 +348,7 @@ def tiny_capture():
     model = build_twin(spec, device="cpu", dtype=torch.float32, seed=0)
     workload = VisionWorkload(base_size=1024, image_size=640, crop_mode=True, tile_size=640)
     inputs = build_inputs(spec, workload, width=GOLDEN_PAGE[0], height=GOLDEN_PAGE[1])
-    with torch.no_grad(), runtime_patches(model, ["vision_inputs", "llm_stack"]) as log:
+    with torch.no_grad(), runtime_patches(model, ["vision_inputs", "llm_stack", *LOOP_PATCHES]) as log:
         cg = capture_callgraph(model, inputs.forward_kwargs(dtype=torch.float32), model_name="twin_tiny")
     cg.runtime_log = log.events()
     return cg
@@ -371,11 +381,16 @@ def test_tiny_twin_groups_as_expected(tiny_capture, tiny_grouped):
     for name in ("sam_model", "vision_model", "projector"):
         (node,) = g.find(f"model.{name}")
         assert node.parfor == 2
-    assert by_pattern_r(g, "model.sam_model.blocks.[0,2]").for_n == 2  # windowed (spec: global blocks 1, 3)
-    assert by_pattern_r(g, "model.sam_model.blocks.[1,3]").for_n == 2
+    sam_blocks = by_pattern_r(g, "model.sam_model.blocks.[0-3]")  # one loop of 4 (spec: global blocks 1, 3)
+    assert sam_blocks.for_n == 4
+    assert [(v.label, v.members) for v in sam_blocks.variants] == [
+        ("window_size=14", ["model.sam_model.blocks.0", "model.sam_model.blocks.2"]),
+        ("window_size=0", ["model.sam_model.blocks.1", "model.sam_model.blocks.3"])]
     assert by_pattern_r(g, "model.layers.0").template == "layers.*"
     assert by_pattern_r(g, "model.layers.[1-2]").for_n == 2
-    assert [c["status"] for c in g.checks] == ["ok"] * 5, g.checks
+    assert [c["status"] for c in g.checks] == ["ok"] * 7, g.checks
+    loops = {c["name"]: (c["expected"], c["observed"]) for c in g.checks if c["name"].startswith("block_loop")}
+    assert loops == {"block_loop:sam_model.blocks": (4, 4), "block_loop:vision_model.transformer.layers": (2, 2)}
     assert g.node(g.root).params == sum(tiny_capture.param_counts.values())
 
 

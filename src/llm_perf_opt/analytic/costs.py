@@ -317,8 +317,9 @@ def rotary_table(batch: int, tokens: int, head_dim: int, dtype_bytes: int = 2) -
         flops_other=2 * table,  # cos and sin over the (B, T, d) table
         input_bytes=batch * tokens * 8,  # int64 positions
         output_bytes=2 * table * b,
-        # float32 freqs, cat, cos, sin (and ×attention_scaling, which makes two more), cast to dtype
-        activation_bytes=batch * half * tokens * 4 + 5 * table * 4 + (2 * table * b if b != 4 else 0),
+        # position_ids.float(), float32 freqs, cat, cos, sin (and ×attention_scaling, which makes two more),
+        # cast to dtype
+        activation_bytes=batch * tokens * 4 + batch * half * tokens * 4 + 5 * table * 4 + (2 * table * b if b != 4 else 0),
     )
 
 

@@ -53,6 +53,11 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
     for length, size in ((rel_pos_h_len, h), (rel_pos_w_len, w)):
         if length != 2 * size - 1:
             own = own + C.interpolate(hd, (length,), (2 * size - 1,), "linear")
+            if b != 4:  # the table's .to(float32) and the resized table's .to(dtype)
+                own = own + LayerCost(activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b)
+        # get_rel_pos' index: two int64 aranges, their float32 scaled copies, the float32 difference and
+        # offset (size x size each) and its int64 .long() (q = k = size)
+        own = own + LayerCost(activation_bytes=2 * size * (8 + 4) + size * size * (4 + 4 + 8))
     own = own + LayerCost(
         # einsum bhwc,hkc->bhwk (rel_h: B·heads·h·w·h outputs) and bhwc,wkc->bhwk (rel_w: ...·w outputs),
         # both lowered to bmm with hd MACs per output
@@ -124,6 +129,8 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     own = C.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
     if grid != sam.pos_grid:
         own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
+        # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
+        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 * 4 + grid * grid * b) * sam.width if b != 4 else 0)
     blocks = tuple(
         (str(i), module_cost("Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
         for i in range(sam.depth)
@@ -158,6 +165,10 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
     if src != tgt:
         own = own + C.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
         own = own + LayerCost(activation_bytes=tokens * clip.width * b)  # cat(cls, resized table)
+        # get_abs_pos: permute(...).contiguous() copy of the source grid; its .to(float32) and the
+        # resized grid's .to(dtype) when b != 4
+        own = own + LayerCost(activation_bytes=src * src * clip.width * b
+                              + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0))
     own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
     table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
     return own, (("position_embedding", table),)
@@ -175,7 +186,9 @@ def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: i
 @register_cost("NoTPFeedForward", "CLIP FFN fc2(quick_gelu(fc1(x))); quick_gelu is a scripted function: own work")
 def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
-    return C.elementwise(tokens * hidden, "quick_gelu", 1, b), (
+    # x·sigmoid(1.702·x) as three eager ops: 1.702·x and its sigmoid are materialised before the product
+    gelu = C.elementwise(tokens * hidden, "quick_gelu", 1, b) + LayerCost(activation_bytes=2 * tokens * hidden * b)
+    return gelu, (
         ("fc1", module_cost("Linear", tokens, dim, hidden, True, b)),
         ("fc2", module_cost("Linear", tokens, hidden, dim, True, b)),
     )
@@ -277,13 +290,16 @@ def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2)
 
 
 @register_cost("MoEGate", "float32 F.linear(x, w) (T x hidden x E) + softmax + top-k")
-def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2) -> LayerCost:
+def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0) -> LayerCost:
     b = dtype_bytes
     gate = C.linear(tokens, hidden, n_routed, False, 4)  # F.linear(x.float(), w.float())
     gate = gate + LayerCost(
         weight_bytes=0,
-        activation_bytes=(tokens * hidden * 4 if b != 4 else 0) + (hidden * n_routed * 4 if b != 4 else 0),
-    )  # float32 copies of x and of the gate weight
+        # float32 copies of x and of the gate weight; top-k's float32 weights and int64 ids (T x k each),
+        # and the weights x routed_scaling_factor (a new float32 T x k tensor, even at scale 1.0)
+        activation_bytes=(tokens * hidden * 4 if b != 4 else 0) + (hidden * n_routed * 4 if b != 4 else 0)
+        + tokens * top_k * (4 + 8 + 4),
+    )
     return gate + C.softmax(tokens, n_routed, 4)
 
 
@@ -307,15 +323,21 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
         routed.flops_matmul, routed.flops_other, experts_read * 3 * hidden * d.moe_intermediate_size * b,
         routed.input_bytes, routed.output_bytes, routed.activation_bytes,
     )
+    experts = d.n_routed_experts
     own = LayerCost(
         flops_other=2 * routed_tokens * hidden,  # × top-k weight and sum over k
         input_bytes=tokens * hidden * b,
         output_bytes=tokens * hidden * b,
-        # sorted token copy, concatenated expert outputs, scatter-back, float32 weighted copy, sum
-        activation_bytes=3 * routed_tokens * hidden * b + routed_tokens * hidden * 4 + tokens * hidden * b,
+        # sorted token copy (gather), concatenated expert outputs, scatter-back buffer (empty_like), the
+        # float32 weighted copy (.type(float32): none when already float32, the multiply is in place), the
+        # float32 sum over k and its cast back (when b != 4); int64 bookkeeping: the T x E hit matrix
+        # (new_zeros), tokens per expert (sum), argsort of the T·k slots and their token index (// k)
+        activation_bytes=(3 * routed_tokens * hidden * b + (routed_tokens * hidden * 4 if b != 4 else 0)
+                          + tokens * hidden * 4 + (tokens * hidden * b if b != 4 else 0)
+                          + 8 * (tokens * experts + experts + 2 * routed_tokens)),
     )
     children: Children = (
-        ("gate", module_cost("MoEGate", tokens, hidden, d.n_routed_experts, b)),
+        ("gate", module_cost("MoEGate", tokens, hidden, d.n_routed_experts, b, top_k)),
         ("experts", children_node("ModuleList", (), container=True, own=routed)),
     )
     if d.n_shared_experts:
@@ -352,7 +374,9 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     children: Children = ()
     own = ZERO
     p = spec.projector
-    for _, batch, side in passes:
+    glue_tokens = 0  # image-token rows the glue materialises (x hidden x b)
+    global_grid = sam_grids(spec.sam, passes[-1][2])[2] if passes else 0
+    for name, batch, side in passes:
         grid = sam_grids(spec.sam, side)[2]
         rows = batch * grid * grid
         children += (
@@ -362,8 +386,13 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
         )
         # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim)
         own = own + LayerCost(activation_bytes=rows * p.input_dim * b)
-    # newline column cat, crop re-tiling, final cat with the separator: the image-token embeddings
-    own = own + LayerCost(activation_bytes=2 * image_tokens * spec.decoder.hidden_size * b)
+        if name == "crops":  # the crops re-tiled into one grid: reshape of a permuted tensor, a copy
+            glue_tokens += rows
+    global_newline = global_grid * (global_grid + 1)  # cat(global rows, newline column)
+    local_newline = image_tokens - global_newline - 1 if len(passes) > 1 else 0  # the same for the crop grid
+    # + the final cat(local, global, separator) and the cat of that one-element list (a copy too)
+    glue_tokens += global_newline + local_newline + 2 * image_tokens
+    own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b)
     return own, children
 
 
@@ -382,8 +411,12 @@ def ocr_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, pa
         (str(i), module_cost("DeepseekV2DecoderLayer", d, d.is_moe_layer(i), q_len, past_len, attention, b))
         for i in range(d.num_layers)
     )
-    # position ids and the 4-D additive causal mask (B, 1, T, past + T) built by the model
-    own = own + LayerCost(activation_bytes=q_len * (past_len + q_len) * b + q_len * 8)
+    # position ids (int64), and transformers' _make_causal_mask: torch.full (float32 T x T), arange and
+    # arange + 1 (int64), their comparison (bool T x T; masked_fill_ is in place), .to(dtype) when b != 4,
+    # and with a cache the zeros (T x past) and their cat (T x (past + T))
+    t, pl = q_len, past_len
+    mask = t * t * 4 + 2 * t * 8 + t * t + (t * t * b if b != 4 else 0) + (t * pl * b + t * (pl + t) * b if pl else 0)
+    own = own + LayerCost(activation_bytes=t * 8 + mask)
     return own, (
         ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),
         *vision,

@@ -14,6 +14,11 @@ door to TorchLens, and under `metadata.CallRecorder`'s read-only hooks), `derive
   `model`, never from the `ModuleList` `model.layers`);
 * `op_call_counts` — each op of `Trace.layer_list` counted in its innermost module call (`Op.module`),
   boundary placeholders (inputs, outputs, buffers) left out;
+* `op_output_bytes` — the bytes of each such op's output tensor (shape × element size, as TorchLens
+  records them), by innermost module and op name; an op whose output is one of its inputs (TorchLens'
+  `is_inplace`: `add_`, dropout in eval, a cast to the same dtype) is keyed `name:same`, an indexing
+  by a tensor (a gather, which copies) `__getitem__:gather`. Views are told apart by name where the
+  bytes are used (`callgraph.op_families`);
 
 and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
 
@@ -46,7 +51,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from torch import nn
@@ -54,6 +59,7 @@ from torch import nn
 from llm_perf_opt.artifacts import to_jsonable
 from llm_perf_opt.callgraph import metadata as md
 from llm_perf_opt.callgraph import torchlens_adapter as tl
+from llm_perf_opt.callgraph.op_families import GATHER, SAME_TENSOR  # op_output_bytes key suffixes
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import TraceError
 
@@ -72,6 +78,7 @@ class TraceGraph:
     op_call_counts: Counter
     opaque_ops: Counter
     num_ops: int
+    op_output_bytes: dict[str, Counter] = field(default_factory=dict)
 
 
 @dataclass
@@ -109,6 +116,7 @@ def graph_from_trace(trace: Any) -> TraceGraph:
             bucket[address] += 1
     ops: Counter = Counter()
     opaque: Counter = Counter()
+    out_bytes: dict[str, Counter] = {}
     num_ops = 0
     for op in trace.layer_list:
         if op.is_input or op.is_output or op.is_buffer:
@@ -127,7 +135,35 @@ def graph_from_trace(trace: Any) -> TraceGraph:
             address = ROOT if label is None else _call_address(label)
         ops[address] += 1
         num_ops += 1
-    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops)
+        nbytes = _op_output_bytes(op)
+        if nbytes is not None:
+            name = "(opaque)" if op.func_name == "none" else str(op.func_name)
+            if getattr(op, "is_inplace", False):  # the output is an input tensor (add_, eval dropout, no-op casts)
+                name += SAME_TENSOR
+            elif name == "__getitem__" and _indexed_by_tensor(op):
+                name += GATHER  # indexed by a tensor: a copy, not a view
+            out_bytes.setdefault(address, Counter())[name] += nbytes
+    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops,
+                      op_output_bytes=out_bytes)
+
+
+def _indexed_by_tensor(op: Any) -> bool:
+    """Whether a `__getitem__` took a tensor as its index (a recorded tensor in any argument position but
+    the indexed one; the indexed tensor may be a parameter, which TorchLens does not list as a parent)."""
+    positions = (getattr(op, "parent_arg_positions", None) or {}).get("args") or {}
+    return any(pos != 0 for pos in positions)
+
+
+def _op_output_bytes(op: Any) -> int | None:
+    """Bytes of the tensor an op produced (TorchLens' recorded shape and dtype), None when it has none."""
+    shape, dtype = getattr(op, "shape", None), getattr(op, "dtype", None)
+    itemsize = getattr(dtype, "itemsize", None)
+    if shape is None or not isinstance(itemsize, int):
+        return None
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * itemsize
 
 
 # --------------------------------------------------------------------------- module tree
@@ -370,6 +406,7 @@ def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str]
         op_call_counts=op_call_counts,
         module_children=children,
         module_types=types,
+        op_output_bytes={a: dict(c) for a, c in graph.op_output_bytes.items()},
         model_name=model_name,
     )
     return Derived(cg, graph, without_ops, bypassing, time.perf_counter() - t0)

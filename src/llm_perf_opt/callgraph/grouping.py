@@ -6,10 +6,14 @@ a list of model-specific names:
 
 `for N` (a stack)
     Sibling modules called from the same parent whose addresses differ only in one numeric component
-    (`sam_model.blocks.0 .. 11`), of the same class and the same *structure*, become one node
-    `Block @ model.sam_model.blocks.[0-11] for 12`. Siblings of one family whose structure differs are
-    split into one node per structure (dense layer 0 vs MoE layers 1-11; windowed vs global SAM blocks),
-    each keeping its exact index list.
+    (`sam_model.blocks.0 .. 11`), of the same class and the same *shape*, become one node
+    `Block @ model.sam_model.blocks.[0-11] for 12`: one stack of one class is one node, because that is
+    the loop the code runs. Its members may differ in constructor parameters only (SAM's 8 windowed
+    and 4 global-attention blocks, whose relative-position tables are also larger); those are the
+    node's *variants* (`window_size=14 ×8`, `window_size=0 ×4`), each with its own members and, once
+    costs are attached (`callgraph.node_costs`), its own costs. Members whose child structure differs
+    (dense decoder layer 0 vs MoE layers 1-11: different child classes) are split into one node per
+    shape, each keeping its exact index list.
 
 `parfor N`
     A node whose every member is called N times (an integer > 1) per call of its parent: SAM, CLIP and
@@ -17,13 +21,13 @@ a list of model-specific names:
     When the calls per parent call are not a whole number, uniform across members, the node carries
     its call counts (`calls k`) instead.
 
-Structure (what must be equal for two siblings to share a node) is the pair
-  * static: class name, constructor parameters (index-like keys such as `layer_idx` ignored), the
-    number of parameters held directly (this separates SAM's global blocks, whose relative-position
-    tables are larger), and the same recursively for every static child (`module_children`), by
-    child name;
-  * call structure: the called children grouped the same way (relative template, class, structure,
+Shape (what must be equal for two siblings to share a node) is the pair
+  * static: class name and, recursively, every static child (`module_children`) by child name;
+  * call structure: the called children grouped the same way (relative template, class, shape,
     calls per parent call, and the number of members — except for sparse families, below).
+A *variant* (the members of a node that are alike in everything) adds, recursively over the static
+subtree, the constructor parameters (index-like keys such as `layer_idx` ignored) and the number of
+parameters each module holds directly.
 A family is *sparse* when only some of the static candidates were called (MoE experts that received
 tokens): which members are called depends on values, so the members of a sparse family are grouped
 whatever their call counts, and the parent's structure records "sparse of K" instead of the count.
@@ -32,7 +36,7 @@ Sparse nodes and everything under them are flagged `value_dependent`.
 Nested stacks merge naturally: the children of a group are the corresponding children of all its
 members (`model.layers.[1-11].mlp.experts.[...]`). Sums per node: parameters over the static subtree
 of every member, calls from the parent, ops (direct and over the static subtree), output activation
-bytes, and a FLOPs slot filled by `attach_flops`.
+bytes; `callgraph.node_costs` attaches the costs (FLOPs, bytes, times) per node and per variant.
 
 The groups can be checked against the runtime log of the same forward: the model's package hands
 `group_callgraph` its `RuntimeCheck`s (`callgraph.checks`; DeepSeek-OCR's are in `dsocr.checks`). The
@@ -54,8 +58,8 @@ from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import ArtifactError
 
 GROUPED_SCHEMA = "llm_perf_opt.callgraph.grouped"
-GROUPED_VERSION = 1
-GROUPED_KNOWN_VERSIONS = (1,)
+GROUPED_VERSION = 2  # 2: variants and costs per node (1 had a `flops` slot, read and dropped)
+GROUPED_KNOWN_VERSIONS = (1, 2)
 GROUPED_FILENAME = "callgraph.grouped.json"
 
 # Constructor parameters that name a position in a stack rather than a shape: ignored in signatures.
@@ -65,6 +69,19 @@ _NUM = re.compile(r"^\d+$")
 
 
 # ---------------------------------------------------------------------------------------------- nodes
+@dataclass
+class GroupVariant:
+    """The members of a node that are alike in everything, constructor parameters included (SAM's
+    global-attention blocks inside `Block @ sam_model.blocks.[0-11] for 12`)."""
+
+    label: str  # the parameters that tell this variant from the node's others: "window_size=0"
+    members: list[str]  # module addresses, in the node's order
+    differs: dict[str, Any] = field(default_factory=dict)  # those parameters: {"window_size": 0}
+    params: int = 0  # parameters over the static subtree of every member
+    signature: str = ""
+    costs: dict[str, Any] = field(default_factory=dict)  # filled by callgraph.node_costs
+
+
 @dataclass
 class GroupNode:
     """One node of the grouped graph: one or more modules with the same class and structure."""
@@ -92,13 +109,13 @@ class GroupNode:
     ops_self: int = 0  # tensor ops executed directly in the members
     ops_total: int = 0  # ... and in their static subtrees
     activation_bytes: int = 0  # bytes of the members' outputs, over all their calls
-    flops: float | None = None  # filled by attach_flops
-    flops_missing: int = 0  # members without a FLOPs figure when attach_flops ran
     constructor_params: dict[str, Any] = field(default_factory=dict)  # those equal across all members
     varying_params: list[str] = field(default_factory=list)  # constructor params that differ (layer_idx)
     input_shapes: list[Any] = field(default_factory=list)  # first call of the first member
     output_shapes: list[Any] = field(default_factory=list)
-    signature: str = ""  # short hash of the structure
+    signature: str = ""  # short hash of the shape (what the members share)
+    variants: list[GroupVariant] = field(default_factory=list)  # when the members differ in parameters
+    costs: dict[str, Any] = field(default_factory=dict)  # metric -> figures, filled by callgraph.node_costs
     # what a model's runtime check knows better than the graph (e.g. experts hit, from a routing record):
     # "bracket" replaces the text of the node's own index bracket in labels, "line" is an extra label line
     annotation: dict[str, str] = field(default_factory=dict)
@@ -129,6 +146,9 @@ class GroupedGraph:
     notes: list[str] = field(default_factory=list)
     model_name: str = ""
     source: dict[str, Any] = field(default_factory=dict)
+    metrics: list[dict[str, Any]] = field(default_factory=list)  # the cost metrics on the nodes (node_costs)
+    absent_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why the run has no figures
+    costs_stage: str = ""  # the forward the costs describe ("prefill")
 
     # ------------------------------------------------------------------ queries
     def node(self, node_id: str) -> GroupNode:
@@ -183,6 +203,9 @@ class GroupedGraph:
             "edges": [asdict(e) for e in self.edges],
             "checks": self.checks,
             "notes": self.notes,
+            "metrics": self.metrics,
+            "absent_metrics": self.absent_metrics,
+            "costs_stage": self.costs_stage,
         }
 
     def save(self, path: str | Path, config: Any = None) -> Path:
@@ -202,7 +225,13 @@ def grouped_from_dict(data: Mapping[str, Any], source: str = "grouped") -> Group
         for key in required:
             if key not in raw:
                 raise ArtifactError(f"{source}: nodes[{i}] lacks required field '{key}'")
-        nodes.append(GroupNode(**{k: v for k, v in raw.items() if k in node_fields}))
+        kwargs = {k: v for k, v in raw.items() if k in node_fields}
+        try:
+            kwargs["variants"] = [v if isinstance(v, GroupVariant) else GroupVariant(**v)
+                                  for v in kwargs.get("variants") or []]
+        except TypeError:
+            raise ArtifactError(f"{source}: nodes[{i}].variants must be objects with 'label' and 'members'") from None
+        nodes.append(GroupNode(**kwargs))
     edges = []
     for i, raw in enumerate(data["edges"]):
         try:
@@ -215,7 +244,9 @@ def grouped_from_dict(data: Mapping[str, Any], source: str = "grouped") -> Group
         raise ArtifactError(f"{source}: root {data['root']!r} is not a node id")
     return GroupedGraph(nodes=nodes, edges=edges, root=data["root"], checks=list(data.get("checks") or []),
                         notes=list(data.get("notes") or []), model_name=data.get("model_name", ""),
-                        source=dict(data.get("source") or {}))
+                        source=dict(data.get("source") or {}), metrics=list(data.get("metrics") or []),
+                        absent_metrics=dict(data.get("absent_metrics") or {}),
+                        costs_stage=str(data.get("costs_stage") or ""))
 
 
 def load_grouped_json(path: str | Path) -> GroupedGraph:
@@ -264,6 +295,21 @@ def _normalise_params(params: Mapping[str, Any] | None) -> tuple:
     if not params:
         return ()
     return tuple(sorted((str(k), repr(v)) for k, v in params.items() if not _INDEX_KEY.search(str(k))))
+
+
+def _param_name(key: str) -> str:
+    """`rel.path:name` -> "rel.path.name" ("name" at the top)."""
+    rel, _, name = key.partition(":")
+    return f"{rel}.{name}" if rel else name
+
+
+def _short_repr(value: Any, limit: int = 40) -> Any:
+    """A parameter value for a label: numbers, booleans and None as themselves, anything else as text
+    of at most `limit` characters."""
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _first_meta(meta: Any) -> list[Any]:
@@ -341,6 +387,7 @@ class _Grouper:
         self.subtree_params = self._subtree_sums(cg.param_counts)
         self.subtree_ops = self._subtree_sums(cg.op_call_counts)
         self._static_sig: dict[str, str] = {}
+        self._static_full: dict[str, str] = {}
         self._sig: dict[str, str] = {}
         self._families: dict[str, list[_Subgroup]] = {}
         self._in_progress: set[str] = set()
@@ -371,21 +418,45 @@ class _Grouper:
         return self.types.get(addr, "?")
 
     # ---------------------------------------------------------------- signatures
-    def static_sig(self, addr: str) -> str:
-        if addr in self._static_sig:
-            return self._static_sig[addr]
+    def static_sig(self, addr: str, with_params: bool = False) -> str:
+        """The static subtree's classes by child name; `with_params`: also the constructor parameters and
+        the parameters held directly, recursively (what tells variants apart)."""
+        cache = self._static_full if with_params else self._static_sig
+        if addr in cache:
+            return cache[addr]
         kids = self.static_children.get(addr, [])
-        sig = _hash((
-            self.class_of(addr),
-            _normalise_params(self.cg.constructor_params.get(addr)),
-            int(self.cg.param_counts.get(addr, 0) or 0),
-            tuple((_relative(c, addr), self.static_sig(c)) for c in kids if c != addr),
-        ))
-        self._static_sig[addr] = sig
+        own: tuple = (self.class_of(addr),)
+        if with_params:
+            own += (_normalise_params(self.cg.constructor_params.get(addr)), int(self.cg.param_counts.get(addr, 0) or 0))
+        sig = _hash((own, tuple((_relative(c, addr), self.static_sig(c, with_params)) for c in kids if c != addr)))
+        cache[addr] = sig
         return sig
 
+    def variant_sig(self, addr: str) -> str:
+        """Shape + constructor parameters and direct parameter counts over the static subtree."""
+        return _hash((self.sig(addr), self.static_sig(addr, with_params=True)))
+
+    def flat_params(self, addr: str) -> dict[str, Any]:
+        """Every constructor parameter (index-like keys left out) and direct parameter count of the static
+        subtree, keyed by `relative.path:name` ("" for `addr` itself)."""
+        out: dict[str, Any] = {}
+        todo = [addr]
+        while todo:
+            a = todo.pop(0)
+            rel = "" if a == addr else _relative(a, addr)
+            for k, v in (self.cg.constructor_params.get(a) or {}).items():
+                if _INDEX_KEY.search(str(k)):
+                    continue
+                if isinstance(v, Mapping):  # e.g. param_shapes: one key per entry
+                    out.update({f"{rel}:{k2}": v2 for k2, v2 in v.items()})
+                else:
+                    out[f"{rel}:{k}"] = v
+            out[f"{rel}:params"] = int(self.cg.param_counts.get(a, 0) or 0)
+            todo.extend(c for c in self.static_children.get(a, []) if c != a)
+        return out
+
     def sig(self, addr: str) -> str:
-        """Static structure + call structure."""
+        """Shape: static structure + call structure (constructor parameters left out)."""
         if addr in self._sig:
             return self._sig[addr]
         if addr in self._in_progress:  # a recursive call chain: cut it
@@ -551,6 +622,30 @@ class _Grouper:
         node.input_shapes = _first_meta(self.cg.input_metadata.get(first))
         node.output_shapes = _first_meta(self.cg.output_metadata.get(first))
         node.signature = self.sig(first)
+        node.variants = self._variants(distinct)
+
+    def _variants(self, distinct: list[str]) -> list[GroupVariant]:
+        """The members split by `variant_sig`, when they differ; each labelled by the shallowest
+        parameters that tell the variants apart (at most two)."""
+        by_sig: dict[str, list[str]] = OrderedDict()
+        for m in distinct:
+            by_sig.setdefault(self.variant_sig(m), []).append(m)
+        if len(by_sig) < 2:
+            return []
+        flat = {sig: self.flat_params(members[0]) for sig, members in by_sig.items()}
+        keys = list(OrderedDict.fromkeys(k for f in flat.values() for k in f))
+        differ = [k for k in keys if len({repr(f.get(k, "<absent>")) for f in flat.values()}) > 1]
+        depth = lambda k: -1 if k.startswith(":") else k.partition(":")[0].count(".")  # noqa: E731
+        named = [k for k in differ if not k.endswith(":params")] or differ  # a parameter count says least
+        shallowest = min(depth(k) for k in named)
+        label_keys = [k for k in named if depth(k) == shallowest][:2]
+        out = []
+        for sig, members in by_sig.items():
+            differs = {_param_name(k): _short_repr(flat[sig].get(k, "<absent>")) for k in label_keys}
+            out.append(GroupVariant(
+                label=", ".join(f"{k}={v}" for k, v in differs.items()), members=members, differs=differs,
+                params=sum(self.subtree_params.get(m, 0) for m in members), signature=sig))
+        return out
 
     def _root_calls(self, node: GroupNode) -> None:
         node.calls = node.parent_calls = self.calls.get(node.members[0], 1)
@@ -652,33 +747,3 @@ def summarize_parfor_edges(grouped: GroupedGraph) -> list[dict[str, Any]]:
                 "calls_per_parent_call": child.calls_per_parent_call,
             })
     return rows
-
-
-def attach_flops(grouped: GroupedGraph, flops_by_address: Mapping[str, float], inclusive: bool = True) -> GroupedGraph:
-    """Fill each node's FLOPs from per-module figures.
-
-    `inclusive=True`: a figure covers the module's whole subtree (what a per-module counter reports), so a
-    node's FLOPs are the sum over its members. `inclusive=False`: figures are per module only, so a node
-    sums over its members' static subtrees. Members without any figure are counted in `flops_missing`;
-    a node with no figure at all keeps `flops=None`."""
-    keys = list(flops_by_address)
-    for n in grouped.nodes:
-        total, found, missing = 0.0, False, 0
-        for m in OrderedDict.fromkeys(n.members):
-            if inclusive:
-                if m in flops_by_address and flops_by_address[m] is not None:
-                    total += float(flops_by_address[m])
-                    found = True
-                else:
-                    missing += 1
-            else:
-                vals = [flops_by_address[k] for k in keys
-                        if (k == m or m == ROOT or k.startswith(m + ".")) and flops_by_address[k] is not None]
-                if vals:
-                    total += float(sum(vals))
-                    found = True
-                else:
-                    missing += 1
-        n.flops = total if found else None
-        n.flops_missing = missing
-    return grouped

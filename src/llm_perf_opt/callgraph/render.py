@@ -1,9 +1,13 @@
 """Rendering of grouped (Option C) and raw call graphs: DOT and SVG (through the `graphviz` package), Mermaid.
 
-Labels stay compact — `Class @ pattern for N` and a second line with `parfor N` (or the calls when
-they are not a whole number per parent call) and the parameter count; long index lists print as
-`[k of K]`. DOT tooltips carry the exact pattern, the constructor parameters and the I/O shapes of the
-first call. `max_depth` folds everything below that depth of the grouped tree into its ancestor (the
+Labels stay compact — `Class @ pattern for N`; with `color_by` (flops, time, bytes, params) a second
+line with the metric and its share of the run (`2.93 TFLOP · 64%`, `callgraph.heat`), the node filled
+by its heat-map bin and a legend beside the graph; then `parfor N` (or the calls when they are not a
+whole number per parent call) and the parameter count, and one line per variant (`◦ window_size=0
+×4: 1.7 TFLOP · 38%`). Long index lists print as `[k of K]`. Tooltips (SVG `<title>`s) carry the exact
+pattern, the constructor parameters, the I/O shapes and dtypes of the first call, and every cost the
+node carries (total, per instance, min/max and the slowest instance, share), per variant too. SVG
+nodes carry their node id (`<g id="n3">`), which the run page uses. `max_depth` folds everything below that depth of the grouped tree into its ancestor (the
 ancestor's sums already cover its subtree). Mermaid ids are sanitised and every label is quoted with
 its special characters written as Mermaid entity codes (`#quot;`, `#lt;`, `#64;` ...);
 `validate_mermaid` is the structural check the tests run on every diagram.
@@ -24,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import graphviz
 
+from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.callgraph.checks import Event, RuntimeCheck
 from llm_perf_opt.callgraph.grouping import (
@@ -33,12 +38,15 @@ from llm_perf_opt.callgraph.grouping import (
     count_ranges,
     group_callgraph,
 )
+from llm_perf_opt.callgraph.heat import Heat, format_value
+from llm_perf_opt.callgraph.node_costs import ModuleCosts, attach_costs
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import ArtifactError
 
 GROUPED_STEM = "callgraph.grouped"
 RAW_STEM = "callgraph.raw"
 DEFAULT_FORMATS = ("dot", "svg", "mmd")
+DEFAULT_COLOR_BY = "flops"
 KNOWN_FORMATS = ("dot", "svg", "png", "mmd", "raw_dot", "raw_svg", "raw_mmd")
 MAX_RANGES = 4  # an index list with more ranges than this prints as "[k of K]"
 
@@ -138,18 +146,22 @@ def for_text(node: GroupNode) -> str:
 
 
 def node_label_lines(node: GroupNode, folded: int = 0, max_ranges: int = MAX_RANGES,
-                     pattern: str | None = None) -> list[str]:
+                     pattern: str | None = None, heat: Heat | None = None) -> list[str]:
     pattern = display_pattern(node, max_ranges) if pattern is None else pattern
     head = node.class_name if node.parent is None else f"{node.class_name} @ {pattern}"
     ft = for_text(node)
     lines = [f"{head} {ft}" if ft else head]
-    info = [t for t in (repeat_text(node), f"{human_count(node.params)} params" if node.params else "") if t]
-    if node.flops is not None:
-        info.append(f"{human_count(node.flops)}FLOP")
+    heat_line = heat.line(node) if heat is not None and heat.active else None
+    if heat_line:
+        lines.append(heat_line)
+    show_params = node.params and not (heat is not None and heat.active and heat.color_by == "params")
+    info = [t for t in (repeat_text(node), f"{human_count(node.params)} params" if show_params else "") if t]
     if info:
         lines.append(", ".join(info))
     if node.annotation.get("line"):
         lines.append(node.annotation["line"])
+    for i, v in enumerate(node.variants):
+        lines.append(heat.variant_line(node, i) if heat is not None and heat.active else f"◦ {v.label} ×{len(v.members)}")
     if folded:
         lines.append(f"+{folded} folded")
     return lines
@@ -167,7 +179,7 @@ def _fmt_tensor(meta: Any) -> str:
     return str(meta)
 
 
-def node_tooltip(node: GroupNode) -> str:
+def node_tooltip(node: GroupNode, grouped: GroupedGraph | None = None) -> str:
     lines = [f"{node.class_name} @ {node.pattern}"]
     members = len(node.members)
     lines.append(f"members {members}" + (f" (for {for_text(node)[4:]} of {node.static_n} static)"
@@ -184,11 +196,45 @@ def node_tooltip(node: GroupNode) -> str:
     if node.output_shapes:
         lines.append("out: " + ", ".join(_fmt_tensor(t) for t in node.output_shapes))
     lines.append(f"parameters {node.params:,}; ops {node.ops_self:,} self / {node.ops_total:,} subtree; "
-                 f"activations {node.activation_bytes:,} B")
-    if node.flops is not None:
-        lines.append(f"FLOPs {node.flops:,.0f}" + (f" ({node.flops_missing} members without a figure)"
-                                                     if node.flops_missing else ""))
+                 f"outputs {node.activation_bytes:,} B")
+    if grouped is not None:
+        lines.extend(cost_lines(node.costs, grouped))
+    for v in node.variants:
+        lines.append(f"variant {v.label} ×{len(v.members)}: {_members_text(v.members)}")
+        if grouped is not None:
+            lines.extend("  " + line for line in cost_lines(v.costs, grouped, brief=True))
     return "\n".join(lines)
+
+
+def _members_text(members: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(m.rpartition(".")[2] if "." in m else m for m in members[:limit])
+    return shown + (f" … (+{len(members) - limit})" if len(members) > limit else "")
+
+
+def cost_lines(costs: Mapping[str, Any], grouped: GroupedGraph, brief: bool = False) -> list[str]:
+    """One line per metric of the graph: total and share, per instance (mean, min-max, slowest)."""
+    out = []
+    for metric in grouped.metrics:
+        fig = costs.get(metric["name"])
+        kind = metric["kind"]
+        if not fig or fig.get("total") is None:
+            out.append(f"{metric['label']}: — ({(fig or {}).get('reason', 'no figure')})")
+            continue
+        text = f"{metric['label']}: {format_value(fig['total'], kind)}"
+        if fig.get("share") is not None:
+            text += f" ({units.percent(fig['share'])} of the run)"
+        if not brief and fig.get("instances", 1) > 1 and fig.get("mean") is not None:
+            text += (f"; per instance {format_value(fig['mean'], kind)} (min {format_value(fig['min'], kind)}, "
+                     f"max {format_value(fig['max'], kind)}, slowest {fig['slowest']})")
+        if not fig.get("complete", True):
+            text += f"; {fig['with_figure']} of {fig['instances']} instances have a figure"
+        if fig.get("notes"):
+            text += f" [{'; '.join(fig['notes'])}]"
+        out.append(text)
+    if not brief:
+        for name, reason in grouped.absent_metrics.items():
+            out.append(f"{name}: — ({reason})")
+    return out
 
 
 def dot_text(*lines: str) -> str:
@@ -262,22 +308,40 @@ def _digraph(name: str, title: str, graph: dict[str, str], node: dict[str, str],
 
 
 def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                      rankdir: str = "LR") -> str:
+                      rankdir: str = "LR", color_by: str = DEFAULT_COLOR_BY) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     ids = {n.id for n in shown}
     patterns = display_patterns(grouped, max_ranges)
+    heat = Heat.of(grouped, color_by)
     title = f"{grouped.model_name or 'model'}: grouped call graph ({len(shown)} of {len(grouped.nodes)} nodes)"
     dot = _digraph("grouped_callgraph", title, _GROUPED_GRAPH, _GROUPED_NODE, _GROUPED_EDGE, rankdir)
     for n in shown:
         kind = node_kind(n)
-        dot.node(n.id, label=dot_text(*node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id])),
-                 tooltip=dot_text(*node_tooltip(n).split("\n")), fillcolor=_FILL[kind], color=_STROKE[kind],
-                 style="rounded,filled,dashed" if n.sparse else "rounded,filled")
+        fill, font = heat.colours(n) if heat.active else (_FILL[kind], "#111827")
+        style = "rounded,filled,dashed" if n.sparse else "rounded,filled"
+        dot.node(n.id, label=dot_text(*node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id], heat)),
+                 tooltip=dot_text(*node_tooltip(n, grouped).split("\n")), fillcolor=fill, fontcolor=font,
+                 color=_STROKE[kind], style=style, id=n.id,
+                 **({"penwidth": "2"} if heat.active and kind in ("stack", "both", "parfor") else {}))
     for e in grouped.edges:
         if e.parent in ids and e.child in ids:
             rep = repeat_text(grouped.node(e.child))
             dot.edge(e.parent, e.child, **({"label": dot_text(rep)} if rep else {}))
+    if heat.active:
+        dot.node("legend", label=_legend_html(heat), shape="plain", id="legend", tooltip=dot_text(heat.title()))
     return dot.source
+
+
+def _legend_html(heat: Heat) -> str:
+    """The heat map's legend as a Graphviz HTML-like label (every text escaped)."""
+    from html import escape
+
+    rows = [f'<tr><td colspan="2" align="left"><b>{escape(heat.title())}</b></td></tr>']
+    rows += [f'<tr><td bgcolor="{fill}" width="28"> </td><td align="left">{escape(text)}</td></tr>'
+             for fill, _, text in heat.legend()]
+    kinds = "border: blue = for N stack, amber = parfor, purple = both; dashed = value-dependent"
+    rows.append(f'<tr><td colspan="2" align="left"><font point-size="8">{escape(kinds)}</font></td></tr>')
+    return '<<table border="0" cellborder="1" cellspacing="0" cellpadding="3">' + "".join(rows) + "</table>>"
 
 
 def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "LR") -> str:
@@ -314,32 +378,53 @@ def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "L
 
 # ------------------------------------------------------------------------------------------------ Mermaid
 def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                          direction: str = "LR") -> str:
+                          direction: str = "LR", color_by: str = DEFAULT_COLOR_BY) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
-    taken: set[str] = set()
+    taken: set[str] = {"legend"}
     ids = {n.id: mermaid_id(n.id, taken) for n in shown}
     patterns = display_patterns(grouped, max_ranges)
+    heat = Heat.of(grouped, color_by)
     lines = [f"flowchart {direction}"]
     by_kind: dict[str, list[str]] = {}
+    by_bin: dict[str, list[str]] = {}
     for n in shown:
         label = "<br/>".join(mermaid_escape(s) for s in node_label_lines(n, folded.get(n.id, 0), max_ranges,
-                                                                         patterns[n.id]))
+                                                                         patterns[n.id], heat))
         lines.append(f'  {ids[n.id]}["{label}"]')
         by_kind.setdefault(node_kind(n), []).append(ids[n.id])
+        if heat.active:
+            b = heat.bin_index(n)
+            by_bin.setdefault("nofig" if b is None else f"heat{b}", []).append(ids[n.id])
     for e in grouped.edges:
         if e.parent in ids and e.child in ids:
             rep = repeat_text(grouped.node(e.child))
             mid = f'|"{mermaid_escape(rep)}"|' if rep else ""
             lines.append(f"  {ids[e.parent]} -->{mid} {ids[e.child]}")
+    if heat.active:
+        lines.extend(_mermaid_legend(heat, by_bin))
     for kind in ("root", "stack", "parfor", "both"):
         if by_kind.get(kind):
-            lines.append(f"  classDef {kind} fill:{_FILL[kind]},stroke:{_STROKE[kind]}")
+            fill = "" if heat.active else f"fill:{_FILL[kind]},"
+            lines.append(f"  classDef {kind} {fill}stroke:{_STROKE[kind]}")
             lines.append(f"  class {','.join(by_kind[kind])} {kind}")
     sparse = [ids[n.id] for n in shown if n.sparse]
     if sparse:
         lines.append("  classDef sparse stroke-dasharray:4")
         lines.append(f"  class {','.join(sparse)} sparse")
     return "\n".join(lines) + "\n"
+
+
+def _mermaid_legend(heat: Heat, by_bin: dict[str, list[str]]) -> list[str]:
+    """The legend as a subgraph of unconnected nodes, one per bin, and the bins' classes."""
+    out = [f'  subgraph legend["{mermaid_escape(heat.title())}"]', "    direction TB"]
+    names = [f"heat{i}" for i in range(len(heat.legend()) - 1)] + ["nofig"]
+    for name, (_, _, text) in zip(names, heat.legend()):
+        out.append(f'    legend_{name}["{mermaid_escape(text)}"]')
+    out.append("  end")
+    for name, (fill, font, _) in zip(names, heat.legend()):
+        out.append(f"  classDef {name} fill:{fill},color:{font}")
+        out.append(f"  class {','.join([f'legend_{name}'] + by_bin.get(name, []))} {name}")
+    return out
 
 
 def build_raw_mermaid(cg: CallGraph, max_depth: int | None = None, direction: str = "LR") -> str:
@@ -363,6 +448,8 @@ _NODE_LINE = re.compile(r'^  ([^\s\[\]"]+)\["(.*)"\]$')
 _EDGE_LINE = re.compile(r'^  ([^\s\[\]"|]+) -->(?:\|"(.*)"\|)? ([^\s\[\]"|]+)$')
 _CLASSDEF_LINE = re.compile(r"^  classDef [A-Za-z][A-Za-z0-9_]* [^\s;]+$")
 _CLASS_LINE = re.compile(r"^  class ([A-Za-z0-9_,]+) [A-Za-z][A-Za-z0-9_]*$")
+_SUBGRAPH_LINE = re.compile(r'^  subgraph ([A-Za-z][A-Za-z0-9_]*)\["(.*)"\]$')
+_SUBGRAPH_NODE = re.compile(r'^    ([^\s\[\]"]+)\["(.*)"\]$')
 _LABEL_FORBIDDEN = set('"<>[]{}()|`@;')
 
 
@@ -372,7 +459,8 @@ def validate_mermaid(text: str) -> list[str]:
     A `flowchart` header; every node id declared once and safe (letters, digits, underscores, a letter
     first, not a Mermaid keyword); every edge between declared ids; labels quoted with no raw quote,
     bracket, brace, parenthesis, pipe, `@`, `;` or `<`/`>` (other than the `<br/>` line breaks); every
-    `#` the start of an entity code; class statements naming declared ids."""
+    `#` the start of an entity code; class statements naming declared ids; a subgraph (the legend) opened
+    with a safe id and a quoted label, holding nodes and a `direction`, and closed by `end`."""
     problems: list[str] = []
     lines = text.splitlines()
     if not lines or not re.match(r"^flowchart (TD|TB|BT|LR|RL)$", lines[0]):
@@ -392,11 +480,31 @@ def validate_mermaid(text: str) -> list[str]:
             problems.append(f"{where}: unsafe node id {node_id!r}")
 
     edges: list[tuple[int, str, str]] = []
+    open_subgraph: int | None = None
     for no, line in enumerate(lines[1:], start=2):
         where = f"line {no}"
         if not line.strip():
             continue
-        if m := _NODE_LINE.match(line):
+        if open_subgraph is not None:
+            if line == "  end":
+                open_subgraph = None
+            elif line == "    direction TB" or line == "    direction LR":
+                continue
+            elif m := _SUBGRAPH_NODE.match(line):
+                node_id, label = m.groups()
+                check_id(node_id, where)
+                if node_id in declared:
+                    problems.append(f"{where}: node {node_id!r} already declared on line {declared[node_id]}")
+                declared[node_id] = no
+                check_label(label, where)
+            else:
+                problems.append(f"{where}: not a node, direction or 'end' inside the subgraph: {line!r}")
+            continue
+        if m := _SUBGRAPH_LINE.match(line):
+            check_id(m.group(1), where)
+            check_label(m.group(2), where)
+            open_subgraph = no
+        elif m := _NODE_LINE.match(line):
             node_id, label = m.groups()
             check_id(node_id, where)
             if node_id in declared:
@@ -422,6 +530,8 @@ def validate_mermaid(text: str) -> list[str]:
         for node_id in (a, b):
             if node_id not in declared:
                 problems.append(f"line {no}: edge references undeclared node {node_id!r}")
+    if open_subgraph is not None:
+        problems.append(f"line {open_subgraph}: subgraph never closed with 'end'")
     return problems
 
 
@@ -456,16 +566,21 @@ def _atomic_write_bytes(path: Path, data: bytes) -> Path:
 
 def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth: int | None = None,
                           formats: Sequence[str] = DEFAULT_FORMATS, callgraph: CallGraph | None = None,
-                          config: Any = None, stem: str = GROUPED_STEM) -> dict[str, Path]:
+                          config: Any = None, stem: str = GROUPED_STEM, color_by: str = DEFAULT_COLOR_BY
+                          ) -> dict[str, Path]:
     """Write the renderings asked for and the grouped JSON (last, with any skip notes); return the paths."""
     unknown = [f for f in formats if f not in KNOWN_FORMATS]
     if unknown:
         raise ArtifactError(f"unknown render format(s) {unknown}: choose from {list(KNOWN_FORMATS)}")
+    grouped.source["color_by"] = color_by  # what the renderings were coloured by (the run page's legend)
+    heat_note = Heat.of(grouped, color_by).note()
+    if heat_note and heat_note not in grouped.notes:
+        grouped.notes.append(heat_note)
     out_dir = Path(out_dir)
     written: dict[str, Path] = {}
     dot_source = None
     if any(f in formats for f in ("dot", "svg", "png")):
-        dot_source = build_grouped_dot(grouped, max_depth=max_depth)
+        dot_source = build_grouped_dot(grouped, max_depth=max_depth, color_by=color_by)
     if "dot" in formats:
         written["dot"] = atomic_write_text(out_dir / f"{stem}.dot", dot_source)
     for fmt in ("svg", "png"):
@@ -476,7 +591,7 @@ def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth:
             else:
                 grouped.notes.append(note)
     if "mmd" in formats:
-        mmd = build_grouped_mermaid(grouped, max_depth=max_depth)
+        mmd = build_grouped_mermaid(grouped, max_depth=max_depth, color_by=color_by)
         problems = validate_mermaid(mmd)
         if problems:  # a bug here, not bad input: say so in the notes rather than hide it
             grouped.notes.append(f"mermaid structural check failed: {problems[:3]}")
@@ -510,12 +625,17 @@ def group_and_render(
     runtime_log: Sequence[Event] | None = None,
     checks: Sequence[RuntimeCheck] = (),
     config: Any = None,
+    costs: ModuleCosts | None = None,
+    color_by: str = DEFAULT_COLOR_BY,
 ) -> tuple[GroupedGraph, dict[str, Path]]:
     """Group `callgraph`, run the model's runtime `checks` against `runtime_log` (default the graph's
-    own), write the JSON and the renderings into `out_dir`; return the grouped graph and {format: path}
-    of what was written ("json", "dot", "svg", "mmd", ...). Skipped renderings are listed in
+    own), attach `costs` (the run's per-module metric tables) to every node, write the JSON and the
+    renderings (coloured by `color_by`) into `out_dir`; return the grouped graph and {format: path} of
+    what was written ("json", "dot", "svg", "mmd", ...). Skipped renderings are listed in
     `grouped.notes`."""
     grouped = group_callgraph(callgraph, runtime_log=runtime_log, checks=checks)
+    if costs is not None:
+        attach_costs(grouped, costs)
     written = write_grouped_outputs(grouped, out_dir, max_depth=max_depth, formats=tuple(formats),
-                                    callgraph=callgraph, config=config)
+                                    callgraph=callgraph, config=config, color_by=color_by)
     return grouped, written

@@ -14,6 +14,7 @@ performance engineers already use:
   metadata, and the metadata of the calls that differed
 * `activation_bytes` address -> bytes of the tensors the module's calls output, summed over calls
 * `param_counts`    address -> parameters held directly by the module
+* `op_output_bytes` address -> {op name -> bytes of the tensors those ops produced directly in the module}
 * `runtime_log`     the RuntimeLog events of the patched forward
 * `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
 * `module_times`    address -> measured time of the module in the forward, summed over its calls (seconds:
@@ -24,7 +25,7 @@ performance engineers already use:
   synchronisation, profile file), empty when the job did not profile
 
 Version 1 files (no metadata keys, or a bare dict of the five graph keys, as earlier tools wrote) load
-with empty metadata; version 2 files load with empty `module_times`.
+with empty metadata; version 2 files (no `op_output_bytes`, no `module_times`) with both empty.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ SCHEMA = "llm_perf_opt.callgraph"
 SCHEMA_VERSION = 3
 KNOWN_VERSIONS = (1, 2, 3)
 GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
-METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts")
+METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts",
+                 "op_output_bytes")
 TIMING_KEYS = ("module_times", "module_times_method")  # filled by the trace job's profile stage (version 3)
 ROOT = ""
 
@@ -56,6 +58,7 @@ class CallGraph:
     output_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     activation_bytes: dict[str, int] = field(default_factory=dict)
     param_counts: dict[str, int] = field(default_factory=dict)
+    op_output_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     module_times: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure.module_times.module_time_table
     module_times_method: dict[str, Any] = field(default_factory=dict)
     runtime_log: list[dict[str, Any]] = field(default_factory=list)

@@ -9,7 +9,11 @@ They compare the grouped graph with the events the `vision_inputs` and `llm_stac
 * `decoder_layers`: the distinct layers in the decoder stack's groups (`model.layers`, `for N` summed)
   against `llm_stack.num_layers`;
 * `decoder_layer_calls`: the calls of each decoder layer against the number of `llm_stack` events (one
-  per run of the stack).
+  per run of the stack);
+* `block_loop:<loop>` for SAM's blocks and CLIP's layers: the distinct members of the loop's `for N`
+  groups (one node when the blocks differ only in parameters, as SAM's windowed and global blocks do)
+  against the length of the list the loop runs over (`block_loop` events of the `sam_blocks` and
+  `clip_layers` patches).
 
 With decode steps (a prefill and N greedy steps in one capture, `dsocr.decode`), also:
 
@@ -203,4 +207,38 @@ def _expert_of(address: str) -> tuple[int, int] | None:
     return None if layer is None else (layer, int(expert))
 
 
-RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack, decode_loop, moe_routing)
+# ---------------------------------------------------------------------------------------------- block loops
+VISION_LOOPS = ("model.sam_model.blocks", "model.vision_model.transformer.layers")
+
+
+def block_loops(grouped: GroupedGraph, events: Sequence[Event],
+                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`block_loop:<loop>`: the loop's `for N` groups against the length the forward looped over."""
+    loop_events = events_of(events, "block_loop")
+    return [_loop_check(grouped, loop, [e for e in loop_events if e.get("loop") == loop], module_types)
+            for loop in VISION_LOOPS]
+
+
+def _loop_check(grouped: GroupedGraph, loop: str, loop_events: Sequence[Event],
+                module_types: Mapping[str, str]) -> dict[str, Any]:
+    name = f"block_loop:{loop.removeprefix('model.')}"
+    prefix = loop + "."
+    nodes = [n for n in grouped.nodes if n.members and n.template.endswith("*")
+             and all(m.startswith(prefix) and m[len(prefix):].isdigit() for m in n.members)]
+    observed = len(OrderedDict.fromkeys(m for n in nodes for m in n.members)) if nodes else None
+    found = dict(groups=[{"pattern": n.pattern, "for_n": n.for_n, "variants": [f"{v.label} x{len(v.members)}"
+                                                                              for v in n.variants]} for n in nodes])
+    if not nodes and loop not in module_types:
+        return check_result(name, STATUS_NOT_CHECKED, None, None, f"no module {loop} in the graph", **found)
+    lengths = sorted({e.get("length") for e in loop_events if isinstance(e.get("length"), int)})
+    if not lengths:
+        return check_result(name, STATUS_NOT_CHECKED, None, observed,
+                            f"no 'block_loop' event for {loop} in the runtime log", **found)
+    expected = lengths[0] if len(lengths) == 1 else lengths
+    ok = lengths == [observed] and len(nodes) == 1
+    return check_result(name, STATUS_OK if ok else STATUS_MISMATCH, expected, observed,
+                        f"distinct members of the {loop} stack ({len(nodes)} group(s), one expected) vs the length "
+                        f"of the list its forward loops over ({len(loop_events)} block_loop event(s))", **found)
+
+
+RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack, block_loops, decode_loop, moe_routing)

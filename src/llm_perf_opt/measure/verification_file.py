@@ -18,7 +18,7 @@ from llm_perf_opt.analytic.artifact_fields import read_known, require
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure.flops import FvcoreFlops
-from llm_perf_opt.measure.verify import KvCacheRow, StageCheck, Verification, VerificationRow
+from llm_perf_opt.measure.verify import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow
 
 VERIFICATION_FILE = "verification.json"
 VERIFICATION_SCHEMA = "llm_perf_opt.verification"
@@ -76,6 +76,23 @@ def _check(raw: Any, where: str, path: str | os.PathLike, version: int, seq_len:
     return check
 
 
+_ACTIVATION_FIELDS = ("part", "analytic", "observed", "families", "materialised", "layer_norm_statistics",
+                      "unexplained", "rel_error", "ok")
+
+
+def _activation(raw: Any, path: str | os.PathLike) -> list[ActivationRow]:
+    """The optional `activation_bytes` rows (written when the run had a call graph)."""
+    if raw is None:
+        return []
+    rows = require(raw, ("rows",), "data.activation_bytes", path)["rows"]
+    out = []
+    for i, r in enumerate(rows):
+        r = require(r, _ACTIVATION_FIELDS, f"data.activation_bytes.rows[{i}]", path)
+        out.append(ActivationRow(r["part"], r["analytic"], r["observed"], dict(r["families"]), r["materialised"],
+                                 r["layer_norm_statistics"], r["unexplained"], _error(r["rel_error"]), r["ok"]))
+    return out
+
+
 def _fvcore(raw: Any, path: str | os.PathLike) -> FvcoreFlops | None:
     if raw is None:
         return None
@@ -105,6 +122,7 @@ def load_verification(path: str | os.PathLike) -> Verification:
         fvcore=fv, context=data["context"],
         fvcore_reconciliation=data["fvcore"].get("reconciliation") if fv is not None else None,
         kv_cache=[_kv_row(r, f"data.kv_cache[{i}]", path) for i, r in enumerate(kv)],
+        activation=_activation(data.get("activation_bytes"), path),
     )
     verdicts = {"passed": v.passed, "n_rows": len(v.rows), "n_failures": len(v.failures)}
     for name, rebuilt in verdicts.items():

@@ -21,6 +21,13 @@ a row passes when it is ≤ rtol. The verification fails if any row fails, if a 
 without a FLOP formula, if the measurement has FLOPs in a module the analytic model does not name, or
 if the measured model has a module class the cost registry cannot cost (`unsupported_modules`: listed
 by name, never counted as zero).
+
+Activation bytes (`activation_rows`, written under `activation_bytes`, a verdict of their own that does
+not change the FLOPs verdict): per part of the prefill, the analytic `activation_bytes` against the op
+outputs TorchLens recorded (`CallGraph.op_output_bytes`), split by op family (`callgraph.op_families`:
+compute, copy/cast, gather, view, same tensor). Views and ops that return their input make no memory, so
+the analytic figure is set against the materialised families plus what TorchLens cannot see — the
+float32 mean and rstd of every LayerNorm call; what is left (`unexplained`) must be within rtol.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ from typing import Any, Iterable, Mapping
 from llm_perf_opt import units
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.callgraph import op_families
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
 
@@ -124,6 +132,7 @@ class Verification:
     context: dict[str, Any] = field(default_factory=dict)
     fvcore_reconciliation: dict[str, Any] | None = None  # by op family, when fvcore and a prefill ran
     kv_cache: list[KvCacheRow] = field(default_factory=list)  # after the prefill and each decode step
+    activation: list[ActivationRow] = field(default_factory=list)  # prefill activation bytes vs TorchLens
 
     @property
     def rows(self) -> list[VerificationRow]:
@@ -171,6 +180,20 @@ class Verification:
             ],
             "kv_cache": [r.to_dict() for r in self.kv_cache],
             "fvcore": None if self.fvcore is None else self._fvcore_dict(),
+            **({"activation_bytes": self.activation_dict()} if self.activation else {}),
+        }
+
+    @property
+    def activation_passed(self) -> bool | None:
+        return all(r.ok for r in self.activation) if self.activation else None
+
+    def activation_dict(self) -> dict[str, Any]:
+        return {
+            "stage": "prefill", "passed": self.activation_passed, "rtol": self.rtol,
+            "convention": "analytic activation_bytes vs the materialised op outputs TorchLens recorded (compute, "
+                          "copy/cast, gather) plus LayerNorm mean/rstd (float32, not op outputs); views and ops "
+                          "returning their input make no memory (callgraph.op_families)",
+            "rows": [r.to_dict() for r in self.activation],
         }
 
     def _fvcore_dict(self) -> dict[str, Any]:
@@ -322,6 +345,52 @@ def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
         analytic = int(model.kv_cache_bytes(ctx))
         rows.append(KvCacheRow(step, ctx, analytic, int(bytes_), relative_error(analytic, int(bytes_)),
                                analytic == int(bytes_)))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- activations
+@dataclass(frozen=True)
+class ActivationRow:
+    """Analytic activation bytes of one part against the op outputs TorchLens observed in it."""
+
+    part: str  # module path ("" = the whole forward)
+    analytic: int
+    observed: int  # every op output in the subtree, views and same-tensor results included
+    families: dict[str, int]  # observed by op family
+    materialised: int  # compute + copy/cast + gather
+    unseen: int  # materialised but no op output: LayerNorm mean/rstd (float32, 2 per row)
+    unexplained: int  # analytic - materialised - unseen
+    rel_error: float  # |unexplained| / analytic
+    ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"part": self.part, "analytic": self.analytic, "observed": self.observed,
+                "families": dict(self.families), "materialised": self.materialised,
+                "layer_norm_statistics": self.unseen, "unexplained": self.unexplained,
+                "rel_error": None if math.isinf(self.rel_error) else self.rel_error, "ok": self.ok}
+
+
+def activation_rows(stage: StageCost, op_output_bytes: Mapping[str, Mapping[str, int]],
+                    layer_norm_stats: Mapping[str, int], rtol: float = DEFAULT_RTOL,
+                    paths: Iterable[str] | None = None) -> list[ActivationRow]:
+    """One row for the whole forward and each summary part of `stage` (or `paths`) that TorchLens saw."""
+    parts = stage.parts
+    wanted = list(paths) if paths is not None else [""] + [p for p in parts if is_summary_path(p)
+                                                            and p not in stage.containers]
+    rows = []
+    for path in wanted:
+        ops = op_families.subtree_ops(op_output_bytes, path)
+        if path and not ops:
+            continue
+        analytic = stage.activation_bytes if path == "" else parts[path].activation_bytes
+        fam = op_families.by_family(ops)
+        mat = sum(fam[f] for f in op_families.MATERIALISED)
+        head = path + "."
+        unseen = sum(v for a, v in layer_norm_stats.items() if not path or a == path or a.startswith(head))
+        left = analytic - mat - unseen
+        err = relative_error(analytic, mat + unseen) if analytic or mat + unseen else 0.0
+        rows.append(ActivationRow(path, analytic, sum(ops.values()), fam, mat, unseen, left,
+                                  err, err <= rtol))
     return rows
 
 

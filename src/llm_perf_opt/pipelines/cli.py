@@ -6,6 +6,7 @@
     llm-perf-opt export  [hydra overrides]   torch.export of submodules: op tables, FLOP cross-checks, ONNX
     llm-perf-opt sweep   [hydra overrides]   a Hydra multirun of the trace job
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
+    llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
@@ -118,6 +119,7 @@ JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "export": _hydra_job("export"),
     "sweep": _hydra_job("trace", "--multirun"),
     "group": _argparse_job("group"),
+    "explore": _argparse_job("explore"),
     "report": _argparse_job("report"),
 }
 

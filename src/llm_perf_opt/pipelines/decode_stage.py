@@ -19,11 +19,10 @@ from typing import Any, Callable, Optional
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.dsocr.decode import DecodeProgram, DecodeStep, check_kv_cache_path
-from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, load_runtime_log
+from llm_perf_opt.dsocr.patches import TRACE_PATCHES, load_runtime_log
 from llm_perf_opt.dsocr.routing import ROUTING_FILE, RoutingRecord, expert_weight_bytes
 from llm_perf_opt.run_artifacts import DecodeSummary, RoutingSummary, typed
 
-TRACE_PATCHES = DEFAULT_TRACE_PATCHES + ("routing",)
 Progress = Callable[[str], None]
 
 

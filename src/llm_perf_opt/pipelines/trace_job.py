@@ -13,13 +13,14 @@ from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
+from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.decode import check_kv_cache_path
 from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
-from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
+from llm_perf_opt.dsocr.patches import TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.export import plan_targets, run_export_stage
 from llm_perf_opt.measure import (
@@ -32,15 +33,18 @@ from llm_perf_opt.measure import (
 from llm_perf_opt.pipelines import job_run
 from llm_perf_opt.pipelines.common import progress
 from llm_perf_opt.pipelines.decode_stage import capture_plan, decode_stage, job_roof, print_decode, routing_stage
+from llm_perf_opt.pipelines.graph_stage import costs_on_graph
 from llm_perf_opt.pipelines.job_memory import JobMemory
 from llm_perf_opt.pipelines.job_run import JobRun
 from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.pipelines.roofline_stage import run_roofline_stage
 from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
+from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
     FlopsCheck,
     ForwardFigures,
+    GraphFigures,
     GroupingSummary,
     LayoutView,
     ModelInfo,
@@ -112,6 +116,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         summary.analytic = analytic_figures(analytic)
         print(render_costs_table(analytic))
     times = None  # the profile stage's ModuleTimes
+    measured = None  # the verification stage's MeasuredFlops (per-module counts, for the graph's costs)
     if cfg.trace.enabled:
         run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
@@ -141,7 +146,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                 summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 run.step("verify")
-                flops, parts, verification = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                flops, parts, verification, measured = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
@@ -161,8 +166,12 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
                                               title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
                                                     f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
+    if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
+        run.step("graph costs")
+        summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg)
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     run.finish_ok()
+    progress(f"run page: {write_run_page(out_dir)}")
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
     return summary
 
@@ -224,7 +233,7 @@ def peak_rss_bytes() -> int:
 
 
 def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] = DEFAULT_TRACE_PATCHES,
+                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] = TRACE_PATCHES,
                     program: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
     when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs. `program`: the prefill and
@@ -256,9 +265,9 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
-                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
-    against the analytic model -> verification.json."""
+    against the analytic model -> verification.json; also returns the prefill's MeasuredFlops."""
     steps = tuple(range(1, max(cfg.trace.decode_steps, 1) + 1))  # with decode_steps=0, still the first step
     progress(f"counting FLOPs on the real forward (FlopCounterMode) and {len(steps)} decode step(s)")
     with session.forward_context():
@@ -273,6 +282,8 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
     v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
                      kv_cache_bytes=meas.kv_cache_bytes)
+    if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
+        v.activation = activation_bytes_rows(analytic, load_callgraph_json(out_dir / "callgraph.json"), v.rtol)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
@@ -289,8 +300,34 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
             parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
                                            "rel_error": row.rel_error, "ok": row.ok}
     verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
-                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula}
-    return flops, parts, verification
+                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula,
+                    "activation_passed": v.activation_passed,
+                    "activation_failures": sum(1 for r in v.activation if not r.ok)}
+    return flops, parts, verification, meas.prefill
+
+
+def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: float) -> list[Any]:
+    """Prefill activation bytes per part against TorchLens' op outputs (measure.verify.activation_rows)."""
+    from llm_perf_opt.callgraph.op_families import layer_norm_statistics
+    from llm_perf_opt.measure.verify import activation_rows
+
+    rows = activation_rows(analytic.prefill(), cg.op_output_bytes,
+                           layer_norm_statistics(cg.module_types, cg.output_metadata), rtol)
+    bad = [r for r in rows if not r.ok]
+    progress(f"activation bytes vs TorchLens: {len(rows) - len(bad)}/{len(rows)} parts within rtol"
+             + (f"; off: {', '.join(f'{r.part or chr(40) + chr(41)} {r.unexplained:+,} B' for r in bad)}" if bad else ""))
+    return rows
+
+
+def graph_costs(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel | None, measured: Any, out_dir: Path,
+                raw_cfg: DictConfig) -> GraphFigures:
+    """Costs on every grouped node (module_costs.json), the renderings and model_explorer/ (graph_stage)."""
+    cg = load_callgraph_json(out_dir / "callgraph.json")
+    section = costs_on_graph(out_dir, cg, analytic=analytic.prefill() if analytic is not None else None,
+                             dtype_bytes=analytic.dtype_bytes if analytic is not None else None, measured=measured,
+                             max_depth=cfg.render.max_depth, formats=cfg.render.formats, color_by=cfg.render.color_by,
+                             config=raw_cfg, progress=progress)
+    return typed(GraphFigures, section, "graph")
 
 
 def print_summary(summary: Summary) -> None:

@@ -28,10 +28,15 @@ from llm_perf_opt.dsocr.patches.runtime_log import (
     RuntimeLog,
     load_runtime_log,
 )
-from llm_perf_opt.dsocr.patches.builtin import DEFAULT_TRACE_PATCHES, quick_gelu_eager  # registers the patches
+from llm_perf_opt.dsocr.patches.builtin import (  # registers the patches
+    DEFAULT_TRACE_PATCHES,
+    LOOP_PATCHES,
+    TRACE_PATCHES,
+    quick_gelu_eager,
+)
 
 __all__ = [
-    "DEFAULT_TRACE_PATCHES", "PATCHES", "ModelCode", "Patch", "PatchContext", "PatchTarget", "RUNTIME_LOG_FILE",
+    "DEFAULT_TRACE_PATCHES", "LOOP_PATCHES", "TRACE_PATCHES", "PATCHES", "ModelCode", "Patch", "PatchContext", "PatchTarget", "RUNTIME_LOG_FILE",
     "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION", "RuntimeLog", "available_patches", "check_patches", "get_patch",
     "load_runtime_log", "model_code", "quick_gelu_eager", "register_patch", "runtime_patches", "untracked",
 ]

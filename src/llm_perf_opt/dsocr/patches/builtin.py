@@ -17,6 +17,9 @@ Observation patches (read-only: they never change an argument or an output, and 
   tokens routed, top_k, the number of routed experts, the experts hit and their token counts). It
   reads the indices the gate returned (`tolist()`: no torch op, none a tracer or counter sees) and
   returns them untouched. `dsocr.routing` turns these events into `routing.json`.
+* `sam_blocks`, `clip_layers`: wrap `ImageEncoderViT.forward` and `NoTPTransformer.forward`, whose bodies
+  loop `for blk in self.blocks` / `for layer in self.layers`, and log one `block_loop` event per call with
+  the length of the list the loop runs over (what the grouped graph's `for N` is checked against).
 
 Run-time measures (what the vendor code needs to run off CUDA):
 
@@ -37,6 +40,9 @@ import torch
 from llm_perf_opt.dsocr.patches.framework import Patch, PatchContext, register_patch, untracked
 
 DEFAULT_TRACE_PATCHES = ("quick_gelu", "vision_inputs", "llm_stack")
+LOOP_PATCHES = ("sam_blocks", "clip_layers")  # the vision block loops' lengths, for the grouping's `for N` checks
+# what the trace job's capture runs under: the loops' lengths and the MoE gates' routing (read-only)
+TRACE_PATCHES = DEFAULT_TRACE_PATCHES + LOOP_PATCHES + ("routing",)
 
 
 # ---------------------------------------------------------------------------------------------- quick_gelu
@@ -193,6 +199,29 @@ register_patch(Patch(
     targets={"vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"),
              "twin": ("model", "DeepseekOCRModel._decode")},
 ))
+
+
+# ---------------------------------------------------------------------------------------------- block loops
+def _loop_patch(name: str, loop: str, attribute: str, targets: dict[str, tuple[str, str]]) -> Patch:
+    """A read-only wrapper of a forward that loops over `self.<attribute>`: one `block_loop` event per call
+    with the list's length (`loop` names the loop by its module path under the model root)."""
+
+    def apply(ctx: PatchContext) -> None:
+        def on_call(module: Any, _arguments: dict[str, Any]) -> None:
+            items = getattr(module, attribute, None)
+            ctx.log.record("block_loop", loop=loop, owner_class=type(module).__name__, attribute=attribute,
+                           length=len(items) if items is not None else None)
+
+        _wrap_with_log(ctx, on_call)
+
+    return Patch(name=name, summary=f"log the length of the loop over {loop} (block_loop events)", apply=apply,
+                 targets=targets)
+
+
+register_patch(_loop_patch("sam_blocks", "model.sam_model.blocks", "blocks", {
+    "vendor": ("deepencoder", "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")}))
+register_patch(_loop_patch("clip_layers", "model.vision_model.transformer.layers", "layers", {
+    "vendor": ("deepencoder", "NoTPTransformer.forward"), "twin": ("clip", "NoTPTransformer.forward")}))
 
 
 # ---------------------------------------------------------------------------------------------- run-time measures

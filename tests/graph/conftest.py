@@ -1,0 +1,96 @@
+"""Fixtures of the graph tests: one real run of the default trace job (tiny twin, Gundam, letter page) with
+a profile and a roofline added afterwards, and a Playwright browser on Debian's chromium.
+
+The run is made once per session: `pipelines/trace.py` as `./dev trace` runs it, then `profile.json`
+(`measure.profile.profile_forward` on the same session inputs: 1 warm-up, 2 repeats) and `roofline.json`
+(`./dev analyze model=twin_tiny hardware=h100_sxm` of the same page) are written into it and
+`./dev group RUN_DIR` puts them on the graph, as a user who adds them later would.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # --import-mode=importlib: make graph_helpers importable
+    sys.path.insert(0, str(HERE))
+
+
+def chromium_path() -> str | None:
+    """$CHROMIUM, else Debian's chromium (or a Chrome) on the PATH."""
+    env = os.environ.get("CHROMIUM")
+    if env:
+        return env if (Path(env).is_file() or shutil.which(env)) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}: {proc.stderr[-3000:]}"
+    return proc
+
+
+PROFILE_SCRIPT = """
+import sys
+from pathlib import Path
+from hydra import compose, initialize_config_dir
+from llm_perf_opt.config import register_configs
+from llm_perf_opt.config.paths import conf_dir
+from llm_perf_opt.config.schemas import ProfileConfig
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+from llm_perf_opt.pipelines.trace_job import build_job_inputs
+from llm_perf_opt.pipelines.validate import validate
+
+register_configs()
+with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+    job = validate(compose(config_name="config"))
+inputs = build_job_inputs(job)
+with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
+    times = profile_forward(ForwardCall.from_session(session, inputs), ProfileConfig(warmup=1, repeats=2, chrome_trace=False))
+times.write(Path(sys.argv[1]) / "profile.json")
+"""
+
+
+@pytest.fixture(scope="session")
+def traced_run(tmp_path_factory) -> Path:
+    """The default `./dev trace` run, as the trace job leaves it."""
+    out = tmp_path_factory.mktemp("graph_run")
+    _run([str(REPO / "pipelines" / "trace.py"), f"hydra.run.dir={out}"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def timed_run(traced_run, tmp_path_factory) -> Path:
+    """A copy of the traced run with profile.json and roofline.json added and `./dev group` run on it."""
+    out = tmp_path_factory.mktemp("timed_run") / "run"
+    shutil.copytree(traced_run, out)
+    _run(["-c", PROFILE_SCRIPT, str(out)])
+    roof = tmp_path_factory.mktemp("roof")
+    _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32", "hardware=h100_sxm",
+          f"hydra.run.dir={roof}"])
+    shutil.copy(roof / "roofline.json", out / "roofline.json")
+    _run([str(REPO / "pipelines" / "group.py"), str(out)])
+    return out
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Playwright chromium on the system's browser (no download); skips without one."""
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("no chromium (apt-get install -y chromium, or set CHROMIUM=/path/to/chrome)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (the 'test' extra)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
+        yield b
+        b.close()
