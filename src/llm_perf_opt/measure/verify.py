@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic import registry
@@ -370,19 +370,23 @@ class ActivationRow:
                 "rel_error": None if math.isinf(self.rel_error) else self.rel_error, "ok": self.ok}
 
 
-def activation_rows(stage: StageCost, op_output_bytes: Mapping[str, Mapping[str, int]],
+def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Mapping[str, Mapping[str, int]],
                     layer_norm_stats: Mapping[str, int], rtol: float = DEFAULT_RTOL,
                     paths: Iterable[str] | None = None) -> list[ActivationRow]:
-    """One row for the whole forward and each summary part of `stage` (or `paths`) that TorchLens saw."""
-    parts = stage.parts
-    wanted = list(paths) if paths is not None else [""] + [p for p in parts if is_summary_path(p)
-                                                            and p not in stage.containers]
+    """One row for the whole forward and each summary part of the first stage (or `paths`) that TorchLens
+    saw. Several stages (a prefill and its decode steps, captured in one graph) sum their activation bytes
+    per path, as the op outputs of all their passes do; a part a stage lacks (vision in decode) adds 0."""
+    stages = [stage] if isinstance(stage, StageCost) else list(stage)
+    first = stages[0]
+    wanted = list(paths) if paths is not None else [""] + [p for p in first.parts if is_summary_path(p)
+                                                            and p not in first.containers]
     rows = []
     for path in wanted:
         ops = op_families.subtree_ops(op_output_bytes, path)
         if path and not ops:
             continue
-        analytic = stage.activation_bytes if path == "" else parts[path].activation_bytes
+        analytic = sum(s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0)
+                       for s in stages)
         fam = op_families.by_family(ops)
         mat = sum(fam[f] for f in op_families.MATERIALISED)
         head = path + "."

@@ -307,11 +307,15 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
 
 
 def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: float) -> list[Any]:
-    """Prefill activation bytes per part against TorchLens' op outputs (measure.verify.activation_rows)."""
+    """Activation bytes per part (the prefill, plus each decode step the capture holds) against TorchLens' op
+    outputs (measure.verify.activation_rows)."""
     from llm_perf_opt.callgraph.op_families import layer_norm_statistics
     from llm_perf_opt.measure.verify import activation_rows
 
-    rows = activation_rows(analytic.prefill(), cg.op_output_bytes,
+    # the capture holds the prefill and the decode steps the job traced (decode step k: context seq_len + k - 1)
+    steps = max(int(cg.stats.get("root_forward_calls") or 1) - 1, 0)
+    stages = [analytic.prefill()] + [analytic.decode(analytic.seq_len + k - 1) for k in range(1, steps + 1)]
+    rows = activation_rows(stages, cg.op_output_bytes,
                            layer_norm_statistics(cg.module_types, cg.output_metadata), rtol)
     bad = [r for r in rows if not r.ok]
     progress(f"activation bytes vs TorchLens: {len(rows) - len(bad)}/{len(rows)} parts within rtol"
