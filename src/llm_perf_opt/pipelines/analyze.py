@@ -29,7 +29,7 @@ def main(raw: DictConfig) -> None:
     roof = roof_for(cfg, hardware) if hardware is not None else None
     model: DeepseekOCRAnalyticModel = analytic_model_for(job, width, height)
     if roof is not None and dtype_bytes(roof.dtype) != model.dtype_bytes:  # bytes follow the predicted dtype
-        model = DeepseekOCRAnalyticModel(spec, model.layout, model.seq_len, dtype=roof.dtype,
+        model = DeepseekOCRAnalyticModel(model.spec, model.layout, model.seq_len, dtype=roof.dtype,
                                          decoder_attention=model.decoder_attention)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(model), config=raw)
