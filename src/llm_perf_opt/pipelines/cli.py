@@ -7,6 +7,7 @@
     llm-perf-opt sweep   [hydra overrides]   a Hydra multirun of the trace job
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
+    llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
@@ -56,6 +57,7 @@ JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "sweep": _hydra_job("trace", "--multirun"),
     "group": _argparse_job("group"),
     "report": _argparse_job("report"),
+    "verify": _argparse_job("verify"),
 }
 
 
