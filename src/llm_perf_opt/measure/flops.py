@@ -38,7 +38,7 @@ from llm_perf_opt.measure.flop_counter_adapter import RecordingFlopCounter, chec
 _MATMUL_LIKE = re.compile(
     r"(^|\.)(_?(b|add|baddb|addb)?mm|_?matmul|linear|mkldnn_linear|einsum|tensordot|dot|vdot|mv|addmv|addr|"
     r"ger|outer|inner|_?conv\w*|convolution\w*|mkldnn_convolution|\w*scaled_dot_product\w*|\w*attention\w*|"
-    r"_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
+    r"\w*flash_?attn\w*|_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
 )
 
 
