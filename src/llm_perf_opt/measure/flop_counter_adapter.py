@@ -105,7 +105,7 @@ def _sdpa_formula(query_shape, key_shape, value_shape, *args, out_shape=None, **
 
 # Backend SDPA ops this module adds a formula for, when the torch build has them and torch has none.
 # On CUDA torch runs _scaled_dot_product_{flash,efficient,cudnn}_attention, which torch's own registry
-# counts (checked with torch 2.13: tests/measure/test_cuda_flop_formulas.py); this module then adds
+# counts (checked with torch 2.13: tests/verify/test_cuda_flop_formulas.py); this module then adds
 # nothing for them, so nothing is counted twice. The CPU kernel (`..._for_cpu`) is what torch lacks.
 EXTRA_SDPA_OPS = (
     "_scaled_dot_product_flash_attention_for_cpu",
@@ -158,10 +158,11 @@ def _registered_op(namespace: str, name: str) -> Any:
         return None
 
 
-def flash_attn_formulas(namespaces: tuple[str, ...] = FLASH_ATTN_NAMESPACES) -> dict[Any, Callable[..., int]]:
-    """{op packet: formula} for flash-attn's custom ops registered in this process (flash_attn imported)."""
+def flash_attn_formulas(namespaces: tuple[str, ...] | None = None) -> dict[Any, Callable[..., int]]:
+    """{op packet: formula} for flash-attn's custom ops registered in this process (flash_attn imported);
+    `namespaces` default: FLASH_ATTN_NAMESPACES."""
     out: dict[Any, Callable[..., int]] = {}
-    for namespace in namespaces:
+    for namespace in FLASH_ATTN_NAMESPACES if namespaces is None else namespaces:
         for name in FLASH_ATTN_OPS:
             packet = _registered_op(namespace, name)
             if packet is not None and packet not in _fc.flop_registry:

@@ -9,7 +9,8 @@ which we strip, so keys read `model.sam_model.blocks.0.attn`). Two gaps are clos
   runs on CPU, with or without a mask) has no formula in torch and would count zero. We add one per
   counter instance (`custom_mapping`, no global registration): torch's own `sdpa_flop_count`,
   2·B·H·Lq·Lk·E (Q·Kᵀ) + 2·B·H·Lq·Lk·Ev (P·V), the formula of its CUDA SDPA kernels; likewise for the
-  other backend SDPA ops this torch build has and has no formula for.
+  other backend SDPA ops this torch build has and has no formula for, and flash-attn's custom ops
+  (`flash_attention_2` on CUDA). Never an op torch counts itself (the CUDA SDPA kernels): nothing counts twice.
 * Every leaf aten op that runs without a formula is recorded with its call count (through the private
   hook of `FlopCounterMode`, kept in `flop_counter_adapter` behind a version gate)
   (`MeasuredFlops.ops_without_formula`); the matmul-like ones among them
