@@ -33,7 +33,6 @@ from llm_perf_opt.pipelines.verify_plan import GatePlan, plan
 from llm_perf_opt.report.junit import JUnitCase, Problem, write_junit
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-MAX_LINES_PER_JOB = 12  # on the console; junit.xml holds every line
 JUNIT_FILE, SWEEP_LOG = "junit.xml", "sweep.log"
 
 
@@ -145,12 +144,10 @@ def write_report(gate: GatePlan) -> tuple[Optional[Path], list[Finding]]:
 
 
 def print_findings(verdicts: Sequence[JobVerdict], others: Sequence[Finding]) -> None:
+    """Every failure, one line each: per job its stage totals first, then the parts, then the rest."""
     for verdict in verdicts:
-        for finding in verdict.findings[:MAX_LINES_PER_JOB]:
+        for finding in verdict.findings:
             print(finding.line())
-        hidden = len(verdict.findings) - MAX_LINES_PER_JOB
-        if hidden > 0:
-            print(f"FAIL {verdict.name} | ... {hidden} more failing rows of this job (every one in {JUNIT_FILE})")
     for finding in others:
         print(finding.line())
 
