@@ -62,6 +62,9 @@ def split_overrides(argv: Sequence[str]) -> UserOverrides:
         elif override.is_sweep_override():
             out.sweeps.append(str(text))
         else:
+            if key == "verify" and override.value() is None:
+                raise ConfigError("verify=null chooses no verification matrix: name one of conf/verify/ "
+                                  f"(e.g. verify={DEFAULT_MATRIX})")
             out.task.append(str(text))
             out.matrix_chosen |= key == "verify"
             if key != "verify" and key not in GATE_ONLY:
@@ -130,7 +133,7 @@ def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:
 
     try:
         return compose_each(overrides_lists)
-    except (HydraException, OmegaConfBaseException) as exc:
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:  # Hydra raises bare ValueErrors too
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
         cause = str(exc.__cause__ or "").strip().splitlines()
         raise ConfigError(f"{first}: {cause[0]}" if cause else first) from None
@@ -145,7 +148,7 @@ def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float
     cfg = to_typed_config(_composed([[*chosen, *user.task]])[0])
     v = cfg.verify
     if v.name is None:
-        raise ConfigError(f"verify=null chooses no verification matrix: one of conf/verify/ (e.g. verify={DEFAULT_MATRIX})")
+        raise ConfigError(f"the verification matrix has no name: conf/verify/ files set `name` (e.g. verify={DEFAULT_MATRIX})")
     stamp = time.strftime("%Y-%m-%d/%H-%M-%S", time.localtime(now if now is not None else time.time()))
     out_dir = Path(v.out_dir).expanduser() if v.out_dir else Path("tmp") / "verify" / stamp
     expected = Path(v.expected).expanduser() if v.expected else default_path()
