@@ -110,6 +110,8 @@ def test_packages_named_in_both_files_have_the_same_specifier():
         for spec in specs:
             assert SpecifierSet(spec) == SpecifierSet(ours[name]), f"{name}: pixi {spec!r}, pyproject {ours[name]!r}"
     assert pixi()["feature"]["cuda"]["pypi-options"]["no-build-isolation"] == ["flash-attn"]
+    flash = re.search(r'"flash-attn([^"]*)"', dev_script())  # ./dev builds it itself for DEV_EXTRAS=gpu
+    assert flash and SpecifierSet(flash.group(1)) == SpecifierSet(ours["flash-attn"])
 
 
 def test_python_is_one_pyproject_allows():

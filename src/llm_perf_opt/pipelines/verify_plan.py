@@ -119,11 +119,17 @@ def _matrix_arguments(cfg: RootConfig) -> list[str]:
 
 
 def check_devices(configs: Sequence[RootConfig]) -> None:
-    """`runtime=cuda` without a CUDA GPU: the session's own rule, checked before any job starts."""
-    if any(c.runtime.device == "cuda" for c in configs):
-        from llm_perf_opt.dsocr.session import resolve_device
+    """`runtime=cuda` without a CUDA GPU: the session's own rule and message, checked before any job starts.
+    Only `is_available()` runs here when there is a GPU: the gate process never creates a CUDA context of
+    its own (it would hold GPU memory for the whole sweep)."""
+    cuda = [c for c in configs if c.runtime.device == "cuda"]
+    if cuda:
+        import torch
 
-        resolve_device(next(c for c in configs if c.runtime.device == "cuda").runtime)
+        if not torch.cuda.is_available():
+            from llm_perf_opt.dsocr.session import resolve_device
+
+            resolve_device(cuda[0].runtime)  # raises the session's one-line ConfigError
 
 
 def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:
