@@ -101,11 +101,10 @@ class GatePlan:
         return [k for k, v in values.items() if len(v) > 1]
 
     def label(self, overrides: Sequence[str]) -> str:
-        """`workload=gundam page=slide`: the job's values of the varying keys (all of them for one job)."""
-        axes = set(self.axes)
-        varying = [o for o in overrides if o.partition("=")[0] in axes]
-        return " ".join(varying) or " ".join(o for o in overrides if o.partition("=")[0] in self.cfg.verify.sweep) \
-            or "(one job)"
+        """`workload=gundam page=slide`: the job's values of the keys that vary between jobs; for a matrix
+        of one job, its values of the matrix's sweep keys."""
+        keys = set(self.axes) or set(self.cfg.verify.sweep)
+        return " ".join(o for o in overrides if o.partition("=")[0] in keys) or "(the only job)"
 
     def command(self) -> list[str]:
         """The child process: the trace job's multirun (what `./dev sweep` runs)."""
