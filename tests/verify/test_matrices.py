@@ -149,3 +149,18 @@ def test_the_gate_is_a_console_script_job():
 
     assert "verify" in cli.JOBS
     assert json.dumps(sorted(cli.JOBS))  # (the packaging test checks pipelines/*.py against cli.JOBS)
+
+
+def test_an_analytic_spec_change_is_checked_and_named():
+    from llm_perf_opt.dsocr.spec import ModelSpec
+    from llm_perf_opt.pipelines.validate import changed_spec
+
+    tiny = ModelSpec.tiny()
+    changed = changed_spec(tiny, {"decoder": {"num_experts_per_tok": 3}, "sam": {"global_attn_indexes": [0, 3]}})
+    assert changed.decoder.num_experts_per_tok == 3 and changed.sam.global_attn_indexes == (0, 3)
+    assert changed.name == "deepseek-ocr-tiny+decoder.num_experts_per_tok=3+sam.global_attn_indexes=[0, 3]"
+    assert changed.decoder.hidden_size == tiny.decoder.hidden_size  # nothing else moved
+    with pytest.raises(ConfigError, match=r"verify.analytic_spec.decoder.num_layers=True is invalid: must be a int"):
+        changed_spec(tiny, {"decoder": {"num_layers": True}})
+    with pytest.raises(ConfigError, match=r"model spec decoder.num_experts_per_tok=9 is invalid"):
+        changed_spec(tiny, {"decoder": {"num_experts_per_tok": 9}})  # ModelSpec's own rule (<= 8 routed experts)
