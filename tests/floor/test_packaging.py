@@ -32,7 +32,8 @@ def test_every_package_is_listed_in_pyproject():
 def test_console_script_names_the_cli():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"llm-perf-opt": "llm_perf_opt.pipelines.cli:main"}
-    assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore"}
+    assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore",
+                             "verify"}
     assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
 
 

@@ -104,6 +104,9 @@ def _sdpa_formula(query_shape, key_shape, value_shape, *args, out_shape=None, **
 
 
 # Backend SDPA ops this module adds a formula for, when the torch build has them and torch has none.
+# On CUDA torch runs _scaled_dot_product_{flash,efficient,cudnn}_attention, which torch's own registry
+# counts (checked with torch 2.13: tests/verify/test_cuda_flop_formulas.py); this module then adds
+# nothing for them, so nothing is counted twice. The CPU kernel (`..._for_cpu`) is what torch lacks.
 EXTRA_SDPA_OPS = (
     "_scaled_dot_product_flash_attention_for_cpu",
     "_scaled_dot_product_fused_attention_overrideable",
@@ -112,12 +115,68 @@ EXTRA_SDPA_OPS = (
     "_scaled_dot_product_cudnn_attention",
 )
 
+# flash-attn's kernels (`runtime.attn_implementation=flash_attention_2`: the decoder of the twin and of
+# the vendor code on CUDA, through transformers' flash-attention helper). flash-attn registers its
+# forward as torch custom ops, `<namespace>::_flash_attn_forward` and `::_flash_attn_varlen_forward`,
+# under `flash_attn` (2.6/2.7) or `flashattn` (later releases); torch has no formula for them. q, k, v
+# are (batch, seq, heads, head_dim), or (tokens, heads, head_dim) with cumulative sequence lengths in
+# the varlen form. A flash-attn build that predates the custom ops calls its CUDA extension directly,
+# below the dispatcher: FlopCounterMode cannot see those kernels at all (use sdpa or eager there).
+FLASH_ATTN_NAMESPACES = ("flash_attn", "flashattn")
+FLASH_ATTN_OPS = ("_flash_attn_forward", "_flash_attn_varlen_forward")
+
+
+def flash_attn_flops(q_shape, k_shape, v_shape) -> int:
+    """torch's SDPA formula (no causal discount) for flash-attn's (batch, seq, heads, dim) layout."""
+    b, lq, h, e = q_shape
+    _, lk, hk, _ = k_shape
+    return sdpa_flops((b, h, lq, e), (b, hk, lk, e), (b, hk, lk, v_shape[-1]))
+
+
+def _flash_formula(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
+    return flash_attn_flops(q_shape, k_shape, v_shape)
+
+
+def _flash_varlen_formula(q, k, v, cu_seqlens_q, cu_seqlens_k, *args, out_val=None, **kwargs) -> int:
+    """Sum over the packed sequences i of 2·H·Lq_i·Lk_i·(E + Ev); needs the sequence lengths' values, so
+    it takes the raw tensors (`_get_raw`), not their shapes."""
+    lq = torch.diff(cu_seqlens_q.detach().to("cpu", torch.int64)).tolist()
+    lk = torch.diff(cu_seqlens_k.detach().to("cpu", torch.int64)).tolist()
+    heads, e, ev = q.shape[-2], q.shape[-1], v.shape[-1]
+    return sum(2 * heads * a * b * e + 2 * heads * a * b * ev for a, b in zip(lq, lk))
+
+
+_flash_varlen_formula._get_raw = True  # type: ignore[attr-defined]  # FlopCounterMode passes the tensors
+_FLASH_FORMULAS = {"_flash_attn_forward": _flash_formula, "_flash_attn_varlen_forward": _flash_varlen_formula}
+
+
+def _registered_op(namespace: str, name: str) -> Any:
+    """`torch.ops.<namespace>.<name>` when some library registered it in this process, else None."""
+    try:
+        return getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def flash_attn_formulas(namespaces: tuple[str, ...] | None = None) -> dict[Any, Callable[..., int]]:
+    """{op packet: formula} for flash-attn's custom ops registered in this process (flash_attn imported);
+    `namespaces` default: FLASH_ATTN_NAMESPACES."""
+    out: dict[Any, Callable[..., int]] = {}
+    for namespace in FLASH_ATTN_NAMESPACES if namespaces is None else namespaces:
+        for name in FLASH_ATTN_OPS:
+            packet = _registered_op(namespace, name)
+            if packet is not None and packet not in _fc.flop_registry:
+                out[packet] = _FLASH_FORMULAS[name]
+    return out
+
 
 def extra_formulas() -> dict[Any, Callable[..., int]]:
-    """{op packet: formula} for the SDPA backend ops torch's registry lacks in this build."""
+    """{op packet: formula} for the attention kernels torch's registry lacks in this build and process:
+    backend SDPA ops (the CPU flash kernel) and flash-attn's custom ops. Never an op torch counts."""
     out: dict[Any, Callable[..., int]] = {}
     for name in EXTRA_SDPA_OPS:
         packet = getattr(torch.ops.aten, name, None)
         if packet is not None and packet not in _fc.flop_registry:
             out[packet] = _sdpa_formula
+    out.update(flash_attn_formulas())
     return out

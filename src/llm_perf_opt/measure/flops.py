@@ -9,7 +9,8 @@ which we strip, so keys read `model.sam_model.blocks.0.attn`). Two gaps are clos
   runs on CPU, with or without a mask) has no formula in torch and would count zero. We add one per
   counter instance (`custom_mapping`, no global registration): torch's own `sdpa_flop_count`,
   2·B·H·Lq·Lk·E (Q·Kᵀ) + 2·B·H·Lq·Lk·Ev (P·V), the formula of its CUDA SDPA kernels; likewise for the
-  other backend SDPA ops this torch build has and has no formula for.
+  other backend SDPA ops this torch build has and has no formula for, and flash-attn's custom ops
+  (`flash_attention_2` on CUDA). Never an op torch counts itself (the CUDA SDPA kernels): nothing counts twice.
 * Every leaf aten op that runs without a formula is recorded with its call count (through the private
   hook of `FlopCounterMode`, kept in `flop_counter_adapter` behind a version gate)
   (`MeasuredFlops.ops_without_formula`); the matmul-like ones among them
@@ -38,7 +39,7 @@ from llm_perf_opt.measure.flop_counter_adapter import RecordingFlopCounter, chec
 _MATMUL_LIKE = re.compile(
     r"(^|\.)(_?(b|add|baddb|addb)?mm|_?matmul|linear|mkldnn_linear|einsum|tensordot|dot|vdot|mv|addmv|addr|"
     r"ger|outer|inner|_?conv\w*|convolution\w*|mkldnn_convolution|\w*scaled_dot_product\w*|\w*attention\w*|"
-    r"_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
+    r"\w*flash_?attn\w*|_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
 )
 
 

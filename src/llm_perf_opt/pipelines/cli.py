@@ -8,6 +8,7 @@
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
     llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
+    llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
@@ -121,6 +122,7 @@ JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "group": _argparse_job("group"),
     "explore": _argparse_job("explore"),
     "report": _argparse_job("report"),
+    "verify": _argparse_job("verify"),
 }
 
 

@@ -15,6 +15,9 @@ from typing import Optional, Sequence
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.errors import ConfigError
 
+# YAML files inside a group directory that are data, not options of the group.
+DATA_FILES: dict[str, tuple[str, ...]] = {"verify": ("expected",)}  # the gate's pinned totals (verify_expected)
+
 
 def unknown_group_option(argv: Sequence[str], conf: Optional[Path] = None) -> Optional[ConfigError]:
     conf = Path(conf) if conf is not None else conf_dir()
@@ -25,7 +28,7 @@ def unknown_group_option(argv: Sequence[str], conf: Optional[Path] = None) -> Op
         folder = conf / key
         if not folder.is_dir() or any(c in value for c in "()[]*?{}$"):
             continue
-        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        options = sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in DATA_FILES.get(key, ()))
         for option in value.split(","):
             if option and option != "null" and option not in options:
                 return ConfigError.field(key, option, f"one of {', '.join(options)}")

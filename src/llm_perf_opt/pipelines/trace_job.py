@@ -68,7 +68,7 @@ def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | No
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     return DeepseekOCRAnalyticModel(
-        job.spec, compute_view_layout(job.workload, width, height), seq_len,
+        job.analytic, compute_view_layout(job.workload, width, height), seq_len,
         prompt_tokens=job.prompt_tokens if seq_len is None else 0, dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
     )

@@ -14,8 +14,8 @@ written before it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any, Mapping, Optional
 
 from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
@@ -38,10 +38,16 @@ class ValidJob:
     page_width: int
     page_height: int
     prompt_tokens: int  # text tokens of the prompt (BOS and image tokens excluded)
+    analytic_spec: Optional[ModelSpec] = None  # the analytic model's spec when verify.analytic_spec changes it
 
     @property
     def page_size(self) -> tuple[int, int]:
         return self.page_width, self.page_height
+
+    @property
+    def analytic(self) -> ModelSpec:
+        """The spec the analytic model is built from (the running model's unless verify.analytic_spec)."""
+        return self.analytic_spec or self.spec
 
 
 def vision_workload(cfg: RootConfig) -> VisionWorkload:
@@ -136,6 +142,41 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
     return cfg.model.path if cfg.model.source == "vendor" else None
 
 
+def changed_spec(spec: ModelSpec, changes: Mapping[str, Any], where: str = "verify.analytic_spec") -> ModelSpec:
+    """`spec` with nested field changes (`{"decoder": {"num_layers": 11}}`), checked by ModelSpec's own
+    rules; an unknown field or a value of the wrong kind is one ConfigError naming it. The name records the
+    change, so costs.json says which spec the analytic model described."""
+
+    def apply(obj: Any, delta: Mapping[str, Any], path: str) -> Any:
+        names = {f.name: f for f in fields(obj)}
+        updates: dict[str, Any] = {}
+        for key, value in delta.items():
+            if key not in names or key == "name":
+                allowed = ", ".join(n for n in names if n != "name")
+                raise ConfigError.field(f"{path}.{key}", value, f"not a field of {type(obj).__name__} ({allowed})")
+            current = getattr(obj, key)
+            if is_dataclass(current):
+                if not isinstance(value, Mapping):
+                    raise ConfigError.field(f"{path}.{key}", value, f"must be a mapping of {type(current).__name__} fields")
+                updates[key] = apply(current, value, f"{path}.{key}")
+            elif isinstance(current, tuple):
+                updates[key] = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+            elif type(value) is not type(current) and not (isinstance(current, float) and isinstance(value, int)):
+                raise ConfigError.field(f"{path}.{key}", value, f"must be a {type(current).__name__} like {current!r}")
+            else:
+                updates[key] = value
+        return replace(obj, **updates)
+
+    def flat(delta: Mapping[str, Any], prefix: str = "") -> list[str]:
+        out = []
+        for key, value in delta.items():
+            out += flat(value, f"{prefix}{key}.") if isinstance(value, Mapping) else [f"{prefix}{key}={value}"]
+        return out
+
+    changed = apply(spec, changes, where)
+    return replace(changed, name=f"{spec.name}+{'+'.join(flat(changes))}")
+
+
 def check_timing(cfg: RootConfig) -> None:
     """The profile and the roof: NVTX ranges only on CUDA; the hardware has a peak for the prediction
     dtype, and a measured roof's device exists (`measure.calibrate.check_hardware`; nothing measured)."""
@@ -164,4 +205,5 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
     check_decode_steps(cfg.trace.decode_steps, 1 + compute_view_layout(workload, width, height).image_tokens
                        + len(before) + len(after), spec.decoder.max_position_embeddings)
-    return ValidJob(cfg, spec, workload, width, height, len(before) + len(after))
+    analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
+    return ValidJob(cfg, spec, workload, width, height, len(before) + len(after), analytic)

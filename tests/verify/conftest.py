@@ -1,0 +1,65 @@
+"""Real runs of the verification gate (`pipelines/verify.py`, what ./dev verify runs), once per test session:
+the quick matrix as it is, and two real divergences of one job each."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ONE_JOB = "verify.sweep.workload=[tiny]"  # the quick matrix narrowed to its cheapest job
+
+
+@dataclass
+class GateRun:
+    out: Path
+    proc: subprocess.CompletedProcess
+
+    @property
+    def fail_lines(self) -> list[str]:
+        return [line for line in self.proc.stdout.splitlines() if line.startswith("FAIL ")]
+
+
+def run_gate(out: Path, *overrides: str, timeout: float = 600) -> GateRun:
+    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *overrides, f"verify.out_dir={out}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    return GateRun(out, proc)
+
+
+@pytest.fixture(scope="session")
+def quick_gate(tmp_path_factory) -> GateRun:
+    """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode."""
+    return run_gate(tmp_path_factory.mktemp("gate") / "quick", "verify=quick")
+
+
+@pytest.fixture(scope="session")
+def spec_divergence_gate(tmp_path_factory) -> GateRun:
+    """The analytic model built from another spec than the model that ran: 3 routed experts per token in
+    the analytic model, 2 in the tiny twin that ran."""
+    return run_gate(tmp_path_factory.mktemp("gate") / "spec", "verify=quick", ONE_JOB,
+                    "+verify.analytic_spec.decoder.num_experts_per_tok=3")
+
+
+@pytest.fixture(scope="session")
+def changed_expected(tmp_path_factory) -> tuple[Path, int, int]:
+    """A copy of conf/verify/expected.yaml with one pinned number changed: (path, old, new)."""
+    text = (REPO_ROOT / "conf" / "verify" / "expected.yaml").read_text()
+    marker = "      prefill:\n        flops_matmul: "
+    start = text.index(marker) + len(marker)
+    end = text.index("\n", start)
+    actual = int(text[start:end])
+    pinned = actual + 2 * 64 * 1280  # a tiny change (about 5e-8 relative): pins compare exactly, with no tolerance
+    path = tmp_path_factory.mktemp("expected") / "expected.yaml"
+    path.write_text(text[:start] + str(pinned) + text[end:])
+    return path, pinned, actual
+
+
+@pytest.fixture(scope="session")
+def pin_divergence_gate(tmp_path_factory, changed_expected) -> GateRun:
+    path, _, _ = changed_expected
+    return run_gate(tmp_path_factory.mktemp("gate") / "pins", "verify=quick", ONE_JOB, f"verify.expected={path}")
