@@ -1,12 +1,26 @@
-"""Shared fixtures: where the vendor code is (opt-in), CUDA availability."""
+"""Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
+    sys.path.insert(0, str(TESTS))
+
+
+@pytest.fixture
+def browser():
+    """A headless chromium through Playwright on the system's browser (`browser.py`: which one, and why a
+    missing one skips here and fails under CI). Per test: Playwright's sync API allows one at a time."""
+    from browser import chromium_browser
+
+    with chromium_browser() as b:
+        yield b
 
 
 @pytest.fixture(scope="session")

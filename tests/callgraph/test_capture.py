@@ -218,7 +218,7 @@ class Broken(nn.Module):
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x):
-        y = self.fc(x)
+        self.fc(x)  # some ops recorded, then the forward fails
         raise RuntimeError("boom in forward")
 
 

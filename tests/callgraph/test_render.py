@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from browser import mermaid_cli, run_mmdc
 from callgraph_helpers import make_graph
 from llm_perf_opt.callgraph.grouping import group_callgraph, load_grouped_json
 from llm_perf_opt.callgraph.render import (
@@ -98,48 +98,9 @@ def test_validate_mermaid_catches_problems(bad, fragment):
     assert problems and any(fragment in p for p in problems), problems
 
 
-def _mmdc() -> tuple[str, str] | None:
-    """mermaid-cli: $MMDC or /opt/mmdc/node_modules/.bin/mmdc; puppeteer config from $MMDC_PUPPETEER_CONFIG,
-    beside the install (puppeteer.json), or made here for a system chromium."""
-    exe = os.environ.get("MMDC") or "/opt/mmdc/node_modules/.bin/mmdc"
-    if not (Path(exe).is_file() or shutil.which(exe)):
-        return None
-    cfg = os.environ.get("MMDC_PUPPETEER_CONFIG")
-    if not cfg:
-        beside = Path(exe).resolve().parents[2] / "puppeteer.json" if Path(exe).is_file() else None
-        if beside is not None and beside.is_file():
-            cfg = str(beside)
-    if not cfg:
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        if not chromium:
-            return None
-        cfg_path = Path(os.environ.get("TMPDIR", "/tmp")) / "llm_perf_opt_puppeteer.json"
-        cfg_path.write_text(json.dumps({"executablePath": chromium, "headless": "shell",
-                                        "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]}))
-        cfg = str(cfg_path)
-    return exe, cfg
-
-
-def run_mmdc(found: tuple[str, str], src: Path, out: Path) -> None:
-    """Render with mermaid-cli; fail on a parse error. A browser that cannot start (a loaded machine) is
-    retried once; the diagram is only judged on what the parser says."""
-    exe, cfg = found
-    for attempt in (1, 2):
-        proc = subprocess.run([exe, "-p", cfg, "-i", str(src), "-o", str(out)], capture_output=True, text=True,
-                              timeout=180)
-        if proc.returncode == 0:
-            assert "<svg" in out.read_text()
-            return
-        text = proc.stdout + proc.stderr
-        if "Parse error" in text or "Lexical error" in text or attempt == 2:
-            pytest.fail(f"mermaid-cli rejected {src.name}:\n{text[-3000:]}")
-
-
 @pytest.mark.slow
 def test_mermaid_parses_with_mermaid_cli(tmp_path):
-    found = _mmdc()
-    if found is None:
-        pytest.skip("mermaid-cli not found (set MMDC, or install it in /opt/mmdc; see shared/facts/environment.md)")
+    found = mermaid_cli()
     g = group_callgraph(nasty_graph())
     diagrams = {"grouped": build_grouped_mermaid(g), "raw": build_raw_mermaid(nasty_graph())}
     for name, text in diagrams.items():
@@ -418,8 +379,6 @@ def test_tiny_twin_mermaid_draws_the_structure(tiny_grouped, tmp_path):
     text = build_grouped_mermaid(tiny_grouped)
     assert validate_mermaid(text) == []
     assert mermaid_structure(text) == grouped_structure(tiny_grouped, with_checks=False)
-    found = _mmdc()
-    if found is not None:  # the real parser too, when it is installed
-        src = tmp_path / "tiny.mmd"
-        src.write_text(text)
-        run_mmdc(found, src, tmp_path / "tiny.svg")
+    src = tmp_path / "tiny.mmd"  # and the real parser
+    src.write_text(text)
+    run_mmdc(mermaid_cli(), src, tmp_path / "tiny.svg")

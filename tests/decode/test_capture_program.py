@@ -8,7 +8,7 @@ from torch import nn
 
 from llm_perf_opt.callgraph.capture import capture, graph_problems
 from llm_perf_opt.dsocr.decode import DecodeProgram
-from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
+from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, TRACE_PATCHES, runtime_patches
 from llm_perf_opt.errors import TraceError
 
 STEPS = 3
@@ -66,7 +66,7 @@ def test_the_root_forward_is_restored_when_the_program_raises():
 def decode_capture(tiny):
     spec, model, kwargs = tiny
     program = DecodeProgram(STEPS)
-    with torch.no_grad(), runtime_patches(model, DEFAULT_TRACE_PATCHES + ("routing",)) as log:
+    with torch.no_grad(), runtime_patches(model, TRACE_PATCHES) as log:  # what the trace job captures under
         result = capture(model, dict(kwargs, use_cache=True), model_name="twin_tiny", runtime_log=log,
                          program=program)
     with torch.no_grad():  # the same loop without any capture or patch
@@ -129,7 +129,8 @@ def test_grouped_graph_shows_the_loop_and_every_check_is_ok(decode_capture):
     checks = {c["name"]: c for c in grouped.checks}
     assert {c["status"] for c in grouped.checks} == {"ok"}, grouped.checks
     assert set(checks) == {"vision_passes:sam_model", "vision_passes:vision_model", "vision_passes:projector",
-                           "decoder_layers", "decoder_layer_calls", "decode_loop", "moe_routing"}
+                           "decoder_layers", "decoder_layer_calls", "block_loop:sam_model.blocks",
+                           "block_loop:vision_model.transformer.layers", "decode_loop", "moe_routing"}
     assert checks["decoder_layer_calls"]["observed"] == 1 + STEPS
     assert checks["decode_loop"]["observed"]["passes"] == 1 + STEPS
     # the loop body: the language model and lm_head `parfor 1+N` under the root; vision once in 1+N calls

@@ -13,7 +13,7 @@ import pytest
 from llm_perf_opt.run_lock import LOCK_FILE, claim, holder
 from llm_perf_opt.errors import ConfigError
 
-from .jobs import one_line_error, run_job, start_job, wait_for_line, wait_until
+from .jobs import one_line_error, run_job, start_job, wait_for_line
 
 
 def data(path: Path) -> dict:

@@ -1,14 +1,13 @@
-"""Fixtures of the graph tests: one real run of the default trace job (tiny twin, Gundam, letter page) with
-a profile and a roofline added afterwards, and a Playwright browser on Debian's chromium.
+"""Fixtures of the graph tests: real runs of the default trace job (tiny twin, Gundam, letter page): as it
+is, and without its timing stages with a profile and a roofline added afterwards.
 
-The run is made once per session: `pipelines/trace.py` as `./dev trace` runs it, then `profile.json`
+The runs are made once per session: `pipelines/trace.py` as `./dev trace` runs it; for the second, `profile.json`
 (`measure.profile.profile_forward` on the same session inputs: 1 warm-up, 2 repeats) and `roofline.json`
 (`./dev analyze model=twin_tiny hardware=h100_sxm` of the same page) are written into it and
 `./dev group RUN_DIR` puts them on the graph, as a user who adds them later would.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -20,14 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # --import-mode=importlib: make graph_helpers importable
     sys.path.insert(0, str(HERE))
-
-
-def chromium_path() -> str | None:
-    """$CHROMIUM, else Debian's chromium (or a Chrome) on the PATH."""
-    env = os.environ.get("CHROMIUM")
-    if env:
-        return env if (Path(env).is_file() or shutil.which(env)) else None
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
 def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
@@ -67,10 +58,19 @@ def traced_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def timed_run(traced_run, tmp_path_factory) -> Path:
-    """A copy of the traced run with profile.json and roofline.json added and `./dev group` run on it."""
+def untimed_run(tmp_path_factory) -> Path:
+    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why."""
+    out = tmp_path_factory.mktemp("untimed_run") / "run"
+    _run([str(REPO / "pipelines" / "trace.py"), "profile=off", "~hardware", f"hydra.run.dir={out}"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def timed_run(untimed_run, tmp_path_factory) -> Path:
+    """A copy of the untimed run with profile.json and roofline.json added and `./dev group` run on it, as a
+    user who times a run later would."""
     out = tmp_path_factory.mktemp("timed_run") / "run"
-    shutil.copytree(traced_run, out)
+    shutil.copytree(untimed_run, out)
     _run(["-c", PROFILE_SCRIPT, str(out)])
     roof = tmp_path_factory.mktemp("roof")
     _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32", "hardware=h100_sxm",
@@ -78,19 +78,3 @@ def timed_run(traced_run, tmp_path_factory) -> Path:
     shutil.copy(roof / "roofline.json", out / "roofline.json")
     _run([str(REPO / "pipelines" / "group.py"), str(out)])
     return out
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """A headless Playwright chromium on the system's browser (no download); skips without one."""
-    exe = chromium_path()
-    if exe is None:
-        pytest.skip("no chromium (apt-get install -y chromium, or set CHROMIUM=/path/to/chrome)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (the 'test' extra)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
-        yield b
-        b.close()

@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 TRACE_METRICS = ["flops_analytic", "flops_matmul_analytic", "io_bytes_analytic", "weight_bytes_analytic",
                  "activation_bytes_analytic", "flops_measured", "activation_bytes_observed"]
+TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted"]  # the profile and roofline stages
+DEFAULT_METRICS = TRACE_METRICS + TIME_METRICS  # what the default trace job puts on the graph
 
 
 def node(grouped, pattern):
@@ -31,23 +33,22 @@ def node(grouped, pattern):
 def test_costs_on_every_grouped_node(traced_run):
     grouped = load_grouped_json(traced_run / "callgraph.grouped.json")
     costs = load_module_costs(traced_run / "module_costs.json")
-    assert costs.names() == TRACE_METRICS
-    assert set(costs.absent) == {"time_measured", "time_predicted"}  # said why, not zero
+    assert costs.names() == DEFAULT_METRICS and costs.absent == {}
     for n in grouped.nodes:
-        for name in TRACE_METRICS:
+        for name in DEFAULT_METRICS:
             fig = n.costs[name]
             # a figure, or the reason there is none with the instances' notes (experts: costed as a whole)
             assert fig["total"] is not None or (fig.get("reason") and fig["with_figure"] == 0), (n.name, name, fig)
         assert n.costs["flops_measured"]["total"] is not None, n.name  # every node: measured FLOPs
         assert n.costs["activation_bytes_observed"]["total"] is not None, n.name
     root = grouped.node(grouped.root)
-    assert all(root.costs[m]["share"] == pytest.approx(1.0) for m in TRACE_METRICS)
+    assert all(root.costs[m]["share"] == pytest.approx(1.0) for m in TRACE_METRICS + ["time_measured", "time_predicted"])
     # the SAM stack: one node, two variants, each costed; a global block costs more than a windowed one
     sam = node(grouped, "model.sam_model.blocks.[0-3]")
     windowed, glob = sam.variants
     assert (windowed.label, len(windowed.members), glob.label, len(glob.members)) == (
         "window_size=14", 2, "window_size=0", 2)
-    for m in TRACE_METRICS:
+    for m in DEFAULT_METRICS:
         assert windowed.costs[m]["total"] + glob.costs[m]["total"] == pytest.approx(sam.costs[m]["total"])
     assert glob.costs["flops_measured"]["mean"] > windowed.costs["flops_measured"]["mean"]
     assert sam.costs["flops_measured"]["slowest"] in glob.members
@@ -63,7 +64,7 @@ def test_costs_on_every_grouped_node(traced_run):
 
 def test_summary_verification_and_files(traced_run):
     summary = load_summary(traced_run / "summary.json")
-    assert summary.graph is not None and summary.graph.metrics == TRACE_METRICS
+    assert summary.graph is not None and summary.graph.metrics == DEFAULT_METRICS
     assert "Block @ model.sam_model.blocks.[0-3] for 4" in summary.graph.raw["stacks"]
     assert summary.verification.extra["activation_passed"] is True
     v = load_verification(traced_run / "verification.json")
@@ -73,7 +74,7 @@ def test_summary_verification_and_files(traced_run):
     assert parts["model.sam_model"].unseen > 0 and parts["model.sam_model"].unexplained == 0  # LayerNorm mean/rstd
     for name in ("run.html", "module_costs.json", "model_explorer/graph.json", "model_explorer/raw.json"):
         assert (traced_run / name).is_file(), name
-    assert load("module_costs", traced_run).names() == TRACE_METRICS
+    assert load("module_costs", traced_run).names() == DEFAULT_METRICS
     checks = {c["name"]: c for c in load_grouped_json(traced_run / "callgraph.grouped.json").checks}
     assert checks["block_loop:sam_model.blocks"]["status"] == "ok" and checks["block_loop:sam_model.blocks"]["expected"] == 4
 

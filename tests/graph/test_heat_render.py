@@ -96,11 +96,9 @@ def test_mermaid_heat_map_is_valid(tmp_path):
 
 @pytest.mark.slow
 def test_mermaid_with_costs_parses_with_mermaid_cli(tmp_path):
-    from test_render import _mmdc, run_mmdc  # tests/callgraph: finds mermaid-cli or says why not
+    from browser import mermaid_cli, run_mmdc
 
-    found = _mmdc()
-    if found is None:
-        pytest.skip("mermaid-cli not found (set MMDC, or install it in /opt/mmdc; see shared/facts/environment.md)")
+    found = mermaid_cli()
     g = grouped_with_costs()
     src = tmp_path / "heat.mmd"
     src.write_text(build_grouped_mermaid(g, color_by="flops"))

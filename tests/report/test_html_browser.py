@@ -8,7 +8,7 @@ from pathlib import Path
 
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
 
-from .browser import browser_page
+from browser import browser_page
 from .conftest import run_report
 
 # Run in the page after it loaded: loads every linked PNG as an <img> and reports what rendered.

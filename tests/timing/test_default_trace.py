@@ -85,7 +85,7 @@ def test_summary_has_the_profile_and_the_measured_vs_predicted_rows(default_trac
     art = load("roofline", run)
     assert art.roof.hardware == "measured" and art.figures["ttft_s"] == pytest.approx(rf.figures()["ttft_s"])
     # the tables on stdout
-    assert "measured vs predicted (efficiency = predicted / measured)" in proc.stdout
+    assert "measured vs predicted on each roof (efficiency = predicted / measured)" in proc.stdout
     assert "the parts cover" in proc.stdout
 
 

@@ -21,8 +21,11 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 def files_under(path: Path) -> list[str]:
-    """Files a job wrote into its run directory, Hydra's own records (.hydra/, the log) left out."""
+    """Files a job wrote into its run directory, Hydra's own records (.hydra/, the log) and the directory's
+    lock (`run_lock`: held by whoever claims the directory, results or not) left out."""
+    from llm_perf_opt.run_lock import LOCK_FILE
+
     if not path.exists():
         return []
     return sorted(str(p.relative_to(path)) for p in path.rglob("*")
-                  if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log")
+                  if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and p.name != LOCK_FILE)

@@ -101,3 +101,36 @@ def test_a_job_that_never_started_fails(sweep_copy):
     verdicts = judge_sweep(jobs, ["workload=tiny", "workload=gundam"], RTOL)
     assert [v.passed for v in verdicts] == [True, False]
     assert verdicts[1].findings[0].error.startswith("failed: not started")
+
+
+def test_kv_cache_bytes_that_differ_fail_whatever_the_rtol(sweep_copy):
+    """KV-cache bytes are products of shapes: one byte off is a divergence, even at a lax rtol."""
+    from dataclasses import replace
+
+    path = sweep_copy / "0" / "verification.json"
+    v = load_verification(path)
+    assert [r.step for r in v.kv_cache] == [0, 1, 2] and all(r.ok for r in v.kv_cache)  # the quick jobs decode 2 steps
+    row = v.kv_cache[2]
+    v.kv_cache[2] = replace(row, measured=row.measured + 2, ok=False)
+    write_verification(path, v)
+    for rtol in (RTOL, 0.5):
+        verdict = judge_job(job(sweep_copy, 0), "workload=tiny", rtol)
+        assert [f.kind for f in verdict.findings] == ["Divergence"]
+        f = verdict.findings[0]
+        assert (f.stage, f.part) == ("decode (step 2)", f"KV cache ({row.context_len} tokens)")
+        assert f.error == "+2 B (KV-cache bytes must be equal)"
+
+
+def test_activation_bytes_beyond_rtol_are_a_divergence(sweep_copy):
+    from dataclasses import replace
+
+    path = sweep_copy / "0" / "verification.json"
+    v = load_verification(path)
+    assert v.activation and all(r.ok for r in v.activation)
+    i = next(i for i, r in enumerate(v.activation) if r.part)  # a part, not the total
+    r = v.activation[i]
+    v.activation[i] = replace(r, analytic=r.analytic * 2, rel_error=0.5, ok=False)
+    write_verification(path, v)
+    verdict = judge_job(job(sweep_copy, 0), "workload=tiny", RTOL)
+    assert [(f.kind, f.stage) for f in verdict.findings] == [("Divergence", "prefill (activation bytes)")]
+    assert verdict.findings[0].error == "50% > rtol 0.1%"

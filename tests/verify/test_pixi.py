@@ -75,7 +75,8 @@ def test_every_dev_task_has_a_pixi_task_doing_the_same():
     tasks = pixi()["tasks"]
     for task in sorted(dev_tasks() - set(NOT_PIXI_TASKS)):
         assert task in tasks, f"./dev {task} has no pixi task"
-    jobs = re.search(r"^\s{2}([\w|]+)\)\n\s+ensure_venv; ensure_dot\n\s+run_py \"pipelines/\$task.py\"", dev_script(), re.M)
+    jobs = re.search(r"^\s{2}([\w|]+)\)\n\s+ensure_venv; ensure_dot\n(?:\s+[^\n]*\n)*?\s+run_py \"pipelines/\$task.py\"",
+                     dev_script(), re.M)
     assert jobs, "./dev's job dispatch changed"
     for job in jobs.group(1).split("|"):
         assert tasks[job] == f"python pipelines/{job}.py"

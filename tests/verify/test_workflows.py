@@ -54,6 +54,9 @@ def test_ci_runs_the_test_suite_on_a_cpu_runner():
     assert uses(step_list, "actions/setup-python")[0]["with"]["python-version"] == "3.11"
     assert re.search(r"(^|\s)(bash )?\.ci/run(\s|$)", runs(step_list), re.M)
     assert (REPO_ROOT / ".ci" / "run").read_text().strip().endswith("exec ./dev test")
+    test_step = next(s for s in step_list if ".ci/run" in str(s.get("run", "")))
+    # the browser and Mermaid tests run there: CI set (a missing browser fails them), the runner's Chrome named
+    assert test_step["env"]["CI"] == "true" and test_step["env"]["CHROMIUM"] == "google-chrome"
 
 
 def test_gpu_verify_runs_the_gate_with_pixi_on_a_self_hosted_gpu_runner():

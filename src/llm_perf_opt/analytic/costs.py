@@ -332,7 +332,8 @@ def rope_apply(batch: int, tokens: int, heads: int, kv_heads: int, head_dim: int
         flops_other=ELEMENTWISE_FLOPS["rope"] * rotated,  # per element of q and k: negate, 2 multiplies, add
         input_bytes=rotated * b + 2 * table * b,
         output_bytes=rotated * b,
-        activation_bytes=5 * rotated * b,  # x·cos, -x2, cat (rotate_half), ·sin, sum
+        # x·cos, cat (rotate_half), ·sin and the sum are q- and k-sized; -x2 negates only the second half
+        activation_bytes=(9 * rotated * b) // 2,
     )
 
 

@@ -242,13 +242,20 @@ def _llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: 
                      fused: bool, b: int) -> tuple[LayerCost, Children]:
     """q/k/v projections, RoPE, attention of the `q_len` new queries over `past_len` cached + `q_len` new
     keys (full Q·Kᵀ, the causal mask is added, not skipped), o_proj. With a cache, DynamicCache.update
-    concatenates, writing the grown cache."""
+    concatenates, writing the grown cache.
+
+    One new token (a decode step) has no mask: with no 2-D attention mask, transformers'
+    `_prepare_4d_causal_attention_mask` returns None for a query length of 1, so nothing is added
+    (the project's greedy loop passes none; `generate()` passes an all-ones 2-D mask, which would add
+    a 1 x kv mask per layer and step: heads x kv more elementwise adds)."""
     kv = past_len + q_len
     own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
-        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=True, fused=fused, dtype_bytes=b)
+        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1, fused=fused, dtype_bytes=b)
     if past_len:
         cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
         own = own + LayerCost(output_bytes=cache, activation_bytes=cache)
+    if q_len > 1:  # out.transpose(1, 2).contiguous() copies (B, H, T, d) -> (B, T, H, d); one token is a view
+        own = own + LayerCost(activation_bytes=batch * q_len * heads * head_dim * b)
     rows = batch * q_len
     return own, (
         ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, False, b)),
@@ -393,6 +400,9 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     # + the final cat(local, global, separator) and the cat of that one-element list (a copy too)
     glue_tokens += global_newline + local_newline + 2 * image_tokens
     own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b)
+    # the forward's two `torch.sum(...).item()` checks (the global view, then the crops, not all zeros):
+    # 0-d tensors of the image dtype
+    own = own + LayerCost(activation_bytes=2 * b)
     return own, children
 
 
@@ -413,9 +423,11 @@ def ocr_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, pa
     )
     # position ids (int64), and transformers' _make_causal_mask: torch.full (float32 T x T), arange and
     # arange + 1 (int64), their comparison (bool T x T; masked_fill_ is in place), .to(dtype) when b != 4,
-    # and with a cache the zeros (T x past) and their cat (T x (past + T))
+    # and with a cache the zeros (T x past) and their cat (T x (past + T)). One new token: no mask at all
+    # (no 2-D attention mask given; see _llama_attention).
     t, pl = q_len, past_len
     mask = t * t * 4 + 2 * t * 8 + t * t + (t * t * b if b != 4 else 0) + (t * pl * b + t * (pl + t) * b if pl else 0)
+    mask = mask if t > 1 else 0
     own = own + LayerCost(activation_bytes=t * 8 + mask)
     return own, (
         ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),

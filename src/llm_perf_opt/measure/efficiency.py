@@ -175,8 +175,8 @@ def render_comparison(rows: Sequence[ComparisonRow], roofs: Sequence[RoofEntry])
     names = [r.name for r in roofs]
     head = f"{'stage / part':18s} {'measured':>10s} {'FLOP/B':>8s} {'achieved':>12s}"
     for name in names:
-        head += f" | {name[:14]:>14s} {'bound':>7s} {'eff.':>6s}"
-    lines = ["measured vs predicted (efficiency = predicted / measured)", head, "-" * len(head)]
+        head += f" | {('on ' + name)[:14]:>14s} {'bound':>7s} {'eff.':>6s}"  # predicted on that roof
+    lines = ["measured vs predicted on each roof (efficiency = predicted / measured)", head, "-" * len(head)]
     for row in rows:
         label = row.name if row.kind == "stage" else f"  {row.name}"
         text = (f"{label:18s} {units.seconds(row.measured_s):>10s} "

@@ -372,10 +372,12 @@ class ActivationRow:
 
 def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Mapping[str, Mapping[str, int]],
                     layer_norm_stats: Mapping[str, int], rtol: float = DEFAULT_RTOL,
-                    paths: Iterable[str] | None = None) -> list[ActivationRow]:
+                    paths: Iterable[str] | None = None, program_bytes: int = 0) -> list[ActivationRow]:
     """One row for the whole forward and each summary part of the first stage (or `paths`) that TorchLens
     saw. Several stages (a prefill and its decode steps, captured in one graph) sum their activation bytes
-    per path, as the op outputs of all their passes do; a part a stage lacks (vision in decode) adds 0."""
+    per path, as the op outputs of all their passes do; a part a stage lacks (vision in decode) adds 0.
+    `program_bytes`: what the captured program makes outside the model (the greedy loop's argmax), added
+    to the whole-forward row."""
     stages = [stage] if isinstance(stage, StageCost) else list(stage)
     first = stages[0]
     wanted = list(paths) if paths is not None else [""] + [p for p in first.parts if is_summary_path(p)
@@ -386,7 +388,7 @@ def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Map
         if path and not ops:
             continue
         analytic = sum(s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0)
-                       for s in stages)
+                       for s in stages) + (program_bytes if path == "" else 0)
         fam = op_families.by_family(ops)
         mat = sum(fam[f] for f in op_families.MATERIALISED)
         head = path + "."

@@ -125,7 +125,7 @@ def run_roofline_stage(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel, time
         "files": {"roofline": ROOFLINE_FILE, "svg": f"{PLOT_STEM}.svg", "png": f"{PLOT_STEM}.png"},
     }
     for r in roofs:
-        say(f"{r.name}: {describe_figures(latencies[r.name])}")
+        say(f"on the {r.name} roof, {describe_figures(latencies[r.name])}")
     print(render_comparison(rows, entries))
     plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"])
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")

@@ -10,7 +10,7 @@ A finding is one line, always the same six fields:
     FAIL job 1 [workload=gundam] | stage prefill | part decoder.layer.1 | analytic 8.99 MFLOP | measured 8.03 MFLOP | error 11.9% > rtol 0.1%
 
 A job fails when it did not finish (`error.json`, no result, not started), when a FLOPs row's relative
-error exceeds the gate's `verify.rtol`, when a matmul-like op ran without a FLOP formula or measured
+error (or a part's activation bytes) exceeds the gate's `verify.rtol`, when KV-cache bytes differ at all, when a matmul-like op ran without a FLOP formula or measured
 FLOPs sit in a module the analytic model does not name or cost, when a grouping runtime check says
 `mismatch`, or when the job left no verification or grouped graph to judge.
 """
@@ -132,6 +132,23 @@ def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Fi
     notes = [f"FLOPs: {rows} rows in {len(v.checks)} checks "
              f"({', '.join(stage_name(c.stage, c.label) for c in v.checks)}); max relative error "
              f"{units.percent(v.max_rel_error)}; rtol {units.percent(rtol)}"]
+    for r in v.kv_cache:  # bytes are products of shapes: equal or wrong, whatever the rtol
+        if not r.ok:
+            stage = "prefill" if r.step == 0 else f"decode (step {r.step})"
+            findings.append(Finding("Divergence", who, stage, f"KV cache ({r.context_len} tokens)",
+                                    units.nbytes(r.analytic), units.nbytes(r.measured),
+                                    f"{r.measured - r.analytic:+,} B (KV-cache bytes must be equal)",
+                                    order=(1, len(v.checks), r.step)))
+    for r in v.activation:
+        if r.rel_error > rtol:
+            findings.append(Finding("Divergence", who, "prefill (activation bytes)", part_name(r.part),
+                                    units.nbytes(r.analytic), units.nbytes(r.materialised + r.unseen),
+                                    _error_text(r.rel_error, rtol), order=(2, len(v.checks), r.part)))
+    if v.kv_cache:
+        notes.append(f"KV-cache bytes: {sum(r.ok for r in v.kv_cache)}/{len(v.kv_cache)} steps equal")
+    if v.activation:
+        notes.append(f"activation bytes: {sum(r.rel_error <= rtol for r in v.activation)}/{len(v.activation)} "
+                     f"parts within rtol")
     return findings, notes
 
 

@@ -1,0 +1,59 @@
+"""Imports point down the stages: no module imports a package above its own (README, "Layout").
+
+The layers, bottom first: the plain helpers (errors, artifacts, units, run_artifacts, run_lock) and
+config; callgraph (model-agnostic); dsocr (DeepSeek-OCR's own knowledge, which plugs checks into the
+generic grouping); analytic; measure; export; report; pipelines. A module may import its own layer or
+any layer below. Read from the source with `ast`, so an import inside a function counts too.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
+LAYERS = {
+    "__init__": 0, "errors": 0, "artifacts": 0, "units": 0, "run_lock": 0, "run_artifacts": 0, "conf": 0,
+    "config": 1, "callgraph": 2, "dsocr": 3, "analytic": 4, "measure": 5, "export": 6, "report": 7,
+    "pipelines": 8,
+}
+
+
+def project_imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out += [(node.lineno, n) for n in names if n.startswith("llm_perf_opt.")]
+    return out
+
+
+def upward_imports(root: Path = SRC) -> list[str]:
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        own = path.relative_to(root).parts[0].removesuffix(".py")
+        for line, name in project_imports(path):
+            target = name.split(".")[1]
+            if LAYERS[target] > LAYERS[own]:
+                bad.append(f"{path.relative_to(root)}:{line} ({own}) imports {name} ({target})")
+    return bad
+
+
+def test_every_top_level_module_has_a_layer():
+    names = {p.name.removesuffix(".py") for p in SRC.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert names <= set(LAYERS), f"give {sorted(names - set(LAYERS))} a layer in this test"
+
+
+def test_imports_point_down():
+    assert upward_imports() == []
+
+
+def test_an_upward_import_is_found(tmp_path):
+    pkg = tmp_path / "config"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def f():\n    from llm_perf_opt.pipelines import cli\n")
+    assert upward_imports(tmp_path) == ["config/__init__.py:2 (config) imports llm_perf_opt.pipelines (pipelines)"]
+
