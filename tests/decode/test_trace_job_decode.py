@@ -51,8 +51,9 @@ def test_decoder_layers_show_one_plus_n_passes_and_the_checks_are_ok(job):
     grouped = load_grouped_json(run_dir / "callgraph.grouped.json")
     assert {c["name"]: c["status"] for c in grouped.checks} == {
         "vision_passes:sam_model": "ok", "vision_passes:vision_model": "ok", "vision_passes:projector": "ok",
-        "decoder_layers": "ok", "decoder_layer_calls": "ok", "decode_loop": "ok", "moe_routing": "ok"}
-    assert summary.grouping.check_counts() == {"ok": 7, "mismatch": 0, "not checked": 0}
+        "decoder_layers": "ok", "decoder_layer_calls": "ok", "block_loop:sam_model.blocks": "ok",
+        "block_loop:vision_model.transformer.layers": "ok", "decode_loop": "ok", "moe_routing": "ok"}
+    assert summary.grouping.check_counts() == {"ok": 9, "mismatch": 0, "not checked": 0}
     assert summary.trace.raw["root_forward_calls"] == 1 + STEPS
     experts = [n for n in grouped.nodes if ".mlp.experts." in n.pattern and n.template.endswith("*")]
     assert experts and all(n.annotation["line"].endswith("per decode step (random weights)") for n in experts)

@@ -36,7 +36,7 @@ def job(sweep: Path, num: int):
 def test_the_untouched_jobs_pass(sweep_copy):
     verdicts = judge_sweep(collect_sweep(sweep_copy).jobs, ["workload=tiny", "workload=gundam"], RTOL)
     assert [v.passed for v in verdicts] == [True, True]
-    assert any("rows in 3 checks" in n for n in verdicts[1].notes)
+    assert any("rows in 4 checks" in n for n in verdicts[1].notes)  # vision, prefill, 2 decode steps
 
 
 def test_a_grouping_mismatch_is_one_line(sweep_copy):
