@@ -401,8 +401,10 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     glue_tokens += global_newline + local_newline + 2 * image_tokens
     own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b)
     # the forward's two `torch.sum(...).item()` checks (the global view, then the crops, not all zeros):
-    # 0-d tensors of the image dtype
-    own = own + LayerCost(activation_bytes=2 * b)
+    # 0-d tensors of the image dtype; with crops, the grid's sides are 0-d int64 tensors (the crop shape),
+    # so `down * side`, `across * side` (the re-tiling) and `down * side` again (the newline column) are three
+    # more 0-d int64 tensors
+    own = own + LayerCost(activation_bytes=2 * b + (3 * 8 if len(passes) > 1 else 0))
     return own, children
 
 
