@@ -148,3 +148,13 @@ def read_artifact(
             raise ArtifactError(f"{path}: {schema} data lacks required field '{key}'")
     return doc["schema_version"], data
 
+
+def require(obj: Any, fields: Iterable[str], where: str, path: str | os.PathLike) -> Mapping[str, Any]:
+    """`obj` as a mapping that has every one of `fields`; else one ArtifactError naming the first missing
+    (what every loader checks below `data`: a list's entries, a section)."""
+    if not isinstance(obj, Mapping):
+        raise ArtifactError(f"{path}: {where} must be an object, found {type(obj).__name__}")
+    for name in fields:
+        if name not in obj:
+            raise ArtifactError(f"{path}: {where} lacks required field '{name}'")
+    return obj
