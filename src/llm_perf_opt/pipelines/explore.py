@@ -118,8 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    return one_line_errors(lambda: run(args))
+    return one_line_errors(lambda: run(parse_args(argv)))
 
 
 if __name__ == "__main__":
