@@ -11,9 +11,10 @@ import math
 import os
 import platform
 import tempfile
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from llm_perf_opt.errors import ArtifactError
 
@@ -76,22 +77,32 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary file name beside `path` that replaces `path` when the block ends, and is removed when it
+    raises: for writers that want a file name rather than text (torch.profiler's Chrome trace), so they too
+    never leave half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield tmp
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return Path(path)
 
 
 def write_artifact(path: str | os.PathLike, schema: str, version: int, data: Any, config: Any = None) -> Path:
@@ -136,3 +147,14 @@ def read_artifact(
         if key not in data:
             raise ArtifactError(f"{path}: {schema} data lacks required field '{key}'")
     return doc["schema_version"], data
+
+
+def require(obj: Any, fields: Iterable[str], where: str, path: str | os.PathLike) -> Mapping[str, Any]:
+    """`obj` as a mapping that has every one of `fields`; else one ArtifactError naming the first missing
+    (what every loader checks below `data`: a list's entries, a section)."""
+    if not isinstance(obj, Mapping):
+        raise ArtifactError(f"{path}: {where} must be an object, found {type(obj).__name__}")
+    for name in fields:
+        if name not in obj:
+            raise ArtifactError(f"{path}: {where} lacks required field '{name}'")
+    return obj

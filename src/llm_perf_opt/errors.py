@@ -1,6 +1,9 @@
 """One exception family, so a pipeline can print one clear line for anything the user can fix."""
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 
 class PipelineError(Exception):
     """Base of every error the pipeline raises on purpose (bad input, missing file, changed vendor code)."""
@@ -42,3 +45,13 @@ class ExitCode:
     def all(cls) -> dict[str, int]:
         """{name: code} in the order above."""
         return {k: v for k, v in vars(cls).items() if k.isupper() and isinstance(v, int)}
+
+
+def one_line_errors(run: Callable[[], int]) -> int:
+    """Run a plain (argparse) command: a PipelineError ends it as one line `error: ...` on stderr and
+    `ExitCode.CONFIG`, as the Hydra jobs end, instead of a traceback."""
+    try:
+        return run()
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.CONFIG

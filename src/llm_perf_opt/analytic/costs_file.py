@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from llm_perf_opt.analytic.artifact_fields import read_known, require
+from llm_perf_opt.analytic.artifact_fields import read_known
 from llm_perf_opt.analytic.costs import COST_FIELDS, LayerCost
 from llm_perf_opt.analytic.dsocr import STAGES, DeepseekOCRAnalyticModel, costs_dict
-from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.artifacts import require, write_artifact
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.errors import ArtifactError
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from llm_perf_opt.config.registry import omegaconf_errors_as_config_error
 from llm_perf_opt.config.schemas import MATMUL_PEAK_KEYS, PREDICTION_DTYPES, HardwareConfig, HardwareFigure
 from llm_perf_opt.errors import ConfigError
 
@@ -167,18 +168,10 @@ def load_hardware_config(name: str, conf: Optional[Path] = None) -> HardwareConf
 @lru_cache(maxsize=64)
 def _load(path: Path) -> HardwareConfig:
     from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
 
-    try:
+    with omegaconf_errors_as_config_error(str(path)):
         node = OmegaConf.merge(OmegaConf.structured(HardwareConfig), OmegaConf.load(path))
         cfg = OmegaConf.to_object(node)
-    except ConfigError:
-        raise
-    except OmegaConfBaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, ConfigError):
-            raise cause from None
-        raise ConfigError(f"{path}: {str(exc).splitlines()[0]}") from None
     assert isinstance(cfg, HardwareConfig)
     return cfg
 

@@ -52,7 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.artifacts import read_artifact, require, write_artifact
 from llm_perf_opt.callgraph.checks import STATUS_MISMATCH, STATUSES, RuntimeCheck, run_checks
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import ArtifactError
@@ -220,11 +220,7 @@ def grouped_from_dict(data: Mapping[str, Any], source: str = "grouped") -> Group
     required = ("id", "class_name", "pattern", "members")
     nodes = []
     for i, raw in enumerate(data["nodes"]):
-        if not isinstance(raw, Mapping):
-            raise ArtifactError(f"{source}: nodes[{i}] must be an object")
-        for key in required:
-            if key not in raw:
-                raise ArtifactError(f"{source}: nodes[{i}] lacks required field '{key}'")
+        require(raw, required, f"nodes[{i}]", source)
         kwargs = {k: v for k, v in raw.items() if k in node_fields}
         try:
             kwargs["variants"] = [v if isinstance(v, GroupVariant) else GroupVariant(**v)

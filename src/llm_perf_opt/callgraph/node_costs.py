@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.artifacts import read_artifact, require, write_artifact
 from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.schema import ROOT
 from llm_perf_opt.errors import ArtifactError
@@ -102,11 +102,7 @@ def module_costs_from_dict(data: Mapping[str, Any], source: str = MODULE_COSTS_F
         raise ArtifactError(f"{source}: field 'metrics' must be a list")
     metrics = []
     for i, raw in enumerate(data["metrics"]):
-        if not isinstance(raw, Mapping):
-            raise ArtifactError(f"{source}: metrics[{i}] must be an object")
-        for key in _METRIC_FIELDS:
-            if key not in raw:
-                raise ArtifactError(f"{source}: metrics[{i}] lacks required field '{key}'")
+        require(raw, _METRIC_FIELDS, f"metrics[{i}]", source)
         if not isinstance(raw["values"], Mapping):
             raise ArtifactError(f"{source}: metrics[{i}].values must be an object")
         metrics.append(MetricTable(

@@ -479,6 +479,14 @@ def validate_mermaid(text: str) -> list[str]:
         if not _MERMAID_ID.match(node_id) or node_id.lower() in MERMAID_RESERVED:
             problems.append(f"{where}: unsafe node id {node_id!r}")
 
+    def declare(node_id: str, label: str, no: int, where: str) -> None:
+        """A node statement (top level or inside a subgraph): a safe id, declared once, a safe label."""
+        check_id(node_id, where)
+        if node_id in declared:
+            problems.append(f"{where}: node {node_id!r} already declared on line {declared[node_id]}")
+        declared[node_id] = no
+        check_label(label, where)
+
     edges: list[tuple[int, str, str]] = []
     open_subgraph: int | None = None
     for no, line in enumerate(lines[1:], start=2):
@@ -491,12 +499,7 @@ def validate_mermaid(text: str) -> list[str]:
             elif line == "    direction TB" or line == "    direction LR":
                 continue
             elif m := _SUBGRAPH_NODE.match(line):
-                node_id, label = m.groups()
-                check_id(node_id, where)
-                if node_id in declared:
-                    problems.append(f"{where}: node {node_id!r} already declared on line {declared[node_id]}")
-                declared[node_id] = no
-                check_label(label, where)
+                declare(*m.groups(), no, where)
             else:
                 problems.append(f"{where}: not a node, direction or 'end' inside the subgraph: {line!r}")
             continue
@@ -505,12 +508,7 @@ def validate_mermaid(text: str) -> list[str]:
             check_label(m.group(2), where)
             open_subgraph = no
         elif m := _NODE_LINE.match(line):
-            node_id, label = m.groups()
-            check_id(node_id, where)
-            if node_id in declared:
-                problems.append(f"{where}: node {node_id!r} already declared on line {declared[node_id]}")
-            declared[node_id] = no
-            check_label(label, where)
+            declare(*m.groups(), no, where)
         elif m := _EDGE_LINE.match(line):
             a, label, b = m.groups()
             check_id(a, where)

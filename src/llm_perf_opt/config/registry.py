@@ -1,7 +1,8 @@
 """Registers the schemas in Hydra's ConfigStore and turns a composed DictConfig into typed, validated objects."""
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -22,19 +23,28 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("pid", os.getpid, use_cache=True)
 
 
-def to_typed_config(cfg: DictConfig | Any) -> RootConfig:
-    """Instantiate the dataclasses (running every `__post_init__`); errors come out as one ConfigError."""
-    if isinstance(cfg, RootConfig):
-        return cfg
+@contextmanager
+def omegaconf_errors_as_config_error(where: str = "") -> Iterator[None]:
+    """OmegaConf's errors in the block as one ConfigError: the ConfigError a schema's `__post_init__` raised
+    (which OmegaConf wraps) as itself, any other as its first line, after `where: ` when given."""
     try:
-        obj = OmegaConf.to_object(cfg)
+        yield
     except ConfigError:
         raise
     except OmegaConfBaseException as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, ConfigError):
             raise cause from None
-        raise ConfigError(str(exc).splitlines()[0]) from None
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: {first}" if where else first) from None
+
+
+def to_typed_config(cfg: DictConfig | Any) -> RootConfig:
+    """Instantiate the dataclasses (running every `__post_init__`); errors come out as one ConfigError."""
+    if isinstance(cfg, RootConfig):
+        return cfg
+    with omegaconf_errors_as_config_error():
+        obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, RootConfig):
         raise ConfigError(f"configuration did not compose into RootConfig (got {type(obj).__name__})")
     return obj

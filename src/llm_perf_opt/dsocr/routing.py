@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.artifacts import read_artifact, require, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 ROUTING_FILE = "routing.json"
@@ -235,11 +235,7 @@ class RoutingRecord:
             raise ArtifactError(f"{source}: data.calls must be a list")
         calls = []
         for i, raw in enumerate(data["calls"]):
-            if not isinstance(raw, Mapping):
-                raise ArtifactError(f"{source}: data.calls[{i}] must be an object")
-            for key in _CALL_FIELDS:
-                if key not in raw:
-                    raise ArtifactError(f"{source}: data.calls[{i}] lacks required field '{key}'")
+            require(raw, _CALL_FIELDS, f"data.calls[{i}]", source)
             calls.append(GateCall(raw["gate"], int(raw["layer"]), int(raw["step"]), int(raw["tokens"]),
                                   tuple(raw["experts"]), tuple(raw["tokens_per_expert"])))
         random_weights = data["random_weights"]

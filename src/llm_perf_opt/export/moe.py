@@ -21,6 +21,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
+from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 from llm_perf_opt.errors import PipelineError
 
 REMEDY_GUARD_OPS = ("new_tensor", "eq", "all", "_assert_async")  # what the guard adds to the MoE computation
@@ -52,18 +53,7 @@ def _fixed_forward(moe: nn.Module, loads: Sequence[int]):
                             "MoE routing differs from the recorded one this program was exported with")
         order = topk_ids.view(-1).argsort()
         grouped = x[order // k]
-        outs = []
-        begin = 0
-        for expert_id, count in enumerate(loads):
-            if count == 0:
-                continue
-            outs.append(moe.experts[expert_id](grouped[begin:begin + count]))
-            begin += count
-        stacked = torch.cat(outs, dim=0)
-        unsorted = torch.empty_like(stacked)
-        unsorted[order] = stacked
-        mixed = unsorted.view(topk_ids.shape[0], k, -1).type(topk_weight.dtype).mul_(topk_weight.unsqueeze(dim=-1))
-        y = mixed.sum(dim=1).type(unsorted.dtype).view(*shape)
+        y = run_experts_by_load(moe.experts, grouped, loads, order, topk_weight).view(*shape)
         if shared is not None:
             y = y + shared(identity)
         return y

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.artifacts import read_artifact, require, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 EXPORT_SCHEMA = "llm_perf_opt.export"
@@ -104,11 +104,7 @@ def load_export_summary(path: str | Path) -> ExportSummary:
         raise ArtifactError(f"{path}: field 'submodules' must be a list")
     known = {f.name for f in fields(SubmoduleExport)}
     for i, raw in enumerate(data["submodules"]):
-        if not isinstance(raw, dict):
-            raise ArtifactError(f"{path}: submodules[{i}] must be an object")
-        for key in _required(SubmoduleExport):
-            if key not in raw:
-                raise ArtifactError(f"{path}: submodules[{i}] lacks required field '{key}'")
+        require(raw, _required(SubmoduleExport), f"submodules[{i}]", path)
         if raw["status"] not in STATUSES:
             raise ArtifactError(f"{path}: submodules[{i}].status={raw['status']!r} is not one of {', '.join(STATUSES)}")
         subs.append(SubmoduleExport(**{k: v for k, v in raw.items() if k in known}))

@@ -19,7 +19,6 @@ are stable since torch 2.0; the version gate below says which torch this adapter
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Iterable
 import torch
 from torch.autograd import DeviceType
 
+from llm_perf_opt.artifacts import atomic_path
 from llm_perf_opt.errors import TraceError
 
 MIN_TORCH = (2, 4)
@@ -111,16 +111,6 @@ def read_ranges(events: Iterable[Any], names: set[str], device: bool) -> Profile
 
 def export_chrome_trace(prof: Any, path: str | os.PathLike) -> Path:
     """`prof.export_chrome_trace`, written to a temporary file beside `path` and renamed (atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".json", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         prof.export_chrome_trace(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llm_perf_opt.analytic.artifact_fields import read_known, require
-from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.analytic.artifact_fields import read_known
+from llm_perf_opt.artifacts import require, write_artifact
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure.flops import FvcoreFlops
 from llm_perf_opt.measure.verify import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow

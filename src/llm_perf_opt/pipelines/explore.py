@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from llm_perf_opt.callgraph.model_explorer import GROUPED_FILE, RAW_FILE, node_data_files
-from llm_perf_opt.errors import ArtifactError, ConfigError, PipelineError
+from llm_perf_opt.errors import ArtifactError, ConfigError, one_line_errors
 
 EXPLORER_DIR = "model_explorer"
 DEFAULT_PORT = 8080
@@ -118,12 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return run(args)
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return one_line_errors(lambda: run(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.patches.runtime_log import RUNTIME_LOG_FILE, load_runtime_log
 from llm_perf_opt.config import RenderConfig
 from llm_perf_opt.config.paths import user_path
-from llm_perf_opt.errors import ArtifactError, ConfigError, PipelineError
+from llm_perf_opt.errors import ArtifactError, ConfigError, one_line_errors
 from llm_perf_opt.pipelines.graph_stage import add_run_tables, run_identity
 
 CALLGRAPH_FILE = "callgraph.json"
@@ -87,12 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return run(args)
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return one_line_errors(lambda: run(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -330,20 +330,29 @@ class DeepseekV2MoE(nn.Module):
         slot_order = topk_ids.view(-1).argsort()  # (token, slot) pairs grouped by expert id
         grouped = x[slot_order // k]
         load = load.cpu().numpy()  # host copy: the loop below is plain Python, as in the vendor
+        return run_experts_by_load(self.experts, grouped, load, slot_order, topk_weight)
 
-        results = []
-        begin = 0
-        for expert_id, count in enumerate(load):
-            if count == 0:
-                continue
-            results.append(self.experts[expert_id](grouped[begin:begin + count]))
-            begin += count
 
-        stacked = torch.cat(results, dim=0) if results else grouped.new_empty(0)
-        unsorted = torch.empty_like(stacked)
-        unsorted[slot_order] = stacked
-        mixed = unsorted.view(n_tok, k, -1).type(topk_weight.dtype).mul_(topk_weight.unsqueeze(dim=-1))
-        return mixed.sum(dim=1).type(unsorted.dtype)
+def run_experts_by_load(experts: nn.ModuleList, grouped: torch.Tensor, load, slot_order: torch.Tensor,
+                        topk_weight: torch.Tensor) -> torch.Tensor:
+    """The vendor's `moe_infer` after the host copy of the counts: each expert with work runs once on its
+    slice of `grouped` (the (token, slot) rows sorted by expert, `load[i]` rows for expert i), the results go
+    back to slot order and are weighted and summed per token. Shared with the export's fixed-routing remedy
+    (`export.moe`), which passes the counts recorded from the real forward."""
+    n_tok, k = topk_weight.shape
+    results = []
+    begin = 0
+    for expert_id, count in enumerate(load):
+        if count == 0:
+            continue
+        results.append(experts[expert_id](grouped[begin:begin + count]))
+        begin += count
+
+    stacked = torch.cat(results, dim=0) if results else grouped.new_empty(0)
+    unsorted = torch.empty_like(stacked)
+    unsorted[slot_order] = stacked
+    mixed = unsorted.view(n_tok, k, -1).type(topk_weight.dtype).mul_(topk_weight.unsqueeze(dim=-1))
+    return mixed.sum(dim=1).type(unsorted.dtype)
 
 
 class DeepseekV2DecoderLayer(nn.Module):
