@@ -114,6 +114,18 @@ def test_explore_serves_a_graph_that_renders(timed_run, browser):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        # the server it started goes with it (explore.py ends model-explorer on SIGTERM)
+        deadline = time.time() + 20
+        while time.time() < deadline and _serving(port):
+            time.sleep(0.2)
+        assert not _serving(port), f"model-explorer still serves on port {port} after ./dev explore ended"
+
+
+def _serving(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _assert_drawn(png: Path) -> None:

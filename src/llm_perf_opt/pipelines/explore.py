@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -103,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     cmd = explorer_command(files, args.host, port, grouped=not args.raw_only, raw=not args.grouped_only)
     print(f"Model Explorer: {len(node_data_files(files))} node-data files from {files}", flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    # Ctrl-C or a SIGTERM (a service manager, a test) ends the server with us: never leave it orphaned
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -112,10 +115,20 @@ def run(args: argparse.Namespace) -> int:
                 print(line.rstrip(), file=sys.stderr, flush=True)
         return proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait(timeout=10)
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 def main(argv: Sequence[str] | None = None) -> int:
     return one_line_errors(lambda: run(parse_args(argv)))
