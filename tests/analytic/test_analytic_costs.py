@@ -366,11 +366,12 @@ def test_moe_every_token_visits_top_k_experts(skew):
                        num_experts_per_tok=top_k, n_shared_experts=n_shared)
     cost = layer_cost("DeepseekV2MoE", spec, tokens)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
-    # routed weights: at most every expert once; a single token reads exactly top_k experts
+    # routed weights: at most every expert once; a single token reads exactly top_k experts, and the gate's
+    # own weight, in the model's dtype (bf16: the linear runs under autocast)
     no_shared = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
                             num_experts_per_tok=top_k, n_shared_experts=0)
     assert layer_cost("DeepseekV2MoE", no_shared, 1).weight_bytes == (
-        top_k * 3 * hidden * inter * 2 + hidden * n_experts * 4)
+        top_k * 3 * hidden * inter * 2 + hidden * n_experts * 2)
 
 
 def test_lm_head():

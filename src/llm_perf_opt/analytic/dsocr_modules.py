@@ -296,10 +296,14 @@ def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2)
     )
 
 
-@register_cost("MoEGate", "float32 F.linear(x, w) (T x hidden x E) + softmax + top-k")
+@register_cost("MoEGate", "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + "
+                          "float32 softmax + top-k")
 def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0) -> LayerCost:
     b = dtype_bytes
-    gate = C.linear(tokens, hidden, n_routed, False, 4)  # F.linear(x.float(), w.float())
+    # F.linear(x.float(), w.float()): in float32 when the model is; a bf16/fp16 model runs under autocast
+    # (as the vendor's infer() does), which computes the linear in that dtype: bf16 logits (found against
+    # TorchLens on the vendor's bf16 run), reading the b-byte parameter
+    gate = C.linear(tokens, hidden, n_routed, False, b)
     gate = gate + LayerCost(
         weight_bytes=0,
         # float32 copies of x and of the gate weight; top-k's float32 weights and int64 ids (T x k each),
