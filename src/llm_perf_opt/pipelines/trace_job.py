@@ -266,8 +266,9 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
 
 def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
-    """Measured FLOPs (prefill + the first decode step; with verify.fvcore also fvcore's count of the prefill)
-    against the analytic model -> verification.json; also returns the prefill's MeasuredFlops."""
+    """Measured FLOPs (the prefill and each decode step, at least the first; with verify.fvcore also fvcore's
+    count of the prefill), KV-cache bytes and activation bytes against the analytic model ->
+    verification.json; also returns the prefill's MeasuredFlops."""
     steps = tuple(range(1, max(cfg.trace.decode_steps, 1) + 1))  # with decode_steps=0, still the first step
     progress(f"counting FLOPs on the real forward (FlopCounterMode) and {len(steps)} decode step(s)")
     with session.forward_context():
