@@ -20,7 +20,7 @@ from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import fvcore_flops, render_table, verify_dsocr, write_verification
+from llm_perf_opt.measure import fvcore_flops, render_table, check_dsocr_agreement, write_verification
 from llm_perf_opt.measure.dsocr import measure_dsocr
 
 MODES = modes()  # conf/workload/*.yaml
@@ -64,7 +64,7 @@ def main() -> None:
         print(f"fvcore {'ran' if fv.ok else 'FAILED'} in {time.perf_counter() - t0:.1f}s")
 
     analytic = DeepseekOCRAnalyticModel(spec, layout, inputs.seq_len, dtype="bfloat16")
-    v = verify_dsocr(analytic, measured.prefill, measured.decode, rtol=args.rtol, fvcore=fv,
+    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, rtol=args.rtol, fvcore=fv,
                      context={"mode": args.mode, "page": [width, height], "weights": "bf16", "autocast": "cpu bf16"})
     print()
     print(render_table(v, parts=args.parts, max_rows=400))

@@ -16,7 +16,7 @@ from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import render_table, verify_dsocr
+from llm_perf_opt.measure import render_table, check_dsocr_agreement
 from llm_perf_opt.measure.dsocr import measure_dsocr
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def test_prefill_and_vision_match_measured(twin, preset, page):
     inputs = build_inputs(SPEC, workload, *page)
     measured = _measured(twin, inputs)
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = verify_dsocr(analytic, measured.prefill, rtol=1e-3)
+    v = check_dsocr_agreement(analytic, measured.prefill, rtol=1e-3)
     assert v.passed, render_table(v, parts="all", max_rows=400)
     # the comparison is not vacuous: every stage has FLOPs, SAM ran on every view
     vision, prefill = v.checks[0].total_row, v.checks[1].total_row
@@ -71,7 +71,7 @@ def test_decode_steps_match_measured(twin, preset, page):
     contexts = sorted(measured.decode)
     assert contexts == [inputs.seq_len, inputs.seq_len + 4]
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = verify_dsocr(analytic, measured.prefill, measured.decode, rtol=1e-3)
+    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, rtol=1e-3)
     assert v.passed, render_table(v, parts="all", max_rows=400)
     d0, d1 = (measured.decode[c].total for c in contexts)
     d = SPEC.decoder

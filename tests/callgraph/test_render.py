@@ -26,7 +26,7 @@ from llm_perf_opt.callgraph.render import (
     validate_mermaid,
 )
 from llm_perf_opt.callgraph.schema import load_callgraph_json
-from llm_perf_opt.pipelines import group as group_cli
+from llm_perf_opt.jobs import group as group_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -190,11 +190,11 @@ def test_group_cli_missing_or_corrupt_input_is_one_line(tmp_path, capsys):
 @pytest.mark.slow
 def test_group_cli_as_a_module(tmp_path):
     deep_graph().save(tmp_path / "callgraph.json")
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.pipelines.group", str(tmp_path), "--formats", "mmd"],
+    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path), "--formats", "mmd"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "callgraph.grouped.mmd").is_file()
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.pipelines.group", str(tmp_path / "x")],
+    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path / "x")],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
 

@@ -13,7 +13,7 @@ from llm_perf_opt.callgraph.grouping import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.runs.entry import CONF_DIR
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
 BIG_LOCK = Path("/tmp/llm-perf-opt-big.lock")
@@ -22,7 +22,7 @@ STEPS = 2
 
 @pytest.fixture(scope="module")
 def vendor_job(vendor_dir, tmp_path_factory):
-    from llm_perf_opt.pipelines.trace_job import run_trace
+    from llm_perf_opt.trace.job import run_trace
 
     run_dir = tmp_path_factory.mktemp("vendor_decode")
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -17,7 +17,7 @@ from llm_perf_opt.callgraph.grouping import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.runs.entry import CONF_DIR
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ def trace_cmd(run_dir: Path, *overrides: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    from llm_perf_opt.pipelines.trace_job import run_trace
+    from llm_perf_opt.trace.job import run_trace
 
     run_dir = tmp_path_factory.mktemp("decode_job")
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

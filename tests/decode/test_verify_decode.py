@@ -15,7 +15,7 @@ from llm_perf_opt.measure import (
     load_verification,
     measure_dsocr,
     render_table,
-    verify_dsocr,
+    check_dsocr_agreement,
     write_verification,
 )
 
@@ -28,7 +28,7 @@ def verified(tiny):
     measured = measure_dsocr(model, kwargs, decode_steps=range(1, STEPS + 1))
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="float32")
-    v = verify_dsocr(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     return spec, measured, analytic, v
 
 
@@ -73,7 +73,7 @@ def test_a_wrong_kv_figure_fails_the_verification(verified):
     spec, measured, analytic, v = verified
     off = dict(measured.kv_cache_bytes)
     off[2] += 4
-    bad = verify_dsocr(analytic, measured.prefill, measured.decode, kv_cache_bytes=off)
+    bad = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=off)
     assert not bad.passed and [r.step for r in bad.kv_cache if not r.ok] == [2]
 
 
@@ -114,7 +114,7 @@ def test_bf16_autocast_cache_is_counted_in_bf16(tiny):
     measured = measure_dsocr(model, kw, decode_steps=(1, 2), autocast_dtype=torch.bfloat16)
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="bfloat16")
-    v = verify_dsocr(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     assert v.passed, render_table(v)
     assert v.kv_cache[-1].measured == 2 * spec.decoder.num_layers * spec.decoder.num_kv_heads * \
         (measured.seq_len + 2) * spec.decoder.head_dim * 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.config import to_typed_config
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.runs.entry import CONF_DIR
 
 # Gundam on a 1300x700 page: a 2x1 crop grid (2 crops of 640) and the 1024 global view, so every
 # submodule exists while the crop batch stays small.
@@ -23,7 +23,7 @@ def open_session(cfg):
 
 
 def job_inputs(cfg):
-    from llm_perf_opt.pipelines.trace_job import build_job_inputs
-    from llm_perf_opt.pipelines.validate import validate
+    from llm_perf_opt.trace.builders import build_job_inputs
+    from llm_perf_opt.trace.validate import validate
 
     return build_job_inputs(validate(cfg))

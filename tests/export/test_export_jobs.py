@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.export import load_export_summary
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.runs.entry import CONF_DIR
 
 pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def run_export_job(tmp_path, *overrides):
     return subprocess.run(
-        [sys.executable, "-m", "llm_perf_opt.pipelines.export", f"hydra.run.dir={tmp_path}", *overrides],
+        [sys.executable, "-m", "llm_perf_opt.jobs.export", f"hydra.run.dir={tmp_path}", *overrides],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
     )
 
@@ -56,7 +56,7 @@ def test_export_job_writes_tables_and_summary(tmp_path):
 @pytest.mark.parametrize("runtime", ["cpu", "cpu_bf16"])
 def test_trace_job_export_stage_uses_its_call_graph(tmp_path, runtime):
     from llm_perf_opt.artifacts import read_artifact
-    from llm_perf_opt.pipelines.trace_job import run_trace
+    from llm_perf_opt.trace.job import run_trace
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         raw = compose(config_name="config", overrides=[

@@ -21,8 +21,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
-from llm_perf_opt.pipelines import cli
-from llm_perf_opt.pipelines.job_memory import rss_bytes
+from llm_perf_opt.jobs import cli
+from llm_perf_opt.runs.memory import rss_bytes
 
 MODELS: list[weakref.ref] = []
 PARAMS: list[weakref.ref] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt.errors import ExitCode
-from llm_perf_opt.pipelines.validate import MAX_PAGE_PIXELS
+from llm_perf_opt.trace.validate import MAX_PAGE_PIXELS
 
 from .jobs import one_line_error, run_job
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.pipelines.job_memory import HWM_METHOD, JobMemory, release, rss_bytes
+from llm_perf_opt.runs.memory import HWM_METHOD, JobMemory, release, rss_bytes
 from llm_perf_opt.run_artifacts import load_summary
 
 HERE = Path(__file__).resolve().parent

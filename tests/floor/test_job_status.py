@@ -12,7 +12,7 @@ import torch
 
 from llm_perf_opt.artifacts import read_json
 from llm_perf_opt.errors import ExitCode, PatchError
-from llm_perf_opt.pipelines.job_run import JobRun
+from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.report.collect import read_job
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
 from llm_perf_opt.run_lock import holder

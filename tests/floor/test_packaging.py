@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.pipelines import cli
+from llm_perf_opt.jobs import cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def test_every_package_is_listed_in_pyproject():
 
 def test_console_script_names_the_cli():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"llm-perf-opt": "llm_perf_opt.pipelines.cli:main"}
+    assert scripts == {"llm-perf-opt": "llm_perf_opt.jobs.cli:main"}
     assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore",
                              "verify"}
     assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
@@ -48,7 +48,7 @@ def test_cli_help_and_unknown_job(capsys):
 
 
 def test_cli_runs_the_analyze_job(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.pipelines.cli", "analyze", "workload=tiny",
+    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.cli", "analyze", "workload=tiny",
                            f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "mode tiny" in proc.stdout and (tmp_path / "costs.json").is_file()

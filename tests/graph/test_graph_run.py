@@ -14,7 +14,7 @@ from llm_perf_opt.callgraph.grouping import load_grouped_json
 from llm_perf_opt.callgraph.model_explorer import GROUPED_ID, INTENSITY, RAW_ID
 from llm_perf_opt.callgraph.node_costs import load_module_costs
 from llm_perf_opt.measure.verification_file import load_verification
-from llm_perf_opt.pipelines import explore
+from llm_perf_opt.jobs import explore
 from llm_perf_opt.run_artifacts import load, load_summary
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from llm_perf_opt.measure import (
     fvcore_flops,
     load_verification,
     measure_dsocr,
-    verify_dsocr,
+    check_dsocr_agreement,
     write_verification,
 )
 
@@ -38,7 +38,7 @@ def verification():
     measured = measure_dsocr(model, kwargs, decode_steps=(1,))
     fv = fvcore_flops(model, dict(kwargs, use_cache=False))
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    return verify_dsocr(analytic, measured.prefill, measured.decode, fvcore=fv), measured
+    return check_dsocr_agreement(analytic, measured.prefill, measured.decode, fvcore=fv), measured
 
 
 def test_fvcore_is_reconciled_with_torch_on_the_tiny_twin(verification):

@@ -10,7 +10,7 @@ from llm_perf_opt.config.compose import compose, group_options
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.pipelines.launchers import check_launcher
+from llm_perf_opt.runs.launchers import check_launcher
 
 MODES = list(mode_names())
 PAGES = {"letter_portrait": (1700, 2200), "letter_landscape": (2200, 1700), "a4_portrait": (1654, 2339),

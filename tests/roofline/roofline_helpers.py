@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from llm_perf_opt.pipelines.common import CONF_DIR
+from llm_perf_opt.runs.entry import CONF_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

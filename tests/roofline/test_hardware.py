@@ -161,7 +161,7 @@ def test_measured_takes_no_figures():
 
 
 def test_unknown_group_options_are_found_before_hydra():
-    from llm_perf_opt.pipelines.options import unknown_group_option
+    from llm_perf_opt.config.options import unknown_group_option
 
     assert unknown_group_option(["hardware=h100_sxm", "workload=gundam", "model=twin_tiny"]) is None
     assert unknown_group_option(["hardware=null", "hydra/launcher=submitit_local", "hardware.dtype=x",

@@ -8,7 +8,7 @@ import torch
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import check_hardware
-from llm_perf_opt.pipelines.validate import validate
+from llm_perf_opt.trace.validate import validate
 
 from timing_helpers import error_lines, files_under, run_pipeline
 
@@ -16,7 +16,7 @@ from timing_helpers import error_lines, files_under, run_pipeline
 def _compose(*overrides: str):
     from hydra import compose, initialize_config_dir
 
-    from llm_perf_opt.pipelines.common import CONF_DIR
+    from llm_perf_opt.runs.entry import CONF_DIR
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))

@@ -16,7 +16,7 @@ from llm_perf_opt.dsocr import parts
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure.efficiency import RoofEntry, compare, efficiency, efficiency_table, render_comparison
 from llm_perf_opt.measure.module_times import module_time_table, path_inclusive_repeats
-from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures
+from llm_perf_opt.trace.profile import callgraph_times, profile_figures
 from llm_perf_opt.run_artifacts import load_summary
 
 

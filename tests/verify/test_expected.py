@@ -10,7 +10,7 @@ import yaml
 
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.pipelines import verify_expected as pins
+from llm_perf_opt.gate import pins
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

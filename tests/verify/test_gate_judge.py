@@ -11,8 +11,8 @@ import pytest
 from llm_perf_opt.callgraph.grouping import load_grouped_json
 from llm_perf_opt.errors import TraceError
 from llm_perf_opt.measure import load_verification, write_verification
-from llm_perf_opt.measure.verify import VerificationRow
-from llm_perf_opt.pipelines.verify_gate import judge_job, judge_sweep
+from llm_perf_opt.measure.agreement import VerificationRow
+from llm_perf_opt.gate.judge import judge_job, judge_sweep
 from llm_perf_opt.report.collect import collect_sweep
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 

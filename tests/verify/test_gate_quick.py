@@ -10,7 +10,7 @@ import xmlschema
 from junitparser import Failure, JUnitXml
 
 from llm_perf_opt.dsocr.parts import mode_names
-from llm_perf_opt.report.junit import SCHEMA_FILE
+from llm_perf_opt.gate.junit import SCHEMA_FILE
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from llm_perf_opt.report.junit import SCHEMA_FILE, JUnitCase, Problem, junit_xml, write_junit, xml_text
+from llm_perf_opt.gate.junit import SCHEMA_FILE, JUnitCase, Problem, junit_xml, write_junit, xml_text
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from llm_perf_opt.config.compose import compose, group_options
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.pipelines.verify_plan import plan
+from llm_perf_opt.gate.plan import plan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["page=letter_portrait", "page=slide"]
@@ -24,7 +24,7 @@ PAGES = ["page=letter_portrait", "page=slide"]
 
 def test_the_matrices_are_the_verify_group_and_expected_yaml_is_not_one():
     assert set(group_options("verify")) >= {"default", "quick", "vendor"}
-    from llm_perf_opt.pipelines.options import unknown_group_option
+    from llm_perf_opt.config.options import unknown_group_option
 
     problem = unknown_group_option(["verify=expected"])
     assert problem is not None and "one of default, quick, vendor" in str(problem)
@@ -63,7 +63,7 @@ def test_command_line_overrides_reach_every_job_and_gate_knobs_do_not(tmp_path):
     assert not any(o.startswith("verify.out_dir") for job in gate.jobs for o in job)
     assert gate.rtol == 0.01 and gate.out_dir == out.absolute()
     cmd = gate.command()
-    assert cmd[:4] == [sys.executable, "-m", "llm_perf_opt.pipelines.cli", "sweep"]
+    assert cmd[:4] == [sys.executable, "-m", "llm_perf_opt.jobs.cli", "sweep"]
     assert f"hydra.sweep.dir={out.absolute() / 'sweep'}" in cmd and cmd[-1] == "hydra/launcher=submitit_local"
 
 
@@ -145,7 +145,7 @@ def test_help_names_the_exit_codes():
 
 
 def test_the_gate_is_a_console_script_job():
-    from llm_perf_opt.pipelines import cli
+    from llm_perf_opt.jobs import cli
 
     assert "verify" in cli.JOBS
     assert json.dumps(sorted(cli.JOBS))  # (the packaging test checks pipelines/*.py against cli.JOBS)
@@ -153,7 +153,7 @@ def test_the_gate_is_a_console_script_job():
 
 def test_an_analytic_spec_change_is_checked_and_named():
     from llm_perf_opt.dsocr.spec import ModelSpec
-    from llm_perf_opt.pipelines.validate import changed_spec
+    from llm_perf_opt.trace.validate import changed_spec
 
     tiny = ModelSpec.tiny()
     changed = changed_spec(tiny, {"decoder": {"num_experts_per_tok": 3}, "sam": {"global_attn_indexes": [0, 3]}})

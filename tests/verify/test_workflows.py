@@ -82,7 +82,7 @@ def test_gpu_verify_runs_the_gate_with_pixi_on_a_self_hosted_gpu_runner():
 
 def test_the_upload_paths_are_where_the_gate_writes():
     """The workflow passes verify.out_dir=$OUT/<matrix>; the gate writes junit.xml and report.* there."""
-    from llm_perf_opt.pipelines.verify import JUNIT_FILE
+    from llm_perf_opt.gate.run import JUNIT_FILE
 
     doc = load("gpu-verify.yml")
     commands = runs(steps(doc, "verify"))

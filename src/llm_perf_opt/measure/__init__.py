@@ -19,7 +19,7 @@ from llm_perf_opt.measure.verification_file import (
     load_verification,
     write_verification,
 )
-from llm_perf_opt.measure.verify import (
+from llm_perf_opt.measure.agreement import (
     DEFAULT_RTOL,
     StageCheck,
     Verification,
@@ -27,8 +27,8 @@ from llm_perf_opt.measure.verify import (
     check_stage,
     relative_error,
     render_table,
-    verify,
-    verify_dsocr,
+    check_agreement,
+    check_dsocr_agreement,
 )
 
 __all__ = [
@@ -36,5 +36,5 @@ __all__ = [
     "VERIFICATION_FILE", "VERIFICATION_READS", "VERIFICATION_SCHEMA", "VERIFICATION_SCHEMA_VERSION",
     "Verification", "VerificationRow", "check_stage", "count_flops", "extra_formulas", "fvcore_flops",
     "is_matmul_like", "load_verification", "measure_dsocr", "measure_forward", "reconcile_fvcore",
-    "relative_error", "render_table", "sdpa_flops", "verify", "verify_dsocr", "write_verification",
+    "relative_error", "render_table", "sdpa_flops", "check_agreement", "check_dsocr_agreement", "write_verification",
 ]

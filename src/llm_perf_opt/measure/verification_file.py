@@ -18,7 +18,7 @@ from llm_perf_opt.analytic.artifact_fields import read_known
 from llm_perf_opt.artifacts import require, write_artifact
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure.flops import FvcoreFlops
-from llm_perf_opt.measure.verify import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow
+from llm_perf_opt.measure.agreement import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow
 
 VERIFICATION_FILE = "verification.json"
 VERIFICATION_SCHEMA = "llm_perf_opt.verification"

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from llm_perf_opt.pipelines.job_memory import JobMemory
+from llm_perf_opt.runs.memory import JobMemory
 from llm_perf_opt.run_artifacts import JobError, JobMemoryFigures, Summary
 
 _CURRENT: Optional["JobRun"] = None

@@ -17,8 +17,7 @@ from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.dsocr.decode import check_kv_cache_path
-from llm_perf_opt.dsocr.inputs import Inputs, build_inputs
-from llm_perf_opt.dsocr.layout import compute_view_layout
+from llm_perf_opt.dsocr.inputs import Inputs
 from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
 from llm_perf_opt.dsocr.patches import TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
@@ -28,17 +27,18 @@ from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA_VERSION,
     measure_dsocr,
     render_table,
-    verify_dsocr,
+    check_dsocr_agreement,
 )
-from llm_perf_opt.pipelines import job_run
-from llm_perf_opt.pipelines.common import progress
-from llm_perf_opt.pipelines.decode_stage import capture_plan, decode_stage, job_roof, print_decode, routing_stage
-from llm_perf_opt.pipelines.graph_stage import costs_on_graph
-from llm_perf_opt.pipelines.job_memory import JobMemory
-from llm_perf_opt.pipelines.job_run import JobRun
-from llm_perf_opt.pipelines.profile_stage import callgraph_times, profile_figures, run_profile_stage
-from llm_perf_opt.pipelines.roofline_stage import run_roofline_stage
-from llm_perf_opt.pipelines.validate import ValidJob, tokenizer_dir, validate
+from llm_perf_opt.runs import job_run
+from llm_perf_opt.runs.entry import progress
+from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
+from llm_perf_opt.trace.graph import costs_on_graph
+from llm_perf_opt.runs.memory import JobMemory
+from llm_perf_opt.runs.job_run import JobRun
+from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
+from llm_perf_opt.trace.roofline import run_roofline_stage
+from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
+from llm_perf_opt.trace.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -60,26 +60,6 @@ from llm_perf_opt.run_artifacts import (
     WorkloadInfo,
     typed,
 )
-
-
-def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | None = None) -> DeepseekOCRAnalyticModel:
-    """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention."""
-    cfg = job.cfg
-    # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
-    eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
-    return DeepseekOCRAnalyticModel(
-        job.analytic, compute_view_layout(job.workload, width, height), seq_len,
-        prompt_tokens=job.prompt_tokens if seq_len is None else 0, dtype=cfg.runtime.dtype,
-        decoder_attention="eager" if eager else "sdpa",
-    )
-
-
-def build_job_inputs(job: ValidJob) -> Inputs:
-    w = job.cfg.workload
-    return build_inputs(
-        job.spec, job.workload, width=w.page.width, height=w.page.height, image=w.page.image, prompt=w.prompt,
-        model_dir=tokenizer_dir(job.cfg),
-    )
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
@@ -146,7 +126,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                 summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 run.step("verify")
-                flops, parts, verification, measured = verify_flops(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                flops, parts, verification, measured = check_against_measured(cfg, session, inputs, analytic, out_dir, raw_cfg)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
@@ -264,7 +244,7 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
     return stats, grouping
 
 
-def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
+def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
                  out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """Measured FLOPs (the prefill and each decode step, at least the first; with verify.fvcore also fvcore's
     count of the prefill), KV-cache bytes and activation bytes against the analytic model ->
@@ -281,7 +261,7 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
         with session.forward_context():
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
-    v = verify_dsocr(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
+    v = check_dsocr_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
                      kv_cache_bytes=meas.kv_cache_bytes)
     if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
         v.activation = activation_bytes_rows(analytic, load_callgraph_json(out_dir / "callgraph.json"), v.rtol)
@@ -309,9 +289,9 @@ def verify_flops(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, a
 
 def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: float) -> list[Any]:
     """Activation bytes per part (the prefill, plus each decode step the capture holds) against TorchLens' op
-    outputs (measure.verify.activation_rows)."""
+    outputs (measure.agreement.activation_rows)."""
     from llm_perf_opt.callgraph.op_families import layer_norm_statistics
-    from llm_perf_opt.measure.verify import activation_rows
+    from llm_perf_opt.measure.agreement import activation_rows
 
     # the capture holds the prefill and the decode steps the job traced (decode step k: context seq_len + k - 1)
     steps = max(int(cg.stats.get("root_forward_calls") or 1) - 1, 0)

@@ -9,7 +9,7 @@ import torch
 from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.stage import CostNode, StageCost, leaf
 from llm_perf_opt.measure.flops import MeasuredFlops
-from llm_perf_opt.measure.verify import check_stage, relative_error, render_table, verify
+from llm_perf_opt.measure.agreement import check_stage, relative_error, render_table, check_agreement
 
 
 def _measured(by_module: dict[str, int], no_formula=None, classes=None) -> MeasuredFlops:
@@ -49,7 +49,7 @@ def test_exact_match_passes_with_containers_summed():
 
 
 def test_wrong_part_fails_and_is_rendered():
-    v = verify([(_stage(sdpa=51), _measured(_good_measurement()))])
+    v = check_agreement([(_stage(sdpa=51), _measured(_good_measurement()))])
     assert not v.passed
     failing = {r.part for r in v.failures}
     assert "model.layers.0.attn" in failing and "" in failing
@@ -98,8 +98,8 @@ def test_module_class_without_a_cost_formula_is_reported_and_fails():
     check = check_stage(_stage(), _measured(_good_measurement(), classes=measured.module_classes))
     assert check.unsupported_modules == {"MambaMixer": 1}
     assert all(r.ok for r in check.rows) and not check.passed
-    v = verify([(_stage(), _measured(_good_measurement(), classes=measured.module_classes))])
+    v = check_agreement([(_stage(), _measured(_good_measurement(), classes=measured.module_classes))])
     assert v.to_dict()["stages"][0]["unsupported_modules"] == {"MambaMixer": 1}
     assert "WITHOUT an analytic cost formula" in render_table(v)
-    covered = verify([(_stage(), _measured(_good_measurement(), classes={"Linear": 2, "ModuleList": 1}))])
+    covered = check_agreement([(_stage(), _measured(_good_measurement(), classes={"Linear": 2, "ModuleList": 1}))])
     assert covered.passed and "unsupported_modules" not in covered.to_dict()["stages"][0]

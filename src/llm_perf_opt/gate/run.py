@@ -27,10 +27,10 @@ from typing import Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.errors import ConfigError, PipelineError
-from llm_perf_opt.pipelines import verify_expected as pins
-from llm_perf_opt.pipelines.verify_gate import Finding, JobVerdict, judge_sweep
-from llm_perf_opt.pipelines.verify_plan import GatePlan, plan
-from llm_perf_opt.report.junit import JUnitCase, Problem, write_junit
+from llm_perf_opt.gate import pins
+from llm_perf_opt.gate.judge import Finding, JobVerdict, judge_sweep
+from llm_perf_opt.gate.plan import GatePlan, plan
+from llm_perf_opt.gate.junit import JUnitCase, Problem, write_junit
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 JUNIT_FILE, SWEEP_LOG = "junit.xml", "sweep.log"
@@ -190,7 +190,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(__doc__.strip())
         return EXIT_OK
     args = ["verify.update_expected=true" if a == "--update-expected" else a for a in args]
-    from llm_perf_opt.pipelines.options import unknown_group_option
+    from llm_perf_opt.config.options import unknown_group_option
 
     try:
         problem = unknown_group_option(args)

@@ -14,8 +14,8 @@ from llm_perf_opt import units
 from llm_perf_opt.analytic.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.measure.calibrate import Calibration, measured_hardware, write_calibration
-from llm_perf_opt.pipelines.common import CONF_DIR, progress, reports_errors, run_dir
-from llm_perf_opt.pipelines.options import check_group_options
+from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
+from llm_perf_opt.config.options import check_group_options
 
 
 def render_calibration(cal: Calibration, measured: Hardware, datasheet: Hardware | None = None) -> str:

@@ -2,7 +2,7 @@
 the jobs of one Hydra multirun of the trace job, every job's configuration checked before anything runs.
 
 Design: the gate composes the matrix itself and launches the multirun as a child process
-(`python -m llm_perf_opt.pipelines.cli sweep ARGS hydra.sweep.dir=OUT/sweep`), passing the matrix's
+(`python -m llm_perf_opt.jobs.cli sweep ARGS hydra.sweep.dir=OUT/sweep`), passing the matrix's
 axes as ordinary command-line sweep overrides (`workload=tiny,gundam`). Two reasons:
 
 * A matrix file is packaged under `verify` (it holds `verify.overrides`, `verify.sweep`), so it cannot
@@ -28,7 +28,7 @@ from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.config.compose import compose_each
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ConfigError, PipelineError
-from llm_perf_opt.pipelines.verify_expected import default_path
+from llm_perf_opt.gate.pins import default_path
 
 DEFAULT_MATRIX = "default"
 SWEEP_SUBDIR = "sweep"
@@ -108,7 +108,7 @@ class GatePlan:
 
     def command(self) -> list[str]:
         """The child process: the trace job's multirun (what `./dev sweep` runs)."""
-        return [sys.executable, "-m", "llm_perf_opt.pipelines.cli", "sweep", *self.arguments,
+        return [sys.executable, "-m", "llm_perf_opt.jobs.cli", "sweep", *self.arguments,
                 f"hydra.sweep.dir={self.sweep_dir}", *self.hydra_arguments]
 
 
@@ -146,7 +146,7 @@ def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:
 
 def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float] = None) -> GatePlan:
     """The gate's plan for `./dev verify ARGV`; a ConfigError (one line) for anything wrong with it."""
-    from llm_perf_opt.pipelines.validate import validate
+    from llm_perf_opt.trace.validate import validate
 
     user = split_overrides(argv)
     chosen = [] if user.matrix_chosen else [f"verify={DEFAULT_MATRIX}"]

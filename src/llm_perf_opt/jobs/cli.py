@@ -74,12 +74,12 @@ def _hydra_job(module: str, *leading: str) -> Callable[[Sequence[str]], Optional
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
 
-        from llm_perf_opt.pipelines import callbacks
-        from llm_perf_opt.pipelines.common import TASK_ERROR_FLAG
-        from llm_perf_opt.pipelines.options import check_group_options
+        from llm_perf_opt.runs import callbacks
+        from llm_perf_opt.runs.entry import TASK_ERROR_FLAG
+        from llm_perf_opt.config.options import check_group_options
 
         check_group_options(args)
-        main = importlib.import_module(f"llm_perf_opt.pipelines.{module}").main
+        main = importlib.import_module(f"llm_perf_opt.jobs.{module}").main
         argv, full_error = sys.argv, os.environ.get("HYDRA_FULL_ERROR")
         sys.argv = [f"llm-perf-opt {module}", *leading, *absolute_path_overrides(args)]
         os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -108,7 +108,7 @@ def _argparse_job(module: str) -> Callable[[Sequence[str]], Optional[int]]:
     def run(args: Sequence[str]) -> Optional[int]:
         import importlib
 
-        return importlib.import_module(f"llm_perf_opt.pipelines.{module}").main(list(args))
+        return importlib.import_module(f"llm_perf_opt.jobs.{module}").main(list(args))
 
     return run
 

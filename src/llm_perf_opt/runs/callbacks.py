@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError
-from llm_perf_opt.pipelines.launchers import check_launcher, launcher_target
+from llm_perf_opt.runs.launchers import check_launcher, launcher_target
 from llm_perf_opt.run_artifacts import load_error, load_summary, run_file
 from llm_perf_opt.units import clock
 

@@ -15,8 +15,8 @@ from omegaconf import DictConfig
 from llm_perf_opt.config import register_configs
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.errors import ExitCode, PipelineError
-from llm_perf_opt.pipelines import job_memory
-from llm_perf_opt.pipelines.job_run import JobRun
+from llm_perf_opt.runs import memory as job_memory
+from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
 CONF_DIR = str(conf_dir())  # for @hydra.main(config_path=...)
@@ -49,7 +49,7 @@ def progress(message: str) -> None:
     Inside a Hydra job the `llm_perf_opt` logger has the project's handlers (conf/hydra/job_logging/
     project.yaml: stderr and the job's log file, same lines); outside one (a test, a benchmark calling a
     job function) the line goes to stderr directly. In a multirun lines carry 'job i/n'."""
-    from llm_perf_opt.pipelines.callbacks import current_job
+    from llm_perf_opt.runs.callbacks import current_job
 
     job = current_job()
     text = f"{job + ': ' if job else ''}{message}"
@@ -92,7 +92,7 @@ def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], 
             stopping = True
             _ignore_further_interrupts()
             run.stopped(exc)
-            from llm_perf_opt.pipelines.callbacks import current_job
+            from llm_perf_opt.runs.callbacks import current_job
 
             job = current_job()
             print(f"interrupted at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",

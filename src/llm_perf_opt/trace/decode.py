@@ -66,7 +66,7 @@ def job_roof(cfg: RootConfig) -> Any:
     if cfg.hardware is None or not cfg.profile.enabled:
         return None
     from llm_perf_opt.measure.calibrate import hardware_for, roof_for
-    from llm_perf_opt.pipelines.common import progress
+    from llm_perf_opt.runs.entry import progress
 
     hardware = hardware_for(cfg, progress)
     return roof_for(cfg, hardware) if hardware is not None else None

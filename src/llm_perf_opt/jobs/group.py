@@ -25,7 +25,7 @@ from llm_perf_opt.dsocr.patches.runtime_log import RUNTIME_LOG_FILE, load_runtim
 from llm_perf_opt.config import RenderConfig
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ArtifactError, ConfigError, one_line_errors
-from llm_perf_opt.pipelines.graph_stage import add_run_tables, run_identity
+from llm_perf_opt.trace.graph import add_run_tables, run_identity
 
 CALLGRAPH_FILE = "callgraph.json"
 

@@ -26,7 +26,7 @@ from llm_perf_opt.callgraph.checks import STATUS_MISMATCH, STATUS_OK
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
-from llm_perf_opt.report.junit import JUnitCase, Problem
+from llm_perf_opt.gate.junit import JUnitCase, Problem
 from llm_perf_opt.run_artifacts import load, run_file
 
 NONE = "—"

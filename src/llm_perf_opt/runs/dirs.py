@@ -53,7 +53,7 @@ class RunDirLock(Callback):
             self._run = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from llm_perf_opt.pipelines.launchers import check_launcher
+        from llm_perf_opt.runs.launchers import check_launcher
 
         directory = OmegaConf.select(config, "hydra.sweep.dir")
         try:

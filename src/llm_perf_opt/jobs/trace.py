@@ -4,8 +4,8 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.pipelines.common import CONF_DIR, reports_errors, run_dir
-from llm_perf_opt.pipelines.trace_job import run_trace
+from llm_perf_opt.runs.entry import CONF_DIR, reports_errors, run_dir
+from llm_perf_opt.trace.job import run_trace
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

@@ -299,7 +299,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
     )
 
 
-def verify(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, MeasuredFlops, str]],
+def check_agreement(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, MeasuredFlops, str]],
            rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
            context: Mapping[str, Any] | None = None) -> Verification:
     """Verify (analytic stage, measured forward[, label]) pairs. fvcore figures join the prefill rows."""
@@ -312,7 +312,7 @@ def verify(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, Me
     return Verification(rtol=rtol, checks=checks, fvcore=fvcore, context=dict(context or {}))
 
 
-def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
+def check_dsocr_agreement(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
                  rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
                  context: Mapping[str, Any] | None = None,
                  kv_cache_bytes: Mapping[int, int] | None = None) -> Verification:
@@ -327,7 +327,7 @@ def verify_dsocr(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlo
         steps.append(step)
     ctx_info = {"seq_len": model.seq_len, "layout": model.layout.as_dict(), "model": model.spec.name}
     ctx_info.update(context or {})
-    v = verify(pairs, rtol, fvcore, parts, ctx_info)
+    v = check_agreement(pairs, rtol, fvcore, parts, ctx_info)
     for check, step in zip(v.checks, steps):
         check.step = step
     v.kv_cache = kv_cache_rows(model, kv_cache_bytes or {})
