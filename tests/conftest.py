@@ -1,6 +1,7 @@
 """Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser; the default trace
-job and one small sweep, each run once per test session and read by the graph, timing, report and floor
-tests (none of them writes into these directories: a test that changes a run works on a copy)."""
+job, one small sweep and the quick gate, each run once per test session and read by the graph, timing,
+report, decode, verify and floor tests (none of them writes into these directories: a test that changes a
+run works on a copy)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
     sys.path.insert(0, str(TESTS))
+
+from shared_runs import GateRun, run_gate, run_job_script  # noqa: E402
 
 
 @pytest.fixture
@@ -36,13 +39,6 @@ def vendor_dir() -> Path:
     if not (p / "modeling_deepseekocr.py").is_file():
         pytest.skip(f"DSOCR_MODEL_PATH={path} has no modeling_deepseekocr.py")
     return p
-
-
-def run_job_script(job: str, *args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`pipelines/<job>.py ARGS` from the repository root, what `./dev <job>` runs, in its own process."""
-    return subprocess.run([sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), *map(str, args)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="session")
@@ -71,3 +67,10 @@ def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
                           f"hydra.sweep.dir={sweep}", env={"HYDRA_FULL_ERROR": "1"})
     assert proc.returncode == 0, proc.stderr[-4000:]
     return sweep, proc
+
+
+@pytest.fixture(scope="session")
+def quick_gate(tmp_path_factory) -> GateRun:
+    """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode (tiny, gundam), each with 2
+    decode steps and no profile (conf/verify/quick.yaml); its sweep is `OUT/sweep`."""
+    return run_gate(tmp_path_factory.mktemp("gate") / "quick", "verify=quick")

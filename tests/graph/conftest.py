@@ -1,5 +1,5 @@
 """Fixtures of the graph tests: real runs of the default trace job (tiny twin, Gundam, letter page): as it
-is, and without its timing stages with a profile and a roofline added afterwards.
+is, and without its timing stages (run in this process) with a profile and a roofline added afterwards.
 
 The runs are made once per session: the first is the session's default run (`default_run` in
 tests/conftest.py, `pipelines/trace.py` as `./dev trace` runs it); for the second, `profile.json`
@@ -59,9 +59,18 @@ def traced_run(default_run) -> Path:
 
 @pytest.fixture(scope="session")
 def untimed_run(tmp_path_factory) -> Path:
-    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why."""
+    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why.
+    The trace job's `run_trace` in this process (the job's own process: the session's `default_run`)."""
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+    from llm_perf_opt.trace.job import run_trace
+
     out = tmp_path_factory.mktemp("untimed_run") / "run"
-    _run([str(REPO / "pipelines" / "trace.py"), "profile=off", "~hardware", f"hydra.run.dir={out}"])
+    out.mkdir()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
+    assert run_trace(raw, out).status == "ok"
     return out
 
 
