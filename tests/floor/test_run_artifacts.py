@@ -22,9 +22,10 @@ from llm_perf_opt.run_artifacts import (
     run_file,
 )
 
-# the typed artifacts the default trace job writes (profile on, hardware=measured, no decode steps, no export)
+# the typed artifacts the default trace job writes (profile on, hardware=measured, no export; the calibration
+# stays in its cache)
 DEFAULT_RUN_ARTIFACTS = {"summary", "costs", "verification", "roofline", "profile", "callgraph", "runtime_log",
-                         "grouped", "module_costs"}
+                         "routing", "grouped", "module_costs"}
 
 
 @pytest.fixture(scope="module")
