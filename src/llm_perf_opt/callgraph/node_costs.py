@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from llm_perf_opt.artifacts import read_artifact, require, write_artifact
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.schema import ROOT
 from llm_perf_opt.errors import ArtifactError
 
