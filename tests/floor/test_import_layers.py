@@ -14,6 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
 LAYERS = {
     "__init__": 0, "errors": 0, "artifacts": 0, "units": 0, "run_lock": 0, "run_artifacts": 0, "conf": 0,
     "config": 1, "callgraph": 2, "dsocr": 3, "analytic": 4, "measure": 5, "export": 6, "report": 7,
+    "dsocr2": 5,  # DeepSeek-OCR 2 (family plug-in): uses dsocr, analytic and measure; until the family seam
     "pipelines": 8,
 }
 
