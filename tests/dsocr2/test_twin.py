@@ -95,3 +95,16 @@ def test_seeded_weights_repeat(tiny):
     name = "model.qwen2_model.query_1024.weight"
     assert torch.equal(tiny.get_parameter(name), again.get_parameter(name))
     assert not torch.equal(tiny.get_parameter(name), other.get_parameter(name))
+
+
+def test_parts_name_modules_of_the_twin(tiny):
+    from llm_perf_opt.dsocr2 import parts
+
+    names = dict(tiny.named_modules())
+    checked = 0
+    for part in parts.PARTS:
+        assert part.path in names, part.path
+        checked += 1
+    assert checked == len(parts.PARTS) == 7
+    assert parts.encoder_layer_path(1) in names and parts.alias("model.layers.2") == "decoder.layer.2"
+    assert parts.VISION_PATHS == ("model.sam_model", "model.qwen2_model", "model.projector")
