@@ -37,8 +37,7 @@ from llm_perf_opt.dsocr.twin.decoder import (
     apply_rotary,
     repeat_kv,
 )
-from llm_perf_opt.dsocr2.spec import FAMILY, EncoderSpec
-from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.dsocr2.spec import EncoderSpec
 
 
 class Qwen2RMSNorm(DeepseekV2RMSNorm):
@@ -198,7 +197,3 @@ class Qwen2Decoder2Encoder(nn.Module):
         outputs = self.model(combined, token_type_ids, return_dict=True)
         return outputs[0][:, n_query:, :]
 
-
-def check_encoder_input(tokens: int, spec: EncoderSpec) -> None:
-    if tokens not in spec.bank_sizes:
-        raise ConfigError.field("workload.image_size", tokens, f"{FAMILY}: no query bank for {tokens} tokens")
