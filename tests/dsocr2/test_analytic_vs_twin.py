@@ -12,7 +12,7 @@ from llm_perf_opt.dsocr2.inputs import build_inputs
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import ModelSpec
 from llm_perf_opt.dsocr2.twin import build_twin
-from llm_perf_opt.dsocr2.verify import verify_dsocr2
+from llm_perf_opt.dsocr2.agreement import check_dsocr2_agreement
 from llm_perf_opt.measure import render_table
 from llm_perf_opt.measure.dsocr import measure_dsocr
 
@@ -38,7 +38,7 @@ def test_every_stage_and_part_matches_measured(twin, case):
     steps = (1, 3) if case == "crop-2x3" else ()
     measured = measure_dsocr(twin, inputs.forward_kwargs(dtype=torch.float32), steps)
     analytic = DeepseekOCR2AnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = verify_dsocr2(analytic, measured.prefill, measured.decode, rtol=1e-3, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_dsocr2_agreement(analytic, measured.prefill, measured.decode, rtol=1e-3, kv_cache_bytes=measured.kv_cache_bytes)
     assert v.passed, render_table(v, parts="all", max_rows=500)
     assert len(v.checks) == 2 + len(steps)
     vision, prefill = v.checks[0].total_row, v.checks[1].total_row
