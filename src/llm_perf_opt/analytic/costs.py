@@ -38,7 +38,7 @@ or an interpolation mode without a formula) and an unknown module class (`analyt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Iterable
 
 from llm_perf_opt.errors import PipelineError
@@ -181,8 +181,10 @@ class LayerCost(UnitViews):
     input_bytes: int = 0
     output_bytes: int = 0
     activation_bytes: int = 0
-    kernels: Kernels = NO_KERNELS  # the ops the call launches (see KERNEL_KINDS); not one of COST_FIELDS
-    syncs: int = 0  # host sync points (`.item()`, `.cpu()` of a device tensor): see KERNEL_KINDS
+    # the ops the call launches (see KERNEL_KINDS) and its host sync points: not COST_FIELDS, not compared
+    # (two costs are equal when their FLOPs and bytes are; costs.json keeps only those)
+    kernels: Kernels = field(default=NO_KERNELS, compare=False)
+    syncs: int = field(default=0, compare=False)
 
     def __add__(self, other: "LayerCost") -> "LayerCost":
         if not isinstance(other, LayerCost):
