@@ -416,7 +416,8 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
                 return cal, path, True
             if not cal.levels:
                 log(f"{path} has no kernel-level and host figures (written before them): calibrating again")
-            log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
+            else:
+                log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
         except ArtifactError as exc:
             log(f"cached calibration not usable ({exc}): calibrating again")
     log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
