@@ -330,6 +330,11 @@ class HardwareConfig:
     vector_tflops: Optional[HardwareFigure] = None
     memory_bandwidth_gbs: Optional[HardwareFigure] = None
     memory_gb: Optional[HardwareFigure] = None
+    # the kernel and eager time levels (analytic.time_levels): the shortest kernel's device time and the host's
+    # launch call per kernel, in microseconds; a measured roof calibrates both
+    min_kernel_us: Optional[HardwareFigure] = None
+    launch_us: Optional[HardwareFigure] = None
+    sync_us: Optional[HardwareFigure] = None
     notes: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)  # datasheet: regexes matching torch.cuda.get_device_name()
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again

@@ -43,7 +43,24 @@ def main(raw: DictConfig) -> None:
         return
     print()
     print(render_roofline_table(latency))
+    print()
+    print(_levels_table(cfg, model, latency))
     progress(f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw)}")
+
+
+def _levels_table(cfg, model: DeepseekOCRAnalyticModel, latency) -> str:
+    """ideal / kernel / eager per stage and part, kernel counts and verdicts (analytic.time_levels)."""
+    from llm_perf_opt.analytic import time_levels as TL
+
+    levels = None
+    if cfg.hardware.kind == "measured":
+        from llm_perf_opt.measure.calibrate import measured_hardware
+
+        cal = measured_hardware(cfg.hardware, cfg.runtime)[1]
+        levels = cal.levels
+    tm = TL.time_model_for(latency.roof, cfg.hardware, levels, cfg.hardware.cache_dir,
+                           synchronous=cfg.runtime.device.startswith("cpu") and levels is not None)
+    return TL.render_levels(TL.latency_levels(model.stages(), latency, tm), tm)
 
 
 if __name__ == "__main__":
