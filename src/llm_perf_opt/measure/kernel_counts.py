@@ -2,13 +2,13 @@
 
 The capture (`callgraph.capture`) keeps `op_counts_by_pass`: pass 1 is the prefill (which also holds the vision
 stage), pass k + 1 decode step k (context seq_len + k - 1). Each analytic stage is checked against its pass with
-`measure.verify.kernel_rows` (exact integers: a row passes only when the counts are equal).
+`measure.agreement.kernel_rows` (exact integers: a row passes only when the counts are equal).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from llm_perf_opt.measure.verify import KernelRow, kernel_rows
+from llm_perf_opt.measure.agreement import KernelRow, kernel_rows
 
 
 def dsocr_kernel_rows(analytic: Any, cg: Any, parts: str = "all") -> list[KernelRow]:
