@@ -196,7 +196,7 @@ class LevelTimes:
 Level = Callable[[UnitTable, np.ndarray, Roof, Optional[MoEShape]], LevelTimes]
 
 LEVEL_CONVENTIONS: dict[str, str] = {
-    IDEAL: "ideal (roofline, the speed of light): per unit max(B x (flops_matmul / matmul peak + flops_other / "
+    IDEAL: "roofline, the speed of light: per unit max(B x (flops_matmul / matmul peak + flops_other / "
            "vector peak), (weights read once per step + B x (inputs + outputs)) / bandwidth), summed over units; "
            "no kernel efficiency, launch or host time",
 }

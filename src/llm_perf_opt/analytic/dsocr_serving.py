@@ -110,3 +110,25 @@ def _cached(spec: ModelSpec, layout: Any, seq_len: int, b: int, attention: str, 
                         else spec.name, prefill, decode, seq_len, d.max_position_embeddings,
                         parameter_count(spec) * b, kv, dtype, moe, shapes,
                         tuple(f"{k}: {v}" for k, v in BATCH_RULES.description.items()))
+
+
+def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:
+    """The MoE shape with the popularity the prefill of a trace's `routing.json` measured (gate call 0 of
+    every MoE layer); the record must be of this model's experts (ConfigError naming serve.routing)."""
+    from llm_perf_opt.dsocr.routing import load_routing
+    from llm_perf_opt.errors import ArtifactError, ConfigError
+
+    base = moe_shape(spec, dtype_bytes)
+    if base is None:
+        raise ConfigError.field("serve.routing", routing_path, f"{spec.name} has no MoE layers")
+    try:
+        record = load_routing(routing_path)
+    except ArtifactError as exc:
+        raise ConfigError.field("serve.routing", routing_path, str(exc)) from None
+    if record.n_experts != base.n_experts or record.top_k != base.top_k:
+        raise ConfigError.field("serve.routing", routing_path,
+                                f"records {record.n_experts} experts top-{record.top_k}; the model has "
+                                f"{base.n_experts} top-{base.top_k}")
+    calls = [record.call(layer, 0) for layer in record.layers]
+    counts = [dict(zip(c.experts, c.tokens_per_expert)) for c in calls]
+    return base.with_routing(counts, [c.tokens for c in calls], note=record.note)
