@@ -203,3 +203,15 @@ def curve_rows(points: Sequence[ServingPoint]) -> list[dict[str, Any]]:
 def conventions(level: str) -> dict[str, str]:
     return {"level": LEVEL_CONVENTIONS.get(level, level), **CONVENTION}
 
+
+
+def pages_per_day(model: ServingModel, roof: Roof, batches: Sequence[float], output_tokens: int,
+                  level: str = IDEAL) -> tuple[np.ndarray, np.ndarray]:
+    """(static, continuous) pages/day at each batch, vectorised (the sweep and the sizing benchmark's path;
+    `serving_points` gives the same figures with memory and bounds, one object per batch)."""
+    bs = np.asarray(batches, dtype=float)
+    pre, pre1, step = _figures(model, roof, bs, output_tokens, level)
+    n = output_tokens
+    static = bs / (pre.time_s + (n - 1) * step.time_s) * SECONDS_PER_DAY
+    continuous = bs / (bs * pre1 + (n - 1) * step.time_s) * SECONDS_PER_DAY
+    return static, continuous
