@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.callgraph.grouping import load_grouped_json
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENS = REPO / "tmp" / "screens"

@@ -187,10 +187,15 @@ def datasheet_names(conf: Optional[Path] = None) -> tuple[str, ...]:
 
 def datasheet_for_device(device_name: str, conf: Optional[Path] = None) -> Optional[str]:
     """The datasheet describing a GPU by its `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" ->
-    h100_sxm): the one whose `device_names` patterns match (regular expressions, case-insensitive);
-    None when none does, or when several do (an ambiguous name is not guessed)."""
+    h100_sxm): the one whose `device_names` patterns match (regular expressions, case-insensitive); None when
+    none does. Two datasheets matching one name is an error naming both files: a loose pattern must not
+    silently drop the datasheet (or pick one by file order)."""
     import re
 
     found = [name for name in datasheet_names(conf)
              if any(re.search(p, device_name, re.IGNORECASE) for p in load_hardware_config(name, conf).device_names)]
-    return found[0] if len(found) == 1 else None
+    if len(found) > 1:
+        files = " and ".join(str(hardware_dir(conf) / f"{name}.yaml") for name in found)
+        raise ConfigError(f"device {device_name!r} matches the device_names of {len(found)} datasheets ({files}): "
+                          "make the patterns specific enough that one datasheet matches")
+    return found[0] if found else None

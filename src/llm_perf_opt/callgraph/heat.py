@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from llm_perf_opt import units
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.node_costs import COLOR_BY, color_metric, node_figure
 
 COLOR_CHOICES = tuple(COLOR_BY) + ("none",)

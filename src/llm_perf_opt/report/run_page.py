@@ -19,10 +19,14 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode, load_grouped_json
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import Heat, format_value
-from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, ModuleCosts, load_module_costs
-from llm_perf_opt.callgraph.render import for_text, repeat_text
+from llm_perf_opt.callgraph.labels import for_text, repeat_text
+from llm_perf_opt.callgraph.node_costs import (
+    MODULE_COSTS_FILE,
+    ModuleCosts,
+    load_module_costs,
+)
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.report.render import render_page
 from llm_perf_opt.run_artifacts import RUN_FILES, Summary, load_summary
