@@ -448,7 +448,7 @@ def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -
     """The job's hardware: None without `hardware=`, the datasheet, or the calibrated device."""
     if cfg.hardware is None:
         return None
-    if cfg.hardware.kind == "datasheet":
+    if cfg.hardware.kind in ("datasheet", "custom"):
         return Hardware.from_config(cfg.hardware)
     return measured_hardware(cfg.hardware, cfg.runtime, log)[0]
 
@@ -464,7 +464,7 @@ def check_hardware(cfg: RootConfig) -> None:
     if hw is None:
         return
     dtype = prediction_dtype(cfg)
-    if hw.kind == "datasheet":
+    if hw.kind in ("datasheet", "custom"):
         Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
         return
     try:
