@@ -291,7 +291,7 @@ def visible_nodes(grouped: GroupedGraph, max_depth: int | None) -> tuple[list[Gr
 
 
 # ------------------------------------------------------------------------------------------------ DOT
-_GROUPED_GRAPH = {"rankdir": "LR", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
+_GROUPED_GRAPH = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
                   "labelloc": "t"}
 _GROUPED_NODE = {"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10",
                  "margin": "0.08,0.03"}
@@ -308,7 +308,7 @@ def _digraph(name: str, title: str, graph: dict[str, str], node: dict[str, str],
 
 
 def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                      rankdir: str = "LR", color_by: str = DEFAULT_COLOR_BY) -> str:
+                      rankdir: str = "TB", color_by: str = DEFAULT_COLOR_BY) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     ids = {n.id for n in shown}
     patterns = display_patterns(grouped, max_ranges)
