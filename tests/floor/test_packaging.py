@@ -37,7 +37,7 @@ def test_console_script_names_the_cli():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"llm-perf-opt": "llm_perf_opt.pipelines.cli:main"}
     assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore",
-                             "verify"}
+                             "verify", "compare"}
     assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
 
 
