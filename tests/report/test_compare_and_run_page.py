@@ -78,7 +78,39 @@ def test_compare_shows_the_changed_attention_with_the_files_delta(runs, tmp_path
     assert len(rows) == 1 and float(rows[0]["delta"]) == want
     # the FLOPs did not change anywhere (attention's FLOPs are the same in eager and sdpa)
     assert cmp.changed_nodes("flops_measured") == []
-    assert (out / "compare.graph.svg").is_file() is (shutil.which("dot") is not None)
+    # B was not profiled: no time to colour by, and the page says so
+    assert not (out / "compare.graph.svg").exists()
+    assert "no node has measured time in both runs" in (out / "compare.html").read_text()
+
+
+def test_delta_time_colours_the_slower_node(runs, tmp_path):
+    """Run A against a copy of itself whose lm_head node took twice its measured time: that node alone
+    changes, by its own time, and is drawn in the 'slower' colours; the others are unchanged."""
+    a, _, _ = runs
+    from llm_perf_opt.callgraph.heat import BINS, Heat
+    from llm_perf_opt.callgraph.render import build_grouped_dot
+    from llm_perf_opt.report.compare import compare_runs, delta_graph
+
+    slower = tmp_path / "slower"
+    shutil.copytree(a, slower)
+    doc = json.loads((slower / "callgraph.grouped.json").read_text())
+    nodes = doc["data"]["nodes"]
+    (lm,) = [n for n in nodes if n["pattern"] == "lm_head"]
+    before = lm["costs"]["time_measured"]["total"]
+    lm["costs"]["time_measured"]["total"] = 2 * before
+    (slower / "callgraph.grouped.json").write_text(json.dumps(doc))
+    cmp = compare_runs(a, slower)
+    changed = cmp.changed_nodes("time_measured")
+    assert [r.key for r in changed] == ["lm_head"] and changed[0].figure("time_measured").delta == before
+    g = delta_graph(cmp)
+    node = g.node(lm["id"])
+    heat = Heat.of(g, "delta_time")
+    assert heat.active and heat.colours(node)[0] in {fill for _, fill, _, _ in BINS}
+    assert heat.line(node).startswith("+")
+    unchanged = next(n for n in g.nodes if n.pattern == "model.sam_model")
+    assert heat.line(unchanged).startswith("±")
+    assert heat.colours(node)[0] in build_grouped_dot(g, color_by="delta_time")
+
 
 
 def test_compare_refuses_bad_input_in_one_line(runs, tmp_path):

@@ -311,6 +311,7 @@ def delta_graph(cmp: Comparison) -> Optional[GroupedGraph]:
                                              "complete": True, "instances": 1, "with_figure": 1}
         placed += 1
     if not placed:
+        cmp.notes.append("no node has measured time in both runs: no graph coloured by delta_time")
         return None
     g.metrics = list(g.metrics) + [{
         "name": "delta_time", "label": "Δ measured time (B − A)", "unit": "s", "kind": "time",
