@@ -34,7 +34,7 @@ def dot_text(*lines: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ DOT
-_GROUPED_GRAPH = {"rankdir": "LR", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
+_GROUPED_GRAPH = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
                   "labelloc": "t"}
 
 
@@ -61,7 +61,7 @@ def _digraph(name: str, title: str, graph: dict[str, str], node: dict[str, str],
 
 
 def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                      rankdir: str = "LR", color_by: str = DEFAULT_COLOR_BY) -> str:
+                      rankdir: str = "TB", color_by: str = DEFAULT_COLOR_BY) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     ids = {n.id for n in shown}
     patterns = display_patterns(grouped, max_ranges)

@@ -41,6 +41,7 @@ COLOR_BY: dict[str, tuple[str, ...]] = {
     "time": ("time_measured", "time_predicted"),
     "bytes": ("activation_bytes_observed", "io_bytes_analytic"),
     "params": ("params",),
+    "delta_time": ("delta_time",),  # measured time of run B minus run A, set by report.compare on B's graph
 }
 
 

@@ -184,7 +184,7 @@ class VerifyConfig:
                 raise ConfigError.field("verify.overrides", override, "must be key=value overrides")
 
 
-RENDER_COLOR_BY = ("flops", "time", "bytes", "params", "none")
+RENDER_COLOR_BY = ("flops", "time", "bytes", "params", "delta_time", "none")  # delta_time: ./dev compare
 
 
 @dataclass

@@ -10,6 +10,7 @@
     llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
     llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
+    llm-perf-opt compare RUN_A RUN_B [...]   two runs side by side: HTML, CSV, the graph coloured by the change
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
@@ -135,6 +136,7 @@ JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "group": _argparse_job("group"),
     "explore": _argparse_job("explore"),
     "report": _argparse_job("report"),
+    "compare": _argparse_job("compare"),
     "verify": _argparse_job("verify"),
 }
 
