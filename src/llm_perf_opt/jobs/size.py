@@ -1,7 +1,8 @@
 """`./dev size ttft_s=1 tpot_s=0.02 pages_per_day=1000000 hardware=h100_sxm`: the matmul TFLOP/s, memory
 bandwidth and memory a device needs for serving targets, which one binds, and the replicas of the named device
 for the daily volume (`analytic.sizing`); `hardware=custom` takes every figure from the command line. No model
-is built. Writes serving.json (and curve.csv: the latency-vs-throughput curve on the named device)."""
+is built. Writes serving.json (and curve.csv, curve.svg, curve.png: the latency-vs-throughput curve on the named
+device, its knee marked)."""
 from __future__ import annotations
 
 import csv
@@ -35,6 +36,16 @@ def expand_targets(args: list[str]) -> list[str]:
         key, sep, value = arg.partition("=")
         out.append(f"{TARGET_KEYS[key]}={value}" if sep and key in TARGET_KEYS else arg)
     return out
+
+
+def write_curve_plot(points: list, knee, out, title: str) -> None:
+    """curve.svg / curve.png beside curve.csv: the latency-vs-throughput curve with its knee (report.serving_report)."""
+    if not points:
+        return
+    from llm_perf_opt.report.serving_report import curve_plot
+
+    paths = curve_plot(curve_rows(points), knee.to_dict() if knee is not None else None, out, title)
+    progress(f"wrote {paths['svg']}")
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -74,6 +85,8 @@ def main(raw: DictConfig) -> None:
                             {"static": None, "continuous": fit}, sizing)
     out = run_dir()
     atomic_write_text(out / "curve.csv", csv_text(curve_rows(points)))
+    write_curve_plot(points, knee, out, f"{model.spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
+                     f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level")
     progress(f"wrote {write_serving(out / SERVING_FILE, record, config=raw)}")
 
 
