@@ -78,3 +78,32 @@ def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
         assert memory_use(sm, b + 1, SERVE_OUTPUT_TOKENS, prefill_batch=1).total > hw.memory_bytes
         checked += 1
     assert checked == len(rows) == 2 * 3 * 3
+
+
+def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
+    """The trace job with a datasheet roof: serving.json, summary.json's `serving` fields (the same figures), the
+    run page's Serving section, and the sweep report's columns read from the job."""
+    import json
+
+    from llm_perf_opt.report.collect import read_job
+    from llm_perf_opt.report.serving_report import SERVING_COLUMNS
+    from llm_perf_opt.run_artifacts import load_summary
+
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, str(ROOT / "pipelines" / "trace.py"), "trace.enabled=false",
+                        "hardware=a100_80gb", f"hydra.run.dir={out}"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = load_serving(out)
+    assert s.job == "trace" and s.batch == 1 and s.hardware["name"] == "a100_80gb"
+    summary = load_summary(out / "summary.json")
+    assert summary.serving == json.loads(json.dumps(s.summary()))
+    assert summary.serving["serve_ttft_s"] == s.point["static"]["ttft_s"] > 0
+    page = (out / "run.html").read_text()
+    section = page[page.index('id="serving"'):page.index("<h2>Artifacts</h2>")]
+    assert "static batching" in section and "continuous batching" in section and "<svg" in section
+    assert "ideal level" in section
+    job = read_job(out, tmp_path)
+    row = {c.key: c.get(job) for c in SERVING_COLUMNS}
+    assert row["serve_ttft_s"] == s.point["static"]["ttft_s"] and row["serve_level"] == "ideal"
+    assert row["hw_memory_gb"] == 80.0

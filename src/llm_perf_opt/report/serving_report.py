@@ -152,6 +152,17 @@ SERVING_COLUMNS: list[Column] = [
 
 
 # ------------------------------------------------------------------------------------------- plots
+def write_curve_plot(points: Sequence[Any], knee: Any, out: Path, progress: Callable[[str], None], title: str) -> None:
+    """curve.svg / curve.png beside curve.csv: the latency-vs-throughput curve of `analytic.serving`
+    (ServingPoint list, Knee), its knee marked."""
+    if not points:
+        return
+    from llm_perf_opt.analytic.serving import curve_rows
+
+    paths = curve_plot(curve_rows(points), knee.to_dict() if knee is not None else None, Path(out), title)
+    progress(f"wrote {paths['svg']}")
+
+
 def curve_plot(rows: Sequence[Mapping[str, Any]], knee: Optional[Mapping[str, Any]], out_dir: Path,
                title: str, stem: str = "curve") -> dict[str, Path]:
     """`stem`.svg / .png: TPOT (left) and TTFT (right) against pages/day per device over the batch, static
