@@ -107,3 +107,45 @@ def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
     row = {c.key: c.get(job) for c in SERVING_COLUMNS}
     assert row["serve_ttft_s"] == s.point["static"]["ttft_s"] and row["serve_level"] == "ideal"
     assert row["hw_memory_gb"] == 80.0
+
+
+def _memory_fit():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import memory_fit
+    finally:
+        sys.path.pop(0)
+    return memory_fit
+
+
+def test_memory_fit_arguments():
+    import pytest
+
+    mf = _memory_fit()
+    args = mf.parse_args([])
+    assert args.models == ["twin_tiny", "twin"] and args.batches == [1] and args.runs is None
+    args = mf.parse_args(["--models", "twin_tiny", "--batches", "1", "2", "4"])
+    assert (args.models, args.batches) == (["twin_tiny"], [1, 2, 4])
+    with pytest.raises(SystemExit) as exc:
+        mf.parse_args(["--batches", "0"])
+    assert exc.value.code == 2
+
+
+def test_memory_fit_prediction_of_a_real_run(tmp_path):
+    """The benchmark's prediction of a real tiny-twin forward: weights = the model's own parameter count x 4
+    bytes (float32), KV = layers x 2 (keys, values) x kv heads x head dim x prompt positions x 4 bytes."""
+    from llm_perf_opt.dsocr.spec import ModelSpec
+
+    mf = _memory_fit()
+    run, why = mf.run_job("twin_tiny", 1, tmp_path / "run")
+    assert run is not None, why
+    r = mf.predict(run)
+    from llm_perf_opt.run_artifacts import load_summary
+
+    s = load_summary(run / "summary.json")
+    d = ModelSpec.named("tiny").decoder
+    assert r["dtype"] == "float32" and r["batch"] == 1
+    assert r["weights"] == s.params.total * 4
+    assert r["kv"] == d.num_layers * 2 * d.num_kv_heads * d.head_dim * s.tokens.sequence * 4
+    assert r["measured"] == s.memory.peak_rss_bytes > 0
+    assert r["predicted"] == r["weights"] + r["kv"] + r["activations"] + r["allowance"]
