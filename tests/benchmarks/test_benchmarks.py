@@ -23,8 +23,10 @@ DEFAULTS = {
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
     "layout_speed": {"n": 200_000},
+    "memory_fit": {"models": ["twin_tiny", "twin"], "batches": [1], "runs": None},
     "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
     "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
+    "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
     "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
     "sweep_modes": {"trace": "default", "n": 64, "keep": False},
     "trace_full_twin": {"modes": ["tiny", "gundam"], "spec": "deepseek_ocr", "dtype": "bfloat16", "repeat": 1},
@@ -61,11 +63,13 @@ def test_a_bad_mode_is_refused_by_name(capsys):
 
 
 # (arguments of a quick mode: the tiny twin, or a few pages of the analytic model; a line it prints per
-# mode or once, and how many times)
+# mode or once, and how many times). Not here: memory_fit (its tiny-twin run is tests/serve's), twin_forward
+# (full size only), sweep_modes and sweep_memory (six-job sweeps of the tiny twin: a minute or more).
 SMOKE = {
     "analytic_speed": (["-n", "20", "--cold", "2"], "evaluations/s", len(mode_names())),
     "roofline_speed": (["-n", "20", "--cold", "2"], " pages in ", len(mode_names()) + 1),
     "layout_speed": (["-n", "200"], " calls/s ", 4),
+    "sizing": (["--pages", "2", "--batches", "4", "--devices", "h100_sxm"], " evaluations/s ", 1),
     "trace_full_twin": (["tiny", "--spec", "tiny", "--dtype", "float32"], "fastest trace stage", 1),
     "decode_capture": (["--spec", "tiny", "--steps", "1"], "plain decode step (median of 1)", 1),
     "profile_overhead": (["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],
