@@ -47,6 +47,17 @@ class ExitCode:
         return {k: v for k, v in vars(cls).items() if k.isupper() and isinstance(v, int)}
 
 
+def one_line(exc: BaseException) -> str:
+    """A multi-line message (Hydra's, OmegaConf's) as one line: the first line of the error and of its cause."""
+    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause).strip():
+        first = str(cause).strip().splitlines()[0]
+        if first not in lines[0]:
+            lines.append(first)
+    return ": ".join(line.rstrip(".: ") for line in lines)
+
+
 def one_line_errors(run: Callable[[], int]) -> int:
     """Run a plain (argparse) command: a PipelineError ends it as one line `error: ...` on stderr and
     `ExitCode.CONFIG`, as the Hydra jobs end, instead of a traceback."""

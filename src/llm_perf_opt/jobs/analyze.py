@@ -3,6 +3,8 @@ With `hardware=NAME` (a datasheet, or `measured`: this machine, calibrated and c
 vision, prefill and decode times per stage and part (roofline.json)."""
 from __future__ import annotations
 
+from functools import partial
+
 import hydra
 from omegaconf import DictConfig
 
@@ -21,7 +23,7 @@ from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
-@reports_errors
+@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
     cfg, spec = job.cfg, job.spec

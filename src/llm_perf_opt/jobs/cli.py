@@ -50,14 +50,10 @@ def absolute_path_overrides(args: Sequence[str]) -> list[str]:
 
 
 def hydra_error_line(exc: BaseException) -> str:
-    """Hydra's and OmegaConf's multi-line messages as one line: the first line of the error and of its cause."""
-    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause).strip():
-        first = str(cause).strip().splitlines()[0]
-        if first not in lines[0]:
-            lines.append(first)
-    return ": ".join(line.rstrip(".: ") for line in lines)
+    """Hydra's and OmegaConf's multi-line messages as one line (`errors.one_line`)."""
+    from llm_perf_opt.errors import one_line
+
+    return one_line(exc)
 
 
 def _hydra_job(module: str, *leading: str) -> Callable[[Sequence[str]], Optional[int]]:

@@ -67,8 +67,12 @@ def _ignore_further_interrupts() -> None:
         pass
 
 
-def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
-    """How a job ends, whatever happens in it:
+def reports_errors(task: Callable[[DictConfig], Any] | None = None, *,
+                   check: Callable[[DictConfig], Any] | None = None) -> Any:
+    """How a job ends, whatever happens in it (`@reports_errors`, or `@reports_errors(check=validate)`):
+
+    * `check(cfg)` (default: the schemas, `to_typed_config`) runs on the composed config before the run
+      directory is created (`runs.dirs.register_check`), so a refused run writes nothing;
 
     * a `PipelineError` (bad input) is one line `error: ...` on stderr and exit code 2 (`ExitCode.CONFIG`);
       in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on;
@@ -79,7 +83,13 @@ def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], 
 
     Every way records the true status in `summary.json` when the job has one (`JobRun`), and afterwards
     the job's memory is handed back (`job_memory.release`) so the next job of a sweep starts clean."""
+    if task is None:
+        return functools.partial(reports_errors, check=check)
     job_name = task.__module__.rsplit(".", 1)[-1]
+    from llm_perf_opt.config import to_typed_config
+    from llm_perf_opt.runs.dirs import register_check
+
+    register_check(job_name, check or to_typed_config)
 
     @functools.wraps(task)
     def wrapper(cfg: DictConfig) -> Any:
