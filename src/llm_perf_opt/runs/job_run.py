@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.memory import JobMemory
 from llm_perf_opt.run_artifacts import JobError, JobMemoryFigures, Summary
 
@@ -63,7 +64,9 @@ class JobRun:
 
     def step(self, name: str) -> None:
         """A stage starts: `summary.json` names it while it runs (and keeps naming it if the job stops there).
-        One line before the stage's code, so adding a stage to a job is adding a line."""
+        One line before the stage's code, so adding a stage to a job is adding a line.
+        A signal a finalizer swallowed during the previous stage stops the job here (`signals`)."""
+        signals.raise_pending()
         self.stage = name
         if self.summary is not None:
             self.summary.stage = name
@@ -81,6 +84,7 @@ class JobRun:
 
     # ------------------------------------------------------------------ the end
     def finish_ok(self) -> None:
+        signals.raise_pending()  # never `ok` after a Ctrl-C or SIGTERM, even one a finalizer swallowed
         if self.summary is not None:
             self.summary.status = "ok"
             self.summary.stage = "done"
