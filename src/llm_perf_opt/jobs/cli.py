@@ -131,10 +131,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
         return ExitCode.CONFIG
+    from llm_perf_opt.runs import signals
+
     try:
-        return JOBS[job](rest) or ExitCode.OK
-    except KeyboardInterrupt:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
-        print(f"interrupted outside a job of {job}: nothing was left half-written", file=sys.stderr)
+        with signals.handling():  # SIGTERM / SIGHUP like Ctrl-C, in the whole command
+            return JOBS[job](rest) or ExitCode.OK
+    except KeyboardInterrupt as exc:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
+        by = f" by {exc.name}" if isinstance(exc, signals.Interrupted) and exc.signum != 2 else ""
+        print(f"interrupted{by} outside a job of {job}: nothing was left half-written", file=sys.stderr)
         return ExitCode.INTERRUPTED
 
 
