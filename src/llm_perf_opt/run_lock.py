@@ -141,11 +141,14 @@ def hold(directory: str | os.PathLike, *, field: str = "RUN_DIR") -> RunLock:
 
 
 def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool = False,
-          field: str = "hydra.run.dir", lock_file: str = LOCK_FILE) -> RunLock:
+          field: str = "hydra.run.dir", lock_file: str = LOCK_FILE, clear: bool = False) -> RunLock:
     """Lock `directory` for this process (creating it), or raise ConfigError with one line saying why not.
 
     `field` names the setting that chose the directory, for the message; `sweep` judges it as a sweep
-    directory (see `previous_results`); `lock_file` names the lock (the verification gate has its own)."""
+    directory (see `previous_results`); `lock_file` names the lock (the verification gate has its own).
+    `clear` (a single run's directory, before Hydra writes into it): with `overwrite`, every entry of the
+    previous run goes, not only its result files (`model_explorer/`, `export/`, plots, logs), so nothing
+    of it can be served beside the new run's files."""
     directory = Path(directory).absolute()
     if directory.exists() and not directory.is_dir():
         raise ConfigError.field(field, str(directory), "is an existing file, not a directory")
@@ -169,6 +172,8 @@ def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool 
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in left[:4]) + (" ..." if len(left) > 4 else "")
         raise ConfigError.field(field, str(directory), f"already holds the results of another {'sweep' if sweep else 'run'} "
                                 f"({names}); pass run.overwrite=true to replace it, or choose another directory")
+    if left and clear:
+        left = [p for p in directory.iterdir() if p.name != lock_file]
     if left:
         _remove(left)
     info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -41,7 +41,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--no-plots", action="store_true", help="tables only")
     p.add_argument("--modes", nargs="+", default=None,
                    help="--analytic: workload presets (default: every conf/workload/*.yaml); spaces or commas")
-    p.add_argument("--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode)")
+    p.add_argument("--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode; at most 256)")
     p.add_argument("--min-side", type=int, default=256, help="--analytic: smallest page side in pixels")
     p.add_argument("--max-side", type=int, default=4096, help="--analytic: largest page side in pixels")
     p.add_argument("--model", default="deepseek_ocr",
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     n_failed, n_running = len(rep.failed), len(rep.running)
     expected = rep.sweep.expected
     print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
-          + (f", {n_running} running" if n_running else "") + ")"
+          + (f", {n_running} running or pending" if n_running else "") + ")"
           + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else ""))
     for row in rep.failed:
         print(f"  job {row['job']}: {row['status']}", file=sys.stderr)

@@ -108,7 +108,7 @@ class RunDirLock(Callback):
         try:
             _check_directory(config, "hydra.run.dir")
             _check_run(config)  # the job's own checks: a refused run creates nothing
-            self._run = claim(str(directory), overwrite=_overwrite(config), field="hydra.run.dir")
+            self._run = claim(str(directory), overwrite=_overwrite(config), field="hydra.run.dir", clear=True)
         except PipelineError as exc:
             _refuse(exc)
 
