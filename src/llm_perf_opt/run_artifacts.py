@@ -57,10 +57,10 @@ SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
 ERROR_SCHEMA, ERROR_VERSION = "llm_perf_opt.error", 1
 
 RUN_FILES: tuple[RunFile, ...] = (
-    RunFile("summary", "summary.json", "pipelines.trace_job",
+    RunFile("summary", "summary.json", "trace.job",
             "what the job ran and what it found (this module's Summary)",
             SUMMARY_SCHEMA, SUMMARY_VERSION, (1,), "llm_perf_opt.run_artifacts:load_summary"),
-    RunFile("error", "error.json", "pipelines.common",
+    RunFile("error", "error.json", "runs.entry",
             "a job that failed in a multirun: type, message, traceback, config (this module's ErrorRecord)",
             ERROR_SCHEMA, ERROR_VERSION, (0, 1), "llm_perf_opt.run_artifacts:load_error"),
     RunFile("costs", "costs.json", "analytic",
@@ -94,16 +94,16 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("routing", "routing.json", "dsocr.routing",
             "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
             "llm_perf_opt.routing", 1, (1,), "llm_perf_opt.dsocr.routing:load_routing"),
-    RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping",
+    RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping (data model: callgraph.grouped)",
             "the Option C grouped graph (for N / parfor N)",
-            "llm_perf_opt.callgraph.grouped", 2, (1, 2), "llm_perf_opt.callgraph.grouping:load_grouped_json"),
+            "llm_perf_opt.callgraph.grouped", 2, (1, 2), "llm_perf_opt.callgraph.grouped:load_grouped_json"),
     RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
     RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
     RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
     RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging: the progress lines of stderr)"),
     RunFile("lock", ".lock", "run_lock",
             "flock-ed by the process running the job, for the job's life: a live run from a dead one"),
-    RunFile("module_costs", "module_costs.json", "pipelines.graph_stage",
+    RunFile("module_costs", "module_costs.json", "trace.graph",
             "per-module metric tables (analytic, measured, observed, predicted) that the graph's nodes sum",
             "llm_perf_opt.module_costs", 1, (1,), "llm_perf_opt.callgraph.node_costs:load_module_costs"),
     RunFile("run_page", "run.html", "report.run_page",
@@ -352,7 +352,7 @@ class VerificationFigures:
 
 @dataclass(frozen=True)
 class JobMemoryFigures:
-    """The job's own peak memory (not the process's running maximum: see `pipelines.job_memory`)."""
+    """The job's own peak memory (not the process's running maximum: see `runs.memory`)."""
 
     peak_rss_bytes: int
     method: str  # how the peak was measured (VmHWM reset at job start, or ru_maxrss where it cannot be)
@@ -446,7 +446,7 @@ class ProfileFigures:
 
 @dataclass(frozen=True)
 class DecodeSummary:
-    """The decode steps of a trace job (`pipelines.decode_stage`): `steps` (N), per step in `rows`: step,
+    """The decode steps of a trace job (`trace.decode`): `steps` (N), per step in `rows`: step,
     past and context length, new tokens, FLOPs analytic / measured / ok, KV-cache bytes analytic /
     measured / ok, and with the profile stage the measured and predicted time; `raw` is all of it."""
 
@@ -457,7 +457,7 @@ class DecodeSummary:
 
 @dataclass(frozen=True)
 class RooflineFigures:
-    """The trace job's roofline stage (`pipelines.roofline_stage`): the roofs it predicted on (each with
+    """The trace job's roofline stage (`trace.roofline`): the roofs it predicted on (each with
     its stage figures and whether it is the device the times were measured on) and one row per stage and
     part with the measured time and, per roof, the predicted time and efficiency = predicted / measured."""
 
@@ -489,7 +489,7 @@ class RoutingSummary:
 
 @dataclass(frozen=True)
 class GraphFigures:
-    """`pipelines.graph_stage.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
+    """`trace.graph.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
     (with the reason), how many nodes carry each, the files written."""
 
     metrics: list
@@ -529,7 +529,7 @@ class Summary:
     roofline: Optional[RooflineFigures] = None  # predicted vs measured times (hardware= set)
     routing: Optional[RoutingSummary] = None  # MoE routing the capture took (routing.json's summary)
     decode: Optional[DecodeSummary] = None  # trace.decode_steps > 0: per-step FLOPs, KV bytes, times
-    graph: Optional[GraphFigures] = None  # costs on the grouped graph (pipelines.graph_stage)
+    graph: Optional[GraphFigures] = None  # costs on the grouped graph (trace.graph)
     job_seconds: Optional[float] = None
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it
@@ -585,7 +585,7 @@ def load_summary(path: str | os.PathLike) -> Summary:
 # ============================================================================================ error.json
 @dataclass(frozen=True)
 class ErrorRecord:
-    """A job that raised in a multirun (`pipelines.common.reports_errors`)."""
+    """A job that raised in a multirun (`runs.entry.reports_errors`)."""
 
     type: str  # the exception's class name
     message: str

@@ -16,6 +16,7 @@ LAYERS = {
     "__init__": 0, "errors": 0, "artifacts": 0, "units": 0, "run_lock": 0, "run_artifacts": 0, "conf": 0,
     "config": 1, "callgraph": 2, "dsocr": 3, "analytic": 4, "measure": 5, "export": 6, "report": 7,
     "runs": 8, "trace": 9, "gate": 10, "jobs": 11,
+    "dsocr2": 5,  # DeepSeek-OCR 2 (family plug-in): uses dsocr, analytic and measure; until the family seam
 }
 
 

@@ -11,11 +11,11 @@ the op it came from. Any difference is listed per module with the ops that make 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.analytic.costs import LayerCost
+from llm_perf_opt.analytic.costs import COST_FIELDS, LayerCost
 from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.export.flops import GraphOp, flops_by_module, total_flops
@@ -88,7 +88,7 @@ def analytic_reference(target: ExportTarget, spec: ModelSpec, layout: ViewLayout
 
 
 def _minus(a: LayerCost, b: LayerCost) -> LayerCost:
-    return LayerCost(**{f.name: getattr(a, f.name) - getattr(b, f.name) for f in fields(LayerCost)})
+    return LayerCost(**{name: getattr(a, name) - getattr(b, name) for name in COST_FIELDS})
 
 
 # ------------------------------------------------------------------------------------------- FLOPs

@@ -6,7 +6,9 @@ the page, grid and tokens (`summary.json`); the stage and part cost table, analy
 call graph (`callgraph.grouped.svg`), where clicking a node opens a side panel with everything the
 grouped graph knows about it (`callgraph.grouped.json`: pattern, for / parfor, calls, parameters,
 constructor parameters, I/O shapes and dtypes, every cost with its per-instance figures, the variants);
-the runtime checks; the roofline plot when the run has one (`roofline.svg`); links to every artifact of
+the runtime checks; at the top, time per stage, part and decode step, measured and predicted at each time
+level the run has (`report.time_levels`, drawn by `report.run_charts`), and an icicle of measured time over
+the grouped call tree (a click on a bar or a cell opens the node's panel); the roofline plot when the run has one (`roofline.svg`); links to every artifact of
 the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
 
 `write_run_page(run_dir)` is called by the trace job after its last stage and by `./dev group`.
@@ -19,12 +21,18 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode, load_grouped_json
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import Heat, format_value
-from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, ModuleCosts, load_module_costs
-from llm_perf_opt.callgraph.render import for_text, repeat_text
+from llm_perf_opt.callgraph.labels import for_text, repeat_text
+from llm_perf_opt.callgraph.node_costs import (
+    MODULE_COSTS_FILE,
+    ModuleCosts,
+    load_module_costs,
+)
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.report.render import render_page
+from llm_perf_opt.report.run_charts import icicle_cells, level_colour, time_chart_svg
+from llm_perf_opt.report.time_levels import run_times
 from llm_perf_opt.run_artifacts import RUN_FILES, Summary, load_summary
 
 RUN_PAGE = "run.html"
@@ -184,7 +192,12 @@ def run_page_data(run_dir: Path) -> dict[str, Any]:
     costs = load_module_costs(run_dir / MODULE_COSTS_FILE) if (run_dir / MODULE_COSTS_FILE).is_file() else None
     lay, tok, wl = summary.layout, summary.tokens, summary.workload
     heat = Heat.of(grouped, grouped.source.get("color_by") or "none") if grouped is not None else None
+    times = run_times(run_dir)
+    icicle, icicle_rows = icicle_cells(grouped)
     return {
+        "times": times, "time_chart_svg": time_chart_svg(times, grouped),
+        "level_colours": {lv: level_colour(lv, times.levels) for lv in times.levels},
+        "icicle": icicle, "icicle_rows": icicle_rows,
         "title": f"Run: {summary.model.name} · {wl.mode} · {summary.page.width}×{summary.page.height}",
         "summary": summary, "run_dir": str(run_dir),
         "facts": [

@@ -264,7 +264,11 @@ def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs:
     v = check_dsocr_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
                      kv_cache_bytes=meas.kv_cache_bytes)
     if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
-        v.activation = activation_bytes_rows(analytic, load_callgraph_json(out_dir / "callgraph.json"), v.rtol)
+        cg = load_callgraph_json(out_dir / "callgraph.json")
+        v.activation = activation_bytes_rows(analytic, cg, v.rtol)
+        from llm_perf_opt.measure.kernel_counts import dsocr_kernel_rows
+
+        v.kernels = dsocr_kernel_rows(analytic, cg)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
@@ -283,7 +287,8 @@ def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs:
     verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
                     "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula,
                     "activation_passed": v.activation_passed,
-                    "activation_failures": sum(1 for r in v.activation if not r.ok)}
+                    "activation_failures": sum(1 for r in v.activation if not r.ok),
+                    "kernels_passed": v.kernels_passed, "kernel_failures": sum(1 for r in v.kernels if not r.ok)}
     return flops, parts, verification, meas.prefill
 
 

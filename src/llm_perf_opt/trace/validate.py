@@ -206,6 +206,10 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     if runs_model:
         check_page_pixels(cfg, width, height)
         check_vendor_code(cfg)
+        if cfg.workload.batch != 1:  # the analytic jobs serve batches; the traced forward is batch 1 so far
+            raise ConfigError.field("workload.batch", cfg.workload.batch,
+                                    "jobs that run the model trace batch 1 only (so far); ./dev analyze and ./dev size "
+                                    "take any batch")
     before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
     check_decode_steps(cfg.trace.decode_steps, 1 + compute_view_layout(workload, width, height).image_tokens
                        + len(before) + len(after), spec.decoder.max_position_embeddings)
