@@ -21,7 +21,7 @@ from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import fvcore_flops, render_table, check_dsocr_agreement, write_verification
-from llm_perf_opt.measure.dsocr import measure_dsocr
+from llm_perf_opt.dsocr.measure import measure_dsocr
 
 MODES = modes()  # conf/workload/*.yaml
 

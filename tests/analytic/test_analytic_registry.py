@@ -11,7 +11,7 @@ import pytest
 
 from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, registry
 from llm_perf_opt.analytic.costs import UnsupportedLayerError
-from llm_perf_opt.analytic.dsocr import clear_caches
+from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
@@ -28,11 +28,11 @@ def main(raw: DictConfig) -> None:
     width, height = job.page_size
     hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first
     roof = roof_for(cfg, hardware) if hardware is not None else None
-    model: DeepseekOCRAnalyticModel = analytic_model_for(job, width, height)
+    model = analytic_model_for(job, width, height)
     if roof is not None:  # bytes follow the predicted dtype
         model = model_for_dtype(model, roof.dtype)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
-    path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(model), config=raw)
+    path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
           f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}")
