@@ -43,11 +43,24 @@ VOLATILE = re.compile(
 VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I)
 
 
-def strip(value: Any) -> Any:
+# Measured on this machine, under keys that also name deterministic data elsewhere: the calibrated roof of the
+# device (`roofs.measured`, `predicted.measured`), the profile's coverage, the achieved FLOP/s, and the graph's
+# measured-time metric tables (`time_measured*`).
+MEASURED_UNDER = {"roofs": "measured", "predicted": "measured"}
+MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes)$")
+CHECKOUT = re.compile(r"/(tmp/base|work/wt/[\w-]+|work/main)/")
+
+
+def strip(value: Any, parent: str = "") -> Any:
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in sorted(value.items()) if not VOLATILE.search(str(k))}
+        return {k: strip(v, str(k)) for k, v in sorted(value.items())
+                if not VOLATILE.search(str(k)) and not MEASURED_KEYS.search(str(k))
+                and MEASURED_UNDER.get(parent) != k}
     if isinstance(value, list):
-        return [strip(v) for v in value]
+        return [strip(v, parent) for v in value
+                if not (isinstance(v, dict) and str(v.get("name", "")).startswith("time_measured"))]
+    if isinstance(value, str):
+        return CHECKOUT.sub("/<checkout>/", value)
     return value
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.spec import ModelSpec
