@@ -16,11 +16,11 @@ from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     fvcore_flops,
     load_verification,
-    measure_dsocr,
     check_dsocr_agreement,
     write_verification,
 )

@@ -490,7 +490,11 @@ def column(key: str) -> Column:
 
 
 def build_rows(jobs: list[JobRecord], columns: Optional[Sequence[Column]] = None) -> list[dict[str, Any]]:
-    return [{col.key: col.get(job) for col in (columns or COLUMNS)} for job in jobs]
+    """One row per job; default columns: `COLUMNS` and the per-part ones of the parts the jobs reported."""
+    if columns is None:
+        known = {c.key for c in COLUMNS}
+        columns = [*COLUMNS, *(c for c in job_columns(reported_parts(jobs)) if c.key not in known)]
+    return [{col.key: col.get(job) for col in columns} for job in jobs]
 
 
 # ------------------------------------------------------------------------------------------- formats
