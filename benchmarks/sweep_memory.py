@@ -7,7 +7,7 @@
 
 It runs `./dev sweep experiment=modes model=MODEL runtime=RUNTIME` as a user does (the job script
 `pipelines/sweep.py`, in a fresh process) and reads each job's `summary.json`: its peak RSS (VmHWM reset at
-the job's start, see `pipelines.job_memory`), the RSS it started from (what the jobs before it left), its
+the job's start, see `runs.memory`), the RSS it started from (what the jobs before it left), its
 wall time. Beside them: the process's RSS sampled every 0.5 s from /proc/PID/status (its maximum over the
 whole sweep) and the machine's memory. Exits 1 when the sweep does not complete with every job ok.
 """

@@ -155,7 +155,7 @@ class VerificationFigures:
 
 @dataclass(frozen=True)
 class JobMemoryFigures:
-    """The job's own peak memory (not the process's running maximum: see `pipelines.job_memory`)."""
+    """The job's own peak memory (not the process's running maximum: see `runs.memory`)."""
 
     peak_rss_bytes: int
     method: str  # how the peak was measured (VmHWM reset at job start, or ru_maxrss where it cannot be)
@@ -259,7 +259,7 @@ class ProfileFigures:
 
 @dataclass(frozen=True)
 class DecodeSummary:
-    """The decode steps of a trace job (`pipelines.decode_stage`): `steps` (N), per step in `rows`: step,
+    """The decode steps of a trace job (`trace.decode`): `steps` (N), per step in `rows`: step,
     past and context length, new tokens, FLOPs analytic / measured / ok, KV-cache bytes analytic /
     measured / ok, and with the profile stage the measured and predicted time; `raw` is all of it."""
 
@@ -270,7 +270,7 @@ class DecodeSummary:
 
 @dataclass(frozen=True)
 class RooflineFigures:
-    """The trace job's roofline stage (`pipelines.roofline_stage`): the roofs it predicted on (each with
+    """The trace job's roofline stage (`trace.roofline`): the roofs it predicted on (each with
     its stage figures and whether it is the device the times were measured on) and one row per stage and
     part with the measured time and, per roof, the predicted time and efficiency = predicted / measured."""
 
@@ -302,7 +302,7 @@ class RoutingSummary:
 
 @dataclass(frozen=True)
 class GraphFigures:
-    """`pipelines.graph_stage.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
+    """`trace.graph.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
     (with the reason), how many nodes carry each, the files written."""
 
     metrics: list
@@ -342,11 +342,12 @@ class Summary:
     roofline: Optional[RooflineFigures] = None  # predicted vs measured times (hardware= set)
     routing: Optional[RoutingSummary] = None  # MoE routing the capture took (routing.json's summary)
     decode: Optional[DecodeSummary] = None  # trace.decode_steps > 0: per-step FLOPs, KV bytes, times
-    graph: Optional[GraphFigures] = None  # costs on the grouped graph (pipelines.graph_stage)
+    graph: Optional[GraphFigures] = None  # costs on the grouped graph (trace.graph)
     job_seconds: Optional[float] = None
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it
     memory: Optional[JobMemoryFigures] = None  # the job's own peak memory
+    serving: Optional[dict[str, Any]] = None  # serving.json's flat figures (Serving.summary()), hardware= set
     extra: dict[str, Any] = field(default_factory=dict)  # sections a newer writer added
 
     STATUSES = ("running", "ok", "failed", "interrupted")
@@ -398,7 +399,7 @@ def load_summary(path: str | os.PathLike) -> Summary:
 # ============================================================================================ error.json
 @dataclass(frozen=True)
 class ErrorRecord:
-    """A job that raised in a multirun (`pipelines.common.reports_errors`)."""
+    """A job that raised in a multirun (`runs.entry.reports_errors`)."""
 
     type: str  # the exception's class name
     message: str

@@ -9,15 +9,8 @@ from torch import nn
 
 from callgraph_helpers import hook_capture, make_graph
 from llm_perf_opt.callgraph.checks import check_result
-from llm_perf_opt.callgraph.grouping import (
-    GROUPED_SCHEMA,
-    compact_ranges,
-    group_callgraph,
-    load_grouped_json,
-    pattern_of,
-    summarize_parfor_edges,
-    summarize_stacks,
-)
+from llm_perf_opt.callgraph.grouped import GROUPED_SCHEMA, compact_ranges, load_grouped_json
+from llm_perf_opt.callgraph.grouping import group_callgraph, pattern_of, summarize_parfor_edges, summarize_stacks
 from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.errors import ArtifactError
 
@@ -260,7 +253,7 @@ def test_non_contiguous_called_experts():
     assert not by_pattern(g, "model.layers.[1-2].mlp").value_dependent
     # the MoE layers stay one stack although they called different experts
     assert by_pattern(g, "model.layers.[1-2]").for_n == 2
-    from llm_perf_opt.callgraph.render import display_pattern, display_patterns
+    from llm_perf_opt.callgraph.labels import display_pattern, display_patterns
 
     assert display_pattern(e) == "model.layers.[1-2].mlp.experts.[5-7 of 16]"  # per layer: 5 and 7 of 16
     up = by_pattern(g, "model.layers.[1-2].mlp.experts.[0-1,3-9,12,15].up")
@@ -291,7 +284,7 @@ def test_experts_called_unevenly_over_several_parent_calls():
     assert (e.sparse, e.for_n, e.calls, e.parent_calls, e.parfor) == (True, 3, 6, 3, None)
     assert e.member_calls == [3, 1, 2]
     assert e.calls_per_parent_call == [1 / 3, 1.0]
-    from llm_perf_opt.callgraph.render import node_label_lines
+    from llm_perf_opt.callgraph.labels import node_label_lines
 
     assert node_label_lines(e)[1].startswith("calls 6 in 3 parent calls")
 

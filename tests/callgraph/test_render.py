@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from browser import mermaid_cli, run_mmdc
 from callgraph_helpers import make_graph
-from llm_perf_opt.callgraph.grouping import group_callgraph, load_grouped_json
-from llm_perf_opt.callgraph.render import (
-    build_grouped_dot,
+
+from llm_perf_opt.callgraph.dot import build_grouped_dot, build_raw_dot
+from llm_perf_opt.callgraph.grouped import load_grouped_json
+from llm_perf_opt.callgraph.grouping import group_callgraph
+from llm_perf_opt.callgraph.mermaid import (
     build_grouped_mermaid,
-    build_raw_dot,
     build_raw_mermaid,
-    group_and_render,
     mermaid_escape,
     mermaid_id,
-    validate_mermaid,
 )
+from llm_perf_opt.callgraph.mermaid_check import validate_mermaid
+from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.jobs import group as group_cli
 
@@ -258,7 +258,12 @@ def with_variants(lines) -> str:
 
 
 def grouped_structure(grouped, max_depth=None, with_checks=True) -> str:
-    from llm_perf_opt.callgraph.render import display_patterns, node_label_lines, repeat_text, visible_nodes
+    from llm_perf_opt.callgraph.labels import (
+        display_patterns,
+        node_label_lines,
+        repeat_text,
+        visible_nodes,
+    )
 
     shown, folded = visible_nodes(grouped, max_depth)
     patterns = display_patterns(grouped)

@@ -122,7 +122,7 @@ def _grouped(decode_capture, events=None):
 
 @pytest.mark.slow
 def test_grouped_graph_shows_the_loop_and_every_check_is_ok(decode_capture):
-    from llm_perf_opt.callgraph.render import display_patterns, node_label_lines
+    from llm_perf_opt.callgraph.labels import display_patterns, node_label_lines
 
     spec, model, kwargs, result, program, plain, log = decode_capture
     grouped = _grouped(decode_capture)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from llm_perf_opt.callgraph.grouping import load_grouped_json
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification

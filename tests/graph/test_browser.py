@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.callgraph.grouping import load_grouped_json
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENS = REPO / "tmp" / "screens"
@@ -46,6 +46,7 @@ def test_run_page_loads_clean_and_shows_node_details(timed_run, browser):
 
     block = _sam_blocks(grouped)
     assert page.inner_text("#panel-body") == ""
+    page.click("#fit-all")  # the whole drawing in the box (the first view shows its top at 1:1)
     page.click(f"#graph svg g.node#{block.id}")
     panel = page.inner_text("#panel-body")
     for text in ("Block @ model.sam_model.blocks.[0-3] for 4", "measured FLOPs", "measured time", "predicted time",

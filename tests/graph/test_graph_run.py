@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.callgraph.grouping import load_grouped_json
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.model_explorer import GROUPED_ID, INTENSITY, RAW_ID
 from llm_perf_opt.callgraph.node_costs import load_module_costs
 from llm_perf_opt.measure.verification_file import load_verification

@@ -13,16 +13,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "callgraph"))
 from test_node_costs import costs_for, sam_like  # noqa: E402
 
+from llm_perf_opt.callgraph.dot import build_grouped_dot
 from llm_perf_opt.callgraph.grouping import group_callgraph  # noqa: E402
 from llm_perf_opt.callgraph.heat import BINS, COLOR_CHOICES, NO_FIGURE, Heat, bin_of  # noqa: E402
+from llm_perf_opt.callgraph.labels import node_tooltip
+from llm_perf_opt.callgraph.mermaid import build_grouped_mermaid
+from llm_perf_opt.callgraph.mermaid_check import validate_mermaid
 from llm_perf_opt.callgraph.node_costs import attach_costs  # noqa: E402
-from llm_perf_opt.callgraph.render import (  # noqa: E402
-    build_grouped_dot,
-    build_grouped_mermaid,
-    group_and_render,
-    node_tooltip,
-    validate_mermaid,
-)
+from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.config.schemas import RENDER_COLOR_BY  # noqa: E402
 from llm_perf_opt.errors import ArtifactError  # noqa: E402
 

@@ -13,7 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "callgraph"))
 from callgraph_helpers import make_graph  # noqa: E402
 
-from llm_perf_opt.callgraph.grouping import group_callgraph, load_grouped_json  # noqa: E402
+from llm_perf_opt.callgraph.grouping import group_callgraph  # noqa: E402
+
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.node_costs import (  # noqa: E402
     MODULE_COSTS_SCHEMA,
     MetricTable,

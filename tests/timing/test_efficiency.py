@@ -187,3 +187,28 @@ def test_roofline_plot_from_a_summary_section(tmp_path):
     files = plot_from_summary(section, tmp_path / "pred", title="T")
     text = "".join(ET.fromstring(files["svg"].read_text()).itertext())
     assert "no measured times" in text and "sam" in text
+
+
+def test_an_ambiguous_datasheet_match_names_both_files(tmp_path):
+    """Two datasheets whose device_names both match one GPU name: an error naming both files, never None."""
+    import shutil
+
+    from llm_perf_opt.config.paths import conf_dir
+    from llm_perf_opt.errors import ConfigError
+
+    def conf_with(sxm_patterns: str, where):
+        (where / "hardware").mkdir(parents=True)
+        for name in ("h100_sxm", "h100_pcie"):
+            shutil.copy(conf_dir() / "hardware" / f"{name}.yaml", where / "hardware" / f"{name}.yaml")
+        sxm = where / "hardware" / "h100_sxm.yaml"
+        sxm.write_text(sxm.read_text().replace("device_names: ['H100 80GB HBM3', 'H100 SXM']", sxm_patterns))
+        return where
+
+    tight = conf_with("device_names: ['H100 80GB HBM3', 'H100 SXM']", tmp_path / "tight")
+    assert datasheet_for_device("NVIDIA H100 PCIe", conf=tight) == "h100_pcie"  # one match: found
+    loose = conf_with("device_names: ['H100']", tmp_path / "loose")
+    with pytest.raises(ConfigError) as err:
+        datasheet_for_device("NVIDIA H100 PCIe", conf=loose)
+    message = str(err.value)
+    assert str(loose / "hardware" / "h100_sxm.yaml") in message
+    assert str(loose / "hardware" / "h100_pcie.yaml") in message

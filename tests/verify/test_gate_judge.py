@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.callgraph.grouping import load_grouped_json
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.errors import TraceError
 from llm_perf_opt.measure import load_verification, write_verification
 from llm_perf_opt.measure.agreement import VerificationRow

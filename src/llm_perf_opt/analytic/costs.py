@@ -38,7 +38,7 @@ or an interpolation mode without a formula) and an unknown module class (`analyt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Iterable
 
 from llm_perf_opt.errors import PipelineError
@@ -60,6 +60,8 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     "rms_norm": 4,  # square, mean, normalise, scale
     "rope": 4,  # x·cos + rotate_half(x)·sin: negate, two multiplies, add
 }
+# eager kernels per elementwise op (1 unless listed): quick_gelu = 1.702·x, sigmoid, multiply
+ELEMENTWISE_KERNELS: dict[str, int] = {"quick_gelu": 3}
 
 
 class UnsupportedLayerError(PipelineError, KeyError):
@@ -73,6 +75,85 @@ class UnsupportedLayerError(PipelineError, KeyError):
     def __str__(self) -> str:  # KeyError would repr() the message
         known = f" (known: {', '.join(self.known)})" if self.known else ""
         return f"no analytic cost formula for {self.kind!r}{known}"
+
+
+# ------------------------------------------------------------------------------------------- kernels
+# Kinds of the ops a module launches (one eager torch op = one kernel at this level of detail):
+#   gemm: mm / addmm / bmm / matmul / einsum / linear (`m` = the rows M of the product: the decode GEMVs have
+#         M = batch; the kernel level picks the efficiency of the shape from M), conv: convolutions (m = output
+#         pixels x batch), attention: a fused scaled_dot_product_attention, elementwise: pointwise arithmetic and
+#         activations, reduction: sums, means, softmax, norms, top-k, sorts, copy: cat / pad / contiguous / casts /
+#         clone / gathers / scatters / fills / aranges (data movement, no arithmetic to speak of).
+# Views, aliases, metadata ops, in-place no-ops (a cast to the same dtype, eval dropout) and bare allocations
+# (empty, empty_like) launch nothing and are not listed. Sync points (`.item()`, `.cpu()` of a device tensor,
+# `.tolist()`, `nonzero`) are not kernels: `LayerCost.syncs` counts them (the eager level splits a step there).
+KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
+KernelKey = tuple  # (kind, m, flops, bytes): identical kernels share one key
+
+
+class Kernels:
+    """The kernels of one layer call (or a sum of calls): {(kind, m, flops, bytes): count}. Immutable;
+    identical kernels are aggregated, so a stage of thousands of launches is a handful of keys."""
+
+    __slots__ = ("counts", "_hash")
+
+    def __init__(self, counts: dict | None = None) -> None:
+        self.counts = counts or {}
+        self._hash = None
+
+    @staticmethod
+    def of(kind: str, flops: int = 0, nbytes: int = 0, n: int = 1, m: int = 0) -> "Kernels":
+        """`n` identical kernels of `kind` (one of KERNEL_KINDS), each `flops` and `nbytes` (read + written)."""
+        if kind not in KERNEL_KINDS:
+            raise ValueError(f"kernel kind {kind!r}: expected one of {KERNEL_KINDS}")
+        return Kernels({(kind, int(m), int(flops), int(nbytes)): int(n)}) if n > 0 else NO_KERNELS
+
+    def __add__(self, other: "Kernels") -> "Kernels":
+        if not other.counts:
+            return self
+        if not self.counts:
+            return other
+        out = dict(self.counts)
+        for k, n in other.counts.items():
+            out[k] = out.get(k, 0) + n
+        return Kernels(out)
+
+    def times(self, n: int) -> "Kernels":
+        if n == 1 or not self.counts:
+            return self
+        return Kernels({k: c * n for k, c in self.counts.items()}) if n > 0 else NO_KERNELS
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts.values())
+
+    def by_kind(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (kind, _, _, _), n in self.counts.items():
+            out[kind] = out.get(kind, 0) + n
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Kernels) and self.counts == other.counts
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self.counts.items()))
+        return self._hash
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def __repr__(self) -> str:
+        return f"Kernels({self.count} launches: {self.by_kind()})"
+
+    def to_list(self) -> list[dict[str, int | str]]:
+        return [{"kind": k, "m": m, "flops": f, "bytes": b, "count": n}
+                for (k, m, f, b), n in sorted(self.counts.items())]
+
+
+NO_KERNELS = Kernels()
+K = Kernels.of
 
 
 def _in_unit(name: str, unit: int) -> property:
@@ -100,6 +181,10 @@ class LayerCost(UnitViews):
     input_bytes: int = 0
     output_bytes: int = 0
     activation_bytes: int = 0
+    # the ops the call launches (see KERNEL_KINDS) and its host sync points: not COST_FIELDS, not compared
+    # (two costs are equal when their FLOPs and bytes are; costs.json keeps only those)
+    kernels: Kernels = field(default=NO_KERNELS, compare=False)
+    syncs: int = field(default=0, compare=False)
 
     def __add__(self, other: "LayerCost") -> "LayerCost":
         if not isinstance(other, LayerCost):
@@ -111,6 +196,8 @@ class LayerCost(UnitViews):
             self.input_bytes + other.input_bytes,
             self.output_bytes + other.output_bytes,
             self.activation_bytes + other.activation_bytes,
+            self.kernels + other.kernels,
+            self.syncs + other.syncs,
         )
 
     def __radd__(self, other):  # sum() starts from 0
@@ -123,7 +210,16 @@ class LayerCost(UnitViews):
         return LayerCost(
             self.flops_matmul * n, self.flops_other * n, self.weight_bytes * n,
             self.input_bytes * n, self.output_bytes * n, self.activation_bytes * n,
+            self.kernels.times(n), self.syncs * n,
         )
+
+    def with_kernels(self, kernels: Kernels, syncs: int = 0) -> "LayerCost":
+        """The same cost launching `kernels` (replacing the ones it had) with `syncs` sync points."""
+        return replace(self, kernels=kernels, syncs=syncs)
+
+    @property
+    def kernel_count(self) -> int:
+        return self.kernels.count
 
     @property
     def flops(self) -> int:
@@ -142,7 +238,7 @@ class LayerCost(UnitViews):
 
 
 ZERO = LayerCost()
-COST_FIELDS = tuple(f.name for f in fields(LayerCost))
+COST_FIELDS = tuple(f.name for f in fields(LayerCost) if f.name not in ("kernels", "syncs"))
 
 def _pos(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -161,6 +257,8 @@ def linear(tokens: int, in_features: int, out_features: int, bias: bool = True, 
         input_bytes=t * i * b,
         output_bytes=t * o * b,
         activation_bytes=t * o * b,
+        # one addmm (mm without bias): M = tokens rows
+        kernels=K("gemm", 2 * t * i * o + (t * o if bias else 0), (i * o + (o if bias else 0) + t * i + t * o) * b, m=t),
     )
 
 
@@ -182,6 +280,9 @@ def conv2d(batch: int, in_channels: int, out_channels: int, in_h: int, in_w: int
         input_bytes=batch * in_channels * in_h * in_w * b,
         output_bytes=out * b,
         activation_bytes=out * b,
+        kernels=K("conv", 2 * out * in_channels * kernel * kernel + (out if bias else 0),
+                  (out_channels * in_channels * kernel * kernel + batch * in_channels * in_h * in_w + out) * b,
+                  m=batch * ho * wo),  # one convolution kernel
     )
 
 
@@ -194,6 +295,7 @@ def layer_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
         input_bytes=n * b,
         output_bytes=n * b,
         activation_bytes=n * b + 2 * tokens * 4,  # output + float32 mean and rstd per row
+        kernels=K("reduction", 7 * n, (2 * n + 2 * dim) * b),  # one native_layer_norm
     )
 
 
@@ -208,6 +310,9 @@ def layer_norm2d(batch: int, channels: int, h: int, w: int, dtype_bytes: int = 2
         output_bytes=n * b,
         # x-u, (x-u)², x-u again, divide, scale, shift: 6 full tensors; u, s, s+eps, sqrt: 4 per pixel
         activation_bytes=6 * n * b + 4 * pixels * b,
+        # mean, x-u, pow, mean, +eps, sqrt, x-u again, divide, x weight, + bias: 10 eager ops
+        kernels=K("reduction", n, (n + pixels) * b, 2) + K("elementwise", n, 3 * n * b, 5)
+        + K("elementwise", pixels, 2 * pixels * b, 2) + K("elementwise", n, 2 * n * b, 1),
     )
 
 
@@ -223,6 +328,10 @@ def rms_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
         output_bytes=n * b,
         # pow(2) and x·rsqrt in float32, mean/+eps/rsqrt per row (3 float32 scalars), weight product
         activation_bytes=upcast + 2 * n * 4 + 3 * tokens * 4 + downcast + n * b,
+        # pow, mean, +eps, rsqrt, x·rsqrt, weight·x; the .to(float32) and .to(dtype) casts when b != 4
+        kernels=K("elementwise", n, 8 * n, 1) + K("reduction", n, 4 * n + 4 * tokens, 1)
+        + K("elementwise", tokens, 8 * tokens, 2) + K("elementwise", n, 12 * n, 1) + K("elementwise", n, 2 * n * b + dim * b, 1)
+        + (K("copy", 0, n * (b + 4), 2) if b != 4 else NO_KERNELS),
     )
 
 
@@ -234,6 +343,7 @@ def embedding(tokens: int, num_embeddings: int, dim: int, dtype_bytes: int = 2) 
         input_bytes=tokens * 8,  # int64 ids
         output_bytes=tokens * dim * b,
         activation_bytes=tokens * dim * b,
+        kernels=K("copy", 0, 2 * tokens * dim * b + tokens * 8),  # one index_select
     )
 
 
@@ -247,6 +357,9 @@ def elementwise(numel: int, op: str = "add", inputs: int = 1, dtype_bytes: int =
         input_bytes=inputs * numel * b,
         output_bytes=numel * b,
         activation_bytes=numel * b,
+        # one pointwise kernel; quick_gelu (x·sigmoid(1.702x), a scripted function) runs as three
+        kernels=K("elementwise", ELEMENTWISE_FLOPS[op] * numel // ELEMENTWISE_KERNELS.get(op, 1),
+                  (inputs + 1) * numel * b, ELEMENTWISE_KERNELS.get(op, 1)),
     )
 
 
@@ -255,6 +368,7 @@ def softmax(rows: int, cols: int, dtype_bytes: int = 2) -> LayerCost:
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS["softmax"] * n,  # max, subtract, exp, sum, divide
         input_bytes=n * dtype_bytes, output_bytes=n * dtype_bytes, activation_bytes=n * dtype_bytes,
+        kernels=K("reduction", ELEMENTWISE_FLOPS["softmax"] * n, 2 * n * dtype_bytes),  # one softmax kernel
     )
 
 
@@ -273,6 +387,7 @@ def interpolate(channels: int, in_size: tuple[int, ...], out_size: tuple[int, ..
         input_bytes=n_in * dtype_bytes,
         output_bytes=n_out * dtype_bytes,
         activation_bytes=n_out * dtype_bytes,
+        kernels=K("elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes),  # one upsample kernel
     )
 
 
@@ -293,7 +408,19 @@ def sdpa(batch: int, heads: int, q_len: int, kv_len: int, head_dim: int, v_head_
     else:
         # matmul, /sqrt(d), +mask, softmax(float32), .to(dtype) (only if not float32), P·V
         act = scores * b * (2 + (1 if mask else 0)) + scores * 4 + (scores * b if b != 4 else 0) + out * b
+    q_bytes = batch * q_len * heads * head_dim * b
+    kv_bytes = batch * kv_len * kvh * (head_dim + ev) * b
+    if fused:  # one scaled_dot_product_attention
+        kernels = K("attention", 2 * scores * (head_dim + ev) + scores * (1 + mask + ELEMENTWISE_FLOPS["softmax"]),
+                    q_bytes + kv_bytes + out * b + (scores * b if mask else 0), m=q_len)
+    else:  # matmul, / sqrt(d), + mask, float32 softmax, .to(dtype) when b != 4 (dropout in eval: none), matmul
+        s4 = scores * 4
+        kernels = (K("gemm", 2 * scores * head_dim, q_bytes + batch * kv_len * kvh * head_dim * b + scores * b, m=q_len)
+                   + K("elementwise", scores, 2 * scores * b, 1 + (1 if mask else 0)) + K("reduction", 5 * scores, scores * b + s4)
+                   + (K("copy", 0, s4 + scores * b) if b != 4 else NO_KERNELS)
+                   + K("gemm", 2 * scores * ev, scores * b + batch * kv_len * kvh * ev * b + out * b, m=q_len))
     return LayerCost(
+        kernels=kernels,
         flops_matmul=2 * scores * head_dim + 2 * scores * ev,  # Q·Kᵀ: scores × d MACs; P·V: (B·H·Lq·Ev) × Lk MACs
         flops_other=scores * (1 + (1 if mask else 0) + ELEMENTWISE_FLOPS["softmax"]),  # scale, mask add, softmax
         input_bytes=batch * q_len * heads * head_dim * b + batch * kv_len * kvh * (head_dim + ev) * b
@@ -320,6 +447,10 @@ def rotary_table(batch: int, tokens: int, head_dim: int, dtype_bytes: int = 2) -
         # position_ids.float(), float32 freqs, cat, cos, sin (and ×attention_scaling, which makes two more),
         # cast to dtype
         activation_bytes=batch * tokens * 4 + batch * half * tokens * 4 + 5 * table * 4 + (2 * table * b if b != 4 else 0),
+        # position_ids.float(), the bmm, cat, cos, sin, x attention_scaling twice; the casts to dtype when b != 4
+        kernels=K("copy", 0, batch * tokens * 12) + K("gemm", 2 * batch * half * tokens, batch * (half + 2 * half * tokens) * 4, m=half)
+        + K("copy", 0, 2 * table * 4) + K("elementwise", table, 2 * table * 4, 4)
+        + (K("copy", 0, table * (4 + b), 2) if b != 4 else NO_KERNELS),
     )
 
 
@@ -334,6 +465,9 @@ def rope_apply(batch: int, tokens: int, heads: int, kv_heads: int, head_dim: int
         output_bytes=rotated * b,
         # x·cos, cat (rotate_half), ·sin and the sum are q- and k-sized; -x2 negates only the second half
         activation_bytes=(9 * rotated * b) // 2,
+        # per q and k: x·cos, -x2, cat (rotate_half), ·sin, the sum: 5 eager ops each
+        kernels=K("elementwise", rotated // 2, 3 * rotated * b // 2, 6) + K("elementwise", rotated // 2, rotated * b // 2, 2)
+        + K("copy", 0, rotated * b, 2),
     )
 
 

@@ -113,7 +113,7 @@ class Hardware:
     @classmethod
     def from_config(cls, cfg: HardwareConfig) -> "Hardware":
         """A datasheet `HardwareConfig` (already validated) in SI units, each figure with its source."""
-        if cfg.kind != "datasheet":
+        if cfg.kind == "measured":
             raise ConfigError(f"hardware={cfg.name} is a measured roof: it comes from calibration "
                               "(llm_perf_opt.measure.calibrate), not from figures")
 
@@ -127,7 +127,7 @@ class Hardware:
         if cfg.memory_gb is not None:
             sources["memory"] = src(cfg.memory_gb)
         return cls(
-            name=cfg.name, label=cfg.label or cfg.name, kind="datasheet",
+            name=cfg.name, label=cfg.label or cfg.name, kind=cfg.kind,
             matmul_flops={k: v.value * TERA for k, v in cfg.matmul_tflops.items()},
             vector_flops=cfg.vector_tflops.value * TERA, bandwidth=cfg.memory_bandwidth_gbs.value * GIGA,
             memory_bytes=cfg.memory_gb.value * GIGA if cfg.memory_gb is not None else None,
@@ -182,15 +182,20 @@ def load_hardware(name: str, conf: Optional[Path] = None) -> Hardware:
 
 
 def datasheet_names(conf: Optional[Path] = None) -> tuple[str, ...]:
-    return tuple(n for n in hardware_names(conf) if load_hardware_config(n, conf).kind == "datasheet")
+    return tuple(n for n in hardware_names(conf) if n != "custom" and load_hardware_config(n, conf).kind == "datasheet")
 
 
 def datasheet_for_device(device_name: str, conf: Optional[Path] = None) -> Optional[str]:
     """The datasheet describing a GPU by its `torch.cuda.get_device_name()` ("NVIDIA H100 80GB HBM3" ->
-    h100_sxm): the one whose `device_names` patterns match (regular expressions, case-insensitive);
-    None when none does, or when several do (an ambiguous name is not guessed)."""
+    h100_sxm): the one whose `device_names` patterns match (regular expressions, case-insensitive); None when
+    none does. Two datasheets matching one name is an error naming both files: a loose pattern must not
+    silently drop the datasheet (or pick one by file order)."""
     import re
 
     found = [name for name in datasheet_names(conf)
              if any(re.search(p, device_name, re.IGNORECASE) for p in load_hardware_config(name, conf).device_names)]
-    return found[0] if len(found) == 1 else None
+    if len(found) > 1:
+        files = " and ".join(str(hardware_dir(conf) / f"{name}.yaml") for name in found)
+        raise ConfigError(f"device {device_name!r} matches the device_names of {len(found)} datasheets ({files}): "
+                          "make the patterns specific enough that one datasheet matches")
+    return found[0] if found else None

@@ -19,6 +19,8 @@ door to TorchLens, and under `metadata.CallRecorder`'s read-only hooks), `derive
   `is_inplace`: `add_`, dropout in eval, a cast to the same dtype) is keyed `name:same`, an indexing
   by a tensor (a gather, which copies) `__getitem__:gather`. Views are told apart by name where the
   bytes are used (`callgraph.op_families`);
+* `op_counts`      — how many of each op (keyed as in `op_output_bytes`) ran directly in each module: the
+  ops that launch a kernel are counted from it (`op_families.launches_kernel`);
 
 and from the module tree: `module_children` (`named_children`, called or not) and `module_types`.
 
@@ -79,6 +81,8 @@ class TraceGraph:
     opaque_ops: Counter
     num_ops: int
     op_output_bytes: dict[str, Counter] = field(default_factory=dict)
+    op_counts: dict[str, Counter] = field(default_factory=dict)
+    op_counts_by_pass: dict[str, dict[str, Counter]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,6 +121,10 @@ def graph_from_trace(trace: Any) -> TraceGraph:
     ops: Counter = Counter()
     opaque: Counter = Counter()
     out_bytes: dict[str, Counter] = {}
+    counts: dict[str, Counter] = {}
+    by_pass: dict[str, dict[str, Counter]] = {}  # forward pass (1 = the prefill, k + 1 = decode step k) -> counts
+    pass_cache: dict[str, int] = {}
+    current_pass = 1
     num_ops = 0
     for op in trace.layer_list:
         if op.is_input or op.is_output or op.is_buffer:
@@ -135,16 +143,38 @@ def graph_from_trace(trace: Any) -> TraceGraph:
             address = ROOT if label is None else _call_address(label)
         ops[address] += 1
         num_ops += 1
+        name = "(opaque)" if op.func_name == "none" else str(op.func_name)
+        if getattr(op, "is_inplace", False):  # the output is an input tensor (add_, eval dropout, no-op casts)
+            name += SAME_TENSOR
+        elif name == "__getitem__" and _indexed_by_tensor(op):
+            name += GATHER  # indexed by a tensor: a copy, not a view
+        if not getattr(op, "multi_output_index", None):  # topk's values and indices: one op, one kernel
+            counts.setdefault(address, Counter())[name] += 1
+            if label is not None and address != ROOT:
+                current_pass = _pass_of(label, parent_of_call, pass_cache)
+            by_pass.setdefault(str(current_pass), {}).setdefault(address, Counter())[name] += 1
         nbytes = _op_output_bytes(op)
         if nbytes is not None:
-            name = "(opaque)" if op.func_name == "none" else str(op.func_name)
-            if getattr(op, "is_inplace", False):  # the output is an input tensor (add_, eval dropout, no-op casts)
-                name += SAME_TENSOR
-            elif name == "__getitem__" and _indexed_by_tensor(op):
-                name += GATHER  # indexed by a tensor: a copy, not a view
             out_bytes.setdefault(address, Counter())[name] += nbytes
     return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops,
-                      op_output_bytes=out_bytes)
+                      op_output_bytes=out_bytes, op_counts=counts, op_counts_by_pass=by_pass)
+
+
+def _pass_of(call_label: str, parent_of_call: Mapping[str, str | None], cache: dict[str, int]) -> int:
+    """The forward pass a module call belongs to: the call index of its outermost ancestor below the root
+    (each of the root's children is called once per forward: `model:2` is the second forward, the first
+    decode step). Ops of the root itself take the pass of the last module call before them."""
+    hit = cache.get(call_label)
+    if hit is None:
+        label = call_label
+        while True:
+            parent = parent_of_call.get(label)
+            if parent is None or _call_address(parent) == ROOT:
+                break
+            label = parent
+        tail = label.rpartition(":")[2]
+        hit = cache[call_label] = int(tail) if tail.isdigit() else 1
+    return hit
 
 
 def _indexed_by_tensor(op: Any) -> bool:
@@ -407,6 +437,8 @@ def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str]
         module_children=children,
         module_types=types,
         op_output_bytes={a: dict(c) for a, c in graph.op_output_bytes.items()},
+        op_counts={a: dict(c) for a, c in graph.op_counts.items()},
+        op_counts_by_pass={p: {a: dict(c) for a, c in by.items()} for p, by in graph.op_counts_by_pass.items()},
         model_name=model_name,
     )
     return Derived(cg, graph, without_ops, bypassing, time.perf_counter() - t0)

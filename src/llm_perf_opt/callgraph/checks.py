@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:  # the grouping imports this module
-    from llm_perf_opt.callgraph.grouping import GroupedGraph
+    from llm_perf_opt.callgraph.grouped import GroupedGraph
 
 STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED = "ok", "mismatch", "not checked"
 STATUSES = (STATUS_OK, STATUS_MISMATCH, STATUS_NOT_CHECKED)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from llm_perf_opt import units
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.node_costs import COLOR_BY, color_metric, node_figure
 
 COLOR_CHOICES = tuple(COLOR_BY) + ("none",)
@@ -29,6 +29,24 @@ BINS: tuple[tuple[float, str, str, str], ...] = (
     (0.0, "#ffffcc", "#111827", "< 0.1%"),
 )
 NO_FIGURE = ("#e5e7eb", "#374151", "no figure")
+# color_by=delta_time (a comparison's graph): the share is signed (the change over run A's total); slower
+# nodes take the bins above, faster ones these (ColorBrewer Blues), by the size of the change
+FASTER_BINS: tuple[tuple[float, str, str, str], ...] = (
+    (0.5, "#08306b", "#ffffff", "faster by ≥ 50%"),
+    (0.2, "#08519c", "#ffffff", "faster by 20–50%"),
+    (0.1, "#2171b5", "#ffffff", "faster by 10–20%"),
+    (0.05, "#4292c6", "#111827", "faster by 5–10%"),
+    (0.02, "#6baed6", "#111827", "faster by 2–5%"),
+    (0.01, "#9ecae1", "#111827", "faster by 1–2%"),
+    (0.001, "#c6dbef", "#111827", "faster by 0.1–1%"),
+    (0.0, "#eff3ff", "#111827", "faster by < 0.1%"),
+)
+SIGNED = ("delta_time",)
+
+
+def signed_text(value: float, kind: str) -> str:
+    """A change with its sign: `+12.3 ms`, `−4 ms`."""
+    return ("+" if value > 0 else "−" if value < 0 else "±") + format_value(abs(value), kind)
 
 
 def format_value(value: float | None, kind: str) -> str:
@@ -98,7 +116,12 @@ class Heat:
 
     def colours(self, node: GroupNode) -> tuple[str, str]:
         """(fill, text colour) of a node."""
-        b = bin_of(self.share(node))
+        share = self.share(node)
+        if self.color_by in SIGNED and share is not None:
+            bins = FASTER_BINS if share < 0 else BINS
+            b = bin_of(abs(share))
+            return bins[b][1], bins[b][2]
+        b = bin_of(share)
         if b is None:
             return NO_FIGURE[0], NO_FIGURE[1]
         return BINS[b][1], BINS[b][2]
@@ -113,6 +136,11 @@ class Heat:
         fig = self.figure(node)
         if not fig or fig.get("total") is None:
             return f"no {self.metric['label']}"
+        if self.color_by in SIGNED:
+            text = signed_text(fig["total"], self.metric["kind"])
+            if fig.get("share") is not None:
+                text += f" · {'+' if fig['share'] >= 0 else '−'}{units.percent(abs(fig['share']))}"
+            return text
         text = format_value(fig["total"], self.metric["kind"])
         if fig.get("share") is not None:
             text += f" · {units.percent(fig['share'])}"
@@ -138,10 +166,15 @@ class Heat:
     def title(self) -> str:
         if self.metric is None:
             return "colour: node kind"
+        if self.color_by in SIGNED:
+            return f"colour: {self.metric['label']}, change over {self.metric.get('base_label', 'run A')}'s total"
         total = self.metric.get("total")
         of = f" of {format_value(total, self.metric['kind'])}" if total is not None else ""
         return f"colour: {self.metric['label']}, share{of}"
 
     def legend(self) -> list[tuple[str, str, str]]:
         """(fill, text colour, text) rows, the title's meaning first."""
+        if self.color_by in SIGNED:
+            return ([(fill, text, "slower by " + label) for _, fill, text, label in BINS]
+                    + [(fill, text, label) for _, fill, text, label in reversed(FASTER_BINS)] + [NO_FIGURE])
         return [(fill, text, label) for _, fill, text, label in BINS] + [NO_FIGURE]

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.heat import BINS, format_value
 from llm_perf_opt.callgraph.node_costs import ModuleCosts
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph

@@ -4,7 +4,7 @@ A `MetricTable` is one figure per module address (`named_modules()` paths, the r
 the module's calls and covering its subtree (inclusive): analytic FLOPs or bytes, measured FLOPs,
 activation bytes observed by TorchLens, measured or predicted time. It says what it is (`label`,
 `unit`, `kind`) and where it comes from (`source`: the convention, or how it was measured). The model's
-package builds the tables (for DeepSeek-OCR: `pipelines.graph_stage`); this module only knows tables of
+package builds the tables (for DeepSeek-OCR: `trace.graph`); this module only knows tables of
 numbers by address, so it stays model-agnostic.
 
 `attach_costs(grouped, costs)` fills `GroupNode.costs[metric]` (and each variant's) with the figures of
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from llm_perf_opt.artifacts import read_artifact, require, write_artifact
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.callgraph.schema import ROOT
 from llm_perf_opt.errors import ArtifactError
 
@@ -41,6 +41,7 @@ COLOR_BY: dict[str, tuple[str, ...]] = {
     "time": ("time_measured", "time_predicted"),
     "bytes": ("activation_bytes_observed", "io_bytes_analytic"),
     "params": ("params",),
+    "delta_time": ("delta_time",),  # measured time of run B minus run A, set by report.compare on B's graph
 }
 
 

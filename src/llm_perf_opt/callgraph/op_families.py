@@ -104,3 +104,34 @@ def layer_norm_statistics(module_types: Mapping[str, str], output_metadata: Mapp
         if cls in classes and isinstance(meta, Mapping):
             out[address] = 2 * stat_bytes * _rows_of_calls(meta)
     return out
+
+
+# ------------------------------------------------------------------------------------------- kernels
+# Which recorded ops launch a kernel (`op_counts` keys): every compute, copy/cast and gather op; of the ops that
+# returned an input, the in-place writes (`add_`, `masked_fill_`, `scatter_`, `__setitem__`); never a view, a
+# no-op cast or `contiguous` that had nothing to do (`to:same`, `float:same`, `cpu:same` on the CPU), eval
+# dropout, or a bare allocation. A `reshape` / `flatten` of a non-contiguous tensor copies, but TorchLens
+# records it like a view: both sides count it as a view (the analytic model's convention, `analytic.costs`).
+ALLOCATION_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
+NO_OP_WHEN_SAME = frozenset({"to", "float", "half", "bfloat16", "double", "long", "int", "bool", "type", "type_as",
+                             "contiguous", "cpu", "cuda", "detach", "dropout", "dropout_", "clone", "__iter__"})
+
+
+def launches_kernel(op_key: str) -> bool:
+    """Whether one recorded op (an `op_counts` key) launches a kernel."""
+    if op_key.endswith(SAME_TENSOR):
+        base = op_key[: -len(SAME_TENSOR)]
+        return base not in NO_OP_WHEN_SAME and (base.endswith("_") or base == "__setitem__")
+    if op_key.endswith(GATHER):
+        return True
+    return op_key not in VIEW_OPS and op_key not in ALLOCATION_OPS
+
+
+def kernel_count(ops: Mapping[str, int]) -> int:
+    """Kernels launched by {op key: count} (one module's, or a subtree's)."""
+    return sum(int(n) for key, n in ops.items() if launches_kernel(key))
+
+
+def subtree_kernels(op_counts: Mapping[str, Mapping[str, int]], address: str) -> int:
+    """Kernels launched in a module's subtree (by address prefix; "" is the whole forward)."""
+    return kernel_count(subtree_ops(op_counts, address))

@@ -15,6 +15,9 @@ performance engineers already use:
 * `activation_bytes` address -> bytes of the tensors the module's calls output, summed over calls
 * `param_counts`    address -> parameters held directly by the module
 * `op_output_bytes` address -> {op name -> bytes of the tensors those ops produced directly in the module}
+* `op_counts`       address -> {op name (keyed as in `op_output_bytes`) -> ops run directly in the module}
+  (absent in files written before it: loads empty)
+* `op_counts_by_pass` forward pass ("1" = the prefill, "k+1" = decode step k) -> the same, for that pass
 * `runtime_log`     the RuntimeLog events of the patched forward
 * `stats`           num_ops, module_calls, capture_seconds, forward_seconds, ...
 * `module_times`    address -> measured time of the module in the forward, summed over its calls (seconds:
@@ -41,7 +44,7 @@ SCHEMA_VERSION = 3
 KNOWN_VERSIONS = (1, 2, 3)
 GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
 METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts",
-                 "op_output_bytes")
+                 "op_output_bytes", "op_counts", "op_counts_by_pass")
 TIMING_KEYS = ("module_times", "module_times_method")  # filled by the trace job's profile stage (version 3)
 ROOT = ""
 
@@ -59,6 +62,8 @@ class CallGraph:
     activation_bytes: dict[str, int] = field(default_factory=dict)
     param_counts: dict[str, int] = field(default_factory=dict)
     op_output_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
+    op_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    op_counts_by_pass: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     module_times: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure.module_times.module_time_table
     module_times_method: dict[str, Any] = field(default_factory=dict)
     runtime_log: list[dict[str, Any]] = field(default_factory=list)

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from llm_perf_opt.config.schemas import RootConfig
 from llm_perf_opt.errors import ConfigError
@@ -36,6 +36,9 @@ def omegaconf_errors_as_config_error(where: str = "") -> Iterator[None]:
         if isinstance(cause, ConfigError):
             raise cause from None
         first = str(exc).splitlines()[0]
+        key = getattr(exc, "full_key", None)
+        if isinstance(exc, MissingMandatoryValue) and key:  # name the field, not the dataclass (hardware=custom)
+            first = f"{key} is required and missing: give it on the command line ({key}=...)"
         raise ConfigError(f"{where}: {first}" if where else first) from None
 
 

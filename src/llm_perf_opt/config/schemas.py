@@ -97,10 +97,12 @@ class WorkloadConfig:
     tile_size: int = 640  # dynamic_preprocess tile: 640 in HF infer(); image_size in the vLLM pipeline
     page: PageConfig = field(default_factory=PageConfig)
     prompt: str = DEFAULT_PROMPT
+    batch: int = 1  # pages served together (analyze: serving figures at this batch)
 
     def __post_init__(self) -> None:
         for name in ("base_size", "image_size", "tile_size"):
             _positive_int(f"workload.{name}", getattr(self, name), "(pixels)")
+        _positive_int("workload.batch", self.batch, "(pages served together)")
         if not isinstance(self.crop_mode, bool):
             raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
         if not isinstance(self.prompt, str) or not self.prompt:
@@ -185,7 +187,7 @@ class VerifyConfig:
                 raise ConfigError.field("verify.overrides", override, "must be key=value overrides")
 
 
-RENDER_COLOR_BY = ("flops", "time", "bytes", "params", "none")
+RENDER_COLOR_BY = ("flops", "time", "bytes", "params", "delta_time", "none")  # delta_time: ./dev compare
 
 
 @dataclass
@@ -277,6 +279,56 @@ class RunConfig:
             raise ConfigError.field("run.overwrite", self.overwrite, "must be true or false")
 
 
+SERVE_LEVELS = ("ideal",)  # time levels the serving math has here (the time model adds kernel, eager)
+
+
+@dataclass
+class ServeConfig:
+    """Serving figures (`analytic.serving`): tokens generated per page, the time level, the memory allowance,
+    the batches of the latency-vs-throughput curve, and optionally the routing a trace measured."""
+
+    output_tokens: int = 1000  # tokens generated per page (reasoning: analytic.serving.DEFAULT_OUTPUT_TOKENS)
+    level: str = "ideal"
+    workspace_gb: float = 1.0  # fixed allowance: runtime context and library workspaces (analytic.memory_model)
+    fragmentation: float = 0.10  # allowance per byte of KV cache and activations (allocator)
+    batches: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
+    routing: Optional[str] = None  # routing.json of a trace run: experts touched from its measured popularity
+
+    def __post_init__(self) -> None:
+        _positive_int("serve.output_tokens", self.output_tokens, "(tokens generated per page)")
+        _one_of("serve.level", self.level, SERVE_LEVELS)
+        for name in ("workspace_gb", "fragmentation"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError.field(f"serve.{name}", value, "must be a number >= 0")
+        if self.fragmentation >= 1:
+            raise ConfigError.field("serve.fragmentation", self.fragmentation, "must be below 1")
+        if not self.batches:
+            raise ConfigError.field("serve.batches", self.batches, "must list at least one batch")
+        for b in self.batches:
+            _positive_int("serve.batches[]", b)
+        if self.routing is not None:
+            self.routing = str(user_path(self.routing))
+            if not Path(self.routing).is_file():
+                raise ConfigError.field("serve.routing", self.routing, "must be an existing routing.json")
+
+
+@dataclass
+class SizeConfig:
+    """`./dev size` targets (`analytic.sizing`); every one is required (`tpot_s=0.02` on the command line)."""
+
+    ttft_s: float = MISSING
+    tpot_s: float = MISSING
+    pages_per_day: float = MISSING
+    max_scale: float = 10.0  # refuse latency targets no device within this factor of every figure meets
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_s", "tpot_s", "pages_per_day", "max_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError.field(f"size.{name}", value, "must be a positive number")
+
+
 @dataclass
 class RootConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -290,11 +342,13 @@ class RootConfig:
     export: ExportConfig = field(default_factory=ExportConfig)
     experiment: Optional[str] = None  # name of the ready sweep in use, for the report
     run: RunConfig = field(default_factory=RunConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    size: Optional[SizeConfig] = None  # ./dev size only (conf/size.yaml)
 
 
 
 # ----------------------------------------------------------------------------------------------- hardware
-HARDWARE_KINDS = ("datasheet", "measured")
+HARDWARE_KINDS = ("datasheet", "measured", "custom")  # custom: every figure from the command line
 PREDICTION_DTYPES = ("bfloat16", "float16", "float32")  # storage dtypes a roofline prediction can use
 MATMUL_PEAK_KEYS = ("bfloat16", "float16", "float32", "tf32")  # tf32: float32 matmuls with allow_tf32
 
@@ -329,6 +383,11 @@ class HardwareConfig:
     vector_tflops: Optional[HardwareFigure] = None
     memory_bandwidth_gbs: Optional[HardwareFigure] = None
     memory_gb: Optional[HardwareFigure] = None
+    # the kernel and eager time levels (analytic.time_levels): the shortest kernel's device time and the host's
+    # launch call per kernel, in microseconds; a measured roof calibrates both
+    min_kernel_us: Optional[HardwareFigure] = None
+    launch_us: Optional[HardwareFigure] = None
+    sync_us: Optional[HardwareFigure] = None
     notes: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)  # datasheet: regexes matching torch.cuda.get_device_name()
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
@@ -352,9 +411,10 @@ class HardwareConfig:
             return
         for key in self.matmul_tflops:
             _one_of(f"hardware.matmul_tflops.{key}", key, MATMUL_PEAK_KEYS)
-        for required in ("vector_tflops", "memory_bandwidth_gbs"):
+        required_figures = ("vector_tflops", "memory_bandwidth_gbs") + (("memory_gb",) if self.kind == "custom" else ())
+        for required in required_figures:
             if getattr(self, required) is None:
-                raise ConfigError(f"hardware.{required} is required for a datasheet roof ({self.name})")
+                raise ConfigError(f"hardware.{required} is required for a {self.kind} roof ({self.name})")
         if not self.matmul_tflops:
             raise ConfigError(f"hardware.matmul_tflops is required for a datasheet roof ({self.name}): "
                               f"one dense peak per dtype ({', '.join(MATMUL_PEAK_KEYS)})")
@@ -383,7 +443,7 @@ class HardwareConfig:
         """The matmul peak a `dtype` prediction uses (float32 with allow_tf32 -> tf32); a datasheet
         without it is refused, naming the field."""
         key = "tf32" if dtype == "float32" and self.allow_tf32 else dtype
-        if self.kind == "datasheet" and key not in self.matmul_tflops:
+        if self.kind != "measured" and key not in self.matmul_tflops:
             field_name = "hardware.allow_tf32" if key == "tf32" else "hardware.dtype"
             value = self.allow_tf32 if key == "tf32" else dtype
             raise ConfigError.field(field_name, value, f"{self.name} has no matmul peak for {key} "

@@ -187,6 +187,18 @@ class DeepseekOCRAnalyticModel:
                  **kwargs: Any) -> "DeepseekOCRAnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
 
+    def serving_model(self, moe: Any = None, dtype: Any = None) -> Any:
+        """The serving model of this page (`dsocr.serving.serving_model`): batch rules, memory, MoE at batch."""
+        from llm_perf_opt.dsocr.serving import serving_model
+
+        return serving_model(self, moe, dtype if dtype is not None else "bfloat16")
+
+    def moe_from_routing(self, routing_path: str) -> Any:
+        """The MoE shape measured in a routing.json (`dsocr.serving.moe_from_routing`)."""
+        from llm_perf_opt.dsocr.serving import moe_from_routing
+
+        return moe_from_routing(self.spec, self.dtype_bytes, routing_path)
+
     def with_dtype(self, dtype: Any) -> "DeepseekOCRAnalyticModel":
         """The same page and prompt with bytes counted in another dtype (a roof's prediction dtype)."""
         return DeepseekOCRAnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,

@@ -42,7 +42,7 @@ from llm_perf_opt.callgraph.checks import (
     check_result,
     events_of,
 )
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode
 from llm_perf_opt.dsocr import parts
 
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from llm_perf_opt.analytic import costs as C
-from llm_perf_opt.analytic.costs import ZERO, LayerCost
+from llm_perf_opt.analytic.costs import K, NO_KERNELS, ZERO, LayerCost
 from llm_perf_opt.analytic.registry import (
     Children,
     called_through_forward,
@@ -96,10 +96,15 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         if length != 2 * size - 1:
             own = own + C.interpolate(hd, (length,), (2 * size - 1,), "linear")
             if b != 4:  # the table's .to(float32) and the resized table's .to(dtype)
-                own = own + LayerCost(activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b)
+                own = own + LayerCost(activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b,
+                                      kernels=K("copy", 0, length * hd * (b + 4)) + K("copy", 0, (2 * size - 1) * hd * (4 + b)))
         # get_rel_pos' index: two int64 aranges, their float32 scaled copies, the float32 difference and
         # offset (size x size each) and its int64 .long() (q = k = size)
-        own = own + LayerCost(activation_bytes=2 * size * (8 + 4) + size * size * (4 + 4 + 8))
+        own = own + LayerCost(activation_bytes=2 * size * (8 + 4) + size * size * (4 + 4 + 8),
+                              # two aranges, two scalings, the difference, the offset, .long(), the table gather
+                              kernels=K("copy", 0, size * 8, 2) + K("elementwise", size, size * 12, 2)
+                              + K("elementwise", size * size, size * size * 8, 2) + K("copy", 0, size * size * 12)
+                              + K("copy", 0, size * size * (8 + 2 * hd * b)))
     own = own + LayerCost(
         # einsum bhwc,hkc->bhwk (rel_h: B·heads·h·w·h outputs) and bhwc,wkc->bhwk (rel_w: ...·w outputs),
         # both lowered to bmm with hd MACs per output
@@ -109,6 +114,9 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         input_bytes=bh * n * hd * b,  # q
         output_bytes=bh * n * n * b,  # the attention bias
         activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias
+        kernels=K("gemm", 2 * bh * h * w * h * hd, (bh * n * hd + h * h * hd + bh * n * h) * b, m=w)
+        + K("gemm", 2 * bh * h * w * w * hd, (bh * n * hd + w * w * hd + bh * n * w) * b, m=h)
+        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b),  # two einsums (bmm), the bias sum
     )
     own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
     return own, (
@@ -142,7 +150,9 @@ def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int
         pad_elems = batch * padded * padded * width
         # partition permute().contiguous() and unpartition copy; with padding also F.pad and the crop copy
         copies = 2 * pad_elems + (pad_elems + tokens * width if padded != grid else 0)
-        own = own + LayerCost(activation_bytes=copies * b)
+        # partition and unpartition .contiguous(); with padding F.pad and the crop's .contiguous()
+        own = own + LayerCost(activation_bytes=copies * b, kernels=K("copy", 0, 2 * pad_elems * b, 2)
+                              + (K("copy", 0, (tokens * width + pad_elems) * b, 2) if padded != grid else NO_KERNELS))
     else:
         attn = module_cost("dsocr.Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1,
                            2 * sam.pos_grid - 1, b)
@@ -172,7 +182,9 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     if grid != sam.pos_grid:
         own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
         # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
-        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 * 4 + grid * grid * b) * sam.width if b != 4 else 0)
+        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 * 4 + grid * grid * b) * sam.width if b != 4 else 0,
+                              kernels=K("copy", 0, (sam.pos_grid ** 2 + grid * grid) * (4 + b) * sam.width, 1)
+                              .times(2 if b != 4 else 0))
     blocks = tuple(
         (str(i), module_cost("dsocr.Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
         for i in range(sam.depth)
@@ -185,7 +197,8 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
         ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
         ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
     ))
-    own = own + LayerCost(activation_bytes=batch * c1 * g2 * g2 * b)  # x2.clone()
+    own = own + LayerCost(activation_bytes=batch * c1 * g2 * g2 * b,  # x2.clone()
+                          kernels=K("copy", 0, 2 * batch * c1 * g2 * g2 * b))
     patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b)
     return own, (
         ("patch_embed", children_node("dsocr.PatchEmbed", (("proj", patch),))),
@@ -203,14 +216,18 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
     b = dtype_bytes
     src = math.isqrt(clip.num_positions - 1)
     tgt = math.isqrt(tokens)  # get_abs_pos: int(sqrt(N))
-    own = LayerCost(activation_bytes=batch * tokens * clip.width * b)  # cat(class token, patches)
+    own = LayerCost(activation_bytes=batch * tokens * clip.width * b,  # cat(class token, patches)
+                    kernels=K("copy", 0, 2 * batch * tokens * clip.width * b))
     if src != tgt:
         own = own + C.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
-        own = own + LayerCost(activation_bytes=tokens * clip.width * b)  # cat(cls, resized table)
+        own = own + LayerCost(activation_bytes=tokens * clip.width * b,  # cat(cls, resized table)
+                              kernels=K("copy", 0, 2 * tokens * clip.width * b))
         # get_abs_pos: permute(...).contiguous() copy of the source grid; its .to(float32) and the
         # resized grid's .to(dtype) when b != 4
         own = own + LayerCost(activation_bytes=src * src * clip.width * b
-                              + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0))
+                              + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0),
+                              kernels=K("copy", 0, 2 * src * src * clip.width * b)
+                              + K("copy", 0, (src * src + tgt * tgt) * (4 + b) * clip.width).times(2 if b != 4 else 0))
     own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
     table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
     return own, (("position_embedding", table),)
@@ -296,9 +313,11 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
         batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1, fused=fused, dtype_bytes=b)
     if past_len:
         cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
-        own = own + LayerCost(output_bytes=cache, activation_bytes=cache)
+        own = own + LayerCost(output_bytes=cache, activation_bytes=cache,
+                              kernels=K("copy", 0, 2 * cache // 2, 2))  # the two cats (k, v)
     if q_len > 1:  # out.transpose(1, 2).contiguous() copies (B, H, T, d) -> (B, T, H, d); one token is a view
-        own = own + LayerCost(activation_bytes=batch * q_len * heads * head_dim * b)
+        own = own + LayerCost(activation_bytes=batch * q_len * heads * head_dim * b,
+                              kernels=K("copy", 0, 2 * batch * q_len * heads * head_dim * b))
     rows = batch * q_len
     return own, (
         ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, False, b)),
@@ -351,6 +370,9 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
         # and the weights x routed_scaling_factor (a new float32 T x k tensor, even at scale 1.0)
         activation_bytes=(tokens * hidden * 4 if b != 4 else 0) + (hidden * n_routed * 4 if b != 4 else 0)
         + tokens * top_k * (4 + 8 + 4),
+        # top-k (one kernel, two outputs), × routed_scaling_factor; the two float32 casts when b != 4
+        kernels=K("reduction", 0, tokens * n_routed * 4 + tokens * top_k * 12) + K("elementwise", tokens * top_k, 8 * tokens * top_k)
+        + (K("copy", 0, tokens * hidden * (4 + b)) + K("copy", 0, hidden * n_routed * (4 + b)) if b != 4 else NO_KERNELS),
     )
     return gate + C.softmax(tokens, n_routed, 4)
 
@@ -371,9 +393,12 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
     routed_tokens = tokens * top_k
     routed = layer_cost("dsocr.DeepseekV2MLP", routed_tokens, hidden, d.moe_intermediate_size, b)
     experts_read = min(d.n_routed_experts, routed_tokens)
+    # the kernels: each expert that gets rows runs its MLP once (5 kernels), on about routed_tokens / experts rows
+    per_expert = layer_cost("dsocr.DeepseekV2MLP", max(1, routed_tokens // max(1, experts_read)), hidden,
+                            d.moe_intermediate_size, b)
     routed = LayerCost(
         routed.flops_matmul, routed.flops_other, experts_read * 3 * hidden * d.moe_intermediate_size * b,
-        routed.input_bytes, routed.output_bytes, routed.activation_bytes,
+        routed.input_bytes, routed.output_bytes, routed.activation_bytes, per_expert.kernels.times(experts_read),
     )
     experts = d.n_routed_experts
     own = LayerCost(
@@ -387,6 +412,15 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
         activation_bytes=(3 * routed_tokens * hidden * b + (routed_tokens * hidden * 4 if b != 4 else 0)
                           + tokens * hidden * 4 + (tokens * hidden * b if b != 4 else 0)
                           + 8 * (tokens * experts + experts + 2 * routed_tokens)),
+        # new_zeros, scatter_, sum (load), argsort, // k, the token gather, cat of the expert outputs, the
+        # scatter back (index_put), mul_ by the weights, the sum over k; the two casts (.type) when b != 4.
+        # `tokens_per_expert.cpu()`: one host sync per MoE layer
+        kernels=K("copy", 0, tokens * experts * 8) + K("copy", 0, routed_tokens * 16 + tokens * experts * 8)
+        + K("reduction", tokens * experts, tokens * experts * 8) + K("reduction", 0, routed_tokens * 16)
+        + K("elementwise", routed_tokens, routed_tokens * 16) + K("copy", 0, 2 * routed_tokens * hidden * b + routed_tokens * 8, 3)
+        + K("elementwise", routed_tokens * hidden, routed_tokens * hidden * 8) + K("reduction", routed_tokens * hidden, (routed_tokens + tokens) * hidden * 4)
+        + (K("copy", 0, routed_tokens * hidden * (4 + b)) + K("copy", 0, tokens * hidden * (4 + b)) if b != 4 else NO_KERNELS),
+        syncs=1,
     )
     children: Children = (
         ("gate", module_cost("dsocr.MoEGate", tokens, hidden, d.n_routed_experts, b, top_k)),
@@ -436,19 +470,26 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
             ("projector", module_cost("dsocr.MlpProjector", rows, p.input_dim, p.n_embed, b)),
         )
         # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim)
-        own = own + LayerCost(activation_bytes=rows * p.input_dim * b)
+        own = own + LayerCost(activation_bytes=rows * p.input_dim * b, kernels=K("copy", 0, 2 * rows * p.input_dim * b))
         if name == "crops":  # the crops re-tiled into one grid: reshape of a permuted tensor, a copy
             glue_tokens += rows
     global_newline = global_grid * (global_grid + 1)  # cat(global rows, newline column)
     local_newline = image_tokens - global_newline - 1 if len(passes) > 1 else 0  # the same for the crop grid
     # + the final cat(local, global, separator) and the cat of that one-element list (a copy too)
     glue_tokens += global_newline + local_newline + 2 * image_tokens
-    own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b)
+    # kernels: the newline cats (global, and the crops'), the final cat and the cat of its one-element list;
+    # the crops' re-tiling reshape copies too, but TorchLens cannot tell that reshape from a view: not listed
+    own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b,
+                          kernels=K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b, 3 + (len(passes) > 1)))
     # the forward's two `torch.sum(...).item()` checks (the global view, then the crops, not all zeros):
     # 0-d tensors of the image dtype; with crops, the grid's sides are 0-d int64 tensors (the crop shape),
     # so `down * side`, `across * side` (the re-tiling) and `down * side` again (the newline column) are three
     # more 0-d int64 tensors
-    own = own + LayerCost(activation_bytes=2 * b + (3 * 8 if len(passes) > 1 else 0))
+    own = own + LayerCost(activation_bytes=2 * b + (3 * 8 if len(passes) > 1 else 0),
+                          # the two sums, each `.item()` a host sync; the three 0-d products; the image rows
+                          # scattered into the embeddings (masked_scatter_, in place)
+                          kernels=K("reduction", 0, 2 * b, 2) + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
+                          + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b), syncs=2)
     return own, children
 
 
@@ -474,7 +515,12 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
     t, pl = q_len, past_len
     mask = t * t * 4 + 2 * t * 8 + t * t + (t * t * b if b != 4 else 0) + (t * pl * b + t * (pl + t) * b if pl else 0)
     mask = mask if t > 1 else 0
-    own = own + LayerCost(activation_bytes=t * 8 + mask)
+    mask_kernels = (K("copy", 0, t * t * 4) + K("copy", 0, t * 8) + K("elementwise", t, t * 16, 2)
+                    + K("copy", 0, t * t * 5) + (K("copy", 0, t * t * (4 + b)) if b != 4 else NO_KERNELS)
+                    + (K("copy", 0, t * pl * b) + K("copy", 0, 2 * t * (pl + t) * b) if pl else NO_KERNELS)) if t > 1 else NO_KERNELS
+    # position ids (arange); the mask: full, arange, arange + 1 and < (elementwise), masked_fill_, .to(dtype)
+    # when b != 4, with a cache zeros and cat
+    own = own + LayerCost(activation_bytes=t * 8 + mask, kernels=K("copy", 0, t * 8) + mask_kernels)
     return own, (
         ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),
         *vision,
@@ -490,5 +536,6 @@ def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
     if not shape.language:
         return ZERO, (("model", model),)
     d = shape.spec.decoder
-    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4) if b != 4 else ZERO  # logits.float()
+    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float()
+                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b))) if b != 4 else ZERO
     return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

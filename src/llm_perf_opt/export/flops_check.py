@@ -11,10 +11,10 @@ the op it came from. Any difference is listed per module with the ops that make 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.analytic.costs import LayerCost
+from llm_perf_opt.analytic.costs import COST_FIELDS, LayerCost
 from llm_perf_opt.export.flops import GraphOp, flops_by_module, total_flops
 from llm_perf_opt.export.targets import ExportTarget
 
@@ -85,7 +85,7 @@ def analytic_reference(family: Any, target: ExportTarget, spec: Any, layout: Any
 
 
 def _minus(a: LayerCost, b: LayerCost) -> LayerCost:
-    return LayerCost(**{f.name: getattr(a, f.name) - getattr(b, f.name) for f in fields(LayerCost)})
+    return LayerCost(**{name: getattr(a, name) - getattr(b, name) for name in COST_FIELDS})
 
 
 # ------------------------------------------------------------------------------------------- FLOPs

@@ -1,6 +1,8 @@
 """`./dev analyze`: the analytic cost model alone, for any workload and page size; no model is built.
-With `hardware=NAME` (a datasheet, or `measured`: this machine, calibrated and cached) it also predicts
-vision, prefill and decode times per stage and part (roofline.json)."""
+With `hardware=NAME` (a datasheet, `custom`, or `measured`: this machine, calibrated and cached) it also predicts
+vision, prefill and decode times per stage and part (roofline.json), and the serving figures at
+`workload.batch` with `serve.output_tokens` per page: TTFT, TPOT, tokens/s, pages/day, memory and the binding
+constraint, with the latency-vs-throughput curve (serving.json, curve.csv, curve.svg/.png)."""
 from __future__ import annotations
 
 import hydra
@@ -11,7 +13,12 @@ from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
 from llm_perf_opt.analytic.table import render_costs_table
-from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.analytic.serving import curve_rows
+from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
+from llm_perf_opt.analytic.serving_text import render_curve, render_point
+from llm_perf_opt.artifacts import atomic_write_text, write_artifact
+from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
+from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.config.options import check_group_options
@@ -32,6 +39,10 @@ def main(raw: DictConfig) -> None:
     if roof is not None:  # bytes follow the predicted dtype
         model = model_for_dtype(model, roof.dtype)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
+    serving = None
+    if roof is not None:  # every check (batch, output length, memory) before anything is written
+        sm = serving_model_for(cfg, model, roof)
+        serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
@@ -43,7 +54,33 @@ def main(raw: DictConfig) -> None:
         return
     print()
     print(render_roofline_table(latency))
+    print()
+    print(_levels_table(cfg, model, latency))
     progress(f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw)}")
+    sm, point, points, knee, fits = serving
+    print()
+    print(render_point(point, hardware.name, hardware.memory_bytes, fits["static"]))
+    print(render_curve(points, knee))
+    record = serving_record("analyze", cfg, sm, hardware, roof, point, points, knee, fits)
+    atomic_write_text(run_dir() / "curve.csv", csv_text(curve_rows(points)))
+    write_curve_plot(points, knee, run_dir(), progress, f"{spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
+                     f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level")
+    progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
+
+
+def _levels_table(cfg, model: DeepseekOCRAnalyticModel, latency) -> str:
+    """ideal / kernel / eager per stage and part, kernel counts and verdicts (analytic.time_levels)."""
+    from llm_perf_opt.analytic import time_levels as TL
+
+    levels = None
+    if cfg.hardware.kind == "measured":
+        from llm_perf_opt.measure.calibrate import measured_hardware
+
+        cal = measured_hardware(cfg.hardware, cfg.runtime)[1]
+        levels = cal.levels
+    tm = TL.time_model_for(latency.roof, cfg.hardware, levels, cfg.hardware.cache_dir,
+                           synchronous=cfg.runtime.device.startswith("cpu") and levels is not None)
+    return TL.render_levels(TL.latency_levels(model.stages(), latency, tm), tm)
 
 
 if __name__ == "__main__":

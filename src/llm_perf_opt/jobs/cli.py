@@ -2,6 +2,7 @@
 
     llm-perf-opt trace   [hydra overrides]   session + inputs + forward + call graph + costs
     llm-perf-opt analyze [hydra overrides]   the analytic cost model only (no model is built); hardware=NAME: times
+    llm-perf-opt size    [targets] [...]     what serving targets need of a device: compute, bandwidth, memory, replicas
     llm-perf-opt calibrate [overrides]       measure this machine's roof (cached in tmp/calibration/)
     llm-perf-opt export  [hydra overrides]   torch.export of submodules: op tables, FLOP cross-checks, ONNX
     llm-perf-opt sweep   [hydra overrides]   a Hydra multirun of the trace job
@@ -9,6 +10,7 @@
     llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
     llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
+    llm-perf-opt compare RUN_A RUN_B [...]   two runs side by side: HTML, CSV, the graph coloured by the change
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
@@ -60,7 +62,8 @@ def hydra_error_line(exc: BaseException) -> str:
     return ": ".join(line.rstrip(".: ") for line in lines)
 
 
-def _hydra_job(module: str, *leading: str) -> Callable[[Sequence[str]], Optional[int]]:
+def _hydra_job(module: str, *leading: str, rewrite: Optional[Callable[[list[str]], list[str]]] = None
+               ) -> Callable[[Sequence[str]], Optional[int]]:
     """A Hydra job reads its overrides from sys.argv: run it with `leading + args` there, after the
     one-line check of config-group options (`hardware=h999`) that Hydra would report in a dozen lines.
 
@@ -72,6 +75,9 @@ def _hydra_job(module: str, *leading: str) -> Callable[[Sequence[str]], Optional
         import importlib
 
         from hydra.errors import HydraException
+
+        if rewrite is not None:
+            args = rewrite(list(args))
         from omegaconf.errors import OmegaConfBaseException
 
         from llm_perf_opt.runs import callbacks
@@ -113,15 +119,24 @@ def _argparse_job(module: str) -> Callable[[Sequence[str]], Optional[int]]:
     return run
 
 
+def _size_targets(args: list[str]) -> list[str]:
+    """`./dev size tpot_s=0.02`: bare targets are the size job's keys (`size.tpot_s=0.02`)."""
+    from llm_perf_opt.jobs.size import expand_targets
+
+    return expand_targets(args)
+
+
 JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "trace": _hydra_job("trace"),
     "analyze": _hydra_job("analyze"),
+    "size": _hydra_job("size", rewrite=_size_targets),
     "calibrate": _hydra_job("calibrate"),
     "export": _hydra_job("export"),
     "sweep": _hydra_job("trace", "--multirun"),
     "group": _argparse_job("group"),
     "explore": _argparse_job("explore"),
     "report": _argparse_job("report"),
+    "compare": _argparse_job("compare"),
     "verify": _argparse_job("verify"),
 }
 

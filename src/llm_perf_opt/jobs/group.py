@@ -18,7 +18,8 @@ from typing import Sequence
 from llm_perf_opt.callgraph.heat import COLOR_CHOICES
 from llm_perf_opt.callgraph.model_explorer import write_model_explorer
 from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, load_module_costs
-from llm_perf_opt.callgraph.render import DEFAULT_COLOR_BY, DEFAULT_FORMATS, KNOWN_FORMATS, group_and_render
+from llm_perf_opt.callgraph.labels import DEFAULT_COLOR_BY
+from llm_perf_opt.callgraph.render import DEFAULT_FORMATS, KNOWN_FORMATS, group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt import families
 from llm_perf_opt.config import RenderConfig

@@ -132,6 +132,7 @@ class Verification:
     fvcore_reconciliation: dict[str, Any] | None = None  # by op family, when fvcore and a prefill ran
     kv_cache: list[KvCacheRow] = field(default_factory=list)  # after the prefill and each decode step
     activation: list[ActivationRow] = field(default_factory=list)  # prefill activation bytes vs TorchLens
+    kernels: list[KernelRow] = field(default_factory=list)  # kernel counts vs the ops TorchLens recorded
     vocabulary: Any = None  # the family's parts (names the rows of `render_table`); not written
 
     @property
@@ -181,6 +182,18 @@ class Verification:
             "kv_cache": [r.to_dict() for r in self.kv_cache],
             "fvcore": None if self.fvcore is None else self._fvcore_dict(),
             **({"activation_bytes": self.activation_dict()} if self.activation else {}),
+            **({"kernel_counts": self.kernels_dict()} if self.kernels else {}),
+        }
+
+    @property
+    def kernels_passed(self) -> bool | None:
+        return all(r.ok for r in self.kernels) if self.kernels else None
+
+    def kernels_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.kernels_passed, "n_rows": len(self.kernels),
+            "n_failures": sum(1 for r in self.kernels if not r.ok),
+            "convention": KERNEL_CONVENTION, "rows": [r.to_dict() for r in self.kernels],
         }
 
     @property
@@ -405,6 +418,62 @@ def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Map
     return rows
 
 
+# --------------------------------------------------------------------------------------------- kernels
+KERNEL_CONVENTION = ("analytic kernel count (the ops each cost formula says its module launches, analytic.costs "
+                     "KERNEL_KINDS) vs the ops TorchLens recorded that launch a kernel (callgraph.op_families."
+                     "launches_kernel: no views, no no-op casts, no allocations; a multi-output op once), per "
+                     "forward pass (the prefill; decode step k is pass k + 1); a path that is not an entered "
+                     "module (containers) counts its children only; exact: a row passes only when they are equal")
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    stage: str
+    part: str  # module path ("" = the stage total)
+    analytic: int
+    measured: int
+    step: int | None = None  # decode step (1-based) of a decode row
+
+    @property
+    def ok(self) -> bool:
+        return self.analytic == self.measured
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "step": self.step, "part": self.part, "analytic": self.analytic,
+                "measured": self.measured, "ok": self.ok}
+
+
+def _measured_kernels(path: str, ops: Mapping[str, Mapping[str, int]], containers: frozenset[str]) -> int:
+    total = op_families.subtree_kernels(ops, path)
+    if path in containers:  # a container: its children only (its own ops are its caller's in the analytic tree)
+        total -= op_families.kernel_count(ops.get(path, {}))
+    return total
+
+
+def kernel_rows(stage: StageCost, ops: Mapping[str, Mapping[str, int]], step: int | None = None,
+                parts: str = "summary", program_kernels: int = 0) -> list[KernelRow]:
+    """Kernel counts of one analytic stage against the op counts of the forward pass it models (`ops`:
+    address -> {op key: count}, `CallGraph.op_counts_by_pass[pass]`): the stage total, then every part
+    (`parts="all"`) or the summary parts. `program_kernels`: kernels the captured program launches outside the
+    model in this pass (the greedy loop's argmax), left out of the stage total's measured figure."""
+    analytic_parts = stage.parts
+    containers = stage.containers
+    roots = stage.roots
+    in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
+    if parts == "summary":
+        in_stage = [p for p in in_stage if is_summary_path(p)]
+    if roots == ("",):
+        rows = [KernelRow(stage.stage, "", stage.total.kernel_count,
+                          op_families.subtree_kernels(ops, "") - program_kernels, step)]
+    else:
+        rows = [KernelRow(stage.stage, "", sum(analytic_parts[r].kernel_count for r in roots if r in analytic_parts),
+                          sum(_measured_kernels(r, ops, containers) for r in roots), step)]
+    for path in in_stage:
+        rows.append(KernelRow(stage.stage, path, analytic_parts[path].kernel_count,
+                              _measured_kernels(path, ops, containers), step))
+    return rows
+
+
 # --------------------------------------------------------------------------------------------- render
 def _flops(x: int | None) -> str:
     return units.flops(x, digits=5)
@@ -436,6 +505,15 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
                 line += f" {_flops(r.fvcore):>14}"
             lines.append(line)
             shown += 1
+    if v.kernels:
+        bad = [r for r in v.kernels if not r.ok]
+        lines.append(f"kernel counts vs TorchLens: {'PASS' if not bad else 'FAIL'} ({len(v.kernels)} rows, "
+                     f"{len(bad)} differing)")
+        for r in [r for r in v.kernels if r.part == "" or not r.ok][:max_rows]:
+            name = P.alias(r.part) if r.part else "(total)"
+            stage_name = r.stage + (f" {r.step}" if r.step is not None else "")
+            lines.append(f"{stage_name:<12} {name[:44]:<44} {r.analytic:>14,} {r.measured:>14,} "
+                         f"{r.measured - r.analytic:>+9,} {'ok' if r.ok else 'NO':>3}")
     for r in v.kv_cache:
         lines.append(f"{'kv ' + str(r.step):<12} {f'KV cache, {r.context_len} tokens':<44} "
                      f"{units.nbytes(r.analytic, 6):>14} {units.nbytes(r.measured, 6):>14} "

@@ -55,6 +55,7 @@ _REQUIRED = ("device", "device_name", "torch_version", "threads", "plan", "matmu
 _TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
                  "tf32": torch.float32}
 CPU_MATMUL_KEYS = ("float32", "bfloat16")
+LEVEL_DTYPES = ("float32", "bfloat16")  # dtypes whose kernel-level and host figures are calibrated
 CUDA_MATMUL_KEYS = ("bfloat16", "float16", "float32", "tf32")
 
 
@@ -147,6 +148,8 @@ class Calibration:
     memory_bytes: Optional[int] = None
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     seconds: float = 0.0  # wall time the calibration took
+    # dtype -> the kernel-level and host figures (`measure.calibrate_levels`); empty in files written before them
+    levels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def device_type(self) -> str:
@@ -171,7 +174,7 @@ class Calibration:
             "device": self.device, "device_name": self.device_name, "torch_version": self.torch_version,
             "threads": self.threads, "plan": asdict(self.plan), "created": self.created, "seconds": self.seconds,
             "memory_bytes": self.memory_bytes, "matmul": {k: m.to_dict() for k, m in self.matmul.items()},
-            "bandwidth": self.bandwidth.to_dict(), "vector": self.vector.to_dict(),
+            "bandwidth": self.bandwidth.to_dict(), "vector": self.vector.to_dict(), "levels": self.levels,
         }
 
     @classmethod
@@ -179,7 +182,7 @@ class Calibration:
         return cls(d["device"], d["device_name"], d["torch_version"], int(d["threads"]), CalibrationPlan(**d["plan"]),
                    {k: Measurement.from_dict(m) for k, m in d["matmul"].items()}, Measurement.from_dict(d["bandwidth"]),
                    Measurement.from_dict(d["vector"]), d.get("memory_bytes"), d.get("created", ""),
-                   float(d.get("seconds", 0.0)))
+                   float(d.get("seconds", 0.0)), dict(d.get("levels") or {}))
 
 
 # ------------------------------------------------------------------------------------------------ timing
@@ -367,8 +370,14 @@ def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threa
         vector = measure_vector(dev, plan)
         memory = torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None
         n_threads = torch.get_num_threads()
+        from llm_perf_opt.measure.calibrate_levels import measure_levels
+
+        level_keys = ("float32",) if plan.name == "quick" else LEVEL_DTYPES
+        levels = {key: measure_levels(dev, _TORCH_DTYPES[key], quick=plan.name == "quick") for key in level_keys}
+        for figures in levels.values():
+            figures["host"]["name"] = _cpu_name()
     return Calibration(str(dev), device_name(dev), torch.__version__, n_threads, plan, matmul, bandwidth, vector,
-                       memory, seconds=time.perf_counter() - t0)
+                       memory, seconds=time.perf_counter() - t0, levels=levels)
 
 
 # ----------------------------------------------------------------------------------------------- cache
@@ -403,9 +412,12 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
         try:
             cal = load_calibration(path)
             if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (device_name(dev), torch.__version__,
-                                                                                n_threads, plan):
+                                                                                n_threads, plan) and cal.levels:
                 return cal, path, True
-            log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
+            if not cal.levels:
+                log(f"{path} has no kernel-level and host figures (written before them): calibrating again")
+            else:
+                log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
         except ArtifactError as exc:
             log(f"cached calibration not usable ({exc}): calibrating again")
     log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
@@ -436,7 +448,7 @@ def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -
     """The job's hardware: None without `hardware=`, the datasheet, or the calibrated device."""
     if cfg.hardware is None:
         return None
-    if cfg.hardware.kind == "datasheet":
+    if cfg.hardware.kind in ("datasheet", "custom"):
         return Hardware.from_config(cfg.hardware)
     return measured_hardware(cfg.hardware, cfg.runtime, log)[0]
 
@@ -452,7 +464,7 @@ def check_hardware(cfg: RootConfig) -> None:
     if hw is None:
         return
     dtype = prediction_dtype(cfg)
-    if hw.kind == "datasheet":
+    if hw.kind in ("datasheet", "custom"):
         Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
         return
     try:

@@ -50,6 +50,7 @@ from torch import nn
 from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import device_name
+from llm_perf_opt.measure.kineto_log import quiet_kineto
 from llm_perf_opt.measure.module_ranges import ModuleCall, module_ranges, range_name, unhooked_modules
 from llm_perf_opt.measure.module_times import (
     CallTimes,
@@ -129,6 +130,7 @@ class _Repeat:
 def _profiled(call: ForwardCall, device: torch.device, cfg: ProfileConfig, keep: bool) -> _Repeat:
     from torch.profiler import ProfilerActivity, profile
 
+    quiet_kineto()  # no `USDT: ... profiler_start/stop` lines on stderr (measure.kineto_log)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     names = {range_name(path) for path, _ in call.model.named_modules()}
     with module_ranges(call.model, nvtx=cfg.nvtx) as ranges:

@@ -74,6 +74,9 @@ def environment(html: bool) -> Any:
     )
     env.filters["fmt"] = fmt
     env.filters["md"] = md_cell
+    from llm_perf_opt import units
+
+    env.filters.update(seconds=units.seconds, flops=units.flops, nbytes=units.nbytes)
     env.globals["missing"] = MISSING
     return env
 

@@ -6,7 +6,9 @@ the page, grid and tokens (`summary.json`); the stage and part cost table, analy
 call graph (`callgraph.grouped.svg`), where clicking a node opens a side panel with everything the
 grouped graph knows about it (`callgraph.grouped.json`: pattern, for / parfor, calls, parameters,
 constructor parameters, I/O shapes and dtypes, every cost with its per-instance figures, the variants);
-the runtime checks; the roofline plot when the run has one (`roofline.svg`); links to every artifact of
+the runtime checks; at the top, time per stage, part and decode step, measured and predicted at each time
+level the run has (`report.time_levels`, drawn by `report.run_charts`), and an icicle of measured time over
+the grouped call tree (a click on a bar or a cell opens the node's panel); the roofline plot when the run has one (`roofline.svg`); links to every artifact of
 the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
 
 `write_run_page(run_dir)` is called by the trace job after its last stage and by `./dev group`.
@@ -19,11 +21,17 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode, load_grouped_json
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import Heat, format_value
-from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, ModuleCosts, load_module_costs
-from llm_perf_opt.callgraph.render import for_text, repeat_text
+from llm_perf_opt.callgraph.labels import for_text, repeat_text
+from llm_perf_opt.callgraph.node_costs import (
+    MODULE_COSTS_FILE,
+    ModuleCosts,
+    load_module_costs,
+)
 from llm_perf_opt.report.render import render_page
+from llm_perf_opt.report.run_charts import icicle_cells, level_colour, time_chart_svg
+from llm_perf_opt.report.time_levels import run_times
 from llm_perf_opt.run_artifacts import RUN_FILES, Summary, load_summary
 
 RUN_PAGE = "run.html"
@@ -176,6 +184,40 @@ def artifact_links(run_dir: Path) -> list[dict[str, str]]:
     return links
 
 
+def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
+    """The run page's Serving section: serving.json's figures at the job's batch, the knee, and curve.svg."""
+    from llm_perf_opt.analytic.serving_file import SERVING_FILE, load_serving
+
+    if not (run_dir / SERVING_FILE).is_file():
+        return None
+    s = load_serving(run_dir)
+    facts = [("batch", f"{s.batch}, {s.output_tokens} output tokens per page")]
+    p = s.point
+    if p:
+        st, cb, mem = p["static"], p["continuous"], p["memory"]
+        facts += [
+            ("static batching", f"TTFT {units.seconds(st['ttft_s'])} · TPOT {units.seconds(st['tpot_s'])} · "
+                                f"{st['tokens_per_s']:,.0f} tokens/s · {st['pages_per_day']:,.0f} pages/day"),
+            ("continuous batching", f"TTFT {units.seconds(cb['ttft_s'])} · TPOT {units.seconds(cb['tpot_s'])} · "
+                                    f"{cb['tokens_per_s']:,.0f} tokens/s · {cb['pages_per_day']:,.0f} pages/day"),
+            ("decode step", f"{units.seconds(p['decode_step_s'])} ({p['decode_bound']}-bound); prefill "
+                            f"{units.seconds(p['prefill_s'])} ({p['prefill_bound']}-bound)"),
+            ("memory", f"weights {units.nbytes(mem['weights_bytes'])} + KV {units.nbytes(mem['kv_cache_bytes'])} + "
+                       f"activations {units.nbytes(mem['activation_bytes'])} + allowance "
+                       f"{units.nbytes(mem['allowance_bytes'])} = {units.nbytes(mem['total_bytes'])}"
+                       + (f" of {units.nbytes(mem['capacity_bytes'])} ({'fits' if mem['fits'] else 'does not fit'})"
+                          if mem.get("capacity_bytes") else "") + f"; dominant: {mem['dominant']}"),
+        ]
+    fits = s.max_fit_batch or {}
+    if any(v is not None for v in fits.values()):
+        facts.append(("largest batch that fits", f"{fits.get('static')} static, {fits.get('continuous')} continuous"))
+    if s.knee:
+        facts.append(("knee", f"{s.knee['batch'] if s.knee['batch'] is not None else 'none in range'} "
+                              f"({s.knee['reason']}): {s.knee['note']}"))
+    return {"level": s.level, "convention": s.level_convention, "device": s.hardware.get("name"), "facts": facts,
+            "curve_svg": _svg_markup(run_dir / "curve.svg")}
+
+
 def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     run_dir = Path(run_dir)
     summary = load_summary(run_dir / "summary.json")
@@ -183,7 +225,12 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     costs = load_module_costs(run_dir / MODULE_COSTS_FILE) if (run_dir / MODULE_COSTS_FILE).is_file() else None
     lay, tok, wl = summary.layout, summary.tokens, summary.workload
     heat = Heat.of(grouped, grouped.source.get("color_by") or "none") if grouped is not None else None
+    times = run_times(run_dir)
+    icicle, icicle_rows = icicle_cells(grouped)
     return {
+        "times": times, "time_chart_svg": time_chart_svg(times, grouped),
+        "level_colours": {lv: level_colour(lv, times.levels) for lv in times.levels},
+        "icicle": icicle, "icicle_rows": icicle_rows,
         "title": f"Run: {summary.model.name} · {wl.mode} · {summary.page.width}×{summary.page.height}",
         "summary": summary, "run_dir": str(run_dir),
         "facts": [
@@ -209,6 +256,7 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
         "checks": list(grouped.checks) if grouped is not None else [],
         "notes": list(grouped.notes) if grouped is not None else [],
         "roofline_svg": _svg_markup(run_dir / ROOFLINE_SVG),
+        "serving": serving_view(run_dir),
         "links": artifact_links(run_dir),
     }
 

@@ -12,7 +12,7 @@
 and refuses, before any job starts, a launcher that cannot run the trace job (see `launchers`): it prints
 "error: ..." and exits with status 2 (Hydra downgrades exceptions raised in callbacks to warnings).
 `last_sweep()` keeps the counts, so the console script exits 3 when a job failed (`ExitCode`).
-Stage lines printed by a job through `pipelines.common.progress` can carry the same "job i/n" tag via
+Stage lines printed by a job through `runs.entry.progress` can carry the same "job i/n" tag via
 `current_job()`. A callback never fails a job: anything unexpected in the bookkeeping is ignored.
 """
 from __future__ import annotations

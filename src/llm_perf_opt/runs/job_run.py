@@ -7,7 +7,7 @@ are atomic, so `summary.json` is always whole. A job killed outright (SIGKILL, o
 write anything: it stays "running" and the report, finding no live holder of the run directory's lock,
 shows it as failed.
 
-`pipelines.common.reports_errors` begins a `JobRun` for every Hydra job; code that runs a job directly
+`runs.entry.reports_errors` begins a `JobRun` for every Hydra job; code that runs a job directly
 (tests, benchmarks) gets one from `JobRun.current_or_new`.
 """
 from __future__ import annotations

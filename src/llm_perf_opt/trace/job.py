@@ -31,6 +31,7 @@ from llm_perf_opt.runs.memory import JobMemory
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.trace.roofline import run_roofline_stage
+from llm_perf_opt.trace.serving import serving_stage
 from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
 from llm_perf_opt.trace.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
@@ -143,6 +144,8 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
                                               title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
                                                     f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
+        run.step("serving")
+        summary.serving = serving_stage(cfg, analytic, out_dir, raw_cfg, progress)
     if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
         run.step("graph costs")
         summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg, family)
@@ -262,7 +265,11 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
     v = check_model_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
                      kv_cache_bytes=meas.kv_cache_bytes)
     if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
-        v.activation = activation_bytes_rows(analytic, load_callgraph_json(out_dir / "callgraph.json"), v.rtol)
+        cg = load_callgraph_json(out_dir / "callgraph.json")
+        v.activation = activation_bytes_rows(analytic, cg, v.rtol)
+        from llm_perf_opt.measure.kernel_counts import dsocr_kernel_rows
+
+        v.kernels = dsocr_kernel_rows(analytic, cg)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
@@ -279,7 +286,8 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
     verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
                     "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula,
                     "activation_passed": v.activation_passed,
-                    "activation_failures": sum(1 for r in v.activation if not r.ok)}
+                    "activation_failures": sum(1 for r in v.activation if not r.ok),
+                    "kernels_passed": v.kernels_passed, "kernel_failures": sum(1 for r in v.kernels if not r.ok)}
     return flops, parts, verification, meas.prefill
 
 

@@ -126,6 +126,11 @@ def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTim
     for r in roofs:
         say(f"on the {r.name} roof, {describe_figures(latencies[r.name])}")
     print(render_comparison(rows, entries))
+    from llm_perf_opt.measure.levels_stage import levels_section
+
+    section["levels"], levels_table = levels_section(cfg, model_for_dtype(analytic, roofs[0].roof.dtype),
+                                                     latencies[roofs[0].name], rows)
+    print(levels_table)
     plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"],
                       vocabulary=analytic.vocabulary)
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")

@@ -182,6 +182,10 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     if runs_model:
         check_page_pixels(cfg, width, height)
         check_vendor_code(cfg)
+        if cfg.workload.batch != 1:  # the analytic jobs serve batches; the traced forward is batch 1 so far
+            raise ConfigError.field("workload.batch", cfg.workload.batch,
+                                    "jobs that run the model trace batch 1 only (so far); ./dev analyze and ./dev size "
+                                    "take any batch")
     prompt = family.check_run(cfg, spec, workload, width, height)
     analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
     return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family)

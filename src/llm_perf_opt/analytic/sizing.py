@@ -1,0 +1,209 @@
+"""Sizing: the device a set of serving targets needs, and how many of a named device a daily volume needs.
+
+Targets: `ttft_s`, `tpot_s` (per page, continuous batching's figures: `analytic.serving`), `pages_per_day`,
+with `output_tokens` per page. The reference device (`hardware=...`, a datasheet or `custom`) supplies the
+figures a requirement holds fixed. Conventions (`CONVENTION`, in every output):
+
+* latency targets are requirements at batch 1 (the lowest latency a device gives): TTFT = prefill(1) +
+  step(1), TPOT = step(1) + prefill(1) / (N - 1);
+* required matmul TFLOP/s: the smallest matmul peak that meets the target with the reference's vector peak
+  and bandwidth; required bandwidth: the smallest bandwidth with the reference's peaks (infinite when the
+  other side alone is already over the target); memory: what batch 1 holds (`analytic.memory_model`);
+* pages/day on the reference device: the batch with the most pages/day whose TTFT and TPOT meet the
+  targets and whose memory fits (continuous batching); replicas = ceil(target / that); a single device
+  carrying the whole volume needs every compute and bandwidth figure scaled by target / that (the ideal
+  level's time scales as 1 / k when every figure does) and the memory of that batch;
+* `binds`: per target, the resource whose requirement is largest against the reference's figure; overall,
+  the largest of those;
+* a latency target no device within `max_scale` times every figure of the reference meets is refused
+  (one line naming the target, the bound that holds it, and by how much).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from llm_perf_opt.analytic.batch_cost import IDEAL, LEVEL_CONVENTIONS
+from llm_perf_opt.analytic.hardware import Hardware, Roof
+from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
+from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
+from llm_perf_opt.analytic.serving_model import ServingModel
+from llm_perf_opt.errors import ConfigError
+
+TERA, GIGA = 1e12, 1e9
+DEFAULT_MAX_SCALE = 10.0  # about two generations beyond the reference device
+MAX_SEARCH_BATCH = 4096
+_HUGE = 1e30
+
+CONVENTION = {
+    "latency_targets": "at batch 1: TTFT = prefill(1) + step(1), TPOT = step(1) + prefill(1) / (N - 1) "
+                       "(continuous batching's figures, analytic.serving)",
+    "required_matmul": "smallest matmul peak meeting the target with the reference's vector peak and bandwidth",
+    "required_bandwidth": "smallest bandwidth meeting the target with the reference's peaks",
+    "required_memory": "weights + KV cache + peak activations + allowance at the batch the target is met with",
+    "pages_per_day": "reference device: the batch with the most pages/day meeting TTFT and TPOT and fitting "
+                     "memory (continuous batching); replicas = ceil(target / that); one device carrying it all: "
+                     "every compute and bandwidth figure x (target / that)",
+    "binds": "the resource whose requirement is largest against the reference's figure",
+}
+
+
+@dataclass(frozen=True)
+class Targets:
+    ttft_s: float
+    tpot_s: float
+    pages_per_day: float
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_s", "tpot_s", "pages_per_day"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ConfigError.field(f"size.{name}", v, "must be a positive number")
+        o = self.output_tokens
+        if isinstance(o, bool) or not isinstance(o, int) or o < 1:
+            raise ConfigError.field("serve.output_tokens", o, "must be a positive integer")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    target: str  # "ttft_s", "tpot_s", "pages_per_day"
+    value: float  # the target's value
+    achieved: float  # the reference device's figure for it (seconds, or pages/day per device)
+    matmul_tflops: float  # required (inf: not reachable by this resource alone)
+    bandwidth_gbs: float
+    memory_gb: float
+    batch: int
+    binds: str  # compute, bandwidth or memory
+    ratio: float  # the binding requirement / the reference's figure (> 1: the reference misses)
+
+    def to_dict(self) -> dict[str, Any]:
+        f = lambda x: x if math.isfinite(x) else None  # noqa: E731  JSON has no infinity
+        return {"target": self.target, "value": self.value, "achieved": self.achieved,
+                "required_matmul_tflops": f(self.matmul_tflops), "required_bandwidth_gbs": f(self.bandwidth_gbs),
+                "required_memory_gb": self.memory_gb, "batch": self.batch, "binds": self.binds, "ratio": self.ratio}
+
+
+@dataclass(frozen=True)
+class Sizing:
+    hardware: str
+    level: str
+    targets: Targets
+    requirements: tuple[Requirement, ...]
+    batch: int  # the reference device's best batch for the volume (0: the targets are missed at batch 1)
+    pages_per_day_per_device: float
+    replicas: Optional[int]  # None: the latency targets are missed on the reference device at any batch
+    max_fit_batch: Optional[int]
+
+    @property
+    def binding(self) -> Requirement:
+        return max(self.requirements, key=lambda r: r.ratio)
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.binding
+        return {"hardware": self.hardware, "level": self.level, "level_convention": LEVEL_CONVENTIONS.get(self.level),
+                "targets": self.targets.__dict__, "requirements": [r.to_dict() for r in self.requirements],
+                "batch": self.batch, "pages_per_day_per_device": self.pages_per_day_per_device,
+                "replicas": self.replicas, "max_fit_batch": self.max_fit_batch,
+                "binding": {"target": b.target, "resource": b.binds, "ratio": b.ratio}, "convention": dict(CONVENTION)}
+
+
+def _latency_fns(model: ServingModel, n: int, level: str) -> dict[str, Callable[[Roof], float]]:
+    ctx = model.mean_decode_context(model.prompt_tokens, n)
+
+    def parts(roof: Roof) -> tuple[float, float]:
+        return (float(model.prefill_times([1.0], roof, level).time_s[0]),
+                float(model.decode_times([1.0], roof, ctx, level).time_s[0]))
+
+    def ttft(roof: Roof) -> float:
+        p, s = parts(roof)
+        return p + s
+
+    def tpot(roof: Roof) -> float:
+        p, s = parts(roof)
+        return s + (p / (n - 1) if n > 1 else 0.0)
+
+    return {"ttft_s": ttft, "tpot_s": tpot}
+
+
+def _smallest(fn: Callable[[float], float], target: float, ref: float) -> float:
+    """The smallest x with fn(x) <= target (fn falls as x grows); inf when even x -> inf misses."""
+    if fn(_HUGE) > target:
+        return math.inf
+    lo, hi = ref, ref
+    while fn(lo) <= target and lo > 1e-12 * ref:
+        lo /= 2
+    while fn(hi) > target:
+        hi *= 2
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if fn(mid) <= target else (mid, hi)
+    return hi
+
+
+def _scaled(roof: Roof, k: float) -> Roof:
+    return replace(roof, matmul_flops=roof.matmul_flops * k, vector_flops=roof.vector_flops * k,
+                   bandwidth=roof.bandwidth * k)
+
+
+def size(model: ServingModel, hardware: Hardware, roof: Roof, targets: Targets, allowance: Allowance = Allowance(),
+         level: str = IDEAL, max_scale: float = DEFAULT_MAX_SCALE) -> Sizing:
+    n = model.check_output_tokens(targets.output_tokens)
+    capacity = hardware.memory_bytes
+    mem1 = memory_use(model, 1, n, allowance, prefill_batch=1).total
+    reqs = []
+    for name, fn in _latency_fns(model, n, level).items():
+        target = getattr(targets, name)
+        achieved = fn(roof)
+        if achieved / max_scale > target:
+            est_ref = (model.prefill_times([1.0], roof, level) if name == "ttft_s"
+                       else model.decode_times([1.0], roof, model.mean_decode_context(model.prompt_tokens, n), level))
+            bound = "compute" if est_ref.compute_s[0] >= est_ref.memory_s[0] else "memory bandwidth"
+            raise ConfigError.field(f"size.{name}", target,
+                                    f"no device within size.max_scale={max_scale:g}x every figure of {hardware.name} "
+                                    f"meets it: {achieved:.3g} s at batch 1 there, {achieved / target:.3g}x over "
+                                    f"({bound}-bound; {achieved / max_scale / target:.3g}x over even at {max_scale:g}x)")
+        p_req = _smallest(lambda p: fn(replace(roof, matmul_flops=p)), target, roof.matmul_flops)
+        bw_req = _smallest(lambda bw: fn(replace(roof, bandwidth=bw)), target, roof.bandwidth)
+        ratios = {"compute": p_req / roof.matmul_flops, "bandwidth": bw_req / roof.bandwidth,
+                  "memory": mem1 / capacity if capacity else 0.0}
+        # a resource that cannot meet the target alone (inf) says nothing about which binds: compare the finite ones
+        finite = {k: v for k, v in ratios.items() if math.isfinite(v)} or ratios
+        binds = max(finite, key=finite.__getitem__)
+        reqs.append(Requirement(name, target, achieved, p_req / TERA, bw_req / GIGA, mem1 / GIGA, 1, binds,
+                                finite[binds]))
+    # pages/day on the reference device
+    fit = max_batch(model, n, capacity, allowance, continuous=True) if capacity else None
+    top = min(fit if fit is not None else MAX_SEARCH_BATCH, MAX_SEARCH_BATCH)
+    best_b, best_ppd = 0, 0.0
+    if top >= 1:
+        bs = np.arange(1, top + 1, dtype=float)
+        ctx = model.mean_decode_context(model.prompt_tokens, n)
+        pre1 = float(model.prefill_times([1.0], roof, level).time_s[0])
+        step = model.decode_times(bs, roof, ctx, level).time_s
+        ttft = pre1 + step
+        tpot = step + (bs * pre1 / (n - 1) if n > 1 else 0.0)
+        ppd = bs / (bs * pre1 + (n - 1) * step) * SECONDS_PER_DAY
+        ok = (ttft <= targets.ttft_s) & (tpot <= targets.tpot_s)
+        if ok.any():
+            i = int(np.argmax(np.where(ok, ppd, -1.0)))
+            best_b, best_ppd = int(bs[i]), float(ppd[i])
+    if best_b:
+        k = targets.pages_per_day / best_ppd
+        replicas: Optional[int] = math.ceil(k - 1e-9)
+        mem = memory_use(model, best_b, n, allowance, prefill_batch=1).total
+        ratios = {"compute": k, "bandwidth": k, "memory": mem / capacity if capacity else 0.0}
+        binds = max(ratios, key=ratios.__getitem__)
+        if binds in ("compute", "bandwidth"):  # both scale by k: name the roof the decode step sits on
+            est = model.decode_times([float(best_b)], roof, model.mean_decode_context(model.prompt_tokens, n), level)
+            binds = "compute" if est.compute_s[0] >= est.memory_s[0] else "bandwidth"
+        reqs.append(Requirement("pages_per_day", targets.pages_per_day, best_ppd, roof.matmul_flops * k / TERA,
+                                roof.bandwidth * k / GIGA, mem / GIGA, best_b, binds, max(ratios.values())))
+    else:
+        replicas = None
+        reqs.append(Requirement("pages_per_day", targets.pages_per_day, 0.0, math.inf, math.inf, mem1 / GIGA, 0,
+                                "latency", math.inf))
+    return Sizing(hardware.name, level, targets, tuple(reqs), best_b, best_ppd, replicas, fit)

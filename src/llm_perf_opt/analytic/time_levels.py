@@ -1,0 +1,378 @@
+"""Predicted time in three levels, side by side, per module path, part, stage and decode step.
+
+* **ideal**: the roofline (`analytic.roofline`): max(FLOPs / peak, I/O bytes / bandwidth) per unit, the
+  limit every optimisation aims at.
+* **kernel**: per launched kernel (`LayerCost.kernels`, exact counts from the cost formulas), max(FLOPs at
+  the efficiency the device reaches for that shape, bytes / bandwidth at that size, the device's minimum
+  kernel time), summed. GEMM-like kernels (gemm, conv, attention) take the calibrated matmul rate at their M
+  (the decode GEMVs have M = 1); elementwise, reduction and copy kernels move their bytes at the small-size
+  (cache-resident) bandwidth up to `SMALL_BYTES`, else at the large-size one, and their FLOPs at the vector
+  rate.
+* **eager**: + the host. Each op costs the host `dispatch_s` (Python + dispatcher, calibrated on this host)
+  plus, on an asynchronous device, `launch_s` (the driver's launch call, from the GPU's datasheet). Sync
+  points (`LayerCost.syncs`: `.item()`, the MoE's `tokens_per_expert.cpu()`) split the forward into
+  segments, walked in call order; on an asynchronous device a segment takes max(host, device) + the sync's
+  round trip; on the CPU (synchronous) everything is serial: kernel time + host time.
+
+Verdict (per stage, part, decode step): `host` when the eager level's host share exceeds its device share
+(async) or the host time exceeds the kernel time (CPU); else the kind of kernel time holding most of it:
+`compute`, `memory` or `launch` (kernels at the minimum kernel time). Overhead = eager - kernel: what CUDA
+graphs / torch.compile (no per-op dispatch) and a fused MoE kernel (no per-layer host sync) would remove.
+
+A level that lacks a figure (no calibration of the kernel-level figures, a datasheet without a minimum kernel
+time) is absent with its reason (`LevelTimes.missing`), never zero.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
+
+from llm_perf_opt.analytic.costs import Kernels
+from llm_perf_opt.analytic.hardware import Roof
+from llm_perf_opt.analytic.stage import CostNode, StageCost
+from llm_perf_opt.errors import ConfigError
+
+LEVELS = ("ideal", "kernel", "eager")
+SMALL_BYTES = 1 << 20  # kernels moving up to this many bytes run at the small-size (cache) bandwidth
+GEMM_KINDS = ("gemm", "conv", "attention")
+CONVENTION = {
+    "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
+    "kernel": "per kernel max(flops / matmul rate at its M (gemm, conv, attention) or flops / vector rate, bytes / "
+              f"bandwidth (small-size figure up to {SMALL_BYTES} bytes, else large), min kernel time), summed",
+    "eager": "+ host per op (dispatch, + launch on an async device); sync points split the forward into segments: "
+             "async device: each segment max(host, device) + sync round trip; CPU: kernel + host, serial",
+    "verdict": "host if the host dominates; else compute / memory / launch by the kernel time they hold",
+    "overhead": "eager - kernel: removed by CUDA graphs / torch.compile and a fused MoE kernel (no host syncs)",
+}
+
+
+def check_level(name: str) -> str:
+    if name not in LEVELS:
+        raise ConfigError.field("time.level", name, f"one of {list(LEVELS)}")
+    return name
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """What the kernel level needs of a device (SI units), each with its source."""
+
+    label: str
+    synchronous: bool  # the CPU: a kernel runs on the host thread
+    gemm: tuple[tuple[int, float], ...]  # (M, FLOP/s) efficiency curve, M ascending
+    vector_flops: float
+    bw_small: float
+    bw_large: float
+    min_kernel_s: float
+    launch_s: float = 0.0  # host-side launch call per kernel (async devices)
+    sync_s: float = 0.0  # round trip of one host sync (async devices)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def gemm_rate(self, m: int) -> float:
+        ms = [p[0] for p in self.gemm]
+        i = bisect.bisect_left(ms, max(m, 1))
+        if i <= 0:
+            return self.gemm[0][1]
+        if i >= len(ms):
+            return self.gemm[-1][1]
+        (m0, r0), (m1, r1) = self.gemm[i - 1], self.gemm[i]
+        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))  # log-linear in M
+        return r0 + f * (r1 - r0)
+
+    def kernel_time(self, kind: str, m: int, flops: int, nbytes: int) -> tuple[float, str]:
+        """(seconds, bound) of one kernel: bound is compute, memory or launch."""
+        if kind in GEMM_KINDS:
+            compute = flops / self.gemm_rate(m) if flops else 0.0
+        else:
+            compute = flops / self.vector_flops if flops else 0.0
+        memory = nbytes / (self.bw_small if nbytes <= SMALL_BYTES else self.bw_large)
+        t = max(compute, memory)
+        if t < self.min_kernel_s:
+            return self.min_kernel_s, "launch"
+        return t, "compute" if compute >= memory else "memory"
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    label: str  # "this host": the CPU it was calibrated on
+    dispatch_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    """The figures of the three levels; `device`/`host` None with a reason when a figure is missing."""
+
+    roof: Roof
+    device: Optional[DeviceFigures]
+    host: Optional[HostFigures]
+    missing: Mapping[str, str] = field(default_factory=dict)  # level -> why it cannot be computed
+
+    @property
+    def label(self) -> str:
+        host = self.host.label if self.host else "no host figures"
+        dev = self.device.label if self.device else self.roof.label
+        return f"this host ({host}) + {dev}"
+
+
+@dataclass
+class LevelTimes:
+    """The levels of one stage, part or step (seconds), with the kernel census and the verdict."""
+
+    ideal_s: float
+    kernel_s: Optional[float]
+    eager_s: Optional[float]
+    kernels: int
+    syncs: int
+    host_s: Optional[float] = None
+    kernel_bound_s: dict[str, float] = field(default_factory=dict)  # compute / memory / launch -> seconds
+    by_kind: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def overhead_s(self) -> Optional[float]:
+        if self.eager_s is None or self.kernel_s is None:
+            return None
+        return max(self.eager_s - self.kernel_s, 0.0)
+
+    @property
+    def verdict(self) -> Optional[str]:
+        if self.kernel_s is None:
+            return None
+        if self.eager_s is not None and self.overhead_s is not None and self.overhead_s > self.kernel_s:
+            return "host"
+        if not self.kernel_bound_s:
+            return "none"
+        return max(self.kernel_bound_s.items(), key=lambda kv: kv[1])[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        over = self.overhead_s
+        return {
+            "ideal_s": self.ideal_s, "kernel_s": self.kernel_s, "eager_s": self.eager_s, "kernels": self.kernels,
+            "kernels_by_kind": dict(self.by_kind), "syncs": self.syncs, "host_s": self.host_s,
+            "kernel_bound_s": dict(self.kernel_bound_s), "verdict": self.verdict, "overhead_s": over,
+            "overhead_share": (over / self.eager_s) if over is not None and self.eager_s else None,
+            **({"missing": dict(self.missing)} if self.missing else {}),
+        }
+
+
+# ------------------------------------------------------------------------------------------- figures
+def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float) -> DeviceFigures:
+    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`)."""
+    gemm = tuple(sorted((int(g["m"]), float(g["flops_per_s"])) for g in levels["gemm"]))
+    # the curve must not fall with M (a noisy sample on a shared machine): the running maximum
+    mono, best = [], 0.0
+    for m, r in gemm:
+        best = max(best, r)
+        mono.append((m, best))
+    ew, cp = levels["elementwise"], levels["copy"]
+    return DeviceFigures(
+        label=label, synchronous=synchronous, gemm=tuple(mono), vector_flops=vector_flops,
+        bw_small=max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"]),
+        bw_large=max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"]),
+        min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
+        sources={"gemm": f"calibrated torch.matmul (M x {levels['gemm'][0]['k']}) @ ({levels['gemm'][0]['k']} x "
+                         f"{levels['gemm'][0]['n']}), M in {[g['m'] for g in levels['gemm']]}, {levels['timer']}, "
+                         "fastest sample; running maximum over M",
+                 "bandwidth": "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample",
+                 "min_kernel": levels.get("min_kernel_op", "")},
+    )
+
+
+def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
+    h = levels["host"]
+    return HostFigures(f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads",
+                       float(h["dispatch_s"]), str(h.get("op", "")))
+
+
+def device_from_datasheet(roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float],
+                          sync_s: Optional[float] = None) -> tuple[Optional[DeviceFigures], dict[str, str]]:
+    """A GPU from its datasheet: the peak for every M (no efficiency curve: the kernel level then differs from
+    the ideal only by per-kernel bytes and the minimum kernel time), one bandwidth. None + reason when the
+    datasheet lacks the minimum kernel time."""
+    if min_kernel_s is None:
+        return None, {"kernel": f"hardware {roof.hardware} has no min_kernel_us figure", "eager": "needs the kernel level"}
+    dev = DeviceFigures(
+        label=f"{roof.label} (datasheet)", synchronous=False, gemm=((1, roof.matmul_flops),),
+        vector_flops=roof.vector_flops, bw_small=roof.bandwidth, bw_large=roof.bandwidth, min_kernel_s=min_kernel_s,
+        launch_s=launch_s or 0.0, sync_s=sync_s if sync_s is not None else 0.0,
+        sources={"gemm": "datasheet matmul peak at every M", "bandwidth": "datasheet bandwidth at every size",
+                 "min_kernel": "datasheet min_kernel_us"},
+    )
+    return dev, {}
+
+
+# ------------------------------------------------------------------------------------------- levels
+class LevelPredictor:
+    """The three levels of cost nodes on one `TimeModel` (kernel times cached per kernel key)."""
+
+    def __init__(self, model: TimeModel) -> None:
+        self.model = model
+        self._kernel: dict[tuple, tuple[float, str]] = {}
+
+    def _kernels(self, kernels: Kernels) -> tuple[float, dict[str, float]]:
+        dev = self.model.device
+        assert dev is not None
+        total, bound = 0.0, {}
+        for key, n in kernels.counts.items():
+            hit = self._kernel.get(key)
+            if hit is None:
+                hit = self._kernel[key] = dev.kernel_time(*key)
+            total += hit[0] * n
+            bound[hit[1]] = bound.get(hit[1], 0.0) + hit[0] * n
+        return total, bound
+
+    def levels(self, nodes: Iterable[CostNode], ideal_s: float) -> LevelTimes:
+        """The levels of a sequence of nodes run one after another (a part, or a stage's roots)."""
+        m = self.model
+        nodes = list(nodes)
+        total = None
+        for n in nodes:
+            total = n.total if total is None else total + n.total
+        kernels = total.kernels if total is not None else Kernels()
+        syncs = total.syncs if total is not None else 0
+        out = LevelTimes(ideal_s, None, None, kernels.count, syncs, by_kind=kernels.by_kind(),
+                         missing=dict(m.missing))
+        if m.device is None:
+            return out
+        kernel_s, bound = self._kernels(kernels)
+        out.kernel_s, out.kernel_bound_s = kernel_s, bound
+        if m.host is None:
+            out.missing.setdefault("eager", "no host figures (calibrate this host: ./dev calibrate)")
+            return out
+        per_op = m.host.dispatch_s + m.device.launch_s
+        out.host_s = per_op * kernels.count
+        if m.device.synchronous:
+            out.eager_s = kernel_s + out.host_s
+            return out
+        # async: walk in call order, a segment closes at each sync: max(host, device) + the round trip
+        state = [0.0, 0.0, 0.0]  # host, device of the open segment; closed time
+
+        def walk(node: CostNode) -> None:
+            for _, child in node.children:
+                walk(child)
+            own = node.own
+            if own.kernels:
+                state[0] += per_op * own.kernels.count
+                state[1] += self._kernels(own.kernels)[0]
+            for _ in range(own.syncs):
+                state[2] += max(state[0], state[1]) + m.device.sync_s
+                state[0] = state[1] = 0.0
+
+        for n in nodes:
+            walk(n)
+        out.eager_s = state[2] + max(state[0], state[1])
+        return out
+
+
+def stage_levels(stage: StageCost, predictor: LevelPredictor, ideal: Any) -> dict[str, LevelTimes]:
+    """{"": the stage, part alias: ...} for the stage and its summary parts; `ideal` its StagePrediction."""
+    parts = {}
+    flat = {}
+    for path, node in stage.root.walk():
+        flat.setdefault(path, []).append(node)
+    if stage.roots == ("",):
+        parts[""] = predictor.levels([stage.root], ideal.total.time_s)
+    else:
+        roots = [n for r in stage.roots for n in flat.get(r, [])]
+        parts[""] = predictor.levels(roots, ideal.total.time_s)
+    for alias, est in ideal.summary().items():
+        path = stage.vocabulary.path(alias) if stage.vocabulary is not None else alias
+        if path in flat:
+            parts[alias] = predictor.levels(flat[path], est.time_s)
+    return parts
+
+
+# ------------------------------------------------------------------------------------------- building
+def host_from_cache(cache_dir: str) -> tuple[Optional[HostFigures], str]:
+    """This host's figures from the newest cached CPU calibration that has them (no torch needed)."""
+    from pathlib import Path
+
+    from llm_perf_opt.artifacts import read_json
+
+    found = []
+    for path in Path(cache_dir).glob("*.json"):
+        try:
+            data = read_json(path).get("data") or {}
+        except Exception:  # noqa: BLE001 - an unreadable cache file is skipped, not fatal
+            continue
+        if str(data.get("device", "")).startswith("cpu") and data.get("levels"):
+            found.append((path.stat().st_mtime, data))
+    if not found:
+        return None, f"no calibration of this host with host figures under {cache_dir} (run ./dev calibrate)"
+    data = max(found, key=lambda t: t[0])[1]
+    levels = data["levels"].get("float32") or next(iter(data["levels"].values()))
+    return host_from_calibration(levels), ""
+
+
+def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Optional[Mapping[str, Any]] = None,
+                   cache_dir: str = "tmp/calibration", synchronous: bool = False) -> TimeModel:
+    """The levels' figures for a roof: `calibration_levels` (a measured roof: {dtype: levels}; device and host
+    from it) or a datasheet `hardware_cfg` (device: its peaks + min_kernel_us / launch_us / sync_us; host: this
+    host's cached CPU calibration). What is missing makes its levels absent, with the reason."""
+    missing: dict[str, str] = {}
+    if calibration_levels is not None:
+        key = roof.dtype if roof.dtype in calibration_levels else None
+        if key is None:
+            why = f"the calibration has no kernel-level figures for {roof.dtype} (has {sorted(calibration_levels)})"
+            return TimeModel(roof, None, None, {"kernel": why, "eager": why})
+        lv = calibration_levels[key]
+        dev = device_from_calibration(lv, f"{roof.label} (calibrated, {key})", synchronous, roof.vector_flops)
+        return TimeModel(roof, dev, host_from_calibration(lv))
+    fig = lambda name: getattr(hardware_cfg, name, None)  # noqa: E731
+    mk, ln, sy = fig("min_kernel_us"), fig("launch_us"), fig("sync_us")
+    dev, missing = device_from_datasheet(roof, mk.value * 1e-6 if mk is not None else None,
+                                         ln.value * 1e-6 if ln is not None else None,
+                                         sy.value * 1e-6 if sy is not None else None)
+    if dev is not None and ln is None:
+        missing["eager"] = f"hardware {roof.hardware} has no launch_us figure"
+    host, why = host_from_cache(cache_dir)
+    if host is None:
+        missing.setdefault("eager", why)
+    return TimeModel(roof, dev, host, missing)
+
+
+def latency_levels(stages: Mapping[str, StageCost], latency: Any, model: TimeModel) -> dict[str, dict[str, LevelTimes]]:
+    """{stage: {"": stage, part alias: ...}} of the three levels (`latency`: the roofline's LatencyPrediction)."""
+    pred = LevelPredictor(model)
+    return {name: stage_levels(stages[name], pred, ideal) for name, ideal in latency.stages().items()}
+
+
+def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
+                  measured: Optional[Mapping[str, Mapping[str, float]]] = None) -> str:
+    """A console table: per stage and summary part, ideal / kernel / eager (and measured) with kernels, syncs and
+    the verdict."""
+    from llm_perf_opt import units
+
+    def t(x: Optional[float]) -> str:
+        return "absent" if x is None else units.seconds(x)
+
+    has_m = bool(measured)
+    head = (f"{'stage / part':<20} {'ideal':>10} {'kernel':>10} {'eager':>10}" + (f" {'measured':>10} {'eager/m':>8}" if has_m else "")
+            + f" {'kernels':>8} {'syncs':>5} {'verdict':>8} {'overhead':>16}")
+    lines = [f"time levels on {model.label}", head, "-" * len(head)]
+    for stage, parts in levels.items():
+        for alias, lt in parts.items():
+            label = stage if alias == "" else f"  {alias}"
+            over = lt.overhead_s
+            share = f"{t(over)} {100 * over / lt.eager_s:3.0f}%" if over is not None and lt.eager_s else "absent"
+            m = (measured or {}).get(stage, {}).get(alias) if has_m else None
+            extra = ""
+            if has_m:
+                ratio = f"{lt.eager_s / m:.2f}" if m and lt.eager_s else "—"
+                extra = f" {t(m) if m else '—':>10} {ratio:>8}"
+            lines.append(f"{label[:20]:<20} {t(lt.ideal_s):>10} {t(lt.kernel_s):>10} {t(lt.eager_s):>10}{extra} "
+                         f"{lt.kernels:>8,} {lt.syncs:>5} {str(lt.verdict or 'absent'):>8} {share:>16}")
+    for level, why in model.missing.items():
+        lines.append(f"{level} level absent: {why}")
+    dev = model.device
+    if dev is not None:
+        lines.append(f"device figures: min kernel {units.seconds(dev.min_kernel_s)}, launch {units.seconds(dev.launch_s)}, "
+                     f"sync {units.seconds(dev.sync_s)}, bandwidth small {units.si(dev.bw_small, 'B/s')} / large "
+                     f"{units.si(dev.bw_large, 'B/s')}, matmul at M=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at M=1024 "
+                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}")
+    if model.host is not None:
+        lines.append(f"host figures: dispatch {units.seconds(model.host.dispatch_s)} per op ({model.host.source})")
+    lines.append("convention: " + "; ".join(f"{k}: {v}" for k, v in CONVENTION.items()))
+    return "\n".join(lines)

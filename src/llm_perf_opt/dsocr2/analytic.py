@@ -1,0 +1,99 @@
+"""The DeepSeek-OCR 2 analytic model: per-stage, per-module costs from `ModelSpec` + `ViewLayout` alone.
+
+Composed as v1's (`analytic.dsocr`), and a subclass of it, so everything that takes v1's analytic model
+(costs files, roofline, verification) takes this one:
+
+vision (per image; crop batch then global view when the grid is not 1×1, else the global view alone;
+each pass runs SAM -> DeepEncoder V2 -> projector on a batch):
+* SAM: v1's formula (`ImageEncoderViT`), with net_3 ending at 896 channels;
+* encoder: per pass of B views of n = g² SAM tokens (g = side/64), T = 2n tokens (SAM + queries) through
+  24 Qwen2 layers (GQA SDPA over all T keys with the float mask, gated MLP), RoPE table once, final norm;
+  the n query positions are kept;
+* projector: Linear(896 -> 1280) over the B·n query rows;
+prefill: the vision stage plus v1's language stack over the prompt (the same DeepSeek-V2 decoder code);
+decode: v1's decode stage (vision is skipped for one-token steps).
+
+Formulas: `dsocr2.cost_formulas` (registered as `dsocr2.<class>`). No multipliers, no calibration.
+"""
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Any
+
+from llm_perf_opt.dsocr.analytic import (
+    DEFAULT_PROMPT_TOKENS,
+    STAGES,
+    DeepseekOCRAnalyticModel,
+    VisionPass,
+    _pass_shapes,
+    default_seq_len,
+    vision_passes,
+)
+from llm_perf_opt.analytic.registry import module_cost
+from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.dsocr2 import cost_formulas as F
+from llm_perf_opt.dsocr2.parts import VOCABULARY
+from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
+from llm_perf_opt.errors import ConfigError
+
+__all__ = ["DeepseekOCR2AnalyticModel", "STAGES", "VISION_PATHS", "VisionPass", "analytic_costs",
+           "default_seq_len", "vision_passes", "DEFAULT_PROMPT_TOKENS"]
+
+ROOT = F.PREFIX + "DeepseekOCR2ForCausalLM"
+VISION_PATHS = ("model.sam_model", "model.qwen2_model", "model.projector")
+
+
+def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int) -> StageCost:
+    root = module_cost(ROOT, spec, passes, image_tokens, 0, 0, "", b, False)
+    return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens), VOCABULARY)
+
+
+def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str) -> StageCost:
+    root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b)
+    shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
+    return StageCost("prefill", root, ("",), shapes, VOCABULARY)
+
+
+def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str) -> StageCost:
+    root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b)
+    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
+                     VOCABULARY)
+
+
+class _SpecStages:
+    def __init__(self, spec: ModelSpec) -> None:
+        self.vision = lru_cache(maxsize=4096)(partial(_vision_stage, spec))
+        self.prefill = lru_cache(maxsize=4096)(partial(_prefill_stage, spec))
+        self.decode = lru_cache(maxsize=4096)(partial(_decode_stage, spec))
+
+
+@lru_cache(maxsize=8)
+def _stages_for(spec: ModelSpec) -> _SpecStages:
+    return _SpecStages(spec)
+
+
+class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
+    """Analytic costs of DeepSeek-OCR 2 for one page layout (arguments as `DeepseekOCRAnalyticModel`'s)."""
+
+    def __init__(self, spec: ModelSpec, layout, seq_len: int | None = None, **kwargs: Any) -> None:
+        if not isinstance(spec, ModelSpec):
+            raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
+        super().__init__(spec, layout, seq_len, **kwargs)
+        self.vocabulary = VOCABULARY
+        self._stages = _stages_for(spec)
+
+    def with_dtype(self, dtype: Any) -> "DeepseekOCR2AnalyticModel":
+        return DeepseekOCR2AnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
+                                         dtype=dtype, decoder_attention=self.decoder_attention)
+
+    @classmethod
+    def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
+                 **kwargs: Any) -> "DeepseekOCR2AnalyticModel":
+        return cls(spec, compute_view_layout(workload, width, height), **kwargs)
+
+
+def analytic_costs(spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
+                   **kwargs: Any) -> dict[str, StageCost]:
+    """The three stage costs of one page (convenience wrapper)."""
+    return DeepseekOCR2AnalyticModel.for_page(spec, workload, width, height, **kwargs).stages()

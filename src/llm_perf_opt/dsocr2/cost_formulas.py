@@ -1,0 +1,167 @@
+"""Cost formulas of DeepSeek-OCR 2's own module classes, registered in `analytic.registry` under the
+family prefix `dsocr2.` (the registry's keys are bare class names shared by the program, so v2's are
+`dsocr2.Qwen2DecoderLayer`, ..., and never clash with v1's). Classes v2 shares with v1 (SAM's
+`ImageEncoderViT` and its blocks, `MlpProjector`, the DeepSeek-V2 decoder classes, torch.nn) are v1's
+entries, costed under their bare names.
+
+Shapes follow the vendor's forward (deepencoderv2.py; transformers 4.46's Qwen2Model with its SDPA
+attention; modeling_deepseekocr2.py); each formula carries its derivation as its registered one-liner.
+"""
+from __future__ import annotations
+
+from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import registry
+from llm_perf_opt.analytic.costs import ZERO, LayerCost
+from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
+from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
+from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
+
+PREFIX = "dsocr2."
+
+
+def key(class_name: str) -> str:
+    """The registry key of a v2 class: `dsocr2.<class>` when v2 registered it, else v1's `dsocr.<class>` (the
+    SAM, projector and decoder classes v2 shares), else the shared torch.nn name."""
+    prefixed = PREFIX + class_name
+    if prefixed in registry.entries():
+        return prefixed
+    return registry.key(class_name, "dsocr")
+
+
+def unsupported(module_classes) -> dict[str, int]:
+    """`registry.unsupported` for a v2 model: a class is costed under its v2, its v1 or its bare name."""
+    return {c: n for c, n in registry.unsupported(module_classes, "dsocr").items()
+            if PREFIX + c not in registry.entries()}
+
+
+def _residuals(numel: int, b: int) -> LayerCost:
+    return C.elementwise(numel, "add", 2, b).times(2)  # two residual adds
+
+
+# ------------------------------------------------------------------------------------------- encoder
+register_cost(PREFIX + "Qwen2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
+                                       "element")(C.rms_norm)
+register_cost(PREFIX + "Qwen2RotaryEmbedding", "cos/sin table for positions (1, T), built once per encoder call: "
+                                               "one bmm (1, d/2, 1)·(1, 1, T), then cos and sin")(C.rotary_table)
+register_cost(PREFIX + "Qwen2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
+                                   "activation module and one multiply")(gated_mlp)
+
+
+@register_cost(PREFIX + "Qwen2SdpaAttention", "q/k/v (with bias) and o projections, RoPE from the model's table, "
+                                              "KV heads repeated to all heads, SDPA with the float mask over T keys")
+def qwen2_sdpa_attention(batch: int, tokens: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
+                         dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """Bidirectional-plus-causal attention of the encoder: every query row scores all T keys (the mask is
+    added, nothing is skipped). The per-layer `rotary_emb` is not called (the model passes cos/sin)."""
+    b = dtype_bytes
+    own = C.rope_apply(batch, tokens, heads, kv_heads, head_dim, b)
+    own = own + C.sdpa(batch, heads, tokens, tokens, head_dim, kv_heads=heads, mask=True, fused=True, dtype_bytes=b)
+    if heads != kv_heads:  # repeat_kv: expand + reshape copies K and V to all heads
+        own = own + LayerCost(activation_bytes=2 * batch * heads * tokens * head_dim * b)
+    own = own + LayerCost(activation_bytes=batch * tokens * heads * head_dim * b)  # transpose(1, 2).contiguous()
+    rows = batch * tokens
+    return own, (
+        ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, True, b)),
+        ("k_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, True, b)),
+        ("v_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, True, b)),
+        ("o_proj", module_cost("Linear", rows, heads * head_dim, hidden, False, b)),
+    )
+
+
+@register_cost(PREFIX + "Qwen2DecoderLayer", "input RMSNorm, SDPA self-attention, residual, post-attention RMSNorm, "
+                                             "gated MLP, residual")
+def qwen2_layer(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    b, e = dtype_bytes, encoder
+    rows = batch * tokens
+    return _residuals(rows * e.hidden_size, b), (
+        ("input_layernorm", module_cost(PREFIX + "Qwen2RMSNorm", rows, e.hidden_size, b)),
+        ("self_attn", module_cost(PREFIX + "Qwen2SdpaAttention", batch, tokens, e.hidden_size, e.num_heads,
+                                  e.num_kv_heads, e.head_dim, b)),
+        ("post_attention_layernorm", module_cost(PREFIX + "Qwen2RMSNorm", rows, e.hidden_size, b)),
+        ("mlp", module_cost(PREFIX + "Qwen2MLP", rows, e.hidden_size, e.intermediate_size, b)),
+    )
+
+
+@register_cost(PREFIX + "CustomQwen2ModelInner", "positions, the token-type mask, the RoPE table once, the layers, "
+                                                 "the final RMSNorm")
+def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """The stack over (batch, T = 2n) tokens. Own bytes: the int64 positions and the (B, 1, T, T) float mask
+    (each batch element's T x T fill, then their stack); the mask's boolean temporaries are not counted."""
+    b, e = dtype_bytes, encoder
+    t = tokens
+    own = LayerCost(activation_bytes=t * 8 + 2 * batch * t * t * b)
+    layer = module_cost(PREFIX + "Qwen2DecoderLayer", e, batch, t, b)
+    layers = children_node("ModuleList", tuple((str(i), layer) for i in range(e.num_layers)), container=True)
+    return own, (
+        ("rotary_emb", module_cost(PREFIX + "Qwen2RotaryEmbedding", 1, t, e.head_dim, b)),
+        ("layers", layers),
+        ("norm", module_cost(PREFIX + "Qwen2RMSNorm", batch * t, e.hidden_size, b)),
+    )
+
+
+register_children(PREFIX + "CustomQwen2Decoder", "the vendor's wrapper: calls its `model` (the Qwen2 stack)")
+
+
+@register_cost(PREFIX + "Qwen2Decoder2Encoder", "SAM tokens flattened, the query bank appended (cat), token types, "
+                                                "the stack; the query positions returned (a view)")
+def qwen2_encoder(encoder: EncoderSpec, batch: int, n_tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+    """One encoder call on `batch` views of `n_tokens` SAM tokens each (T = 2·n_tokens with the queries)."""
+    b, e = dtype_bytes, encoder
+    t = 2 * n_tokens
+    # cat(tokens, queries) (B, T, C); int64 zeros and ones (B, n) and their cat (B, T)
+    own = LayerCost(activation_bytes=batch * t * e.hidden_size * b + 2 * batch * n_tokens * 8 + batch * t * 8)
+    inner = module_cost(PREFIX + "CustomQwen2ModelInner", e, batch, t, b)
+    return own, (("model", children_node(PREFIX + "CustomQwen2Decoder", (("model", inner),))),)
+
+
+# ---------------------------------------------------------------------------------------- the model
+def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple[LayerCost, Children]:
+    """SAM -> encoder -> projector for each vision pass, and the glue `DeepseekOCR2Model.forward` adds."""
+    children: Children = ()
+    p = spec.projector
+    for _name, batch, side in passes:
+        grid = sam_grids(spec.sam, side)[2]
+        n = grid * grid
+        children += (
+            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b)),
+            ("qwen2_model", module_cost(PREFIX + "Qwen2Decoder2Encoder", spec.encoder, batch, n, b)),
+            ("projector", module_cost("dsocr.MlpProjector", batch * n, p.input_dim, p.n_embed, b)),
+        )
+    # cat(crops, global, separator) and the cat of that one-element list (a copy too); the views of the
+    # projector outputs are free. The two `torch.sum(...).item()` checks: 0-d tensors of the image dtype.
+    own = LayerCost(activation_bytes=2 * image_tokens * spec.decoder.hidden_size * b + 2 * b)
+    return own, children
+
+
+@register_cost(PREFIX + "DeepseekOCR2Model", "embed_tokens, the vision passes scattered into the embeddings, decoder "
+                                             "layers, norm; own: the vision glue, position ids and the 4-D causal mask")
+def ocr2_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
+               dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+    """One forward on `q_len` new tokens after `past_len` cached ones; vision for the given passes (none in
+    decode). The language part is v1's `DeepseekOCRModel` formula without vision (the same vendor code)."""
+    b = dtype_bytes
+    own, vision = _vision(spec, passes, image_tokens, b) if passes else (ZERO, ())
+    if not language:
+        return own, vision
+    lang = module_cost("dsocr.DeepseekOCRModel", ForwardShape(spec, (), 0, q_len, past_len, attention, b))
+    named = dict(lang.children)
+    return own + lang.own, (
+        ("embed_tokens", named["embed_tokens"]),
+        *vision,
+        ("layers", named["layers"]),
+        ("norm", named["norm"]),
+    )
+
+
+@register_cost(PREFIX + "DeepseekOCR2ForCausalLM", "the model, then lm_head over every new position and "
+                                                   "logits.float()")
+def ocr2_causal_lm(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
+                   dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+    b = dtype_bytes
+    model = module_cost(PREFIX + "DeepseekOCR2Model", spec, passes, image_tokens, q_len, past_len, attention, b,
+                        language)
+    if not language:
+        return ZERO, (("model", model),)
+    d = spec.decoder
+    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4) if b != 4 else ZERO  # logits.float()
+    return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

@@ -1,0 +1,166 @@
+"""The whole DeepSeek-OCR 2 twin: `DeepseekOCR2Model` (vision + decoder) and `DeepseekOCR2ForCausalLM`.
+
+The forward follows the vendor's `DeepseekOCR2Model.forward` step for step:
+
+1. token embeddings for all of `input_ids`;
+2. the vision branch runs only when `input_ids` has more than one column (or in training mode) and the
+   first global view is not all zeros (`torch.sum(...).item()`, a host sync). Per image, under
+   `torch.no_grad()`: when the crop tensor is non-zero, SAM -> encoder -> projector on the crop batch and
+   then on the global view (each module called twice), else on the global view only;
+3. the sequence is **crops, global, `view_seperator`** (no newline column), written into the embeddings
+   with `masked_scatter_` (the vendor moves the mask with `.cuda()`; the twin to the embeddings' device);
+4. the DeepSeek-V2 decoder, its norm, `lm_head` over every position and `logits.float()`: v1's code
+   (`dsocr.twin`), which is the same vendor file (`modeling_deepseekv2.py`, blob ff008470).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from llm_perf_opt.dsocr.twin.config import TwinConfig
+from llm_perf_opt.dsocr.twin.decoder import DeepseekV2DecoderLayer, DeepseekV2RMSNorm, LlamaRotaryEmbedding
+from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM as _V1CausalLM
+from llm_perf_opt.dsocr.twin.model import DeepseekOCRModel as _V1Model
+from llm_perf_opt.dsocr.twin.projector import MlpProjector
+from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
+from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
+from llm_perf_opt.dsocr2.twin.encoder import Qwen2Decoder2Encoder
+
+
+class DeepseekOCR2Model(nn.Module):
+    """Embeddings, decoder layers and final norm, plus SAM, the encoder, the projector and the separator."""
+
+    def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
+        super().__init__()
+        self.config = config
+        self.spec = spec
+        self.padding_idx = config.pad_token_id
+        self.vocab_size = config.vocab_size
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, self.padding_idx)
+        self.layers = nn.ModuleList(
+            DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i))
+            for i in range(config.num_hidden_layers)
+        )
+        self._use_flash_attention_2 = config._attn_implementation == "flash_attention_2"
+        self.norm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.gradient_checkpointing = False
+        self.sam_model = ImageEncoderViT(spec.sam)
+        self.qwen2_model = Qwen2Decoder2Encoder(spec.encoder)
+        self.projector = MlpProjector(spec.projector)
+        self.view_seperator = nn.Parameter(torch.zeros(spec.projector.n_embed))  # [sic]: the vendor's name
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embed_tokens = value
+
+    # ------------------------------------------------------------------ vision
+    def _encode_view(self, pixels: torch.Tensor) -> torch.Tensor:
+        """SAM, then the encoder on SAM's features (the query positions), then the projector."""
+        return self.projector(self.qwen2_model(self.sam_model(pixels)))
+
+    def _image_sequence(self, image) -> torch.Tensor:
+        """The feature rows of one image in sequence order: crops, global view, separator."""
+        patches, image_ori = image[0], image[1]
+        if torch.sum(patches).item() != 0:
+            local = self._encode_view(patches)
+            glob = self._encode_view(image_ori)
+            glob = glob.view(-1, glob.shape[-1])
+            local = local.view(-1, local.shape[-1])
+            return torch.cat([local, glob, self.view_seperator[None, :]], dim=0)
+        glob = self._encode_view(image_ori)
+        glob = glob.view(-1, glob.shape[-1])
+        return torch.cat([glob, self.view_seperator[None, :]], dim=0)
+
+    def _scatter_images(self, inputs_embeds, images, images_seq_mask, images_spatial_crop) -> None:
+        for row, (image, _crop_shape) in enumerate(zip(images, images_spatial_crop)):
+            pieces = []
+            with torch.no_grad():
+                pieces.append(self._image_sequence(image))
+            if pieces:
+                feats = torch.cat(pieces, dim=0)
+                mask = images_seq_mask[row].unsqueeze(-1).to(inputs_embeds.device)
+                inputs_embeds[row].masked_scatter_(mask, feats)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                inputs_embeds=None, use_cache=None, output_attentions=None, output_hidden_states=None,
+                images=None, images_seq_mask=None, images_spatial_crop=None, return_dict=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.get_input_embeddings()(input_ids)
+        sam_model = getattr(self, "sam_model", None)
+        if (
+            sam_model is not None
+            and input_ids is not None
+            and images is not None
+            and (input_ids.shape[1] != 1 or self.training)
+            and torch.sum(images[0][1]).item() != 0
+        ):
+            self._scatter_images(inputs_embeds, images, images_seq_mask, images_spatial_crop)
+        return self._decode(inputs_embeds, attention_mask, position_ids, past_key_values, use_cache,
+                            output_attentions, output_hidden_states, return_dict)
+
+    # the DeepSeek-V2 stack over ready embeddings: v1's, the same vendor code
+    _decode = _V1Model._decode
+
+
+class DeepseekOCR2ForCausalLM(nn.Module):
+    """Root of the twin: `model` (DeepseekOCR2Model) + `lm_head`."""
+
+    def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
+        super().__init__()
+        self.config = config
+        self.spec = spec
+        self.model = DeepseekOCR2Model(config, spec)
+        self.vocab_size = config.vocab_size
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    get_model = _V1CausalLM.get_model
+    get_input_embeddings = _V1CausalLM.get_input_embeddings
+    get_output_embeddings = _V1CausalLM.get_output_embeddings
+    device = _V1CausalLM.device
+    dtype = _V1CausalLM.dtype
+    forward = _V1CausalLM.forward  # model, lm_head over every position, logits.float(), optional loss
+
+    def reset_buffers(self) -> None:
+        """Refill the computed buffers (every RoPE `inv_freq`, in float32)."""
+        for module in self.modules():
+            if isinstance(module, LlamaRotaryEmbedding):
+                module.reset_buffers()
+
+
+def build_twin(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+               attn_implementation: str = "eager", seed: int = 0) -> DeepseekOCR2ForCausalLM:
+    """The DeepSeek-OCR 2 twin for `spec`, in eval mode, with seeded random weights (none on meta).
+
+    Built on the meta device, cast, materialised once on `device` and filled by v1's
+    `initialise_weights` (one seeding rule for every family). `attn_implementation` selects the decoder's
+    attention ("eager", the vendor's default, "sdpa", or "flash_attention_2"); the encoder is always SDPA.
+    """
+    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
+    from llm_perf_opt.dsocr.twin.weights import initialise_weights
+    from llm_perf_opt.errors import ConfigError
+
+    if not isinstance(spec, ModelSpec):
+        raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ConfigError.field("model.dtype", dtype, "must be a floating torch dtype")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError.field("model.device", device, f"must name a torch device ({exc})") from None
+    resolve_attn_implementation(attn_implementation, device, fallback=False)
+    config = TwinConfig.from_spec(spec, attn_implementation)  # reads spec.decoder and the token ids only
+    config.model_type = "deepseek_ocr2_twin"
+    with torch.device("meta"):
+        model = DeepseekOCR2ForCausalLM(config, spec)
+    model = model.to(dtype=dtype)
+    if device.type != "meta":
+        model = model.to_empty(device=device)
+    model.reset_buffers()
+    if device.type != "meta":
+        initialise_weights(model, seed)
+    return model.eval()

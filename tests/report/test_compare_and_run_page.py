@@ -1,0 +1,192 @@
+"""The run page and `./dev compare` on real runs of the trace job (tiny twin, the default page), in a real
+browser (Playwright on Debian's chromium), and the comparison's figures against the runs' own files.
+
+Run A: the default job (`./dev trace`: profile and roofline on). Run B: the same job with
+`runtime.attn_implementation=sdpa` and `profile=off` (the decoder's attention no longer materialises its
+score matrices, so its observed activation bytes drop; no measured time in B). Screenshots go to
+tmp/screens/ for a person to look at."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser import browser_page
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENS = REPO / "tmp" / "screens"
+pytestmark = pytest.mark.slow
+VIEWPORTS = ((1366, 768), (1920, 1080))
+
+
+def _job(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    base = tmp_path_factory.mktemp("compare_runs")
+    a, b = base / "eager", base / "sdpa"
+    proc_a = _job(REPO / "pipelines" / "trace.py", f"hydra.run.dir={a}")
+    assert proc_a.returncode == 0, proc_a.stderr[-3000:]
+    proc_b = _job(REPO / "pipelines" / "trace.py", "runtime.attn_implementation=sdpa", "profile=off", f"hydra.run.dir={b}")
+    assert proc_b.returncode == 0, proc_b.stderr[-3000:]
+    return a, b, proc_a
+
+
+def test_the_default_job_prints_no_profiler_usdt_lines(runs):
+    _, _, proc = runs
+    out = proc.stdout + proc.stderr
+    assert "profile: repeat 3/3" in out  # the profiler did run
+    assert "USDT" not in out and "profiler_start" not in out
+
+
+def _values(run: Path, metric: str) -> dict:
+    data = json.loads((run / "module_costs.json").read_text())["data"]
+    (table,) = [t for t in data["metrics"] if t["name"] == metric]
+    return table["values"]
+
+
+def test_compare_shows_the_changed_attention_with_the_files_delta(runs, tmp_path):
+    a, b, _ = runs
+    out = tmp_path / "cmp"
+    proc = _job(REPO / "pipelines" / "compare.py", a, b, "--out", out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "attention eager" in proc.stdout and "attention sdpa" in proc.stdout
+    from llm_perf_opt.report.compare import compare_runs
+
+    cmp = compare_runs(a, b)
+    assert cmp.only_a == [] and cmp.only_b == []  # same model: every node matched
+    changed = cmp.changed_nodes("activation_bytes_observed")
+    keys = [r.key for r in changed]
+    assert "model.layers.0.self_attn" in keys and "model.layers.[*].self_attn" in keys, keys
+    assert all("sam_model" not in k and "vision_model" not in k for k in keys), keys  # the vision side is untouched
+    # the delta of one node, from the runs' own module_costs.json (one member, so the node's total is its value)
+    path = "model.layers.0.self_attn"
+    want = _values(b, "activation_bytes_observed")[path] - _values(a, "activation_bytes_observed")[path]
+    assert want < 0  # sdpa keeps no score matrix
+    row = next(r for r in cmp.nodes if r.key == path)
+    assert row.figure("activation_bytes_observed").delta == want
+    # the CSV says the same
+    rows = [r for r in csv.DictReader((out / "compare.csv").open()) if r["key"] == path
+            and r["metric"] == "activation_bytes_observed"]
+    assert len(rows) == 1 and float(rows[0]["delta"]) == want
+    # the FLOPs did not change anywhere (attention's FLOPs are the same in eager and sdpa)
+    assert cmp.changed_nodes("flops_measured") == []
+    # B was not profiled: no time to colour by, and the page says so
+    assert not (out / "compare.graph.svg").exists()
+    assert "no node has measured time in both runs" in (out / "compare.html").read_text()
+
+
+def test_delta_time_colours_the_slower_node(runs, tmp_path):
+    """Run A against a copy of itself whose lm_head node took twice its measured time: that node alone
+    changes, by its own time, and is drawn in the 'slower' colours; the others are unchanged."""
+    a, _, _ = runs
+    from llm_perf_opt.callgraph.heat import BINS, Heat
+    from llm_perf_opt.callgraph.dot import build_grouped_dot
+    from llm_perf_opt.report.compare import compare_runs, delta_graph
+
+    slower = tmp_path / "slower"
+    shutil.copytree(a, slower)
+    doc = json.loads((slower / "callgraph.grouped.json").read_text())
+    nodes = doc["data"]["nodes"]
+    (lm,) = [n for n in nodes if n["pattern"] == "lm_head"]
+    before = lm["costs"]["time_measured"]["total"]
+    lm["costs"]["time_measured"]["total"] = 2 * before
+    (slower / "callgraph.grouped.json").write_text(json.dumps(doc))
+    cmp = compare_runs(a, slower)
+    changed = cmp.changed_nodes("time_measured")
+    assert [r.key for r in changed] == ["lm_head"] and changed[0].figure("time_measured").delta == before
+    g = delta_graph(cmp)
+    node = g.node(lm["id"])
+    heat = Heat.of(g, "delta_time")
+    assert heat.active and heat.colours(node)[0] in {fill for _, fill, _, _ in BINS}
+    assert heat.line(node).startswith("+")
+    unchanged = next(n for n in g.nodes if n.pattern == "model.sam_model")
+    assert heat.line(unchanged).startswith("±")
+    assert heat.colours(node)[0] in build_grouped_dot(g, color_by="delta_time")
+
+
+
+def test_compare_refuses_bad_input_in_one_line(runs, tmp_path):
+    a, b, _ = runs
+    for other, text in ((tmp_path, "not a run directory (no summary.json"),
+                        (tmp_path / "missing", "not a run directory (no such directory)")):
+        out = tmp_path / "out1"
+        proc = _job(REPO / "pipelines" / "compare.py", a, other, "--out", out)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
+        assert not out.exists()
+    bumped = tmp_path / "bumped"
+    shutil.copytree(b, bumped)
+    doc = json.loads((bumped / "module_costs.json").read_text())
+    doc["schema_version"] = doc["schema_version"] + 1
+    (bumped / "module_costs.json").write_text(json.dumps(doc))
+    out = tmp_path / "out2"
+    proc = _job(REPO / "pipelines" / "compare.py", a, bumped, "--out", out)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "incompatible schema versions: module_costs.json" in proc.stderr
+    assert not out.exists()
+
+
+OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+def _visible(page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and box["width"] > 50 and box["height"] > 20
+
+
+def test_run_page_answers_first_and_fits_the_screen(runs):
+    a, _, _ = runs
+    from llm_perf_opt.callgraph.grouping import load_grouped_json
+
+    grouped = load_grouped_json(a / "callgraph.grouped.json")
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    for w, h in VIEWPORTS:
+        with browser_page(w, h) as (page, errors):
+            page.goto((a / "run.html").as_uri(), wait_until="load")
+            scroll, inner = page.evaluate(OVERFLOW)
+            assert scroll <= inner, (w, scroll, inner)
+            for sel in ("#timechart", "#times", "#icicle", "#graph svg"):
+                assert _visible(page, sel), (w, sel)
+            # the chart is the first thing: it starts inside the first screen
+            assert page.locator("#timechart").bounding_box()["y"] < h
+            bars = page.locator("#timechart rect.bar")
+            assert bars.count() >= 12 and page.locator("#timechart rect[data-series='ideal']").count() >= 12
+            page.screenshot(path=str(SCREENS / f"run_page_{w}x{h}.png"))
+            # a click on the chart's measured bar of SAM opens SAM's node with its figures
+            sam = next(n for n in grouped.nodes if n.pattern == "model.sam_model")
+            page.click(f"#timechart rect[data-row='prefill/sam'][data-series='measured']")
+            panel = page.inner_text("#panel-body")
+            assert "ImageEncoderViT" in panel and "model.sam_model" in panel and "measured time" in panel, panel[:500]
+            assert page.get_attribute("#panel-body", "data-node") == sam.id
+            # and a click on an icicle cell opens that node
+            lm = next(n for n in grouped.nodes if n.pattern == "lm_head")
+            page.click(f"#icicle .cell[data-node='{lm.id}']")
+            assert "Linear @ lm_head" in page.inner_text("#panel-body")
+            # pan and zoom keep the page's width
+            page.click("#fit-width")
+            page.click("#zoom-in")
+            assert page.evaluate(OVERFLOW)[0] <= inner
+            assert errors == []
+
+
+def test_compare_page_fits_the_screen(runs, tmp_path):
+    a, b, _ = runs
+    out = tmp_path / "cmp"
+    assert _job(REPO / "pipelines" / "compare.py", a, b, "--out", out).returncode == 0
+    for w, h in VIEWPORTS:
+        with browser_page(w, h) as (page, errors):
+            page.goto((out / "compare.html").as_uri(), wait_until="load")
+            scroll, inner = page.evaluate(OVERFLOW)
+            assert scroll <= inner, (w, scroll, inner)
+            for sel in ("#stages", "#nodes"):
+                assert _visible(page, sel), (w, sel)
+            assert "self_attn" in page.inner_text("#nodes")
+            page.screenshot(path=str(SCREENS / f"compare_{w}x{h}.png"), full_page=True)
+            assert errors == []

@@ -1,0 +1,137 @@
+"""The serving math against independent derivations (named dimensions of the tiny and full specs)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model
+from llm_perf_opt.analytic.batch_cost import DecodeTable, UnitTable
+from llm_perf_opt.analytic.hardware import load_hardware
+from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
+from llm_perf_opt.analytic.moe_batch import MoEShape, expected_distinct
+from llm_perf_opt.analytic.roofline import predict
+from llm_perf_opt.analytic.serving import serving_point, serving_points
+from llm_perf_opt.analytic.sizing import Targets, size
+from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
+
+GUNDAM = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return DeepseekOCRAnalyticModel.for_page(ModelSpec.tiny(), GUNDAM, 1700, 2200)
+
+
+@pytest.fixture(scope="module")
+def roof():
+    return load_hardware("h100_sxm").roof("bfloat16")
+
+
+def test_expected_distinct():
+    assert expected_distinct(64, 6, 1) == pytest.approx(6)
+    assert expected_distinct(64, 6, 2) == pytest.approx(64 - 64 * (58 / 64) ** 2)
+    shape = MoEShape(11, 64, 6, 100)
+    uniform = shape.with_routing([{e: 6 for e in range(64)}] * 11, [64] * 11)  # every expert 6 of 64 tokens
+    assert uniform.touched(5) == pytest.approx(shape.touched(5))
+    skewed = shape.with_routing([{0: 64, 1: 64, 2: 64, 3: 64, 4: 64, 5: 64}] * 11, [64] * 11)
+    assert skewed.touched(100) == pytest.approx(11 * 6)  # the same six experts, whatever the batch
+
+
+def test_parameter_count_matches_the_twin_and_the_vendor():
+    from llm_perf_opt.dsocr.twin.model import build_twin
+
+    for spec in (ModelSpec.tiny(), ModelSpec.deepseek_ocr()):
+        twin = build_twin(spec, device="meta")
+        assert parameter_count(spec) == sum(p.numel() for p in twin.parameters())
+    assert parameter_count(ModelSpec.deepseek_ocr()) == 3_336_106_240  # facts/deepseek_ocr.md, the vendor's
+
+
+def test_batch_one_is_the_roofline(tiny, roof):
+    sm = serving_model(tiny)
+    p = serving_point(sm, roof, 1, 2)
+    assert p.step_s == pytest.approx(predict(tiny.decode(tiny.seq_len), roof).time_s, rel=1e-12)
+    assert p.prefill_s == pytest.approx(predict(tiny.prefill(), roof).time_s, rel=1e-9)
+
+
+def test_decode_is_affine_in_the_context(tiny, roof):
+    sm = serving_model(tiny)
+    ctx = tiny.seq_len + 300
+    direct = UnitTable.build(tiny.decode(ctx), BATCH_RULES, 1)
+    inter = sm.decode.at(ctx)
+    assert inter.flops == pytest.approx(direct.flops)
+    assert float(inter.count @ inter.io) == pytest.approx(float(direct.count @ direct.io))
+    assert sm.decode_times([1], roof, ctx).time_s[0] == pytest.approx(predict(tiny.decode(ctx), roof).time_s)
+
+
+def test_decode_weights_at_batch(tiny):
+    """Weights a decode step reads at batch B = shared weights + B embedding rows + experts touched by B tokens."""
+    d = ModelSpec.tiny().decoder
+    sm = serving_model(tiny)
+    table = sm.decode.at(tiny.seq_len)
+    moe = moe_shape(ModelSpec.tiny(), 2)
+    moe_layers = sum(d.is_moe_layer(i) for i in range(d.num_layers))
+    expert = 3 * d.hidden_size * d.moe_intermediate_size * 2
+    w1 = tiny.decode(tiny.seq_len).weight_bytes
+    row = d.hidden_size * 2
+    for b in (1, 2, 3, 8):
+        expected = (w1 - row - moe_layers * d.num_experts_per_tok * expert) + b * row \
+            + moe_layers * expected_distinct(d.n_routed_experts, d.num_experts_per_tok, b) * expert
+        assert table.weight_bytes_at(np.array([b]), moe)[0] == pytest.approx(expected)
+    assert table.flops == pytest.approx(tiny.decode(tiny.seq_len).flops)
+
+
+def test_memory_terms(tiny):
+    spec = ModelSpec.tiny()
+    d = spec.decoder
+    sm = serving_model(tiny)
+    kv_token = d.num_layers * 2 * d.num_kv_heads * d.head_dim * 2
+    m = memory_use(sm, 3, 50, Allowance(0, 0))
+    assert m.weights == parameter_count(spec) * 2
+    assert m.kv_cache in (3 * tiny.seq_len * kv_token, 3 * (tiny.seq_len + 50) * kv_token)
+    cap = 2e9
+    b = max_batch(sm, 50, cap)
+    assert b >= 1
+    assert memory_use(sm, b, 50).total <= cap < memory_use(sm, b + 1, 50).total
+
+
+def test_batching_buys_throughput(tiny, roof):
+    points = serving_points(serving_model(DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), GUNDAM, 1700,
+                                                                            2200)), roof, [1, 8, 64], 1000)
+    tps = [p.static.tokens_per_s for p in points]
+    steps = [p.step_s for p in points]
+    assert tps[0] < tps[1] < tps[2]
+    assert steps[1] < 8 * steps[0] and steps[2] < 8 * steps[1]  # sub-linear: shared weights, touched experts
+
+
+def test_sizing_requirements_meet_their_target(roof):
+    from dataclasses import replace
+
+    full = DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), GUNDAM, 1700, 2200)
+    sm = serving_model(full)
+    hw = load_hardware("h100_sxm")
+    s = size(sm, hw, roof, Targets(0.02, 0.002, 1e6, 1000))
+    req = {r.target: r for r in s.requirements}
+    assert len(req) == 3
+    ttft = req["ttft_s"]
+    fast = replace(roof, matmul_flops=ttft.matmul_tflops * 1e12 * 1.001)
+    slow = replace(roof, matmul_flops=ttft.matmul_tflops * 1e12 * 0.99)
+    t = lambda r: serving_point(sm, r, 1, 1000).continuous.ttft_s  # noqa: E731
+    assert t(fast) <= 0.02 < t(slow)
+    assert s.replicas == math.ceil(1e6 / s.pages_per_day_per_device)
+
+
+def test_bad_input(tiny, roof):
+    sm = serving_model(tiny)
+    with pytest.raises(ConfigError, match="workload.batch"):
+        serving_point(sm, roof, 0, 10)
+    with pytest.raises(ConfigError, match="serve.output_tokens"):
+        serving_point(sm, roof, 1, 8192)
+    with pytest.raises(ConfigError, match="size.tpot_s"):
+        size(sm, load_hardware("h100_sxm"), roof, Targets(1, 1e-9, 10, 10))
+    with pytest.raises(ConfigError, match="size.ttft_s"):
+        Targets(0, 1, 1, 1)
