@@ -112,12 +112,16 @@ def dump(out: Path) -> tuple[int, int]:
     return files, values
 
 
+PYTHON: str | None = None  # --python: run the jobs' scripts with this interpreter (PYTHONPATH=REPO/src), not ./dev
+
+
 def _dev(repo: Path, *args: str, lock: bool = False) -> None:
-    cmd = [str(repo / "dev"), *args]
+    cmd = [str(repo / "dev"), *args] if PYTHON is None else [PYTHON, f"pipelines/{args[0]}.py", *args[1:]]
+    env = None if PYTHON is None else {**os.environ, "PYTHONPATH": str(repo / "src")}
     if lock:
         cmd = ["flock", "/tmp/llm-perf-opt-big.lock", *cmd]
     print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=repo, check=True)
+    subprocess.run(cmd, cwd=repo, check=True, env=env)
 
 
 def run(out: Path, repo: Path, vendor: bool) -> None:
@@ -169,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("out", type=Path)
     r.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     r.add_argument("--no-vendor", action="store_true")
+    r.add_argument("--python", default=None, help="interpreter for the jobs (with PYTHONPATH=REPO/src) instead of "
+                   "REPO/dev: a checkout without its own virtual environment")
     d = sub.add_parser("dump", help="redo OUT/data from the runs already in OUT")
     d.add_argument("out", type=Path)
     c = sub.add_parser("compare")
@@ -176,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("b", type=Path)
     args = p.parse_args(argv)
     if args.cmd == "run":
+        global PYTHON
+        PYTHON = args.python
         run(args.out, args.repo.resolve(), not args.no_vendor)
         return 0
     if args.cmd == "dump":

@@ -68,7 +68,7 @@ def main(raw: DictConfig) -> None:
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 
 
-def _levels_table(cfg, model: DeepseekOCRAnalyticModel, latency) -> str:
+def _levels_table(cfg, model, latency) -> str:
     """ideal / kernel / eager per stage and part, kernel counts and verdicts (analytic.time_levels)."""
     from llm_perf_opt.analytic import time_levels as TL
 

@@ -461,7 +461,7 @@ def kernel_rows(stage: StageCost, ops: Mapping[str, Mapping[str, int]], step: in
     roots = stage.roots
     in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
     if parts == "summary":
-        in_stage = [p for p in in_stage if is_summary_path(p)]
+        in_stage = [p for p in in_stage if is_summary_path(p, stage.vocabulary)]
     if roots == ("",):
         rows = [KernelRow(stage.stage, "", stage.total.kernel_count,
                           op_families.subtree_kernels(ops, "") - program_kernels, step)]
@@ -510,7 +510,7 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
         lines.append(f"kernel counts vs TorchLens: {'PASS' if not bad else 'FAIL'} ({len(v.kernels)} rows, "
                      f"{len(bad)} differing)")
         for r in [r for r in v.kernels if r.part == "" or not r.ok][:max_rows]:
-            name = P.alias(r.part) if r.part else "(total)"
+            name = (v.vocabulary.alias(r.part) if v.vocabulary is not None else r.part) if r.part else "(total)"
             stage_name = r.stage + (f" {r.step}" if r.step is not None else "")
             lines.append(f"{stage_name:<12} {name[:44]:<44} {r.analytic:>14,} {r.measured:>14,} "
                          f"{r.measured - r.analytic:>+9,} {'ok' if r.ok else 'NO':>3}")
