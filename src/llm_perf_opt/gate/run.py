@@ -31,9 +31,11 @@ from llm_perf_opt.gate import pins
 from llm_perf_opt.gate.judge import Finding, JobVerdict, judge_sweep
 from llm_perf_opt.gate.plan import GatePlan, plan
 from llm_perf_opt.gate.junit import JUnitCase, Problem, write_junit
+from llm_perf_opt.run_lock import claim
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 JUNIT_FILE, SWEEP_LOG = "junit.xml", "sweep.log"
+GATE_LOCK = ".verify.lock"  # the gate's own lock (its sweep may share the directory and takes `.lock`)
 
 
 def say(message: str) -> None:
@@ -199,7 +201,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         gate = plan(args)
         if gate.cfg.verify.update_expected:
             return update_expected(gate)
-        return run_gate(gate)
+        with claim(gate.out_dir, sweep=True, field="verify.out_dir", lock_file=GATE_LOCK):  # one gate per directory
+            return run_gate(gate)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,6 +5,8 @@ vision, prefill and decode times per stage and part (roofline.json), and the ser
 constraint, with the latency-vs-throughput curve (serving.json, curve.csv, curve.svg/.png)."""
 from __future__ import annotations
 
+from functools import partial
+
 import hydra
 from omegaconf import DictConfig
 
@@ -28,7 +30,7 @@ from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
-@reports_errors
+@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
     cfg, spec = job.cfg, job.spec

@@ -24,7 +24,7 @@ from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-@reports_errors
+@reports_errors(check=validate)  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw)  # every rule, before any work
     cfg, spec = job.cfg, job.spec

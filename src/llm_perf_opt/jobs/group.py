@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from llm_perf_opt.jobs.args import OneLineParser
 from llm_perf_opt.callgraph.heat import COLOR_CHOICES
 from llm_perf_opt.callgraph.model_explorer import write_model_explorer
 from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, load_module_costs
@@ -25,13 +26,14 @@ from llm_perf_opt import families
 from llm_perf_opt.config import RenderConfig
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ArtifactError, ConfigError, one_line_errors
+from llm_perf_opt.run_lock import hold
 from llm_perf_opt.trace.graph import add_run_tables, run_identity
 
 CALLGRAPH_FILE = "callgraph.json"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="./dev group", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="./dev group", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", help="run directory holding callgraph.json (or the callgraph.json file)")
     ap.add_argument("--max-depth", type=int, default=None,
                     help="fold groups deeper than this in the renderings, >= 1 (default: show all)")
@@ -58,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise ArtifactError(f"{target}: no such run directory")
     cg = load_callgraph_json(cg_path)
     out_dir = cg_path.parent
+    with hold(out_dir, field="RUN_DIR"):  # never rewrite files of a run that is still writing them
+        return _regroup(args, cg, out_dir, depth)
+
+
+def _regroup(args: argparse.Namespace, cg, out_dir, depth) -> int:
     family = families.for_run_dir(out_dir)
     log_path = out_dir / family.runtime_log_file
     events = family.load_runtime_log(log_path).events() if log_path.is_file() else None

@@ -27,6 +27,7 @@ from llm_perf_opt.family import ModelFamily
 # 89,478,485 pixels, about 9459 x 9459; 268 MB as RGB before any copy). A synthetic page and an image
 # file are both materialised at full size before they are resized and tiled.
 MAX_PAGE_PIXELS = 89_478_485
+EXIF_ORIENTATION = 0x0112  # the EXIF tag ImageOps.exif_transpose reads
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,10 @@ def page_size(cfg: RootConfig) -> tuple[int, int]:
     Image.MAX_IMAGE_PIXELS = None  # only the header is read; the size is judged by the caller
     try:
         with Image.open(page.image) as img:
-            return img.size
+            width, height = img.size
+            # EXIF orientation 5-8: the page is stored on its side; the vendor's load_image turns it upright
+            # (ImageOps.exif_transpose), so the layout is the upright size
+            return (height, width) if img.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8) else (width, height)
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
     finally:
