@@ -129,9 +129,9 @@ def check_devices(configs: Sequence[RootConfig]) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            from llm_perf_opt.dsocr.session import resolve_device
+            from llm_perf_opt import families
 
-            resolve_device(cuda[0].runtime)  # raises the session's one-line ConfigError
+            families.for_config(cuda[0]).resolve_device(cuda[0].runtime)  # raises the session's one-line ConfigError
 
 
 def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:

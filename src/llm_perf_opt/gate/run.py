@@ -62,10 +62,10 @@ def run_sweep(gate: GatePlan) -> int:
 # -------------------------------------------------------------------------------------------- pins
 def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
     """The pinned analytic totals recomputed and compared: (findings, one JUnit case per mode, pins checked)."""
-    from llm_perf_opt.dsocr.parts import mode_names
+    from llm_perf_opt import families
 
     old, pages = pins.load(gate.expected)
-    new = pins.compute(mode_names(), pages)
+    new = pins.compute(tuple(families.family().modes()), pages)  # the pins are the default family's (v1)
     changes = pins.compare(old, new)
     where = str(gate.expected)
     update = pins.UPDATE_COMMAND + ("" if gate.expected == pins.default_path() else f" verify.expected={where}")
@@ -94,13 +94,13 @@ def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
 
 def update_expected(gate: GatePlan) -> int:
     """Rewrite the pinned totals from the analytic model, printing what moved."""
-    from llm_perf_opt.dsocr.parts import mode_names
+    from llm_perf_opt import families
 
     try:
         old, pages = pins.load(gate.expected)
     except ConfigError:
         old, pages = {}, list(pins.DEFAULT_PAGES)
-    new = pins.compute(mode_names(), pages)
+    new = pins.compute(tuple(families.family().modes()), pages)
     changes = pins.compare(old, new)
     pins.write(gate.expected, new, pages)
     for c in changes:

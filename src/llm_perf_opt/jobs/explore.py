@@ -51,10 +51,10 @@ def explorer_files(run_dir: Path) -> Path:
     from llm_perf_opt.callgraph.model_explorer import write_model_explorer
     from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, attach_costs, load_module_costs
     from llm_perf_opt.callgraph.schema import load_callgraph_json
-    from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
+    from llm_perf_opt import families
 
     cg = load_callgraph_json(run_dir / "callgraph.json")
-    grouped = group_callgraph(cg, checks=RUNTIME_CHECKS)
+    grouped = group_callgraph(cg, checks=families.for_run_dir(run_dir).runtime_checks)
     costs = load_module_costs(run_dir / MODULE_COSTS_FILE) if (run_dir / MODULE_COSTS_FILE).is_file() else None
     if costs is not None:
         attach_costs(grouped, costs)
