@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.roofline import LatencyPrediction
 from llm_perf_opt.artifacts import read_artifact, write_artifact
@@ -24,7 +23,7 @@ _FIGURES = ("vision_s", "prefill_s", "ttft_s", "decode_s_per_token", "decode_con
 _STAGES = ("vision", "prefill", "decode")
 
 
-def roofline_dict(model: DeepseekOCRAnalyticModel, latency: LatencyPrediction, hardware: Hardware,
+def roofline_dict(model: Any, latency: LatencyPrediction, hardware: Hardware,
                   with_parts: bool = True) -> dict[str, Any]:
     return {
         "model": model.spec.name, "layout": model.layout.as_dict(), "seq_len": model.seq_len,
@@ -34,7 +33,7 @@ def roofline_dict(model: DeepseekOCRAnalyticModel, latency: LatencyPrediction, h
     }
 
 
-def write_roofline(path: str | os.PathLike, model: DeepseekOCRAnalyticModel, latency: LatencyPrediction,
+def write_roofline(path: str | os.PathLike, model: Any, latency: LatencyPrediction,
                    hardware: Hardware, config: Any = None) -> Path:
     return write_artifact(path, ROOFLINE_SCHEMA, ROOFLINE_SCHEMA_VERSION,
                           roofline_dict(model, latency, hardware), config=config)

@@ -52,14 +52,10 @@ def absolute_path_overrides(args: Sequence[str]) -> list[str]:
 
 
 def hydra_error_line(exc: BaseException) -> str:
-    """Hydra's and OmegaConf's multi-line messages as one line: the first line of the error and of its cause."""
-    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause).strip():
-        first = str(cause).strip().splitlines()[0]
-        if first not in lines[0]:
-            lines.append(first)
-    return ": ".join(line.rstrip(".: ") for line in lines)
+    """Hydra's and OmegaConf's multi-line messages as one line (`errors.one_line`)."""
+    from llm_perf_opt.errors import one_line
+
+    return one_line(exc)
 
 
 def _hydra_job(module: str, *leading: str, rewrite: Optional[Callable[[list[str]], list[str]]] = None
@@ -150,10 +146,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
         return ExitCode.CONFIG
+    from llm_perf_opt.runs import signals
+
     try:
-        return JOBS[job](rest) or ExitCode.OK
-    except KeyboardInterrupt:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
-        print(f"interrupted outside a job of {job}: nothing was left half-written", file=sys.stderr)
+        with signals.handling():  # SIGTERM / SIGHUP like Ctrl-C, in the whole command
+            return JOBS[job](rest) or ExitCode.OK
+    except KeyboardInterrupt as exc:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
+        by = f" by {exc.name}" if isinstance(exc, signals.Interrupted) and exc.signum != 2 else ""
+        print(f"interrupted{by} outside a job of {job}: nothing was left half-written", file=sys.stderr)
         return ExitCode.INTERRUPTED
 
 
