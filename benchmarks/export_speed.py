@@ -40,7 +40,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, cfg.workload.name)
+    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
+                        vocabulary=job.family.parts)
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
         t_open = time.perf_counter() - t0
@@ -63,7 +64,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             try:
                 graphs = export_graphs(call, session.autocast_context())
             except ExportRefused:
-                with fixed_routing(call.module.mlp, rec.routing):
+                with fixed_routing(call.module.mlp, rec.routing, job.family.run_experts_by_load):
                     graphs = export_graphs(call, session.autocast_context())
                 note = "  (fixed routing)"
             t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 """Every benchmark of benchmarks/ runs with its defaults: its argument parser accepts no argument (the script
-is imported, not run: `parse_args(argv)` / `main(argv)`), and where a benchmark has a mode on the tiny twin
-(or needs no model), that mode runs here and prints its figures. The full-size runs stay out of the suite:
+is imported, not run: `parse_args(argv)` / `main(argv)`; data_identity, a tool with commands, names them),
+and where a benchmark has a mode on the tiny twin (or needs no model), that mode runs here and prints its
+figures. The full-size runs stay out of the suite:
 they are what the benchmarks are for (`./dev bench NAME`)."""
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from llm_perf_opt.dsocr.parts import mode_names
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NAMES = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
+COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False})}  # no default command
 
 # what each parser gives with no argument, as each script's docstring and help say
 DEFAULTS = {
@@ -44,10 +46,21 @@ def load_benchmark(name: str) -> ModuleType:
 
 
 def test_every_benchmark_is_listed_here():
-    assert NAMES == sorted(DEFAULTS)
+    assert NAMES == sorted([*DEFAULTS, *COMMANDS])
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_tool_with_commands_names_them(name, capsys):
+    module = load_benchmark(name)
+    with pytest.raises(SystemExit) as exc:
+        module.parse_args([])
+    assert exc.value.code == 2 and "the following arguments are required: cmd" in capsys.readouterr().err
+    argv, want = COMMANDS[name]
+    args = module.parse_args(argv)
+    assert {k: getattr(args, k) for k in want} == want
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
 def test_the_parser_takes_no_argument(name):
     module = load_benchmark(name)
     args = module.parse_args([])
