@@ -143,7 +143,7 @@ def _visible(page, selector: str) -> bool:
 
 def test_run_page_answers_first_and_fits_the_screen(runs):
     a, _, _ = runs
-    from llm_perf_opt.callgraph.grouping import load_grouped_json
+    from llm_perf_opt.callgraph.grouped import load_grouped_json
 
     grouped = load_grouped_json(a / "callgraph.grouped.json")
     SCREENS.mkdir(parents=True, exist_ok=True)

@@ -205,14 +205,17 @@ def test_roofline_plot_from_a_summary_section(tmp_path):
     section = {"primary": "measured", "rows": rows, "measured_by": "how it was measured",
                "roofs": {"measured": {"roof": cpu, "same_device": True},
                          "h100_sxm": {"roof": gpu, "same_device": False}}}
-    files = plot_from_summary(section, tmp_path, title="T")
+    from llm_perf_opt.families import family
+
+    parts = family("dsocr").parts  # the plot names the family's parts
+    files = plot_from_summary(section, tmp_path, title="T", vocabulary=parts)
     text = "".join(ET.fromstring(files["svg"].read_text()).itertext())
     assert "sam" in text and "forward" in text and "embedding" not in text  # no FLOPs: no place on a log axis
     assert "a CPU" in text and "an H100" not in text  # measured points: only their own device's roof
     assert "how it was measured" in text
     for row in rows:
         row["achieved_flops"] = None
-    files = plot_from_summary(section, tmp_path / "pred", title="T")
+    files = plot_from_summary(section, tmp_path / "pred", title="T", vocabulary=parts)
     text = "".join(ET.fromstring(files["svg"].read_text()).itertext())
     assert "no measured times" in text and "sam" in text
 
