@@ -34,7 +34,7 @@ def vendor_dir() -> Path:
     """The vendor model directory from DSOCR_MODEL_PATH; tests that need it skip without it."""
     path = os.environ.get("DSOCR_MODEL_PATH")
     if not path:
-        pytest.skip("DSOCR_MODEL_PATH is not set (vendor code not available; see the README's Vendor model section)")
+        pytest.skip("DSOCR_MODEL_PATH is not set (vendor code not available; see docs/vendor.md)")
     p = Path(path)
     if not (p / "modeling_deepseekocr.py").is_file():
         pytest.skip(f"DSOCR_MODEL_PATH={path} has no modeling_deepseekocr.py")
