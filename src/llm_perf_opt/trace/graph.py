@@ -26,7 +26,7 @@ A metric whose source is absent is listed with the reason in `ModuleCosts.absent
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.callgraph.model_explorer import write_model_explorer
@@ -34,7 +34,10 @@ from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, MetricTable, Mo
 from llm_perf_opt.callgraph.op_families import materialised
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
-from llm_perf_opt.measure.flops import MeasuredFlops, is_matmul_like
+from llm_perf_opt.measure.matmul_ops import is_matmul_like
+
+if TYPE_CHECKING:  # torch: `./dev group` reads a finished run without it
+    from llm_perf_opt.measure.flops import MeasuredFlops
 
 PROFILE_FILE = "profile.json"
 ROOFLINE_FILE = "roofline.json"
