@@ -2,6 +2,8 @@
 written, bad input as one line with nothing written."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -22,9 +24,22 @@ def _outputs(run_dir):
     return sorted(p.name for p in run_dir.glob("*.json")) if run_dir.exists() else []
 
 
+def imported_modules(stderr: str) -> list[str]:
+    """The modules a process imported by import statements (`importlib.import_module` is not timed), from its
+    `-X importtime` lines (PYTHONPROFILEIMPORTTIME=1) on stderr."""
+    return [line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
+            and not line.rstrip().endswith("| package")]
+
+
 def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
-    proc = run_job("analyze", tmp_path, "hardware=h100_sxm", "workload=gundam")
-    assert proc.returncode == 0, proc.stderr
+    proc = run_job("analyze", tmp_path, "hardware=h100_sxm", "workload=gundam",
+                   env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # no model is built, so none of the model stack is imported (start-up in a fraction of a second)
+    imported = imported_modules(proc.stderr)
+    assert "llm_perf_opt.analytic.roofline_artifact" in imported and len(imported) > 100, len(imported)
+    heavy = sorted({m.split(".")[0] for m in imported} & {"torch", "transformers", "torchlens", "torchvision"})
+    assert heavy == [], heavy
     assert proc.stdout.startswith("deepseek-ocr | mode gundam")  # the full model by default
     assert "predicted: vision" in proc.stdout and "prefill (time to first token)" in proc.stdout
     assert "NVIDIA H100 Tensor Core GPU datasheet" in proc.stdout
