@@ -42,7 +42,8 @@ def test_kernel_list_by_hand():
     k = _block().total.kernels
     assert k.count == 3 and k.by_kind() == {"gemm": 1, "elementwise": 1, "reduction": 1}
     gemm = [key for key in k.counts if key[0] == "gemm"]
-    assert gemm == [("gemm", TOKENS, 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B)]
+    assert gemm == [("gemm", TOKENS, 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B,
+                     TOKENS * OUT * B)]  # (kind, M, FLOPs, bytes read + written, result bytes)
 
 
 def test_kernel_and_eager_levels_from_calibrated_figures():

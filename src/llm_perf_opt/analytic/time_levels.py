@@ -37,13 +37,19 @@ from llm_perf_opt.errors import ConfigError
 
 LEVELS = ("ideal", "kernel", "eager")
 SMALL_BYTES = 1 << 20  # kernels moving up to this many bytes run at the small-size (cache) bandwidth
+FRESH_BYTES = 1 << 25  # CPU: results above this size are written to fresh (mmapped) pages on every call
+# share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
+OUT_SHARE = {"gemm": 1 / 3, "conv": 1 / 3, "attention": 1 / 4, "elementwise": 1 / 2, "reduction": 1 / 2, "copy": 1 / 2}
 GEMM_KINDS = ("gemm", "conv", "attention")
 CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
-    "kernel": "per kernel max(flops / matmul rate at its M (gemm, conv, attention) or flops / vector rate, bytes / "
-              f"bandwidth (small-size figure up to {SMALL_BYTES} bytes, else large), min kernel time), summed",
-    "eager": "+ host per op (dispatch, + launch on an async device); sync points split the forward into segments: "
-             "async device: each segment max(host, device) + sync round trip; CPU: kernel + host, serial",
+    "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
+              "datasheet) for gemm, conv, attention, or flops / vector rate; bytes / bandwidth at its size (up to "
+              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large; layout copies their own figures) "
+              "+ on the CPU the fresh-page cost of a result above the mmap threshold; min kernel time), summed",
+    "eager": "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
+             "async device); sync points split the forward into segments: async device: each segment max(host, "
+             "device) + sync round trip; CPU: kernel + host, serial",
     "verdict": "host if the host dominates; else compute / memory / launch by the kernel time they hold",
     "overhead": "eager - kernel: removed by CUDA graphs / torch.compile and a fused MoE kernel (no host syncs)",
 }
@@ -57,11 +63,16 @@ def check_level(name: str) -> str:
 
 @dataclass(frozen=True)
 class DeviceFigures:
-    """What the kernel level needs of a device (SI units), each with its source."""
+    """What the kernel level needs of a device (SI units), each with its source.
+
+    `gemm` is the matmul efficiency curve (axis value, FLOP/s), ascending: by the product's rows M
+    (`gemm_axis="m"`: a datasheet, or a calibration before version 2), or by FLOPs per element moved
+    (`gemm_axis="x"`: x = FLOPs / (bytes / itemsize), 2MNK / (MK + KN + MN) for a GEMM: a GEMV ~ 2, a skinny
+    product small, a large square one large), read log-log between the calibrated points."""
 
     label: str
     synchronous: bool  # the CPU: a kernel runs on the host thread
-    gemm: tuple[tuple[int, float], ...]  # (M, FLOP/s) efficiency curve, M ascending
+    gemm: tuple[tuple[float, float], ...]
     vector_flops: float
     bw_small: float
     bw_large: float
@@ -69,25 +80,43 @@ class DeviceFigures:
     launch_s: float = 0.0  # host-side launch call per kernel (async devices)
     sync_s: float = 0.0  # round trip of one host sync (async devices)
     sources: Mapping[str, str] = field(default_factory=dict)
+    gemm_axis: str = "m"
+    itemsize: int = 4
+    bw_medium: Optional[float] = None  # SMALL_BYTES < bytes <= fresh_bytes (None: bw_large)
+    copy_bw: Optional[tuple[float, float, float]] = None  # layout copies, (small, medium, large); None: as above
+    fresh_s_per_byte: float = 0.0  # CPU: first touch of a result in fresh (mmapped) memory, per byte
+    fresh_bytes: int = FRESH_BYTES
 
-    def gemm_rate(self, m: int) -> float:
-        ms = [p[0] for p in self.gemm]
-        i = bisect.bisect_left(ms, max(m, 1))
+    def gemm_rate(self, at: float) -> float:
+        xs = [p[0] for p in self.gemm]
+        at = max(float(at), 1e-9)
+        i = bisect.bisect_left(xs, at)
         if i <= 0:
             return self.gemm[0][1]
-        if i >= len(ms):
+        if i >= len(xs):
             return self.gemm[-1][1]
-        (m0, r0), (m1, r1) = self.gemm[i - 1], self.gemm[i]
-        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))  # log-linear in M
-        return r0 + f * (r1 - r0)
+        (x0, r0), (x1, r1) = self.gemm[i - 1], self.gemm[i]
+        f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
-    def kernel_time(self, kind: str, m: int, flops: int, nbytes: int) -> tuple[float, str]:
+    def bandwidth(self, kind: str, nbytes: int) -> float:
+        tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
+        if kind == "copy" and self.copy_bw is not None:
+            return self.copy_bw[tier]
+        return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
+
+    def kernel_time(self, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
         """(seconds, bound) of one kernel: bound is compute, memory or launch."""
         if kind in GEMM_KINDS:
-            compute = flops / self.gemm_rate(m) if flops else 0.0
+            at = m if self.gemm_axis == "m" else flops / max(nbytes / self.itemsize, 1.0)
+            compute = flops / self.gemm_rate(at) if flops else 0.0
         else:
             compute = flops / self.vector_flops if flops else 0.0
-        memory = nbytes / (self.bw_small if nbytes <= SMALL_BYTES else self.bw_large)
+        memory = nbytes / self.bandwidth(kind, nbytes)
+        if self.fresh_s_per_byte:
+            result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
+            if result > self.fresh_bytes:
+                memory += result * self.fresh_s_per_byte
         t = max(compute, memory)
         if t < self.min_kernel_s:
             return self.min_kernel_s, "launch"
@@ -97,7 +126,7 @@ class DeviceFigures:
 @dataclass(frozen=True)
 class HostFigures:
     label: str  # "this host": the CPU it was calibrated on
-    dispatch_s: float
+    dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
     source: str
 
 
@@ -160,31 +189,56 @@ class LevelTimes:
 
 # ------------------------------------------------------------------------------------------- figures
 def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float) -> DeviceFigures:
-    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`)."""
-    gemm = tuple(sorted((int(g["m"]), float(g["flops_per_s"])) for g in levels["gemm"]))
-    # the curve must not fall with M (a noisy sample on a shared machine): the running maximum
-    mono, best = [], 0.0
-    for m, r in gemm:
-        best = max(best, r)
-        mono.append((m, best))
+    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`; version 1 files: the
+    M-curve at one N = K, version 2: the curve over FLOPs per element moved, three sizes, fresh pages)."""
     ew, cp = levels["elementwise"], levels["copy"]
+    version = int(levels.get("version", 1))
+    itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
+    grid = levels["gemm"]
+    if version >= 2 and all("x" in g for g in grid):
+        by_x: dict[float, float] = {}
+        for g in grid:  # points at the same x (transposed shapes): the faster one
+            x = round(float(g["x"]), 6)
+            by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
+        gemm = tuple(sorted(by_x.items()))
+        axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes, M in "
+                               f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
+                               f"(log-log); {levels.get('statistic', '')}")
+        copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
+        fresh = levels.get("fresh") or {}
+        extra = dict(bw_medium=float(ew["medium"]["bytes_per_s"]), copy_bw=copy_bw,  # type: ignore[arg-type]
+                     fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
+                     fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)))
+        bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
+        bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
+                  f"sizes; fresh result pages {fresh.get('op', 'not measured')}")
+    else:
+        pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
+        mono, best = [], 0.0  # the curve must not fall with M (a noisy sample): the running maximum
+        for m, r in pts:
+            best = max(best, r)
+            mono.append((float(m), best))
+        gemm, axis, extra = tuple(mono), "m", {}
+        gemm_src = (f"calibrated torch.matmul (M x {grid[0]['k']}) @ ({grid[0]['k']} x {grid[0]['n']}), M in "
+                    f"{[g['m'] for g in grid]}, fastest sample; running maximum over M (calibration version 1)")
+        bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
+        bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
+        bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
     return DeviceFigures(
-        label=label, synchronous=synchronous, gemm=tuple(mono), vector_flops=vector_flops,
-        bw_small=max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"]),
-        bw_large=max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"]),
-        min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
-        sources={"gemm": f"calibrated torch.matmul (M x {levels['gemm'][0]['k']}) @ ({levels['gemm'][0]['k']} x "
-                         f"{levels['gemm'][0]['n']}), M in {[g['m'] for g in levels['gemm']]}, {levels['timer']}, "
-                         "fastest sample; running maximum over M",
-                 "bandwidth": "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample",
-                 "min_kernel": levels.get("min_kernel_op", "")},
+        label=label, synchronous=synchronous, gemm=gemm, vector_flops=vector_flops, bw_small=bw_small,
+        bw_large=bw_large, min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
+        sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
+        gemm_axis=axis, itemsize=itemsize, **extra,
     )
 
 
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
+    """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`."""
     h = levels["host"]
-    return HostFigures(f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads",
-                       float(h["dispatch_s"]), str(h.get("op", "")))
+    label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
+    if h.get("op_s") is not None:
+        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")))
+    return HostFigures(label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)")
 
 
 def device_from_datasheet(roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float],
@@ -371,9 +425,12 @@ def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMod
     if dev is not None:
         lines.append(f"device figures: min kernel {units.seconds(dev.min_kernel_s)}, launch {units.seconds(dev.launch_s)}, "
                      f"sync {units.seconds(dev.sync_s)}, bandwidth small {units.si(dev.bw_small, 'B/s')} / large "
-                     f"{units.si(dev.bw_large, 'B/s')}, matmul at M=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at M=1024 "
-                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}")
+                     f"{units.si(dev.bw_large, 'B/s')}, matmul at {dev.gemm_axis}=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at "
+                     f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
+                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
+                     + (f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
+                        f"{dev.fresh_bytes / 2**20:g} MiB" if dev.fresh_s_per_byte else ""))
     if model.host is not None:
-        lines.append(f"host figures: dispatch {units.seconds(model.host.dispatch_s)} per op ({model.host.source})")
+        lines.append(f"host figures: {units.seconds(model.host.dispatch_s)} per kernel ({model.host.source})")
     lines.append("convention: " + "; ".join(f"{k}: {v}" for k, v in CONVENTION.items()))
     return "\n".join(lines)

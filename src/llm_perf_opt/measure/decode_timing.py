@@ -83,6 +83,8 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
             "max_s": wall["plain_s"]["max"], "profiled_s": wall["profiled_s"]["median"],
             "repeats": cfg.repeats, "warmup": cfg.warmup,
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
+            "parts_min_s": {alias: r["inclusive_s"]["min"] for alias, r in times.coverage.get("parts", {}).items()
+                            if r["inclusive_s"].get("min") is not None},
             "coverage": times.coverage.get("coverage"), "time_base": times.coverage.get("time_base"),
             "problems": len(times.problems),
         }

@@ -100,7 +100,7 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
 
 def run_roofline_stage(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel, times: Optional[ModuleTimes],
                        out_dir: Path, raw_cfg: Any = None, *, title: str = "",
-                       progress: Optional[Callable[[str], None]] = None) -> RooflineFigures:
+                       progress: Optional[Callable[[str], None]] = None, decode: Any = None) -> RooflineFigures:
     """Predict on the job's roofs, compare with the profile, write roofline.json and the plot."""
     from llm_perf_opt.report.roofline_plot import plot_from_summary
 
@@ -127,11 +127,13 @@ def run_roofline_stage(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel, time
     for r in roofs:
         say(f"on the {r.name} roof, {describe_figures(latencies[r.name])}")
     print(render_comparison(rows, entries))
-    from llm_perf_opt.measure.levels_stage import levels_section
+    from llm_perf_opt.measure.levels_stage import accuracy_rows, decode_measured, describe_accuracy, levels_section
 
     section["levels"], levels_table = levels_section(cfg, model_for_dtype(analytic, roofs[0].roof.dtype),
-                                                     latencies[roofs[0].name], rows)
+                                                     latencies[roofs[0].name], times, decode_measured(decode))
+    section["levels"]["accuracy"] = accuracy_rows(section["levels"])
     print(levels_table)
+    print(describe_accuracy(section["levels"]["accuracy"]))
     plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"])
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")
     return typed(RooflineFigures, section, "roofline")
