@@ -394,6 +394,43 @@ def latency_levels(stages: Mapping[str, StageCost], latency: Any, model: TimeMod
     return {name: stage_levels(stages[name], pred, ideal) for name, ideal in latency.stages().items()}
 
 
+def level_entries(lt: LevelTimes, ideal_bound: Optional[str] = None) -> dict[str, dict[str, Any]]:
+    """{level: {"time_s", "bound", ...}} of one unit, the levels present only (what roofline.json stores per
+    entry, `report.time_levels` reads): ideal's bound is the roofline's, kernel's the kind of kernel time holding
+    most of it, eager's the verdict."""
+    out: dict[str, dict[str, Any]] = {"ideal": {"time_s": lt.ideal_s, "bound": ideal_bound}}
+    if lt.kernel_s is not None:
+        kb = max(lt.kernel_bound_s.items(), key=lambda kv: kv[1])[0] if lt.kernel_bound_s else None
+        out["kernel"] = {"time_s": lt.kernel_s, "bound": kb, "kernels": lt.kernels,
+                         "kernels_by_kind": dict(lt.by_kind), "kernel_bound_s": dict(lt.kernel_bound_s)}
+    if lt.eager_s is not None:
+        over = lt.overhead_s
+        out["eager"] = {"time_s": lt.eager_s, "bound": lt.verdict, "host_s": lt.host_s, "syncs": lt.syncs,
+                        "overhead_s": over, "overhead_share": over / lt.eager_s if over is not None and lt.eager_s
+                        else None}
+    return out
+
+
+def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel) -> dict[str, Any]:
+    """What roofline.json (schema version 2) adds beside the roofline: `levels` (present, in order),
+    `absent_levels` ({level: reason}), `time_model` (device, host, convention) and per stage / part alias the
+    entries (`level_entries`) under `stages[stage].levels` ("" = the stage's total)."""
+    present = [lv for lv in LEVELS if any(lv in level_entries(lt) for parts in levels.values() for lt in parts.values())]
+    absent = {lv: str(model.missing.get(lv) or "not computed") for lv in LEVELS if lv not in present}
+    dev, host = model.device, model.host
+    return {
+        "levels": present, "absent_levels": absent,
+        "time_model": {"label": model.label, "convention": dict(CONVENTION),
+                       "device": None if dev is None else {
+                           "label": dev.label, "synchronous": dev.synchronous, "min_kernel_s": dev.min_kernel_s,
+                           "launch_s": dev.launch_s, "sync_s": dev.sync_s, "gemm_axis": dev.gemm_axis,
+                           "fresh_s_per_byte": dev.fresh_s_per_byte, "sources": dict(dev.sources)},
+                       "host": None if host is None else {"label": host.label, "per_kernel_s": host.dispatch_s,
+                                                          "source": host.source}},
+        "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
+    }
+
+
 def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
                   measured: Optional[Mapping[str, Mapping[str, float]]] = None) -> str:
     """A console table: per stage and summary part, ideal / kernel / eager (and measured) with kernels, syncs and

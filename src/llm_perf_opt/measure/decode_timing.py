@@ -81,6 +81,7 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
             "step": step, "past_len": past_len,
             "measured_s": wall["plain_s"]["median"], "min_s": wall["plain_s"]["min"],
             "max_s": wall["plain_s"]["max"], "profiled_s": wall["profiled_s"]["median"],
+            "min_cpu_s": (wall.get("plain_cpu_s") or {}).get("min"),
             "repeats": cfg.repeats, "warmup": cfg.warmup,
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
             "parts_min_s": {alias: r["inclusive_s"]["min"] for alias, r in times.coverage.get("parts", {}).items()

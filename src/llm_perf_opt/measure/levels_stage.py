@@ -17,6 +17,9 @@ from typing import Any, Mapping, Optional, Sequence
 from llm_perf_opt.analytic import time_levels as TL
 from llm_perf_opt.dsocr import parts as P
 
+CPU_TIME_BY = ("process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
+               "forward's time without the waits for the core that other processes cause; with more threads the sum "
+               "over threads (not a wall time), so shown only for runtime.threads=1")
 MEASURED_BY = ("fastest run: prefill = the fastest plain forward (wall, no profiler); vision = fastest per-repeat sum "
                "of SAM, CLIP, projector; parts = fastest per-repeat inclusive time of the part's module ranges in the "
                "profiled forwards; decode = the fastest plain forward of decode step 1 and its parts' fastest ranges")
@@ -59,6 +62,21 @@ def measured_by_stage(times: Any) -> dict[str, dict[str, float]]:
     return out
 
 
+def cpu_time_measured(times: Any, decode: Any, threads: Optional[int]) -> dict[str, dict[str, float]]:
+    """{stage: {"": CPU seconds}} of the prefill and decode step 1 (see CPU_TIME_BY); empty unless one thread."""
+    if threads != 1:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    cpu = ((times.wall.get("plain_cpu_s") or {}).get("min")) if times is not None else None
+    if cpu:
+        out["prefill"] = {"": float(cpu)}
+    rows = (decode.get("rows") if isinstance(decode, Mapping) else getattr(decode, "rows", None)) if decode else None
+    first = next((r for r in rows or [] if r.get("step") == 1 and r.get("min_cpu_s")), None)
+    if first is not None:
+        out["decode"] = {"": float(first["min_cpu_s"])}
+    return out
+
+
 def decode_measured(decode: Any) -> dict[str, float]:
     """{"" or part alias: seconds} of decode step 1 (the analytic decode stage's context), fastest run."""
     if decode is None:
@@ -73,8 +91,11 @@ def decode_measured(decode: Any) -> dict[str, float]:
 
 
 def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
-                   decode_times: Optional[Mapping[str, float]] = None) -> tuple[dict[str, Any], str]:
-    """(summary section, console table) of the levels on the primary roof."""
+                   decode_times: Optional[Mapping[str, float]] = None,
+                   cpu_times: Optional[Mapping[str, Mapping[str, float]]] = None
+                   ) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof."""
+    cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
     levels = TL.latency_levels(model.stages(), latency, tm)
     measured = measured_by_stage(times)
@@ -82,13 +103,22 @@ def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
         measured["decode"] = dict(decode_times)
     section = {
         "device": tm.label, "convention": dict(TL.CONVENTION), "missing": dict(tm.missing),
-        "measured_by": MEASURED_BY,
+        "measured_by": MEASURED_BY, **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
         "stages": {s: {alias: {**lt.to_dict(), "measured_s": measured.get(s, {}).get(alias),
                                "eager_over_measured": (lt.eager_s / measured[s][alias]) if lt.eager_s and
-                               measured.get(s, {}).get(alias) else None}
+                               measured.get(s, {}).get(alias) else None,
+                               **({"measured_cpu_s": cpu_times[s][alias],
+                                   "eager_over_cpu": lt.eager_s / cpu_times[s][alias] if lt.eager_s else None}
+                                  if alias in cpu_times.get(s, {}) else {})}
                        for alias, lt in parts.items()} for s, parts in levels.items()},
     }
-    return section, TL.render_levels(levels, tm, measured) + f"\nmeasured: {MEASURED_BY}"
+    text = TL.render_levels(levels, tm, measured) + f"\nmeasured: {MEASURED_BY}"
+    for s, by in cpu_times.items():
+        lt = levels.get(s, {}).get("")
+        if lt is not None and lt.eager_s and by.get(""):
+            text += (f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f} "
+                     f"(one thread: the time without waits for the core; {CPU_TIME_BY})")
+    return section, text, TL.levels_payload(levels, tm)
 
 
 def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[dict[str, Any]]:
@@ -105,7 +135,8 @@ def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[d
                 continue
             rows.append({"stage": stage, "unit": alias or "(stage)", "measured_s": m, "eager_s": e["eager_s"],
                          "kernel_s": e.get("kernel_s"), "ideal_s": e.get("ideal_s"),
-                         "ratio": e["eager_s"] / m, "verdict": e.get("verdict")})
+                         "ratio": e["eager_s"] / m, "verdict": e.get("verdict"),
+                         "measured_cpu_s": e.get("measured_cpu_s"), "ratio_cpu": e.get("eager_over_cpu")})
     return rows
 
 

@@ -195,6 +195,42 @@ def predicted_ttft(job: JobRecord, hardware: str) -> Optional[float]:
     return predict(model.prefill(), roof).time_s if model is not None else None
 
 
+def job_level(job: JobRecord, stage: str, level: str) -> Optional[float]:
+    """A time level (`analytic.time_levels`: ideal, kernel, eager) of a stage ("prefill" = TTFT, "decode" = one
+    step at the prompt's context) the job's roofline stage stored (summary.json roofline.levels); None without."""
+    rf = section(job, "roofline")
+    levels = (rf.raw.get("levels") if rf is not None else None) or {}
+    entry = ((levels.get("stages") or {}).get(stage) or {}).get("") or {}
+    value = entry.get(f"{level}_s")
+    return float(value) if value is not None else None
+
+
+_LEVELS_ON: dict[tuple[int, str], Any] = {}
+
+
+def predicted_levels_on(job: JobRecord, hardware: str) -> Optional[Any]:
+    """{stage: {"" or alias: LevelTimes}} of the job's page on the datasheet `hardware` (its default dtype; host
+    figures: this host's cached CPU calibration, absent levels without one); None without an analytic model."""
+    key = (id(job), hardware)
+    if key not in _LEVELS_ON:
+        from llm_perf_opt.analytic import time_levels as TL
+        from llm_perf_opt.analytic.hardware import Hardware, load_hardware_config
+        from llm_perf_opt.analytic.roofline import predict_latency
+
+        cfg = load_hardware_config(hardware)
+        roof = Hardware.from_config(cfg).roof()
+        model = job_analytic_model(job, roof.dtype)
+        _LEVELS_ON[key] = None if model is None else TL.latency_levels(
+            model.stages(), predict_latency(model.stages(), roof), TL.time_model_for(roof, cfg, None))
+    return _LEVELS_ON[key]
+
+
+def predicted_level_on(job: JobRecord, hardware: str, stage: str, level: str) -> Optional[float]:
+    levels = predicted_levels_on(job, hardware)
+    lt = (levels or {}).get(stage, {}).get("")
+    return None if lt is None else getattr(lt, f"{level}_s")
+
+
 def _profile(attr: str) -> Callable[[JobRecord], Any]:
     def get(job: JobRecord) -> Any:
         prof = section(job, "profile")
@@ -213,6 +249,12 @@ def _timing_columns() -> list[Column]:
         Column("decode_predicted_s", "decode/token predicted", "seconds",
                "predicted decode time per token at the prompt's context on the job's roof",
                lambda j: job_roof_figure(j, "decode_s_per_token"), False),
+        Column("ttft_eager_s", "TTFT eager", "seconds",
+               "predicted time to first token at the eager level (kernels + host per op, analytic.time_levels) on the "
+               "job's roof", lambda j: job_level(j, "prefill", "eager")),
+        Column("decode_eager_s", "decode/token eager", "seconds",
+               "predicted decode step at the eager level on the job's roof", lambda j: job_level(j, "decode", "eager"),
+               False),
         Column("prefill_measured_s", "prefill measured", "seconds",
                "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
                _profile("plain_s")),
@@ -238,11 +280,22 @@ def _timing_columns() -> list[Column]:
 
 
 def prediction_columns(hardware: Sequence[str]) -> list[Column]:
-    """`ttft_<hw>_s` per datasheet: predicted time to first token of each job on that GPU."""
-    return [Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
-                   f"predicted time to first token on the {name} datasheet (its default dtype), roofline convention; "
-                   "the job's own figure when it ran with hardware=" + name + ", else computed from its spec and layout",
-                   lambda j, n=name: predicted_ttft(j, n)) for name in hardware]
+    """Per datasheet: predicted time to first token of each job on that GPU (ideal: the roofline), and the eager
+    level's TTFT and decode step beside it (kernels + this host's per-op cost + launches and syncs)."""
+    cols = []
+    for name in hardware:
+        cols.append(Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
+                           f"predicted time to first token on the {name} datasheet (its default dtype), roofline "
+                           "convention; the job's own figure when it ran with hardware=" + name + ", else computed "
+                           "from its spec and layout", lambda j, n=name: predicted_ttft(j, n)))
+        cols.append(Column(f"ttft_eager_{name}_s", f"TTFT eager {name}", "seconds",
+                           f"predicted time to first token on the {name} datasheet at the eager level "
+                           "(analytic.time_levels; absent without this host's calibration)",
+                           lambda j, n=name: predicted_level_on(j, n, "prefill", "eager")))
+        cols.append(Column(f"decode_eager_{name}_s", f"decode eager {name}", "seconds",
+                           f"predicted decode step on the {name} datasheet at the eager level",
+                           lambda j, n=name: predicted_level_on(j, n, "decode", "eager"), False))
+    return cols
 
 
 # ------------------------------------------------------------------------------------------- labels
