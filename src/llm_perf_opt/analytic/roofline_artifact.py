@@ -7,7 +7,7 @@ decode_context_len, tokens_per_s), stages: {vision|prefill|decode: {stage, shape
 Schema version 2 adds the time levels (`analytic.time_levels.levels_payload`): `levels` (the levels present, in
 order), `absent_levels` ({level: reason}), `time_model` (device and host figures, convention), and on each stage's
 `total` and each `summary[alias]` entry `levels: {level: {time_s, bound, ...}}` (the decode stage is one step at
-`decode_context_len`). Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the
+`decode_context_len`); the prefill's `parts` rows (one per module path) carry `kernel_s` and `eager_s`. Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the
 others absent with the reason `ABSENT_V1`.
 """
 from __future__ import annotations
@@ -68,6 +68,13 @@ def with_levels(data: dict[str, Any], payload: Optional[Mapping[str, Any]]) -> d
             e["levels"]["ideal"]["bound"] = e.get("bound")
             summary[alias] = e
         st["summary"] = summary
+        by_path = (payload.get("paths") or {}).get(name) or {}
+        if by_path and isinstance(st.get("parts"), list):
+            rows = []
+            for row in st["parts"]:
+                lv = by_path.get(row.get("path")) if isinstance(row, Mapping) else None
+                rows.append({**row, "kernel_s": lv.get("kernel_s"), "eager_s": lv.get("eager_s")} if lv else row)
+            st["parts"] = rows
     out["stages"] = stages
     return out
 

@@ -321,6 +321,19 @@ class LevelPredictor:
         return out
 
 
+def path_levels(stage: StageCost, predictor: LevelPredictor) -> dict[str, dict[str, Optional[float]]]:
+    """{module path: {"kernel_s", "eager_s"}} for every module path of the stage (its calls summed, each path's
+    subtree run alone): what the grouped graph's per-level `time_predicted_*` tables show per node."""
+    flat: dict[str, list[CostNode]] = {}
+    for path, node in stage.root.walk():
+        flat.setdefault(path, []).append(node)
+    out = {}
+    for path, nodes in flat.items():
+        lt = predictor.levels(nodes, 0.0)
+        out[path] = {"kernel_s": lt.kernel_s, "eager_s": lt.eager_s}
+    return out
+
+
 def stage_levels(stage: StageCost, predictor: LevelPredictor, ideal: Any) -> dict[str, LevelTimes]:
     """{"": the stage, part alias: ...} for the stage and its summary parts; `ideal` its StagePrediction."""
     parts = {}
@@ -388,6 +401,13 @@ def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Opt
     return TimeModel(roof, dev, host, missing)
 
 
+def latency_paths(stages: Mapping[str, StageCost], model: TimeModel, which: Iterable[str] = ("prefill",)
+                  ) -> dict[str, dict[str, dict[str, Optional[float]]]]:
+    """{stage: `path_levels`} for the stages named (default the prefill: what the grouped graph shows)."""
+    pred = LevelPredictor(model)
+    return {name: path_levels(stages[name], pred) for name in which if name in stages}
+
+
 def latency_levels(stages: Mapping[str, StageCost], latency: Any, model: TimeModel) -> dict[str, dict[str, LevelTimes]]:
     """{stage: {"": stage, part alias: ...}} of the three levels (`latency`: the roofline's LatencyPrediction)."""
     pred = LevelPredictor(model)
@@ -411,10 +431,12 @@ def level_entries(lt: LevelTimes, ideal_bound: Optional[str] = None) -> dict[str
     return out
 
 
-def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel) -> dict[str, Any]:
+def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
+                   paths: Optional[Mapping[str, Mapping[str, Mapping[str, Optional[float]]]]] = None) -> dict[str, Any]:
     """What roofline.json (schema version 2) adds beside the roofline: `levels` (present, in order),
-    `absent_levels` ({level: reason}), `time_model` (device, host, convention) and per stage / part alias the
-    entries (`level_entries`) under `stages[stage].levels` ("" = the stage's total)."""
+    `absent_levels` ({level: reason}), `time_model` (device, host, convention), per stage / part alias the
+    entries (`level_entries`) under `stages[stage].levels` ("" = the stage's total), and per stage the module
+    paths' kernel and eager seconds (`paths`, from `path_levels`) under `paths[stage]`."""
     present = [lv for lv in LEVELS if any(lv in level_entries(lt) for parts in levels.values() for lt in parts.values())]
     absent = {lv: str(model.missing.get(lv) or "not computed") for lv in LEVELS if lv not in present}
     dev, host = model.device, model.host
@@ -428,6 +450,7 @@ def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMo
                        "host": None if host is None else {"label": host.label, "per_kernel_s": host.dispatch_s,
                                                           "source": host.source}},
         "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
+        "paths": {k: dict(v) for k, v in (paths or {}).items()},
     }
 
 

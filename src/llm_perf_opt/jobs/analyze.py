@@ -81,7 +81,7 @@ def _levels_table(cfg, model: DeepseekOCRAnalyticModel, latency) -> tuple[str, d
     tm = TL.time_model_for(latency.roof, cfg.hardware, levels, cfg.hardware.cache_dir,
                            synchronous=cfg.runtime.device.startswith("cpu") and levels is not None)
     levels = TL.latency_levels(model.stages(), latency, tm)
-    return TL.render_levels(levels, tm), TL.levels_payload(levels, tm)
+    return TL.render_levels(levels, tm), TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 
 
 if __name__ == "__main__":

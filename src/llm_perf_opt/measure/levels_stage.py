@@ -118,7 +118,7 @@ def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
         if lt is not None and lt.eager_s and by.get(""):
             text += (f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f} "
                      f"(one thread: the time without waits for the core; {CPU_TIME_BY})")
-    return section, text, TL.levels_payload(levels, tm)
+    return section, text, TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 
 
 def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[dict[str, Any]]:
