@@ -41,10 +41,26 @@ class ExitCode:
     JOBS_FAILED = 3  # a sweep, or the report of a sweep, in which at least one job failed or did not finish
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): `interrupted at stage X; partial results in DIR`
 
+    _MEANINGS = {
+        "OK": "the job, sweep or report finished, and every job in it is `ok`",
+        "ERROR": "an unexpected error (a bug): Python's traceback",
+        "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project (a value "
+                  "out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
+                  "a sweep): one line `error: ...`, nothing written",
+        "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, killed or "
+                       "never started)",
+        "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR`",
+    }
+
     @classmethod
     def all(cls) -> dict[str, int]:
         """{name: code} in the order above."""
         return {k: v for k, v in vars(cls).items() if k.isupper() and isinstance(v, int)}
+
+    @classmethod
+    def meaning(cls, name: str) -> str:
+        """When a job ends with this code (the docs' exit-code table is generated from these)."""
+        return cls._MEANINGS[name]
 
 
 def one_line_errors(run: Callable[[], int]) -> int:

@@ -72,6 +72,12 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
             "predicted times per stage and part on a roof (datasheet or measured)",
             "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
+    RunFile("serving", "serving.json", "analytic.serving_run (./dev analyze hardware=NAME, ./dev size, the trace job)",
+            "serving figures: TTFT, TPOT, tokens/s, pages/day at a batch, memory, the latency curve, sizing",
+            "llm_perf_opt.serving", 1, (1,), "llm_perf_opt.analytic.serving_file:load_serving"),
+    RunFile("curve_csv", "curve.csv", "analytic.serving_run", "the latency-vs-throughput curve over the batch"),
+    RunFile("curve_svg", "curve.svg", "report.serving_plots", "the latency-vs-throughput curve, its knee marked"),
+    RunFile("curve_png", "curve.png", "report.serving_plots", "curve.svg as a PNG"),
     RunFile("calibration", "calibration.json", "measure.calibrate (./dev calibrate)",
             "the measured roof of the device the job ran on",
             "llm_perf_opt.calibration", 1, (1,), "llm_perf_opt.measure.calibrate:load_calibration"),
@@ -534,6 +540,7 @@ class Summary:
     stage: Optional[str] = None  # the stage running now (status running) or where the job stopped
     error: Optional[JobError] = None  # status failed / interrupted: what stopped it
     memory: Optional[JobMemoryFigures] = None  # the job's own peak memory
+    serving: Optional[dict[str, Any]] = None  # serving.json's flat figures (Serving.summary()), hardware= set
     extra: dict[str, Any] = field(default_factory=dict)  # sections a newer writer added
 
     STATUSES = ("running", "ok", "failed", "interrupted")

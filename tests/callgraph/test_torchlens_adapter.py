@@ -95,3 +95,32 @@ def test_line_sink_drops_quick_steps_and_keeps_slow_ones():
     sink.write("ial line")
     sink.close_out()
     assert lines == ["[torchlens] Step 4: big done (2.5s)", "partial line"]
+
+
+class _ReadsAValue(torch.nn.Module):
+    """A forward that reads a tensor value into Python (`.item()`) to decide a branch, as the vendor's image
+    checks and MoE routing do."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if torch.sum(y).item() != 0:  # the escape: a host sync that decides a branch
+            y = y * 2
+        return y
+
+
+def test_a_scalar_escape_is_data_not_a_warning():
+    """TorchLens' ScalarEscapeWarning (a tensor value read into Python during the forward) is recorded as
+    `scalar_escapes` with its count and location, and is not among the capture's warnings or printed as one."""
+    lines = []
+    run = tl.trace_forward(_ReadsAValue(), [torch.randn(2, 4)], progress=lines.append)
+    assert not any("ScalarEscape" in w for w in run.warnings)
+    assert len(run.scalar_escapes) == 1
+    escape = run.scalar_escapes[0]
+    assert escape["count"] == 1
+    assert escape["location"].startswith(__file__)
+    assert not any("warning" in line and "ScalarEscape" in line for line in lines)
+    assert sum("read into Python" in line for line in lines) == 1

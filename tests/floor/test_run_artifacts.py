@@ -50,6 +50,7 @@ def test_registry_names_each_file_and_role_once():
     ("costs", "llm_perf_opt.analytic.costs_file", "COSTS_SCHEMA", "COSTS_SCHEMA_VERSION"),
     ("verification", "llm_perf_opt.measure.verification_file", "VERIFICATION_SCHEMA", "VERIFICATION_SCHEMA_VERSION"),
     ("roofline", "llm_perf_opt.analytic.roofline_artifact", "ROOFLINE_SCHEMA", "ROOFLINE_SCHEMA_VERSION"),
+    ("serving", "llm_perf_opt.analytic.serving_file", "SERVING_SCHEMA", "SERVING_VERSION"),
     ("calibration", "llm_perf_opt.measure.calibrate", "CALIBRATION_SCHEMA", "CALIBRATION_SCHEMA_VERSION"),
     ("profile", "llm_perf_opt.measure.module_times", "PROFILE_SCHEMA", "PROFILE_SCHEMA_VERSION"),
     ("export", "llm_perf_opt.export.summary", "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION"),

@@ -209,6 +209,10 @@ class TorchLensRun:
     output: Any
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    # TorchLens' ScalarEscapeWarning as data: tensor values read into Python (`.item()`, `.tolist()`, `bool()`)
+    # during the forward. These are host syncs of the model itself (the vendor's image checks and MoE
+    # routing do them; the twin mirrors them on purpose), not a fault of the capture: {count, location}.
+    scalar_escapes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _identity(output: Any) -> Any:
@@ -237,9 +241,27 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else ""
 
 
+def _is_scalar_escape(w: warnings.WarningMessage) -> bool:
+    return w.category.__name__ == "ScalarEscapeWarning"
+
+
+def _scalar_escapes(caught: Iterable[warnings.WarningMessage]) -> list[dict[str, Any]]:
+    """Each ScalarEscapeWarning as {count, location}: TorchLens' warning carries `file_path`, `line_no` and
+    the count in its `fields`."""
+    out = []
+    for w in caught:
+        if _is_scalar_escape(w):
+            path, line = getattr(w.message, "file_path", None), getattr(w.message, "line_no", None)
+            out.append({"count": (getattr(w.message, "fields", None) or {}).get("count"),
+                        "location": f"{path}:{line}" if path else None})
+    return out
+
+
 def _unique_warnings(caught: Iterable[warnings.WarningMessage]) -> list[str]:
     seen: list[str] = []
     for w in caught:
+        if _is_scalar_escape(w):
+            continue  # data, not a warning: `TorchLensRun.scalar_escapes`
         text = f"{w.category.__name__}: {str(w.message).strip()}"[:400]
         if text not in seen:
             seen.append(text)
@@ -285,11 +307,16 @@ def trace_forward(
         unwrap_torch()
     seconds = time.perf_counter() - start
     seen = _unique_warnings(caught)
+    escapes = _scalar_escapes(caught)
     if progress:
         for text in seen:
             progress(f"trace: warning during capture: {text}")
+        for e in escapes:
+            progress(f"trace: {e['count']} tensor value(s) read into Python during the forward (host syncs such as "
+                     f".item(); first at {e['location']}): recorded as `scalar_escapes`; the branch they decide is "
+                     "not part of the graph")
     output = getattr(trace, "raw_output", None) if not rescue else None
-    return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen)
+    return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen, scalar_escapes=escapes)
 
 
 # --------------------------------------------------------------------------- facts for the record
@@ -321,6 +348,7 @@ def trace_facts(trace: Any, run: TorchLensRun) -> dict[str, Any]:
         "forward_seconds": seconds("forward_duration"),
         "capture_seconds": seconds("capture_duration"),
         "warnings": run.warnings,
+        "scalar_escapes": run.scalar_escapes,
     }
 
 

@@ -2,7 +2,7 @@
 With `hardware=NAME` (a datasheet, `custom`, or `measured`: this machine, calibrated and cached) it also predicts
 vision, prefill and decode times per stage and part (roofline.json), and the serving figures at
 `workload.batch` with `serve.output_tokens` per page: TTFT, TPOT, tokens/s, pages/day, memory and the binding
-constraint, with the latency-vs-throughput curve (serving.json, curve.csv)."""
+constraint, with the latency-vs-throughput curve (serving.json, curve.csv, curve.svg/.png)."""
 from __future__ import annotations
 
 import hydra
@@ -17,8 +17,8 @@ from llm_perf_opt.analytic.serving import curve_rows
 from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
 from llm_perf_opt.analytic.serving_text import render_curve, render_point
 from llm_perf_opt.artifacts import atomic_write_text, write_artifact
-from llm_perf_opt.jobs.serving import analyze_serving, serving_model_for, serving_record
-from llm_perf_opt.jobs.size import csv_text
+from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
+from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.config.options import check_group_options
@@ -64,6 +64,8 @@ def main(raw: DictConfig) -> None:
     print(render_curve(points, knee))
     record = serving_record("analyze", cfg, sm, hardware, roof, point, points, knee, fits)
     atomic_write_text(run_dir() / "curve.csv", csv_text(curve_rows(points)))
+    write_curve_plot(points, knee, run_dir(), progress, f"{spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
+                     f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level")
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 
 

@@ -1,24 +1,23 @@
 """`./dev size ttft_s=1 tpot_s=0.02 pages_per_day=1000000 hardware=h100_sxm`: the matmul TFLOP/s, memory
 bandwidth and memory a device needs for serving targets, which one binds, and the replicas of the named device
 for the daily volume (`analytic.sizing`); `hardware=custom` takes every figure from the command line. No model
-is built. Writes serving.json (and curve.csv: the latency-vs-throughput curve on the named device)."""
+is built. Writes serving.json (and curve.csv, curve.svg, curve.png: the latency-vs-throughput curve on the named
+device, its knee marked)."""
 from __future__ import annotations
-
-import csv
-import io
 
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.analytic.serving import CURVE_COLUMNS, curve_rows, latency_curve
+from llm_perf_opt.analytic.serving import curve_rows, latency_curve
 from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
 from llm_perf_opt.analytic.serving_text import render_curve, render_sizing
 from llm_perf_opt.analytic.sizing import Targets, size
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.jobs.serving import allowance_for, serving_model_for, serving_record
+from llm_perf_opt.analytic.serving_run import allowance_for, csv_text, serving_model_for, serving_record
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.trace.builders import analytic_model_for
 from llm_perf_opt.trace.roofline import model_for_dtype
@@ -35,14 +34,6 @@ def expand_targets(args: list[str]) -> list[str]:
         key, sep, value = arg.partition("=")
         out.append(f"{TARGET_KEYS[key]}={value}" if sep and key in TARGET_KEYS else arg)
     return out
-
-
-def csv_text(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(CURVE_COLUMNS))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="size")
@@ -74,6 +65,8 @@ def main(raw: DictConfig) -> None:
                             {"static": None, "continuous": fit}, sizing)
     out = run_dir()
     atomic_write_text(out / "curve.csv", csv_text(curve_rows(points)))
+    write_curve_plot(points, knee, out, progress, f"{model.spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
+                     f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level")
     progress(f"wrote {write_serving(out / SERVING_FILE, record, config=raw)}")
 
 

@@ -13,6 +13,8 @@ sequence length and vision / prefill / decode FLOPs and bytes. The result is for
   conf/hardware/, in the sweep's dtype): time to first token (= the prefill) and decode time per token
   for every point (`ttft_<hw>_s`, `decode_<hw>_s` in the CSV), a table of the page presets × modes per
   roof, bars per page preset and mode, and a line over the page size, one line per mode and roof;
+* predicted pages/day per GPU for every point (`pages_per_day_<hw>`, with its batch `serve_batch_<hw>`:
+  `SERVE_CONVENTION`) and a table of the page presets × modes per roof;
 
 plus `analytic.csv` with every point. The analytic model caches identical blocks, so a few thousand
 pages per mode take well under a second each.
@@ -113,10 +115,33 @@ def load_roofs(names: Sequence[str], dtype: str) -> dict[str, Any]:
     return roofs
 
 
+SERVE_OUTPUT_TOKENS = 1000  # analytic.serving.DEFAULT_OUTPUT_TOKENS (its reasoning there)
+SERVE_MAX_BATCH = 4096  # analytic.sizing.MAX_SEARCH_BATCH
+SERVE_CONVENTION = (f"continuous batching, steady state (analytic.serving), at the largest batch that fits the "
+                    f"device's memory (at most {SERVE_MAX_BATCH}; default allowance of analytic.memory_model), "
+                    f"{SERVE_OUTPUT_TOKENS} output tokens per page, ideal level (roofline)")
+
+
+def load_capacities(names: Sequence[str]) -> dict[str, float]:
+    """{name: memory bytes} of the datasheets `names` (for pages/day: the batch that fits)."""
+    from llm_perf_opt.analytic.hardware import load_hardware
+
+    return {name: load_hardware(name).memory_bytes for name in names}
+
+
 def hardware_columns(roofs: dict[str, Any]) -> list[Column]:
-    """The predicted-time columns of `analytic.csv`, two per roof."""
+    """The predicted-time columns of `analytic.csv` per roof: TTFT, decode per token, pages/day per GPU and
+    the batch of that figure."""
     cols = []
     for name, roof in roofs.items():
+        cols += [
+            Column(f"pages_per_day_{name}", f"pages/day {name}", "count",
+                   f"predicted pages per day on one {roof.label}, {roof.dtype}: {SERVE_CONVENTION}",
+                   lambda p, n=name: p.get(f"pages_per_day_{n}")),
+            Column(f"serve_batch_{name}", f"batch {name}", "int",
+                   f"the batch of pages/day {name}: the largest that fits its memory (at most {SERVE_MAX_BATCH})",
+                   lambda p, n=name: p.get(f"serve_batch_{n}")),
+        ]
         cols += [
             Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
                    f"predicted time to first token (the prefill) on {roof.label}, {roof.dtype}, roofline convention "
@@ -134,6 +159,31 @@ class Evaluator:
     prompt_tokens: int = 4
     dtype: str = "bfloat16"
     roofs: dict[str, Any] = field(default_factory=dict)  # name -> Roof: predicted times per point
+    capacities: dict[str, float] = field(default_factory=dict)  # name -> memory bytes: pages/day per point
+    _serve: dict = field(default_factory=dict, repr=False)  # (mode, grid, sequence) -> pages/day figures
+
+    def serving(self, mode: str, model: Any) -> dict[str, Any]:
+        """pages/day and its batch per roof with a capacity (SERVE_CONVENTION); the serving model depends on
+        the page only through the crop grid and the sequence, so it is cached on those."""
+        lay = model.layout
+        key = (mode, lay.w_crop, lay.h_crop, model.seq_len)
+        if key not in self._serve:
+            from llm_perf_opt.analytic.dsocr_serving import serving_model
+            from llm_perf_opt.analytic.memory_model import max_batch
+            from llm_perf_opt.analytic.serving import pages_per_day
+
+            sm = serving_model(model, None, self.dtype)
+            out: dict[str, Any] = {}
+            for name, roof in self.roofs.items():
+                cap = self.capacities.get(name)
+                if not cap:
+                    continue
+                b = min(max_batch(sm, SERVE_OUTPUT_TOKENS, cap, continuous=True), SERVE_MAX_BATCH)
+                out[f"serve_batch_{name}"] = b
+                out[f"pages_per_day_{name}"] = (float(pages_per_day(sm, roof, [b], SERVE_OUTPUT_TOKENS)[1][0])
+                                                if b else 0.0)
+            self._serve[key] = out
+        return self._serve[key]
 
     def point(self, mode: str, workload: Any, width: int, height: int) -> dict[str, Any]:
         from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
@@ -155,7 +205,7 @@ class Evaluator:
             "vision_flops": vision.flops_matmul, "prefill_flops": prefill.flops_matmul,
             "decode_flops": decode.flops_matmul, "prefill_flops_total": prefill.flops,
             "prefill_activation_bytes": prefill.activation_bytes, "prefill_weight_bytes": prefill.weight_bytes,
-            "decode_io_bytes": decode.io_bytes, **times,
+            "decode_io_bytes": decode.io_bytes, **times, **(self.serving(mode, model) if self.capacities else {}),
         }
 
 
@@ -205,10 +255,11 @@ class AnalyticSweep:
 
 
 def evaluate(workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec: Any, n: int, min_side: int,
-             max_side: int, dtype: str, roofs: Optional[dict[str, Any]] = None) -> AnalyticSweep:
+             max_side: int, dtype: str, roofs: Optional[dict[str, Any]] = None,
+             capacities: Optional[dict[str, float]] = None) -> AnalyticSweep:
     """Layouts and cost models over the page grid, the aspect and size lines, and the presets; predicted
-    times on `roofs` for every point."""
-    ev = Evaluator(spec, dtype=dtype, roofs=dict(roofs or {}))
+    times on `roofs` for every point, and pages/day per GPU on those with a memory capacity in `capacities`."""
+    ev = Evaluator(spec, dtype=dtype, roofs=dict(roofs or {}), capacities=dict(capacities or {}))
     sides = side_grid(min_side, max_side, n)
     t0 = time.perf_counter()
     points: list[dict[str, Any]] = []
@@ -247,6 +298,9 @@ def preset_tables(sweep: AnalyticSweep) -> list[TableView]:
     fields_ = [("image_tokens", "count", "Image tokens"), ("prefill_flops", "flops", "Prefill FLOPs")]
     fields_ += [(f"ttft_{name}_s", "seconds", f"Predicted time to first token on {roof.label} ({roof.dtype})")
                 for name, roof in sweep.roofs.items()]
+    fields_ += [(f"pages_per_day_{name}", "count", f"Predicted pages/day on one {roof.label} ({roof.dtype}; "
+                 f"{SERVE_CONVENTION})") for name, roof in sweep.roofs.items()
+                if any(f"pages_per_day_{name}" in p for p in sweep.presets.values())]
     for field_name, kind, what in fields_:
         cols = [Column("page", "page", "str", "page preset (conf/page/)", lambda r: r["page"]),
                 Column("size", "size", "str", "width × height", lambda r: r["size"])]
@@ -287,7 +341,8 @@ def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = 
     spec = ModelSpec.from_config_json(model) if Path(model).exists() else ModelSpec.named(model)
     side_grid(min_side, max_side, n)  # refuse bad sides before anything is composed or written
     roofs = load_roofs(list(hardware or ()), dtype)
-    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype, roofs)
+    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype, roofs,
+                     load_capacities(list(roofs)))
     out.mkdir(parents=True, exist_ok=True)
     csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS + hardware_columns(roofs), sweep.points)
     plot_files = _plots(out / PLOTS_DIR, sweep) if plots else []

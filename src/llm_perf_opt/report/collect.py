@@ -7,6 +7,7 @@ README's table) comes from what it left:
 
 * `error.json`                                      -> `failed: <type>: <message>` (`run_artifacts.ErrorRecord`);
 * `summary.json` with status "ok"                   -> `ok`;
+* no `summary.json`, a readable `serving.json`       -> `ok` (an analytic job: analyze hardware=, size);
 * `summary.json` "failed" / "interrupted"            -> `failed: <type>: <message>` / `interrupted at stage X`;
 * `summary.json` "running", or `.hydra/` only:
   a live process holds the job's lock (`run_lock`)  -> `running`;
@@ -30,9 +31,10 @@ from omegaconf import OmegaConf
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ArtifactError, PipelineError
 from llm_perf_opt.run_artifacts import RUN_FILES, ErrorRecord, Summary, load_error, load_summary, run_file
+from llm_perf_opt.run_artifacts import load as load_run_file
 from llm_perf_opt.run_lock import holder
 
-SUMMARY_FILE, ERROR_FILE = run_file("summary").file, run_file("error").file
+SUMMARY_FILE, ERROR_FILE, SERVING_FILE = run_file("summary").file, run_file("error").file, run_file("serving").file
 
 # Every form a job's status takes in the report (the README's status table lists exactly these).
 STATUS_FORMS = (
@@ -54,6 +56,7 @@ class JobRecord:
     status: str  # "ok" or "failed: <type>: <message>"
     summary: Optional[Summary] = None  # summary.json (None when absent or unreadable)
     error: Optional[ErrorRecord] = None  # error.json (None when absent)
+    serving: Any = None  # serving.json (analytic.serving_file.Serving) of ./dev analyze hardware= / ./dev size
     config: dict[str, Any] = field(default_factory=dict)  # .hydra/config.yaml (unresolved interpolations kept)
     choices: dict[str, Any] = field(default_factory=dict)  # hydra.runtime.choices: config group -> option
     overrides: list[str] = field(default_factory=list)  # the job's task overrides
@@ -162,6 +165,12 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
             job.status = f"failed: {type(exc).__name__}: {exc}"
         else:
             job.status = error_status(job.error)
+    if (path / SERVING_FILE).is_file():
+        try:
+            job.serving = load_run_file("serving", path / SERVING_FILE)
+        except PipelineError as exc:
+            if job.ok:
+                job.status = f"failed: {type(exc).__name__}: {exc}"
     if (path / SUMMARY_FILE).is_file():
         try:
             job.summary = load_summary(path / SUMMARY_FILE)
@@ -171,7 +180,7 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
         else:
             if job.ok:
                 job.status = summary_status(job.summary, path, job.files.get("log"))
-    elif job.ok:
+    elif job.ok and job.serving is None:  # an analytic job (analyze, size) writes serving.json last, atomically
         job.status = unfinished_status(path, None, job.files.get("log"))
     return job
 

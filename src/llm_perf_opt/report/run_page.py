@@ -185,6 +185,40 @@ def artifact_links(run_dir: Path) -> list[dict[str, str]]:
     return links
 
 
+def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
+    """The run page's Serving section: serving.json's figures at the job's batch, the knee, and curve.svg."""
+    from llm_perf_opt.analytic.serving_file import SERVING_FILE, load_serving
+
+    if not (run_dir / SERVING_FILE).is_file():
+        return None
+    s = load_serving(run_dir)
+    facts = [("batch", f"{s.batch}, {s.output_tokens} output tokens per page")]
+    p = s.point
+    if p:
+        st, cb, mem = p["static"], p["continuous"], p["memory"]
+        facts += [
+            ("static batching", f"TTFT {units.seconds(st['ttft_s'])} · TPOT {units.seconds(st['tpot_s'])} · "
+                                f"{st['tokens_per_s']:,.0f} tokens/s · {st['pages_per_day']:,.0f} pages/day"),
+            ("continuous batching", f"TTFT {units.seconds(cb['ttft_s'])} · TPOT {units.seconds(cb['tpot_s'])} · "
+                                    f"{cb['tokens_per_s']:,.0f} tokens/s · {cb['pages_per_day']:,.0f} pages/day"),
+            ("decode step", f"{units.seconds(p['decode_step_s'])} ({p['decode_bound']}-bound); prefill "
+                            f"{units.seconds(p['prefill_s'])} ({p['prefill_bound']}-bound)"),
+            ("memory", f"weights {units.nbytes(mem['weights_bytes'])} + KV {units.nbytes(mem['kv_cache_bytes'])} + "
+                       f"activations {units.nbytes(mem['activation_bytes'])} + allowance "
+                       f"{units.nbytes(mem['allowance_bytes'])} = {units.nbytes(mem['total_bytes'])}"
+                       + (f" of {units.nbytes(mem['capacity_bytes'])} ({'fits' if mem['fits'] else 'does not fit'})"
+                          if mem.get("capacity_bytes") else "") + f"; dominant: {mem['dominant']}"),
+        ]
+    fits = s.max_fit_batch or {}
+    if any(v is not None for v in fits.values()):
+        facts.append(("largest batch that fits", f"{fits.get('static')} static, {fits.get('continuous')} continuous"))
+    if s.knee:
+        facts.append(("knee", f"{s.knee['batch'] if s.knee['batch'] is not None else 'none in range'} "
+                              f"({s.knee['reason']}): {s.knee['note']}"))
+    return {"level": s.level, "convention": s.level_convention, "device": s.hardware.get("name"), "facts": facts,
+            "curve_svg": _svg_markup(run_dir / "curve.svg")}
+
+
 def run_page_data(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     summary = load_summary(run_dir / "summary.json")
@@ -223,6 +257,7 @@ def run_page_data(run_dir: Path) -> dict[str, Any]:
         "checks": list(grouped.checks) if grouped is not None else [],
         "notes": list(grouped.notes) if grouped is not None else [],
         "roofline_svg": _svg_markup(run_dir / ROOFLINE_SVG),
+        "serving": serving_view(run_dir),
         "links": artifact_links(run_dir),
     }
 

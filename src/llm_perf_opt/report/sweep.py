@@ -279,10 +279,20 @@ def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = No
     sweep = collect_sweep(sweep_dir)
     names = sweep_hardware(sweep, hardware)
     columns = COLUMNS + prediction_columns(names)
+    serving = any(getattr(j, "serving", None) is not None for j in sweep.jobs)
+    if serving:  # jobs of ./dev analyze hardware= / ./dev size: their serving.json (report.serving_report)
+        from llm_perf_opt.report.serving_report import SERVING_COLUMNS
+
+        columns = columns + SERVING_COLUMNS
     out = Path(out_dir) if out_dir else sweep.dir
     out.mkdir(parents=True, exist_ok=True)
     rows = build_rows(sweep.jobs, columns)
     plot_list = make_plots(sweep, out / PLOTS_DIR, tuple(names)) if plots else []
+    if plots and serving:
+        from llm_perf_opt.report.serving_report import design_space_plots
+
+        plot_list += [Plot(stem, caption, paths) for stem, caption, paths in design_space_plots(sweep.jobs,
+                                                                                                 out / PLOTS_DIR)]
     data = page_data(sweep, rows, plot_list, out, columns)
     csv_path = render.write_csv(out / "report.csv", columns, rows)
     md_path = render.write_page(out / "report.md", "sweep.md.j2", **data)

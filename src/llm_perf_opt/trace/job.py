@@ -37,6 +37,7 @@ from llm_perf_opt.runs.memory import JobMemory
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.trace.roofline import run_roofline_stage
+from llm_perf_opt.trace.serving import serving_stage
 from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
 from llm_perf_opt.trace.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
@@ -147,6 +148,8 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                                               decode=summary.decode,
                                               title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
                                                     f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
+        run.step("serving")
+        summary.serving = serving_stage(cfg, analytic, out_dir, raw_cfg, progress)
     if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
         run.step("graph costs")
         summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg)

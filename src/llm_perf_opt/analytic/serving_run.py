@@ -1,14 +1,17 @@
-"""What `./dev analyze hardware=...` and `./dev size` share: the serving model of the job's page, the memory
-allowance, the figures at the job's batch and the curve, and `serving.json` (analytic.serving_file)."""
+"""What `./dev analyze hardware=...`, `./dev size` and the trace job's serving stage share: the serving model of
+the job's page, the memory allowance, the figures at the job's batch and the curve, and `serving.json`
+(analytic.serving_file) with `curve.csv` beside it."""
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any, Optional
 
 from llm_perf_opt.analytic.batch_cost import LEVEL_CONVENTIONS
 from llm_perf_opt.analytic.dsocr_serving import moe_from_routing, serving_model
 from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.memory_model import GB, Allowance, max_batch
-from llm_perf_opt.analytic.serving import conventions, curve_rows, latency_curve, serving_point
+from llm_perf_opt.analytic.serving import CURVE_COLUMNS, conventions, curve_rows, latency_curve, serving_point
 from llm_perf_opt.analytic.serving_file import Serving
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.sizing import Sizing
@@ -57,3 +60,12 @@ def serving_record(job: str, cfg: RootConfig, sm: ServingModel, hardware: Hardwa
                    point.to_dict() if point is not None else None, curve_rows(points),
                    knee.to_dict() if knee is not None else None, fits,
                    sizing.to_dict() if sizing is not None else None, conventions(level))
+
+
+def csv_text(rows: list[dict]) -> str:
+    """curve.csv: the rows of `analytic.serving.curve_rows`."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(CURVE_COLUMNS))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,115 @@
+"""Prints the memory model's prediction (`analytic.memory_model`) against the measured peak memory of real
+forwards on this CPU: predicted / measured per model and batch, and whether it is within the 20% bound.
+
+    ./dev bench memory_fit                                   # tiny twin (runtime=cpu) and full twin (cpu_bf16), B = 1
+    ./dev bench memory_fit --models twin_tiny --batches 1 2 4
+    ./dev bench memory_fit --runs tmp/some_run ...           # read runs already made (no new forward)
+
+Measured: each run is the trace job with only the session and one plain forward (`trace.capture=false
+trace.verify=false profile=off ~hardware`, decode steps 0), in a fresh process; its summary.json's
+`memory.peak_rss_bytes` is the job's own peak resident memory (VmHWM reset at the job's start:
+`runs.memory`), `memory.rss_start_bytes` the process's resident memory when the job started. Full-size
+runs go under `flock /tmp/llm-perf-opt-big.lock` (the machine is shared).
+
+Predicted: `memory_use(ServingModel, B, output_tokens=1)` of the run's own page and sequence, bytes in
+the run's dtype: weights (every parameter) + KV cache (B x prompt positions) + the prefill's peak live
+activations (the largest unit's inputs + every tensor it produces, x B) + the allowance, whose fixed part on
+the CPU is the runtime context the job started with (`rss_start_bytes`, measured: Python, torch and the
+libraries, what a CUDA context is on a GPU) and whose proportional part is the default 10% of KV cache and
+activations. A batch the trace job does not take yet (it refuses workload.batch != 1 until it runs
+batches) is printed as such, not estimated.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = {"twin_tiny": "cpu", "twin": "cpu_bf16"}
+BIG = {"twin"}
+LOCK = "/tmp/llm-perf-opt-big.lock"
+BOUND = 0.20
+MINIMAL = ["trace.capture=false", "trace.verify=false", "profile=off", "~hardware", "trace.decode_steps=0"]
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    p.add_argument("--models", nargs="+", default=["twin_tiny", "twin"], choices=sorted(RUNTIME),
+                   help="model configs to run (default: both twins)")
+    p.add_argument("--batches", nargs="+", type=int, default=[1], help="workload.batch values (default 1)")
+    p.add_argument("--runs", nargs="+", default=None, help="existing run directories to read instead of running")
+    p.add_argument("--out", default=str(ROOT / "tmp" / "bench" / "memory_fit"), help="where the runs go")
+    args = p.parse_args(argv)
+    for b in args.batches:
+        if b < 1:
+            p.error(f"--batches: {b} must be a positive integer")
+    return args
+
+
+def run_job(model: str, batch: int, out: Path) -> tuple[Optional[Path], str]:
+    cmd = [sys.executable, str(ROOT / "pipelines" / "trace.py"), f"model={model}", f"runtime={RUNTIME[model]}",
+           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}"]
+    if model in BIG:
+        cmd = ["flock", LOCK, *cmd]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")] or proc.stderr.splitlines()[-1:]
+        return None, lines[0] if lines else f"exit {proc.returncode}"
+    return out, ""
+
+
+def predict(run: Path) -> dict:
+    """Measured and predicted bytes of one run directory (see the module docstring)."""
+    from llm_perf_opt.analytic.dsocr_serving import serving_model
+    from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
+    from llm_perf_opt.report.collect import read_job
+    from llm_perf_opt.report.table import job_analytic_model
+
+    job = read_job(run, run.parent)
+    s = job.summary
+    dtype = s.runtime.dtype
+    model = job_analytic_model(job, dtype)
+    sm = serving_model(model, None, dtype)
+    batch = int(job.cfg("workload.batch") or 1)
+    start = s.memory.rss_start_bytes
+    use = memory_use(sm, batch, 1, Allowance(start, DEFAULT_FRAGMENTATION, "runtime context measured at job start"))
+    peak = s.memory.peak_rss_bytes
+    return {"model": s.model.name, "dtype": dtype, "batch": batch, "sequence": s.tokens.sequence,
+            "weights": use.weights, "kv": use.kv_cache, "activations": use.activations, "allowance": use.allowance,
+            "predicted": use.total, "measured": peak, "start": start, "ratio": use.total / peak}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    rows, notes = [], []
+    if args.runs:
+        rows = [predict(Path(r)) for r in args.runs]
+    else:
+        for model in args.models:
+            for b in args.batches:
+                out = Path(args.out) / f"{model}-b{b}"
+                run, why = run_job(model, b, out)
+                if run is None:
+                    notes.append(f"{model} B={b}: not measured: {why}")
+                    continue
+                rows.append(predict(run))
+    gb = 1e9
+    print(f"{'model':<12}{'dtype':<10}{'B':>3}{'seq':>6}{'weights':>9}{'KV':>8}{'activ.':>8}{'allow.':>8}"
+          f"{'predicted':>11}{'measured':>10}{'pred/meas':>10}  within {BOUND:.0%}")
+    for r in rows:
+        ok = abs(r["ratio"] - 1) <= BOUND
+        print(f"{r['model']:<12}{r['dtype']:<10}{r['batch']:>3}{r['sequence']:>6}{r['weights'] / gb:>8.2f}G"
+              f"{r['kv'] / gb:>7.3f}G{r['activations'] / gb:>7.2f}G{r['allowance'] / gb:>7.2f}G{r['predicted'] / gb:>10.2f}G"
+              f"{r['measured'] / gb:>9.2f}G{r['ratio']:>10.2f}  {'yes' if ok else 'NO'}")
+    for n in notes:
+        print(n)
+    print("measured: summary.json memory.peak_rss_bytes (VmHWM reset at job start); allowance = rss_start_bytes "
+          "(runtime context, measured) + 10% of KV and activations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

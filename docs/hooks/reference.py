@@ -1,0 +1,166 @@
+"""MkDocs hook: the reference tables of the docs, generated from the code at build time so they cannot drift.
+
+A page holds a marker on a line of its own, `<!-- ref:NAME -->`; `on_page_markdown` replaces it with the table
+`TABLES[NAME]()` renders from the code: the run directory's files (`RUN_FILES`), the report's columns
+(`COLUMNS`), the exit codes (`ExitCode`), the cost registry's formulas with their derivations, the config
+schemas (every field, its type, default and the comment beside it in `config/schemas.py`), the hardware
+datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the
+build, as a broken link does under `mkdocs build --strict`.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import re
+import tokenize
+from pathlib import Path
+from typing import Callable
+
+MARKER = re.compile(r"^<!-- ref:([a-z0-9_-]+) -->$", re.M)
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def run_files() -> str:
+    from llm_perf_opt.run_artifacts import RUN_FILES
+
+    rows = [[f"`{f.file}`", f.role, f.what, f"`{f.schema}` v{f.version}" if f.schema else "", f"`{f.producer}`"]
+            for f in RUN_FILES]
+    return table(["file", "role", "what", "schema", "written by"], rows)
+
+
+def report_columns() -> str:
+    from llm_perf_opt.report.table import COLUMNS
+
+    rows = [[f"`{c.key}`", "yes" if c.brief and not c.when_present else ("when present" if c.brief else ""), c.kind,
+             c.doc] for c in COLUMNS]
+    return table(["column", "in the table", "kind", "meaning"], rows)
+
+
+def exit_codes() -> str:
+    from llm_perf_opt.errors import ExitCode
+
+    rows = [[code, f"`{name}`", ExitCode.meaning(name)] for name, code in ExitCode.all().items()]
+    return table(["code", "name", "when"], rows)
+
+
+def cost_registry() -> str:
+    from llm_perf_opt.analytic import registry
+
+    _load_families()
+    rows = [[f"`{name}`", "formula" if not e.counted_by_children else "its children", e.derivation]
+            for name, e in sorted(registry.entries().items())]
+    return table(["module class", "costed by", "derivation"], rows)
+
+
+def _load_families() -> None:
+    """Import every family so its cost formulas are registered (the registry fills as families load)."""
+    try:
+        from llm_perf_opt import families
+    except ImportError:  # before the family registry existed: the v1 formulas load with the analytic package
+        import llm_perf_opt.analytic  # noqa: F401
+        return
+    for name in families.names():
+        families.get(name)
+
+
+def _field_comments(source: str) -> dict[tuple[str, str], str]:
+    """{(class, field): the comment on the field's line} for every dataclass field of a module's source."""
+    comments = {t.start[0]: t.string.lstrip("# ").strip()
+                for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT}
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    text = " ".join(comments[n] for n in range(item.lineno, item.end_lineno + 1) if n in comments)
+                    out[(node.name, item.target.id)] = text
+    return out
+
+
+def config_schemas() -> str:
+    from llm_perf_opt.config import schemas
+
+    comments = _field_comments(Path(schemas.__file__).read_text(encoding="utf-8"))
+    root = {f.name: f for f in dataclasses.fields(schemas.RootConfig)}
+    parts = []
+    for group, f in root.items():
+        cls = _dataclass_of(f.type, schemas)
+        if cls is None:
+            continue
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        rows = []
+        for sub in dataclasses.fields(cls):
+            default = sub.default if sub.default is not dataclasses.MISSING else (
+                "(object)" if sub.default_factory is not dataclasses.MISSING else "required")
+            rows.append([f"`{group}.{sub.name}`", f"`{sub.type}`", f"`{default!r}`" if default != "required" else
+                         "required", comments.get((cls.__name__, sub.name), "")])
+        parts.append(f"### `{group}`\n\n{doc}\n\n" + table(["key", "type", "default", "what"], rows))
+    return "\n\n".join(parts)
+
+
+def _dataclass_of(annotation: object, module: object):
+    name = str(annotation).replace("Optional[", "").rstrip("]").strip("'\"")
+    cls = getattr(module, name, None)
+    return cls if dataclasses.is_dataclass(cls) else None
+
+
+def hardware() -> str:
+    from llm_perf_opt.analytic.hardware import hardware_names, load_hardware_config
+
+    rows = []
+    for name in hardware_names():
+        cfg = load_hardware_config(name)
+        label = getattr(cfg, "label", "") or ""
+        rows.append([f"`hardware={name}`", cfg.kind, label])
+    return table(["option", "kind", "what"], rows)
+
+
+def jobs() -> str:
+    from llm_perf_opt.jobs import cli
+
+    lines = [line.strip() for line in (cli.__doc__ or "").splitlines() if line.strip().startswith("llm-perf-opt ")]
+    rows = []
+    for line in lines:
+        m = re.match(r"llm-perf-opt (\S+)\s+(.*?)\s{2,}(.*)$", line)
+        if m:
+            rows.append([f"`./dev {m.group(1)} {m.group(2)}`".replace("  ", " "), m.group(3)])
+    assert {r[0].split()[1] for r in rows} >= set(cli.JOBS), "a job of jobs.cli.JOBS is missing from its docstring"
+    return table(["command", "what"], rows)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "run-files": run_files,
+    "report-columns": report_columns,
+    "exit-codes": exit_codes,
+    "cost-registry": cost_registry,
+    "config-schemas": config_schemas,
+    "hardware": hardware,
+    "jobs": jobs,
+}
+
+
+def render(markdown: str) -> str:
+    """Every `<!-- ref:NAME -->` marker replaced by its generated table (KeyError names an unknown marker)."""
+
+    def one(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in TABLES:
+            raise KeyError(f"unknown reference marker <!-- ref:{name} -->: one of {', '.join(TABLES)}")
+        return TABLES[name]()
+
+    return MARKER.sub(one, markdown)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - the MkDocs hook signature
+    return render(markdown)
