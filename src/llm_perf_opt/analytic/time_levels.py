@@ -164,7 +164,8 @@ class LevelTimes:
     def overhead_s(self) -> Optional[float]:
         if self.eager_s is None or self.kernel_s is None:
             return None
-        return max(self.eager_s - self.kernel_s, 0.0)
+        over = self.eager_s - self.kernel_s
+        return over if over > 1e-9 * self.eager_s else 0.0  # float rounding of the segment sums is no overhead
 
     @property
     def verdict(self) -> Optional[str]:

@@ -116,8 +116,9 @@ def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
     for s, by in cpu_times.items():
         lt = levels.get(s, {}).get("")
         if lt is not None and lt.eager_s and by.get(""):
-            text += (f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f} "
-                     f"(one thread: the time without waits for the core; {CPU_TIME_BY})")
+            text += f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f}"
+    if cpu_times:
+        text += f"\nCPU time: {CPU_TIME_BY}"
     return section, text, TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 
 
