@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 TRACE_METRICS = ["flops_analytic", "flops_matmul_analytic", "io_bytes_analytic", "weight_bytes_analytic",
                  "activation_bytes_analytic", "flops_measured", "activation_bytes_observed"]
-TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted"]  # the profile and roofline stages
+# the profile and roofline stages (time_predicted: the ideal level; then the kernel and eager levels)
+TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted", "time_predicted_kernel", "time_predicted_eager"]
 DEFAULT_METRICS = TRACE_METRICS + TIME_METRICS  # what the default trace job puts on the graph
 
 

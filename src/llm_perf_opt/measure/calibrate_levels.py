@@ -50,7 +50,7 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 2
+LEVELS_VERSION = 3  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations)
 STATISTIC = ("fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
              "samples of all shapes interleaved in rounds")
 
@@ -180,7 +180,7 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
-    rounds, warmup = (3, 1) if quick else (7, 2)
+    rounds, warmup = (3, 1) if quick else ((7, 2) if cuda else (15, 2))
     target = 2e-4 if quick else (1e-3 if cuda else 2e-3)
     itemsize = torch.empty((), dtype=dtype).element_size()
     timer = "torch.cuda.Event pairs (GPU time)" if cuda else "time.perf_counter (wall, synchronous device)"
