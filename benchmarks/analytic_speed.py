@@ -11,8 +11,8 @@ import argparse
 import random
 import time
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.analytic.dsocr import clear_caches
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec

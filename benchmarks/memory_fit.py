@@ -63,7 +63,7 @@ def run_job(model: str, batch: int, out: Path) -> tuple[Optional[Path], str]:
 
 def predict(run: Path) -> dict:
     """Measured and predicted bytes of one run directory (see the module docstring)."""
-    from llm_perf_opt.analytic.dsocr_serving import serving_model
+    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
     from llm_perf_opt.report.collect import read_job
     from llm_perf_opt.report.table import job_analytic_model

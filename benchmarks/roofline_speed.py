@@ -12,9 +12,9 @@ import argparse
 import random
 import time
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic import roofline as R
-from llm_perf_opt.analytic.dsocr import clear_caches
+from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes

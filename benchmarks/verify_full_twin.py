@@ -15,13 +15,13 @@ from pathlib import Path
 
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import fvcore_flops, render_table, check_dsocr_agreement, write_verification
-from llm_perf_opt.measure.dsocr import measure_dsocr
+from llm_perf_opt.dsocr.measure import measure_dsocr
 
 MODES = modes()  # conf/workload/*.yaml
 

@@ -5,8 +5,35 @@ import sys
 from typing import Callable
 
 
+MAX_VALUE_CHARS = 120  # a value echoed in an error line is cut beyond this (its length said instead)
+MAX_MESSAGE_CHARS = 1500  # an error line is cut in the middle beyond this
+
+
+def short(value: object, limit: int = MAX_VALUE_CHARS) -> str:
+    """`repr(value)`, cut to about `limit` characters with the full length named (a 100 KB prompt is not
+    echoed back whole)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def cut(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A message longer than `limit` characters, its middle replaced by how much was left out."""
+    if len(message) <= limit:
+        return message
+    head, tail = message[: limit * 2 // 3], message[-(limit // 3):]
+    return f"{head} [... {len(message) - len(head) - len(tail):,} characters cut ...] {tail}"
+
+
 class PipelineError(Exception):
-    """Base of every error the pipeline raises on purpose (bad input, missing file, changed vendor code)."""
+    """Base of every error the pipeline raises on purpose (bad input, missing file, changed vendor code).
+    The message is one line for a person: a very long one is cut in the middle (`cut`)."""
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (cut(args[0]),)
+        super().__init__(*args)
 
 
 class ConfigError(PipelineError, ValueError):
@@ -14,7 +41,7 @@ class ConfigError(PipelineError, ValueError):
 
     @classmethod
     def field(cls, name: str, value: object, allowed: str) -> "ConfigError":
-        return cls(f"{name}={value!r} is invalid: {allowed}")
+        return cls(f"{name}={short(value)} is invalid: {allowed}")
 
 
 class ArtifactError(PipelineError):
@@ -63,11 +90,32 @@ class ExitCode:
         return cls._MEANINGS[name]
 
 
+def one_line(exc: BaseException) -> str:
+    """A multi-line message (Hydra's, OmegaConf's) as one line: the first line of the error and of its cause."""
+    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause).strip():
+        first = str(cause).strip().splitlines()[0]
+        if first not in lines[0]:
+            lines.append(first)
+    return cut(": ".join(line.rstrip(".: ") for line in lines))
+
+
+def os_error_line(exc: OSError) -> str:
+    """A file-system error (a read-only directory, a full disk, a missing file) as one line naming the path."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return cut(f"{where}{exc.strerror or exc}" + (f" (errno {exc.errno})" if exc.errno else ""))
+
+
 def one_line_errors(run: Callable[[], int]) -> int:
-    """Run a plain (argparse) command: a PipelineError ends it as one line `error: ...` on stderr and
-    `ExitCode.CONFIG`, as the Hydra jobs end, instead of a traceback."""
+    """Run a plain (argparse) command: a PipelineError, or an OSError from the file system (a read-only
+    directory, a full disk), ends it as one line `error: ...` on stderr and `ExitCode.CONFIG`, as the Hydra
+    jobs end, instead of a traceback."""
     try:
         return run()
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.CONFIG
+    except OSError as exc:
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return ExitCode.CONFIG

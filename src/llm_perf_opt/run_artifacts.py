@@ -1,237 +1,34 @@
-"""Every file a run directory holds: one registry of (role, file, schema, version, loader), and the
-typed artifacts the jobs themselves write (`summary.json`, `error.json`).
-
-The registry is what the report and the jobs agree on: `RUN_FILES` names each file once; `load(role,
-path)` reads it with its typed loader. Artifacts of the stages (call graph, grouped graph, runtime log,
-costs, verification) keep their dataclasses and loaders in their own packages; the registry names the
-loader as `"module:function"` and imports it only when a file is loaded, so reading a thousand
-summaries never imports torch. `schema`/`version` are what is written today; a stage's loader may read
-older names and versions too (`versions` lists the current name's). A stage without a typed loader
-(`loader=None`) gets an envelope check (schema, known version) returning the raw `data`: the hook for
-its owner to fill. A test checks the entries against the owning modules' constants.
+"""The typed artifacts the jobs themselves write: `summary.json` (`Summary`) and `error.json` (`ErrorRecord`).
 
 `Summary` is the trace job's `summary.json`. Sections the job writes itself (model, workload, page,
 tokens, runtime, analytic, forward, flops, parts, verification) are dataclasses; sections that are
 another stage's own summary (the view layout, the capture statistics, the grouping summary, the
 parameter counts) are typed views that keep that stage's mapping verbatim, so the file round-trips
 exactly while the fields the report relies on are checked by name. A missing optional section is None;
-a malformed one is an `ArtifactError` naming the file, the section and the field.
+a malformed one is an `ArtifactError` naming the file, the section and the field. The view layout's own
+fields (crops, grid) are the model family's: `LayoutView` checks the generic ones and reads the rest from
+the layout as the family wrote it.
 
-Layer: this module imports `artifacts` and `errors` only; the stage loaders it names sit above it and
-are imported lazily, at load time.
+The file registry is `run_files` and the section type checker `typecheck` (one idea each); their names are
+re-exported here for the modules that import them from this one.
+
+Layer: this module imports `artifacts`, `errors`, `run_files` and `typecheck` only.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import traceback as _traceback
 import typing
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
 from llm_perf_opt.artifacts import read_artifact, read_json, to_jsonable, write_artifact
 from llm_perf_opt.errors import ArtifactError, PipelineError
-
-
-# ============================================================================================ registry
-@dataclass(frozen=True)
-class RunFile:
-    """One file of a run directory."""
-
-    role: str  # short name the report and the jobs use ("summary", "callgraph", "grouped_svg", ...)
-    file: str  # file name inside the run directory
-    written_by: str  # the stage that writes it
-    doc: str
-    schema: Optional[str] = None  # None: not a JSON artifact (a rendering, a log)
-    version: Optional[int] = None  # the schema_version written today
-    versions: tuple[int, ...] = ()  # the versions its loader reads
-    loader: Optional[str] = None  # "module:function" (path -> typed object); None: no typed loader yet
-
-    @property
-    def is_artifact(self) -> bool:
-        return self.schema is not None
-
-
-SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
-ERROR_SCHEMA, ERROR_VERSION = "llm_perf_opt.error", 1
-
-RUN_FILES: tuple[RunFile, ...] = (
-    RunFile("summary", "summary.json", "trace.job",
-            "what the job ran and what it found (this module's Summary)",
-            SUMMARY_SCHEMA, SUMMARY_VERSION, (1,), "llm_perf_opt.run_artifacts:load_summary"),
-    RunFile("error", "error.json", "runs.entry",
-            "a job that failed in a multirun: type, message, traceback, config (this module's ErrorRecord)",
-            ERROR_SCHEMA, ERROR_VERSION, (0, 1), "llm_perf_opt.run_artifacts:load_error"),
-    RunFile("costs", "costs.json", "analytic",
-            "the analytic cost model per stage, part and layer",
-            "llm_perf_opt.costs", 2, (2,), "llm_perf_opt.analytic.costs_file:load_costs"),
-    RunFile("verification", "verification.json", "measure",
-            "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
-            "llm_perf_opt.verification", 3, (2, 3), "llm_perf_opt.measure.verification_file:load_verification"),
-    RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
-            "predicted times per stage and part on a roof (datasheet or measured)",
-            "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
-    RunFile("serving", "serving.json", "analytic.serving_run (./dev analyze hardware=NAME, ./dev size, the trace job)",
-            "serving figures: TTFT, TPOT, tokens/s, pages/day at a batch, memory, the latency curve, sizing",
-            "llm_perf_opt.serving", 1, (1,), "llm_perf_opt.analytic.serving_file:load_serving"),
-    RunFile("curve_csv", "curve.csv", "analytic.serving_run", "the latency-vs-throughput curve over the batch"),
-    RunFile("curve_svg", "curve.svg", "report.serving_plots", "the latency-vs-throughput curve, its knee marked"),
-    RunFile("curve_png", "curve.png", "report.serving_plots", "curve.svg as a PNG"),
-    RunFile("calibration", "calibration.json", "measure.calibrate (./dev calibrate)",
-            "the measured roof of the device the job ran on",
-            "llm_perf_opt.calibration", 1, (1,), "llm_perf_opt.measure.calibrate:load_calibration"),
-    RunFile("profile", "profile.json", "measure.profile",
-            "measured time per module (torch.profiler ranges): repeats, warm-up, synchronisation recorded",
-            "llm_perf_opt.profile", 1, (1,), "llm_perf_opt.measure.module_times:load_module_times"),
-    RunFile("profile_trace", "profile.trace.json", "measure.profile", "the last profiled repeat as a Chrome trace"),
-    RunFile("roofline_svg", "roofline.svg", "report.roofline_plot",
-            "the run's roofline: the device's roof, each part at its intensity and achieved FLOP/s"),
-    RunFile("roofline_png", "roofline.png", "report.roofline_plot", "roofline.svg as a PNG"),
-    RunFile("export", "export/summary.json", "export (./dev export, trace.export=true)",
-            "torch.export of submodules: FLOPs and op counts cross-checked, MoE remedies",
-            "llm_perf_opt.export", 1, (1,), "llm_perf_opt.export.summary:load_export_summary"),
-    RunFile("callgraph", "callgraph.json", "callgraph.capture",
-            "the TorchLens call graph with per-module metadata",
-            "llm_perf_opt.callgraph", 3, (1, 2, 3), "llm_perf_opt.callgraph.schema:load_callgraph_json"),
-    RunFile("runtime_log", "runtime_log.json", "dsocr.patches",
-            "events the runtime patches logged during the capture",
-            "llm_perf_opt.runtime_log", 1, (1,), "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log"),
-    RunFile("routing", "routing.json", "dsocr.routing",
-            "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
-            "llm_perf_opt.routing", 1, (1,), "llm_perf_opt.dsocr.routing:load_routing"),
-    RunFile("grouped", "callgraph.grouped.json", "callgraph.grouping (data model: callgraph.grouped)",
-            "the Option C grouped graph (for N / parfor N)",
-            "llm_perf_opt.callgraph.grouped", 2, (1, 2), "llm_perf_opt.callgraph.grouped:load_grouped_json"),
-    RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
-    RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
-    RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
-    RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging: the progress lines of stderr)"),
-    RunFile("lock", ".lock", "run_lock",
-            "flock-ed by the process running the job, for the job's life: a live run from a dead one"),
-    RunFile("module_costs", "module_costs.json", "trace.graph",
-            "per-module metric tables (analytic, measured, observed, predicted) that the graph's nodes sum",
-            "llm_perf_opt.module_costs", 1, (1,), "llm_perf_opt.callgraph.node_costs:load_module_costs"),
-    RunFile("run_page", "run.html", "report.run_page",
-            "the run on one self-contained page: layout, costs, the clickable grouped graph, links"),
-    RunFile("model_explorer", "model_explorer/graph.json", "callgraph.model_explorer",
-            "the grouped graph for Model Explorer (./dev explore RUN_DIR), node data beside it"),
-    RunFile("model_explorer_raw", "model_explorer/raw.json", "callgraph.model_explorer",
-            "every module call for Model Explorer (the ungrouped graph), node data beside it"),
+from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
+    ERROR_SCHEMA, ERROR_VERSION, RUN_FILES, SUMMARY_SCHEMA, SUMMARY_VERSION, RunFile, load, loader, run_file,
 )
-_BY_ROLE: dict[str, RunFile] = {f.role: f for f in RUN_FILES}
-
-
-def run_file(role: str) -> RunFile:
-    try:
-        return _BY_ROLE[role]
-    except KeyError:
-        raise KeyError(f"no run file with role {role!r} (known: {', '.join(_BY_ROLE)})") from None
-
-
-def loader(role: str) -> Callable[[Path], Any]:
-    """The typed loader of an artifact, or an envelope check returning the raw `data` where its stage has
-    no typed loader yet."""
-    entry = run_file(role)
-    if not entry.is_artifact:
-        raise ArtifactError(f"{entry.file} is not a JSON artifact (it has no loader)")
-    if entry.loader is None:
-        return lambda path: read_artifact(path, entry.schema, entry.versions)[1]
-    module, _, name = entry.loader.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def load(role: str, path: str | os.PathLike) -> Any:
-    """Read `path` (the file, or the run directory holding it) as the artifact `role`."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / run_file(role).file
-    return loader(role)(path)
-
-
-# ============================================================================================ typed sections
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp).replace("typing.", ""))
-
-
-def _check(value: Any, tp: Any, where: str) -> Any:
-    """`value` checked against the annotation `tp` (int, float, str, bool, Any, Optional, list, dict and
-    section dataclasses, which are built from their mapping)."""
-    origin = typing.get_origin(tp)
-    if tp is Any:
-        return value
-    if origin is Union:
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _check(value, inner[0], where) if len(inner) == 1 else value
-    if is_dataclass(tp):
-        return typed(tp, value, where)
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            raise ArtifactError(f"{where} must be an object, found {type(value).__name__}")
-        _, vt = typing.get_args(tp) or (str, Any)
-        return {str(k): _check(v, vt, f"{where}.{k}") for k, v in value.items()}
-    if origin is list:
-        if not isinstance(value, list):
-            raise ArtifactError(f"{where} must be a list, found {type(value).__name__}")
-        (vt,) = typing.get_args(tp) or (Any,)
-        return [_check(v, vt, f"{where}[{i}]") for i, v in enumerate(value)]
-    ok = {
-        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-        float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        bool: lambda v: isinstance(v, bool),
-        str: lambda v: isinstance(v, str),
-        dict: lambda v: isinstance(v, Mapping),
-        list: lambda v: isinstance(v, list),
-    }.get(tp)
-    if ok is not None and not ok(value):
-        raise ArtifactError(f"{where} must be {_type_name(tp)}, found {value!r}")
-    return value
-
-
-def typed(cls: type, data: Any, where: str) -> Any:
-    """The section dataclass `cls` built from a mapping, every declared field checked by name and type;
-    unknown keys are kept (`raw`: the whole mapping verbatim; `extra`: the keys `cls` does not declare)."""
-    if isinstance(data, cls):
-        return data
-    if not isinstance(data, Mapping):
-        raise ArtifactError(f"{where} must be an object, found {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name in ("raw", "extra"):
-            continue
-        if f.name not in data:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise ArtifactError(f"{where} lacks required field '{f.name}'")
-            continue
-        kwargs[f.name] = _check(data[f.name], hints[f.name], f"{where}.{f.name}")
-    if "raw" in names:
-        kwargs["raw"] = dict(data)
-    elif "extra" in names:
-        kwargs["extra"] = {k: v for k, v in data.items() if k not in names}
-    return cls(**kwargs)
-
-
-def _data(obj: Any) -> Any:
-    """A section back to the mapping it was written as (declared fields in order, then `extra`)."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        if hasattr(obj, "to_data"):
-            return obj.to_data()
-        names = [f.name for f in fields(obj)]
-        if "raw" in names:
-            return dict(obj.raw)
-        out = {n: _data(getattr(obj, n)) for n in names if n != "extra"}
-        out.update(getattr(obj, "extra", {}) or {})
-        return out
-    if isinstance(obj, Mapping):
-        return {k: _data(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_data(v) for v in obj]
-    return obj
+from llm_perf_opt.typecheck import _check, _data, _type_name, typed  # noqa: F401 - re-exported
 
 
 # ---------------------------------------------------------------------------------- sections the job writes
@@ -380,16 +177,26 @@ class JobError:
 # ------------------------------------------------------------------ other stages' summaries, kept verbatim
 @dataclass(frozen=True)
 class LayoutView:
-    """`dsocr.layout.ViewLayout.as_dict()`: the fields the report reads, checked; `raw` is the whole layout."""
+    """The family's view layout (`layout.as_dict()`): the generic fields checked; `raw` is the whole layout."""
 
     page_width: int
     page_height: int
-    w_crop: int
-    h_crop: int
-    num_crops: int
     num_views: int
     image_tokens: int
     raw: dict = field(default_factory=dict)
+
+    # the family's own layout fields (v1 and OCR-2: a crop grid), read from the layout as the family wrote it
+    @property
+    def w_crop(self) -> int:
+        return int(self.raw.get("w_crop", 1))
+
+    @property
+    def h_crop(self) -> int:
+        return int(self.raw.get("h_crop", 1))
+
+    @property
+    def num_crops(self) -> int:
+        return int(self.raw.get("num_crops", 0))
 
     @property
     def grid(self) -> str:

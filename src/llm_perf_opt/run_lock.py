@@ -121,18 +121,40 @@ def _remove(paths: list[Path]) -> None:
             p.unlink(missing_ok=True)
 
 
+def hold(directory: str | os.PathLike, *, field: str = "RUN_DIR") -> RunLock:
+    """Lock an existing run directory for a command that rewrites some of its files (`./dev group`): refused
+    with one line while a run holds it; its results are kept (unlike `claim`)."""
+    directory = Path(directory).absolute()
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError.field(field, str(directory), f"cannot be written: {exc.strerror}") from None
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info = _read_info(directory / LOCK_FILE)
+            os.close(fd)
+            raise ConfigError.field(field, str(directory), f"is in use by a running job ({_describe(info)}); "
+                                    "wait for it to end") from None
+    return RunLock(directory, fd)
+
+
 def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool = False,
-          field: str = "hydra.run.dir") -> RunLock:
+          field: str = "hydra.run.dir", lock_file: str = LOCK_FILE, clear: bool = False) -> RunLock:
     """Lock `directory` for this process (creating it), or raise ConfigError with one line saying why not.
 
     `field` names the setting that chose the directory, for the message; `sweep` judges it as a sweep
-    directory (see `previous_results`)."""
+    directory (see `previous_results`); `lock_file` names the lock (the verification gate has its own).
+    `clear` (a single run's directory, before Hydra writes into it): with `overwrite`, every entry of the
+    previous run goes, not only its result files (`model_explorer/`, `export/`, plots, logs), so nothing
+    of it can be served beside the new run's files."""
     directory = Path(directory).absolute()
     if directory.exists() and not directory.is_dir():
         raise ConfigError.field(field, str(directory), "is an existing file, not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(directory / lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise ConfigError.field(field, str(directory), f"cannot be created or written: {exc.strerror}") from None
     lock = RunLock(directory, fd)
@@ -140,7 +162,7 @@ def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool 
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            info = _read_info(directory / LOCK_FILE)
+            info = _read_info(directory / lock_file)
             os.close(fd)
             raise ConfigError.field(field, str(directory), f"is in use by another run ({_describe(info)}); "
                                     "choose another directory") from None
@@ -150,6 +172,8 @@ def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool 
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in left[:4]) + (" ..." if len(left) > 4 else "")
         raise ConfigError.field(field, str(directory), f"already holds the results of another {'sweep' if sweep else 'run'} "
                                 f"({names}); pass run.overwrite=true to replace it, or choose another directory")
+    if left and clear:
+        left = [p for p in directory.iterdir() if p.name != lock_file]
     if left:
         _remove(left)
     info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -16,6 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
+from llm_perf_opt.dsocr.costs import AttentionShape
 from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
 from llm_perf_opt.dsocr.spec import DecoderSpec
 from llm_perf_opt.measure.flop_counter_adapter import extra_formulas
@@ -34,8 +35,9 @@ def measured(fn) -> int:
 # --------------------------------------------------------------------------------------------- registry
 def test_registry_has_every_layer_kind_of_the_issue():
     classes = set(supported_modules())
-    required = {"Linear", "Conv2d", "LayerNorm", "DeepseekV2RMSNorm", "Attention", "NoTPAttention", "DeepseekV2MLP",
-                "DeepseekV2MoE", "Embedding", "LlamaRotaryEmbedding", "LlamaAttention", "LlamaSdpaAttention"}
+    required = {"Linear", "Conv2d", "LayerNorm", "Embedding"} | {f"dsocr.{c}" for c in (
+        "DeepseekV2RMSNorm", "Attention", "NoTPAttention", "DeepseekV2MLP", "DeepseekV2MoE", "LlamaRotaryEmbedding",
+        "LlamaAttention", "LlamaSdpaAttention")}
     assert required <= classes
 
 
@@ -187,7 +189,7 @@ def test_rope_table_is_a_bmm():
         rot = torch.cat((-q[..., hd // 2:], q[..., : hd // 2]), -1)
         return q * cos + rot * sin
 
-    table = layer_cost("LlamaRotaryEmbedding", batch, tokens, hd)
+    table = layer_cost("dsocr.LlamaRotaryEmbedding", batch, tokens, hd)
     assert table.flops_matmul == 2 * batch * (hd // 2) * tokens == measured(rope)
     assert C.rope_apply(batch, tokens, heads, heads, hd).flops_matmul == 0  # the rotation is elementwise
 
@@ -241,9 +243,9 @@ def test_sam_attention(batch, side, table_len):
         + 2 * batch * heads * n * n * hd * 2  # SDPA: Q·Kᵀ and P·V
         + 2 * batch * n * dim * dim  # proj
     )
-    cost = layer_cost("Attention", batch, side, side, dim, heads, table_len, table_len)
+    cost = layer_cost("dsocr.Attention", batch, side, side, dim, heads, table_len, table_len)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
-    unresized = layer_cost("Attention", batch, side, side, dim, heads, 2 * side - 1, 2 * side - 1)
+    unresized = layer_cost("dsocr.Attention", batch, side, side, dim, heads, 2 * side - 1, 2 * side - 1)
     assert (cost.flops_other > unresized.flops_other) == (table_len != 2 * side - 1)  # resizing is elementwise
 
 
@@ -260,7 +262,7 @@ def test_clip_attention():
 
     expected = 2 * batch * tokens * dim * 3 * dim + 2 * batch * heads * tokens * tokens * (dim // heads) * 2 \
         + 2 * batch * tokens * dim * dim
-    assert layer_cost("NoTPAttention", batch, tokens, dim, heads).flops_matmul == expected == measured(attn)
+    assert layer_cost("dsocr.NoTPAttention", batch, tokens, dim, heads).flops_matmul == expected == measured(attn)
 
 
 @pytest.mark.parametrize("q_len,past_len", [(6, 0), (1, 9)])
@@ -294,9 +296,9 @@ def test_decoder_attention_with_kv_cache(q_len, past_len):
         + 2 * (hd // 2) * q_len  # RoPE table bmm
         + 2 * heads * q_len * kv_len * hd * 2  # Q·Kᵀ and P·V over cached + new keys
     )
-    cost = layer_cost("LlamaAttention", 1, q_len, past_len, hidden, heads, kv_heads, hd)
+    cost = layer_cost("dsocr.LlamaAttention", AttentionShape(1, q_len, past_len, hidden, heads, kv_heads, hd, 2))
     assert cost.flops_matmul == expected == measured(attn)
-    fused = layer_cost("LlamaSdpaAttention", 1, q_len, past_len, hidden, heads, kv_heads, hd)
+    fused = layer_cost("dsocr.LlamaSdpaAttention", AttentionShape(1, q_len, past_len, hidden, heads, kv_heads, hd, 2))
     assert fused.flops == cost.flops and fused.activation_bytes < cost.activation_bytes
     if past_len:  # the KV cache is read
         assert cost.input_bytes >= 2 * kv_heads * past_len * hd * 2
@@ -307,10 +309,10 @@ def test_gated_mlp_and_mlp():
     gate, up, down = nn.Linear(hidden, inter, False), nn.Linear(hidden, inter, False), nn.Linear(inter, hidden, False)
     x = torch.randn(tokens, hidden)
     expected = 3 * 2 * tokens * hidden * inter
-    assert layer_cost("DeepseekV2MLP", tokens, hidden, inter).flops_matmul == expected == measured(
+    assert layer_cost("dsocr.DeepseekV2MLP", tokens, hidden, inter).flops_matmul == expected == measured(
         lambda: down(F.silu(gate(x)) * up(x)))
     fc1, fc2 = nn.Linear(hidden, inter), nn.Linear(inter, hidden)
-    assert layer_cost("MLPBlock", tokens, hidden, inter).flops_matmul == 2 * 2 * tokens * hidden * inter == measured(
+    assert layer_cost("dsocr.MLPBlock", tokens, hidden, inter).flops_matmul == 2 * 2 * tokens * hidden * inter == measured(
         lambda: fc2(F.gelu(fc1(x))))
 
 
@@ -364,13 +366,13 @@ def test_moe_every_token_visits_top_k_experts(skew):
     )
     spec = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
                        num_experts_per_tok=top_k, n_shared_experts=n_shared)
-    cost = layer_cost("DeepseekV2MoE", spec, tokens)
+    cost = layer_cost("dsocr.DeepseekV2MoE", spec, tokens)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
     # routed weights: at most every expert once; a single token reads exactly top_k experts, and the gate's
     # own weight, in the model's dtype (bf16: the linear runs under autocast)
     no_shared = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
                             num_experts_per_tok=top_k, n_shared_experts=0)
-    assert layer_cost("DeepseekV2MoE", no_shared, 1).weight_bytes == (
+    assert layer_cost("dsocr.DeepseekV2MoE", no_shared, 1).weight_bytes == (
         top_k * 3 * hidden * inter * 2 + hidden * n_experts * 2)
 
 

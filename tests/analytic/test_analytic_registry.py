@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, registry
+from llm_perf_opt.analytic import registry
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.costs import UnsupportedLayerError
-from llm_perf_opt.analytic.dsocr import clear_caches
+from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -26,7 +27,9 @@ def _class_mismatches(model: DeepseekOCRAnalyticModel, real: dict[str, str]) -> 
     """{stage: {path: (analytic class, real class)}} wherever the analytic node models another class."""
     out = {}
     for stage in model.stages().values():
-        wrong = {path: (cls, real.get(path)) for path, cls in stage.modules.items() if real.get(path) != cls}
+        # registry keys are namespaced per family ("dsocr.Block"); the torch.nn ones are bare ("Linear")
+        wrong = {path: (cls, real.get(path)) for path, cls in stage.modules.items()
+                 if real.get(path) != cls.removeprefix("dsocr.")}
         if wrong:
             out[stage.stage] = wrong
     return out
@@ -36,14 +39,14 @@ def _class_mismatches(model: DeepseekOCRAnalyticModel, real: dict[str, str]) -> 
 def test_every_module_class_of_the_full_twin_has_a_cost_mapping(attn):
     model = build_twin(ModelSpec.deepseek_ocr(), device="meta", attn_implementation=attn)
     classes = {type(m).__name__ for m in model.modules()}
-    missing = registry.unsupported(type(m).__name__ for m in model.modules())
+    missing = registry.unsupported((type(m).__name__ for m in model.modules()), "dsocr")
     assert missing == {}, f"module classes without a cost formula or an explicit 'counted by its children': {missing}"
     assert len(classes) >= 30  # the walk saw the whole tree (SAM, CLIP, projector, decoder, MoE)
     entries = registry.entries()
     for name in classes:  # each mapping says how it counts
-        assert entries[name].derivation.strip(), name
+        assert entries[registry.key(name, "dsocr")].derivation.strip(), name
     assert entries["ModuleList"].counted_by_children and entries["Sequential"].counted_by_children
-    assert not entries["Block"].counted_by_children and not entries["DeepseekV2MoE"].counted_by_children
+    assert not entries["dsocr.Block"].counted_by_children and not entries["dsocr.DeepseekV2MoE"].counted_by_children
 
 
 def test_an_unknown_class_is_reported_by_name_never_zero():
@@ -67,15 +70,15 @@ def test_analytic_nodes_model_the_class_the_twin_has_at_that_path(attn):
     assert _class_mismatches(m, real) == {}
     prefill = m.prefill().modules
     assert set(P.BY_PATH) <= set(prefill)  # every part of the vocabulary is a node of the analytic tree
-    assert prefill["model.layers.0.self_attn"] == ("LlamaAttention" if attn == "eager" else "LlamaSdpaAttention")
-    assert prefill["model.layers.1.mlp"] == "DeepseekV2MoE" and prefill["model.sam_model.blocks.0"] == "Block"
-    assert m.prefill().root.module == "DeepseekOCRForCausalLM"
+    assert prefill["model.layers.0.self_attn"] == ("dsocr.LlamaAttention" if attn == "eager" else "dsocr.LlamaSdpaAttention")
+    assert prefill["model.layers.1.mlp"] == "dsocr.DeepseekV2MoE" and prefill["model.sam_model.blocks.0"] == "dsocr.Block"
+    assert m.prefill().root.module == "dsocr.DeepseekOCRForCausalLM"
 
 
 def test_analytic_classes_match_the_vendor_module_tree():
     """Against the module tree measured on the vendor code (class of every named module, full size)."""
     tree = {name: cls for name, cls, _ in json.loads(VENDOR_TREE.read_text())["modules"]}
-    assert registry.unsupported(tree.values()) == {}
+    assert registry.unsupported(tree.values(), "dsocr") == {}
     for workload in P.modes().values():
         m = DeepseekOCRAnalyticModel(ModelSpec.deepseek_ocr(), compute_view_layout(workload, 1700, 2200))
         assert _class_mismatches(m, tree) == {}
@@ -92,7 +95,7 @@ def test_the_vendor_code_has_no_class_without_a_cost_mapping(vendor_dir):
         vendor = vendor_on_meta(modeling, modeling.DeepseekOCRConfig.from_pretrained(str(vendor_dir)))
     real = {name: type(module).__name__ for name, module in vendor.named_modules()}
     assert len(real) == 4083
-    assert registry.unsupported(real.values()) == {}
+    assert registry.unsupported(real.values(), "dsocr") == {}
     spec = ModelSpec.from_config_json(vendor_dir)
     m = DeepseekOCRAnalyticModel(spec, compute_view_layout(GUNDAM, 1700, 2200))
     assert _class_mismatches(m, real) == {}

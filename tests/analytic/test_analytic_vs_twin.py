@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import render_table, check_dsocr_agreement
-from llm_perf_opt.measure.dsocr import measure_dsocr
+from llm_perf_opt.dsocr.measure import measure_dsocr
 
 pytestmark = pytest.mark.slow
 

@@ -7,14 +7,8 @@ import re
 
 import pytest
 
-from llm_perf_opt.analytic import (
-    COSTS_SCHEMA,
-    COSTS_SCHEMA_VERSION,
-    DeepseekOCRAnalyticModel,
-    costs_dict,
-    load_costs,
-    write_costs,
-)
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, load_costs, write_costs
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec

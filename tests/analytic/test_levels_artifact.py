@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic import time_levels as TL
 from llm_perf_opt.analytic.hardware import Roof, load_hardware
 from llm_perf_opt.analytic.roofline import predict_latency

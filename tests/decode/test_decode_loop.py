@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.decode import (
     DecodeProgram,
     cache_len,

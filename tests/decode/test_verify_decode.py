@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     load_verification,
-    measure_dsocr,
     render_table,
     check_dsocr_agreement,
     write_verification,

@@ -14,7 +14,7 @@ from llm_perf_opt.dsocr2.spec import ModelSpec
 from llm_perf_opt.dsocr2.twin import build_twin
 from llm_perf_opt.dsocr2.agreement import check_dsocr2_agreement
 from llm_perf_opt.measure import render_table
-from llm_perf_opt.measure.dsocr import measure_dsocr
+from llm_perf_opt.dsocr.measure import measure_dsocr
 
 pytestmark = pytest.mark.slow
 SPEC = ModelSpec.tiny()
@@ -80,5 +80,6 @@ def test_v2_classes_are_costed_under_the_family_prefix(twin):
     assert {"Qwen2DecoderLayer", "Qwen2SdpaAttention", "Qwen2Decoder2Encoder"} <= classes
     assert cost_formulas.unsupported(sorted(classes)) == {}
     assert cost_formulas.key("Qwen2DecoderLayer") == "dsocr2.Qwen2DecoderLayer"
-    assert cost_formulas.key("ImageEncoderViT") == "ImageEncoderViT"  # shared with v1
+    assert cost_formulas.key("ImageEncoderViT") == "dsocr.ImageEncoderViT"  # shared with v1, under its namespace
+    assert cost_formulas.key("Linear") == "Linear"  # torch.nn: shared by every family
     assert cost_formulas.unsupported(["Qwen2DecoderLayer", "NoSuchBlock"]) == {"NoSuchBlock": 1}

@@ -1,6 +1,7 @@
 """A MoE layer refuses torch.export (data-dependent routing); the fixed-routing remedy exports it with the
 routing of the real call, computes what the real layer computes, and guards against other routings."""
 from __future__ import annotations
+from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 
 import re
 
@@ -46,7 +47,7 @@ def test_fixed_routing_exports_the_real_computation(moe_call):
     k = ModelSpec.tiny().decoder.num_experts_per_tok
     assert sum(routing) == TOKENS * k
     moe = call.module.mlp
-    with fixed_routing(moe, routing):
+    with fixed_routing(moe, routing, run_experts_by_load):
         graphs = export_graphs(call)
         with torch.no_grad():
             wrapped = call.run()[0]
@@ -62,7 +63,7 @@ def test_fixed_routing_exports_the_real_computation(moe_call):
 
 def test_exported_program_refuses_another_routing(moe_call):
     call, routing, _ = moe_call
-    with fixed_routing(call.module.mlp, routing):
+    with fixed_routing(call.module.mlp, routing, run_experts_by_load):
         graphs = export_graphs(call)
     other = ExportCall(call.module, (torch.randn_like(call.args[0]) * 3,), call.kwargs)
     with pytest.raises(RuntimeError, match="routing differs"):
@@ -72,8 +73,8 @@ def test_exported_program_refuses_another_routing(moe_call):
 def test_remedy_refuses_what_it_cannot_fix(moe_call):
     call, routing, _ = moe_call
     with pytest.raises(RemedyError, match="not a MoE module"):
-        with fixed_routing(call.module.self_attn, routing):
+        with fixed_routing(call.module.self_attn, routing, run_experts_by_load):
             pass
     with pytest.raises(RemedyError, match="routing has 3 experts"):
-        with fixed_routing(call.module.mlp, [1, 2, 3]):
+        with fixed_routing(call.module.mlp, [1, 2, 3], run_experts_by_load):
             pass

@@ -1,6 +1,7 @@
 """export.onnx=true: ONNX files of a CLIP block and the dense decoder layer that pass onnx.checker and
 whose ONNX Runtime (CPU) output matches the eager module, checked by the stage and again here."""
 from __future__ import annotations
+from llm_perf_opt.dsocr.parts import VOCABULARY
 
 import numpy as np
 import onnx
@@ -32,7 +33,7 @@ def test_onnx_files_pass_the_checker_and_match_eager(tmp_path):
             rec = by_name[name]
             assert rec["checker"] == "passed" and rec["ok"] and rec["max_abs_diff"] <= ATOL + RTOL * rec["max_abs_eager"]
         # independently of the stage: load each file, check it, run it, compare with the eager module
-        targets = onnx_targets(inputs.layout, inputs.seq_len)
+        targets = onnx_targets(inputs.layout, inputs.seq_len, VOCABULARY)
         recorded = record_calls(session, inputs, targets)
         for target in targets:
             path = tmp_path / "export" / f"{target.name}.onnx"

@@ -1,11 +1,12 @@
 """Which submodules are exported at which call, and bad requests refused with one line naming the field
 (before any model is built)."""
 from __future__ import annotations
+from llm_perf_opt.dsocr.parts import VOCABULARY
 
 import pytest
 
 from llm_perf_opt.config import ExportConfig
-from llm_perf_opt.config.schemas import EXPORT_SUBMODULES
+from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
@@ -20,7 +21,7 @@ TINY_MODE = VisionWorkload(base_size=512, image_size=512, crop_mode=False)
 def plan(cfg: ExportConfig, workload=GUNDAM, width=1700, height=2200, spec=None):
     layout = compute_view_layout(workload, width, height)
     seq_len = 1 + layout.image_tokens + 4
-    return plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test"), layout, seq_len
+    return plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test", vocabulary=VOCABULARY), layout, seq_len
 
 
 def test_default_plan_in_gundam_has_every_submodule_at_its_call():
@@ -75,7 +76,6 @@ def test_a_longer_cache_is_a_later_decode_step():
 
 
 @pytest.mark.parametrize("override, needle", [
-    ("export.submodules=[sam.global,sam.bogus]", "export.submodules='sam.bogus' is invalid: must be one of"),
     ("export.submodules=[]", "export.submodules=[] is invalid"),
     ("export.moe_remedy=magic", "export.moe_remedy='magic' is invalid"),
     ("export.decode_layer=-1", "export.decode_layer=-1 is invalid"),
@@ -85,6 +85,18 @@ def test_config_refuses_bad_export_values(override, needle):
     with pytest.raises(ConfigError) as err:
         typed_cfg(override)
     assert str(err.value).startswith(needle)
+
+
+def test_a_submodule_the_family_does_not_export_is_refused_naming_the_family():
+    """Which names exist is the model family's rule, checked at validation (one line naming field and family)."""
+    from llm_perf_opt.config.compose import compose_each
+    from llm_perf_opt.trace.validate import validate
+
+    (raw,) = compose_each([["export.submodules=[sam.global,sam.bogus]"]])
+    with pytest.raises(ConfigError) as err:
+        validate(raw, runs_model=False)
+    assert str(err.value).startswith("export.submodules='sam.bogus' is invalid: must be one of sam.crops")
+    assert str(err.value).endswith("(model.family=dsocr)") and "\n" not in str(err.value)
 
 
 def test_default_config_composes_with_the_export_group():

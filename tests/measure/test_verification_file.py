@@ -9,18 +9,18 @@ import re
 import pytest
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     fvcore_flops,
     load_verification,
-    measure_dsocr,
     check_dsocr_agreement,
     write_verification,
 )

@@ -1,9 +1,10 @@
 """The analytic-only page sweep: many page sizes, no model run, tokens and FLOPs as plots and CSV."""
 from __future__ import annotations
+from llm_perf_opt.dsocr.family import FAMILY
 
 import csv
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
@@ -12,7 +13,7 @@ from .conftest import run_report
 
 
 def test_analytic_report(tmp_path):
-    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=6, min_side=300, max_side=3000)
+    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=6, min_side=300, max_side=3000, family=FAMILY)
     with open(rep.csv, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 2 * 6 * 6

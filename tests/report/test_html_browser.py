@@ -3,6 +3,7 @@ with no console errors, every plot renders with a real size and its text, the PN
 images, the job table is there, and a screenshot of it is not blank. See `browser.py` for which chromium
 runs and when a missing one skips."""
 from __future__ import annotations
+from llm_perf_opt.dsocr.family import FAMILY
 
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def test_the_browser_reports_console_errors(tmp_path):
 
 
 def test_analytic_report_renders_in_chromium(tmp_path):
-    rep = build_analytic_report(tmp_path, modes=["tiny", "base", "gundam"], n=8)
+    rep = build_analytic_report(tmp_path, modes=["tiny", "base", "gundam"], n=8, family=FAMILY)
     shot = tmp_path / "analytic.screenshot.png"
     seen, errors = probe(rep.html, shot)
     # 5 plots of tokens and FLOPs + 2 of the predicted time to first token (default hardware: h100_sxm)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import load_roofline

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, LayerCost
+from llm_perf_opt.analytic import LayerCost
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import Roof, load_hardware
 from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, estimate, predict, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import ROOFLINE_SCHEMA, load_roofline, write_roofline

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
-from llm_perf_opt.analytic.dsocr_serving import BATCH_RULES, moe_shape, parameter_count, serving_model
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model
 from llm_perf_opt.analytic.batch_cost import DecodeTable, UnitTable
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use

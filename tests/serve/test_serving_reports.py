@@ -54,8 +54,8 @@ def test_size_multirun_over_bandwidth_into_the_sweep_report(tmp_path):
 def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
     """pages/day per GPU = continuous batching at the largest batch that fits: checked against the per-point
     serving figures (analytic.serving.serving_point) and the memory bound at that batch and the next."""
-    from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-    from llm_perf_opt.analytic.dsocr_serving import serving_model
+    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.analytic.hardware import load_hardware
     from llm_perf_opt.analytic.memory_model import memory_use
     from llm_perf_opt.analytic.serving import serving_point

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import datasheet_for_device, load_hardware
 from llm_perf_opt.analytic.roofline import estimate, predict, predicted_time_table
 from llm_perf_opt.callgraph.schema import CallGraph, load_callgraph_json

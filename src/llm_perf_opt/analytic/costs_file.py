@@ -12,12 +12,11 @@ from typing import Any, Mapping
 
 from llm_perf_opt.analytic.artifact_fields import read_known
 from llm_perf_opt.analytic.costs import COST_FIELDS, LayerCost
-from llm_perf_opt.analytic.dsocr import STAGES, DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.artifacts import require, write_artifact
-from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.errors import ArtifactError
 
 COSTS_FILE = "costs.json"
+STAGES = ("vision", "prefill", "decode")  # the stages every analytic model composes
 COSTS_SCHEMA = "llm_perf_opt.costs"
 COSTS_SCHEMA_VERSION = 2
 COSTS_READS = {COSTS_SCHEMA: (2,), "costs": (1,)}  # version 1: the same data under its old schema name
@@ -57,16 +56,16 @@ class StageCosts:
     parts: dict[str, LayerCost] | None
     containers: frozenset[str] | None
 
-    def part(self, name: str) -> LayerCost:
+    def part(self, name: str, vocabulary: Any = None) -> LayerCost:
         """A part by alias or module path, as `StageCost.part` (needs the per-part table, except for
-        the summary aliases and `total`)."""
+        the summary aliases and `total`; an alias outside the summary needs the family's `vocabulary`)."""
         if name in ("total", "all"):
             return self.total
         if name in self.summary:
             return self.summary[name]
         if self.parts is None:
             raise KeyError(f"{name}: this costs.json has no per-part table")
-        return self.parts.get(P.path(name), LayerCost())
+        return self.parts.get(vocabulary.path(name) if vocabulary is not None else name, LayerCost())
 
 
 @dataclass(frozen=True)
@@ -108,6 +107,7 @@ def load_costs(path: str | os.PathLike) -> Costs:
     )
 
 
-def write_costs(path: str | os.PathLike, model: DeepseekOCRAnalyticModel, config: Any = None) -> Path:
-    """Write `model`'s costs (with the per-part table) atomically under the current schema."""
-    return write_artifact(path, COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(model), config=config)
+def write_costs(path: str | os.PathLike, model: Any, config: Any = None) -> Path:
+    """Write an analytic model's costs (`model.to_dict()`, with the per-part table) atomically under the
+    current schema."""
+    return write_artifact(path, COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=config)

@@ -15,7 +15,9 @@ A class that is not registered is unsupported: `module_cost` raises `Unsupported
 unsupported ops): reported, never counted as zero.
 
 Keys are class names, not classes: the analytic package never imports torch or the vendor code. The
-`torch.nn` classes are registered here; the DeepSeek-OCR classes in `analytic.dsocr_modules`. Nodes are
+`torch.nn` classes are registered here under their bare names (`Linear`); a model family registers its own
+classes under its namespace (`dsocr.Block`, in `dsocr.costs`), so two families' `Attention` or `Block` never
+collide. Formulas with many shapes take one named dataclass (`dsocr.costs.ForwardShape`). Nodes are
 cached (bounded; `clear_caches`), so identical blocks share one node.
 """
 from __future__ import annotations
@@ -86,11 +88,22 @@ def entries() -> Mapping[str, ModuleCost]:
     return dict(_REGISTRY)
 
 
-def unsupported(module_classes: Iterable[str] | Mapping[str, int]) -> dict[str, int]:
+def key(module: str, namespace: str = "") -> str:
+    """The registry key of a class of a model of family `namespace`: its own `namespace.Class` when the family
+    registered one, else the shared `torch.nn` entry (`Linear`), else the namespaced key (unsupported)."""
+    if namespace:
+        own = f"{namespace}.{module}"
+        if own in _REGISTRY or module not in _REGISTRY:
+            return own
+    return module
+
+
+def unsupported(module_classes: Iterable[str] | Mapping[str, int], namespace: str = "") -> dict[str, int]:
     """{class name: occurrences} of the classes the registry cannot cost, in order of appearance
-    (`module_classes`: class names, one per module, or {class name: count})."""
+    (`module_classes`: class names, one per module, or {class name: count}); `namespace`: the model's family
+    (`dsocr`), whose classes are registered as `dsocr.<Class>` beside the shared `torch.nn` ones."""
     counts = module_classes if isinstance(module_classes, Mapping) else Counter(module_classes)
-    return {name: n for name, n in counts.items() if name not in _REGISTRY}
+    return {name: n for name, n in counts.items() if key(name, namespace) not in _REGISTRY}
 
 
 @lru_cache(maxsize=16384)

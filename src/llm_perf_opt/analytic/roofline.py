@@ -36,7 +36,6 @@ from typing import Any, Mapping, Optional
 from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.stage import CostNode, StageCost
-from llm_perf_opt.dsocr import parts as P
 
 CONVENTION: dict[str, str] = {
     "unit": "one LayerCost of the analytic model (a leaf module call, or a module's own work outside its "
@@ -208,29 +207,22 @@ class StagePrediction:
 
     def part(self, name: str) -> Estimate:
         """A part by alias (`sam`, `decoder.layer.3`) or module path; a path the stage does not run: zero."""
-        path = P.path(name)
+        vocabulary = self.cost.vocabulary
+        path = vocabulary.path(name) if vocabulary is not None else ("" if name in ("total", "all") else name)
         return self.total if path == "" else self.parts.get(path, ZERO_ESTIMATE)
 
     def summary(self) -> dict[str, Estimate]:
         """The top-level parts by alias, in forward order, with the decoder layers after `decoder`."""
-        parts = self.parts
-        out: dict[str, Estimate] = {}
-        for part in P.PARTS:
-            if part.path in parts:
-                out[part.alias] = parts[part.path]
-            if part.path == P.DECODER_STACK:
-                i = 0
-                while P.decoder_layer_path(i) in parts:
-                    out[f"{P.LAYER_ALIAS_PREFIX}{i}"] = parts[P.decoder_layer_path(i)]
-                    i += 1
-        return out
+        vocabulary = self.cost.vocabulary
+        return vocabulary.summary(self.parts) if vocabulary is not None else {}
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per module path (forward order): path, alias, depth, leaf, then `Estimate.to_dict()`."""
         containers = self.cost.containers
         leaves = {path for path, node in self.cost.root.walk() if not node.children}
+        alias = self.cost.vocabulary.alias if self.cost.vocabulary is not None else str
         return [
-            {"path": path, "alias": P.alias(path), "depth": path.count(".") + 1, "leaf": path in leaves,
+            {"path": path, "alias": alias(path), "depth": path.count(".") + 1, "leaf": path in leaves,
              "container": path in containers, **e.to_dict()}
             for path, e in self.parts.items()
         ]

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.roofline import LatencyPrediction
 from llm_perf_opt.artifacts import read_artifact, write_artifact
@@ -32,7 +31,7 @@ _FIGURES = ("vision_s", "prefill_s", "ttft_s", "decode_s_per_token", "decode_con
 _STAGES = ("vision", "prefill", "decode")
 
 
-def roofline_dict(model: DeepseekOCRAnalyticModel, latency: LatencyPrediction, hardware: Hardware,
+def roofline_dict(model: Any, latency: LatencyPrediction, hardware: Hardware,
                   with_parts: bool = True) -> dict[str, Any]:
     return {
         "model": model.spec.name, "layout": model.layout.as_dict(), "seq_len": model.seq_len,
@@ -79,7 +78,7 @@ def with_levels(data: dict[str, Any], payload: Optional[Mapping[str, Any]]) -> d
     return out
 
 
-def write_roofline(path: str | os.PathLike, model: DeepseekOCRAnalyticModel, latency: LatencyPrediction,
+def write_roofline(path: str | os.PathLike, model: Any, latency: LatencyPrediction,
                    hardware: Hardware, config: Any = None, levels: Optional[Mapping[str, Any]] = None) -> Path:
     """roofline.json (schema version 2); `levels` = `analytic.time_levels.levels_payload(...)` (None: the ideal
     level only, the others absent)."""

@@ -8,7 +8,6 @@ import io
 from typing import Any, Optional
 
 from llm_perf_opt.analytic.batch_cost import LEVEL_CONVENTIONS
-from llm_perf_opt.analytic.dsocr_serving import moe_from_routing, serving_model
 from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.memory_model import GB, Allowance, max_batch
 from llm_perf_opt.analytic.serving import CURVE_COLUMNS, conventions, curve_rows, latency_curve, serving_point
@@ -27,8 +26,9 @@ def allowance_for(cfg: RootConfig) -> Allowance:
 
 
 def serving_model_for(cfg: RootConfig, model: Any, roof: Roof) -> ServingModel:
-    moe = moe_from_routing(model.spec, model.dtype_bytes, cfg.serve.routing) if cfg.serve.routing else None
-    sm = serving_model(model, moe, roof.dtype)
+    # the serving model is the family's, built from its analytic model (DeepSeek-OCR: dsocr.serving)
+    moe = model.moe_from_routing(cfg.serve.routing) if cfg.serve.routing else None
+    sm = model.serving_model(moe, roof.dtype)
     sm.check_output_tokens(cfg.serve.output_tokens)
     return sm
 

@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import Any, Iterator, Mapping
 
 from llm_perf_opt.analytic.costs import ZERO, LayerCost, UnitViews
-from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.family import PartVocabulary
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +66,7 @@ class StageCost(UnitViews):
     root: CostNode
     roots: tuple[str, ...] = ("",)
     shapes: Mapping[str, Any] = field(default_factory=dict)
+    vocabulary: PartVocabulary | None = None  # the family's parts (aliases, decoder layers); None: paths only
 
     # ------------------------------------------------------------------ totals
     @property
@@ -108,27 +109,17 @@ class StageCost(UnitViews):
         return self._flat[2]
 
     def part(self, name: str) -> LayerCost:
-        """A part by module path, or by alias (`dsocr.parts`: `sam`, `decoder`, `decoder.layer.<i>`, ...,
-        `total`); a path the stage does not run costs nothing."""
-        path = P.path(name)
+        """A part by module path, or by alias of the family's vocabulary (`sam`, `decoder`, `decoder.layer.<i>`,
+        ..., `total`); a path the stage does not run costs nothing."""
+        path = self.vocabulary.path(name) if self.vocabulary is not None else ("" if name in ("total", "all") else name)
         if path == "":
             return self.total
         return self.parts.get(path, ZERO)
 
     def summary(self) -> dict[str, LayerCost]:
-        """The parts of `dsocr.parts` by alias, in forward order (each decoder layer after the stack),
-        for the stage's parts that exist."""
-        out: dict[str, LayerCost] = {}
-        flat = self.parts
-        for part in P.PARTS:
-            if part.path in flat:
-                out[part.alias] = flat[part.path]
-            if part.path == P.DECODER_STACK:
-                i = 0
-                while (layer := P.decoder_layer_path(i)) in flat:
-                    out[P.alias(layer)] = flat[layer]
-                    i += 1
-        return out
+        """The family's parts by alias, in forward order (each decoder layer after the stack), for the stage's
+        parts that exist (`PartVocabulary.summary`)."""
+        return self.vocabulary.summary(self.parts) if self.vocabulary is not None else {}
 
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {

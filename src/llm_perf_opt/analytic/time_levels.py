@@ -32,7 +32,6 @@ from typing import Any, Iterable, Mapping, Optional
 from llm_perf_opt.analytic.costs import Kernels
 from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.stage import CostNode, StageCost
-from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.errors import ConfigError
 
 LEVELS = ("ideal", "kernel", "eager")
@@ -347,7 +346,7 @@ def stage_levels(stage: StageCost, predictor: LevelPredictor, ideal: Any) -> dic
         roots = [n for r in stage.roots for n in flat.get(r, [])]
         parts[""] = predictor.levels(roots, ideal.total.time_s)
     for alias, est in ideal.summary().items():
-        path = P.path(alias)
+        path = stage.vocabulary.path(alias) if stage.vocabulary is not None else alias
         if path in flat:
             parts[alias] = predictor.levels(flat[path], est.time_s)
     return parts

@@ -42,10 +42,46 @@ def omegaconf_errors_as_config_error(where: str = "") -> Iterator[None]:
         raise ConfigError(f"{where}: {first}" if where else first) from None
 
 
+def unknown_keys(cfg: DictConfig, path: str = "") -> list[tuple[str, str]]:
+    """(dotted key, the keys its schema allows) for every key of `cfg` that its dataclass schema does not
+    know. Hydra's `+key=value` adds a key with `force_add`, which passes the struct flag of a typed node, and
+    OmegaConf.to_object would set it as a stray attribute: a typo (`+workload.page.widht=800`) would be
+    silently ignored. Free-form nodes (a `dict` field such as `verify.analytic_spec`) take any key."""
+    from dataclasses import fields, is_dataclass
+
+    found: list[tuple[str, str]] = []
+    schema = OmegaConf.get_type(cfg)
+    known = [f.name for f in fields(schema)] if schema is not None and is_dataclass(schema) else None
+    for key in cfg.keys():
+        dotted = f"{path}{key}"
+        if known is not None and key not in known:
+            found.append((dotted, ", ".join(known)))
+            continue
+        node = cfg._get_node(key)  # noqa: SLF001 - the node itself: no interpolation resolved
+        if isinstance(node, DictConfig) and not node._is_none() and not node._is_missing() \
+                and not node._is_interpolation():  # noqa: SLF001
+            found += unknown_keys(node, dotted + ".")
+    return found
+
+
+def check_known_keys(cfg: DictConfig) -> None:
+    """ConfigError naming the first key the schemas do not know (see `unknown_keys`)."""
+    if not isinstance(cfg, DictConfig):
+        return
+    found = unknown_keys(cfg)
+    if found:
+        key, allowed = found[0]
+        parent = key.rpartition(".")[0] or "the configuration"
+        more = f" (and {len(found) - 1} more: {', '.join(k for k, _ in found[1:4])})" if len(found) > 1 else ""
+        raise ConfigError(f"{key}: unknown key: {parent} has no such field (one of {allowed}){more}")
+
+
 def to_typed_config(cfg: DictConfig | Any) -> RootConfig:
-    """Instantiate the dataclasses (running every `__post_init__`); errors come out as one ConfigError."""
+    """Instantiate the dataclasses (running every `__post_init__`); errors come out as one ConfigError.
+    A key no schema knows (added with `+key=value`) is refused first."""
     if isinstance(cfg, RootConfig):
         return cfg
+    check_known_keys(cfg)
     with omegaconf_errors_as_config_error():
         obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, RootConfig):

@@ -4,8 +4,8 @@ Hydra composes YAML into these types (so a misspelt key or a wrong type is refus
 `to_typed_config` instantiates them, running each `__post_init__` on the final values. The schemas hold
 plain values and check plain rules only (types, ranges, one-of choices, files that must exist); the
 DeepSeek-OCR rules on top (sizes in multiples of 64, crop mode tiling at `image_size`, the `<image>`
-placeholder) belong to `llm_perf_opt.dsocr` and run in the pipeline's validation step
-(`llm_perf_opt.trace.validate`), before any work. Nothing here imports torch or `dsocr`.
+placeholder) belong to the model family (`model.family`, default dsocr) and run in the pipeline's validation step
+(`llm_perf_opt.trace.validate`), before any work. Nothing here imports torch or a family package.
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 
 MODEL_SOURCES = ("twin", "vendor")
-TWIN_SPECS = ("deepseek_ocr", "tiny")
 DEVICES = ("cpu", "cuda")
 DTYPES = ("float32", "bfloat16", "float16")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
@@ -43,8 +42,9 @@ class ModelConfig:
     """What the session loads: the twin (full or tiny) or the vendor code from a local directory."""
 
     name: str = "twin"
+    family: str = "dsocr"  # the model family (llm_perf_opt.families): its spec, twin, session, analytic model
     source: str = "twin"
-    spec: str = "deepseek_ocr"  # twin only: ModelSpec.deepseek_ocr() or ModelSpec.tiny()
+    spec: str = "deepseek_ocr"  # twin only: a named spec of the family's twin (dsocr: deepseek_ocr, tiny)
     path: Optional[str] = None  # vendor only: directory with config.json and the vendor .py files
     weights: str = "auto"  # vendor: "auto" loads safetensors when present, "random" never does
     seed: int = 0
@@ -52,9 +52,12 @@ class ModelConfig:
     def __post_init__(self) -> None:
         _one_of("model.source", self.source, MODEL_SOURCES)
         _one_of("model.weights", self.weights, WEIGHTS)
+        if not isinstance(self.family, str) or not self.family:
+            raise ConfigError.field("model.family", self.family, "must name a model family (dsocr, ...)")
         if self.source == "twin":
-            _one_of("model.spec", self.spec, TWIN_SPECS)
-            return
+            if not isinstance(self.spec, str) or not self.spec:
+                raise ConfigError.field("model.spec", self.spec, "must name a spec of the family's twin")
+            return  # which names the twin knows is the family's rule (checked at validation)
         if not self.path:
             raise ConfigError("model.path is required for model=vendor: pass model.path=DIR or set DSOCR_MODEL_PATH")
         path = user_path(self.path)  # relative to where the user ran the command, not the repository
@@ -201,9 +204,6 @@ class RenderConfig:
             _one_of("render.formats[]", fmt, ("dot", "svg", "mmd", "png"))
 
 
-# The submodules the export stage knows (llm_perf_opt.export.targets maps each to a module and a call).
-EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
-                     "dense_layer", "moe_layer", "decode_layer")
 EXPORT_MOE_REMEDIES = ("fixed_routing", "none")
 
 
@@ -226,9 +226,8 @@ class ExportConfig:
         if self.submodules is not None:
             if len(self.submodules) == 0:
                 raise ConfigError.field("export.submodules", self.submodules,
-                                        f"must name at least one of {', '.join(EXPORT_SUBMODULES)} (or be null)")
-            for name in self.submodules:
-                _one_of("export.submodules", name, EXPORT_SUBMODULES)
+                                        "must name at least one submodule (or be null)")
+            # which names exist is the model family's rule (ModelFamily.check_export, at validation)
         if self.moe_layer is not None and self.moe_layer < 0:
             raise ConfigError.field("export.moe_layer", self.moe_layer, "must be >= 0 or null")
         if self.decode_layer < 0:

@@ -95,8 +95,8 @@ def load_page(path: str | Path) -> Image.Image:
     if not path.is_file():
         raise ConfigError.field("workload.page.image", str(path), "must be an existing image file")
     try:
-        with Image.open(path) as img:
-            return img.convert("RGB")
+        with Image.open(path) as img:  # upright as the vendor's load_image makes it (EXIF orientation applied)
+            return ImageOps.exif_transpose(img).convert("RGB")
     except (OSError, ValueError) as exc:
         raise ConfigError(f"workload.page.image={str(path)!r} could not be read as an image: {exc}") from None
 

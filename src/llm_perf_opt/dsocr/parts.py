@@ -11,22 +11,13 @@ Nothing here imports torch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Part:
-    alias: str  # short name used in summaries, tables and plots
-    path: str  # the vendor's module path
-    label: str  # human name
-    color: str  # plot colour
-    stage: str  # "vision" or "language": which stage's roots it belongs to
+from llm_perf_opt.family import Part, PartVocabulary
 
 
 PARTS: tuple[Part, ...] = (  # forward order
@@ -47,6 +38,8 @@ VISION: tuple[str, ...] = tuple(p.alias for p in PARTS if p.stage == "vision")
 VISION_PATHS: tuple[str, ...] = tuple(BY_ALIAS[a].path for a in VISION)
 DECODER_STACK = BY_ALIAS["decoder"].path  # "model.layers"
 LAYER_ALIAS_PREFIX = "decoder.layer."
+# The same vocabulary as the object the generic layers receive (`llm_perf_opt.family.PartVocabulary`).
+VOCABULARY = PartVocabulary("dsocr", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)
 
 
 def path(alias: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import lru_cache, partial
 from typing import Any
 
-from llm_perf_opt.analytic.dsocr import (
+from llm_perf_opt.dsocr.analytic import (
     DEFAULT_PROMPT_TOKENS,
     STAGES,
     DeepseekOCRAnalyticModel,
@@ -32,6 +32,7 @@ from llm_perf_opt.analytic.dsocr import (
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr2 import cost_formulas as F
+from llm_perf_opt.dsocr2.parts import VOCABULARY
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.errors import ConfigError
@@ -45,18 +46,19 @@ VISION_PATHS = ("model.sam_model", "model.qwen2_model", "model.projector")
 
 def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int) -> StageCost:
     root = module_cost(ROOT, spec, passes, image_tokens, 0, 0, "", b, False)
-    return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens))
+    return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens), VOCABULARY)
 
 
 def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str) -> StageCost:
     root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b)
     shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
-    return StageCost("prefill", root, ("",), shapes)
+    return StageCost("prefill", root, ("",), shapes, VOCABULARY)
 
 
 def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str) -> StageCost:
     root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b)
-    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1})
+    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
+                     VOCABULARY)
 
 
 class _SpecStages:
@@ -78,7 +80,12 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         if not isinstance(spec, ModelSpec):
             raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
         super().__init__(spec, layout, seq_len, **kwargs)
+        self.vocabulary = VOCABULARY
         self._stages = _stages_for(spec)
+
+    def with_dtype(self, dtype: Any) -> "DeepseekOCR2AnalyticModel":
+        return DeepseekOCR2AnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
+                                         dtype=dtype, decoder_attention=self.decoder_attention)
 
     @classmethod
     def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,

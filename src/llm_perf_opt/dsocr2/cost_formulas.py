@@ -12,7 +12,7 @@ from __future__ import annotations
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import ZERO, LayerCost
-from llm_perf_opt.analytic.dsocr_modules import Passes, gated_mlp, sam_grids
+from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
 from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
 
@@ -20,14 +20,18 @@ PREFIX = "dsocr2."
 
 
 def key(class_name: str) -> str:
-    """The registry key of a v2 class: `dsocr2.<class>` when v2 registered it, else the shared bare name."""
+    """The registry key of a v2 class: `dsocr2.<class>` when v2 registered it, else v1's `dsocr.<class>` (the
+    SAM, projector and decoder classes v2 shares), else the shared torch.nn name."""
     prefixed = PREFIX + class_name
-    return prefixed if prefixed in registry.entries() else class_name
+    if prefixed in registry.entries():
+        return prefixed
+    return registry.key(class_name, "dsocr")
 
 
 def unsupported(module_classes) -> dict[str, int]:
-    """`registry.unsupported` for a v2 model: a class is costed under its prefixed or its bare name."""
-    return {c: n for c, n in registry.unsupported(module_classes).items() if PREFIX + c not in registry.entries()}
+    """`registry.unsupported` for a v2 model: a class is costed under its v2, its v1 or its bare name."""
+    return {c: n for c, n in registry.unsupported(module_classes, "dsocr").items()
+            if PREFIX + c not in registry.entries()}
 
 
 def _residuals(numel: int, b: int) -> LayerCost:
@@ -119,9 +123,9 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
         grid = sam_grids(spec.sam, side)[2]
         n = grid * grid
         children += (
-            ("sam_model", module_cost("ImageEncoderViT", spec.sam, batch, side, b)),
+            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b)),
             ("qwen2_model", module_cost(PREFIX + "Qwen2Decoder2Encoder", spec.encoder, batch, n, b)),
-            ("projector", module_cost("MlpProjector", batch * n, p.input_dim, p.n_embed, b)),
+            ("projector", module_cost("dsocr.MlpProjector", batch * n, p.input_dim, p.n_embed, b)),
         )
     # cat(crops, global, separator) and the cat of that one-element list (a copy too); the views of the
     # projector outputs are free. The two `torch.sum(...).item()` checks: 0-d tensors of the image dtype.
@@ -139,7 +143,7 @@ def ocr2_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, p
     own, vision = _vision(spec, passes, image_tokens, b) if passes else (ZERO, ())
     if not language:
         return own, vision
-    lang = module_cost("DeepseekOCRModel", spec, (), 0, q_len, past_len, attention, b)
+    lang = module_cost("dsocr.DeepseekOCRModel", ForwardShape(spec, (), 0, q_len, past_len, attention, b))
     named = dict(lang.children)
     return own + lang.own, (
         ("embed_tokens", named["embed_tokens"]),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from llm_perf_opt.family import PartVocabulary
+
 from llm_perf_opt.dsocr.parts import (  # the decoder stack is the same vendor code and path
     DECODER_STACK,
     LAYER_ALIAS_PREFIX,
@@ -32,6 +34,8 @@ BY_PATH: dict[str, Part] = {p.path: p for p in PARTS}
 REPORTED: tuple[str, ...] = ("sam", "encoder", "projector", "decoder", "lm_head")
 VISION: tuple[str, ...] = tuple(p.alias for p in PARTS if p.stage == "vision")
 VISION_PATHS: tuple[str, ...] = tuple(BY_ALIAS[a].path for a in VISION)
+# The vocabulary the generic layers receive (`llm_perf_opt.family.PartVocabulary`).
+VOCABULARY = PartVocabulary("dsocr2", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)
 ENCODER_STACK = "model.qwen2_model.model.model.layers"
 SAM_BLOCKS = "model.sam_model.blocks"
 VISION_LOOPS = (SAM_BLOCKS, ENCODER_STACK)  # the `for N` stacks of the vision stage (12 and 24 at full size)

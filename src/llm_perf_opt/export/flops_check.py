@@ -3,7 +3,7 @@
 All three count matmul-class work as `torch.utils.flop_counter` does (2 x multiply-adds):
 * exported: torch's formulas on the core-ATen graph (`export.flops`);
 * eager: `FlopCounterMode` on the module itself, run on the same recorded inputs (`measure.count_flops`);
-* analytic: `DeepseekOCRAnalyticModel`, the part of its stage cost that is this one call
+* analytic: the model family's analytic model, the part of its stage cost that is this one call
   (`analytic_reference`; crop-batch calls are the vision stage minus the global view's call).
 They are compared in total, per module (paths relative to the submodule) and per op family (matmul,
 convolution, attention), where export's SDPA decomposition (two `bmm`) is put back under attention by
@@ -14,10 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.costs import COST_FIELDS, LayerCost
-from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
-from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.export.flops import GraphOp, flops_by_module, total_flops
 from llm_perf_opt.export.targets import ExportTarget
 
@@ -50,21 +47,21 @@ def _relative(parts: Mapping[str, LayerCost], root: str) -> dict[str, LayerCost]
     return out
 
 
-def _single_view_parts(spec: ModelSpec, side: int, layout: ViewLayout) -> dict[str, LayerCost]:
+def _single_view_parts(family: Any, spec: Any, side: int, layout: Any) -> dict[str, LayerCost]:
     # a no-crop workload whose one view has this side: its vision stage is exactly one call per part
-    workload = VisionWorkload(base_size=side, image_size=side, crop_mode=False)
-    single = compute_view_layout(workload, layout.page_width, layout.page_height)
-    return DeepseekOCRAnalyticModel(spec, single).vision().parts
+    single = family.layout(family.single_view_workload(side), layout.page_width, layout.page_height)
+    return family.analytic_model(spec, single).vision().parts
 
 
-def analytic_reference(target: ExportTarget, spec: ModelSpec, layout: ViewLayout, seq_len: int,
+def analytic_reference(family: Any, target: ExportTarget, spec: Any, layout: Any, seq_len: int,
                        dtype: Any = "float32", decoder_attention: str = "eager") -> AnalyticReference:
-    """The analytic model's cost of the one call `target` is (same spec, layout, sequence, attention)."""
-    model = DeepseekOCRAnalyticModel(spec, layout, seq_len, dtype=dtype, decoder_attention=decoder_attention)
+    """The analytic model's cost of the one call `target` is (same spec, layout, sequence, attention), from the
+    model family's analytic model."""
+    model = family.analytic_model(spec, layout, seq_len, dtype=dtype, decoder_attention=decoder_attention)
     if target.view is not None:
         stage = model.vision()
         containers = frozenset(stage.containers)
-        glob = _relative(_single_view_parts(spec, layout.global_side, layout), target.path)
+        glob = _relative(_single_view_parts(family, spec, layout.global_side, layout), target.path)
         if target.view == "global":
             how = (f"vision stage of a one-view layout of side {layout.global_side} (the global view's call "
                    f"of {target.path})")

@@ -16,12 +16,11 @@ input that routes differently fails instead of silently mixing up experts.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 from llm_perf_opt.errors import PipelineError
 
 REMEDY_GUARD_OPS = ("new_tensor", "eq", "all", "_assert_async")  # what the guard adds to the MoE computation
@@ -35,7 +34,7 @@ def is_moe(module: nn.Module) -> bool:
     return all(hasattr(module, a) for a in ("gate", "experts")) and isinstance(module.experts, nn.ModuleList)
 
 
-def _fixed_forward(moe: nn.Module, loads: Sequence[int]):
+def _fixed_forward(moe: nn.Module, loads: Sequence[int], run_experts_by_load: Callable[..., torch.Tensor]):
     n_experts = len(moe.experts)
     loads = [int(n) for n in loads]
     shared = getattr(moe, "shared_experts", None)
@@ -62,8 +61,9 @@ def _fixed_forward(moe: nn.Module, loads: Sequence[int]):
 
 
 @contextmanager
-def fixed_routing(moe: nn.Module, loads: Sequence[int]) -> Iterator[nn.Module]:
-    """While the block runs, `moe(x)` computes with the per-expert token counts fixed to `loads`."""
+def fixed_routing(moe: nn.Module, loads: Sequence[int], run_experts: Callable[..., torch.Tensor]) -> Iterator[nn.Module]:
+    """While the block runs, `moe(x)` computes with the per-expert token counts fixed to `loads`; `run_experts`:
+    the family's grouped expert loop (v1: `dsocr.twin.decoder.run_experts_by_load`, via the family object)."""
     if not is_moe(moe):
         raise RemedyError(f"{type(moe).__name__} has no gate and experts: not a MoE module")
     if len(loads) != len(moe.experts):
@@ -74,7 +74,7 @@ def fixed_routing(moe: nn.Module, loads: Sequence[int]) -> Iterator[nn.Module]:
         raise RemedyError("the recorded routing sent no token to any expert")
     had = "forward" in vars(moe)
     previous = vars(moe).get("forward")
-    moe.forward = _fixed_forward(moe, loads)
+    moe.forward = _fixed_forward(moe, loads, run_experts)
     try:
         yield moe
     finally:

@@ -134,7 +134,7 @@ class _Exporter:
             entry.remedy["error"] = "no routing was recorded for this call"
             return None
         try:
-            with fixed_routing(moe, rec.routing):
+            with fixed_routing(moe, rec.routing, self.session.family.run_experts_by_load):
                 graphs = export_graphs(call, self.context())
                 with torch.no_grad(), self.context():
                     wrapped = call.run()
@@ -167,7 +167,7 @@ class _Exporter:
         with self.context():
             eager, _ = count_flops(call.run, call.module, label=target.name)
         entry.seconds["eager_count"] = round(time.perf_counter() - t0, 3)
-        analytic = flops_check.analytic_reference(target, self.session.spec, self.inputs.layout, self.plan.seq_len,
+        analytic = flops_check.analytic_reference(self.session.family, target, self.session.spec, self.inputs.layout, self.plan.seq_len,
                                                  dtype=self.dtype, decoder_attention=self.attention)
         entry.flops = flops_check.check_flops(ops, eager, analytic, relative=call.relative_path).to_dict()
         if cfg.check_outputs:
@@ -184,12 +184,10 @@ class _Exporter:
     def _torchlens_alone(self, target: ExportTarget, call: ExportCall, graphs: ExportedGraphs,
                          remedy: bool) -> dict:
         from llm_perf_opt.callgraph.capture import capture
-        from llm_perf_opt.dsocr.patches import runtime_patches
-
         t0 = time.perf_counter()
         source = "TorchLens capture of the submodule alone (quick_gelu patch on)"
         try:
-            with torch.no_grad(), self.context(), runtime_patches(self.session, ("quick_gelu",)):
+            with torch.no_grad(), self.context(), self.session.family.runtime_patches(self.session, ("quick_gelu",)):
                 result = capture(call.module, call.kwargs, forward_args=call.args, model_name=target.name,
                                  keep_trace=True)
         except PipelineError as exc:
@@ -236,7 +234,7 @@ class _Exporter:
     def onnx(self, recorded: Mapping[str, RecordedCall], exported: Mapping[str, tuple]) -> list[dict[str, Any]]:
         reason = onnx_unavailable()
         out = []
-        for target in onnx_targets(self.inputs.layout, self.plan.seq_len):
+        for target in onnx_targets(self.inputs.layout, self.plan.seq_len, self.session.family.parts):
             record: dict[str, Any] = {"name": target.name, "path": target.path, "description": target.description}
             if reason:
                 record.update(ok=False, error=reason)
@@ -304,11 +302,12 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
 
         callgraph = load_callgraph_json(callgraph)
     if plan is None:
-        plan = plan_targets(cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name)
+        plan = plan_targets(cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
+                            vocabulary=session.family.parts)
     exporter = _Exporter(cfg, session, inputs, out_dir, plan, callgraph=callgraph, progress=say)
     wanted = {t.name: t for t in plan.targets}
     if cfg.export.onnx:
-        for t in onnx_targets(inputs.layout, plan.seq_len):
+        for t in onnx_targets(inputs.layout, plan.seq_len, session.family.parts):
             wanted.setdefault(t.name, t)
     recorded = record_calls(session, inputs, wanted.values(), progress=say)
     entries: list[SubmoduleExport] = []

@@ -7,7 +7,7 @@ and `sam.global` their last; `dense_layer` and `moe_layer` are decoder layers in
 whole prompt); `decode_layer` is a decoder layer in the decode step whose KV cache holds
 `decode_context` tokens (default: the prompt, i.e. the first step after the prefill).
 
-Everything here is plain Python on `ModelSpec` + `ViewLayout`, so a request the workload cannot serve
+Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the workload cannot serve
 (the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
 the prompt) is refused before any model is built, with one line naming the field.
 """
@@ -16,16 +16,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from llm_perf_opt.config.schemas import EXPORT_SUBMODULES, ExportConfig
-from llm_perf_opt.dsocr import parts
-from llm_perf_opt.dsocr.layout import ViewLayout
-from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.config.schemas import ExportConfig
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.family import PartVocabulary
+
+# The submodules this plan knows (a DeepSeek-OCR-style model: SAM / CLIP / projector views, decoder layers);
+# which of them a family offers is its `export_submodules`, checked at validation.
+EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
+                     "dense_layer", "moe_layer", "decode_layer")
+ViewLayout = Any
+ModelSpec = Any
 
 VISION_VIEWS = ("crops", "global")
 # The extra call recorded for ONNX: one CLIP transformer block (the first) on the global view.
 CLIP_BLOCK = "clip.block"
-CLIP_BLOCK_PATH = f"{parts.BY_ALIAS['clip'].path}.transformer.layers.0"
+
+
+def clip_block_path(parts: PartVocabulary) -> str:
+    return f"{parts.by_alias['clip'].path}.transformer.layers.0"
 
 
 @dataclass(frozen=True)
@@ -43,11 +51,12 @@ class ExportTarget:
     context: Optional[int] = None  # decode: tokens already in the KV cache
     layer: Optional[int] = None  # decoder layer index
     moe: bool = False  # a decoder layer with routed experts
+    vocabulary: Optional[PartVocabulary] = field(default=None, compare=False, repr=False)
 
     @property
     def part(self) -> str:
-        """The part alias (`sam`, `decoder.layer.0`, ...) from the one vocabulary of parts."""
-        return parts.alias(self.path)
+        """The part alias (`sam`, `decoder.layer.0`, ...) from the family's vocabulary of parts."""
+        return self.vocabulary.alias(self.path) if self.vocabulary is not None else self.path
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "part": self.part, "stage": self.stage, "call": self.call,
@@ -66,17 +75,17 @@ class ExportPlan:
         return [t.name for t in self.targets]
 
 
-def _vision_target(alias: str, view: str, layout: ViewLayout) -> ExportTarget:
-    part = parts.BY_ALIAS[alias]
+def _vision_target(alias: str, view: str, layout: ViewLayout, parts: PartVocabulary) -> ExportTarget:
+    part = parts.by_alias[alias]
     if view == "crops":
         return ExportTarget(
             name=f"{alias}.crops", path=part.path, stage="prefill", call=0, view="crops",
-            expected_batch=layout.num_crops,
+            expected_batch=layout.num_crops, vocabulary=parts,
             description=f"{part.label} on the crop batch ({layout.num_crops} x {layout.crop_side}x{layout.crop_side})",
         )
     return ExportTarget(
         name=f"{alias}.global", path=part.path, stage="prefill", call=1 if layout.num_crops else 0, view="global",
-        expected_batch=1, description=f"{part.label} on the global view ({layout.global_side}x{layout.global_side})",
+        expected_batch=1, vocabulary=parts, description=f"{part.label} on the global view ({layout.global_side}x{layout.global_side})",
     )
 
 
@@ -85,8 +94,11 @@ def first_moe_layer(spec: ModelSpec) -> Optional[int]:
 
 
 def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len: int,
-                 mode: str = "") -> ExportPlan:
+                 mode: str = "", vocabulary: Optional[PartVocabulary] = None) -> ExportPlan:
     """The targets `cfg` asks for, checked against what this model, workload and page produce."""
+    if vocabulary is None:
+        raise TypeError("plan_targets needs the model family's parts vocabulary")
+    parts = vocabulary
     explicit = cfg.submodules is not None
     names = list(dict.fromkeys(cfg.submodules)) if explicit else list(EXPORT_SUBMODULES)
     for name in names:
@@ -122,13 +134,13 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
                                             f"needs the crop batch, but the {where} has none ({why})")
                 notes.append(f"{name}: not exported: no crop batch in this {where} ({why})")
                 continue
-            targets.append(_vision_target(alias, view, layout))
+            targets.append(_vision_target(alias, view, layout, parts))
         elif name == "dense_layer":
             if d.is_moe_layer(0):
                 raise ConfigError.field("export.submodules", name, f"layer 0 of {spec.name} is a MoE layer, "
                                         "not dense (use moe_layer)")
             targets.append(ExportTarget(
-                name=name, path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
+                vocabulary=parts, name=name, path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
                 description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"))
         elif name == "moe_layer":
             if moe_index is None:
@@ -137,23 +149,23 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
                 notes.append(f"{name}: not exported: {spec.name} has no MoE decoder layer")
                 continue
             targets.append(ExportTarget(
-                name=name, path=parts.decoder_layer_path(moe_index), stage="prefill", call=0, layer=moe_index,
+                vocabulary=parts, name=name, path=parts.decoder_layer_path(moe_index), stage="prefill", call=0, layer=moe_index,
                 moe=True, description=f"MoE decoder layer {moe_index} over the prompt ({seq_len} tokens)"))
         elif name == "decode_layer":
             i = cfg.decode_layer
             targets.append(ExportTarget(
-                name=name, path=parts.decoder_layer_path(i), stage="decode", call=0, layer=i, context=context,
+                vocabulary=parts, name=name, path=parts.decoder_layer_path(i), stage="decode", call=0, layer=i, context=context,
                 moe=d.is_moe_layer(i),
                 description=f"decoder layer {i}, one token over a KV cache of {context} tokens"))
     return ExportPlan(targets=targets, seq_len=seq_len, decode_context=context, notes=notes)
 
 
-def onnx_targets(layout: ViewLayout, seq_len: int) -> list[ExportTarget]:
+def onnx_targets(layout: ViewLayout, seq_len: int, parts: PartVocabulary) -> list[ExportTarget]:
     """The calls written as ONNX: the first CLIP block on the global view and the dense layer 0."""
     return [
-        ExportTarget(name=CLIP_BLOCK, path=CLIP_BLOCK_PATH, stage="prefill", call=1 if layout.num_crops else 0,
+        ExportTarget(name=CLIP_BLOCK, path=clip_block_path(parts), vocabulary=parts, stage="prefill", call=1 if layout.num_crops else 0,
                      view="global", expected_batch=1,
                      description=f"CLIP block 0 on the global view ({layout.global_grid ** 2 + 1} tokens)"),
         ExportTarget(name="dense_layer", path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
-                     description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"),
+                     vocabulary=parts, description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"),
     ]

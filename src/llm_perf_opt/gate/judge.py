@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.callgraph.checks import STATUS_MISMATCH, STATUS_OK
-from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt import families
 from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.gate.junit import JUnitCase, Problem
@@ -97,8 +97,8 @@ def stage_name(stage: str, label: str) -> str:
     return f"{stage} ({label})" if label else stage
 
 
-def part_name(path: str) -> str:
-    return P.alias(path) if path else "(total)"
+def part_name(path: str, vocabulary: Any = None) -> str:
+    return (vocabulary.alias(path) if vocabulary is not None else path) if path else "(total)"
 
 
 def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Finding], list[str]]:
@@ -110,14 +110,15 @@ def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Fi
                         f"{exc}: the job left no FLOPs verification to judge")], []
     findings: list[Finding] = []
     rows = 0
+    vocabulary = families.for_run_dir(job_dir).parts
     for s, check in enumerate(v.checks):
         stage = stage_name(check.stage, check.label)
         for r in check.rows:
             rows += 1
             if r.rel_error <= rtol:
                 continue
-            rank = 0 if r.part == "" else 1 if P.BY_PATH.get(r.part) or P.decoder_layer_index(r.part) is not None else 2
-            findings.append(Finding("Divergence", who, stage, part_name(r.part), _flops(r.analytic),
+            rank = 0 if r.part == "" else 1 if vocabulary.is_part(r.part) else 2
+            findings.append(Finding("Divergence", who, stage, part_name(r.part, vocabulary), _flops(r.analytic),
                                     _flops(r.measured), _error_text(r.rel_error, rtol), order=(rank, s, r.part)))
         for op, calls in sorted(check.matmul_like_without_formula.items()):
             findings.append(Finding("NoFormula", who, stage, op, NONE, f"not counted ({calls} calls)",
@@ -141,7 +142,7 @@ def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Fi
                                     order=(1, len(v.checks), r.step)))
     for r in v.activation:
         if r.rel_error > rtol:
-            findings.append(Finding("Divergence", who, "prefill (activation bytes)", part_name(r.part),
+            findings.append(Finding("Divergence", who, "prefill (activation bytes)", part_name(r.part, vocabulary),
                                     units.nbytes(r.analytic), units.nbytes(r.materialised + r.unseen),
                                     _error_text(r.rel_error, rtol), order=(2, len(v.checks), r.part)))
     if v.kv_cache:

@@ -18,6 +18,7 @@ a GPU, a missing `DSOCR_MODEL_PATH` for `verify=vendor`, any bad value, is one l
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Optional, Sequence
 
 from llm_perf_opt.config import RootConfig, to_typed_config
 from llm_perf_opt.config.compose import compose_each
+from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ConfigError, PipelineError
 from llm_perf_opt.gate.pins import default_path
@@ -81,10 +83,11 @@ class GatePlan:
     jobs: list[list[str]]  # per job, its overrides, in the order the basic sweeper launches them
     out_dir: Path
     expected: Path
+    sweep_path: Optional[Path] = None  # the user's hydra.sweep.dir, when given: the jobs go there
 
     @property
     def sweep_dir(self) -> Path:
-        return self.out_dir / SWEEP_SUBDIR
+        return self.sweep_path or self.out_dir / SWEEP_SUBDIR
 
     @property
     def rtol(self) -> float:
@@ -126,9 +129,9 @@ def check_devices(configs: Sequence[RootConfig]) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            from llm_perf_opt.dsocr.session import resolve_device
+            from llm_perf_opt import families
 
-            resolve_device(cuda[0].runtime)  # raises the session's one-line ConfigError
+            families.for_config(cuda[0]).resolve_device(cuda[0].runtime)  # raises the session's one-line ConfigError
 
 
 def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:
@@ -154,19 +157,31 @@ def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float
     v = cfg.verify
     if v.name is None:
         raise ConfigError(f"the verification matrix has no name: conf/verify/ files set `name` (e.g. verify={DEFAULT_MATRIX})")
-    stamp = time.strftime("%Y-%m-%d/%H-%M-%S", time.localtime(now if now is not None else time.time()))
-    out_dir = Path(v.out_dir).expanduser() if v.out_dir else Path("tmp") / "verify" / stamp
-    expected = Path(v.expected).expanduser() if v.expected else default_path()
+    # Relative paths mean the user's directory. `hydra.sweep.dir=DIR` puts the jobs in DIR, and, unless
+    # verify.out_dir says otherwise, the gate's files (junit.xml, the report, sweep.log) beside them. The
+    # default directory is unique per process (time to the microsecond and the pid), like the runs'.
+    sweep_path = None
+    for arg in list(user.hydra):
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") == "hydra.sweep.dir":
+            if not value.strip():
+                raise ConfigError.field("hydra.sweep.dir", value, "must name a directory")
+            sweep_path = user_path(value)
+            user.hydra.remove(arg)
+    when = now if now is not None else time.time()
+    stamp = time.strftime("%Y-%m-%d/%H-%M-%S", time.localtime(when)) + f".{int(when % 1 * 1e6):06d}-{os.getpid()}"
+    out_dir = user_path(v.out_dir) if v.out_dir else sweep_path or user_path(Path("tmp") / "verify" / stamp)
+    expected = user_path(v.expected) if v.expected else default_path()
     arguments = [*_matrix_arguments(cfg), *user.jobs, *user.sweeps]
     jobs = planned_jobs({"hydra": {"overrides": {"task": arguments}}})
     if not jobs:
         raise ConfigError(f"verify={v.name}: the matrix does not expand to a list of jobs (only comma-separated "
                           f"sweeps are supported): {' '.join(arguments)}")
-    gate = GatePlan(cfg, v.name, arguments, list(user.hydra), jobs, out_dir.absolute(), expected)
+    gate = GatePlan(cfg, v.name, arguments, list(user.hydra), jobs, out_dir.absolute(), expected, sweep_path)
     if v.update_expected:
         return gate
     sweep_dir = gate.sweep_dir
-    if sweep_dir.exists() and any(sweep_dir.iterdir()):
+    if sweep_dir.exists() and any(p.name != "sweep.log" for p in sweep_dir.iterdir()):
         raise ConfigError.field("verify.out_dir", str(out_dir), f"already holds a sweep ({sweep_dir}): choose another "
                                 "directory or remove it (a gate never mixes two runs)")
     if validate_jobs:

@@ -31,9 +31,11 @@ from llm_perf_opt.gate import pins
 from llm_perf_opt.gate.judge import Finding, JobVerdict, judge_sweep
 from llm_perf_opt.gate.plan import GatePlan, plan
 from llm_perf_opt.gate.junit import JUnitCase, Problem, write_junit
+from llm_perf_opt.run_lock import claim
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 JUNIT_FILE, SWEEP_LOG = "junit.xml", "sweep.log"
+GATE_LOCK = ".verify.lock"  # the gate's own lock (its sweep may share the directory and takes `.lock`)
 
 
 def say(message: str) -> None:
@@ -60,10 +62,10 @@ def run_sweep(gate: GatePlan) -> int:
 # -------------------------------------------------------------------------------------------- pins
 def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
     """The pinned analytic totals recomputed and compared: (findings, one JUnit case per mode, pins checked)."""
-    from llm_perf_opt.dsocr.parts import mode_names
+    from llm_perf_opt import families
 
     old, pages = pins.load(gate.expected)
-    new = pins.compute(mode_names(), pages)
+    new = pins.compute(tuple(families.family().modes()), pages)  # the pins are the default family's (v1)
     changes = pins.compare(old, new)
     where = str(gate.expected)
     update = pins.UPDATE_COMMAND + ("" if gate.expected == pins.default_path() else f" verify.expected={where}")
@@ -92,13 +94,13 @@ def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
 
 def update_expected(gate: GatePlan) -> int:
     """Rewrite the pinned totals from the analytic model, printing what moved."""
-    from llm_perf_opt.dsocr.parts import mode_names
+    from llm_perf_opt import families
 
     try:
         old, pages = pins.load(gate.expected)
     except ConfigError:
         old, pages = {}, list(pins.DEFAULT_PAGES)
-    new = pins.compute(mode_names(), pages)
+    new = pins.compute(tuple(families.family().modes()), pages)
     changes = pins.compare(old, new)
     pins.write(gate.expected, new, pages)
     for c in changes:
@@ -199,7 +201,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         gate = plan(args)
         if gate.cfg.verify.update_expected:
             return update_expected(gate)
-        return run_gate(gate)
+        with claim(gate.out_dir, sweep=True, field="verify.out_dir", lock_file=GATE_LOCK):  # one gate per directory
+            return run_gate(gate)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,10 +5,12 @@ vision, prefill and decode times per stage and part (roofline.json), and the ser
 constraint, with the latency-vs-throughput curve (serving.json, curve.csv, curve.svg/.png)."""
 from __future__ import annotations
 
+from functools import partial
+
 import hydra
 from omegaconf import DictConfig
 
-from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
@@ -28,14 +30,14 @@ from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
-@reports_errors
+@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
     cfg, spec = job.cfg, job.spec
     width, height = job.page_size
     hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first
     roof = roof_for(cfg, hardware) if hardware is not None else None
-    model: DeepseekOCRAnalyticModel = analytic_model_for(job, width, height)
+    model = analytic_model_for(job, width, height)
     if roof is not None:  # bytes follow the predicted dtype
         model = model_for_dtype(model, roof.dtype)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
@@ -43,7 +45,7 @@ def main(raw: DictConfig) -> None:
     if roof is not None:  # every check (batch, output length, memory) before anything is written
         sm = serving_model_for(cfg, model, roof)
         serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
-    path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(model), config=raw)
+    path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
           f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}")
@@ -69,7 +71,7 @@ def main(raw: DictConfig) -> None:
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 
 
-def _levels_table(cfg, model: DeepseekOCRAnalyticModel, latency) -> tuple[str, dict]:
+def _levels_table(cfg, model, latency) -> tuple[str, dict]:
     """(console table, roofline.json's levels payload): ideal / kernel / eager per stage and part, kernel counts
     and verdicts (analytic.time_levels)."""
     from llm_perf_opt.analytic import time_levels as TL

@@ -9,7 +9,7 @@
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
     llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
-    llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
+    llm-perf-opt verify  [verify=NAME ...]   the verification gate: a matrix of trace jobs, JUnit XML, exit status
     llm-perf-opt compare RUN_A RUN_B [...]   two runs side by side: HTML, CSV, the graph coloured by the change
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
@@ -52,14 +52,10 @@ def absolute_path_overrides(args: Sequence[str]) -> list[str]:
 
 
 def hydra_error_line(exc: BaseException) -> str:
-    """Hydra's and OmegaConf's multi-line messages as one line: the first line of the error and of its cause."""
-    lines = [str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__]
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause).strip():
-        first = str(cause).strip().splitlines()[0]
-        if first not in lines[0]:
-            lines.append(first)
-    return ": ".join(line.rstrip(".: ") for line in lines)
+    """Hydra's and OmegaConf's multi-line messages as one line (`errors.one_line`)."""
+    from llm_perf_opt.errors import one_line
+
+    return one_line(exc)
 
 
 def _hydra_job(module: str, *leading: str, rewrite: Optional[Callable[[list[str]], list[str]]] = None
@@ -150,10 +146,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
         return ExitCode.CONFIG
+    from llm_perf_opt.runs import signals
+
     try:
-        return JOBS[job](rest) or ExitCode.OK
-    except KeyboardInterrupt:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
-        print(f"interrupted outside a job of {job}: nothing was left half-written", file=sys.stderr)
+        with signals.handling():  # SIGTERM / SIGHUP like Ctrl-C, in the whole command
+            return JOBS[job](rest) or ExitCode.OK
+    except KeyboardInterrupt as exc:  # outside a job (a job's own Ctrl-C is recorded and reported by the job)
+        by = f" by {exc.name}" if isinstance(exc, signals.Interrupted) and exc.signum != 2 else ""
+        print(f"interrupted{by} outside a job of {job}: nothing was left half-written", file=sys.stderr)
         return ExitCode.INTERRUPTED
 
 

@@ -18,15 +18,17 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from llm_perf_opt.jobs.args import OneLineParser
 from llm_perf_opt.callgraph.model_explorer import GROUPED_FILE, RAW_FILE, node_data_files
-from llm_perf_opt.errors import ArtifactError, ConfigError, one_line_errors
+from llm_perf_opt.config.paths import user_path
+from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, one_line_errors
 
 EXPLORER_DIR = "model_explorer"
 DEFAULT_PORT = 8080
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="./dev explore", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="./dev explore", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", help="a trace run directory (with model_explorer/ or callgraph.json)")
     ap.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
     ap.add_argument("--port", type=int, default=None, help=f"port (default: {DEFAULT_PORT}, or a free one if busy)")
@@ -49,10 +51,10 @@ def explorer_files(run_dir: Path) -> Path:
     from llm_perf_opt.callgraph.model_explorer import write_model_explorer
     from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, attach_costs, load_module_costs
     from llm_perf_opt.callgraph.schema import load_callgraph_json
-    from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
+    from llm_perf_opt import families
 
     cg = load_callgraph_json(run_dir / "callgraph.json")
-    grouped = group_callgraph(cg, checks=RUNTIME_CHECKS)
+    grouped = group_callgraph(cg, checks=families.for_run_dir(run_dir).runtime_checks)
     costs = load_module_costs(run_dir / MODULE_COSTS_FILE) if (run_dir / MODULE_COSTS_FILE).is_file() else None
     if costs is not None:
         attach_costs(grouped, costs)
@@ -61,7 +63,15 @@ def explorer_files(run_dir: Path) -> Path:
 
 
 def free_port(host: str, wanted: int | None) -> int:
-    """`wanted` when given (refused if taken), else DEFAULT_PORT when free, else any free port."""
+    """`wanted` when given (refused if taken or out of 1-65535), else DEFAULT_PORT when free, else any free
+    port. A host that does not resolve is refused by name (`--host`)."""
+    try:
+        socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError.field("--host", host, f"does not resolve to an IPv4 address ({exc})") from None
+    if wanted is not None and not 1 <= wanted <= 65535:
+        raise ConfigError.field("--port", wanted, "must be a port number from 1 to 65535")
+
     def is_free(port: int) -> bool:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -99,7 +109,7 @@ def explorer_command(files: Path, host: str, port: int, grouped: bool = True, ra
 
 
 def run(args: argparse.Namespace) -> int:
-    files = explorer_files(Path(args.run_dir))
+    files = explorer_files(user_path(args.run_dir))  # relative to where the user ran the command
     port = free_port(args.host, args.port)
     cmd = explorer_command(files, args.host, port, grouped=not args.raw_only, raw=not args.grouped_only)
     print(f"Model Explorer: {len(node_data_files(files))} node-data files from {files}", flush=True)
@@ -113,9 +123,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"open: {line.strip()}", flush=True)
             elif "error" in line.lower() or "Traceback" in line:
                 print(line.rstrip(), file=sys.stderr, flush=True)
-        return proc.wait()
+        code = proc.wait()
+        if code in (-signal.SIGINT, -signal.SIGTERM, 128 + signal.SIGINT):  # the server was stopped with us
+            raise KeyboardInterrupt
+        return code
     except KeyboardInterrupt:
-        return 0
+        print("interrupted: Model Explorer stopped", file=sys.stderr, flush=True)
+        return ExitCode.INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
         if proc.poll() is None:

@@ -24,21 +24,20 @@ from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-@reports_errors
+@reports_errors(check=validate)  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw)  # every rule, before any work
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name)  # bad input: here
+    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
+                        vocabulary=job.family.parts)  # bad input: here
     runtime = cfg.runtime
     if runtime.attn_implementation == "flash_attention_2":
         progress("export: flash_attention_2 is not exportable; opening the model with sdpa")
         runtime = dataclasses.replace(runtime, attn_implementation="sdpa")
-    from llm_perf_opt.dsocr.session import DeepSeekOCRSession
-
     out = run_dir()
     progress(f"export: {', '.join(plan.names())} -> {out / 'export'}")
-    with DeepSeekOCRSession.open(cfg.model, runtime) as session:
+    with job.family.open_session(cfg.model, runtime) as session:
         run_export_stage(cfg, session, inputs, out, raw_cfg=raw, progress=progress, plan=plan)
 
 

@@ -19,8 +19,9 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from llm_perf_opt.jobs.args import OneLineParser
 from llm_perf_opt.config.paths import user_path
-from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, PipelineError
+from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, one_line_errors
 
 
 def output_dir(path: str, field: str) -> str:
@@ -32,7 +33,7 @@ def output_dir(path: str, field: str) -> str:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="./dev report", description=__doc__.split("\n\n", 1)[0],
+    p = OneLineParser(prog="./dev report", description=__doc__.split("\n\n", 1)[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("directory", help="the sweep directory (hydra.sweep.dir), or with --analytic the output directory")
     p.add_argument("--analytic", action="store_true", help="analytic-only page sweep into DIRECTORY (no model run)")
@@ -40,11 +41,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--no-plots", action="store_true", help="tables only")
     p.add_argument("--modes", nargs="+", default=None,
                    help="--analytic: workload presets (default: every conf/workload/*.yaml); spaces or commas")
-    p.add_argument("--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode)")
+    p.add_argument("--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode; at most 256)")
     p.add_argument("--min-side", type=int, default=256, help="--analytic: smallest page side in pixels")
     p.add_argument("--max-side", type=int, default=4096, help="--analytic: largest page side in pixels")
     p.add_argument("--model", default="deepseek_ocr",
                    help="--analytic: named spec (deepseek_ocr, tiny) or a vendor model directory / config.json")
+    p.add_argument("--family", default="dsocr", help="--analytic: the model family (llm_perf_opt.families)")
+    p.add_argument("--compare", nargs="+", default=None, metavar="LABEL=FAMILY:MODEL:MODE",
+                   help="--analytic: families / models side by side at the page presets (compare.csv, compare.md), "
+                        "e.g. v1=dsocr:deepseek_ocr:gundam v1tiny=dsocr:tiny:gundam")
     p.add_argument("--dtype", default="bfloat16", help="--analytic: element type for byte counts")
     p.add_argument("--hardware", nargs="+", default=None,
                    help="datasheets (conf/hardware/) to predict time to first token on; spaces or commas; "
@@ -60,44 +65,76 @@ def hardware_list(values: Optional[Sequence[str]]) -> Optional[list[str]]:
     return [] if names == ["none"] else names
 
 
+def compare_entries(items: Sequence[str]) -> list:
+    """--compare LABEL=FAMILY:MODEL:MODE ... as entries (each family from the registry); a malformed item is one
+    ConfigError naming --compare."""
+    from llm_perf_opt import families
+    from llm_perf_opt.report.analytic_sweep import CompareEntry
+
+    out = []
+    for item in (i for raw in items for i in raw.split(",") if i):
+        label, eq, rest = item.partition("=")
+        fields = rest.split(":") if eq else []
+        if len(fields) != 3 or not label or not all(fields):
+            raise ConfigError.field("--compare", item, "must be LABEL=FAMILY:MODEL:MODE (e.g. v1=dsocr:deepseek_ocr:gundam)")
+        name, model, mode = fields
+        model = str(user_path(model)) if user_path(model).exists() else model
+        out.append(CompareEntry(label, families.family(name), model, mode))
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    try:
-        if args.analytic:
-            from llm_perf_opt.report.analytic_sweep import build_analytic_report
+    return one_line_errors(lambda: run(args))
 
-            modes = [m for item in args.modes for m in item.split(",") if m] if args.modes else None
-            hardware = hardware_list(args.hardware)
-            model = str(user_path(args.model)) if user_path(args.model).exists() else args.model
-            rep = build_analytic_report(output_dir(args.directory, "OUT_DIR"), modes=modes, n=args.n,
-                                        min_side=args.min_side, max_side=args.max_side, model=model,
-                                        dtype=args.dtype, plots=not args.no_plots,
-                                        **({"hardware": hardware} if hardware is not None else {}))
-            print(f"{rep.points:,} page layouts and cost models in {rep.seconds:.2f} s")
-            for path in (rep.html, rep.markdown, rep.csv):
-                print(path)
-            return ExitCode.OK
-        from llm_perf_opt.report.sweep import build_sweep_report
 
-        sweep_dir = user_path(args.directory)
-        if sweep_dir.exists() and not sweep_dir.is_dir():
-            raise ArtifactError(f"{sweep_dir}: not a sweep directory (it is a file)")
-        out = output_dir(args.out, "--out") if args.out else None
-        rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots,
-                                 hardware=hardware_list(args.hardware))
-        n_failed, n_running = len(rep.failed), len(rep.running)
-        expected = rep.sweep.expected
-        print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
-              + (f", {n_running} running" if n_running else "") + ")"
-              + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else ""))
-        for row in rep.failed:
-            print(f"  job {row['job']}: {row['status']}", file=sys.stderr)
+def run(args: argparse.Namespace) -> int:
+    from llm_perf_opt import families
+
+    if args.analytic and args.compare:
+        from llm_perf_opt.report.analytic_sweep import build_family_comparison
+
+        hardware = hardware_list(args.hardware)
+        csv_path, md_path, n_rows = build_family_comparison(
+            output_dir(args.directory, "OUT_DIR"), compare_entries(args.compare), dtype=args.dtype,
+            **({"hardware": hardware} if hardware is not None else {}))
+        print(f"{n_rows} rows side by side")
+        for path in (md_path, csv_path):
+            print(path)
+        return ExitCode.OK
+    if args.analytic:
+        from llm_perf_opt.report.analytic_sweep import build_analytic_report
+
+        modes = [m for item in args.modes for m in item.split(",") if m] if args.modes else None
+        hardware = hardware_list(args.hardware)
+        model = str(user_path(args.model)) if user_path(args.model).exists() else args.model
+        rep = build_analytic_report(output_dir(args.directory, "OUT_DIR"), modes=modes, n=args.n,
+                                    min_side=args.min_side, max_side=args.max_side, model=model,
+                                    dtype=args.dtype, plots=not args.no_plots, family=families.family(args.family),
+                                    **({"hardware": hardware} if hardware is not None else {}))
+        print(f"{rep.points:,} page layouts and cost models in {rep.seconds:.2f} s")
         for path in (rep.html, rep.markdown, rep.csv):
             print(path)
-        return ExitCode.JOBS_FAILED if n_failed else ExitCode.OK
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return ExitCode.CONFIG
+        return ExitCode.OK
+    from llm_perf_opt.report.sweep import build_sweep_report
+
+    sweep_dir = user_path(args.directory)
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise ArtifactError(f"{sweep_dir}: not a sweep directory (it is a file)")
+    out = output_dir(args.out, "--out") if args.out else None
+    rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots,
+                             hardware=hardware_list(args.hardware),
+                             family=families.for_run_dir(sweep_dir / "0"))  # the colours and order of its parts
+    n_failed, n_running = len(rep.failed), len(rep.running)
+    expected = rep.sweep.expected
+    print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
+          + (f", {n_running} running or pending" if n_running else "") + ")"
+          + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else ""))
+    for row in rep.failed:
+        print(f"  job {row['job']}: {row['status']}", file=sys.stderr)
+    for path in (rep.html, rep.markdown, rep.csv):
+        print(path)
+    return ExitCode.JOBS_FAILED if n_failed else ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ from omegaconf import DictConfig
 
 from llm_perf_opt.runs.entry import CONF_DIR, reports_errors, run_dir
 from llm_perf_opt.trace.job import run_trace
+from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-@reports_errors
+@reports_errors(check=validate)  # before the run directory is created
 def main(cfg: DictConfig) -> None:
     run_trace(cfg, run_dir())
 

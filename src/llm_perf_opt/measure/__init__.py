@@ -1,6 +1,5 @@
 """Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion), verification against `analytic`,
 and its artifact, verification.json (`verification_file`)."""
-from llm_perf_opt.measure.dsocr import DsocrMeasurement, measure_dsocr
 from llm_perf_opt.measure.flop_counter_adapter import FlopCounterAPIError, extra_formulas, sdpa_flops
 from llm_perf_opt.measure.flops import (
     FvcoreFlops,
@@ -29,12 +28,13 @@ from llm_perf_opt.measure.agreement import (
     render_table,
     check_agreement,
     check_dsocr_agreement,
+    check_model_agreement,
 )
 
 __all__ = [
-    "DEFAULT_RTOL", "DsocrMeasurement", "FlopCounterAPIError", "FvcoreFlops", "MeasuredFlops", "StageCheck",
+    "DEFAULT_RTOL", "FlopCounterAPIError", "FvcoreFlops", "MeasuredFlops", "StageCheck",
     "VERIFICATION_FILE", "VERIFICATION_READS", "VERIFICATION_SCHEMA", "VERIFICATION_SCHEMA_VERSION",
     "Verification", "VerificationRow", "check_stage", "count_flops", "extra_formulas", "fvcore_flops",
-    "is_matmul_like", "load_verification", "measure_dsocr", "measure_forward", "reconcile_fvcore",
-    "relative_error", "render_table", "sdpa_flops", "check_agreement", "check_dsocr_agreement", "write_verification",
+    "is_matmul_like", "load_verification", "measure_forward", "reconcile_fvcore",
+    "relative_error", "render_table", "sdpa_flops", "check_agreement", "check_dsocr_agreement", "check_model_agreement", "write_verification",
 ]

@@ -39,15 +39,14 @@ from llm_perf_opt import units
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.callgraph import op_families
-from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.flops import FvcoreFlops, MeasuredFlops, reconcile_fvcore
 
 DEFAULT_RTOL = 1e-3
 
 
-def is_summary_path(path: str) -> bool:
-    """A part of `dsocr.parts` or one decoder layer: the rows a summary shows."""
-    return path in P.BY_PATH or P.decoder_layer_index(path) is not None
+def is_summary_path(path: str, vocabulary: Any) -> bool:
+    """A part of the family's vocabulary or one decoder layer: the rows a summary shows."""
+    return vocabulary is not None and vocabulary.is_part(path)
 
 
 def relative_error(analytic: int, measured: int) -> float:
@@ -134,6 +133,7 @@ class Verification:
     kv_cache: list[KvCacheRow] = field(default_factory=list)  # after the prefill and each decode step
     activation: list[ActivationRow] = field(default_factory=list)  # prefill activation bytes vs TorchLens
     kernels: list[KernelRow] = field(default_factory=list)  # kernel counts vs the ops TorchLens recorded
+    vocabulary: Any = None  # the family's parts (names the rows of `render_table`); not written
 
     @property
     def rows(self) -> list[VerificationRow]:
@@ -268,7 +268,7 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
     roots = stage.roots
     in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
     if parts == "summary":
-        in_stage = [p for p in in_stage if is_summary_path(p)]
+        in_stage = [p for p in in_stage if is_summary_path(p, stage.vocabulary)]
     rows: list[VerificationRow] = []
 
     def row(part: str, a: int, m: int, fv: int | None) -> VerificationRow:
@@ -308,7 +308,8 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
         ops_without_formula=dict(measured.ops_without_formula),
         matmul_like_without_formula=measured.matmul_like_without_formula,
         unmatched_measured=unmatched, shapes=dict(stage.shapes),
-        unsupported_modules=registry.unsupported(measured.module_classes),
+        unsupported_modules=registry.unsupported(measured.module_classes,
+                                                 stage.vocabulary.family if stage.vocabulary is not None else ""),
     )
 
 
@@ -325,11 +326,11 @@ def check_agreement(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[Stag
     return Verification(rtol=rtol, checks=checks, fvcore=fvcore, context=dict(context or {}))
 
 
-def check_dsocr_agreement(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
+def check_model_agreement(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
                  rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
                  context: Mapping[str, Any] | None = None,
                  kv_cache_bytes: Mapping[int, int] | None = None) -> Verification:
-    """Verify a `DeepseekOCRAnalyticModel` against a measured prefill forward (which also gives the
+    """Verify a family's analytic model (`ModelFamily.analytic_model`) against a measured prefill forward (which also gives the
     vision stage) and measured decode steps keyed by their context length (tokens in the KV cache);
     `kv_cache_bytes`: {step: bytes of the cache the model held after it} (0: the prefill)."""
     pairs: list[tuple] = [(model.vision(), prefill, ""), (model.prefill(), prefill, "")]
@@ -344,9 +345,13 @@ def check_dsocr_agreement(model, prefill: MeasuredFlops, decode: Mapping[int, Me
     for check, step in zip(v.checks, steps):
         check.step = step
     v.kv_cache = kv_cache_rows(model, kv_cache_bytes or {})
+    v.vocabulary = getattr(model, "vocabulary", None)
     if fvcore is not None:
         v.fvcore_reconciliation = reconcile_fvcore(prefill, fvcore)
     return v
+
+
+check_dsocr_agreement = check_model_agreement  # the name before the family seam
 
 
 def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
@@ -393,7 +398,7 @@ def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Map
     to the whole-forward row."""
     stages = [stage] if isinstance(stage, StageCost) else list(stage)
     first = stages[0]
-    wanted = list(paths) if paths is not None else [""] + [p for p in first.parts if is_summary_path(p)
+    wanted = list(paths) if paths is not None else [""] + [p for p in first.parts if is_summary_path(p, first.vocabulary)
                                                             and p not in first.containers]
     rows = []
     for path in wanted:
@@ -456,7 +461,7 @@ def kernel_rows(stage: StageCost, ops: Mapping[str, Mapping[str, int]], step: in
     roots = stage.roots
     in_stage = [p for p in analytic_parts if roots == ("",) or any(p == r or p.startswith(r + ".") for r in roots)]
     if parts == "summary":
-        in_stage = [p for p in in_stage if is_summary_path(p)]
+        in_stage = [p for p in in_stage if is_summary_path(p, stage.vocabulary)]
     if roots == ("",):
         rows = [KernelRow(stage.stage, "", stage.total.kernel_count,
                           op_families.subtree_kernels(ops, "") - program_kernels, step)]
@@ -489,11 +494,11 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
         stage_name = check.stage + (f" {check.step}" if check.step is not None else "") \
             + (f"@{check.label.split()[-1]}" if check.label else "")
         for r in check.rows:
-            if parts == "summary" and r.part and not is_summary_path(r.part) and r.ok:
+            if parts == "summary" and r.part and not is_summary_path(r.part, v.vocabulary) and r.ok:
                 continue
             if shown >= max_rows:
                 break
-            name = P.alias(r.part) if r.part else "(total)"
+            name = (v.vocabulary.alias(r.part) if v.vocabulary is not None else r.part) if r.part else "(total)"
             line = (f"{stage_name:<12} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
                     f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
             if show_fv:
@@ -505,7 +510,7 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
         lines.append(f"kernel counts vs TorchLens: {'PASS' if not bad else 'FAIL'} ({len(v.kernels)} rows, "
                      f"{len(bad)} differing)")
         for r in [r for r in v.kernels if r.part == "" or not r.ok][:max_rows]:
-            name = P.alias(r.part) if r.part else "(total)"
+            name = (v.vocabulary.alias(r.part) if v.vocabulary is not None else r.part) if r.part else "(total)"
             stage_name = r.stage + (f" {r.step}" if r.step is not None else "")
             lines.append(f"{stage_name:<12} {name[:44]:<44} {r.analytic:>14,} {r.measured:>14,} "
                          f"{r.measured - r.analytic:>+9,} {'ok' if r.ok else 'NO':>3}")

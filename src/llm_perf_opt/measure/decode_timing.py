@@ -24,7 +24,6 @@ import torch
 from torch import nn
 
 from llm_perf_opt.config.schemas import ProfileConfig
-from llm_perf_opt.dsocr.decode import greedy_decode
 
 Progress = Callable[[str], None]
 
@@ -36,12 +35,11 @@ def _legacy(past: Any) -> Any:
 
 def prediction_model(analytic: Any, roof: Any) -> Any:
     """The analytic model with its bytes in the roof's dtype (as `./dev analyze` predicts)."""
-    from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, dtype_bytes
+    from llm_perf_opt.analytic import dtype_bytes
 
     if roof is None or dtype_bytes(roof.dtype) == analytic.dtype_bytes:
         return analytic
-    return DeepseekOCRAnalyticModel(analytic.spec, analytic.layout, analytic.seq_len, dtype=roof.dtype,
-                                    decoder_attention=analytic.decoder_attention)
+    return analytic.with_dtype(roof.dtype)
 
 
 def predicted_step(analytic: Any, roof: Any, context_len: int) -> dict[str, Any]:
@@ -59,7 +57,7 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
                       context: Callable[[], ContextManager[Any]] = torch.no_grad,
                       device: Optional[torch.device] = None, describe: Optional[Mapping[str, Any]] = None,
                       analytic: Any = None, roof: Any = None, progress: Optional[Progress] = None,
-                      ) -> list[dict[str, Any]]:
+                      greedy_decode: Callable[..., Any], ) -> list[dict[str, Any]]:
     """One row per decode step: context, measured seconds (median plain forward, min, max, profiled), the
     parts' inclusive times, and with `roof` the predicted time, its bound and the efficiency."""
     from llm_perf_opt.measure.profile import ForwardCall, profile_forward

@@ -21,7 +21,6 @@ from typing import Any, Mapping, Optional, Sequence
 from llm_perf_opt import units
 from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, StagePrediction
 from llm_perf_opt.analytic.stage import StageCost
-from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.measure.module_times import ModuleTimes, path_inclusive_repeats
 
 EFFICIENCY = ("predicted / measured: 1 = at the roof, 0.25 = four times slower than the roof allows, > 1 = "
@@ -82,8 +81,8 @@ def _median(values: Optional[Sequence[float]]) -> Optional[float]:
     return statistics.median(values) if values else None
 
 
-def _part_rows() -> list[tuple[str, str]]:
-    return [(p.alias, p.path) for p in P.PARTS]
+def _part_rows(vocabulary: Any) -> list[tuple[str, str]]:
+    return [(p.alias, p.path) for p in vocabulary.parts] if vocabulary is not None else []
 
 
 def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleTimes]) -> list[ComparisonRow]:
@@ -102,7 +101,8 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
     rows.append(ComparisonRow("forward", "stage", "", cost.total.flops, cost.total.io_bytes, forward_s,
                               f"plain forward wall time ({repeats}, no profiler)" if times else ""))
     # vision: SAM + CLIP + projector, summed per repeat
-    vision_paths = [p for p in P.VISION_PATHS if p in cost.parts]
+    vocabulary = cost.vocabulary
+    vision_paths = [p for p in (vocabulary.vision_paths if vocabulary else ()) if p in cost.parts]
     vision_cost = sum((cost.parts[p] for p in vision_paths[1:]), cost.parts[vision_paths[0]]) if vision_paths else None
     if vision_cost is not None:
         per_repeat = None
@@ -115,10 +115,10 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
                                   if times else ""))
     layers = []
     i = 0
-    while P.decoder_layer_path(i) in cost.parts:
-        layers.append((f"{P.LAYER_ALIAS_PREFIX}{i}", P.decoder_layer_path(i)))
+    while vocabulary is not None and vocabulary.decoder_layer_path(i) in cost.parts:
+        layers.append((vocabulary.alias(vocabulary.decoder_layer_path(i)), vocabulary.decoder_layer_path(i)))
         i += 1
-    for alias, path in _part_rows() + layers:
+    for alias, path in _part_rows(vocabulary) + layers:
         if path not in cost.parts:
             continue
         layer = cost.parts[path]

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt.analytic import time_levels as TL
-from llm_perf_opt.dsocr import parts as P
 
 CPU_TIME_BY = ("process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
                "forward's time without the waits for the core that other processes cause; with more threads the sum "
@@ -35,29 +34,30 @@ def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
                              synchronous=str(cfg.runtime.device).startswith("cpu") and levels is not None)
 
 
-def measured_by_stage(times: Any) -> dict[str, dict[str, float]]:
-    """{stage: {"" or part alias: seconds}} from a profile (`ModuleTimes`), fastest run (see MEASURED_BY)."""
+def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]]:
+    """{stage: {"" or part alias: seconds}} from a profile (`ModuleTimes`), fastest run (see MEASURED_BY); the
+    parts are the family's (`vocabulary`: a `family.PartVocabulary`, the analytic model's)."""
     from llm_perf_opt.measure.module_times import path_inclusive_repeats
 
     out: dict[str, dict[str, float]] = {"prefill": {}, "vision": {}}
-    if times is None:
+    if times is None or vocabulary is None:
         return out
     plain = (times.wall.get("plain_s") or {}).get("min")
     if plain:
         out["prefill"][""] = float(plain)
-    series = [path_inclusive_repeats(times, p) for p in P.VISION_PATHS]
+    series = [path_inclusive_repeats(times, p) for p in vocabulary.vision_paths]
     if series and all(s is not None for s in series):
         out["vision"][""] = min(sum(v) for v in zip(*series))  # type: ignore[arg-type]
-    for part in P.PARTS:
+    for part in vocabulary.parts:
         values = path_inclusive_repeats(times, part.path)
         if values:
             out["prefill"][part.alias] = out["vision"][part.alias] = min(values)
     i = 0
     while True:
-        values = path_inclusive_repeats(times, P.decoder_layer_path(i))
+        values = path_inclusive_repeats(times, vocabulary.decoder_layer_path(i))
         if not values:
             break
-        out["prefill"][f"{P.LAYER_ALIAS_PREFIX}{i}"] = min(values)
+        out["prefill"][f"{vocabulary.layer_alias_prefix}{i}"] = min(values)
         i += 1
     return out
 
@@ -98,7 +98,7 @@ def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
     cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
     levels = TL.latency_levels(model.stages(), latency, tm)
-    measured = measured_by_stage(times)
+    measured = measured_by_stage(times, getattr(model, "vocabulary", None))
     if decode_times:
         measured["decode"] = dict(decode_times)
     section = {

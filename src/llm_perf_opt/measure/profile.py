@@ -32,7 +32,7 @@ max. (`profiler_events` is the code of this attribution.)
 
 Honesty figures, measured in the same run: the overhead (median profiled wall time / median plain wall
 time, same number of each), and the coverage: the top-level parts' inclusive times (the DeepSeek-OCR
-parts of `dsocr.parts`) summed and set against the profiled forward's wall time, with the uncovered
+parts of the family's vocabulary) summed and set against the profiled forward's wall time, with the uncovered
 remainder split into work inside the root's range but outside the parts, and time outside the root's
 range (the call into the root and its hooks; on CUDA also GPU idle time).
 """
@@ -89,12 +89,10 @@ class ForwardCall:
         return param.device if param is not None else torch.device("cpu")
 
 
-def default_parts(model: nn.Module) -> dict[str, str]:
-    """{alias: module path} of the DeepSeek-OCR parts (`dsocr.parts.PARTS`) the model has."""
-    from llm_perf_opt.dsocr.parts import PARTS
-
+def default_parts(model: nn.Module, vocabulary: Any = None) -> dict[str, str]:
+    """{alias: module path} of the family's parts (`PartVocabulary.parts`) the model has."""
     names = {path for path, _ in model.named_modules()}
-    return {p.alias: p.path for p in PARTS if p.path in names}
+    return {p.alias: p.path for p in (vocabulary.parts if vocabulary is not None else ()) if p.path in names}
 
 
 # ---------------------------------------------------------------------------------------------- running

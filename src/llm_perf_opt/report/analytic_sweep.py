@@ -1,7 +1,7 @@
 """Analytic-only report over thousands of page sizes: no model is built, nothing runs in torch.
 
 For every mode (conf/workload/*.yaml) and every page on an n × n grid of widths and heights, the view
-layout (`compute_view_layout`) and the analytic model (`DeepseekOCRAnalyticModel`) give image tokens,
+layout and the analytic model of the model family (`ModelFamily.layout`, `.analytic_model`) give image tokens,
 sequence length and vision / prefill / decode FLOPs and bytes. The result is for looking at:
 
 * heatmaps (width × height) of image tokens and prefill FLOPs, one panel per mode, the page presets
@@ -20,7 +20,11 @@ plus `analytic.csv` with every point. The analytic model caches identical blocks
 pages per mode take well under a second each.
 
 The modes and page presets are the `workload` and `page` config groups, composed through Hydra's compose
-API exactly as a job composes them (schema defaults, validation); the modes' order is `dsocr.parts`'.
+API exactly as a job composes them (schema defaults, validation); the modes' order is the family's.
+
+Side by side (`build_family_comparison`, `./dev report --analytic OUT --compare LABEL=FAMILY:MODEL:MODE ...`):
+several (family, model, mode) entries at the same page presets and sizes, per stage: image tokens, FLOPs,
+bytes and predicted times, in `compare.csv` / `compare.md` (e.g. DeepSeek-OCR v1 Gundam vs OCR-2 default).
 Data first (`evaluate` -> `page_data`), then rendering (the CSV writer and one template per format).
 """
 from __future__ import annotations
@@ -66,11 +70,10 @@ POINT_COLUMNS = [
 ]
 
 
-def load_modes(names: Optional[Sequence[str]] = None) -> dict[str, Any]:
-    """{mode name: VisionWorkload} of the `workload` config group (all, or `names`), in canonical order."""
-    from llm_perf_opt.dsocr.layout import VisionWorkload
-
-    order = mode_order()
+def load_modes(family: Any, names: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """{mode name: the family's workload} of the `workload` config group (all, or `names`), in the family's
+    order; each workload is checked by the family's own rules."""
+    order = mode_order(family)
     available = sorted(group_options("workload"), key=lambda n: (order.index(n) if n in order else len(order), n))
     wanted = list(names) if names else available
     for name in wanted:
@@ -79,8 +82,7 @@ def load_modes(names: Optional[Sequence[str]] = None) -> dict[str, Any]:
     out = {}
     for name, raw in zip(wanted, compose_each([[f"workload={name}"] for name in wanted])):
         w = to_typed_config(raw).workload
-        out[name] = VisionWorkload(base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
-                                   tile_size=w.tile_size)
+        out[name] = family.workload_for(w)
     return out
 
 
@@ -156,6 +158,7 @@ def hardware_columns(roofs: dict[str, Any]) -> list[Column]:
 @dataclass
 class Evaluator:
     spec: Any
+    family: Any
     prompt_tokens: int = 4
     dtype: str = "bfloat16"
     roofs: dict[str, Any] = field(default_factory=dict)  # name -> Roof: predicted times per point
@@ -168,11 +171,10 @@ class Evaluator:
         lay = model.layout
         key = (mode, lay.w_crop, lay.h_crop, model.seq_len)
         if key not in self._serve:
-            from llm_perf_opt.analytic.dsocr_serving import serving_model
             from llm_perf_opt.analytic.memory_model import max_batch
             from llm_perf_opt.analytic.serving import pages_per_day
 
-            sm = serving_model(model, None, self.dtype)
+            sm = model.serving_model(None, self.dtype)  # the family's serving model
             out: dict[str, Any] = {}
             for name, roof in self.roofs.items():
                 cap = self.capacities.get(name)
@@ -186,13 +188,10 @@ class Evaluator:
         return self._serve[key]
 
     def point(self, mode: str, workload: Any, width: int, height: int) -> dict[str, Any]:
-        from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-        from llm_perf_opt.dsocr.layout import compute_view_layout
-
         from llm_perf_opt.analytic.roofline import predict
 
-        layout = compute_view_layout(workload, width, height)
-        model = DeepseekOCRAnalyticModel(self.spec, layout, prompt_tokens=self.prompt_tokens, dtype=self.dtype)
+        layout = self.family.layout(workload, width, height)
+        model = self.family.analytic_model(self.spec, layout, prompt_tokens=self.prompt_tokens, dtype=self.dtype)
         vision, prefill, decode = model.vision(), model.prefill(), model.decode()
         times = {}
         for name, roof in self.roofs.items():
@@ -209,10 +208,18 @@ class Evaluator:
         }
 
 
+# The largest --n: every point of the n × n grid per mode is held in memory, written to the CSV and drawn
+# (n = 96, six modes: 59,952 points, 112 MB peak RSS, 1.3 s on a 2-core CPU; the points grow as n²).
+MAX_GRID_N = 256
+
+
 def side_grid(lo: int, hi: int, n: int) -> list[int]:
-    """n page sides from lo to hi, evenly spaced, distinct integers."""
+    """n page sides from lo to hi, evenly spaced, distinct integers; 2 <= n <= MAX_GRID_N."""
     if n < 2:
         raise ConfigError.field("--n", n, "must be >= 2")
+    if n > MAX_GRID_N:
+        raise ConfigError.field("--n", n, f"must be at most {MAX_GRID_N} (n × n pages per mode are held in memory "
+                                f"and drawn; {MAX_GRID_N} is {MAX_GRID_N ** 2:,} pages per mode)")
     if not 0 < lo < hi:
         raise ConfigError(f"--min-side={lo} and --max-side={hi} must satisfy 0 < min < max")
     return sorted({round(lo + (hi - lo) * i / (n - 1)) for i in range(n)})
@@ -254,12 +261,12 @@ class AnalyticSweep:
                 + len(self.presets))
 
 
-def evaluate(workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec: Any, n: int, min_side: int,
+def evaluate(family: Any, workloads: dict[str, Any], pages: dict[str, tuple[int, int]], spec: Any, n: int, min_side: int,
              max_side: int, dtype: str, roofs: Optional[dict[str, Any]] = None,
              capacities: Optional[dict[str, float]] = None) -> AnalyticSweep:
     """Layouts and cost models over the page grid, the aspect and size lines, and the presets; predicted
     times on `roofs` for every point, and pages/day per GPU on those with a memory capacity in `capacities`."""
-    ev = Evaluator(spec, dtype=dtype, roofs=dict(roofs or {}), capacities=dict(capacities or {}))
+    ev = Evaluator(spec, family, dtype=dtype, roofs=dict(roofs or {}), capacities=dict(capacities or {}))
     sides = side_grid(min_side, max_side, n)
     t0 = time.perf_counter()
     points: list[dict[str, Any]] = []
@@ -333,15 +340,14 @@ def page_data(sweep: AnalyticSweep, plots: list[tuple[Path, str]]) -> dict[str, 
 def build_analytic_report(out_dir: str | Path, modes: Optional[Sequence[str]] = None, n: int = 48,
                           min_side: int = 256, max_side: int = 4096, model: str = "deepseek_ocr",
                           dtype: str = "bfloat16", plots: bool = True,
-                          hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE) -> AnalyticReport:
-    """`hardware`: datasheets to predict times on (default `DEFAULT_HARDWARE`; empty: none)."""
-    from llm_perf_opt.dsocr.spec import ModelSpec
-
+                          hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE, *, family: Any) -> AnalyticReport:
+    """`hardware`: datasheets to predict times on (default `DEFAULT_HARDWARE`; empty: none); `family`: the
+    model family (`llm_perf_opt.families`), whose spec `model` names (a preset or a vendor config.json)."""
     out = Path(out_dir)
-    spec = ModelSpec.from_config_json(model) if Path(model).exists() else ModelSpec.named(model)
+    spec = model_spec(family, model)
     side_grid(min_side, max_side, n)  # refuse bad sides before anything is composed or written
     roofs = load_roofs(list(hardware or ()), dtype)
-    sweep = evaluate(load_modes(modes), load_pages(), spec, n, min_side, max_side, dtype, roofs,
+    sweep = evaluate(family, load_modes(family, modes), load_pages(), spec, n, min_side, max_side, dtype, roofs,
                      load_capacities(list(roofs)))
     out.mkdir(parents=True, exist_ok=True)
     csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS + hardware_columns(roofs), sweep.points)
@@ -419,3 +425,104 @@ def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     files.append((P.save(fig, out, "ttft_by_size")["svg"],
                   "Predicted time to first token as a letter-shaped page grows, one line per mode and roof."))
     return files
+
+
+# ------------------------------------------------------------------------------------- families side by side
+def model_spec(family: Any, model: str) -> Any:
+    """The family's spec named `model`: a preset of its twin, or a vendor directory / config.json."""
+    return family.spec_from_config_json(model) if Path(model).exists() else family.spec_named(model)
+
+
+@dataclass(frozen=True)
+class CompareEntry:
+    """One column group of the side-by-side table: a family, one of its models and one of its modes."""
+
+    label: str
+    family: Any
+    model: str
+    mode: str
+
+
+COMPARE_STAGES = ("vision", "prefill", "decode")
+COMPARE_FIGURES = ("flops_matmul", "flops", "io_bytes", "weight_bytes", "activation_bytes")
+
+
+def compare_rows(entries: Sequence[CompareEntry], pages: dict[str, tuple[int, int]], roofs: dict[str, Any],
+                 dtype: str = "bfloat16", prompt_tokens: int = 4) -> list[dict[str, Any]]:
+    """One row per (page, entry), pages first: image tokens, sequence, and per stage FLOPs, bytes and the
+    predicted time on each roof (roofline: max(FLOPs / peak, bytes / bandwidth) in `dtype`)."""
+    from llm_perf_opt.analytic.roofline import predict
+
+    rows = []
+    prepared = []
+    for e in entries:
+        workload = load_modes(e.family, [e.mode])[e.mode]
+        prepared.append((e, workload, model_spec(e.family, e.model)))
+    for page, (width, height) in pages.items():
+        for e, workload, spec in prepared:
+            layout = e.family.layout(workload, width, height)
+            model = e.family.analytic_model(spec, layout, prompt_tokens=prompt_tokens, dtype=dtype)
+            row: dict[str, Any] = {"page": page, "width": width, "height": height, "model": e.label,
+                                   "family": e.family.name, "spec": spec.name, "mode": e.mode,
+                                   "image_tokens": layout.image_tokens, "seq_len": model.seq_len}
+            for stage_name in COMPARE_STAGES:
+                stage = model.stage(stage_name)
+                for fig in COMPARE_FIGURES:
+                    row[f"{stage_name}_{fig}"] = getattr(stage.total, fig)
+                for name, roof in roofs.items():
+                    row[f"{stage_name}_{name}_s"] = predict(stage, roof).time_s
+            rows.append(row)
+    return rows
+
+
+def compare_columns(roofs: dict[str, Any]) -> list[Column]:
+    cols = [
+        Column("page", "page", "str", "page preset (conf/page/) or size", lambda r: r["page"]),
+        Column("width", "width", "int", "page width in pixels", lambda r: r["width"]),
+        Column("height", "height", "int", "page height in pixels", lambda r: r["height"]),
+        Column("model", "model", "str", "the entry's label (family:model:mode)", lambda r: r["model"]),
+        Column("family", "family", "str", "model family (llm_perf_opt.families)", lambda r: r["family"]),
+        Column("mode", "mode", "str", "workload preset", lambda r: r["mode"]),
+        Column("image_tokens", "image tokens", "count", "image-token positions in the sequence",
+               lambda r: r["image_tokens"]),
+        Column("seq_len", "sequence", "count", "BOS + image tokens + prompt tokens", lambda r: r["seq_len"]),
+    ]
+    kinds = {"flops_matmul": "flops", "flops": "flops", "io_bytes": "bytes", "weight_bytes": "bytes",
+             "activation_bytes": "bytes"}
+    for stage in COMPARE_STAGES:
+        for fig in COMPARE_FIGURES:
+            key = f"{stage}_{fig}"
+            cols.append(Column(key, f"{stage} {fig.replace('_', ' ')}", kinds[fig],
+                               f"analytic {fig} of the {stage} stage", lambda r, k=key: r[k], fig == "flops_matmul"))
+        for name, roof in roofs.items():
+            key = f"{stage}_{name}_s"
+            cols.append(Column(key, f"{stage} on {name}", "seconds",
+                               f"predicted {stage} time on {roof.label}, {roof.dtype} (roofline)", lambda r, k=key: r[k]))
+    return cols
+
+
+def build_family_comparison(out_dir: str | Path, entries: Sequence[CompareEntry], *,
+                            pages: Optional[dict[str, tuple[int, int]]] = None, dtype: str = "bfloat16",
+                            hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE) -> tuple[Path, Path, int]:
+    """compare.csv and compare.md in `out_dir`: every entry at the same pages (default: the page presets).
+    Returns (csv, markdown, rows)."""
+    if len(entries) < 2:
+        raise ConfigError.field("--compare", [e.label for e in entries], "needs at least two entries to compare")
+    roofs = load_roofs(list(hardware or ()), dtype)
+    rows = compare_rows(entries, pages if pages is not None else load_pages(), roofs, dtype)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    columns = compare_columns(roofs)
+    csv_path = render.write_csv(out / "compare.csv", columns, rows)
+    brief = [c for c in columns if c.brief]
+    lines = [f"# Side by side: {', '.join(e.label for e in entries)}", "",
+             f"Analytic costs per page ({dtype}; matmul-class FLOPs as torch's flop counter counts them; predicted "
+             f"times: roofline on {', '.join(r.label for r in roofs.values()) or 'no roof'}).", "",
+             "| " + " | ".join(c.header for c in brief) + " |", "|" + "---|" * len(brief)]
+    from llm_perf_opt.report.table import fmt
+
+    for r in rows:
+        lines.append("| " + " | ".join(fmt(c.get(r), c.kind) for c in brief) + " |")
+    md_path = out / "compare.md"
+    md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return csv_path, md_path, len(rows)

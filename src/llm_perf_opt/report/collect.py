@@ -12,7 +12,8 @@ README's table) comes from what it left:
 * `summary.json` "running", or `.hydra/` only:
   a live process holds the job's lock (`run_lock`)  -> `running`;
   nobody does                                       -> `failed: no result: ...` (killed, out of memory);
-* no directory for a job `multirun.yaml` expands to -> `failed: not started: ...`.
+* no directory for a job `multirun.yaml` expands to -> `pending` while the sweep's process holds the sweep
+  directory's lock (the sweep is live), else `failed: not started: ...`.
 
 A summary or error file that cannot be read (corrupt, unknown version, a section malformed) makes the
 job's status "failed: ArtifactError: <file>: <what>", so it shows in the report's failures with the
@@ -43,6 +44,7 @@ STATUS_FORMS = (
     "failed: <type>: <message>",
     "interrupted at stage <stage>",
     "failed: no result: ...",
+    "pending",
     "failed: not started: ...",
 )
 
@@ -69,7 +71,8 @@ class JobRecord:
 
     @property
     def running(self) -> bool:
-        return self.status == "running" or self.status.startswith("running ")
+        """Not finished yet: running now, or `pending` (planned by a live sweep, not started yet)."""
+        return self.status in ("running", "pending") or self.status.startswith("running ")
 
     @property
     def failed(self) -> bool:
@@ -231,11 +234,13 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
         if planned is not None:
             expected = len(planned)
             seen = {j.num for j in jobs}
+            live = holder(sweep_dir) is not None  # the sweep's process is still alive: the rest will come
             for num, overrides in enumerate(planned):
                 if num not in seen:
                     jobs.append(JobRecord(
                         num=num, dir=None, overrides=overrides,
-                        status="failed: not started: no job directory (the sweep stopped before this job)",
+                        status="pending" if live else
+                        "failed: not started: no job directory (the sweep stopped before this job)",
                     ))
     jobs.sort(key=lambda j: j.num)
     return Sweep(dir=sweep_dir, jobs=jobs, multirun=multirun if isinstance(multirun, dict) else {}, expected=expected)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import matplotlib
 
@@ -17,7 +17,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from llm_perf_opt import units  # noqa: E402
-from llm_perf_opt.dsocr.parts import color as part_color  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "none",
@@ -93,13 +92,13 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[
 
 
 def stacked_bars(labels: Sequence[str], stacks: dict[str, Sequence[Optional[float]]], *, title: str,
-                 ylabel: str, kind: str = "flops") -> Any:
+                 ylabel: str, kind: str = "flops", colors: Optional[Mapping[str, str]] = None) -> Any:
     fig_w = min(max(4.5, 1.0 + 0.45 * len(labels)), 14)
     fig, ax = plt.subplots(figsize=(fig_w, 3.6))
     bottom = [0.0] * len(labels)
     for part, values in stacks.items():
         vals = [v or 0.0 for v in values]
-        ax.bar(range(len(labels)), vals, bottom=bottom, label=part, color=part_color(part), width=0.7)
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=part, color=(colors or {}).get(part), width=0.7)
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=35, ha="right")

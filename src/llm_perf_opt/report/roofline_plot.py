@@ -18,21 +18,19 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt import units
-from llm_perf_opt.dsocr.parts import PARTS
-from llm_perf_opt.dsocr.parts import color as part_color
 from llm_perf_opt.report import plots as P
 
 _ROOF_STYLES = ({"color": "#222222"}, {"color": "#4c78a8"}, {"color": "#e45756"}, {"color": "#72b7b2"})
 STAGE_MARKERS = {"forward": "*"}
-PART_ALIASES = frozenset(p.alias for p in PARTS)
 
 
-def _points(rows: Sequence[Mapping[str, Any]], primary: str) -> tuple[list[tuple[str, float, float, str]], bool]:
+def _points(rows: Sequence[Mapping[str, Any]], primary: str, vocabulary: Any = None) -> tuple[list[tuple[str, float, float, str]], bool]:
     """[(label, intensity, FLOP/s, kind)] of the measured points, or of the primary roof's predictions
-    when nothing was measured; and whether they are measured. The forward and the parts of `dsocr.parts`
+    when nothing was measured; and whether they are measured. The forward and the parts of the family's vocabulary
     only (the vision stage sits on SAM, the decoder layers on `decoder`); a part without FLOPs
     (the embedding lookup) has no place on a log axis and is left out."""
-    rows = [r for r in rows if r.get("name") == "forward" or r.get("name") in PART_ALIASES]
+    aliases = frozenset(vocabulary.by_alias) if vocabulary is not None else frozenset()
+    rows = [r for r in rows if r.get("name") == "forward" or r.get("name") in aliases]
     measured = [(r["name"], r["intensity"], r["achieved_flops"], r["kind"]) for r in rows
                 if r.get("achieved_flops") and r.get("intensity")]
     if measured:
@@ -46,12 +44,13 @@ def _points(rows: Sequence[Mapping[str, Any]], primary: str) -> tuple[list[tuple
 
 
 def plot_roofline(rows: Sequence[Mapping[str, Any]], roofs: Mapping[str, Mapping[str, Any]], primary: str,
-                  out_dir: Path, *, title: str, note: str = "", stem: str = "roofline") -> dict[str, Path]:
+                  out_dir: Path, *, title: str, note: str = "", stem: str = "roofline",
+                  vocabulary: Any = None) -> dict[str, Path]:
     """Draw `stem`.svg and `stem`.png into `out_dir` from the summary's roofline rows and roofs."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    points, measured = _points(rows, primary)
+    points, measured = _points(rows, primary, vocabulary)
     drawn = {name: entry for name, entry in roofs.items() if entry.get("same_device")} if measured else \
         {primary: roofs[primary]}
     if not drawn:  # measured points but no roof of their device (cannot happen in the trace job)
@@ -72,7 +71,7 @@ def plot_roofline(rows: Sequence[Mapping[str, Any]], roofs: Mapping[str, Mapping
         ax.plot(grid, [min(vec, x * bw) for x in grid], linewidth=1.0, linestyle=":",
                 label=f"{name}: vector peak {units.si(vec, 'FLOP/s')}", **style)
     for label, x, y, kind in points:
-        colour = part_color(label) or ("#000000" if kind == "stage" else "#7f7f7f")
+        colour = (vocabulary.color(label) if vocabulary is not None else None) or ("#000000" if kind == "stage" else "#7f7f7f")
         marker = STAGE_MARKERS.get(label, "o")
         size = 11 if marker == "*" else 6
         if measured:
@@ -100,7 +99,7 @@ def plot_roofline(rows: Sequence[Mapping[str, Any]], roofs: Mapping[str, Mapping
 
 
 def plot_from_summary(section: Mapping[str, Any], out_dir: Path, *, title: str,
-                      note: Optional[str] = None) -> dict[str, Path]:
-    """The plot of a summary's `roofline` section (`RooflineFigures.raw`)."""
+                      note: Optional[str] = None, vocabulary: Any = None) -> dict[str, Path]:
+    """The plot of a summary's `roofline` section (`RooflineFigures.raw`); `vocabulary`: the family's parts."""
     return plot_roofline(section["rows"], section["roofs"], section["primary"], out_dir, title=title,
-                         note=note if note is not None else section.get("measured_by", ""))
+                         note=note if note is not None else section.get("measured_by", ""), vocabulary=vocabulary)

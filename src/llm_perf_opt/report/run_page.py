@@ -29,7 +29,6 @@ from llm_perf_opt.callgraph.node_costs import (
     ModuleCosts,
     load_module_costs,
 )
-from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.report.render import render_page
 from llm_perf_opt.report.run_charts import icicle_cells, level_colour, time_chart_svg
 from llm_perf_opt.report.time_levels import run_times
@@ -63,19 +62,19 @@ def _rel(a: Optional[float], m: Optional[float]) -> Optional[float]:
     return abs(a - m) / abs(m) if m else None
 
 
-def part_rows(costs: Optional[ModuleCosts]) -> list[dict[str, Any]]:
-    """One row per part of `dsocr.parts` (and each decoder layer) the run's tables know, forward order."""
+def part_rows(costs: Optional[ModuleCosts], vocabulary: Any = None) -> list[dict[str, Any]]:
+    """One row per part of the family's vocabulary (and each decoder layer) the run's tables know, forward order."""
     paths: list[tuple[str, str]] = [("", "whole forward")]
     known = set()
     if costs is not None:
         for t in costs.metrics:
             known.update(t.values)
-    for part in P.PARTS:
+    for part in vocabulary.parts if vocabulary is not None else ():
         paths.append((part.path, part.label))
-        if part.path == P.DECODER_STACK:
+        if part.path == vocabulary.decoder_stack:
             i = 0
-            while P.decoder_layer_path(i) in known:
-                paths.append((P.decoder_layer_path(i), f"  layer {i}"))
+            while vocabulary.decoder_layer_path(i) in known:
+                paths.append((vocabulary.decoder_layer_path(i), f"  layer {i}"))
                 i += 1
     rows = []
     for path, label in paths:
@@ -219,7 +218,7 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
             "curve_svg": _svg_markup(run_dir / "curve.svg")}
 
 
-def run_page_data(run_dir: Path) -> dict[str, Any]:
+def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     run_dir = Path(run_dir)
     summary = load_summary(run_dir / "summary.json")
     grouped = load_grouped_json(run_dir / GROUPED_JSON) if (run_dir / GROUPED_JSON).is_file() else None
@@ -245,7 +244,7 @@ def run_page_data(run_dir: Path) -> dict[str, Any]:
             ("status", summary.status),
         ],
         "stages": stage_rows(summary),
-        "parts": part_rows(costs),
+        "parts": part_rows(costs, vocabulary),
         "metrics": list(grouped.metrics) if grouped is not None else [],
         "absent": dict(grouped.absent_metrics) if grouped is not None else ({} if costs is None else costs.absent),
         "graph_svg": _svg_markup(run_dir / GROUPED_SVG),
@@ -262,7 +261,8 @@ def run_page_data(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def write_run_page(run_dir: str | Path) -> Path:
-    """Write `run.html` into the run directory from its artifacts; return its path."""
+def write_run_page(run_dir: str | Path, vocabulary: Any = None) -> Path:
+    """Write `run.html` into the run directory from its artifacts; return its path. `vocabulary`: the model
+    family's parts (the per-part table's rows), handed down by the job."""
     run_dir = Path(run_dir)
-    return atomic_write_text(run_dir / RUN_PAGE, render_page("run.html.j2", **run_page_data(run_dir)))
+    return atomic_write_text(run_dir / RUN_PAGE, render_page("run.html.j2", **run_page_data(run_dir, vocabulary)))

@@ -22,10 +22,10 @@ from llm_perf_opt.report.render import PlotView, TableView
 from llm_perf_opt.report.table import (
     COLUMNS,
     PAGE_ORDER,
-    PARTS,
     Column,
     build_rows,
     mode_label,
+    job_columns,
     mode_order,
     order_key,
     other_label,
@@ -33,6 +33,7 @@ from llm_perf_opt.report.table import (
     part_flops,
     predicted_ttft,
     prediction_columns,
+    reported_parts,
     section,
     stage_flops,
     sweep_axes,
@@ -105,7 +106,7 @@ def _series_table(jobs: list[JobRecord], x_of, hue_of, value_of, x_order) -> tup
     return cats, series
 
 
-def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = ()) -> list[Plot]:
+def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), family: Any = None) -> list[Plot]:
     from llm_perf_opt.report import plots as P
 
     jobs = [j for j in sweep.jobs if j.ok]
@@ -131,7 +132,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = ()) -> l
 
     views = []
     if len(modes) > 1 or len(pages) == 1:
-        views.append(("mode", mode_label, page_hue, mode_order(), "workload mode"))
+        views.append(("mode", mode_label, page_hue, mode_order(family), "workload mode"))
     if len(pages) > 1:
         views.append(("page", page_label, mode_hue, PAGE_ORDER, "page shape"))
     for axis, x_of, hue_of, order, xlabel in views:
@@ -150,13 +151,16 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = ()) -> l
                             P.save(fig, out_dir, f"flops_by_{axis}")))
 
     # stacked FLOPs by part, one bar per job: measured when every job measured every part, else analytic
-    measured = all(part_flops(j, p, "measured") is not None for j in jobs for p in PARTS)
+    parts = reported_parts(jobs)
+    colors = {p: family.parts.color(p) for p in parts} if family is not None else None
+    measured = all(part_flops(j, p, "measured") is not None for j in jobs for p in parts)
     which = "measured" if measured else "analytic"
-    stacks = {p: [part_flops(j, p, which) for j in jobs] for p in PARTS}
+    stacks = {p: [part_flops(j, p, which) for j in jobs] for p in parts}
     if any(v is not None for vals in stacks.values() for v in vals):
         labels = [_join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "",
                         other_label(j, axes)) for j in jobs]
-        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs")
+        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs",
+                             colors=colors)
         out.append(Plot("flops_by_part", f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, "
                         "lm_head; one bar per job.", P.save(fig, out_dir, "flops_by_part")))
 
@@ -273,12 +277,12 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
 
 
 def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True,
-                       hardware: Optional[list[str]] = None) -> SweepReport:
+                       hardware: Optional[list[str]] = None, family: Any = None) -> SweepReport:
     """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep
     dir); predicted time to first token on `hardware` (see `sweep_hardware`)."""
     sweep = collect_sweep(sweep_dir)
     names = sweep_hardware(sweep, hardware)
-    columns = COLUMNS + prediction_columns(names)
+    columns = job_columns(reported_parts(sweep.jobs)) + prediction_columns(names)
     serving = any(getattr(j, "serving", None) is not None for j in sweep.jobs)
     if serving:  # jobs of ./dev analyze hardware= / ./dev size: their serving.json (report.serving_report)
         from llm_perf_opt.report.serving_report import SERVING_COLUMNS
@@ -287,7 +291,7 @@ def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = No
     out = Path(out_dir) if out_dir else sweep.dir
     out.mkdir(parents=True, exist_ok=True)
     rows = build_rows(sweep.jobs, columns)
-    plot_list = make_plots(sweep, out / PLOTS_DIR, tuple(names)) if plots else []
+    plot_list = make_plots(sweep, out / PLOTS_DIR, tuple(names), family) if plots else []
     if plots and serving:
         from llm_perf_opt.report.serving_report import design_space_plots
 

@@ -8,9 +8,8 @@ malformed summary never gets here (collecting the sweep marks the job failed, na
 getter that raises is a bug in the report: it is not hidden.
 
 Analytic costs come from the job's summary (`analytic`, `flops.<stage>.analytic`, `parts.<part>.flops_analytic`)
-when it has them. A summary without them (jobs of an older trace) gets them recomputed here from the
-job's model spec and view layout by `llm_perf_opt.analytic`, and says so in the `analytic_source` column
-("job" or "report"); measured values only ever come from the job.
+when it has them; the report never recomputes the analytic model (a job without them shows "—"), and the
+`analytic_source` column says where they came from; measured values only ever come from the job.
 """
 from __future__ import annotations
 
@@ -20,21 +19,33 @@ from typing import Any, Callable, Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
-from llm_perf_opt.dsocr import parts as dsocr_parts
 from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.run_artifacts import AnalyticFigures, StageFigures
 
-PARTS = dsocr_parts.REPORTED  # the parts reported per job (sam, clip, projector, decoder, lm_head)
 # page presets in reading order (portrait before landscape, then the odd shapes); unknown ones follow by name
 PAGE_ORDER = ("letter_portrait", "letter_landscape", "a4_portrait", "a4_landscape", "square", "slide",
               "receipt", "small")
 MISSING = "—"
 
 
-def mode_order() -> tuple[str, ...]:
-    """The workload presets in canonical order (dsocr.parts: no-crop modes by size, then crop modes)."""
-    return dsocr_parts.mode_names()
+def mode_order(family: Any = None) -> tuple[str, ...]:
+    """The workload presets in the family's canonical order (v1: no-crop modes by size, then crop modes);
+    without a family, by name."""
+    from llm_perf_opt.config.compose import group_options
+
+    return tuple(family.modes()) if family is not None else tuple(sorted(group_options("workload")))
+
+
+def reported_parts(jobs: Sequence[JobRecord]) -> tuple[str, ...]:
+    """The parts the jobs' trace runs reported (their summaries' `analytic.parts` / `parts`, in the order the
+    family wrote them): the report reads what the jobs wrote and never asks the model family."""
+    found: dict[str, None] = {}
+    for job in jobs:
+        own = section(job, "analytic")
+        found.update(dict.fromkeys(own.parts if own is not None else ()))
+        found.update(dict.fromkeys(section(job, "parts") or ()))
+    return tuple(found)
 
 
 def section(job: JobRecord, name: str) -> Any:
@@ -43,68 +54,19 @@ def section(job: JobRecord, name: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------- analytic
-def _spec_for(job: JobRecord) -> Any:
-    from llm_perf_opt.dsocr.spec import ModelSpec
-
-    source = job.cfg("model.source") or job.summary.model.source
-    if source == "vendor":
-        path = job.cfg("model.path")
-        return ModelSpec.from_config_json(path) if path else None
-    return ModelSpec.named(job.cfg("model.spec") or "deepseek_ocr")
-
-
-def job_analytic_model(job: JobRecord, dtype: Optional[str] = None) -> Any:
-    """The analytic model of the job's spec, workload, page and sequence length, bytes in `dtype` (default:
-    the job's runtime.dtype); None when the job has no summary, or its model can no longer be found (a
-    vendor directory that moved)."""
-    if job.summary is None:
-        return None
-    from llm_perf_opt.analytic import DeepseekOCRAnalyticModel
-    from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-
-    wl, page = job.summary.workload, job.summary.page
-    try:
-        spec = _spec_for(job)
-    except PipelineError:
-        return None
-    if spec is None:
-        return None
-    workload = VisionWorkload(base_size=wl.base_size, image_size=wl.image_size, crop_mode=wl.crop_mode,
-                              tile_size=wl.tile_size)
-    layout = compute_view_layout(workload, page.width, page.height)
-    return DeepseekOCRAnalyticModel(spec, layout, seq_len=job.summary.tokens.sequence,
-                                    dtype=dtype or job.cfg("runtime.dtype") or "bfloat16")
-
-
-def recompute_analytic(job: JobRecord) -> Optional[AnalyticFigures]:
-    """The analytic figures from the job's spec, workload, page and sequence length; None when the job
-    has no summary, or its model can no longer be found (a vendor directory that moved)."""
-    model = job_analytic_model(job)
-    if model is None:
-        return None
-    stages = {name: StageFigures(flops=stage.flops, flops_matmul=stage.flops_matmul, io_bytes=stage.io_bytes,
-                                 weight_bytes=stage.weight_bytes, activation_bytes=stage.activation_bytes)
-              for name, stage in model.stages().items()}
-    prefill = model.prefill()
-    return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in PARTS})
-
-
 def analytic(job: JobRecord) -> tuple[Optional[AnalyticFigures], Optional[str]]:
-    """The analytic figures to report and where they came from ("job" / "report"); cached on the record."""
+    """The analytic figures to report and where they came from ("job": its summary; None: it wrote none). The
+    report never recomputes the analytic model: a column that needs a figure reads what the trace job wrote."""
     if job.analytic_cache is None:
         own = section(job, "analytic")
-        if own is not None:
-            job.analytic_cache = (own, "job")
-        else:
-            recomputed = recompute_analytic(job)
-            job.analytic_cache = (recomputed, "report" if recomputed else None)
+        job.analytic_cache = (own, "job") if own is not None else (None, None)
     return job.analytic_cache
 
 
 def stage_flops(job: JobRecord, stage: str, which: str) -> Optional[float]:
     """FLOPs of a stage, counted as torch.utils.flop_counter counts (mm, bmm, conv, sdpa, einsum):
     which = "measured" (the job only), "analytic" (the job's verification pairing, else its analytic
-    section's flops_matmul, else recomputed) or "analytic_total" (also the analytic estimate of the
+    section's flops_matmul) or "analytic_total" (also the analytic estimate of the
     elementwise, norm and softmax work that no counter measures)."""
     if which in ("measured", "analytic"):
         check = (section(job, "flops") or {}).get(stage)
@@ -126,7 +88,7 @@ def stage_bytes(job: JobRecord, stage: str, kind: str) -> Optional[float]:
 
 def part_flops(job: JobRecord, part: str, which: str) -> Optional[float]:
     """Prefill FLOPs of one part: measured (the job's verification only), or analytic (the verification's
-    pairing, else the job's or the recomputed analytic figures)."""
+    pairing, else the job's analytic figures)."""
     check = (section(job, "parts") or {}).get(part)
     value = getattr(check, f"flops_{which}") if check is not None else None
     if value is not None or which == "measured":
@@ -182,17 +144,9 @@ def job_efficiency(job: JobRecord, name: str) -> Optional[float]:
 
 def predicted_ttft(job: JobRecord, hardware: str) -> Optional[float]:
     """Predicted time to first token of the job's page and sequence on the datasheet `hardware`, in the
-    datasheet's default dtype: the job's own figure when its roofline stage predicted on that roof, else
-    computed here from its spec and layout (`analytic.roofline`; nothing measured either way)."""
-    own = job_roof_figure(job, "ttft_s", hardware)
-    if own is not None:
-        return own
-    from llm_perf_opt.analytic.hardware import load_hardware
-    from llm_perf_opt.analytic.roofline import predict
-
-    roof = load_hardware(hardware).roof()
-    model = job_analytic_model(job, roof.dtype)
-    return predict(model.prefill(), roof).time_s if model is not None else None
+    datasheet's default dtype: the job's own figure when its roofline stage predicted on that roof (the report
+    never recomputes the analytic model; run the job with hardware=NAME for another roof)."""
+    return job_roof_figure(job, "ttft_s", hardware)
 
 
 def job_level(job: JobRecord, stage: str, level: str) -> Optional[float]:
@@ -205,30 +159,13 @@ def job_level(job: JobRecord, stage: str, level: str) -> Optional[float]:
     return float(value) if value is not None else None
 
 
-_LEVELS_ON: dict[tuple[int, str], Any] = {}
-
-
-def predicted_levels_on(job: JobRecord, hardware: str) -> Optional[Any]:
-    """{stage: {"" or alias: LevelTimes}} of the job's page on the datasheet `hardware` (its default dtype; host
-    figures: this host's cached CPU calibration, absent levels without one); None without an analytic model."""
-    key = (id(job), hardware)
-    if key not in _LEVELS_ON:
-        from llm_perf_opt.analytic import time_levels as TL
-        from llm_perf_opt.analytic.hardware import Hardware, load_hardware_config
-        from llm_perf_opt.analytic.roofline import predict_latency
-
-        cfg = load_hardware_config(hardware)
-        roof = Hardware.from_config(cfg).roof()
-        model = job_analytic_model(job, roof.dtype)
-        _LEVELS_ON[key] = None if model is None else TL.latency_levels(
-            model.stages(), predict_latency(model.stages(), roof), TL.time_model_for(roof, cfg, None))
-    return _LEVELS_ON[key]
-
-
 def predicted_level_on(job: JobRecord, hardware: str, stage: str, level: str) -> Optional[float]:
-    levels = predicted_levels_on(job, hardware)
-    lt = (levels or {}).get(stage, {}).get("")
-    return None if lt is None else getattr(lt, f"{level}_s")
+    """A time level of a stage on the datasheet `hardware`: the job's own when its roofline stage predicted on that
+    roof (hardware=NAME); the report never recomputes the analytic model."""
+    rf = section(job, "roofline")
+    if rf is None or rf.primary != hardware:
+        return None
+    return job_level(job, stage, level)
 
 
 def _profile(attr: str) -> Callable[[JobRecord], Any]:
@@ -239,7 +176,7 @@ def _profile(attr: str) -> Callable[[JobRecord], Any]:
     return get
 
 
-def _timing_columns() -> list[Column]:
+def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
     cols = [
         Column("roof", "roof", "str", "the roof of the job's predicted times (hardware=; default measured: this "
                "device calibrated) and its dtype", job_roof_label, False),
@@ -267,7 +204,7 @@ def _timing_columns() -> list[Column]:
     ]
     cols += [Column(f"efficiency_{part}", f"{part} efficiency", "ratio",
                     f"predicted / measured time of the {part} part on the device's roof",
-                    lambda j, p=part: job_efficiency(j, p), False) for part in PARTS]
+                    lambda j, p=part: job_efficiency(j, p), False) for part in parts]
     cols += [
         Column("profile_overhead", "profile overhead", "float",
                "profiled forward / plain forward wall time (medians): what the module ranges cost",
@@ -290,7 +227,7 @@ def prediction_columns(hardware: Sequence[str]) -> list[Column]:
                            "from its spec and layout", lambda j, n=name: predicted_ttft(j, n)))
         cols.append(Column(f"ttft_eager_{name}_s", f"TTFT eager {name}", "seconds",
                            f"predicted time to first token on the {name} datasheet at the eager level "
-                           "(analytic.time_levels; absent without this host's calibration)",
+                           "(analytic.time_levels), when the job ran with hardware=" + name,
                            lambda j, n=name: predicted_level_on(j, n, "prefill", "eager")))
         cols.append(Column(f"decode_eager_{name}_s", f"decode eager {name}", "seconds",
                            f"predicted decode step on the {name} datasheet at the eager level",
@@ -455,9 +392,9 @@ def _stage_columns() -> list[Column]:
     return cols
 
 
-def _part_columns() -> list[Column]:
+def _part_columns(parts: Sequence[str] = ()) -> list[Column]:
     cols = []
-    for part in PARTS:
+    for part in parts:
         for which in ("measured", "analytic"):
             cols.append(Column(f"flops_{part}_{which}", f"{part} FLOPs {which}", "flops",
                                f"{which} FLOPs of the {part} part in the prefill forward",
@@ -516,64 +453,69 @@ def _decode_columns() -> list[Column]:
     ]
 
 
-COLUMNS: list[Column] = [
-    Column("job", "job", "int", "job number (its directory under the sweep dir)", lambda j: j.num),
-    Column("status", "status", "str", "ok, or 'failed: <type>: <message>' from the job's error.json", lambda j: j.status),
-    Column("overrides", "overrides", "str", "the job's command-line overrides", lambda j: " ".join(j.overrides), False),
-    Column("model", "model", "str", "model config (twin, twin_tiny, vendor)",
-           _model_name),
-    Column("mode", "mode", "str", "workload preset, plus any knob changed on the command line", mode_label),
-    Column("base_size", "base", "int", "global view side in crop mode (infer(base_size=))",
-           _workload("base_size"), False),
-    Column("image_size", "image", "int", "crop side in crop mode, the single view's side otherwise (infer(image_size=))",
-           _workload("image_size"), False),
-    Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))",
-           _workload("crop_mode"), False),
-    Column("page", "page", "str", "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)", page_label),
-    Column("page_width", "width", "int", "page width in pixels", lambda j: page_size(j)[0], False),
-    Column("page_height", "height", "int", "page height in pixels", lambda j: page_size(j)[1], False),
-    Column("grid", "grid", "str", "crop grid, tiles across x down (1x1: no crops)", _grid),
-    Column("views", "views", "int", "images the vision stack sees: 1 global view + the crops",
-           _get("layout", "num_views")),
-    Column("image_tokens", "image tokens", "count", "image-token positions in the sequence (global + local)",
-           _get("tokens", "image")),
-    Column("seq_len", "sequence", "count", "prompt length fed to the prefill: BOS + image tokens + text tokens",
-           _get("tokens", "sequence")),
-    Column("params", "params", "count", "model parameters (all of them, including every expert)",
-           _get("params", "total")),
-    Column("ops", "ops", "count", "tensor operations in the TorchLens call graph", _get("trace", "num_ops")),
-    Column("module_calls", "module calls", "count", "module calls in the call graph",
-           _get("trace", "module_calls")),
-    *_stage_columns(),
-    Column("flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified),
-    *_decode_columns(),
-    Column("activation_bytes_prefill", "prefill activations", "bytes",
-           "bytes of every tensor the prefill's eager op sequence produces (analytic)",
-           lambda j: stage_bytes(j, "prefill", "activation_bytes")),
-    Column("weight_bytes_prefill", "prefill weights read", "bytes", "parameter bytes read by the prefill (analytic)",
-           lambda j: stage_bytes(j, "prefill", "weight_bytes"), False),
-    Column("io_bytes_prefill", "prefill I/O", "bytes", "weights + inputs read + outputs written by the prefill (analytic)",
-           lambda j: stage_bytes(j, "prefill", "io_bytes"), False),
-    Column("analytic_source", "analytic from", "str",
-           "where the analytic numbers come from: 'job' (its summary) or 'report' (recomputed from its spec and layout)",
-           lambda j: analytic(j)[1], False),
-    *_part_columns(),
-    Column("forward_s", "forward", "seconds", "wall time of one plain forward (no capture)",
-           _get("forward", "seconds")),
-    Column("peak_rss_bytes", "peak RSS", "bytes",
-           "the job's own peak resident memory (VmHWM, reset when the job started; jobs written before the memory "
-           "section: the process's peak after the forward)", _peak_rss),
-    Column("peak_cuda_bytes", "peak CUDA", "bytes", "the job's peak CUDA memory (torch.cuda.max_memory_allocated, "
-           "peak statistics reset when the job started)", _get("memory", "peak_cuda_bytes"), False),
-    *_timing_columns(),
-    Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
-           _get("trace", "capture_seconds")),
-    Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
-           _checks, False),
-    Column("grouped_svg", "graph", "str", "the job's grouped call graph (callgraph.grouped.svg), relative to the sweep dir",
-           lambda j: j.files.get("grouped_svg")),
-    Column("job_dir", "dir", "str", "the job's directory", lambda j: str(j.dir) if j.dir else None, False),
-]
+def job_columns(parts: Sequence[str] = ()) -> list[Column]:
+    """The columns of a sweep's jobs, with per-part columns for `parts` (`reported_parts(jobs)`)."""
+    return [
+        Column("job", "job", "int", "job number (its directory under the sweep dir)", lambda j: j.num),
+        Column("status", "status", "str", "ok, or 'failed: <type>: <message>' from the job's error.json", lambda j: j.status),
+        Column("overrides", "overrides", "str", "the job's command-line overrides", lambda j: " ".join(j.overrides), False),
+        Column("model", "model", "str", "model config (twin, twin_tiny, vendor)",
+               _model_name),
+        Column("mode", "mode", "str", "workload preset, plus any knob changed on the command line", mode_label),
+        Column("base_size", "base", "int", "global view side in crop mode (infer(base_size=))",
+               _workload("base_size"), False),
+        Column("image_size", "image", "int", "crop side in crop mode, the single view's side otherwise (infer(image_size=))",
+               _workload("image_size"), False),
+        Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))",
+               _workload("crop_mode"), False),
+        Column("page", "page", "str", "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)", page_label),
+        Column("page_width", "width", "int", "page width in pixels", lambda j: page_size(j)[0], False),
+        Column("page_height", "height", "int", "page height in pixels", lambda j: page_size(j)[1], False),
+        Column("grid", "grid", "str", "crop grid, tiles across x down (1x1: no crops)", _grid),
+        Column("views", "views", "int", "images the vision stack sees: 1 global view + the crops",
+               _get("layout", "num_views")),
+        Column("image_tokens", "image tokens", "count", "image-token positions in the sequence (global + local)",
+               _get("tokens", "image")),
+        Column("seq_len", "sequence", "count", "prompt length fed to the prefill: BOS + image tokens + text tokens",
+               _get("tokens", "sequence")),
+        Column("params", "params", "count", "model parameters (all of them, including every expert)",
+               _get("params", "total")),
+        Column("ops", "ops", "count", "tensor operations in the TorchLens call graph", _get("trace", "num_ops")),
+        Column("module_calls", "module calls", "count", "module calls in the call graph",
+               _get("trace", "module_calls")),
+        *_stage_columns(),
+        Column("flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified),
+        *_decode_columns(),
+        Column("activation_bytes_prefill", "prefill activations", "bytes",
+               "bytes of every tensor the prefill's eager op sequence produces (analytic)",
+               lambda j: stage_bytes(j, "prefill", "activation_bytes")),
+        Column("weight_bytes_prefill", "prefill weights read", "bytes", "parameter bytes read by the prefill (analytic)",
+               lambda j: stage_bytes(j, "prefill", "weight_bytes"), False),
+        Column("io_bytes_prefill", "prefill I/O", "bytes", "weights + inputs read + outputs written by the prefill (analytic)",
+               lambda j: stage_bytes(j, "prefill", "io_bytes"), False),
+        Column("analytic_source", "analytic from", "str",
+               "where the analytic numbers come from: 'job' (its summary; the report never recomputes them)",
+               lambda j: analytic(j)[1], False),
+        *_part_columns(parts),
+        Column("forward_s", "forward", "seconds", "wall time of one plain forward (no capture)",
+               _get("forward", "seconds")),
+        Column("peak_rss_bytes", "peak RSS", "bytes",
+               "the job's own peak resident memory (VmHWM, reset when the job started; jobs written before the memory "
+               "section: the process's peak after the forward)", _peak_rss),
+        Column("peak_cuda_bytes", "peak CUDA", "bytes", "the job's peak CUDA memory (torch.cuda.max_memory_allocated, "
+               "peak statistics reset when the job started)", _get("memory", "peak_cuda_bytes"), False),
+        *_timing_columns(parts),
+        Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
+               _get("trace", "capture_seconds")),
+        Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
+               _checks, False),
+        Column("grouped_svg", "graph", "str", "the job's grouped call graph (callgraph.grouped.svg), relative to the sweep dir",
+               lambda j: j.files.get("grouped_svg")),
+        Column("job_dir", "dir", "str", "the job's directory", lambda j: str(j.dir) if j.dir else None, False),
+    ]
+
+
+COLUMNS: list[Column] = job_columns()  # without per-part columns (those depend on the jobs)
 
 
 def column(key: str) -> Column:
@@ -584,7 +526,11 @@ def column(key: str) -> Column:
 
 
 def build_rows(jobs: list[JobRecord], columns: Optional[Sequence[Column]] = None) -> list[dict[str, Any]]:
-    return [{col.key: col.get(job) for col in (columns or COLUMNS)} for job in jobs]
+    """One row per job; default columns: `COLUMNS` and the per-part ones of the parts the jobs reported."""
+    if columns is None:
+        known = {c.key for c in COLUMNS}
+        columns = [*COLUMNS, *(c for c in job_columns(reported_parts(jobs)) if c.key not in known)]
+    return [{col.key: col.get(job) for col in columns} for job in jobs]
 
 
 # ------------------------------------------------------------------------------------------- formats

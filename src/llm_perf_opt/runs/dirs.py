@@ -9,24 +9,87 @@ holding a finished one, is refused with one line and exit code 2 before anything
 
 The default directories are unique per process (conf/config.yaml: time to the microsecond and the pid),
 so two runs started in the same second never meet.
+
+Nothing is written for a refused run: before a directory is claimed (and so before Hydra creates it and
+writes `.hydra/`), `on_run_start` runs the job's own checks (`register_check`: `reports_errors(check=...)`,
+e.g. the trace job's `validate`) on the composed config, and `on_multirun_start` composes every job of the
+sweep (a value of the wrong type, an unknown key) before the sweeper writes `multirun.yaml`. An empty
+`hydra.run.dir` / `hydra.sweep.dir` is refused too (it would mean the current directory).
 """
 from __future__ import annotations
 
+import copy
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from llm_perf_opt.errors import ConfigError, ExitCode
+from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError, one_line
 from llm_perf_opt.run_lock import RunLock, claim
+
+# Hydra's job name (the job module's file name: trace, analyze, ...) -> the job's checks of its composed config
+_CHECKS: dict[str, Callable[[DictConfig], Any]] = {}
+
+
+def register_check(job: str, check: Callable[[DictConfig], Any]) -> None:
+    """`check(task_config)` runs before the run directory of job `job` is created; a PipelineError refuses it."""
+    _CHECKS[job] = check
+
+
+def task_config(config: DictConfig) -> DictConfig:
+    """The job's config without the `hydra` node, as Hydra hands it to the task function."""
+    task = copy.deepcopy(config)
+    with read_write(task), open_dict(task):
+        task.pop("hydra", None)
+    return task
+
+
+def _check_directory(config: DictConfig, key: str) -> None:
+    value = OmegaConf.select(config, key)
+    if value is None or not str(value).strip():
+        raise ConfigError.field(key, "" if value is None else str(value),
+                                "must name a directory (empty would write the run's files into the current directory)")
+
+
+def _check_run(config: DictConfig) -> None:
+    """The job's registered checks on its composed config (HydraConfig set, for `${hydra:...}`)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    check = _CHECKS.get(str(OmegaConf.select(config, "hydra.job.name", default="")))
+    if check is None:
+        return
+    HydraConfig.instance().set_config(config)
+    check(task_config(config))
+
+
+def _check_sweep_jobs(config: DictConfig) -> None:
+    """Compose every job of the sweep (what Hydra's sweeper does only after writing multirun.yaml) and check
+    its keys: a value of the wrong type or an unknown key stops the sweep before anything is written."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from llm_perf_opt.config.registry import check_known_keys
+    from llm_perf_opt.config.sweeps import planned_jobs
+
+    hydra = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+    if hydra is None:
+        return
+    jobs = planned_jobs(config, hydra.config_loader)
+    for overrides in jobs or []:
+        try:
+            composed = hydra.config_loader.load_sweep_config(config, list(overrides))
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise ConfigError(one_line(exc)) from None
+        check_known_keys(task_config(composed))
 
 
 def _overwrite(config: DictConfig) -> bool:
     return OmegaConf.select(config, "run.overwrite", default=False) is True
 
 
-def _refuse(exc: ConfigError) -> None:
+def _refuse(exc: PipelineError) -> None:
     # Hydra turns an exception raised by a callback into a warning and goes on: end the process here.
     print(f"error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(ExitCode.CONFIG) from None
@@ -43,8 +106,10 @@ class RunDirLock(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         directory = OmegaConf.select(config, "hydra.run.dir")
         try:
-            self._run = claim(str(directory), overwrite=_overwrite(config), field="hydra.run.dir")
-        except ConfigError as exc:
+            _check_directory(config, "hydra.run.dir")
+            _check_run(config)  # the job's own checks: a refused run creates nothing
+            self._run = claim(str(directory), overwrite=_overwrite(config), field="hydra.run.dir", clear=True)
+        except PipelineError as exc:
             _refuse(exc)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -58,8 +123,10 @@ class RunDirLock(Callback):
         directory = OmegaConf.select(config, "hydra.sweep.dir")
         try:
             check_launcher(config)  # a refused launcher leaves no sweep directory behind
+            _check_directory(config, "hydra.sweep.dir")
+            _check_sweep_jobs(config)
             self._sweep = claim(str(directory), overwrite=_overwrite(config), sweep=True, field="hydra.sweep.dir")
-        except ConfigError as exc:
+        except PipelineError as exc:
             _refuse(exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

@@ -16,6 +16,7 @@ from llm_perf_opt.config import register_configs
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.errors import ExitCode, PipelineError
 from llm_perf_opt.runs import memory as job_memory
+from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
@@ -59,16 +60,12 @@ def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-def _ignore_further_interrupts() -> None:
-    """A second Ctrl-C while the first is being recorded would print a traceback: ignore it."""
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (ValueError, OSError):  # not the main thread
-        pass
+def reports_errors(task: Callable[[DictConfig], Any] | None = None, *,
+                   check: Callable[[DictConfig], Any] | None = None) -> Any:
+    """How a job ends, whatever happens in it (`@reports_errors`, or `@reports_errors(check=validate)`):
 
-
-def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
-    """How a job ends, whatever happens in it:
+    * `check(cfg)` (default: the schemas, `to_typed_config`) runs on the composed config before the run
+      directory is created (`runs.dirs.register_check`), so a refused run writes nothing;
 
     * a `PipelineError` (bad input) is one line `error: ...` on stderr and exit code 2 (`ExitCode.CONFIG`);
       in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on;
@@ -79,23 +76,35 @@ def reports_errors(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], 
 
     Every way records the true status in `summary.json` when the job has one (`JobRun`), and afterwards
     the job's memory is handed back (`job_memory.release`) so the next job of a sweep starts clean."""
+    if task is None:
+        return functools.partial(reports_errors, check=check)
     job_name = task.__module__.rsplit(".", 1)[-1]
+    from llm_perf_opt.config import to_typed_config
+    from llm_perf_opt.runs.dirs import register_check
+
+    register_check(job_name, check or to_typed_config)
 
     @functools.wraps(task)
     def wrapper(cfg: DictConfig) -> Any:
         run = JobRun.begin(run_dir(), stage=job_name)
         multirun = is_multirun()
         stopping = False  # Ctrl-C: the process ends, nothing to hand back
+        signals.clear()
         try:
-            return task(cfg)
+            with signals.handling():  # SIGTERM / SIGHUP (SLURM's time limit) end the job like Ctrl-C
+                result = task(cfg)
+                signals.raise_pending()  # a signal a finalizer swallowed: the job did not end ok
+            return result
         except KeyboardInterrupt as exc:
             stopping = True
-            _ignore_further_interrupts()
+            signals.ignore()
             run.stopped(exc)
             from llm_perf_opt.runs.callbacks import current_job
 
             job = current_job()
-            print(f"interrupted at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
+            signum = signals.signal_of(exc)
+            by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+            print(f"interrupted{by} at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
                   file=sys.stderr, flush=True)
             raise SystemExit(ExitCode.INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised or reported

@@ -12,10 +12,13 @@ shows it as failed.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.memory import JobMemory
 from llm_perf_opt.run_artifacts import JobError, JobMemoryFigures, Summary
 
@@ -32,6 +35,22 @@ class JobRun:
         self._save: Optional[Callable[[], Any]] = None
         self.memory = JobMemory().start()
         self.ended: Optional[str] = None  # the terminal status once written
+        # the directory itself, held open so its inode cannot be reused by a new directory of the same name
+        try:
+            self._dir_fd: Optional[int] = os.open(self.out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            self._dir_fd = None
+
+    def check_directory(self) -> None:
+        """ArtifactError when the run directory was removed (or replaced) while the job ran: its files are
+        gone, and a later write would silently make a new, partial directory (never `ok`)."""
+        if self._dir_fd is None:
+            return
+        held = os.fstat(self._dir_fd)
+        now = _identity(self.out_dir)
+        if held.st_nlink == 0 or now != (held.st_dev, held.st_ino):
+            raise ArtifactError(f"{self.out_dir}: the run directory was removed or replaced during stage "
+                                f"{self.stage}: the run's files are gone, so the run cannot end ok")
 
     # ------------------------------------------------------------------ the current job
     @classmethod
@@ -52,6 +71,9 @@ class JobRun:
         global _CURRENT
         if _CURRENT is self:
             _CURRENT = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
         self.summary, self._save = None, None  # the job's objects go with it
 
     # ------------------------------------------------------------------ progress
@@ -63,7 +85,10 @@ class JobRun:
 
     def step(self, name: str) -> None:
         """A stage starts: `summary.json` names it while it runs (and keeps naming it if the job stops there).
-        One line before the stage's code, so adding a stage to a job is adding a line."""
+        One line before the stage's code, so adding a stage to a job is adding a line.
+        A signal a finalizer swallowed during the previous stage stops the job here (`signals`)."""
+        signals.raise_pending()
+        self.check_directory()
         self.stage = name
         if self.summary is not None:
             self.summary.stage = name
@@ -81,6 +106,8 @@ class JobRun:
 
     # ------------------------------------------------------------------ the end
     def finish_ok(self) -> None:
+        signals.raise_pending()  # never `ok` after a Ctrl-C or SIGTERM, even one a finalizer swallowed
+        self.check_directory()  # nor when the run directory vanished under the job
         if self.summary is not None:
             self.summary.status = "ok"
             self.summary.stage = "done"
@@ -104,6 +131,14 @@ class JobRun:
         except Exception as write_error:  # noqa: BLE001
             print(f"warning: could not record the {status} status in {self.out_dir / 'summary.json'}: "
                   f"{write_error}", file=sys.stderr)
+
+
+def _identity(path: Path) -> Optional[tuple[int, int]]:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def current() -> Optional[JobRun]:

@@ -17,46 +17,41 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from llm_perf_opt.config import RootConfig
-from llm_perf_opt.dsocr import parts as P
-from llm_perf_opt.dsocr.decode import DecodeProgram, DecodeStep, check_kv_cache_path
-from llm_perf_opt.dsocr.patches import TRACE_PATCHES, load_runtime_log
-from llm_perf_opt.dsocr.routing import ROUTING_FILE, RoutingRecord, expert_weight_bytes
 from llm_perf_opt.run_artifacts import DecodeSummary, RoutingSummary, typed
 
 Progress = Callable[[str], None]
 
 
-def capture_plan(cfg: RootConfig, session: Any, on_step: Optional[Callable[[DecodeStep], None]] = None,
-                 ) -> tuple[tuple[str, ...], Optional[DecodeProgram]]:
+def capture_plan(cfg: RootConfig, session: Any, family: Any, on_step: Optional[Callable[[Any], None]] = None,
+                 ) -> tuple[tuple[str, ...], Optional[Any]]:
     """(patches, program) of the capture: no program for a prefill-only job. ConfigError naming
     trace.decode_steps when the model has no KV-cache path."""
     steps = cfg.trace.decode_steps
     if steps <= 0:
-        return TRACE_PATCHES, None
-    check_kv_cache_path(session.model, steps)
-    return TRACE_PATCHES, DecodeProgram(steps, on_step=on_step)
+        return family.trace_patches, None
+    family.check_kv_cache_path(session.model, steps)
+    return family.trace_patches, family.decode_program(steps, on_step=on_step)
 
 
-def routing_stage(session: Any, out_dir: Path, analytic: Any = None, config: Any = None) -> Optional[RoutingSummary]:
+def routing_stage(session: Any, out_dir: Path, family: Any, analytic: Any = None, config: Any = None,
+                  ) -> Optional[RoutingSummary]:
     """routing.json and its summary from the capture's runtime log; None when no MoE gate ran."""
-    log = load_runtime_log(out_dir)
-    events = log.events("routing")
-    if not events:
+    log = family.load_runtime_log(out_dir)
+    record = family.routing_record(log.events("routing"), session)
+    if record is None:
         return None
-    bytes_ = expert_weight_bytes(session.model, events[0]["gate"])
-    record = RoutingRecord.from_events(events, random_weights=session.weights == "random", expert_bytes=bytes_)
-    record.write(out_dir / ROUTING_FILE, config=config)
+    record.write(out_dir / family.routing_file, config=config)
     return typed(RoutingSummary, record.summary(_analytic_expert_bytes(analytic, record)), "routing")
 
 
-def _analytic_expert_bytes(analytic: Any, record: RoutingRecord) -> Optional[dict[int, dict[int, int]]]:
+def _analytic_expert_bytes(analytic: Any, record: Any) -> Optional[dict[int, dict[int, int]]]:
     """{step: {layer: routed-expert weight bytes the analytic model charges}} for the record's steps."""
     if analytic is None:
         return None
     out: dict[int, dict[int, int]] = {}
     for step in record.steps:
         stage = analytic.prefill() if step == 0 else analytic.decode(analytic.seq_len + step - 1)
-        out[step] = {layer: stage.parts[f"{P.decoder_layer_path(layer)}.mlp.experts"].weight_bytes
+        out[step] = {layer: stage.parts[f"{analytic.vocabulary.decoder_layer_path(layer)}.mlp.experts"].weight_bytes
                      for layer in record.layers}
     return out
 
@@ -73,14 +68,14 @@ def job_roof(cfg: RootConfig) -> Any:
 
 
 def decode_stage(cfg: RootConfig, session: Any, inputs: Any, analytic: Any, out_dir: Path,
-                 progress: Progress, roof: Any = None) -> DecodeSummary:
+                 progress: Progress, roof: Any = None, family: Any = None) -> DecodeSummary:
     """The per-step rows of summary.json (N = trace.decode_steps > 0)."""
     from llm_perf_opt.measure import load_verification
 
     steps = cfg.trace.decode_steps
     rows: dict[int, dict[str, Any]] = {k: {"step": k} for k in range(1, steps + 1)}
     if (out_dir / "runtime_log.json").is_file():
-        for e in load_runtime_log(out_dir).events("llm_stack"):
+        for e in family.load_runtime_log(out_dir).events("llm_stack"):
             if e.get("step") in rows:
                 rows[e["step"]].update(past_len=e.get("past_len"), new_tokens=e.get("new_tokens", e.get("seq_len")))
     kv_prefill = None
@@ -107,7 +102,8 @@ def decode_stage(cfg: RootConfig, session: Any, inputs: Any, analytic: Any, out_
         timing = time_decode_steps(session.model, session.forward_kwargs(inputs), steps, cfg.profile,
                                    context=session.forward_context, device=session.device,
                                    describe={"source": session.source, "dtype": str(session.dtype)},
-                                   analytic=analytic, roof=roof, progress=progress)
+                                   analytic=analytic, roof=roof, progress=progress,
+                                   greedy_decode=family.greedy_decode)
         for t in timing:
             rows[t["step"]].update({k: v for k, v in t.items() if k not in ("step", "past_len")})
     out = {"steps": steps, "rows": [rows[k] for k in sorted(rows)], "kv_cache_after_prefill": kv_prefill,

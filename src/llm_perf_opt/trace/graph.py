@@ -35,7 +35,6 @@ from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, MetricTable, Mo
 from llm_perf_opt.callgraph.op_families import materialised
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
-from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 from llm_perf_opt.measure.flops import MeasuredFlops, is_matmul_like
 
 PROFILE_FILE = "profile.json"
@@ -283,7 +282,8 @@ def run_identity(out_dir: Path) -> dict[str, Any] | None:
 
 def costs_on_graph(out_dir: Path, cg: CallGraph, *, analytic: StageCost | None, dtype_bytes: int | None,
                    measured: MeasuredFlops | None, max_depth: int | None, formats: Any, color_by: str,
-                   config: Any = None, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+                   config: Any = None, progress: Callable[[str], None] = lambda _m: None,
+                   checks: Any = None) -> dict[str, Any]:
     """module_costs.json, the grouped graph with costs on every node (JSON, DOT, SVG, Mermaid) and
     model_explorer/; returns the summary section (metrics, nodes covered, files)."""
     profile, roofline = load_optional(out_dir)
@@ -292,7 +292,7 @@ def costs_on_graph(out_dir: Path, cg: CallGraph, *, analytic: StageCost | None, 
                          reasons={"roofline": mismatch} if mismatch else None)
     costs.save(out_dir / MODULE_COSTS_FILE, config=config)
     grouped, files = group_and_render(cg, out_dir, max_depth=max_depth, formats=formats, runtime_log=cg.runtime_log,
-                                      checks=RUNTIME_CHECKS, config=config, costs=costs, color_by=color_by)
+                                      checks=checks, config=config, costs=costs, color_by=color_by)
     explorer = write_model_explorer(grouped, cg, costs, out_dir / "model_explorer")
     covered = {m.name: sum(1 for n in grouped.nodes if (n.costs.get(m.name) or {}).get("total") is not None)
                for m in costs.metrics}

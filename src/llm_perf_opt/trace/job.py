@@ -8,26 +8,20 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
-from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
-from llm_perf_opt.dsocr.decode import check_kv_cache_path
-from llm_perf_opt.dsocr.inputs import Inputs
-from llm_perf_opt.dsocr.parts import REPORTED as REPORTED_PARTS
-from llm_perf_opt.dsocr.patches import TRACE_PATCHES, runtime_patches
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.export import plan_targets, run_export_stage
+from llm_perf_opt.family import ModelFamily
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     VERIFICATION_SCHEMA_VERSION,
-    measure_dsocr,
     render_table,
-    check_dsocr_agreement,
+    check_model_agreement,
 )
 from llm_perf_opt.runs import job_run
 from llm_perf_opt.runs.entry import progress
@@ -83,7 +77,8 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     run.step("inputs")
     inputs = build_job_inputs(job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
-    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name) \
+    family = job.family
+    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family.parts) \
         if cfg.trace.export else None
     summary = base_summary(cfg, job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
@@ -93,16 +88,16 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     analytic = analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height,
                                   seq_len=inputs.seq_len) if cfg.trace.analytic else None
     if analytic is not None:
-        write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, costs_dict(analytic), config=raw_cfg)
-        summary.analytic = analytic_figures(analytic)
+        write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, analytic.to_dict(), config=raw_cfg)
+        summary.analytic = analytic_figures(analytic, family)
         print(render_costs_table(analytic))
     times = None  # the profile stage's ModuleTimes
     measured = None  # the verification stage's MeasuredFlops (per-module counts, for the graph's costs)
     if cfg.trace.enabled:
         run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
-        with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
-            check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
+        with family.open_session(cfg.model, cfg.runtime) as session:
+            family.check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             run.step("forward")
@@ -110,7 +105,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
             progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
             if cfg.profile.enabled:
                 run.step("profile")
-                times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress)
+                times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress, parts=family.parts)
                 summary.profile = profile_figures(times)
             if cfg.trace.capture:
                 n = cfg.trace.decode_steps
@@ -120,21 +115,23 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                     progress(f"capture: decode step {s.step}/{n} (past {s.past_len})")
                     run.step(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
 
-                patches, program = capture_plan(cfg, session, on_step=on_step)
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times, patches, program)
+                patches, program = capture_plan(cfg, session, family, on_step=on_step)
+                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times, patches, program,
+                                                  family=family)
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
-                summary.routing = routing_stage(session, out_dir, analytic, raw_cfg)
+                summary.routing = routing_stage(session, out_dir, family, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 run.step("verify")
-                flops, parts, verification, measured = check_against_measured(cfg, session, inputs, analytic, out_dir, raw_cfg)
+                flops, parts, verification, measured = check_against_measured(cfg, session, inputs, analytic, out_dir, raw_cfg,
+                                                                               family)
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
             if cfg.trace.decode_steps > 0:
                 run.step("decode")
                 roof = job_roof(cfg)
-                summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof)
+                summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof, family)
                 print_decode(summary.decode)
             if export_plan is not None:
                 run.step("export")
@@ -152,15 +149,15 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         summary.serving = serving_stage(cfg, analytic, out_dir, raw_cfg, progress)
     if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
         run.step("graph costs")
-        summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg)
+        summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg, family)
     summary.job_seconds = round(time.perf_counter() - t_job, 3)
     run.finish_ok()
-    progress(f"run page: {write_run_page(out_dir)}")
+    progress(f"run page: {write_run_page(out_dir, family.parts)}")
     progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
     return summary
 
 
-def base_summary(cfg: RootConfig, job: ValidJob, inputs: Inputs) -> Summary:
+def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
     layout = inputs.layout
     w = cfg.workload
     return Summary(
@@ -178,17 +175,17 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Inputs) -> Summary:
     )
 
 
-def analytic_figures(analytic: DeepseekOCRAnalyticModel) -> AnalyticFigures:
+def analytic_figures(analytic: Any, family: ModelFamily) -> AnalyticFigures:
     """Per stage: flops, flops_matmul, io/weight/activation bytes; per reported part: prefill matmul FLOPs."""
     stages = {name: StageFigures(flops=stage.total.flops, flops_matmul=stage.total.flops_matmul,
                                  io_bytes=stage.total.io_bytes, weight_bytes=stage.total.weight_bytes,
                                  activation_bytes=stage.total.activation_bytes)
               for name, stage in analytic.stages().items()}
     prefill = analytic.prefill()
-    return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in REPORTED_PARTS})
+    return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in family.parts.reported})
 
 
-def timed_forward(session: DeepSeekOCRSession, inputs: Inputs) -> ForwardFigures:
+def timed_forward(session: Any, inputs: Any) -> ForwardFigures:
     """One plain forward (no tracing, no counting): wall time, peak memory, logits shape."""
     kwargs = session.forward_kwargs(inputs)
     if session.device.type == "cuda":
@@ -216,16 +213,17 @@ def peak_rss_bytes() -> int:
     return (run.memory if run is not None else JobMemory()).peak_rss()
 
 
-def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, out_dir: Path,
-                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] = TRACE_PATCHES,
-                    program: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def trace_and_group(cfg: RootConfig, session: Any, inputs: Any, out_dir: Path,
+                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] | None = None,
+                    program: Any = None, *, family: ModelFamily) -> tuple[dict[str, Any], dict[str, Any]]:
     """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
     when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs. `program`: the prefill and
     the decode steps in one traced call (`decode_stage.capture_plan`)."""
     steps = f" and {cfg.trace.decode_steps} decode step(s)" if program is not None else ""
     progress(f"capturing the forward{steps} with TorchLens (no activations saved)")
     kwargs = session.forward_kwargs(inputs, use_cache=True) if program is not None else session.forward_kwargs(inputs)
-    with session.forward_context(), runtime_patches(session, patches) as log:
+    patches = family.trace_patches if patches is None else patches
+    with session.forward_context(), family.runtime_patches(session, patches) as log:
         cg = capture_callgraph(session.model, kwargs, model_name=cfg.model.name, progress=progress,
                                program=program)
     cg.runtime_log = log.events()
@@ -236,7 +234,7 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
     progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
              f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s")
     grouped, files = group_and_render(cg, out_dir, max_depth=cfg.render.max_depth, formats=cfg.render.formats,
-                                      runtime_log=cg.runtime_log, checks=RUNTIME_CHECKS, config=raw_cfg)
+                                      runtime_log=cg.runtime_log, checks=family.runtime_checks, config=raw_cfg)
     grouping = grouped.summary()
     grouping["files"] = {fmt: path.name for fmt, path in files.items()}
     grouping["notes"] = grouped.notes
@@ -248,15 +246,15 @@ def trace_and_group(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs
     return stats, grouping
 
 
-def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs: Inputs, analytic: DeepseekOCRAnalyticModel,
-                 out_dir: Path, raw_cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
+def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic: Any,
+                 out_dir: Path, raw_cfg: DictConfig, family: ModelFamily) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """Measured FLOPs (the prefill and each decode step, at least the first; with verify.fvcore also fvcore's
     count of the prefill), KV-cache bytes and activation bytes against the analytic model ->
     verification.json; also returns the prefill's MeasuredFlops."""
     steps = tuple(range(1, max(cfg.trace.decode_steps, 1) + 1))  # with decode_steps=0, still the first step
     progress(f"counting FLOPs on the real forward (FlopCounterMode) and {len(steps)} decode step(s)")
     with session.forward_context():
-        meas = measure_dsocr(session.model, session.forward_kwargs(inputs), decode_steps=steps)
+        meas = family.measure(session.model, session.forward_kwargs(inputs), decode_steps=steps)
     fv = None
     if cfg.verify.fvcore:
         from llm_perf_opt.measure import fvcore_flops
@@ -265,7 +263,7 @@ def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs:
         with session.forward_context():
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
-    v = check_dsocr_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
+    v = check_model_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
                      kv_cache_bytes=meas.kv_cache_bytes)
     if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
         cg = load_callgraph_json(out_dir / "callgraph.json")
@@ -278,9 +276,7 @@ def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs:
     print(render_table(v))
     flops: dict[str, Any] = {}
     parts: dict[str, Any] = {}
-    from llm_perf_opt.dsocr.parts import path as part_path
-
-    part_paths = {part_path(p): p for p in REPORTED_PARTS}
+    part_paths = {family.parts.path(p): p for p in family.parts.reported}
     for row in v.rows:
         entry = {"analytic": row.analytic, "measured": row.measured, "rel_error": row.rel_error, "ok": row.ok}
         if row.part == "":
@@ -296,7 +292,7 @@ def check_against_measured(cfg: RootConfig, session: DeepSeekOCRSession, inputs:
     return flops, parts, verification, meas.prefill
 
 
-def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: float) -> list[Any]:
+def activation_bytes_rows(analytic: Any, cg: Any, rtol: float) -> list[Any]:
     """Activation bytes per part (the prefill, plus each decode step the capture holds) against TorchLens' op
     outputs (measure.agreement.activation_rows)."""
     from llm_perf_opt.callgraph.op_families import layer_norm_statistics
@@ -314,14 +310,14 @@ def activation_bytes_rows(analytic: DeepseekOCRAnalyticModel, cg: Any, rtol: flo
     return rows
 
 
-def graph_costs(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel | None, measured: Any, out_dir: Path,
-                raw_cfg: DictConfig) -> GraphFigures:
+def graph_costs(cfg: RootConfig, analytic: Any, measured: Any, out_dir: Path,
+                raw_cfg: DictConfig, family: ModelFamily) -> GraphFigures:
     """Costs on every grouped node (module_costs.json), the renderings and model_explorer/ (graph_stage)."""
     cg = load_callgraph_json(out_dir / "callgraph.json")
     section = costs_on_graph(out_dir, cg, analytic=analytic.prefill() if analytic is not None else None,
                              dtype_bytes=analytic.dtype_bytes if analytic is not None else None, measured=measured,
                              max_depth=cfg.render.max_depth, formats=cfg.render.formats, color_by=cfg.render.color_by,
-                             config=raw_cfg, progress=progress)
+                             config=raw_cfg, progress=progress, checks=family.runtime_checks)
     return typed(GraphFigures, section, "graph")
 
 

@@ -12,20 +12,21 @@ from typing import Any, Callable, Optional
 
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.measure.module_times import PROFILE_FILE, TRACE_FILE, ModuleTimes, module_time_table
-from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+from llm_perf_opt.measure.profile import ForwardCall, default_parts, profile_forward
 from llm_perf_opt.measure.profile_table import render_profile
 from llm_perf_opt.run_artifacts import ProfileFigures, typed
 
 
 def run_profile_stage(cfg: RootConfig, session: Any, inputs: Any, out_dir: Path, raw_cfg: Any = None,
-                      progress: Optional[Callable[[str], None]] = None) -> ModuleTimes:
-    """Profile the session's forward on `inputs` (cfg.profile: warm-up, repeats, NVTX, Chrome trace)."""
+                      progress: Optional[Callable[[str], None]] = None, parts: Any = None) -> ModuleTimes:
+    """Profile the session's forward on `inputs` (cfg.profile: warm-up, repeats, NVTX, Chrome trace); `parts`:
+    the family's vocabulary (the parts whose time coverage is reported)."""
     say = progress or (lambda _msg: None)
     cfg.profile.check_device(session.device.type)
     say(f"profiling the forward: {cfg.profile.warmup} warm-up, {cfg.profile.repeats} plain + "
         f"{cfg.profile.repeats} profiled forwards, one range per module call")
     times = profile_forward(ForwardCall.from_session(session, inputs), cfg.profile, trace_path=out_dir / TRACE_FILE,
-                            progress=say)
+                            progress=say, parts=default_parts(session.model, parts))
     times.write(out_dir / PROFILE_FILE, config=raw_cfg)
     print(render_profile(times))
     s = times.summary()

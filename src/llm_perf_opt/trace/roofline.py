@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from llm_perf_opt.analytic import DeepseekOCRAnalyticModel, dtype_bytes
+from llm_perf_opt.analytic import dtype_bytes
 from llm_perf_opt.analytic.hardware import Hardware, Roof, datasheet_for_device, load_hardware, load_hardware_config
 from llm_perf_opt.analytic.roofline import CONVENTION, LatencyPrediction, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
@@ -48,12 +48,11 @@ class JobRoof:
     note: str = ""
 
 
-def model_for_dtype(model: DeepseekOCRAnalyticModel, dtype: str) -> DeepseekOCRAnalyticModel:
+def model_for_dtype(model: Any, dtype: str) -> Any:
     """The same analytic model with bytes counted in `dtype` (a roof predicts in its own dtype)."""
     if dtype_bytes(dtype) == model.dtype_bytes:
         return model
-    return DeepseekOCRAnalyticModel(model.spec, model.layout, model.seq_len, context_len=model.context_len,
-                                    dtype=dtype, decoder_attention=model.decoder_attention)
+    return model.with_dtype(dtype)
 
 
 def cuda_device_name(device: str) -> Optional[str]:
@@ -98,7 +97,7 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
     return roofs
 
 
-def run_roofline_stage(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel, times: Optional[ModuleTimes],
+def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTimes],
                        out_dir: Path, raw_cfg: Any = None, *, title: str = "",
                        progress: Optional[Callable[[str], None]] = None, decode: Any = None) -> RooflineFigures:
     """Predict on the job's roofs, compare with the profile, write roofline.json and the plot."""
@@ -136,7 +135,8 @@ def run_roofline_stage(cfg: RootConfig, analytic: DeepseekOCRAnalyticModel, time
     section["levels"]["accuracy"] = LS.accuracy_rows(section["levels"])
     print(levels_table)
     print(LS.describe_accuracy(section["levels"]["accuracy"]))
-    plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"])
+    plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"],
+                      vocabulary=analytic.vocabulary)
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")
     return typed(RooflineFigures, section, "roofline")
 

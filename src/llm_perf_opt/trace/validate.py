@@ -1,8 +1,9 @@
-"""The jobs' first step: the whole configuration checked, plain rules and DeepSeek-OCR rules, before any work.
+"""The jobs' first step: the whole configuration checked, plain rules and the model family's, before any work.
 
 `to_typed_config` runs the schemas' plain rules (types, ranges, choices, files that must exist); this
-step adds the model's own: the vision workload (`dsocr.layout.VisionWorkload`: multiples of 64, crop
-mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
+step adds the model family's own (`model.family` picks it from `llm_perf_opt.families`; each family validates
+its own knobs, and a knob or a vendor directory of another family is one line naming the field and the
+family): the vision workload (v1: multiples of 64, crop mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
 (an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json),
 the decode steps (the prompt plus `trace.decode_steps` within the model's `max_position_embeddings`).
 Jobs that run the model (`runs_model=True`: trace, sweep, export) are also checked for what would stop
@@ -17,15 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Mapping, Optional
 
+from llm_perf_opt import families
 from llm_perf_opt.config import RootConfig, to_typed_config
-from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.family import ModelFamily
 
 # Largest page a job that runs the model accepts: PIL's decompression-bomb threshold (Image.MAX_IMAGE_PIXELS,
 # 89,478,485 pixels, about 9459 x 9459; 268 MB as RGB before any copy). A synthetic page and an image
 # file are both materialised at full size before they are resized and tiled.
 MAX_PAGE_PIXELS = 89_478_485
+EXIF_ORIENTATION = 0x0112  # the EXIF tag ImageOps.exif_transpose reads
 
 
 @dataclass(frozen=True)
@@ -33,41 +35,36 @@ class ValidJob:
     """A configuration that passed every check, with what the checks computed."""
 
     cfg: RootConfig
-    spec: ModelSpec
-    workload: VisionWorkload
+    spec: Any  # the family's spec (v1: dsocr.spec.ModelSpec)
+    workload: Any  # the family's workload type (v1: dsocr.layout.VisionWorkload)
     page_width: int
     page_height: int
     prompt_tokens: int  # text tokens of the prompt (BOS and image tokens excluded)
-    analytic_spec: Optional[ModelSpec] = None  # the analytic model's spec when verify.analytic_spec changes it
+    analytic_spec: Optional[Any] = None  # the analytic model's spec when verify.analytic_spec changes it
+    family: Optional[ModelFamily] = None  # the model family `model.family` names
 
     @property
     def page_size(self) -> tuple[int, int]:
         return self.page_width, self.page_height
 
     @property
-    def analytic(self) -> ModelSpec:
+    def analytic(self) -> Any:
         """The spec the analytic model is built from (the running model's unless verify.analytic_spec)."""
         return self.analytic_spec or self.spec
 
 
-def vision_workload(cfg: RootConfig) -> VisionWorkload:
-    """The workload's vendor knobs as the DeepSeek-OCR type, which checks the model's rules."""
-    w = cfg.workload
-    return VisionWorkload(base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
-                          tile_size=w.tile_size)
+def vision_workload(cfg: RootConfig) -> Any:
+    """The workload's knobs as the family's type, which checks the family's rules."""
+    return families.for_config(cfg).workload_for(cfg.workload)
 
 
-def model_spec_for(cfg: RootConfig) -> ModelSpec:
-    """The ModelSpec without building a model: the twin's named spec or the vendor's config.json."""
+def model_spec_for(cfg: RootConfig) -> Any:
+    """The family's spec without building a model: the twin's named spec or the vendor's config.json. A vendor
+    directory holding another family's code is refused first, naming both families."""
+    family = families.for_config(cfg)
     if cfg.model.source == "vendor":
-        try:
-            return ModelSpec.from_config_json(cfg.model.path)
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a value of the wrong type or shape
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"model.path={cfg.model.path!r}: config.json has a value of the wrong type or shape "
-                              f"({type(exc).__name__}: {exc})") from None
-    return ModelSpec.named(cfg.model.spec)
+        families.check_vendor_family(family, cfg.model.path)
+    return family.spec_for(cfg.model)
 
 
 def page_size(cfg: RootConfig) -> tuple[int, int]:
@@ -82,7 +79,10 @@ def page_size(cfg: RootConfig) -> tuple[int, int]:
     Image.MAX_IMAGE_PIXELS = None  # only the header is read; the size is judged by the caller
     try:
         with Image.open(page.image) as img:
-            return img.size
+            width, height = img.size
+            # EXIF orientation 5-8: the page is stored on its side; the vendor's load_image turns it upright
+            # (ImageOps.exif_transpose), so the layout is the upright size
+            return (height, width) if img.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8) else (width, height)
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
     finally:
@@ -116,25 +116,9 @@ def check_vendor_code(cfg: RootConfig) -> None:
     built) with every class and function the pipeline needs (PatchError naming what changed)."""
     if cfg.model.source != "vendor":
         return
-    from pathlib import Path
-
-    from llm_perf_opt.dsocr import vendor
-    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
-
-    from transformers.utils import logging as hf_logging
-
-    path = Path(cfg.model.path)
-    vendor.read_vendor_config(path)
-    vendor.check_transformers()
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # a check prints nothing but its verdict (the session shows the warnings)
-    try:
-        with torchvision_stand_in():
-            config = vendor._vendor_config(path)  # noqa: SLF001 - the vendor code's import, no model built
-            modules = vendor.package_modules(type(config).__module__.rpartition(".")[0])
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    vendor.check_vendor_modules(modules, str(path))
+    family = families.for_config(cfg)
+    families.check_vendor_family(family, cfg.model.path)
+    family.check_vendor_code(cfg.model.path)
 
 
 def tokenizer_dir(cfg: RootConfig) -> str | None:
@@ -142,7 +126,7 @@ def tokenizer_dir(cfg: RootConfig) -> str | None:
     return cfg.model.path if cfg.model.source == "vendor" else None
 
 
-def changed_spec(spec: ModelSpec, changes: Mapping[str, Any], where: str = "verify.analytic_spec") -> ModelSpec:
+def changed_spec(spec: Any, changes: Mapping[str, Any], where: str = "verify.analytic_spec") -> Any:
     """`spec` with nested field changes (`{"decoder": {"num_layers": 11}}`), checked by ModelSpec's own
     rules; an unknown field or a value of the wrong kind is one ConfigError naming it. The name records the
     change, so costs.json says which spec the analytic model described."""
@@ -187,13 +171,13 @@ def check_timing(cfg: RootConfig) -> None:
 
 
 def validate(raw: Any, runs_model: bool = True) -> ValidJob:
-    """Every rule, plain and DeepSeek-OCR's, on a composed config; ConfigError on the first violation.
+    """Every rule, plain and the model family's, on a composed config; ConfigError on the first violation.
     `runs_model=False` (analyze) skips what only a job that builds the page and the model needs."""
-    from llm_perf_opt.dsocr.decode import check_decode_steps
-    from llm_perf_opt.dsocr.inputs import prompt_tokens
-
     cfg = to_typed_config(raw)
-    workload = vision_workload(cfg)
+    family = families.for_config(cfg)
+    family.check_model(cfg.model)
+    workload = family.workload_for(cfg.workload)
+    family.check_export(cfg.export.submodules)
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
     if runs_model:
@@ -206,8 +190,6 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
             raise ConfigError.field("workload.batch", cfg.workload.batch,
                                     "jobs that run the model trace batch 1 only (so far); ./dev analyze and ./dev size "
                                     "take any batch")
-    before, after, _ = prompt_tokens(cfg.workload.prompt, tokenizer_dir(cfg))
-    check_decode_steps(cfg.trace.decode_steps, 1 + compute_view_layout(workload, width, height).image_tokens
-                       + len(before) + len(after), spec.decoder.max_position_embeddings)
+    prompt = family.check_run(cfg, spec, workload, width, height)
     analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
-    return ValidJob(cfg, spec, workload, width, height, len(before) + len(after), analytic)
+    return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from llm_perf_opt.analytic.batch_cost import BatchRules, DecodeTable, UnitTable
 from llm_perf_opt.analytic.costs import kv_cache_bytes
-from llm_perf_opt.analytic.dsocr import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.moe_batch import MoEShape
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.dsocr import parts as P

@@ -28,7 +28,7 @@ only when input_ids has more than one position): the same language stack with q_
 context_len + 1 keys, KV-cache reads in the bytes, lm_head over 1 position.
 
 Every stage is one call of `DeepseekOCRForCausalLM` costed through the registry
-(`analytic.registry`, formulas in `analytic.dsocr_modules`): each node names the module class it
+(`analytic.registry`, formulas in `dsocr.costs` under the `dsocr.` namespace): each node names the module class it
 models, and a class without a formula cannot be counted. Stages are cached per spec (bounded; see
 `clear_caches`). No multipliers and no calibration: every number is a product of these shapes.
 """
@@ -40,38 +40,17 @@ from typing import Any
 
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import kv_cache_bytes as kv_cache
-from llm_perf_opt.analytic.dsocr_modules import Passes
+from llm_perf_opt.analytic.costs_file import STAGES
+from llm_perf_opt.analytic.dtypes import dtype_bytes
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr.costs import ForwardShape, Passes
 from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
-STAGES = ("vision", "prefill", "decode")
 DEFAULT_PROMPT_TOKENS = 4  # "\nFree OCR." after the image tokens: 4 tokens of the vendor's tokenizer
-
-_DTYPE_BYTES = {
-    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-    "float32": 4, "fp32": 4, "float": 4, "float64": 8, "double": 8,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1,
-}
-
-
-def dtype_bytes(dtype: Any) -> int:
-    """Element size of a dtype given as a name ('bfloat16', 'torch.float32'), a torch dtype or an int."""
-    if isinstance(dtype, int) and not isinstance(dtype, bool):
-        if dtype in (1, 2, 4, 8):
-            return dtype
-        raise ConfigError.field("analytic.dtype", dtype, "an element size must be 1, 2, 4 or 8 bytes")
-    itemsize = getattr(dtype, "itemsize", None)
-    if isinstance(itemsize, int):
-        return itemsize
-    name = str(dtype).removeprefix("torch.").lower()
-    if name not in _DTYPE_BYTES:
-        raise ConfigError.field("analytic.dtype", dtype, f"one of {sorted(_DTYPE_BYTES)}")
-    return _DTYPE_BYTES[name]
-
 
 @dataclass(frozen=True)
 class VisionPass:
@@ -99,7 +78,7 @@ def default_seq_len(layout: ViewLayout, prompt_tokens: int = DEFAULT_PROMPT_TOKE
 # ------------------------------------------------------------------------------------------- stages
 # The class of the decoder's self_attn for each `decoder_attention` knob (the twin's names; the vendor's
 # eager path is LlamaAttention).
-ATTENTION_CLASSES = {"eager": "LlamaAttention", "sdpa": "LlamaSdpaAttention"}
+ATTENTION_CLASSES = {"eager": "dsocr.LlamaAttention", "sdpa": "dsocr.LlamaSdpaAttention"}
 
 
 def _pass_shapes(passes: Passes, image_tokens: int) -> dict[str, Any]:
@@ -107,20 +86,21 @@ def _pass_shapes(passes: Passes, image_tokens: int) -> dict[str, Any]:
 
 
 def _vision_stage(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> StageCost:
-    root = module_cost("DeepseekOCRForCausalLM", spec, passes, image_tokens, 0, 0, "", b, False)
-    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens))
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False))
+    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens), P.VOCABULARY)
 
 
 def _prefill_stage(spec: ModelSpec, passes: Passes, image_tokens: int, seq_len: int, b: int,
                    attention: str) -> StageCost:
-    root = module_cost("DeepseekOCRForCausalLM", spec, passes, image_tokens, seq_len, 0, attention, b)
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b))
     shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
-    return StageCost("prefill", root, ("",), shapes)
+    return StageCost("prefill", root, ("",), shapes, P.VOCABULARY)
 
 
 def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str) -> StageCost:
-    root = module_cost("DeepseekOCRForCausalLM", spec, (), 0, 1, context_len, attention, b)
-    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1})
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, (), 0, 1, context_len, attention, b))
+    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
+                     P.VOCABULARY)
 
 
 class _SpecStages:
@@ -192,6 +172,7 @@ class DeepseekOCRAnalyticModel:
         if decoder_attention not in ATTENTION_CLASSES:
             raise ConfigError.field("analytic.decoder_attention", decoder_attention, f"one of {list(ATTENTION_CLASSES)}")
         self.spec = spec
+        self.vocabulary = P.VOCABULARY
         self.layout = layout
         self.seq_len = seq_len
         self.context_len = context_len
@@ -205,6 +186,23 @@ class DeepseekOCRAnalyticModel:
     def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
                  **kwargs: Any) -> "DeepseekOCRAnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
+
+    def serving_model(self, moe: Any = None, dtype: Any = None) -> Any:
+        """The serving model of this page (`dsocr.serving.serving_model`): batch rules, memory, MoE at batch."""
+        from llm_perf_opt.dsocr.serving import serving_model
+
+        return serving_model(self, moe, dtype if dtype is not None else "bfloat16")
+
+    def moe_from_routing(self, routing_path: str) -> Any:
+        """The MoE shape measured in a routing.json (`dsocr.serving.moe_from_routing`)."""
+        from llm_perf_opt.dsocr.serving import moe_from_routing
+
+        return moe_from_routing(self.spec, self.dtype_bytes, routing_path)
+
+    def with_dtype(self, dtype: Any) -> "DeepseekOCRAnalyticModel":
+        """The same page and prompt with bytes counted in another dtype (a roof's prediction dtype)."""
+        return DeepseekOCRAnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
+                                        dtype=dtype, decoder_attention=self.decoder_attention)
 
     @property
     def passes(self) -> tuple[VisionPass, ...]:

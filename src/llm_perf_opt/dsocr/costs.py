@@ -9,6 +9,7 @@ derivation of each formula is its registered one-liner; the byte conventions are
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic.costs import K, NO_KERNELS, ZERO, LayerCost
@@ -23,8 +24,49 @@ from llm_perf_opt.analytic.registry import (
 )
 from llm_perf_opt.dsocr.spec import ClipSpec, DecoderSpec, ModelSpec, SamSpec
 
-# The vision passes of one forward: ((name, batch, side), ...) as `analytic.dsocr.vision_passes` gives them.
+# The vision passes of one forward: ((name, batch, side), ...) as `dsocr.analytic.vision_passes` gives them.
 Passes = tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """One call of the decoder's self-attention: `q_len` new tokens after `past_len` cached ones."""
+
+    batch: int
+    q_len: int
+    past_len: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    dtype_bytes: int = 2
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """One call of a decoder layer: `attention` is the registry key of its self_attn's class."""
+
+    decoder: DecoderSpec
+    moe_layer: bool
+    q_len: int
+    past_len: int
+    attention: str
+    dtype_bytes: int = 2
+
+
+@dataclass(frozen=True)
+class ForwardShape:
+    """One forward of the model: the vision passes (none in decode), `q_len` new tokens after `past_len` cached
+    ones; `language=False` is the vision part alone (the `vision` stage)."""
+
+    spec: ModelSpec
+    passes: Passes
+    image_tokens: int
+    q_len: int
+    past_len: int
+    attention: str
+    dtype_bytes: int = 2
+    language: bool = True
 
 
 def _residuals(numel: int, b: int) -> LayerCost:
@@ -32,11 +74,11 @@ def _residuals(numel: int, b: int) -> LayerCost:
 
 
 # ---------------------------------------------------------------------------------------- SAM ViT-B
-register_cost("LayerNorm2d", "SAM's channel LayerNorm written out in elementwise ops: no matmul")(C.layer_norm2d)
-register_children("PatchEmbed", "its proj Conv2d, then a permute (a view)")
+register_cost("dsocr.LayerNorm2d", "SAM's channel LayerNorm written out in elementwise ops: no matmul")(C.layer_norm2d)
+register_children("dsocr.PatchEmbed", "its proj Conv2d, then a permute (a view)")
 
 
-@register_cost("Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj")
+@register_cost("dsocr.Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj")
 def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_len: int, rel_pos_w_len: int,
                   dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """SAM `Attention` on (batch, h, w, dim).
@@ -83,7 +125,7 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
     )
 
 
-@register_cost("MLPBlock", "SAM MLP lin2(GELU(lin1(x))): two linears and a GELU module")
+@register_cost("dsocr.MLPBlock", "SAM MLP lin2(GELU(lin1(x))): two linears and a GELU module")
 def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     return ZERO, (
@@ -93,7 +135,7 @@ def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[L
     )
 
 
-@register_cost("Block", "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
+@register_cost("dsocr.Block", "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
                         "residual, norm2, MLP on the unpadded grid, residual")
 def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """One SAM `Block` on (batch, grid, grid, width); `window` 0 for a global block."""
@@ -103,7 +145,7 @@ def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int
     if window:
         padded = math.ceil(grid / window) * window  # window_partition pads H and W up to a multiple
         windows = (padded // window) ** 2
-        attn = module_cost("Attention", batch * windows, window, window, width, sam.heads,
+        attn = module_cost("dsocr.Attention", batch * windows, window, window, width, sam.heads,
                            2 * window - 1, 2 * window - 1, b)
         pad_elems = batch * padded * padded * width
         # partition permute().contiguous() and unpartition copy; with padding also F.pad and the crop copy
@@ -112,14 +154,14 @@ def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int
         own = own + LayerCost(activation_bytes=copies * b, kernels=K("copy", 0, 2 * pad_elems * b, 2)
                               + (K("copy", 0, (tokens * width + pad_elems) * b, 2) if padded != grid else NO_KERNELS))
     else:
-        attn = module_cost("Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1,
+        attn = module_cost("dsocr.Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1,
                            2 * sam.pos_grid - 1, b)
     own = own + _residuals(tokens * width, b)
     return own, (
         ("norm1", module_cost("LayerNorm", tokens, width, b)),
         ("attn", attn),
         ("norm2", module_cost("LayerNorm", tokens, width, b)),
-        ("mlp", module_cost("MLPBlock", tokens, width, sam.mlp_dim, b)),
+        ("mlp", module_cost("dsocr.MLPBlock", tokens, width, sam.mlp_dim, b)),
     )
 
 
@@ -130,7 +172,7 @@ def sam_grids(sam: SamSpec, side: int) -> tuple[int, int, int]:
     return grid, g2, C.conv_out(g2, 3, 2, 1)
 
 
-@register_cost("ImageEncoderViT", "SAM: patch conv, position table (bicubic resize when the grid is not the "
+@register_cost("dsocr.ImageEncoderViT", "SAM: patch conv, position table (bicubic resize when the grid is not the "
                                   "pretraining one) added, blocks, neck, net_2, net_3")
 def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`)."""
@@ -144,22 +186,22 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
                               kernels=K("copy", 0, (sam.pos_grid ** 2 + grid * grid) * (4 + b) * sam.width, 1)
                               .times(2 if b != 4 else 0))
     blocks = tuple(
-        (str(i), module_cost("Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
+        (str(i), module_cost("dsocr.Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
         for i in range(sam.depth)
     )
     c0 = sam.out_chans
     c1, c2 = sam.downsample_channels
     neck = children_node("Sequential", (
         ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b)),
-        ("1", module_cost("LayerNorm2d", batch, c0, grid, grid, b)),
+        ("1", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
         ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
-        ("3", module_cost("LayerNorm2d", batch, c0, grid, grid, b)),
+        ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
     ))
     own = own + LayerCost(activation_bytes=batch * c1 * g2 * g2 * b,  # x2.clone()
                           kernels=K("copy", 0, 2 * batch * c1 * g2 * g2 * b))
     patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b)
     return own, (
-        ("patch_embed", children_node("PatchEmbed", (("proj", patch),))),
+        ("patch_embed", children_node("dsocr.PatchEmbed", (("proj", patch),))),
         ("blocks", children_node("ModuleList", blocks, container=True)),
         ("neck", neck),
         ("net_2", module_cost("Conv2d", batch, c0, c1, grid, grid, 3, 2, 1, False, b)),
@@ -168,7 +210,7 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
 
 
 # ------------------------------------------------------------------------------------------- CLIP-L
-@register_cost("CLIPVisionEmbeddings", "class token cat, the 257-entry position table (bicubic resize when "
+@register_cost("dsocr.CLIPVisionEmbeddings", "class token cat, the 257-entry position table (bicubic resize when "
                                        "the grid is not 16x16) gathered and added: no matmul")
 def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
@@ -191,7 +233,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
     return own, (("position_embedding", table),)
 
 
-@register_cost("NoTPAttention", "CLIP attention: qkv_proj, SDPA without mask, out_proj")
+@register_cost("dsocr.NoTPAttention", "CLIP attention: qkv_proj, SDPA without mask, out_proj")
 def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     return C.sdpa(batch, heads, tokens, tokens, dim // heads, mask=False, fused=True, dtype_bytes=b), (
@@ -200,7 +242,7 @@ def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: i
     )
 
 
-@register_cost("NoTPFeedForward", "CLIP FFN fc2(quick_gelu(fc1(x))); quick_gelu is a scripted function: own work")
+@register_cost("dsocr.NoTPFeedForward", "CLIP FFN fc2(quick_gelu(fc1(x))); quick_gelu is a scripted function: own work")
 def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     # x·sigmoid(1.702·x) as three eager ops: 1.702·x and its sigmoid are materialised before the product
@@ -211,13 +253,13 @@ def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) 
     )
 
 
-@register_cost("NoTPTransformerBlock", "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
+@register_cost("dsocr.NoTPTransformerBlock", "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
                                        "self_attn and mlp are called through .forward (their own work is the block's)")
 def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     rows = batch * tokens
-    attn_own, attn = called_through_forward(module_cost("NoTPAttention", batch, tokens, clip.width, clip.heads, b))
-    mlp_own, mlp = called_through_forward(module_cost("NoTPFeedForward", rows, clip.width, clip.ffn_dim, b))
+    attn_own, attn = called_through_forward(module_cost("dsocr.NoTPAttention", batch, tokens, clip.width, clip.heads, b))
+    mlp_own, mlp = called_through_forward(module_cost("dsocr.NoTPFeedForward", rows, clip.width, clip.ffn_dim, b))
     return attn_own + mlp_own + _residuals(rows * clip.width, b), (
         ("layer_norm1", module_cost("LayerNorm", rows, clip.width, b)),
         ("self_attn", attn),
@@ -226,37 +268,36 @@ def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) ->
     )
 
 
-register_children("NoTPTransformer", "its layers, in order")
+register_children("dsocr.NoTPTransformer", "its layers, in order")
 
 
-@register_cost("VitModel", "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; "
+@register_cost("dsocr.VitModel", "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; "
                            "no work of its own")
 def clip_model(clip: ClipSpec, batch: int, grid: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     tokens = grid * grid + 1  # class token + SAM features as patches
-    layer = module_cost("NoTPTransformerBlock", clip, batch, tokens, b)
+    layer = module_cost("dsocr.NoTPTransformerBlock", clip, batch, tokens, b)
     layers = children_node("ModuleList", tuple((str(i), layer) for i in range(clip.layers)), container=True)
     return ZERO, (
-        ("embeddings", module_cost("CLIPVisionEmbeddings", clip, batch, tokens, b)),
+        ("embeddings", module_cost("dsocr.CLIPVisionEmbeddings", clip, batch, tokens, b)),
         ("pre_layrnorm", module_cost("LayerNorm", batch * tokens, clip.width, b)),
-        ("transformer", children_node("NoTPTransformer", (("layers", layers),))),
+        ("transformer", children_node("dsocr.NoTPTransformer", (("layers", layers),))),
     )
 
 
-@register_cost("MlpProjector", "linear projector: one Linear(input_dim, n_embed) with bias over the image rows")
+@register_cost("dsocr.MlpProjector", "linear projector: one Linear(input_dim, n_embed) with bias over the image rows")
 def projector(tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     return ZERO, (("layers", module_cost("Linear", tokens, input_dim, n_embed, True, dtype_bytes)),)
 
 
 # ------------------------------------------------------------------------------------------ decoder
-register_cost("DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
+register_cost("dsocr.DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
                                    "element")(C.rms_norm)
-register_cost("LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos "
+register_cost("dsocr.LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos "
                                       "and sin")(C.rotary_table)
 
 
-def _llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
-                     fused: bool, b: int) -> tuple[LayerCost, Children]:
+def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Children]:
     """q/k/v projections, RoPE, attention of the `q_len` new queries over `past_len` cached + `q_len` new
     keys (full Q·Kᵀ, the causal mask is added, not skipped), o_proj. With a cache, DynamicCache.update
     concatenates, writing the grown cache.
@@ -265,6 +306,8 @@ def _llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: 
     `_prepare_4d_causal_attention_mask` returns None for a query length of 1, so nothing is added
     (the project's greedy loop passes none; `generate()` passes an all-ones 2-D mask, which would add
     a 1 x kv mask per layer and step: heads x kv more elementwise adds)."""
+    batch, q_len, past_len, hidden, heads = s.batch, s.q_len, s.past_len, s.hidden, s.heads
+    kv_heads, head_dim, b = s.kv_heads, s.head_dim, s.dtype_bytes
     kv = past_len + q_len
     own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
         batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1, fused=fused, dtype_bytes=b)
@@ -280,30 +323,28 @@ def _llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: 
         ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, False, b)),
         ("k_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, False, b)),
         ("v_proj", module_cost("Linear", rows, hidden, kv_heads * head_dim, False, b)),
-        ("rotary_emb", module_cost("LlamaRotaryEmbedding", batch, q_len, head_dim, b)),
+        ("rotary_emb", module_cost("dsocr.LlamaRotaryEmbedding", batch, q_len, head_dim, b)),
         ("o_proj", module_cost("Linear", rows, heads * head_dim, hidden, False, b)),
     )
 
 
-@register_cost("LlamaAttention", "eager attention: q/k/v/o projections, rotary table, RoPE, Q·Kᵀ + causal mask, "
+@register_cost("dsocr.LlamaAttention", "eager attention: q/k/v/o projections, rotary table, RoPE, Q·Kᵀ + causal mask, "
                                  "float32 softmax, P·V over cached + new keys (scores materialised)")
-def llama_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
-                    dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    return _llama_attention(batch, q_len, past_len, hidden, heads, kv_heads, head_dim, False, dtype_bytes)
+def llama_attention(shape: AttentionShape) -> tuple[LayerCost, Children]:
+    return _llama_attention(shape, False)
 
 
-@register_cost("LlamaSdpaAttention", "as LlamaAttention with a fused SDPA kernel: the same FLOPs, only the output "
+@register_cost("dsocr.LlamaSdpaAttention", "as LlamaAttention with a fused SDPA kernel: the same FLOPs, only the output "
                                      "of the attention core materialised")
-def llama_sdpa_attention(batch: int, q_len: int, past_len: int, hidden: int, heads: int, kv_heads: int,
-                         head_dim: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    return _llama_attention(batch, q_len, past_len, hidden, heads, kv_heads, head_dim, True, dtype_bytes)
+def llama_sdpa_attention(shape: AttentionShape) -> tuple[LayerCost, Children]:
+    return _llama_attention(shape, True)
 
 
-register_cost("LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kernel: the same FLOPs and "
+register_cost("dsocr.LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kernel: the same FLOPs and "
                                       "bytes)")(llama_sdpa_attention)
 
 
-@register_cost("DeepseekV2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
+@register_cost("dsocr.DeepseekV2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
                                 "activation module and one multiply")
 def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
@@ -315,7 +356,7 @@ def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2)
     )
 
 
-@register_cost("MoEGate", "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + "
+@register_cost("dsocr.MoEGate", "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + "
                           "float32 softmax + top-k")
 def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0) -> LayerCost:
     b = dtype_bytes
@@ -336,7 +377,7 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
     return gate + C.softmax(tokens, n_routed, 4)
 
 
-@register_cost("DeepseekV2MoE", "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
+@register_cost("dsocr.DeepseekV2MoE", "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
                                 "T·top_k rows, whatever the routing); shared experts on all tokens")
 def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """DeepseekV2MoE in inference (`moe_infer`).
@@ -350,10 +391,10 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
     d = decoder
     hidden, top_k = d.hidden_size, d.num_experts_per_tok
     routed_tokens = tokens * top_k
-    routed = layer_cost("DeepseekV2MLP", routed_tokens, hidden, d.moe_intermediate_size, b)
+    routed = layer_cost("dsocr.DeepseekV2MLP", routed_tokens, hidden, d.moe_intermediate_size, b)
     experts_read = min(d.n_routed_experts, routed_tokens)
     # the kernels: each expert that gets rows runs its MLP once (5 kernels), on about routed_tokens / experts rows
-    per_expert = layer_cost("DeepseekV2MLP", max(1, routed_tokens // max(1, experts_read)), hidden,
+    per_expert = layer_cost("dsocr.DeepseekV2MLP", max(1, routed_tokens // max(1, experts_read)), hidden,
                             d.moe_intermediate_size, b)
     routed = LayerCost(
         routed.flops_matmul, routed.flops_other, experts_read * 3 * hidden * d.moe_intermediate_size * b,
@@ -382,33 +423,32 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
         syncs=1,
     )
     children: Children = (
-        ("gate", module_cost("MoEGate", tokens, hidden, d.n_routed_experts, b, top_k)),
+        ("gate", module_cost("dsocr.MoEGate", tokens, hidden, d.n_routed_experts, b, top_k)),
         ("experts", children_node("ModuleList", (), container=True, own=routed)),
     )
     if d.n_shared_experts:
-        shared = module_cost("DeepseekV2MLP", tokens, hidden, d.shared_intermediate_size, b)
+        shared = module_cost("dsocr.DeepseekV2MLP", tokens, hidden, d.shared_intermediate_size, b)
         children += (("shared_experts", shared),)
         own = own + C.elementwise(tokens * hidden, "add", 2, b)  # y + shared_experts(identity)
     return own, children
 
 
-@register_cost("DeepseekV2DecoderLayer", "input RMSNorm, self-attention, residual, post-attention RMSNorm, dense "
+@register_cost("dsocr.DeepseekV2DecoderLayer", "input RMSNorm, self-attention, residual, post-attention RMSNorm, dense "
                                          "MLP or MoE, residual")
-def decoder_layer(decoder: DecoderSpec, moe_layer: bool, q_len: int, past_len: int, attention: str,
-                  dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+def decoder_layer(shape: LayerShape) -> tuple[LayerCost, Children]:
     """One decoder layer on `q_len` new tokens after `past_len` cached ones; `attention` is the class of
     its self_attn (LlamaAttention for eager, LlamaSdpaAttention, LlamaFlashAttention2)."""
-    b = dtype_bytes
-    d = decoder
-    attn = module_cost(attention, 1, q_len, past_len, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim, b)
-    if moe_layer:
-        mlp = module_cost("DeepseekV2MoE", d, q_len, b)
+    d, q_len, b = shape.decoder, shape.q_len, shape.dtype_bytes
+    attn = module_cost(shape.attention, AttentionShape(1, q_len, shape.past_len, d.hidden_size, d.num_heads,
+                                                       d.num_kv_heads, d.head_dim, b))
+    if shape.moe_layer:
+        mlp = module_cost("dsocr.DeepseekV2MoE", d, q_len, b)
     else:
-        mlp = module_cost("DeepseekV2MLP", q_len, d.hidden_size, d.intermediate_size, b)
+        mlp = module_cost("dsocr.DeepseekV2MLP", q_len, d.hidden_size, d.intermediate_size, b)
     return _residuals(q_len * d.hidden_size, b), (
-        ("input_layernorm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("input_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
         ("self_attn", attn),
-        ("post_attention_layernorm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("post_attention_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
         ("mlp", mlp),
     )
 
@@ -425,9 +465,9 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
         grid = sam_grids(spec.sam, side)[2]
         rows = batch * grid * grid
         children += (
-            ("sam_model", module_cost("ImageEncoderViT", spec.sam, batch, side, b)),
-            ("vision_model", module_cost("VitModel", spec.clip, batch, grid, b)),
-            ("projector", module_cost("MlpProjector", rows, p.input_dim, p.n_embed, b)),
+            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b)),
+            ("vision_model", module_cost("dsocr.VitModel", spec.clip, batch, grid, b)),
+            ("projector", module_cost("dsocr.MlpProjector", rows, p.input_dim, p.n_embed, b)),
         )
         # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim)
         own = own + LayerCost(activation_bytes=rows * p.input_dim * b, kernels=K("copy", 0, 2 * rows * p.input_dim * b))
@@ -453,19 +493,19 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     return own, children
 
 
-@register_cost("DeepseekOCRModel", "embed_tokens, the vision passes scattered into the embeddings, decoder layers, "
+@register_cost("dsocr.DeepseekOCRModel", "embed_tokens, the vision passes scattered into the embeddings, decoder layers, "
                                    "norm; own: the vision glue, position ids and the 4-D causal mask")
-def ocr_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
-              dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
     """One forward on `q_len` new tokens after `past_len` cached ones; vision runs for the given passes
     (none in decode). `language=False`: the vision part alone (the `vision` stage)."""
-    b = dtype_bytes
-    own, vision = _vision(spec, passes, image_tokens, b) if passes else (ZERO, ())
-    if not language:
+    spec, q_len, past_len, b = shape.spec, shape.q_len, shape.past_len, shape.dtype_bytes
+    own, vision = _vision(spec, shape.passes, shape.image_tokens, b) if shape.passes else (ZERO, ())
+    if not shape.language:
         return own, vision
     d = spec.decoder
     layers = tuple(
-        (str(i), module_cost("DeepseekV2DecoderLayer", d, d.is_moe_layer(i), q_len, past_len, attention, b))
+        (str(i), module_cost("dsocr.DeepseekV2DecoderLayer",
+                             LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b)))
         for i in range(d.num_layers)
     )
     # position ids (int64), and transformers' _make_causal_mask: torch.full (float32 T x T), arange and
@@ -485,18 +525,17 @@ def ocr_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, pa
         ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),
         *vision,
         ("layers", children_node("ModuleList", layers, container=True)),
-        ("norm", module_cost("DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("norm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
     )
 
 
-@register_cost("DeepseekOCRForCausalLM", "the model, then lm_head over every new position and logits.float()")
-def ocr_causal_lm(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
-                  dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
-    b = dtype_bytes
-    model = module_cost("DeepseekOCRModel", spec, passes, image_tokens, q_len, past_len, attention, b, language)
-    if not language:
+@register_cost("dsocr.DeepseekOCRForCausalLM", "the model, then lm_head over every new position and logits.float()")
+def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
+    b, q_len = shape.dtype_bytes, shape.q_len
+    model = module_cost("dsocr.DeepseekOCRModel", shape)
+    if not shape.language:
         return ZERO, (("model", model),)
-    d = spec.decoder
+    d = shape.spec.decoder
     logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float()
                        kernels=K("copy", 0, q_len * d.vocab_size * (4 + b), out=q_len * d.vocab_size * 4)) if b != 4 else ZERO
     return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

@@ -1,0 +1,132 @@
+"""The model-family seam: the registry, each family validating its own knobs, a vendor directory of another
+family refused by name, and the analytic side-by-side of two families / models at the same pages."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import textwrap
+
+import pytest
+
+from llm_perf_opt import families
+from llm_perf_opt.config.compose import compose_each
+from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.family import ModelFamily, PartVocabulary
+from llm_perf_opt.trace.validate import validate
+
+
+def test_the_default_family_is_v1_and_is_one_object():
+    fam = families.family()
+    assert fam.name == "dsocr" and isinstance(fam, ModelFamily)
+    assert families.family("dsocr") is fam
+    assert isinstance(fam.parts, PartVocabulary) and fam.parts.family == "dsocr"
+    (raw,) = compose_each([[]])
+    assert families.for_config(raw) is fam  # conf/model/*.yaml say family: dsocr
+
+
+def test_an_unknown_family_is_one_line_naming_the_field():
+    with pytest.raises(ConfigError) as err:
+        families.family("nope")
+    assert str(err.value) == "model.family='nope' is invalid: must be one of dsocr"
+    (raw,) = compose_each([["model.family=nope"]])
+    with pytest.raises(ConfigError, match=r"^model.family='nope' is invalid"):
+        validate(raw, runs_model=False)
+
+
+@pytest.fixture
+def second_family(tmp_path, monkeypatch):
+    """A second family registered by import string, as a plug-in would be: v1's behaviour except its own
+    workload rule (no 640-px tiles) and its own vendor class."""
+    (tmp_path / "fake_family_two.py").write_text(textwrap.dedent('''
+        from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
+        from llm_perf_opt.errors import ConfigError
+
+        class Two(DeepSeekOCRFamily):
+            name = "two"
+            vendor_architectures = ("DeepseekOCR2ForCausalLM",)
+
+            def workload_for(self, w):
+                if w.image_size == 640:
+                    raise ConfigError.field("workload.image_size", w.image_size,
+                                            "a DeepSeek-OCR v1 knob: model.family=two crops 768-px tiles")
+                return super().workload_for(w)
+
+        FAMILY = Two()
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(families.BUILTIN, "two", "fake_family_two:FAMILY")
+    families.family.cache_clear()
+    yield families.family("two")
+    families.family.cache_clear()
+    sys.modules.pop("fake_family_two", None)
+
+
+def test_a_v1_knob_on_another_familys_run_names_the_field_and_the_family(second_family):
+    assert families.names() == ("dsocr", "two")
+    (raw,) = compose_each([["model.family=two", "workload=gundam"]])  # gundam: image_size 640
+    with pytest.raises(ConfigError) as err:
+        validate(raw, runs_model=False)
+    message = str(err.value)
+    assert message.startswith("workload.image_size=640 is invalid:") and "model.family=two" in message
+    assert "\n" not in message
+    (ok,) = compose_each([["model.family=two", "workload=base"]])  # base: 1024, no crops
+    assert validate(ok, runs_model=False).family is second_family
+
+
+def _vendor_dir(root, auto_model: str):
+    root.mkdir()
+    module = auto_model.rpartition(".")[0]
+    (root / "config.json").write_text(json.dumps({"auto_map": {"AutoConfig": f"{module}.Config",
+                                                               "AutoModel": auto_model}}))
+    (root / f"{module}.py").write_text("# not a model: the check reads config.json only\n")
+    return root
+
+
+def test_a_vendor_directory_of_another_family_is_refused_by_name(second_family, tmp_path):
+    other = _vendor_dir(tmp_path / "ocr2", "modeling_deepseekocr2.DeepseekOCR2ForCausalLM")
+    (raw,) = compose_each([["model=vendor", f"model.path={other}"]])
+    with pytest.raises(ConfigError) as err:
+        validate(raw, runs_model=False)
+    assert str(err.value) == (
+        f"model.path='{other}' is invalid: holds the two family's code (config.json auto_map.AutoModel "
+        "DeepseekOCR2ForCausalLM), not model.family=dsocr (DeepseekOCRForCausalLM)")
+    unknown = _vendor_dir(tmp_path / "other", "modeling_x.SomethingElseForCausalLM")
+    (raw,) = compose_each([["model=vendor", f"model.path={unknown}"]])
+    with pytest.raises(ConfigError, match="holds code of no known family"):
+        validate(raw, runs_model=False)
+
+
+def test_side_by_side_compares_two_models_at_the_same_pages(tmp_path):
+    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+    from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+    from llm_perf_opt.dsocr.spec import ModelSpec
+    from llm_perf_opt.jobs.report import compare_entries
+    from llm_perf_opt.report.analytic_sweep import build_family_comparison
+
+    entries = compare_entries(["full=dsocr:deepseek_ocr:gundam", "tiny=dsocr:tiny:gundam"])
+    pages = {"letter": (1700, 2200), "square": (1024, 1024)}
+    csv_path, md_path, n = build_family_comparison(tmp_path, entries, pages=pages, hardware=["h100_sxm"])
+    rows = list(csv.DictReader(csv_path.open()))
+    assert n == len(rows) == 4
+    gundam = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
+    compared = 0
+    for row in rows:
+        spec = ModelSpec.deepseek_ocr() if row["model"] == "full" else ModelSpec.tiny()
+        layout = compute_view_layout(gundam, int(row["width"]), int(row["height"]))
+        model = DeepseekOCRAnalyticModel(spec, layout)
+        assert int(row["image_tokens"]) == layout.image_tokens
+        for stage in ("vision", "prefill", "decode"):
+            assert int(row[f"{stage}_flops_matmul"]) == model.stage(stage).total.flops_matmul
+            assert float(row[f"{stage}_h100_sxm_s"]) > 0
+        compared += 1
+    assert compared == 4
+    by = {(r["page"], r["model"]): r for r in rows}
+    for page in pages:  # same page, same layout rules: the same image tokens, the full model costs more
+        assert by[(page, "full")]["image_tokens"] == by[(page, "tiny")]["image_tokens"]
+        assert int(by[(page, "full")]["prefill_flops_matmul"]) > int(by[(page, "tiny")]["prefill_flops_matmul"])
+    assert md_path.read_text().startswith("# Side by side: full, tiny")
+    with pytest.raises(ConfigError, match=r"^--compare="):
+        build_family_comparison(tmp_path, entries[:1], pages=pages)
+    with pytest.raises(ConfigError, match=r"^--compare='v1=dsocr' is invalid"):
+        compare_entries(["v1=dsocr"])
