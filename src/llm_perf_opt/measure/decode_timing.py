@@ -57,7 +57,8 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
                       context: Callable[[], ContextManager[Any]] = torch.no_grad,
                       device: Optional[torch.device] = None, describe: Optional[Mapping[str, Any]] = None,
                       analytic: Any = None, roof: Any = None, progress: Optional[Progress] = None,
-                      greedy_decode: Callable[..., Any], ) -> list[dict[str, Any]]:
+                      greedy_decode: Callable[..., Any], parts: Optional[Mapping[str, str]] = None,
+                      ) -> list[dict[str, Any]]:
     """One row per decode step: context, measured seconds (median plain forward, min, max, profiled), the
     parts' inclusive times, and with `roof` the predicted time, its bound and the efficiency."""
     from llm_perf_opt.measure.profile import ForwardCall, profile_forward
@@ -73,7 +74,7 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
         past_len = seq_len + step - 1
         call = ForwardCall(model=model, kwargs=step_kwargs, context=context, device=device,
                            describe={**dict(describe or {}), "decode_step": step, "past_len": past_len})
-        times = profile_forward(call, cfg)
+        times = profile_forward(call, cfg, parts=parts)  # parts: {alias: path}, each step's parts' times
         wall = times.wall
         row: dict[str, Any] = {
             "step": step, "past_len": past_len,
