@@ -109,8 +109,12 @@ def test_model_explorer_groups_sum_to_the_nodes(traced_run):
 def test_timed_run_has_measured_and_predicted_times(timed_run):
     grouped = load_grouped_json(timed_run / "callgraph.grouped.json")
     costs = load_module_costs(timed_run / "module_costs.json")
-    assert costs.names() == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted"]
-    assert costs.absent == {}
+    # the levels on a datasheet: kernel from its min_kernel_us; eager needs this host's cached calibration too
+    eager = ["time_predicted_eager"] if "time_predicted_eager" in costs.names() else []
+    assert costs.names() == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted",
+                                             "time_predicted_kernel"] + eager
+    assert costs.absent == ({} if eager else {"time_predicted_eager": costs.absent.get("time_predicted_eager")})
+    assert eager or "calibrat" in costs.absent["time_predicted_eager"]
     assert "repeats" in costs.get("time_measured").source and "h100" in costs.get("time_predicted").source.lower()
     sam = node(grouped, "model.sam_model.blocks.[0-3]")
     t = sam.costs["time_measured"]
