@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt import families
+from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.config.options import unknown_group_option
 from llm_perf_opt.family import ModelFamily
 
@@ -43,7 +44,7 @@ def test_nested_group_options_are_options():
 def traced(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ocr2_trace")
     proc = _job("trace", run_dir, "model=ocr2_twin_tiny", "workload=ocr2/default", "profile.enabled=false",
-                "hardware=null", timeout=900)
+                timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
 
@@ -57,7 +58,8 @@ def test_trace_runtime_checks_flops_bytes_and_kernels_exact(traced):
     assert all(e["ok"] and e["analytic"] == e["measured"] for e in s["flops"].values())
     v = s["verification"]
     assert v["passed"] and v["failures"] == 0 and v["activation_failures"] == 0 and v["kernel_failures"] == 0
-    assert set(s["parts"]) == {"model.sam_model", "model.qwen2_model", "model.projector", "model.layers", "lm_head"}
+    assert set(s["parts"]) == {"sam", "encoder", "projector", "decoder", "lm_head"}
+    assert all(p["ok"] and p["flops_analytic"] == p["flops_measured"] for p in s["parts"].values())
 
 
 @pytest.mark.slow
@@ -66,11 +68,14 @@ def test_trace_grouped_graph_has_the_sam_and_encoder_loops(traced):
 
     run_dir, _s = traced
     spec = ModelSpec.tiny()
-    grouped = json.loads((run_dir / "callgraph.grouped.json").read_text())
-    nodes = grouped.get("data", grouped)["nodes"]
-    loops = {n["template"]: n.get("for_n") for n in nodes if n.get("for_n")}
-    assert loops.get("model.sam_model.blocks.*") == spec.sam.depth
-    assert loops.get("model.qwen2_model.model.model.layers.*") == spec.encoder.num_layers
+    grouped = load_grouped_json(run_dir / "callgraph.grouped.json")
+
+    def loop(stack: str) -> list[int]:  # the `for N` of the groups whose members are the stack's items
+        return [n.for_n for n in grouped.nodes if n.members and n.for_n
+                and all(m.rpartition(".")[0] == stack for m in n.members)]
+
+    assert loop("model.sam_model.blocks") == [spec.sam.depth]
+    assert loop("model.qwen2_model.model.model.layers") == [spec.encoder.num_layers]
 
 
 # ------------------------------------------------------------------------------------------ analyze
