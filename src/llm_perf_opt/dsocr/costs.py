@@ -116,7 +116,7 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias
         kernels=K("gemm", 2 * bh * h * w * h * hd, (bh * n * hd + h * h * hd + bh * n * h) * b, m=w)
         + K("gemm", 2 * bh * h * w * w * hd, (bh * n * hd + w * w * hd + bh * n * w) * b, m=h)
-        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b),  # two einsums (bmm), the bias sum
+        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b),  # two einsums, the bias sum
     )
     own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
     return own, (
@@ -537,5 +537,5 @@ def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
         return ZERO, (("model", model),)
     d = shape.spec.decoder
     logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float()
-                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b))) if b != 4 else ZERO
+                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b), out=q_len * d.vocab_size * 4)) if b != 4 else ZERO
     return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

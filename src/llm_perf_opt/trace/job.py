@@ -142,6 +142,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     if analytic is not None and cfg.hardware is not None:
         run.step("roofline")
         summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
+                                              decode=summary.decode,
                                               title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
                                                     f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
         run.step("serving")
