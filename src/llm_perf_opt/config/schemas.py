@@ -95,6 +95,8 @@ class WorkloadConfig:
     image_size: int = 640
     crop_mode: bool = True
     tile_size: int = 640  # dynamic_preprocess tile: 640 in HF infer(); image_size in the vLLM pipeline
+    min_num: Optional[int] = None  # dynamic_preprocess's crop-count bounds; None: the family's (v1 2-9, v2 2-6)
+    max_num: Optional[int] = None
     page: PageConfig = field(default_factory=PageConfig)
     prompt: str = DEFAULT_PROMPT
     batch: int = 1  # pages served together (analyze: serving figures at this batch)

@@ -187,6 +187,12 @@ class DeepseekOCRAnalyticModel:
                  **kwargs: Any) -> "DeepseekOCRAnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
 
+    def parameter_count(self) -> int:
+        """Every parameter of the model, from the spec (`dsocr.serving.parameter_count`)."""
+        from llm_perf_opt.dsocr.serving import parameter_count
+
+        return parameter_count(self.spec)
+
     def serving_model(self, moe: Any = None, dtype: Any = None) -> Any:
         """The serving model of this page (`dsocr.serving.serving_model`): batch rules, memory, MoE at batch."""
         from llm_perf_opt.dsocr.serving import serving_model

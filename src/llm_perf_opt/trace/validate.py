@@ -176,6 +176,8 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     cfg = to_typed_config(raw)
     family = families.for_config(cfg)
     family.check_model(cfg.model)
+    if cfg.model.source == "vendor":  # another family's code first: its knobs would be refused by the wrong family
+        families.check_vendor_family(family, cfg.model.path)
     workload = family.workload_for(cfg.workload)
     family.check_export(cfg.export.submodules)
     spec = model_spec_for(cfg)
