@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from typing import Optional, Sequence
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.analytic import clear_caches
@@ -28,12 +29,17 @@ def evaluate(spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
     return v.flops + p.flops + d.flops
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, default=10_000)
     ap.add_argument("--cold", type=int, default=300, help="pages for the cold-cache figure")
     ap.add_argument("--parts", action="store_true", help="also build every per-part table")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     spec = ModelSpec.deepseek_ocr()
     rng = random.Random(0)
     pages = [(rng.randint(100, 6000), rng.randint(100, 6000)) for _ in range(args.n)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Optional, Sequence
 
 import torch
 
@@ -68,13 +69,18 @@ def program_with_clock(steps: int, clock: StepClock):
     return program
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", default="tiny", choices=sorted(MODES))
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--page", default="1700x2200", help="WIDTHxHEIGHT of the synthetic page")
     ap.add_argument("--spec", default="deepseek_ocr", choices=["deepseek_ocr", "tiny"])
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     width, height = (int(v) for v in args.page.lower().split("x"))
     n = args.steps
     spec = ModelSpec.named(args.spec)

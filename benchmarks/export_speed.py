@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import resource
 import time
+from typing import Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.config.compose import compose
@@ -25,16 +26,22 @@ from llm_perf_opt.trace.builders import build_job_inputs
 from llm_perf_opt.trace.validate import validate
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="twin", help="model config (twin = full size; twin_tiny for a dry run)")
     ap.add_argument("--workload", default="gundam")
     ap.add_argument("--runtime", default="cpu")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, cfg.workload.name)
+    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
+                        vocabulary=job.family.parts)
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
         t_open = time.perf_counter() - t0
@@ -57,7 +64,7 @@ def main() -> None:
             try:
                 graphs = export_graphs(call, session.autocast_context())
             except ExportRefused:
-                with fixed_routing(call.module.mlp, rec.routing):
+                with fixed_routing(call.module.mlp, rec.routing, job.family.run_experts_by_load):
                     graphs = export_graphs(call, session.autocast_context())
                 note = "  (fixed routing)"
             t0 = time.perf_counter()

@@ -1,8 +1,10 @@
 """Prints compute_view_layout calls per second over random page sizes, per mode (target >= 100,000/s)."""
 from __future__ import annotations
 
+import argparse
 import random
 import time
+from typing import Optional, Sequence
 
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
@@ -10,7 +12,15 @@ from llm_perf_opt.dsocr.parts import modes
 MODES = {name: w for name, w in modes().items() if name in ("tiny", "base", "gundam", "gundam_m")}
 
 
-def main(n: int = 200_000) -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("-n", type=int, default=200_000, help="random pages")
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    n = parse_args(argv).n
     rng = random.Random(0)
     pages = [(rng.randint(100, 6000), rng.randint(100, 6000)) for _ in range(n)]
     print(f"compute_view_layout over {n:,} random pages (100..6000 px a side)")

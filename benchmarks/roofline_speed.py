@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from typing import Optional, Sequence
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic import roofline as R
@@ -30,13 +31,18 @@ def predict_page(spec, workload, width, height, roof, parts: bool) -> float:
     return latency.ttft_s + latency.decode_s
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, default=10_000)
     ap.add_argument("--cold", type=int, default=200, help="pages for the cold-cache figure")
     ap.add_argument("--hardware", default="h100_sxm")
     ap.add_argument("--parts", action="store_true", help="also predict every part of every stage")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     spec = ModelSpec.deepseek_ocr()
     roof = load_hardware(args.hardware).roof()
     rng = random.Random(0)

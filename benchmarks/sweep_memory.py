@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -46,13 +47,18 @@ def sample_rss(pid: int, out: list[int], stop: threading.Event) -> None:
         stop.wait(0.5)
 
 
-def main() -> int:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--model", default="twin", help="model config (default twin: the full size, 3.3B)")
     p.add_argument("--runtime", default="cpu_bf16", help="runtime config (default cpu_bf16)")
     p.add_argument("--keep", action="store_true", help="keep the sweep directory under tmp/bench/")
     p.add_argument("overrides", nargs="*", help="more Hydra overrides for the sweep")
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
 
     sweep = ROOT / "tmp" / "bench" / f"sweep_memory-{time.strftime('%Y%m%d-%H%M%S')}"
     overrides = ["experiment=modes", f"model={args.model}", f"runtime={args.runtime}", *args.overrides]

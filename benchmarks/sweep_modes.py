@@ -16,17 +16,23 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 120.0
 
 
-def main() -> int:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--trace", default="default", help="trace config group option (default: the full trace job)")
     p.add_argument("--n", type=int, default=64, help="analytic sweep: page sides per axis (n x n pages per mode)")
     p.add_argument("--keep", action="store_true", help="keep the sweep directory (under tmp/bench/)")
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
 
     base = ROOT / "tmp" / "bench" if args.keep else Path(tempfile.mkdtemp(prefix="sweep_modes."))
     sweep = base / f"modes-{time.strftime('%Y%m%d-%H%M%S')}"

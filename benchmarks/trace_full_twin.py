@@ -17,6 +17,7 @@ import argparse
 import gc
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
@@ -28,6 +29,7 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 
 MODES = modes()  # the workload presets of conf/workload/
+DEFAULT_MODES = ("tiny", "gundam")
 
 
 inf = float("inf")
@@ -51,13 +53,22 @@ class Timer:
         return f"{self.wall:.1f} s (cpu {self.cpu:.1f} s)"
 
 
+def mode_name(value: str) -> str:
+    if value not in MODES:
+        raise argparse.ArgumentTypeError(f"invalid mode {value!r}: one of {', '.join(sorted(MODES))}")
+    return value
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("modes", nargs="*", default=["tiny", "gundam"], choices=sorted(MODES))
+    # no `choices`: argparse checks an empty or default list against them as one value and refuses it
+    ap.add_argument("modes", nargs="*", type=mode_name, metavar="MODE",
+                    help=f"one of {', '.join(sorted(MODES))} (default: {' '.join(DEFAULT_MODES)})")
     ap.add_argument("--page", default="1700x2200", help="WIDTHxHEIGHT of the synthetic page")
     ap.add_argument("--spec", default="deepseek_ocr", choices=["deepseek_ocr", "tiny"])
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
@@ -66,7 +77,13 @@ def main() -> None:
                     help="repeat the (TorchLens alone, trace stage) pair N times and keep each one's fastest run")
     ap.add_argument("--verbose", action="store_true", help="print TorchLens' own progress lines")
     ap.add_argument("--out", type=Path, help="write <mode>.callgraph.json here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    args.modes = args.modes or list(DEFAULT_MODES)
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     width, height = (int(v) for v in args.page.lower().split("x"))
     dtype = getattr(torch, args.dtype)
 

@@ -6,11 +6,13 @@ Usage: ./dev bench twin_forward [MODE ...]   (default: all six modes; page 1700x
 """
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import subprocess
 import sys
 import time
+from typing import Optional, Sequence
 
 
 
@@ -40,7 +42,25 @@ def run_one(mode: str) -> dict:
     }
 
 
-def main(modes: list[str]) -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: every mode."""
+    from llm_perf_opt.dsocr.parts import mode_names
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    def mode(value: str) -> str:  # not `choices`: argparse refuses an empty list against them
+        if value not in mode_names():
+            raise argparse.ArgumentTypeError(f"invalid mode {value!r}: one of {', '.join(mode_names())}")
+        return value
+
+    ap.add_argument("modes", nargs="*", type=mode, metavar="MODE",
+                    help=f"one of {', '.join(mode_names())} (default: every mode)")
+    args = ap.parse_args(argv)
+    args.modes = args.modes or list(mode_names())
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    modes = parse_args(argv).modes
     print("full-size twin (3.34B params), bf16 weights under torch.autocast('cpu'), page 1700x2200, "
           f"{__import__('os').cpu_count()} cores")
     print(f"{'mode':9s} {'seq':>5s} {'views':>5s} {'build s':>8s} {'forward s':>10s} {'peak RSS GiB':>13s} finite")
@@ -58,6 +78,4 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         print(json.dumps(run_one(sys.argv[2])))
     else:
-        from llm_perf_opt.dsocr.parts import mode_names
-
-        main(sys.argv[1:] or list(mode_names()))
+        main()

@@ -1,6 +1,7 @@
 """Verify the analytic model against the full-size twin: bf16 weights on CPU under
 `torch.autocast("cpu", torch.bfloat16)`, as the vendor's infer() runs (on CUDA). One mode per run.
 
+    python benchmarks/verify_full_twin.py                # gundam (the default workload)
     python benchmarks/verify_full_twin.py tiny
     python benchmarks/verify_full_twin.py gundam --page 1700x2200 --decode-steps 1 --fvcore
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
@@ -26,9 +28,10 @@ from llm_perf_opt.dsocr.measure import measure_dsocr
 MODES = modes()  # conf/workload/*.yaml
 
 
-def main() -> None:
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=sorted(MODES))
+    ap.add_argument("mode", nargs="?", default="gundam", choices=sorted(MODES), help="default: gundam")
     ap.add_argument("--page", default="1700x2200", help="WIDTHxHEIGHT of the synthetic page")
     ap.add_argument("--decode-steps", default="1", help="comma-separated 1-based decode steps to measure ('' for none)")
     ap.add_argument("--fvcore", action="store_true", help="also run fvcore (a second, jit-traced forward)")
@@ -36,7 +39,11 @@ def main() -> None:
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--parts", default="summary", choices=["summary", "all"], help="rows to print")
     ap.add_argument("--json", type=Path, help="write verification.json here")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
     width, height = (int(v) for v in args.page.lower().split("x"))
     steps = [int(s) for s in args.decode_steps.split(",") if s.strip()]
 

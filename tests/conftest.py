@@ -1,7 +1,11 @@
-"""Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser."""
+"""Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser; the default trace
+job, one small sweep and the quick gate, each run once per test session and read by the graph, timing,
+report, decode, verify and floor tests (none of them writes into these directories: a test that changes a
+run works on a copy)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +15,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
     sys.path.insert(0, str(TESTS))
+
+from shared_runs import GateRun, run_gate, run_job_script  # noqa: E402
 
 
 @pytest.fixture
@@ -28,8 +34,43 @@ def vendor_dir() -> Path:
     """The vendor model directory from DSOCR_MODEL_PATH; tests that need it skip without it."""
     path = os.environ.get("DSOCR_MODEL_PATH")
     if not path:
-        pytest.skip("DSOCR_MODEL_PATH is not set (vendor code not available; see the README's Vendor model section)")
+        pytest.skip("DSOCR_MODEL_PATH is not set (vendor code not available; see docs/vendor.md)")
     p = Path(path)
     if not (p / "modeling_deepseekocr.py").is_file():
         pytest.skip(f"DSOCR_MODEL_PATH={path} has no modeling_deepseekocr.py")
     return p
+
+
+@pytest.fixture(scope="session")
+def calibration_dir(tmp_path_factory) -> Path:
+    """The calibration cache of this session's `hardware=measured` jobs (one calibration, then reused)."""
+    return tmp_path_factory.mktemp("calibration")
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
+    """(run dir, completed process) of `./dev trace` with its defaults (twin_tiny, gundam, the letter page,
+    CPU, profile on, hardware=measured), as ./dev runs it; only the run directory and the calibration
+    cache are moved into temporary directories."""
+    run = tmp_path_factory.mktemp("default_trace") / "run"
+    proc = run_job_script("trace", f"hydra.run.dir={run}", f"hardware.cache_dir={calibration_dir}")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return run, proc
+
+
+@pytest.fixture(scope="session")
+def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
+    """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam`: two jobs of the
+    whole trace job (profile on, hardware=measured)."""
+    sweep = tmp_path_factory.mktemp("sweeps") / "ok"
+    proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam", f"hardware.cache_dir={calibration_dir}",
+                          f"hydra.sweep.dir={sweep}", env={"HYDRA_FULL_ERROR": "1"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return sweep, proc
+
+
+@pytest.fixture(scope="session")
+def quick_gate(tmp_path_factory) -> GateRun:
+    """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode (tiny, gundam), each with 2
+    decode steps and no profile (conf/verify/quick.yaml); its sweep is `OUT/sweep`."""
+    return run_gate(tmp_path_factory.mktemp("gate") / "quick", "verify=quick")

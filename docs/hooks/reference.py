@@ -32,9 +32,9 @@ def table(header: list[str], rows: list[list[object]]) -> str:
 
 
 def run_files() -> str:
-    from llm_perf_opt.run_artifacts import RUN_FILES
+    from llm_perf_opt.run_files import RUN_FILES
 
-    rows = [[f"`{f.file}`", f.role, f.what, f"`{f.schema}` v{f.version}" if f.schema else "", f"`{f.producer}`"]
+    rows = [[f"`{f.file}`", f.role, f.doc, f"`{f.schema}` v{f.version}" if f.schema else "", f"`{f.written_by}`"]
             for f in RUN_FILES]
     return table(["file", "role", "what", "schema", "written by"], rows)
 
@@ -64,14 +64,14 @@ def cost_registry() -> str:
 
 
 def _load_families() -> None:
-    """Import every family so its cost formulas are registered (the registry fills as families load)."""
-    try:
-        from llm_perf_opt import families
-    except ImportError:  # before the family registry existed: the v1 formulas load with the analytic package
-        import llm_perf_opt.analytic  # noqa: F401
-        return
+    """Every family's analytic model built once (on its first mode and a square page), so its cost formulas are
+    registered: a family registers them when its analytic model loads."""
+    from llm_perf_opt import families
+
     for name in families.names():
-        families.get(name)
+        fam = families.family(name)
+        workload = next(iter(fam.modes().values()))
+        fam.analytic_model(fam.spec_named(fam.twin_specs[0]), fam.layout(workload, 1024, 1024)).stages()
 
 
 def _field_comments(source: str) -> dict[tuple[str, str], str]:
@@ -116,14 +116,23 @@ def _dataclass_of(annotation: object, module: object):
 
 
 def hardware() -> str:
-    from llm_perf_opt.analytic.hardware import hardware_names, load_hardware_config
+    import yaml
+
+    from llm_perf_opt.analytic.hardware import hardware_dir, hardware_names
+
+    def figure(raw: dict, *keys: str) -> str:
+        for key in keys:
+            raw = (raw or {}).get(key) if isinstance(raw, dict) else None
+        value = raw.get("value") if isinstance(raw, dict) else None
+        return "" if value in (None, "???") else f"{value:g}"
 
     rows = []
     for name in hardware_names():
-        cfg = load_hardware_config(name)
-        label = getattr(cfg, "label", "") or ""
-        rows.append([f"`hardware={name}`", cfg.kind, label])
-    return table(["option", "kind", "what"], rows)
+        raw = yaml.safe_load((hardware_dir() / f"{name}.yaml").read_text(encoding="utf-8"))
+        rows.append([f"`hardware={name}`", raw.get("kind", ""), raw.get("label", ""),
+                     figure(raw, "matmul_tflops", "bfloat16"), figure(raw, "memory_bandwidth_gbs"),
+                     figure(raw, "memory_gb"), figure(raw, "min_kernel_us"), figure(raw, "launch_us")])
+    return table(["option", "kind", "what", "bf16 dense TFLOP/s", "GB/s", "GB", "min kernel µs", "launch µs"], rows)
 
 
 def jobs() -> str:

@@ -1,11 +1,9 @@
 """The sweep report of a multirun with decode steps shows FLOPs and KV-cache bytes per step (a real sweep of
-the tiny twin, then `./dev report`)."""
+the tiny twin: the quick gate's, tiny and gundam with 2 decode steps and no profile; then `./dev report`)."""
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,24 +13,21 @@ from llm_perf_opt.report.collect import collect_sweep
 from llm_perf_opt.report.table import COLUMNS, build_rows, fmt
 
 pytestmark = pytest.mark.slow
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STEPS = 2
 
 
-def job(name: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / f"{name}.py"), *args]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, HYDRA_FULL_ERROR="1"))
-
-
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Path:
+def sweep(tmp_path_factory, quick_gate) -> Path:
+    """A copy of the quick gate's sweep (the session's: tests/conftest.py) and `./dev report` of it (its
+    `main`, in this process: the report command's own process is tested in tests/report)."""
+    from llm_perf_opt.jobs.report import main as report
+
+    assert quick_gate.proc.returncode == 0, quick_gate.proc.stderr[-4000:]
     sweep_dir = tmp_path_factory.mktemp("sweeps") / "decode"
-    proc = job("sweep", "model=twin_tiny", "workload=tiny,small", f"trace.decode_steps={STEPS}", "profile=off",
-               f"hydra.sweep.dir={sweep_dir}")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    proc = job("report", str(sweep_dir))
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    shutil.copytree(quick_gate.out / "sweep", sweep_dir)
+    overrides = (sweep_dir / "0" / ".hydra" / "overrides.yaml").read_text()
+    assert f"trace.decode_steps={STEPS}" in overrides and "profile=off" in overrides, overrides
+    assert report([str(sweep_dir)]) == 0
     return sweep_dir
 
 

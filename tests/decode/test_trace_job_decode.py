@@ -112,9 +112,12 @@ def test_summary_round_trips_and_every_file_is_registered(job):
     assert on_disk.status == "ok" and on_disk.stage == "done"
     written = {p.name for p in run_dir.iterdir() if p.is_file()}
     assert written <= {f.file for f in RUN_FILES}, written - {f.file for f in RUN_FILES}
+    loaded = set()
     for entry in RUN_FILES:
         if entry.is_artifact and entry.file in written:
             assert load(entry.role, run_dir) is not None, entry.role
+            loaded.add(entry.role)
+    assert {"callgraph", "grouped", "costs", "verification", "routing"} <= loaded, loaded
 
 
 @pytest.mark.parametrize("value, message", [

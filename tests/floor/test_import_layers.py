@@ -1,4 +1,4 @@
-"""Imports point down the stages: no module imports a package above its own (README, "Layout").
+"""Imports point down the stages: no module imports a package above its own (docs/extending.md, "Layout of the code").
 
 The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the
 seam's interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:

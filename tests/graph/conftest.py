@@ -1,10 +1,12 @@
 """Fixtures of the graph tests: real runs of the default trace job (tiny twin, Gundam, letter page): as it
-is, and without its timing stages with a profile and a roofline added afterwards.
+is, and without its timing stages (run in this process) with a profile and a roofline added afterwards.
 
-The runs are made once per session: `pipelines/trace.py` as `./dev trace` runs it; for the second, `profile.json`
-(`measure.profile.profile_forward` on the same session inputs: 1 warm-up, 2 repeats) and `roofline.json`
-(`./dev analyze model=twin_tiny hardware=h100_sxm` of the same page) are written into it and
-`./dev group RUN_DIR` puts them on the graph, as a user who adds them later would.
+The runs are made once per session: the first is the session's default run (`default_run` in
+tests/conftest.py, `pipelines/trace.py` as `./dev trace` runs it); for the second, `profile.json`
+(`measure.profile.profile_forward` on the same session inputs: 1 warm-up, 2 repeats, in this process) and
+`roofline.json` (`./dev analyze model=twin_tiny hardware=h100_sxm` of the same page) are written into it
+and `./dev group RUN_DIR` (its `main`, in this process: the group CLI's own process is tested in
+test_graph_run.py) puts them on the graph, as a user who adds them later would.
 """
 from __future__ import annotations
 
@@ -27,41 +29,48 @@ def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
     return proc
 
 
-PROFILE_SCRIPT = """
-import sys
-from pathlib import Path
-from hydra import compose, initialize_config_dir
-from llm_perf_opt.config import register_configs
-from llm_perf_opt.config.paths import conf_dir
-from llm_perf_opt.config.schemas import ProfileConfig
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession
-from llm_perf_opt.measure.profile import ForwardCall, profile_forward
-from llm_perf_opt.trace.builders import build_job_inputs
-from llm_perf_opt.trace.validate import validate
+def write_profile(run: Path) -> None:
+    """profile.json of the default job's session and inputs, as a user who profiles a run later would."""
+    from hydra import compose, initialize_config_dir
 
-register_configs()
-with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-    job = validate(compose(config_name="config"))
-inputs = build_job_inputs(job)
-with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
-    times = profile_forward(ForwardCall.from_session(session, inputs), ProfileConfig(warmup=1, repeats=2, chrome_trace=False))
-times.write(Path(sys.argv[1]) / "profile.json")
-"""
+    from llm_perf_opt.config import register_configs
+    from llm_perf_opt.config.paths import conf_dir
+    from llm_perf_opt.config.schemas import ProfileConfig
+    from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+    from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+    from llm_perf_opt.trace.builders import build_job_inputs
+    from llm_perf_opt.trace.validate import validate
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        job = validate(compose(config_name="config"))
+    inputs = build_job_inputs(job)
+    with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
+        times = profile_forward(ForwardCall.from_session(session, inputs),
+                                ProfileConfig(warmup=1, repeats=2, chrome_trace=False))
+    times.write(run / "profile.json")
 
 
 @pytest.fixture(scope="session")
-def traced_run(tmp_path_factory) -> Path:
-    """The default `./dev trace` run, as the trace job leaves it."""
-    out = tmp_path_factory.mktemp("graph_run")
-    _run([str(REPO / "pipelines" / "trace.py"), f"hydra.run.dir={out}"])
-    return out
+def traced_run(default_run) -> Path:
+    """The default `./dev trace` run, as the trace job leaves it (the session's `default_run`)."""
+    return default_run[0]
 
 
 @pytest.fixture(scope="session")
 def untimed_run(tmp_path_factory) -> Path:
-    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why."""
+    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why.
+    The trace job's `run_trace` in this process (the job's own process: the session's `default_run`)."""
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+    from llm_perf_opt.trace.job import run_trace
+
     out = tmp_path_factory.mktemp("untimed_run") / "run"
-    _run([str(REPO / "pipelines" / "trace.py"), "profile=off", "~hardware", f"hydra.run.dir={out}"])
+    out.mkdir()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
+    assert run_trace(raw, out).status == "ok"
     return out
 
 
@@ -71,10 +80,12 @@ def timed_run(untimed_run, tmp_path_factory) -> Path:
     user who times a run later would."""
     out = tmp_path_factory.mktemp("timed_run") / "run"
     shutil.copytree(untimed_run, out)
-    _run(["-c", PROFILE_SCRIPT, str(out)])
+    write_profile(out)
     roof = tmp_path_factory.mktemp("roof")
     _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32", "hardware=h100_sxm",
           f"hydra.run.dir={roof}"])
     shutil.copy(roof / "roofline.json", out / "roofline.json")
-    _run([str(REPO / "pipelines" / "group.py"), str(out)])
+    from llm_perf_opt.jobs.group import main as group
+
+    assert group([str(out)]) == 0
     return out

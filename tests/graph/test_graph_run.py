@@ -23,6 +23,7 @@ TRACE_METRICS = ["flops_analytic", "flops_matmul_analytic", "io_bytes_analytic",
                  "activation_bytes_analytic", "flops_measured", "activation_bytes_observed"]
 TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted"]  # the profile and roofline stages
 DEFAULT_METRICS = TRACE_METRICS + TIME_METRICS  # what the default trace job puts on the graph
+COMPARED_NODES = 60  # grouped nodes of the default run with both matmul FLOP figures, no notes (68 of 74 today)
 
 
 def node(grouped, pattern):
@@ -53,10 +54,13 @@ def test_costs_on_every_grouped_node(traced_run):
     assert glob.costs["flops_measured"]["mean"] > windowed.costs["flops_measured"]["mean"]
     assert sam.costs["flops_measured"]["slowest"] in glob.members
     # measured and analytic matmul FLOPs agree per node where both exist (the verification's 0 % rows)
+    compared = 0
     for n in grouped.nodes:
         a, m = n.costs["flops_matmul_analytic"].get("total"), n.costs["flops_measured"].get("total")
         if a is not None and m is not None and not n.costs["flops_measured"].get("notes"):
             assert a == pytest.approx(m, rel=1e-3), n.name
+            compared += 1
+    assert compared >= COMPARED_NODES, compared
     # experts: the analytic model costs them together; the node gets the containers' sum
     experts = next(n for n in grouped.nodes if ".mlp.experts.[" in n.pattern and n.template.endswith("*"))
     assert experts.costs["flops_analytic"]["containers"] == ["model.layers.1.mlp.experts", "model.layers.2.mlp.experts"]

@@ -31,12 +31,9 @@ def run_report(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def ok_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """Two modes of the tiny twin (the full trace job), and the report of it."""
-    sweep = tmp_path_factory.mktemp("sweeps") / "ok"
-    proc = run_sweep(sweep, "model=twin_tiny", "workload=tiny,gundam")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return sweep, proc
+def ok_sweep(small_sweep) -> tuple[Path, subprocess.CompletedProcess]:
+    """Two modes of the tiny twin (the full trace job): the session's `small_sweep` (tests/conftest.py)."""
+    return small_sweep
 
 
 @pytest.fixture(scope="session")

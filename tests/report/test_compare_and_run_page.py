@@ -29,11 +29,11 @@ def _job(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+def runs(tmp_path_factory, default_run) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """The default job (eager attention: the session's `default_run`, tests/conftest.py) and the same with
+    sdpa attention and no profile."""
     base = tmp_path_factory.mktemp("compare_runs")
-    a, b = base / "eager", base / "sdpa"
-    proc_a = _job(REPO / "pipelines" / "trace.py", f"hydra.run.dir={a}")
-    assert proc_a.returncode == 0, proc_a.stderr[-3000:]
+    (a, proc_a), b = default_run, base / "sdpa"
     proc_b = _job(REPO / "pipelines" / "trace.py", "runtime.attn_implementation=sdpa", "profile=off", f"hydra.run.dir={b}")
     assert proc_b.returncode == 0, proc_b.stderr[-3000:]
     return a, b, proc_a
@@ -143,7 +143,7 @@ def _visible(page, selector: str) -> bool:
 
 def test_run_page_answers_first_and_fits_the_screen(runs):
     a, _, _ = runs
-    from llm_perf_opt.callgraph.grouping import load_grouped_json
+    from llm_perf_opt.callgraph.grouped import load_grouped_json
 
     grouped = load_grouped_json(a / "callgraph.grouped.json")
     SCREENS.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
-"""Timing test support: the default trace job run once (profile + roofline), a profiled tiny twin, the
-helpers on the import path."""
+"""Timing test support: the default trace job (the session's, run once: profile + roofline), a profiled tiny
+twin, the helpers on the import path."""
 from __future__ import annotations
 
 import sys
@@ -12,18 +12,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # --import-mode=importlib: make timing_helpers importable
     sys.path.insert(0, str(HERE))
 
-from timing_helpers import run_pipeline  # noqa: E402
-
 
 @pytest.fixture(scope="session")
-def default_trace(tmp_path_factory):
+def default_trace(default_run):
     """(run dir, completed process) of `./dev trace` with its defaults (twin_tiny, gundam, CPU, profile on,
-    hardware=measured); only the run directory and the calibration cache are moved into a temporary dir."""
-    root = tmp_path_factory.mktemp("default_trace")
-    run = root / "run"
-    proc = run_pipeline("trace", f"hydra.run.dir={run}", f"hardware.cache_dir={root / 'calibration'}", timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return run, proc
+    hardware=measured): the session's `default_run` (tests/conftest.py)."""
+    return default_run
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,9 @@ def test_analytic_report_predicts_ttft_on_several_gpus(tmp_path):
         rows = list(csv.DictReader(fh))
     assert {"ttft_h100_sxm_s", "decode_h100_sxm_s", "ttft_rtx5090_s", "decode_rtx5090_s"} <= set(rows[0])
     spec, gundam = ModelSpec.deepseek_ocr(), VisionWorkload(1024, 640, True)
-    for row in (r for r in rows if r["mode"] == "gundam"):
+    gundam_rows = [r for r in rows if r["mode"] == "gundam"]
+    assert len(gundam_rows) == 3 * 3  # n=3 widths x 3 heights
+    for row in gundam_rows:
         model = DeepseekOCRAnalyticModel(spec, compute_view_layout(gundam, int(row["width"]), int(row["height"])))
         for gpu in ("h100_sxm", "rtx5090"):
             roof = load_hardware(gpu).roof("bfloat16")
@@ -65,13 +67,9 @@ def test_report_cli_hardware_flag(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def timed_sweep(tmp_path_factory):
-    """Two profiled jobs of the tiny twin (no capture, no FLOP counting): tiny and gundam."""
-    root = tmp_path_factory.mktemp("timed_sweep")
-    proc = run_pipeline("sweep", "trace=forward_only", "workload=tiny,gundam", f"hydra.sweep.dir={root / 'sweep'}",
-                        f"hardware.cache_dir={root / 'calibration'}", timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return root / "sweep"
+def timed_sweep(small_sweep):
+    """Two profiled jobs of the tiny twin on the measured roof, tiny and gundam: the session's `small_sweep`."""
+    return small_sweep[0]
 
 
 @pytest.mark.slow

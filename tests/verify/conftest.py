@@ -1,40 +1,16 @@
 """Real runs of the verification gate (`pipelines/verify.py`, what ./dev verify runs), once per test session:
-the quick matrix as it is, and two real divergences of one job each."""
+the quick matrix as it is (`quick_gate`, shared by the session: tests/conftest.py), and two real divergences
+of one job each."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from shared_runs import GateRun, run_gate  # the quick gate itself is the session's (tests/conftest.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ONE_JOB = "verify.sweep.workload=[tiny]"  # the quick matrix narrowed to its cheapest job
-
-
-@dataclass
-class GateRun:
-    out: Path
-    proc: subprocess.CompletedProcess
-
-    @property
-    def fail_lines(self) -> list[str]:
-        return [line for line in self.proc.stdout.splitlines() if line.startswith("FAIL ")]
-
-
-def run_gate(out: Path, *overrides: str, timeout: float = 600) -> GateRun:
-    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *overrides, f"verify.out_dir={out}"]
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-    return GateRun(out, proc)
-
-
-@pytest.fixture(scope="session")
-def quick_gate(tmp_path_factory) -> GateRun:
-    """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode."""
-    return run_gate(tmp_path_factory.mktemp("gate") / "quick", "verify=quick")
 
 
 @pytest.fixture(scope="session")

@@ -37,12 +37,15 @@ def test_cuda_sdpa_kernels_are_counted_by_torch_itself():
     """The kernels F.scaled_dot_product_attention dispatches to on CUDA have torch's formulas (so the
     project adds none for them); the CPU kernel is the one torch lacks and the project covers."""
     extra = A.extra_formulas()
+    checked = 0
     for name in CUDA_SDPA_OPS:
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:  # not in this torch build: nothing can run it
             continue
         assert packet in fc.flop_registry, f"aten.{name}: torch {torch.__version__} has no FLOP formula"
         assert packet not in extra
+        checked += 1
+    assert checked >= 1, f"none of {CUDA_SDPA_OPS} is in torch {torch.__version__}"
     cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     assert (cpu in fc.flop_registry) != (cpu in extra), "the CPU SDPA kernel must be counted exactly once"
 

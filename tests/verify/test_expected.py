@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -11,8 +9,6 @@ import yaml
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.gate import pins
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +47,25 @@ def test_compare_names_every_moved_number_with_old_and_new(committed):
     assert len(changes) == 1 + 2 * 2 * 2 + 2 * 2 * 2  # one moved, large's 8 numbers missing, huge's 8 extra
 
 
-def test_update_writes_the_file_and_a_second_update_changes_nothing(tmp_path):
+def verify_in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`./dev verify ARGS` through its `main` in this process (an update runs no job and starts no process:
+    the command's own exit statuses are tested in test_matrices.py): what it returned and printed."""
+    from llm_perf_opt.jobs.verify import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["verify", *args], code, out.out, out.err)
+
+
+def test_update_writes_the_file_and_a_second_update_changes_nothing(tmp_path, capsys):
     path = tmp_path / "expected.yaml"
-    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), "--update-expected", f"verify.expected={path}"]
-    first = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    cmd = ["--update-expected", f"verify.expected={path}"]
+    first = verify_in_process(capsys, *cmd)
     assert first.returncode == 0, first.stderr
     n = len(mode_names()) * len(pins.DEFAULT_PAGES) * 4
     assert f"{path}: {n} pinned totals, {n} changed" in first.stdout
     assert path.read_text() == pins.default_path().read_text()  # the committed file is exactly what it writes
-    second = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    second = verify_in_process(capsys, *cmd)
     assert second.returncode == 0 and f"{n} pinned totals, 0 changed" in second.stdout
     assert not (tmp_path / "sweep").exists()  # an update runs no job
 

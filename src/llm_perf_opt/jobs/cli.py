@@ -9,7 +9,7 @@
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
     llm-perf-opt explore RUN_DIR [--port N]  the run's graphs in Model Explorer (the `explorer` extra)
     llm-perf-opt report  SWEEP_DIR [...]     aggregate a multirun (or --analytic OUT_DIR: a page sweep)
-    llm-perf-opt verify  [verify=NAME] [...] the verification gate: a matrix of trace jobs, JUnit XML, exit status
+    llm-perf-opt verify  [verify=NAME ...]   the verification gate: a matrix of trace jobs, JUnit XML, exit status
     llm-perf-opt compare RUN_A RUN_B [...]   two runs side by side: HTML, CSV, the graph coloured by the change
 
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;

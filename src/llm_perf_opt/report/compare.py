@@ -31,7 +31,7 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
-from llm_perf_opt.callgraph.grouping import GroupedGraph, GroupNode, load_grouped_json
+from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import signed_text
 from llm_perf_opt.errors import ArtifactError, ConfigError
 from llm_perf_opt.report.time_levels import KNOWN_LEVELS, RunTimes, run_times

@@ -16,7 +16,7 @@ from html import escape
 from typing import Any, Optional
 
 from llm_perf_opt import units
-from llm_perf_opt.callgraph.grouping import GroupedGraph
+from llm_perf_opt.callgraph.grouped import GroupedGraph
 from llm_perf_opt.callgraph.heat import BINS, bin_of
 from llm_perf_opt.report.time_levels import KNOWN_LEVELS, RunTimes, TimeRow
 
