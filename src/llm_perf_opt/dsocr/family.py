@@ -161,6 +161,12 @@ class DeepSeekOCRFamily:
 
         return build_inputs(spec, workload, **kwargs)
 
+    def batch_inputs(self, samples: Any) -> Any:
+        """Several pages' inputs as one batch, as generate() takes them (`dsocr.inputs.batch_inputs`)."""
+        from llm_perf_opt.dsocr.inputs import batch_inputs
+
+        return batch_inputs(list(samples))
+
     @property
     def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
         from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS

@@ -48,7 +48,8 @@ def main(raw: DictConfig) -> None:
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
-          f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}")
+          f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}"
+          + (f" | batch {model.batch} (costs of the batched forward)" if getattr(model, "batch", 1) > 1 else ""))
     print(render_costs_table(model))
     progress(f"wrote {path}")
     if latency is None:
