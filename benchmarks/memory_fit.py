@@ -16,8 +16,7 @@ the run's dtype: weights (every parameter) + KV cache (B x prompt positions) + t
 activations (the largest unit's inputs + every tensor it produces, x B) + the allowance, whose fixed part on
 the CPU is the runtime context the job started with (`rss_start_bytes`, measured: Python, torch and the
 libraries, what a CUDA context is on a GPU) and whose proportional part is the default 10% of KV cache and
-activations. A batch the trace job does not take yet (it refuses workload.batch != 1 until it runs
-batches) is printed as such, not estimated.
+activations. At B > 1 the job runs B copies of the page in one batched forward.
 """
 from __future__ import annotations
 
@@ -66,13 +65,23 @@ def predict(run: Path) -> dict:
     from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
     from llm_perf_opt.report.collect import read_job
-    from llm_perf_opt.report.table import job_analytic_model
+    from omegaconf import OmegaConf
+
+    from llm_perf_opt.trace.builders import analytic_model_for
+    from llm_perf_opt.trace.validate import validate
 
     job = read_job(run, run.parent)
     s = job.summary
     dtype = s.runtime.dtype
-    model = job_analytic_model(job, dtype)
-    sm = serving_model(model, None, dtype)
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+
+    overrides = [o for o in OmegaConf.load(run / ".hydra" / "overrides.yaml") if not o.startswith("hydra.")]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):  # the run's own config
+        valid = validate(compose(config_name="config", overrides=overrides), runs_model=False)
+    model = analytic_model_for(valid, s.page.width, s.page.height, seq_len=s.tokens.sequence)
+    sm = serving_model(model.sequence(0), None, dtype)  # one sequence; memory_use scales it to the batch
     batch = int(job.cfg("workload.batch") or 1)
     start = s.memory.rss_start_bytes
     use = memory_use(sm, batch, 1, Allowance(start, DEFAULT_FRAGMENTATION, "runtime context measured at job start"))

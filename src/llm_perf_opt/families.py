@@ -23,6 +23,7 @@ DEFAULT_FAMILY = "dsocr"
 
 BUILTIN: dict[str, str] = {
     "dsocr": "llm_perf_opt.dsocr.family:FAMILY",
+    "dsocr2": "llm_perf_opt.dsocr2.family:FAMILY",
 }
 
 

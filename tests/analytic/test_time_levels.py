@@ -42,7 +42,8 @@ def test_kernel_list_by_hand():
     k = _block().total.kernels
     assert k.count == 3 and k.by_kind() == {"gemm": 1, "elementwise": 1, "reduction": 1}
     gemm = [key for key in k.counts if key[0] == "gemm"]
-    assert gemm == [("gemm", TOKENS, 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B)]
+    assert gemm == [("gemm", TOKENS, 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B,
+                     TOKENS * OUT * B)]  # (kind, M, FLOPs, bytes read + written, result bytes)
 
 
 def test_kernel_and_eager_levels_from_calibrated_figures():
@@ -100,3 +101,72 @@ def test_primitives_launch_what_torchlens_records():
         cg = capture_callgraph(Block().eval(), forward_args=[torch.randn(TOKENS, HIDDEN)])
     measured = op_families.kernel_count(op_families.subtree_ops(cg.op_counts, ""))
     assert measured == _block().total.kernel_count == 3
+
+
+def _levels_v2(rates: dict, bw: dict, copy_bw: dict, fresh_s_per_byte: float, op_s: float) -> dict:
+    """A version 2 calibration as measure.calibrate_levels writes it: GEMM points by (M, K, N) with their x."""
+    from llm_perf_opt.measure.calibrate_levels import flop_per_element
+
+    return {
+        "version": 2, "dtype": "float32", "timer": "test", "statistic": "test", "min_kernel_op": "test",
+        "gemm": [{"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "flops_per_s": r} for (m, k, n), r in rates.items()],
+        "elementwise": {t: {"bytes_per_s": v} for t, v in bw.items()},
+        "copy": {t: {"bytes_per_s": v} for t, v in copy_bw.items()},
+        "fresh": {"s_per_byte": fresh_s_per_byte, "min_bytes": TL.FRESH_BYTES, "op": "test"},
+        "min_kernel_s": 0.0,
+        "host": {"dispatch_s": 1e-7, "op_s": op_s, "op_module": "test block", "sync_s": 0.0, "cpu": "t", "torch": "x",
+                 "threads": 1},
+    }
+
+
+def test_version_2_figures_gemm_by_flops_per_element_tiers_fresh_pages_and_host_per_kernel():
+    # GEMM points: a GEMV-like one (x = 2·1·64·64 / (64 + 4096 + 64)) and a square 64³ one (x = 2·64/3)
+    gemv_x, square_x = 2 * 64 * 64 / (64 + 64 * 64 + 64), 2 * 64 / 3
+    rates = {(1, 64, 64): 1e9, (64, 64, 64): 8e9}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    copy_bw = {"small": 2e10, "medium": 1e10, "large": 5e9}
+    lv = _levels_v2(rates, bw, copy_bw, fresh_s_per_byte=1e-9, op_s=4e-6)
+    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
+    host = TL.host_from_calibration(lv)
+    assert dev.gemm_axis == "x" and host.dispatch_s == 4e-6  # the module forward's per-kernel cost, not the bare add
+    # read at the calibrated points exactly, log-log between them, clamped outside
+    assert dev.gemm_rate(gemv_x) == pytest.approx(1e9) and dev.gemm_rate(square_x) == pytest.approx(8e9)
+    mid = (gemv_x * square_x) ** 0.5
+    assert dev.gemm_rate(mid) == pytest.approx((1e9 * 8e9) ** 0.5)
+    assert dev.gemm_rate(1e6) == pytest.approx(8e9)
+    # the linear of the hand-made block: T x HIDDEN @ HIDDEN x OUT (no bias), x from its FLOPs and elements moved
+    flops, nbytes = 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B
+    x = flops / (nbytes / B)
+    t, bound = dev.kernel_time("gemm", TOKENS, flops, nbytes, TOKENS * OUT * B)
+    assert t == pytest.approx(max(flops / dev.gemm_rate(x), nbytes / bw["small"])) and bound in ("compute", "memory")
+    # bandwidth tiers: small up to 1 MiB, medium up to 32 MiB, large above; layout copies their own figures
+    assert dev.kernel_time("elementwise", 0, 0, 1 << 20)[0] == pytest.approx((1 << 20) / bw["small"])
+    assert dev.kernel_time("elementwise", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / bw["medium"])
+    assert dev.kernel_time("copy", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / copy_bw["medium"])
+    # a result above the mmap threshold pays its fresh pages, a stated one or the kind's share of the bytes
+    big = 3 * (64 << 20)  # an add of two 64 MiB tensors into a fresh 64 MiB result
+    t, _ = dev.kernel_time("elementwise", 0, 0, big, 64 << 20)
+    assert t == pytest.approx(big / bw["large"] + (64 << 20) * 1e-9)
+    t, _ = dev.kernel_time("elementwise", 0, 0, big)  # not stated: half the bytes (OUT_SHARE)
+    assert t == pytest.approx(big / bw["large"] + big // 2 * 1e-9)
+    assert dev.kernel_time("elementwise", 0, 0, 3 * (8 << 20), 8 << 20)[0] == pytest.approx(3 * (8 << 20) / bw["medium"])
+    # the eager level of the block: kernels + one per-kernel host cost each (CPU: serial)
+    lt = TL.LevelPredictor(TL.TimeModel(ROOF, dev, host)).levels([_block()], 0.0)
+    assert lt.eager_s == pytest.approx(lt.kernel_s + 3 * 4e-6)
+
+
+def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
+    tm = TL.time_model_for(Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None,
+                           {"float32": _levels(1e9, 1e9, 1e-6)})
+    assert tm.device is None and "bfloat16" in tm.missing["kernel"] and "bfloat16" in tm.missing["eager"]
+    lt = TL.LevelPredictor(tm).levels([_block()], 1.0)
+    assert lt.kernel_s is None and lt.eager_s is None and lt.ideal_s == 1.0
+
+    class Sheet:  # a datasheet with a minimum kernel time and no launch_us
+        min_kernel_us = type("F", (), {"value": 2.0})()
+
+    fast = Roof("t", "t", "datasheet", "float32", "float32", 1e18, 1e18, 1e18)  # every kernel below the floor
+    tm = TL.time_model_for(fast, Sheet(), None, cache_dir="/nonexistent")
+    assert tm.device is not None and tm.device.min_kernel_s == pytest.approx(2e-6)
+    assert "launch_us" in tm.missing["eager"]
+    assert TL.LevelPredictor(tm).levels([_block()], 1.0).kernel_s == pytest.approx(3 * 2e-6)  # each at the floor

@@ -65,3 +65,22 @@ def test_vendor_routing(vendor_job):
     decode = summary.routing.raw["decode"]["steps"]
     assert all(set(r["distinct_experts"].values()) == {6} for r in decode)  # one token: its 6 experts
     assert summary.routing.raw["prefill"]["tokens"] == summary.tokens.sequence
+
+
+def test_vendor_kernel_counts_match_torchlens_per_part_and_step(vendor_job):
+    """Issue 22: the analytic kernel list = the ops TorchLens records, per part of the vision and prefill stages and
+    per decode step, on the vendor code (as on the tiny twin: tests of measure.kernel_counts)."""
+    import json
+
+    run_dir, _ = vendor_job
+    doc = json.loads((run_dir / "verification.json").read_text())
+    kc = doc["data"]["kernel_counts"]
+    rows = kc["rows"]
+    steps = sorted({r["step"] for r in rows if r["stage"] == "decode"})
+    assert steps == list(range(1, STEPS + 1))
+    assert {r["stage"] for r in rows} == {"vision", "prefill", "decode"}
+    # per part: SAM, CLIP, projector, decoder layers and lm_head in every stage that runs them
+    for part in ("model.sam_model", "model.vision_model", "model.projector", "model.layers.0", "lm_head"):
+        assert any(r["part"] == part for r in rows), part
+    bad = [r for r in rows if not r["ok"]]
+    assert not bad and kc["passed"] and kc["n_rows"] == len(rows) >= 3 * (STEPS + 2), bad[:5]

@@ -28,7 +28,7 @@ def test_the_default_family_is_v1_and_is_one_object():
 def test_an_unknown_family_is_one_line_naming_the_field():
     with pytest.raises(ConfigError) as err:
         families.family("nope")
-    assert str(err.value) == "model.family='nope' is invalid: must be one of dsocr"
+    assert str(err.value) == "model.family='nope' is invalid: must be one of dsocr, dsocr2"
     (raw,) = compose_each([["model.family=nope"]])
     with pytest.raises(ConfigError, match=r"^model.family='nope' is invalid"):
         validate(raw, runs_model=False)
@@ -130,3 +130,28 @@ def test_side_by_side_compares_two_models_at_the_same_pages(tmp_path):
         build_family_comparison(tmp_path, entries[:1], pages=pages)
     with pytest.raises(ConfigError, match=r"^--compare='v1=dsocr' is invalid"):
         compare_entries(["v1=dsocr"])
+
+
+def test_side_by_side_v1_gundam_and_ocr2_default(tmp_path):
+    """The question people ask about the two models: v1 Gundam against OCR-2's default mode on the same pages.
+    Image tokens from each family's rules, derived here independently: v1 Gundam = (1024/16/4)^2 global tokens
+    with a newline per row + 1 separator + the crops' (640/16/4)^2 tokens with a newline per row of the grid;
+    OCR-2 = (1024/64)^2 + 1 + (768/64)^2 per crop."""
+    from llm_perf_opt.jobs.report import compare_entries
+    from llm_perf_opt.report.analytic_sweep import build_family_comparison
+
+    entries = compare_entries(["v1=dsocr:deepseek_ocr:gundam", "v2=dsocr2:deepseek_ocr2:ocr2_default"])
+    pages = {"letter": (1700, 2200), "small": (600, 500)}  # a 2x3 grid for both; no crops for both
+    csv_path, _, n = build_family_comparison(tmp_path, entries, pages=pages, hardware=["h100_sxm"])
+    rows = {(r["page"], r["model"]): r for r in csv.DictReader(csv_path.open())}
+    assert n == len(rows) == 4
+    g, c = 1024 // 16 // 4, 640 // 16 // 4  # 16 and 10 tokens per side
+    v1_letter = g * (g + 1) + 1 + (2 * c) * (3 * c + 1)  # grid 2 across x 3 down: 20 x 30 tokens + 30 newlines
+    v1_small = g * (g + 1) + 1
+    v2 = lambda crops: (1024 // 64) ** 2 + 1 + (768 // 64) ** 2 * crops  # noqa: E731
+    expected = {("letter", "v1"): v1_letter, ("small", "v1"): v1_small, ("letter", "v2"): v2(6), ("small", "v2"): v2(0)}
+    assert {k: int(rows[k]["image_tokens"]) for k in expected} == expected
+    for page in pages:
+        assert rows[(page, "v2")]["family"] == "dsocr2" and rows[(page, "v1")]["family"] == "dsocr"
+        for stage in ("vision", "prefill", "decode"):
+            assert int(rows[(page, "v1")][f"{stage}_flops_matmul"]) > 0 < int(rows[(page, "v2")][f"{stage}_flops_matmul"])

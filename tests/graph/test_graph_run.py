@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 TRACE_METRICS = ["flops_analytic", "flops_matmul_analytic", "io_bytes_analytic", "weight_bytes_analytic",
                  "activation_bytes_analytic", "flops_measured", "activation_bytes_observed"]
-TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted"]  # the profile and roofline stages
+# the profile and roofline stages (time_predicted: the ideal level; then the kernel and eager levels)
+TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted", "time_predicted_kernel", "time_predicted_eager"]
 DEFAULT_METRICS = TRACE_METRICS + TIME_METRICS  # what the default trace job puts on the graph
 COMPARED_NODES = 60  # grouped nodes of the default run with both matmul FLOP figures, no notes (68 of 74 today)
 
@@ -112,8 +113,12 @@ def test_model_explorer_groups_sum_to_the_nodes(traced_run):
 def test_timed_run_has_measured_and_predicted_times(timed_run):
     grouped = load_grouped_json(timed_run / "callgraph.grouped.json")
     costs = load_module_costs(timed_run / "module_costs.json")
-    assert costs.names() == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted"]
-    assert costs.absent == {}
+    # the levels on a datasheet: kernel from its min_kernel_us; eager needs this host's cached calibration too
+    eager = ["time_predicted_eager"] if "time_predicted_eager" in costs.names() else []
+    assert costs.names() == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted",
+                                             "time_predicted_kernel"] + eager
+    assert costs.absent == ({} if eager else {"time_predicted_eager": costs.absent.get("time_predicted_eager")})
+    assert eager or "calibrat" in costs.absent["time_predicted_eager"]
     assert "repeats" in costs.get("time_measured").source and "h100" in costs.get("time_predicted").source.lower()
     sam = node(grouped, "model.sam_model.blocks.[0-3]")
     t = sam.costs["time_measured"]

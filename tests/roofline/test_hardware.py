@@ -168,4 +168,4 @@ def test_unknown_group_options_are_found_before_hydra():
                                  "+extra=1", "hardware=glob(*)"]) is None
     problem = unknown_group_option(["workload=tiny,gundam", "hardware=h100_sxm,h999"])
     assert str(problem).startswith("hardware='h999' is invalid: one of a100_80gb, custom, h100_pcie")
-    assert str(unknown_group_option(["model=huge"])).startswith("model='huge' is invalid: one of twin, twin_tiny")
+    assert str(unknown_group_option(["model=huge"])).startswith("model='huge' is invalid: one of ocr2_twin, ocr2_twin_tiny, ocr2_vendor, twin, twin_tiny")

@@ -184,7 +184,10 @@ def test_roofline_artifact_round_trip(tmp_path, model, roof):
     assert {r["path"] for r in rows} == set(model.prefill().parts)
 
     doc = json.loads(path.read_text())
-    assert doc["schema"] == ROOFLINE_SCHEMA and doc["schema_version"] == 1
+    assert doc["schema"] == ROOFLINE_SCHEMA and doc["schema_version"] == 2
+    # written without a levels payload: the ideal level only, the others absent with a reason
+    assert art.levels == ("ideal",) and set(art.absent_levels) == {"kernel", "eager"}
+    assert art.unit_levels("prefill")["ideal"]["time_s"] == pytest.approx(lat.ttft_s)
     doc["schema_version"] = 99
     (tmp_path / "v99.json").write_text(json.dumps(doc))
     with pytest.raises(ArtifactError, match="schema_version 99 is unknown"):

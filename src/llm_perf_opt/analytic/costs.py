@@ -88,7 +88,10 @@ class UnsupportedLayerError(PipelineError, KeyError):
 # (empty, empty_like) launch nothing and are not listed. Sync points (`.item()`, `.cpu()` of a device tensor,
 # `.tolist()`, `nonzero`) are not kernels: `LayerCost.syncs` counts them (the eager level splits a step there).
 KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
-KernelKey = tuple  # (kind, m, flops, bytes): identical kernels share one key
+KernelKey = tuple  # (kind, m, flops, bytes, out): identical kernels share one key
+# `out`: the bytes of the kernel's result, where the formula states it (0: not stated; the time levels then take a
+# share of `bytes` by kind, `analytic.time_levels.OUT_SHARE`). Only the CPU's fresh-page cost of large results
+# reads it.
 
 
 class Kernels:
@@ -102,11 +105,12 @@ class Kernels:
         self._hash = None
 
     @staticmethod
-    def of(kind: str, flops: int = 0, nbytes: int = 0, n: int = 1, m: int = 0) -> "Kernels":
-        """`n` identical kernels of `kind` (one of KERNEL_KINDS), each `flops` and `nbytes` (read + written)."""
+    def of(kind: str, flops: int = 0, nbytes: int = 0, n: int = 1, m: int = 0, out: int = 0) -> "Kernels":
+        """`n` identical kernels of `kind` (one of KERNEL_KINDS), each `flops` and `nbytes` (read + written), of
+        which `out` bytes are its result (0: not stated)."""
         if kind not in KERNEL_KINDS:
             raise ValueError(f"kernel kind {kind!r}: expected one of {KERNEL_KINDS}")
-        return Kernels({(kind, int(m), int(flops), int(nbytes)): int(n)}) if n > 0 else NO_KERNELS
+        return Kernels({(kind, int(m), int(flops), int(nbytes), int(out)): int(n)}) if n > 0 else NO_KERNELS
 
     def __add__(self, other: "Kernels") -> "Kernels":
         if not other.counts:
@@ -129,7 +133,7 @@ class Kernels:
 
     def by_kind(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for (kind, _, _, _), n in self.counts.items():
+        for (kind, *_), n in self.counts.items():
             out[kind] = out.get(kind, 0) + n
         return out
 
@@ -148,8 +152,8 @@ class Kernels:
         return f"Kernels({self.count} launches: {self.by_kind()})"
 
     def to_list(self) -> list[dict[str, int | str]]:
-        return [{"kind": k, "m": m, "flops": f, "bytes": b, "count": n}
-                for (k, m, f, b), n in sorted(self.counts.items())]
+        return [{"kind": k, "m": m, "flops": f, "bytes": b, "out": o, "count": n}
+                for (k, m, f, b, o), n in sorted(self.counts.items())]
 
 
 NO_KERNELS = Kernels()
@@ -258,7 +262,8 @@ def linear(tokens: int, in_features: int, out_features: int, bias: bool = True, 
         output_bytes=t * o * b,
         activation_bytes=t * o * b,
         # one addmm (mm without bias): M = tokens rows
-        kernels=K("gemm", 2 * t * i * o + (t * o if bias else 0), (i * o + (o if bias else 0) + t * i + t * o) * b, m=t),
+        kernels=K("gemm", 2 * t * i * o + (t * o if bias else 0), (i * o + (o if bias else 0) + t * i + t * o) * b, m=t,
+                  out=t * o * b),
     )
 
 
@@ -282,7 +287,7 @@ def conv2d(batch: int, in_channels: int, out_channels: int, in_h: int, in_w: int
         activation_bytes=out * b,
         kernels=K("conv", 2 * out * in_channels * kernel * kernel + (out if bias else 0),
                   (out_channels * in_channels * kernel * kernel + batch * in_channels * in_h * in_w + out) * b,
-                  m=batch * ho * wo),  # one convolution kernel
+                  m=batch * ho * wo, out=out * b),  # one convolution kernel
     )
 
 
@@ -295,7 +300,7 @@ def layer_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
         input_bytes=n * b,
         output_bytes=n * b,
         activation_bytes=n * b + 2 * tokens * 4,  # output + float32 mean and rstd per row
-        kernels=K("reduction", 7 * n, (2 * n + 2 * dim) * b),  # one native_layer_norm
+        kernels=K("reduction", 7 * n, (2 * n + 2 * dim) * b, out=n * b),  # one native_layer_norm
     )
 
 
@@ -343,7 +348,7 @@ def embedding(tokens: int, num_embeddings: int, dim: int, dtype_bytes: int = 2) 
         input_bytes=tokens * 8,  # int64 ids
         output_bytes=tokens * dim * b,
         activation_bytes=tokens * dim * b,
-        kernels=K("copy", 0, 2 * tokens * dim * b + tokens * 8),  # one index_select
+        kernels=K("copy", 0, 2 * tokens * dim * b + tokens * 8, out=tokens * dim * b),  # one index_select
     )
 
 
@@ -359,7 +364,7 @@ def elementwise(numel: int, op: str = "add", inputs: int = 1, dtype_bytes: int =
         activation_bytes=numel * b,
         # one pointwise kernel; quick_gelu (x·sigmoid(1.702x), a scripted function) runs as three
         kernels=K("elementwise", ELEMENTWISE_FLOPS[op] * numel // ELEMENTWISE_KERNELS.get(op, 1),
-                  (inputs + 1) * numel * b, ELEMENTWISE_KERNELS.get(op, 1)),
+                  (inputs + 1) * numel * b, ELEMENTWISE_KERNELS.get(op, 1), out=numel * b),
     )
 
 
@@ -368,7 +373,7 @@ def softmax(rows: int, cols: int, dtype_bytes: int = 2) -> LayerCost:
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS["softmax"] * n,  # max, subtract, exp, sum, divide
         input_bytes=n * dtype_bytes, output_bytes=n * dtype_bytes, activation_bytes=n * dtype_bytes,
-        kernels=K("reduction", ELEMENTWISE_FLOPS["softmax"] * n, 2 * n * dtype_bytes),  # one softmax kernel
+        kernels=K("reduction", ELEMENTWISE_FLOPS["softmax"] * n, 2 * n * dtype_bytes, out=n * dtype_bytes),  # one softmax
     )
 
 
@@ -387,7 +392,7 @@ def interpolate(channels: int, in_size: tuple[int, ...], out_size: tuple[int, ..
         input_bytes=n_in * dtype_bytes,
         output_bytes=n_out * dtype_bytes,
         activation_bytes=n_out * dtype_bytes,
-        kernels=K("elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes),  # one upsample kernel
+        kernels=K("elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes, out=n_out * dtype_bytes),  # one upsample
     )
 
 
@@ -412,13 +417,15 @@ def sdpa(batch: int, heads: int, q_len: int, kv_len: int, head_dim: int, v_head_
     kv_bytes = batch * kv_len * kvh * (head_dim + ev) * b
     if fused:  # one scaled_dot_product_attention
         kernels = K("attention", 2 * scores * (head_dim + ev) + scores * (1 + mask + ELEMENTWISE_FLOPS["softmax"]),
-                    q_bytes + kv_bytes + out * b + (scores * b if mask else 0), m=q_len)
+                    q_bytes + kv_bytes + out * b + (scores * b if mask else 0), m=q_len, out=out * b)
     else:  # matmul, / sqrt(d), + mask, float32 softmax, .to(dtype) when b != 4 (dropout in eval: none), matmul
         s4 = scores * 4
-        kernels = (K("gemm", 2 * scores * head_dim, q_bytes + batch * kv_len * kvh * head_dim * b + scores * b, m=q_len)
-                   + K("elementwise", scores, 2 * scores * b, 1 + (1 if mask else 0)) + K("reduction", 5 * scores, scores * b + s4)
-                   + (K("copy", 0, s4 + scores * b) if b != 4 else NO_KERNELS)
-                   + K("gemm", 2 * scores * ev, scores * b + batch * kv_len * kvh * ev * b + out * b, m=q_len))
+        kernels = (K("gemm", 2 * scores * head_dim, q_bytes + batch * kv_len * kvh * head_dim * b + scores * b, m=q_len,
+                     out=scores * b)
+                   + K("elementwise", scores, 2 * scores * b, 1 + (1 if mask else 0), out=scores * b)
+                   + K("reduction", 5 * scores, scores * b + s4, out=s4)
+                   + (K("copy", 0, s4 + scores * b, out=scores * b) if b != 4 else NO_KERNELS)
+                   + K("gemm", 2 * scores * ev, scores * b + batch * kv_len * kvh * ev * b + out * b, m=q_len, out=out * b))
     return LayerCost(
         kernels=kernels,
         flops_matmul=2 * scores * head_dim + 2 * scores * ev,  # Q·Kᵀ: scores × d MACs; P·V: (B·H·Lq·Ev) × Lk MACs

@@ -88,12 +88,27 @@ def entries() -> Mapping[str, ModuleCost]:
     return dict(_REGISTRY)
 
 
+_BASES: dict[str, tuple[str, ...]] = {}  # a family's namespace -> the namespaces whose classes it also runs
+
+
+def extend_namespace(namespace: str, *bases: str) -> None:
+    """Classes of `namespace` not registered under it are looked up under `bases` in turn (a family that runs
+    another family's modules: DeepSeek-OCR 2's SAM and decoder are v1's `dsocr.<Class>`)."""
+    _BASES[namespace] = tuple(bases)
+
+
 def key(module: str, namespace: str = "") -> str:
     """The registry key of a class of a model of family `namespace`: its own `namespace.Class` when the family
-    registered one, else the shared `torch.nn` entry (`Linear`), else the namespaced key (unsupported)."""
+    registered one (or a base namespace of it did), else the shared `torch.nn` entry (`Linear`), else the
+    namespaced key (unsupported)."""
     if namespace:
         own = f"{namespace}.{module}"
-        if own in _REGISTRY or module not in _REGISTRY:
+        if own in _REGISTRY:
+            return own
+        for base in _BASES.get(namespace, ()):
+            if f"{base}.{module}" in _REGISTRY:
+                return f"{base}.{module}"
+        if module not in _REGISTRY:
             return own
     return module
 

@@ -36,13 +36,19 @@ from llm_perf_opt.errors import ConfigError
 
 LEVELS = ("ideal", "kernel", "eager")
 SMALL_BYTES = 1 << 20  # kernels moving up to this many bytes run at the small-size (cache) bandwidth
+FRESH_BYTES = 1 << 25  # CPU: results above this size are written to fresh (mmapped) pages on every call
+# share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
+OUT_SHARE = {"gemm": 1 / 3, "conv": 1 / 3, "attention": 1 / 4, "elementwise": 1 / 2, "reduction": 1 / 2, "copy": 1 / 2}
 GEMM_KINDS = ("gemm", "conv", "attention")
 CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
-    "kernel": "per kernel max(flops / matmul rate at its M (gemm, conv, attention) or flops / vector rate, bytes / "
-              f"bandwidth (small-size figure up to {SMALL_BYTES} bytes, else large), min kernel time), summed",
-    "eager": "+ host per op (dispatch, + launch on an async device); sync points split the forward into segments: "
-             "async device: each segment max(host, device) + sync round trip; CPU: kernel + host, serial",
+    "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
+              "datasheet) for gemm, conv, attention, or flops / vector rate; bytes / bandwidth at its size (up to "
+              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large; layout copies their own figures) "
+              "+ on the CPU the fresh-page cost of a result above the mmap threshold; min kernel time), summed",
+    "eager": "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
+             "async device); sync points split the forward into segments: async device: each segment max(host, "
+             "device) + sync round trip; CPU: kernel + host, serial",
     "verdict": "host if the host dominates; else compute / memory / launch by the kernel time they hold",
     "overhead": "eager - kernel: removed by CUDA graphs / torch.compile and a fused MoE kernel (no host syncs)",
 }
@@ -56,11 +62,16 @@ def check_level(name: str) -> str:
 
 @dataclass(frozen=True)
 class DeviceFigures:
-    """What the kernel level needs of a device (SI units), each with its source."""
+    """What the kernel level needs of a device (SI units), each with its source.
+
+    `gemm` is the matmul efficiency curve (axis value, FLOP/s), ascending: by the product's rows M
+    (`gemm_axis="m"`: a datasheet, or a calibration before version 2), or by FLOPs per element moved
+    (`gemm_axis="x"`: x = FLOPs / (bytes / itemsize), 2MNK / (MK + KN + MN) for a GEMM: a GEMV ~ 2, a skinny
+    product small, a large square one large), read log-log between the calibrated points."""
 
     label: str
     synchronous: bool  # the CPU: a kernel runs on the host thread
-    gemm: tuple[tuple[int, float], ...]  # (M, FLOP/s) efficiency curve, M ascending
+    gemm: tuple[tuple[float, float], ...]
     vector_flops: float
     bw_small: float
     bw_large: float
@@ -68,25 +79,43 @@ class DeviceFigures:
     launch_s: float = 0.0  # host-side launch call per kernel (async devices)
     sync_s: float = 0.0  # round trip of one host sync (async devices)
     sources: Mapping[str, str] = field(default_factory=dict)
+    gemm_axis: str = "m"
+    itemsize: int = 4
+    bw_medium: Optional[float] = None  # SMALL_BYTES < bytes <= fresh_bytes (None: bw_large)
+    copy_bw: Optional[tuple[float, float, float]] = None  # layout copies, (small, medium, large); None: as above
+    fresh_s_per_byte: float = 0.0  # CPU: first touch of a result in fresh (mmapped) memory, per byte
+    fresh_bytes: int = FRESH_BYTES
 
-    def gemm_rate(self, m: int) -> float:
-        ms = [p[0] for p in self.gemm]
-        i = bisect.bisect_left(ms, max(m, 1))
+    def gemm_rate(self, at: float) -> float:
+        xs = [p[0] for p in self.gemm]
+        at = max(float(at), 1e-9)
+        i = bisect.bisect_left(xs, at)
         if i <= 0:
             return self.gemm[0][1]
-        if i >= len(ms):
+        if i >= len(xs):
             return self.gemm[-1][1]
-        (m0, r0), (m1, r1) = self.gemm[i - 1], self.gemm[i]
-        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))  # log-linear in M
-        return r0 + f * (r1 - r0)
+        (x0, r0), (x1, r1) = self.gemm[i - 1], self.gemm[i]
+        f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
-    def kernel_time(self, kind: str, m: int, flops: int, nbytes: int) -> tuple[float, str]:
+    def bandwidth(self, kind: str, nbytes: int) -> float:
+        tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
+        if kind == "copy" and self.copy_bw is not None:
+            return self.copy_bw[tier]
+        return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
+
+    def kernel_time(self, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
         """(seconds, bound) of one kernel: bound is compute, memory or launch."""
         if kind in GEMM_KINDS:
-            compute = flops / self.gemm_rate(m) if flops else 0.0
+            at = m if self.gemm_axis == "m" else flops / max(nbytes / self.itemsize, 1.0)
+            compute = flops / self.gemm_rate(at) if flops else 0.0
         else:
             compute = flops / self.vector_flops if flops else 0.0
-        memory = nbytes / (self.bw_small if nbytes <= SMALL_BYTES else self.bw_large)
+        memory = nbytes / self.bandwidth(kind, nbytes)
+        if self.fresh_s_per_byte:
+            result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
+            if result > self.fresh_bytes:
+                memory += result * self.fresh_s_per_byte
         t = max(compute, memory)
         if t < self.min_kernel_s:
             return self.min_kernel_s, "launch"
@@ -96,7 +125,7 @@ class DeviceFigures:
 @dataclass(frozen=True)
 class HostFigures:
     label: str  # "this host": the CPU it was calibrated on
-    dispatch_s: float
+    dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
     source: str
 
 
@@ -134,7 +163,8 @@ class LevelTimes:
     def overhead_s(self) -> Optional[float]:
         if self.eager_s is None or self.kernel_s is None:
             return None
-        return max(self.eager_s - self.kernel_s, 0.0)
+        over = self.eager_s - self.kernel_s
+        return over if over > 1e-9 * self.eager_s else 0.0  # float rounding of the segment sums is no overhead
 
     @property
     def verdict(self) -> Optional[str]:
@@ -159,31 +189,56 @@ class LevelTimes:
 
 # ------------------------------------------------------------------------------------------- figures
 def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float) -> DeviceFigures:
-    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`)."""
-    gemm = tuple(sorted((int(g["m"]), float(g["flops_per_s"])) for g in levels["gemm"]))
-    # the curve must not fall with M (a noisy sample on a shared machine): the running maximum
-    mono, best = [], 0.0
-    for m, r in gemm:
-        best = max(best, r)
-        mono.append((m, best))
+    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`; version 1 files: the
+    M-curve at one N = K, version 2: the curve over FLOPs per element moved, three sizes, fresh pages)."""
     ew, cp = levels["elementwise"], levels["copy"]
+    version = int(levels.get("version", 1))
+    itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
+    grid = levels["gemm"]
+    if version >= 2 and all("x" in g for g in grid):
+        by_x: dict[float, float] = {}
+        for g in grid:  # points at the same x (transposed shapes): the faster one
+            x = round(float(g["x"]), 6)
+            by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
+        gemm = tuple(sorted(by_x.items()))
+        axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes, M in "
+                               f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
+                               f"(log-log); {levels.get('statistic', '')}")
+        copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
+        fresh = levels.get("fresh") or {}
+        extra = dict(bw_medium=float(ew["medium"]["bytes_per_s"]), copy_bw=copy_bw,  # type: ignore[arg-type]
+                     fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
+                     fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)))
+        bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
+        bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
+                  f"sizes; fresh result pages {fresh.get('op', 'not measured')}")
+    else:
+        pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
+        mono, best = [], 0.0  # the curve must not fall with M (a noisy sample): the running maximum
+        for m, r in pts:
+            best = max(best, r)
+            mono.append((float(m), best))
+        gemm, axis, extra = tuple(mono), "m", {}
+        gemm_src = (f"calibrated torch.matmul (M x {grid[0]['k']}) @ ({grid[0]['k']} x {grid[0]['n']}), M in "
+                    f"{[g['m'] for g in grid]}, fastest sample; running maximum over M (calibration version 1)")
+        bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
+        bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
+        bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
     return DeviceFigures(
-        label=label, synchronous=synchronous, gemm=tuple(mono), vector_flops=vector_flops,
-        bw_small=max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"]),
-        bw_large=max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"]),
-        min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
-        sources={"gemm": f"calibrated torch.matmul (M x {levels['gemm'][0]['k']}) @ ({levels['gemm'][0]['k']} x "
-                         f"{levels['gemm'][0]['n']}), M in {[g['m'] for g in levels['gemm']]}, {levels['timer']}, "
-                         "fastest sample; running maximum over M",
-                 "bandwidth": "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample",
-                 "min_kernel": levels.get("min_kernel_op", "")},
+        label=label, synchronous=synchronous, gemm=gemm, vector_flops=vector_flops, bw_small=bw_small,
+        bw_large=bw_large, min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
+        sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
+        gemm_axis=axis, itemsize=itemsize, **extra,
     )
 
 
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
+    """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`."""
     h = levels["host"]
-    return HostFigures(f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads",
-                       float(h["dispatch_s"]), str(h.get("op", "")))
+    label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
+    if h.get("op_s") is not None:
+        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")))
+    return HostFigures(label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)")
 
 
 def device_from_datasheet(roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float],
@@ -266,6 +321,19 @@ class LevelPredictor:
         return out
 
 
+def path_levels(stage: StageCost, predictor: LevelPredictor) -> dict[str, dict[str, Optional[float]]]:
+    """{module path: {"kernel_s", "eager_s"}} for every module path of the stage (its calls summed, each path's
+    subtree run alone): what the grouped graph's per-level `time_predicted_*` tables show per node."""
+    flat: dict[str, list[CostNode]] = {}
+    for path, node in stage.root.walk():
+        flat.setdefault(path, []).append(node)
+    out = {}
+    for path, nodes in flat.items():
+        lt = predictor.levels(nodes, 0.0)
+        out[path] = {"kernel_s": lt.kernel_s, "eager_s": lt.eager_s}
+    return out
+
+
 def stage_levels(stage: StageCost, predictor: LevelPredictor, ideal: Any) -> dict[str, LevelTimes]:
     """{"": the stage, part alias: ...} for the stage and its summary parts; `ideal` its StagePrediction."""
     parts = {}
@@ -333,10 +401,57 @@ def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Opt
     return TimeModel(roof, dev, host, missing)
 
 
+def latency_paths(stages: Mapping[str, StageCost], model: TimeModel, which: Iterable[str] = ("prefill",)
+                  ) -> dict[str, dict[str, dict[str, Optional[float]]]]:
+    """{stage: `path_levels`} for the stages named (default the prefill: what the grouped graph shows)."""
+    pred = LevelPredictor(model)
+    return {name: path_levels(stages[name], pred) for name in which if name in stages}
+
+
 def latency_levels(stages: Mapping[str, StageCost], latency: Any, model: TimeModel) -> dict[str, dict[str, LevelTimes]]:
     """{stage: {"": stage, part alias: ...}} of the three levels (`latency`: the roofline's LatencyPrediction)."""
     pred = LevelPredictor(model)
     return {name: stage_levels(stages[name], pred, ideal) for name, ideal in latency.stages().items()}
+
+
+def level_entries(lt: LevelTimes, ideal_bound: Optional[str] = None) -> dict[str, dict[str, Any]]:
+    """{level: {"time_s", "bound", ...}} of one unit, the levels present only (what roofline.json stores per
+    entry, `report.time_levels` reads): ideal's bound is the roofline's, kernel's the kind of kernel time holding
+    most of it, eager's the verdict."""
+    out: dict[str, dict[str, Any]] = {"ideal": {"time_s": lt.ideal_s, "bound": ideal_bound}}
+    if lt.kernel_s is not None:
+        kb = max(lt.kernel_bound_s.items(), key=lambda kv: kv[1])[0] if lt.kernel_bound_s else None
+        out["kernel"] = {"time_s": lt.kernel_s, "bound": kb, "kernels": lt.kernels,
+                         "kernels_by_kind": dict(lt.by_kind), "kernel_bound_s": dict(lt.kernel_bound_s)}
+    if lt.eager_s is not None:
+        over = lt.overhead_s
+        out["eager"] = {"time_s": lt.eager_s, "bound": lt.verdict, "host_s": lt.host_s, "syncs": lt.syncs,
+                        "overhead_s": over, "overhead_share": over / lt.eager_s if over is not None and lt.eager_s
+                        else None}
+    return out
+
+
+def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
+                   paths: Optional[Mapping[str, Mapping[str, Mapping[str, Optional[float]]]]] = None) -> dict[str, Any]:
+    """What roofline.json (schema version 2) adds beside the roofline: `levels` (present, in order),
+    `absent_levels` ({level: reason}), `time_model` (device, host, convention), per stage / part alias the
+    entries (`level_entries`) under `stages[stage].levels` ("" = the stage's total), and per stage the module
+    paths' kernel and eager seconds (`paths`, from `path_levels`) under `paths[stage]`."""
+    present = [lv for lv in LEVELS if any(lv in level_entries(lt) for parts in levels.values() for lt in parts.values())]
+    absent = {lv: str(model.missing.get(lv) or "not computed") for lv in LEVELS if lv not in present}
+    dev, host = model.device, model.host
+    return {
+        "levels": present, "absent_levels": absent,
+        "time_model": {"label": model.label, "convention": dict(CONVENTION),
+                       "device": None if dev is None else {
+                           "label": dev.label, "synchronous": dev.synchronous, "min_kernel_s": dev.min_kernel_s,
+                           "launch_s": dev.launch_s, "sync_s": dev.sync_s, "gemm_axis": dev.gemm_axis,
+                           "fresh_s_per_byte": dev.fresh_s_per_byte, "sources": dict(dev.sources)},
+                       "host": None if host is None else {"label": host.label, "per_kernel_s": host.dispatch_s,
+                                                          "source": host.source}},
+        "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
+        "paths": {k: dict(v) for k, v in (paths or {}).items()},
+    }
 
 
 def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
@@ -370,9 +485,12 @@ def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMod
     if dev is not None:
         lines.append(f"device figures: min kernel {units.seconds(dev.min_kernel_s)}, launch {units.seconds(dev.launch_s)}, "
                      f"sync {units.seconds(dev.sync_s)}, bandwidth small {units.si(dev.bw_small, 'B/s')} / large "
-                     f"{units.si(dev.bw_large, 'B/s')}, matmul at M=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at M=1024 "
-                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}")
+                     f"{units.si(dev.bw_large, 'B/s')}, matmul at {dev.gemm_axis}=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at "
+                     f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
+                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
+                     + (f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
+                        f"{dev.fresh_bytes / 2**20:g} MiB" if dev.fresh_s_per_byte else ""))
     if model.host is not None:
-        lines.append(f"host figures: dispatch {units.seconds(model.host.dispatch_s)} per op ({model.host.source})")
+        lines.append(f"host figures: {units.seconds(model.host.dispatch_s)} per kernel ({model.host.source})")
     lines.append("convention: " + "; ".join(f"{k}: {v}" for k, v in CONVENTION.items()))
     return "\n".join(lines)

@@ -28,11 +28,17 @@ def unknown_group_option(argv: Sequence[str], conf: Optional[Path] = None) -> Op
         folder = conf / key
         if not folder.is_dir() or any(c in value for c in "()[]*?{}$"):
             continue
-        options = sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in DATA_FILES.get(key, ()))
+        options = group_options(folder, key)
         for option in value.split(","):
             if option and option != "null" and option not in options:
                 return ConfigError.field(key, option, f"one of {', '.join(options)}")
     return None
+
+
+def group_options(folder: Path, key: str = "") -> list[str]:
+    """The options of a group directory: its YAML files, nested ones as Hydra names them (`ocr2/default`)."""
+    names = ("/".join(p.relative_to(folder).with_suffix("").parts) for p in folder.rglob("*.yaml"))
+    return sorted(n for n in names if n not in DATA_FILES.get(key, ()))
 
 
 def check_group_options(argv: Optional[Sequence[str]] = None) -> None:

@@ -86,6 +86,36 @@ class PageConfig:
             _positive_int(f"workload.page.{name}", getattr(self, name), "(pixels)")
 
 
+PAGE_PRESETS_DIR = Path(__file__).resolve().parents[3] / "conf" / "page"
+
+
+def page_size_of(entry: str) -> tuple[int, int]:
+    """(width, height) of a `workload.pages` entry: "WxH" in pixels, or the name of a conf/page/ preset."""
+    text = str(entry).strip()
+    if "x" in text.lower():
+        w, _, h = text.lower().partition("x")
+        if w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0:
+            return int(w), int(h)
+    else:
+        for conf_dir in (PAGE_PRESETS_DIR, _packaged_page_dir()):
+            path = conf_dir / f"{text}.yaml" if conf_dir is not None else None
+            if path is not None and path.is_file():
+                from omegaconf import OmegaConf
+
+                preset = OmegaConf.load(path)
+                return int(preset.width), int(preset.height)
+    raise ConfigError.field("workload.pages", entry, "each entry is WIDTHxHEIGHT in pixels (e.g. 1700x2200) or a "
+                            "page preset of conf/page/ (e.g. a4_portrait)")
+
+
+def _packaged_page_dir() -> Optional[Path]:
+    try:
+        import llm_perf_opt.conf as conf
+    except ImportError:
+        return None
+    return Path(conf.__file__).parent / "page"
+
+
 @dataclass
 class WorkloadConfig:
     """One vendor mode (`infer(base_size, image_size, crop_mode)`) applied to one page and prompt."""
@@ -95,14 +125,33 @@ class WorkloadConfig:
     image_size: int = 640
     crop_mode: bool = True
     tile_size: int = 640  # dynamic_preprocess tile: 640 in HF infer(); image_size in the vLLM pipeline
+    min_num: Optional[int] = None  # dynamic_preprocess's crop-count bounds; None: the family's (v1 2-9, v2 2-6)
+    max_num: Optional[int] = None
     page: PageConfig = field(default_factory=PageConfig)
     prompt: str = DEFAULT_PROMPT
-    batch: int = 1  # pages served together (analyze: serving figures at this batch)
+    batch: int = 1  # pages served together (analyze: serving figures at this batch; trace: one batched forward)
+    # the batch's pages, one entry per sequence: "WxH" (a synthetic page) or a page preset of conf/page/
+    # ("a4_portrait"); empty: `batch` copies of `page`. Given, the batch is its length (workload.batch 1 or equal).
+    pages: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in ("base_size", "image_size", "tile_size"):
             _positive_int(f"workload.{name}", getattr(self, name), "(pixels)")
         _positive_int("workload.batch", self.batch, "(pages served together)")
+        if self.pages:
+            self.pages = [str(p) for p in self.pages]
+            for entry in self.pages:
+                page_size_of(entry)  # one line naming workload.pages when an entry is neither WxH nor a preset
+            if self.batch not in (1, len(self.pages)):
+                raise ConfigError.field("workload.batch", self.batch, f"workload.pages lists {len(self.pages)} pages: "
+                                        "the batch is their number (leave workload.batch out or set it equal)")
+            self.batch = len(self.pages)
+
+    def page_sizes(self) -> list[tuple[int, int]]:
+        """(width, height) of each sequence's page: `pages`, else `batch` copies of `page` (its config size)."""
+        if self.pages:
+            return [page_size_of(p) for p in self.pages]
+        return [(self.page.width, self.page.height)] * self.batch
         if not isinstance(self.crop_mode, bool):
             raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
         if not isinstance(self.prompt, str) or not self.prompt:

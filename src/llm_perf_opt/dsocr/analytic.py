@@ -85,21 +85,34 @@ def _pass_shapes(passes: Passes, image_tokens: int) -> dict[str, Any]:
     return {"passes": [{"name": n, "batch": b, "side": s} for n, b, s in passes], "image_tokens": image_tokens}
 
 
-def _vision_stage(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False))
-    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens), P.VOCABULARY)
+def _batch_shapes(batch: int, more: tuple) -> dict[str, Any]:
+    if batch == 1:
+        return {}
+    return {"batch": batch, "more_images": [_pass_shapes(p, t) for p, t in more]}
+
+
+def _vision_stage(spec: ModelSpec, passes: Passes, image_tokens: int, b: int, batch: int = 1,
+                  more: tuple = ()) -> StageCost:
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False,
+                                                                    batch, more, batch > 1))
+    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens) | _batch_shapes(batch, more),
+                     P.VOCABULARY)
 
 
 def _prefill_stage(spec: ModelSpec, passes: Passes, image_tokens: int, seq_len: int, b: int,
-                   attention: str) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b))
-    shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
+                   attention: str, batch: int = 1, more: tuple = ()) -> StageCost:
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b,
+                                                                    True, batch, more, batch > 1))
+    shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0} \
+        | _batch_shapes(batch, more)
     return StageCost("prefill", root, ("",), shapes, P.VOCABULARY)
 
 
-def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, (), 0, 1, context_len, attention, b))
-    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
+def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
+    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, (), 0, 1, context_len, attention, b,
+                                                                    True, batch, (), batch > 1))
+    shapes = {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1} | ({"batch": batch} if batch > 1 else {})
+    return StageCost("decode", root, ("",), shapes,
                      P.VOCABULARY)
 
 
@@ -159,12 +172,22 @@ class DeepseekOCRAnalyticModel:
 
     def __init__(self, spec: ModelSpec, layout: ViewLayout, seq_len: int | None = None, *,
                  prompt_tokens: int = DEFAULT_PROMPT_TOKENS, context_len: int | None = None,
-                 dtype: Any = "bfloat16", decoder_attention: str = "eager") -> None:
+                 dtype: Any = "bfloat16", decoder_attention: str = "eager", batch: int = 1,
+                 batch_layouts: tuple[ViewLayout, ...] | None = None) -> None:
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ConfigError.field("workload.batch", batch, "must be a positive integer (pages served together)")
+        # batch > 1: generate()'s batched inputs, every prompt left-padded to the longest (`seq_len`); the
+        # sequences' layouts (default: `layout` for every one)
+        layouts = tuple(batch_layouts) if batch_layouts else (layout,) * batch
+        if len(layouts) != batch or layouts[0] != layout:
+            raise ConfigError.field("workload.batch", batch, f"{len(layouts)} page layouts given, the first must be "
+                                    "`layout`")
+        longest = max(lay.image_tokens for lay in layouts)
         if seq_len is None:
-            seq_len = default_seq_len(layout, prompt_tokens)
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1 + layout.image_tokens:
+            seq_len = max(default_seq_len(lay, prompt_tokens) for lay in layouts)
+        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1 + longest:
             raise ConfigError.field("analytic.seq_len", seq_len,
-                                    f"must be an integer >= 1 + image tokens = {1 + layout.image_tokens}")
+                                    f"must be an integer >= 1 + image tokens = {1 + longest}")
         if context_len is None:
             context_len = seq_len
         if isinstance(context_len, bool) or not isinstance(context_len, int) or context_len < 0:
@@ -179,6 +202,10 @@ class DeepseekOCRAnalyticModel:
         self.dtype_bytes = dtype_bytes(dtype)
         self.decoder_attention = decoder_attention
         self._passes_key = tuple((p.name, p.batch, p.side) for p in vision_passes(layout))
+        self.batch = batch
+        self.layouts = layouts
+        self._more = tuple((tuple((p.name, p.batch, p.side) for p in vision_passes(lay)), lay.image_tokens)
+                           for lay in layouts[1:])
         self._attention = ATTENTION_CLASSES[decoder_attention]
         self._stages = _stages_for(spec)
 
@@ -187,11 +214,27 @@ class DeepseekOCRAnalyticModel:
                  **kwargs: Any) -> "DeepseekOCRAnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
 
+    def parameter_count(self) -> int:
+        """Every parameter of the model, from the spec (`dsocr.serving.parameter_count`)."""
+        from llm_perf_opt.dsocr.serving import parameter_count
+
+        return parameter_count(self.spec)
+
     def serving_model(self, moe: Any = None, dtype: Any = None) -> Any:
         """The serving model of this page (`dsocr.serving.serving_model`): batch rules, memory, MoE at batch."""
         from llm_perf_opt.dsocr.serving import serving_model
 
-        return serving_model(self, moe, dtype if dtype is not None else "bfloat16")
+        # the serving math scales one sequence by its batch rules: a batch model serves its first page
+        return serving_model(self.sequence(0), moe, dtype if dtype is not None else "bfloat16")
+
+    def sequence(self, i: int = 0) -> "DeepseekOCRAnalyticModel":
+        """Sequence `i` of the batch alone (batch 1, its own unpadded prompt); itself at batch 1."""
+        if self.batch == 1:
+            return self
+        lay = self.layouts[i]  # the same prompt text, its own image tokens (the batch pads to the longest)
+        own = self.seq_len - (max(x.image_tokens for x in self.layouts) - lay.image_tokens)
+        return DeepseekOCRAnalyticModel(self.spec, lay, own,
+                                        dtype=self.dtype_bytes, decoder_attention=self.decoder_attention)
 
     def moe_from_routing(self, routing_path: str) -> Any:
         """The MoE shape measured in a routing.json (`dsocr.serving.moe_from_routing`)."""
@@ -202,24 +245,25 @@ class DeepseekOCRAnalyticModel:
     def with_dtype(self, dtype: Any) -> "DeepseekOCRAnalyticModel":
         """The same page and prompt with bytes counted in another dtype (a roof's prediction dtype)."""
         return DeepseekOCRAnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
-                                        dtype=dtype, decoder_attention=self.decoder_attention)
+                                        dtype=dtype, decoder_attention=self.decoder_attention, batch=self.batch,
+                                        batch_layouts=self.layouts)
 
     @property
     def passes(self) -> tuple[VisionPass, ...]:
         return vision_passes(self.layout)
 
     def vision(self) -> StageCost:
-        return self._stages.vision(self._passes_key, self.layout.image_tokens, self.dtype_bytes)
+        return self._stages.vision(self._passes_key, self.layout.image_tokens, self.dtype_bytes, self.batch, self._more)
 
     def prefill(self) -> StageCost:
         return self._stages.prefill(self._passes_key, self.layout.image_tokens, self.seq_len, self.dtype_bytes,
-                                    self._attention)
+                                    self._attention, self.batch, self._more)
 
     def decode(self, context_len: int | None = None) -> StageCost:
         ctx = self.context_len if context_len is None else context_len
         if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
             raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
-        return self._stages.decode(ctx, self.dtype_bytes, self._attention)
+        return self._stages.decode(ctx, self.dtype_bytes, self._attention, self.batch)
 
     def kv_cache_bytes(self, context_len: int | None = None, per_layer: bool = False) -> int | dict[str, int]:
         """Bytes of the KV cache holding `context_len` tokens (default: the prompt, `seq_len`), summed over
@@ -230,7 +274,7 @@ class DeepseekOCRAnalyticModel:
         if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
             raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
         d = self.spec.decoder
-        layer = kv_cache(1, d.num_kv_heads, ctx, d.head_dim, self.dtype_bytes)
+        layer = kv_cache(self.batch, d.num_kv_heads, ctx, d.head_dim, self.dtype_bytes)
         if per_layer:
             return {P.decoder_layer_path(i): layer for i in range(d.num_layers)}
         return layer * d.num_layers
@@ -259,6 +303,7 @@ def costs_dict(model: DeepseekOCRAnalyticModel, with_parts: bool = True) -> dict
         "layout": model.layout.as_dict(),
         "seq_len": model.seq_len,
         "context_len": model.context_len,
+        **({"batch": model.batch, "layouts": [lay.as_dict() for lay in model.layouts]} if model.batch > 1 else {}),
         "dtype_bytes": model.dtype_bytes,
         "decoder_attention": model.decoder_attention,
         "conventions": {

@@ -40,6 +40,7 @@ class AttentionShape:
     kv_heads: int
     head_dim: int
     dtype_bytes: int = 2
+    masked: bool = False  # a 2-D attention mask was given (batched generate): a decode step adds its 4-D mask too
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class LayerShape:
     past_len: int
     attention: str
     dtype_bytes: int = 2
+    batch: int = 1  # sequences in the batch (all of `q_len` positions: the prompts are padded to one length)
+    masked: bool = False  # a 2-D attention mask was given (`ForwardShape.masked`)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,12 @@ class ForwardShape:
     attention: str
     dtype_bytes: int = 2
     language: bool = True
+    # Batch (`generate()`'s batched inputs): `batch` sequences padded on the left to `q_len`; the images of
+    # sequences 2.. as ((passes, image_tokens), ...) (sequence 1's are `passes`, `image_tokens`);
+    # `masked`: the 2-D attention mask and the position ids generate() passes are given (batch > 1).
+    batch: int = 1
+    more_images: tuple[tuple[Passes, int], ...] = ()
+    masked: bool = False
 
 
 def _residuals(numel: int, b: int) -> LayerCost:
@@ -116,7 +125,7 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias
         kernels=K("gemm", 2 * bh * h * w * h * hd, (bh * n * hd + h * h * hd + bh * n * h) * b, m=w)
         + K("gemm", 2 * bh * h * w * w * hd, (bh * n * hd + w * w * hd + bh * n * w) * b, m=h)
-        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b),  # two einsums (bmm), the bias sum
+        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b),  # two einsums, the bias sum
     )
     own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
     return own, (
@@ -310,7 +319,7 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
     kv_heads, head_dim, b = s.kv_heads, s.head_dim, s.dtype_bytes
     kv = past_len + q_len
     own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
-        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1, fused=fused, dtype_bytes=b)
+        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1 or s.masked, fused=fused, dtype_bytes=b)
     if past_len:
         cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
         own = own + LayerCost(output_bytes=cache, activation_bytes=cache,
@@ -439,23 +448,34 @@ def decoder_layer(shape: LayerShape) -> tuple[LayerCost, Children]:
     """One decoder layer on `q_len` new tokens after `past_len` cached ones; `attention` is the class of
     its self_attn (LlamaAttention for eager, LlamaSdpaAttention, LlamaFlashAttention2)."""
     d, q_len, b = shape.decoder, shape.q_len, shape.dtype_bytes
-    attn = module_cost(shape.attention, AttentionShape(1, q_len, shape.past_len, d.hidden_size, d.num_heads,
-                                                       d.num_kv_heads, d.head_dim, b))
+    rows = shape.batch * q_len  # the MLP / MoE flatten the batch: every position of every sequence is a row
+    attn = module_cost(shape.attention, AttentionShape(shape.batch, q_len, shape.past_len, d.hidden_size, d.num_heads,
+                                                       d.num_kv_heads, d.head_dim, b, shape.masked))
     if shape.moe_layer:
-        mlp = module_cost("dsocr.DeepseekV2MoE", d, q_len, b)
+        mlp = module_cost("dsocr.DeepseekV2MoE", d, rows, b)
     else:
-        mlp = module_cost("dsocr.DeepseekV2MLP", q_len, d.hidden_size, d.intermediate_size, b)
-    return _residuals(q_len * d.hidden_size, b), (
-        ("input_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        mlp = module_cost("dsocr.DeepseekV2MLP", rows, d.hidden_size, d.intermediate_size, b)
+    return _residuals(rows * d.hidden_size, b), (
+        ("input_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", rows, d.hidden_size, b)),
         ("self_attn", attn),
-        ("post_attention_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("post_attention_layernorm", module_cost("dsocr.DeepseekV2RMSNorm", rows, d.hidden_size, b)),
         ("mlp", mlp),
     )
 
 
 # ---------------------------------------------------------------------------------------- the model
-def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple[LayerCost, Children]:
-    """SAM → CLIP → projector for each vision pass, and the glue `DeepseekOCRModel.forward` adds."""
+def _vision_batch(shape: ForwardShape) -> tuple[LayerCost, Children]:
+    """The vision of every sequence's image, in the forward's loop over the images (one image per sequence)."""
+    own, children = _vision(shape.spec, shape.passes, shape.image_tokens, shape.dtype_bytes)
+    for passes, tokens in shape.more_images:
+        o, c = _vision(shape.spec, passes, tokens, shape.dtype_bytes, first=False)
+        own, children = own + o, children + c
+    return own, children
+
+
+def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: bool = True) -> tuple[LayerCost, Children]:
+    """SAM → CLIP → projector for each vision pass, and the glue `DeepseekOCRModel.forward` adds. `first`:
+    the batch's first image, which also carries the forward's one check of `images[0][1]`."""
     children: Children = ()
     own = ZERO
     p = spec.projector
@@ -485,11 +505,12 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     # 0-d tensors of the image dtype; with crops, the grid's sides are 0-d int64 tensors (the crop shape),
     # so `down * side`, `across * side` (the re-tiling) and `down * side` again (the newline column) are three
     # more 0-d int64 tensors
-    own = own + LayerCost(activation_bytes=2 * b + (3 * 8 if len(passes) > 1 else 0),
+    sums = 2 if first else 1  # the forward checks images[0][1] once per forward, each image's crops in the loop
+    own = own + LayerCost(activation_bytes=sums * b + (3 * 8 if len(passes) > 1 else 0),
                           # the two sums, each `.item()` a host sync; the three 0-d products; the image rows
                           # scattered into the embeddings (masked_scatter_, in place)
-                          kernels=K("reduction", 0, 2 * b, 2) + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
-                          + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b), syncs=2)
+                          kernels=K("reduction", 0, sums * b, sums) + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
+                          + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b), syncs=sums)
     return own, children
 
 
@@ -499,13 +520,14 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
     """One forward on `q_len` new tokens after `past_len` cached ones; vision runs for the given passes
     (none in decode). `language=False`: the vision part alone (the `vision` stage)."""
     spec, q_len, past_len, b = shape.spec, shape.q_len, shape.past_len, shape.dtype_bytes
-    own, vision = _vision(spec, shape.passes, shape.image_tokens, b) if shape.passes else (ZERO, ())
+    own, vision = _vision_batch(shape) if shape.passes else (ZERO, ())
     if not shape.language:
         return own, vision
     d = spec.decoder
     layers = tuple(
         (str(i), module_cost("dsocr.DeepseekV2DecoderLayer",
-                             LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b)))
+                             LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b, shape.batch,
+                                        shape.masked)))
         for i in range(d.num_layers)
     )
     # position ids (int64), and transformers' _make_causal_mask: torch.full (float32 T x T), arange and
@@ -520,22 +542,42 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
                     + (K("copy", 0, t * pl * b) + K("copy", 0, 2 * t * (pl + t) * b) if pl else NO_KERNELS)) if t > 1 else NO_KERNELS
     # position ids (arange); the mask: full, arange, arange + 1 and < (elementwise), masked_fill_, .to(dtype)
     # when b != 4, with a cache zeros and cat
-    own = own + LayerCost(activation_bytes=t * 8 + mask, kernels=K("copy", 0, t * 8) + mask_kernels)
+    if shape.masked:  # generate()'s inputs: position ids given (no arange), the 2-D mask expanded
+        own = own + LayerCost(activation_bytes=mask + _padding_mask_bytes(shape.batch, t, pl + t, b),
+                              kernels=mask_kernels + _padding_mask_kernels(shape.batch, t, pl + t, b))
+    else:
+        own = own + LayerCost(activation_bytes=t * 8 + mask, kernels=K("copy", 0, t * 8) + mask_kernels)
+    rows = shape.batch * q_len
     return own, (
-        ("embed_tokens", module_cost("Embedding", q_len, d.vocab_size, d.hidden_size, b)),
+        ("embed_tokens", module_cost("Embedding", rows, d.vocab_size, d.hidden_size, b)),
         *vision,
         ("layers", children_node("ModuleList", layers, container=True)),
-        ("norm", module_cost("dsocr.DeepseekV2RMSNorm", q_len, d.hidden_size, b)),
+        ("norm", module_cost("dsocr.DeepseekV2RMSNorm", rows, d.hidden_size, b)),
     )
+
+
+def _padding_mask_bytes(batch: int, t: int, kv: int, b: int) -> int:
+    """transformers' AttentionMaskConverter.to_4d on a 2-D (B, kv) mask: _expand_mask's `.to(dtype)`,
+    `1.0 - x`, `.to(bool)` and `masked_fill` (B x t x kv each); with the causal mask (t > 1) also
+    `.bool()` of that and the causal mask's `masked_fill` into a new (B, 1, t, kv) tensor."""
+    n = batch * t * kv
+    return n * (3 * b + 1) + (n * (b + 1) if t > 1 else 0)
+
+
+def _padding_mask_kernels(batch: int, t: int, kv: int, b: int):
+    n = batch * t * kv
+    k = K("copy", 0, n * (8 + b)) + K("elementwise", n, 2 * n * b) + K("copy", 0, n * (b + 1)) \
+        + K("copy", 0, n * (2 * b + 1))
+    return k + (K("copy", 0, n * (b + 1)) + K("copy", 0, n * (2 * b + 1)) if t > 1 else NO_KERNELS)
 
 
 @register_cost("dsocr.DeepseekOCRForCausalLM", "the model, then lm_head over every new position and logits.float()")
 def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
-    b, q_len = shape.dtype_bytes, shape.q_len
+    b, rows = shape.dtype_bytes, shape.batch * shape.q_len
     model = module_cost("dsocr.DeepseekOCRModel", shape)
     if not shape.language:
         return ZERO, (("model", model),)
     d = shape.spec.decoder
-    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float()
-                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b))) if b != 4 else ZERO
-    return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))
+    logits = LayerCost(activation_bytes=rows * d.vocab_size * 4,  # logits.float()
+                       kernels=K("copy", 0, rows * d.vocab_size * (4 + b), out=rows * d.vocab_size * 4)) if b != 4 else ZERO
+    return logits, (("model", model), ("lm_head", module_cost("Linear", rows, d.hidden_size, d.vocab_size, False, b)))

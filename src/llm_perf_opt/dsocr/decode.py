@@ -43,6 +43,10 @@ class DecodeStep:
     token: int  # the token fed
     next_token: int  # the greedy token of its output
     kv_cache_bytes: int  # bytes of the cache tensors after the step (past_len + new_tokens tokens)
+    # a batch (B > 1): the sequences, and each one's own context before the step (past_len counts the left
+    # padding of the shorter prompts too: the cache holds past_len positions for every sequence)
+    batch: int = 1
+    sequence_past_lens: tuple[int, ...] = ()
 
     @property
     def context_len(self) -> int:
@@ -50,9 +54,13 @@ class DecodeStep:
         return self.past_len + self.new_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "past_len": self.past_len, "new_tokens": self.new_tokens, "token": self.token,
-                "next_token": self.next_token, "context_len": self.context_len,
-                "kv_cache_bytes": self.kv_cache_bytes}
+        out = {"step": self.step, "past_len": self.past_len, "new_tokens": self.new_tokens, "token": self.token,
+               "next_token": self.next_token, "context_len": self.context_len,
+               "kv_cache_bytes": self.kv_cache_bytes}
+        if self.batch > 1:
+            out.update(batch=self.batch, sequence_past_lens=list(self.sequence_past_lens),
+                       kv_cache_bytes_per_sequence=self.kv_cache_bytes // self.batch)
+        return out
 
 
 @dataclass
@@ -145,6 +153,11 @@ def next_token(logits: torch.Tensor) -> torch.Tensor:
     return logits[:, -1:].argmax(dim=-1)
 
 
+def _first(token: torch.Tensor) -> int:
+    """The first sequence's greedy token (the only one at batch 1)."""
+    return int(token.item()) if token.numel() == 1 else int(token.tolist()[0][0])
+
+
 def _past_of(out: Any, steps: int) -> Any:
     past = getattr(out, "past_key_values", None)
     if past is None:
@@ -163,12 +176,16 @@ def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, 
     output. The arguments are `step_kwargs` (e.g. the prefill's other inputs, or `images=None`) with
     the greedy token as `input_ids`, the previous `past_key_values`, `use_cache=True` and no
     `attention_mask`. `on_step(DecodeStep)` runs after each step (progress, a job's stage record).
+
+    A batch (B sequences left-padded to one length, `step_kwargs` with generate()'s 2-D attention mask)
+    feeds B tokens with the mask grown by one column of ones and each sequence's next position (its real
+    tokens so far, as generate() derives them); every sequence's cache holds the padded length.
     """
     import torch
 
     out = prefill
     token = next_token(out.logits)
-    tokens = [int(token.item())]
+    tokens = [_first(token)]
     result = DecodeResult(prefill=prefill, tokens=tokens, last=out)
     if steps <= 0:
         return result
@@ -179,14 +196,23 @@ def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, 
         input_ids = kwargs.get("input_ids")
         fed = token.to(input_ids.dtype) if isinstance(input_ids, torch.Tensor) else token
         kwargs.update(input_ids=fed, past_key_values=past, use_cache=True)
-        kwargs.pop("attention_mask", None)
+        mask = kwargs.pop("attention_mask", None)
+        kwargs.pop("position_ids", None)
+        own_past: tuple[int, ...] = ()
+        if mask is not None:
+            with paused_if_loaded():  # generate()'s bookkeeping, not an op of the model
+                own_past = tuple(int(n) for n in mask.sum(dim=1).tolist())
+                mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+                kwargs.update(attention_mask=mask, position_ids=mask.sum(dim=1, keepdim=True) - 1)
+            step_kwargs = dict(step_kwargs or {}, attention_mask=mask)
         past_len, fed_token = cache_len(past), tokens[-1]
         out = run_step(step, kwargs)
         past = _past_of(out, steps)
         token = next_token(out.logits)
-        tokens.append(int(token.item()))
+        tokens.append(_first(token))
         record = DecodeStep(step=step, past_len=past_len, new_tokens=int(fed.shape[-1]), token=fed_token,
-                            next_token=tokens[-1], kv_cache_bytes=kv_cache_bytes(past))
+                            next_token=tokens[-1], kv_cache_bytes=kv_cache_bytes(past), batch=int(fed.shape[0]),
+                            sequence_past_lens=own_past)
         result.steps.append(record)
         result.last = out
         if on_step is not None:

@@ -70,8 +70,9 @@ class DeepSeekOCRFamily:
         from llm_perf_opt.dsocr.layout import VisionWorkload
 
         w = workload_cfg
+        bounds = {k: getattr(w, k) for k in ("min_num", "max_num") if getattr(w, k, None) is not None}
         return VisionWorkload(base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
-                              tile_size=w.tile_size)
+                              tile_size=w.tile_size, **bounds)
 
     def layout(self, workload: Any, width: int, height: int) -> Any:
         from llm_perf_opt.dsocr.layout import compute_view_layout
@@ -159,6 +160,12 @@ class DeepSeekOCRFamily:
         from llm_perf_opt.dsocr.inputs import build_inputs
 
         return build_inputs(spec, workload, **kwargs)
+
+    def batch_inputs(self, samples: Any) -> Any:
+        """Several pages' inputs as one batch, as generate() takes them (`dsocr.inputs.batch_inputs`)."""
+        from llm_perf_opt.dsocr.inputs import batch_inputs
+
+        return batch_inputs(list(samples))
 
     @property
     def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:

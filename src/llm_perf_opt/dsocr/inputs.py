@@ -29,6 +29,9 @@ FALLBACK_PROMPT_TOKENS: dict[str, tuple[list[int], list[int]]] = {
     DEFAULT_PROMPT: ([], [201, 21431, 126041, 16]),
 }
 PAD_GREY = (127, 127, 127)  # infer(): tuple(int(x * 255) for x in mean) with mean 0.5
+# The vendor tokenizer's pad token: "<｜▁pad▁｜>" is id 2 in its tokenizer_config.json (config.json names no
+# pad_token_id). A batch pads its prompts with it on the left, as a decoder-only generate() needs.
+PAD_TOKEN_ID = 2
 
 
 @dataclass
@@ -42,6 +45,22 @@ class Inputs:
     layout: ViewLayout
     prompt_token_ids: list[int] = field(default_factory=list)  # text tokens (without BOS / image)
     prompt_source: str = "fallback"
+    # batch > 1 (`batch_inputs`): generate()'s 2-D attention mask (0 at the left padding) and the position
+    # ids its prepare_inputs_for_generation derives from it; every sequence's layout (`layout` = the first)
+    attention_mask: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+    layouts: tuple[ViewLayout, ...] = ()
+
+    @property
+    def batch(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def lengths(self) -> list[int]:
+        """Each sequence's own prompt length (without its padding)."""
+        if self.attention_mask is None:
+            return [self.seq_len] * self.batch
+        return [int(n) for n in self.attention_mask.sum(dim=1).tolist()]
 
     @property
     def seq_len(self) -> int:
@@ -57,23 +76,28 @@ class Inputs:
                 t = t.to(dtype)
             return t.to(device) if device is not None else t
 
-        return {
+        kwargs = {
             "input_ids": move(self.input_ids),
             "images": [(move(c), move(g)) for c, g in self.images],
             "images_seq_mask": move(self.images_seq_mask),
             "images_spatial_crop": self.images_spatial_crop,  # stays on the host, as in infer()
             "use_cache": False,
         }
+        if self.attention_mask is not None:
+            kwargs.update(attention_mask=move(self.attention_mask), position_ids=move(self.position_ids))
+        return kwargs
 
     def shapes(self) -> dict[str, Any]:
-        crops, global_view = self.images[0]
-        return {
-            "input_ids": [list(self.input_ids.shape), str(self.input_ids.dtype)],
-            "images[0][0] (crops)": [list(crops.shape), str(crops.dtype)],
-            "images[0][1] (global view)": [list(global_view.shape), str(global_view.dtype)],
-            "images_seq_mask": [list(self.images_seq_mask.shape), str(self.images_seq_mask.dtype)],
-            "images_spatial_crop": self.images_spatial_crop.tolist(),
-        }
+        out = {"input_ids": [list(self.input_ids.shape), str(self.input_ids.dtype)]}
+        for i, (crops, global_view) in enumerate(self.images):
+            out[f"images[{i}][0] (crops)"] = [list(crops.shape), str(crops.dtype)]
+            out[f"images[{i}][1] (global view)"] = [list(global_view.shape), str(global_view.dtype)]
+        out["images_seq_mask"] = [list(self.images_seq_mask.shape), str(self.images_seq_mask.dtype)]
+        out["images_spatial_crop"] = self.images_spatial_crop.tolist()
+        if self.attention_mask is not None:
+            out["attention_mask"] = [list(self.attention_mask.shape), str(self.attention_mask.dtype)]
+            out["position_ids"] = [list(self.position_ids.shape), str(self.position_ids.dtype)]
+        return out
 
 
 def synthetic_page(width: int, height: int, seed: int = 0) -> Image.Image:
@@ -208,3 +232,34 @@ def build_inputs(
         prompt_source=source,
     )
 
+
+
+def generate_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """The position ids transformers' generate() (the vendor's prepare_inputs_for_generation) derives from a
+    2-D mask: the running count of real tokens minus one, 1 at the padding."""
+    positions = attention_mask.long().cumsum(-1) - 1
+    return positions.masked_fill(attention_mask == 0, 1)
+
+
+def batch_inputs(samples: list[Inputs], pad_token_id: int = PAD_TOKEN_ID) -> Inputs:
+    """Several pages as one batch, as generate() takes them: per-sample image lists, the prompts left-padded
+    to the longest with `pad_token_id`, the 2-D attention mask (0 at padding), `images_seq_mask` padded with
+    False, one `images_spatial_crop` row per sample, and generate()'s position ids. One sample: itself."""
+    if len(samples) == 1:
+        return samples[0]
+    longest = max(s.seq_len for s in samples)
+    ids, seq_mask, attn = [], [], []
+    for s in samples:
+        pad = longest - s.seq_len
+        ids.append(torch.cat([torch.full((1, pad), pad_token_id, dtype=s.input_ids.dtype), s.input_ids], dim=1))
+        seq_mask.append(torch.cat([torch.zeros((1, pad), dtype=torch.bool), s.images_seq_mask], dim=1))
+        attn.append(torch.cat([torch.zeros((1, pad), dtype=torch.long), torch.ones((1, s.seq_len), dtype=torch.long)],
+                              dim=1))
+    mask = torch.cat(attn)
+    first = samples[0]
+    return Inputs(
+        input_ids=torch.cat(ids), images=[img for s in samples for img in s.images],
+        images_seq_mask=torch.cat(seq_mask), images_spatial_crop=torch.cat([s.images_spatial_crop for s in samples]),
+        layout=first.layout, prompt_token_ids=first.prompt_token_ids, prompt_source=first.prompt_source,
+        attention_mask=mask, position_ids=generate_positions(mask), layouts=tuple(s.layout for s in samples),
+    )

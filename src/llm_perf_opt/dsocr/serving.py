@@ -24,26 +24,27 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 _LOOPED = tuple(P.VISION_PATHS)
 
 
-def _per_sequence(path: str, module: str) -> bool:
-    return path in _LOOPED or module == "Embedding"
-
-
 def _routed(path: str, module: str) -> bool:
     return path.endswith(".mlp.experts")
 
 
-BATCH_RULES = BatchRules(
-    _per_sequence, _routed,
-    {"per_sequence": "SAM, CLIP and the projector (the vendor's forward loops over the images) and the token "
-                     "embedding (one row per token)",
-     "routed": "model.layers.<i>.mlp.experts: the experts the batch's tokens touch (analytic.moe_batch)",
-     "batched": "everything else: weights read once per step, the rest x batch"},
-)
+@lru_cache(maxsize=8)
+def batch_rules(looped: tuple[str, ...] = _LOOPED, labels: str = "SAM, CLIP and the projector") -> BatchRules:
+    """The batch rules of a family whose vision parts (`looped`, module paths) run once per image."""
+    return BatchRules(
+        lambda path, module: path in looped or module == "Embedding", _routed,
+        {"per_sequence": f"{labels} (the vendor's forward loops over the images) and the token "
+                         "embedding (one row per token)",
+         "routed": "model.layers.<i>.mlp.experts: the experts the batch's tokens touch (analytic.moe_batch)",
+         "batched": "everything else: weights read once per step, the rest x batch"},
+    )
 
 
-def parameter_count(spec: ModelSpec) -> int:
-    """Every parameter of the model, module by module (weights and biases as the vendor declares them)."""
-    s, c, p, d = spec.sam, spec.clip, spec.projector, spec.decoder
+BATCH_RULES = batch_rules()
+
+
+def sam_parameters(s: Any) -> int:
+    """SAM ViT-B's parameters (a `SamSpec`): patch conv, positions, blocks, neck, the stride-2 convs."""
     w, hd = s.width, s.head_dim
     sam = 3 * s.patch_size ** 2 * w + w + s.pos_grid ** 2 * w  # patch conv (bias), absolute position table
     for i in range(s.depth):
@@ -56,11 +57,11 @@ def parameter_count(spec: ModelSpec) -> int:
     for ch in s.downsample_channels:  # net_2, net_3: 3x3 stride-2 convs without bias
         sam += prev * ch * 9
         prev = ch
-    W = c.width
-    clip = W + 3 * c.patch_size ** 2 * W + c.num_positions * W + 2 * W  # class token, patch conv, positions, pre-LN
-    clip += c.layers * (2 * W + (W * 3 * W + 3 * W) + (W * W + W) + 2 * W + (W * c.ffn_dim + c.ffn_dim)
-                        + (c.ffn_dim * W + W))
-    proj = p.input_dim * p.n_embed + p.n_embed + 2 * p.n_embed  # linear + image_newline + view_seperator
+    return sam
+
+
+def language_parameters(d: Any) -> int:
+    """The DeepSeek-V2 decoder's parameters (a `DecoderSpec`): layers, token embedding, final norm, lm_head."""
     H = d.hidden_size
     attn = H * d.num_heads * d.head_dim + 2 * H * d.num_kv_heads * d.head_dim + d.num_heads * d.head_dim * H
     dec = 0
@@ -73,7 +74,18 @@ def parameter_count(spec: ModelSpec) -> int:
             dec += 3 * H * d.intermediate_size
     embed = d.vocab_size * H
     head = 0 if d.tie_word_embeddings else d.vocab_size * H
-    return sam + clip + proj + dec + embed + H + head  # + the final RMSNorm
+    return dec + embed + H + head  # + the final RMSNorm
+
+
+def parameter_count(spec: ModelSpec) -> int:
+    """Every parameter of the model, module by module (weights and biases as the vendor declares them)."""
+    c, p = spec.clip, spec.projector
+    W = c.width
+    clip = W + 3 * c.patch_size ** 2 * W + c.num_positions * W + 2 * W  # class token, patch conv, positions, pre-LN
+    clip += c.layers * (2 * W + (W * 3 * W + 3 * W) + (W * W + W) + 2 * W + (W * c.ffn_dim + c.ffn_dim)
+                        + (c.ffn_dim * W + W))
+    proj = p.input_dim * p.n_embed + p.n_embed + 2 * p.n_embed  # linear + image_newline + view_seperator
+    return sam_parameters(spec.sam) + clip + proj + language_parameters(spec.decoder)
 
 
 def moe_shape(spec: ModelSpec, dtype_bytes: int) -> Optional[MoEShape]:
@@ -100,16 +112,17 @@ def serving_model(model: DeepseekOCRAnalyticModel, moe: Optional[MoEShape] = Non
 def _cached(spec: ModelSpec, layout: Any, seq_len: int, b: int, attention: str, dtype: str, moe: Optional[MoEShape],
             model: DeepseekOCRAnalyticModel) -> ServingModel:
     d = spec.decoder
-    prefill = UnitTable.build(model.prefill(), BATCH_RULES, seq_len)
-    decode = DecodeTable.build(model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), BATCH_RULES, seq_len,
+    rules = model.batch_rules() if hasattr(model, "batch_rules") else BATCH_RULES
+    prefill = UnitTable.build(model.prefill(), rules, seq_len)
+    decode = DecodeTable.build(model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), rules, seq_len,
                                seq_len + DECODE_SPAN)
     kv = kv_cache_bytes(1, d.num_kv_heads, 1, d.head_dim, b) * d.num_layers
     shapes = {"model": spec.name, "layout": layout.as_dict(), "seq_len": seq_len, "image_tokens": layout.image_tokens,
               "dtype_bytes": b, "decoder_attention": attention}
     return ServingModel(f"{spec.name} {layout.page_width}x{layout.page_height}" if hasattr(layout, "page_width")
                         else spec.name, prefill, decode, seq_len, d.max_position_embeddings,
-                        parameter_count(spec) * b, kv, dtype, moe, shapes,
-                        tuple(f"{k}: {v}" for k, v in BATCH_RULES.description.items()))
+                        model.parameter_count() * b, kv, dtype, moe, shapes,
+                        tuple(f"{k}: {v}" for k, v in rules.description.items()))
 
 
 def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:

@@ -63,7 +63,7 @@ def resolve_dtype(runtime: RuntimeConfig, device: torch.device) -> torch.dtype:
     return DTYPES[runtime.dtype]
 
 
-def parameter_counts(model: nn.Module) -> dict[str, int]:
+def parameter_counts(model: nn.Module, part_list: Any = None) -> dict[str, int]:
     """Parameters per part of a DeepseekOCRForCausalLM (vendor or twin), for summary.json.
 
     Keys: the last component of each part's module path (`dsocr.parts`: embed_tokens, sam_model,
@@ -81,7 +81,7 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
         return n
 
     counts: dict[str, int] = {}
-    for part in parts.PARTS:
+    for part in part_list if part_list is not None else parts.PARTS:
         try:
             sub = model.get_submodule(part.path)
         except AttributeError:
@@ -123,15 +123,18 @@ class DeepSeekOCRSession:
         self.load_seconds = loaded.load_seconds
         self.quiet_vendor_prints = quiet_vendor_prints
         self.closed = False
+        self.part_list: Any = None  # the family's parts (parameter counts); None: v1's
         self._guard = guard or ProcessStateGuard()
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def open(cls, model_cfg: ModelConfig, runtime_cfg: Optional[RuntimeConfig] = None, *,
-             quiet_vendor_prints: bool = True) -> "DeepSeekOCRSession":
-        """Load the twin or the vendor model as `model_cfg` says, on the device/dtype `runtime_cfg` says."""
+             quiet_vendor_prints: bool = True, loaders: Optional[Mapping[str, Any]] = None,
+             part_list: Any = None) -> "DeepSeekOCRSession":
+        """Load the twin or the vendor model as `model_cfg` says, on the device/dtype `runtime_cfg` says.
+        `loaders` ({source: loader}) and `part_list` (the parts parameters are counted by): another family's."""
         runtime_cfg = runtime_cfg if runtime_cfg is not None else RuntimeConfig()
-        loaders = {"twin": load_twin, "vendor": load_vendor}
+        loaders = loaders or {"twin": load_twin, "vendor": load_vendor}
         if model_cfg.source not in loaders:
             raise ConfigError.field("model.source", model_cfg.source, "one of twin, vendor")
         device = resolve_device(runtime_cfg)
@@ -158,6 +161,7 @@ class DeepSeekOCRSession:
         loaded.load_seconds = time.perf_counter() - start
         session = cls(loaded, runtime_cfg=runtime_cfg, model_cfg=model_cfg, quiet_vendor_prints=quiet_vendor_prints,
                       guard=guard)
+        session.part_list = part_list
         if session.device.type != "cuda" and session.source == "vendor":
             session.measures.append("Tensor.cuda() -> Tensor.to(cpu) while a session forward runs "
                                     "(patch cuda_to_device)")
@@ -256,7 +260,7 @@ class DeepSeekOCRSession:
     # ------------------------------------------------------------------ reporting
     def parameter_counts(self) -> dict[str, int]:
         self._check_open()
-        return parameter_counts(self.model)
+        return parameter_counts(self.model, self.part_list)
 
     def describe(self) -> dict[str, Any]:
         """What summary.json reports about the session."""
@@ -272,7 +276,7 @@ class DeepSeekOCRSession:
             "attn_requested": self.attn_requested,
             "autocast": self.autocast,
             "autocast_dtype": str(self.autocast_dtype).replace("torch.", "") if self.autocast else None,
-            "parameters": parameter_counts(self.model) if self.model is not None else {},
+            "parameters": parameter_counts(self.model, self.part_list) if self.model is not None else {},
             "load_seconds": round(self.load_seconds, 3) if self.load_seconds is not None else None,
             "measures": list(self.measures),
             "required_patches": list(self.required_patches),

@@ -86,10 +86,12 @@ def _has(module: ModuleType, qualname: str) -> bool:
     return True
 
 
-def check_vendor_modules(modules: Mapping[str, ModuleType], where: str) -> None:
-    """PatchError naming every class/function the pipeline needs that the vendor code no longer has."""
+def check_vendor_modules(modules: Mapping[str, ModuleType], where: str,
+                         required: Mapping[str, tuple[str, ...]] | None = None, family: str = "DeepSeek-OCR") -> None:
+    """PatchError naming every class/function the pipeline needs that the vendor code no longer has
+    (`required`: a family's names by module; v1's by default)."""
     problems = []
-    for key, names in REQUIRED_VENDOR_NAMES.items():
+    for key, names in (REQUIRED_VENDOR_NAMES if required is None else required).items():
         module = modules.get(key)
         if module is None:
             problems.append(f"module {key}.py was not loaded (needs {', '.join(names)})")
@@ -98,7 +100,7 @@ def check_vendor_modules(modules: Mapping[str, ModuleType], where: str) -> None:
         if missing:
             problems.append(f"{key} has no {', '.join(missing)}")
     if problems:
-        raise PatchError(f"vendor code at {where} is not the DeepSeek-OCR code this pipeline knows: "
+        raise PatchError(f"vendor code at {where} is not the {family} code this pipeline knows: "
                          + "; ".join(problems) + " (the vendor code changed?)")
 
 
@@ -111,14 +113,18 @@ def package_modules(package: str) -> dict[str, ModuleType]:
 
 
 # ---------------------------------------------------------------------------------------------- loading
-def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str) -> LoadedModel:
-    """Build `DeepseekOCRForCausalLM` from the vendor code at `model.path` (checkpoint or random weights)."""
+def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str, *,
+                required: Mapping[str, tuple[str, ...]] | None = None, model_module: str = "modeling_deepseekocr",
+                model_class: str = "DeepseekOCRForCausalLM", spec_from: Any = None,
+                family: str = "DeepSeek-OCR") -> LoadedModel:
+    """Build `DeepseekOCRForCausalLM` from the vendor code at `model.path` (checkpoint or random weights).
+    Another family passes its `required` names, its model's module and class, and its `spec_from` (raw, source)."""
     if not model_cfg.path:
         raise ConfigError("model.path is required for model=vendor: pass model.path=DIR or set DSOCR_MODEL_PATH")
     path = Path(model_cfg.path).expanduser().resolve()
     raw = read_vendor_config(path)
     check_transformers()
-    spec = ModelSpec.from_config_dict(raw, source=str(path / "config.json"))
+    spec = (spec_from or ModelSpec.from_config_dict)(raw, source=str(path / "config.json"))
     from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 
     loaded = LoadedModel(model=None, spec=spec, source="vendor", device=device, dtype=dtype,  # type: ignore[arg-type]
@@ -129,8 +135,8 @@ def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype
                                    "sys.modules while the vendor code was imported, removed afterwards")
         config = _vendor_config(path)
         loaded.vendor_modules = package_modules(type(config).__module__.rpartition(".")[0])
-        check_vendor_modules(loaded.vendor_modules, str(path))
-        model_cls = loaded.vendor_modules["modeling_deepseekocr"].DeepseekOCRForCausalLM
+        check_vendor_modules(loaded.vendor_modules, str(path), required, family)
+        model_cls = getattr(loaded.vendor_modules[model_module], model_class)
         if attn == "sdpa" and not getattr(model_cls, "_supports_sdpa", False):
             loaded.warnings.append("runtime.attn_implementation=sdpa: the vendor decoder has no SDPA attention "
                                    "(its ATTENTION_CLASSES hold eager and flash_attention_2 only); using eager. "
@@ -144,7 +150,7 @@ def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype
             raise ConfigError(f"vendor model at {path} could not be built: {type(exc).__name__}: {exc}") from None
     if not isinstance(model, model_cls):
         raise PatchError(f"vendor model at {path} is a {type(model).__qualname__}, expected "
-                         "DeepseekOCRForCausalLM (config.json auto_map.AutoModel)")
+                         f"{model_class} (config.json auto_map.AutoModel)")
     loaded.model = model.to(device).eval()
     return loaded
 

@@ -87,6 +87,25 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         return DeepseekOCR2AnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
                                          dtype=dtype, decoder_attention=self.decoder_attention)
 
+    def parameter_count(self) -> int:
+        """Every parameter of DeepSeek-OCR 2 from the spec: SAM and the decoder as v1 counts them
+        (`dsocr.serving`), the encoder (24 Qwen2 layers, final norm, both query banks), the projector's
+        linear and the view separator."""
+        from llm_perf_opt.dsocr.serving import language_parameters, sam_parameters
+
+        e, p = self.spec.encoder, self.spec.projector
+        kv = e.num_kv_heads * e.head_dim
+        layer = (e.hidden_size * e.hidden_size + e.hidden_size + 2 * (e.hidden_size * kv + kv)  # q, k, v (bias)
+                 + e.hidden_size * e.hidden_size + 3 * e.hidden_size * e.intermediate_size + 2 * e.hidden_size)
+        encoder = e.num_layers * layer + e.hidden_size + sum(e.bank_sizes) * e.hidden_size
+        projector = p.input_dim * p.n_embed + p.n_embed + p.n_embed  # linear (bias) + view_seperator
+        return sam_parameters(self.spec.sam) + encoder + projector + language_parameters(self.spec.decoder)
+
+    def batch_rules(self) -> Any:
+        from llm_perf_opt.dsocr.serving import batch_rules
+
+        return batch_rules(VISION_PATHS, "SAM, the encoder and the projector")
+
     @classmethod
     def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
                  **kwargs: Any) -> "DeepseekOCR2AnalyticModel":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic import registry
-from llm_perf_opt.analytic.costs import ZERO, LayerCost
+from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
 from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
 from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
@@ -19,19 +19,18 @@ from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
 PREFIX = "dsocr2."
 
 
+registry.extend_namespace("dsocr2", "dsocr")  # SAM, the projector and the decoder are v1's classes
+
+
 def key(class_name: str) -> str:
     """The registry key of a v2 class: `dsocr2.<class>` when v2 registered it, else v1's `dsocr.<class>` (the
     SAM, projector and decoder classes v2 shares), else the shared torch.nn name."""
-    prefixed = PREFIX + class_name
-    if prefixed in registry.entries():
-        return prefixed
-    return registry.key(class_name, "dsocr")
+    return registry.key(class_name, "dsocr2")
 
 
 def unsupported(module_classes) -> dict[str, int]:
     """`registry.unsupported` for a v2 model: a class is costed under its v2, its v1 or its bare name."""
-    return {c: n for c, n in registry.unsupported(module_classes, "dsocr").items()
-            if PREFIX + c not in registry.entries()}
+    return registry.unsupported(module_classes, "dsocr2")
 
 
 def _residuals(numel: int, b: int) -> LayerCost:
@@ -56,9 +55,9 @@ def qwen2_sdpa_attention(batch: int, tokens: int, hidden: int, heads: int, kv_he
     b = dtype_bytes
     own = C.rope_apply(batch, tokens, heads, kv_heads, head_dim, b)
     own = own + C.sdpa(batch, heads, tokens, tokens, head_dim, kv_heads=heads, mask=True, fused=True, dtype_bytes=b)
-    if heads != kv_heads:  # repeat_kv: expand + reshape copies K and V to all heads
-        own = own + LayerCost(activation_bytes=2 * batch * heads * tokens * head_dim * b)
-    own = own + LayerCost(activation_bytes=batch * tokens * heads * head_dim * b)  # transpose(1, 2).contiguous()
+    # repeat_kv (expand + reshape) and `transpose(1, 2).contiguous()`: no activation bytes under the project's
+    # convention (measure.agreement: a reshape is a view, SDPA's output is already contiguous after the
+    # transpose, so `contiguous` returns the same tensor), and neither launches a kernel in the capture
     rows = batch * tokens
     return own, (
         ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, True, b)),
@@ -85,11 +84,22 @@ def qwen2_layer(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int 
 @register_cost(PREFIX + "CustomQwen2ModelInner", "positions, the token-type mask, the RoPE table once, the layers, "
                                                  "the final RMSNorm")
 def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    """The stack over (batch, T = 2n) tokens. Own bytes: the int64 positions and the (B, 1, T, T) float mask
-    (each batch element's T x T fill, then their stack); the mask's boolean temporaries are not counted."""
+    """The stack over (batch, T = 2n) tokens. Own: the int64 positions (arange) and the (B, 1, T, T) float mask
+    (`dsocr2.twin.encoder.encoder_mask`), per batch element: the T x T fill, the two token-type tests (bool T),
+    the queries' rank (an int64 cast and its cumsum), four `&`, one `<=` and two `|` over T x T booleans,
+    the in-place `masked_fill_` (no new tensor); then the stack of the B masks."""
     b, e = dtype_bytes, encoder
     t = tokens
-    own = LayerCost(activation_bytes=t * 8 + 2 * batch * t * t * b)
+    t2 = t * t
+    per_view = LayerCost(
+        flops_other=2 * t + t + 7 * t2,  # the tests, the cumsum, the seven boolean T x T ops
+        activation_bytes=t2 * b + 2 * t + 2 * 8 * t + 7 * t2,
+        kernels=(K("copy", 0, t2 * b) + K("elementwise", t, 9 * t, 2) + K("copy", 0, 9 * t)
+                 + K("reduction", t, 16 * t) + K("elementwise", t2, 3 * t2, 7) + K("elementwise", 0, t2 * b + t2))
+    )
+    own = per_view.times(batch) + LayerCost(
+        activation_bytes=t * 8 + batch * t2 * b,
+        kernels=K("copy", 0, t * 8) + K("copy", 0, 2 * batch * t2 * b))
     layer = module_cost(PREFIX + "Qwen2DecoderLayer", e, batch, t, b)
     layers = children_node("ModuleList", tuple((str(i), layer) for i in range(e.num_layers)), container=True)
     return own, (
@@ -109,7 +119,9 @@ def qwen2_encoder(encoder: EncoderSpec, batch: int, n_tokens: int, dtype_bytes: 
     b, e = dtype_bytes, encoder
     t = 2 * n_tokens
     # cat(tokens, queries) (B, T, C); int64 zeros and ones (B, n) and their cat (B, T)
-    own = LayerCost(activation_bytes=batch * t * e.hidden_size * b + 2 * batch * n_tokens * 8 + batch * t * 8)
+    own = LayerCost(activation_bytes=batch * t * e.hidden_size * b + 2 * batch * n_tokens * 8 + batch * t * 8,
+                    kernels=K("copy", 0, 2 * batch * t * e.hidden_size * b) + K("copy", 0, batch * n_tokens * 8, 2)
+                    + K("copy", 0, 2 * batch * t * 8))
     inner = module_cost(PREFIX + "CustomQwen2ModelInner", e, batch, t, b)
     return own, (("model", children_node(PREFIX + "CustomQwen2Decoder", (("model", inner),))),)
 
@@ -129,7 +141,15 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
         )
     # cat(crops, global, separator) and the cat of that one-element list (a copy too); the views of the
     # projector outputs are free. The two `torch.sum(...).item()` checks: 0-d tensors of the image dtype.
-    own = LayerCost(activation_bytes=2 * image_tokens * spec.decoder.hidden_size * b + 2 * b)
+    rows = image_tokens * spec.decoder.hidden_size * b
+    pixels = [batch * 3 * side * side * b for _name, batch, side in passes]
+    glob = pixels[-1]  # the global view (the last pass)
+    crops = pixels[0] if len(pixels) > 1 else glob  # the crop batch, or the all-zero crop tensor of a page without
+    # kernels: the two sums (the global view in forward, the crop tensor in the image's branch), the two cats, and
+    # masked_scatter_ of the image rows into the embeddings (in place: no new tensor)
+    kernels = (K("reduction", glob, glob + b) + K("reduction", crops, crops + b) + K("copy", 0, 2 * rows, 2)
+               + K("copy", 0, 2 * rows))
+    own = LayerCost(activation_bytes=2 * rows + 2 * b, kernels=kernels)
     return own, children
 
 

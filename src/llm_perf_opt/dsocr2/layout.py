@@ -146,5 +146,6 @@ def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> Vi
 def workload_from_config(cfg) -> VisionWorkload:
     """A `VisionWorkload` from a workload config (any object with base_size, image_size, crop_mode and an
     optional tile_size); a v1-only value fails with one ConfigError naming the field and the family."""
+    bounds = {k: getattr(cfg, k) for k in ("min_num", "max_num") if getattr(cfg, k, None) is not None}
     return VisionWorkload(base_size=cfg.base_size, image_size=cfg.image_size, crop_mode=cfg.crop_mode,
-                          tile_size=getattr(cfg, "tile_size", TILE))
+                          tile_size=getattr(cfg, "tile_size", TILE), **bounds)

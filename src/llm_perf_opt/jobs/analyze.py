@@ -48,7 +48,8 @@ def main(raw: DictConfig) -> None:
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
-          f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}")
+          f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}"
+          + (f" | batch {model.batch} (costs of the batched forward)" if getattr(model, "batch", 1) > 1 else ""))
     print(render_costs_table(model))
     progress(f"wrote {path}")
     if latency is None:
@@ -57,8 +58,9 @@ def main(raw: DictConfig) -> None:
     print()
     print(render_roofline_table(latency))
     print()
-    print(_levels_table(cfg, model, latency))
-    progress(f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw)}")
+    table, payload = _levels_table(cfg, model, latency)
+    print(table)
+    progress(f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw, levels=payload)}")
     sm, point, points, knee, fits = serving
     print()
     print(render_point(point, hardware.name, hardware.memory_bytes, fits["static"]))
@@ -70,8 +72,9 @@ def main(raw: DictConfig) -> None:
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 
 
-def _levels_table(cfg, model, latency) -> str:
-    """ideal / kernel / eager per stage and part, kernel counts and verdicts (analytic.time_levels)."""
+def _levels_table(cfg, model, latency) -> tuple[str, dict]:
+    """(console table, roofline.json's levels payload): ideal / kernel / eager per stage and part, kernel counts
+    and verdicts (analytic.time_levels)."""
     from llm_perf_opt.analytic import time_levels as TL
 
     levels = None
@@ -82,7 +85,8 @@ def _levels_table(cfg, model, latency) -> str:
         levels = cal.levels
     tm = TL.time_model_for(latency.roof, cfg.hardware, levels, cfg.hardware.cache_dir,
                            synchronous=cfg.runtime.device.startswith("cpu") and levels is not None)
-    return TL.render_levels(TL.latency_levels(model.stages(), latency, tm), tm)
+    levels = TL.latency_levels(model.stages(), latency, tm)
+    return TL.render_levels(levels, tm), TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 
 
 if __name__ == "__main__":

@@ -1,37 +1,89 @@
 """Calibration of the kernel and eager time levels (`analytic.time_levels`): per device and dtype, what one
 kernel of a given shape costs and what the host pays per dispatched op.
 
-Measured (each figure: work / the fastest of `repeats` samples after `warmup` calls, as `measure.calibrate`):
+Statistic (every figure): the samples of all shapes are taken in interleaved rounds (round r times every shape
+once, so a burst of load from other processes hits one sample of each shape, not all samples of one), and each
+figure is the **fastest consistent** sample: the fastest sample that another sample confirms within
+`CONSISTENT` (20 %); with no such pair, the median. A lone fast outlier cannot set a figure, and a shape whose
+samples were all slowed by other work keeps its fastest confirmed time. The measured side of the levels' check
+(`measure.levels_stage`) takes the fastest run, the same convention.
 
-* `gemm`: achieved FLOP/s of `torch.matmul(a (M x K), b (K x N), out=c)` for M in `GEMM_M` (1..64: the decode
-  GEMVs, then larger) at N = K = `gemm_nk`: the efficiency curve the kernel level reads by M;
-* `elementwise`: bytes/s of `torch.add(x, y, out=z)` (3 x numel x itemsize bytes) at a small (cache-resident)
-  and a large size; `copy`: bytes/s of `dst.copy_(src)` (2 x bytes) at the same sizes;
+Measured:
+
+* `gemm`: achieved FLOP/s of `torch.matmul(a (M x K), b (K x N), out=c)` over a grid of shapes (`gemm_shapes`):
+  M = 1..4096 (1..64: the decode GEMVs), K and N from 64 to 1024 (CPU) or 4096 (CUDA), each with its FLOPs per
+  element moved `x = 2MNK / (MK + KN + MN)`: the kernel level reads the rate at a kernel's x (a GEMV has x ~ 2,
+  a square GEMM of side s has 2s/3), which holds the skinny products (small K or N) a square-only grid misses.
+* `elementwise`: bytes/s of `torch.add(x, y, out=z)` (3 x numel x itemsize bytes) at a small (cache-resident,
+  256 KiB), a medium (8 MiB) and a large (128 MiB; quick: 16 MiB) size; `copy`: bytes/s of a layout copy,
+  `dst.copy_(src.transpose)` (2 x bytes; the copies of a transformer forward are mostly contiguous() after a
+  permute, cat and pad), at the same sizes;
+* `fresh`: CPU: seconds per byte of a result written into fresh memory: `(t(x + y) - t(torch.add(x, y, out=z)))
+  / result bytes` at the large size. Allocations above glibc's largest mmap threshold (`FRESH_BYTES`, 32 MiB on
+  64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
+  a millisecond per MiB on these machines); smaller ones are reused heap memory. CUDA: 0 (the caching
+  allocator reuses blocks);
 * `min_kernel_s`: CUDA: the device time of the smallest kernel (a 1-element add, CUDA events around 1,000
-  launches, divided); CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the
-  dispatch, counted once in the eager level);
-* `host`: the host's cost per dispatched op: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
-  (eager, this torch, `inner` calls per sample), and the identity of the host (CPU model, threads, hostname
-  hash-free: the CPU name and torch version).
+  launches, divided); CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the host's
+  per-op cost, counted once in the eager level);
+* `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
+  (the dispatcher alone). `op_s`: wall time of a small transformer block's forward (`_HostBlock`: LayerNorm,
+  qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
+  with GELU, residual add) on tiny tensors under `torch.no_grad`, divided by the kernels it launches (aten ops
+  that are not views, counted with a TorchDispatchMode): Python + nn.Module + dispatcher + allocation per kernel,
+  with the views and metadata ops of real module code around each kernel. The eager level charges `op_s` per
+  kernel (`dispatch_s` when a calibration predates it).
 """
 from __future__ import annotations
 
 import platform
+import statistics
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import torch
+from torch import nn
 
-GEMM_M = (1, 2, 4, 8, 16, 32, 64, 256, 1024)
-LEVELS_VERSION = 1
+GEMM_M = (1, 4, 16, 64, 256, 1024, 4096)
+GEMM_KN_CPU = ((64, 256), (256, 64), (256, 256), (64, 4096), (1024, 1024))
+GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
+GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
+FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
+CONSISTENT = 1.2  # a sample confirmed by another within 20 %
+LEVELS_VERSION = 3  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations)
+STATISTIC = ("fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
+             "samples of all shapes interleaved in rounds")
 
 
-def _best(fn, device: torch.device, warmup: int, repeats: int, inner: int = 1) -> tuple[float, list[float]]:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
+def fastest_consistent(samples: Sequence[float], tolerance: float = CONSISTENT) -> float:
+    """The fastest sample another sample confirms within `tolerance` (a ratio); the median when none does."""
+    s = sorted(x for x in samples if x > 0)
+    if not s:
+        raise ValueError("no positive samples")
+    for a, b in zip(s, s[1:]):
+        if b <= a * tolerance:
+            return a
+    return statistics.median(s)
+
+
+def gemm_shapes(device_type: str, quick: bool = False) -> list[tuple[int, int, int]]:
+    """(M, K, N) of the GEMM grid, the largest products left out (`GEMM_MAX_FLOPS`)."""
+    if quick:
+        return [(m, k, n) for m in (1, 16, 256) for k, n in ((64, 64), (256, 256))]
+    kn = GEMM_KN_CUDA if device_type == "cuda" else GEMM_KN_CPU
+    cap = GEMM_MAX_FLOPS["cuda" if device_type == "cuda" else "cpu"]
+    return [(m, k, n) for m in GEMM_M for k, n in kn if 2 * m * k * n <= cap]
+
+
+def flop_per_element(m: int, k: int, n: int) -> float:
+    """x = FLOPs / elements moved = 2MNK / (MK + KN + MN) (each operand and the result once)."""
+    return 2.0 * m * k * n / (m * k + k * n + m * n)
+
+
+def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
+    """seconds per call of fn over `inner` back-to-back calls (CUDA events on CUDA)."""
+    if device.type == "cuda":
+        def run(fn: Callable[[], Any], inner: int) -> float:
             torch.cuda.synchronize(device)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -39,63 +91,158 @@ def _best(fn, device: torch.device, warmup: int, repeats: int, inner: int = 1) -
                 fn()
             end.record()
             torch.cuda.synchronize(device)
-            samples.append(start.elapsed_time(end) / 1e3 / inner)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            samples.append((time.perf_counter() - t0) / inner)
-    return min(samples), samples
+            return start.elapsed_time(end) / 1e3 / inner
+        return run
+
+    def run_cpu(fn: Callable[[], Any], inner: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        return (time.perf_counter() - t0) / inner
+    return run_cpu
+
+
+def _interleaved(cases: dict[str, Callable[[], Any]], device: torch.device, rounds: int, warmup: int,
+                 target_s: float) -> dict[str, dict[str, Any]]:
+    """{name: {"seconds", "samples", "inner"}}: every case once per round, `inner` calls per sample sized from a
+    probe to about `target_s`."""
+    timer = _timer(device)
+    inner: dict[str, int] = {}
+    for name, fn in cases.items():
+        for _ in range(warmup):
+            fn()
+        probe = min(timer(fn, 1) for _ in range(2))
+        inner[name] = max(1, min(2000, int(target_s / max(probe, 1e-7))))
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            samples[name].append(timer(fn, inner[name]))
+    return {name: {"seconds": fastest_consistent(s), "samples": s, "inner": inner[name]} for name, s in samples.items()}
+
+
+class _HostBlock(nn.Module):
+    """A pre-norm transformer block at width 8 on 4 tokens: what a real module forward does around each kernel."""
+
+    def __init__(self, width: int = 8, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc1, self.act, self.fc2 = nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        a = nn.functional.scaled_dot_product_attention(q, k, v)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(self.act(self.fc1(self.norm2(x))))
+
+
+def count_kernels(fn: Callable[[], Any]) -> int:
+    """aten ops `fn` runs that are not views (what the analytic model lists as kernels), by a TorchDispatchMode."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if not getattr(func, "is_view", False) and func.__name__.split(".")[0] not in ("detach", "alias"):
+                Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return Count.n
+
+
+def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]:
+    """dispatch_s (bare torch.add) and op_s (a module forward per kernel) on this host (see the docstring)."""
+    hx, hout = torch.ones(1, dtype=dtype), torch.empty(1, dtype=dtype)
+    blocks = nn.Sequential(*[_HostBlock() for _ in range(4)]).to(dtype).eval()
+    x = torch.randn(1, 4, 8).to(dtype)
+
+    def forward() -> None:
+        with torch.no_grad():
+            blocks(x)
+
+    kernels = count_kernels(forward)
+    got = _interleaved({"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward}, torch.device("cpu"),
+                       rounds, warmup, 2e-3)
+    return {
+        "dispatch_s": got["dispatch"]["seconds"], "op_s": got["block"]["seconds"] / kernels,
+        "op_kernels": kernels, "op_forward_s": got["block"]["seconds"],
+        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter",
+        "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad: forward wall "
+                     f"time / its {kernels} non-view aten ops (TorchDispatchMode)",
+    }
 
 
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
-    warmup, repeats = (1, 3) if quick else (2, 5)
-    nk = 256 if quick else (4096 if cuda else 1024)
+    rounds, warmup = (3, 1) if quick else ((7, 2) if cuda else (15, 2))
+    target = 2e-4 if quick else (1e-3 if cuda else 2e-3)
     itemsize = torch.empty((), dtype=dtype).element_size()
     timer = "torch.cuda.Event pairs (GPU time)" if cuda else "time.perf_counter (wall, synchronous device)"
-    gemm = []
-    b = torch.randn(nk, nk, device=device).to(dtype)
-    for m in GEMM_M:
-        a = torch.randn(m, nk, device=device).to(dtype)
-        c = torch.empty(m, nk, device=device, dtype=dtype)
-        inner = max(1, min(200, int(2e8 // (2 * m * nk * nk + 1)))) if not quick else 2
-        t, _ = _best(lambda: torch.matmul(a, b, out=c), device, warmup, repeats, inner)
-        gemm.append({"m": m, "n": nk, "k": nk, "seconds": t, "flops_per_s": 2.0 * m * nk * nk / t})
-    sizes = {"small": 1 << 12, "large": (1 << 20) if quick else (1 << 24)}  # elements
-    elementwise, copy = {}, {}
+    shapes = gemm_shapes(device.type, quick)
+    cases: dict[str, Callable[[], Any]] = {}
+    keep = []  # the tensors of each case stay alive for the rounds
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+        c = torch.empty(m, n, device=device, dtype=dtype)
+        keep.append((a, b, c))
+        cases[f"gemm {m} {k} {n}"] = (lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
+    sizes = {"small": 1 << 16, "medium": 1 << 21, "large": (1 << 22) if quick else (1 << 25)}  # elements (x4 B)
     for label, numel in sizes.items():
         x, y = torch.rand(numel, device=device).to(dtype), torch.rand(numel, device=device).to(dtype)
         z = torch.empty_like(x)
-        inner = 200 if label == "small" else 3
-        t, _ = _best(lambda: torch.add(x, y, out=z), device, warmup, repeats, inner)
+        side = int(numel ** 0.5)
+        src2 = x[: side * side].view(side, side)
+        dst2 = torch.empty(side, side, device=device, dtype=dtype)
+        keep.append((x, y, z, src2, dst2))
+        cases[f"add {label}"] = (lambda x=x, y=y, z=z: torch.add(x, y, out=z))
+        cases[f"copy {label}"] = (lambda s=src2, d=dst2: d.copy_(s.t()))
+        if label == "large" and not cuda:
+            cases["add fresh"] = (lambda x=x, y=y: torch.add(x, y))
+    got = _interleaved(cases, device, rounds, warmup, target)
+    gemm = []
+    for m, k, n in shapes:
+        t = got[f"gemm {m} {k} {n}"]["seconds"]
+        gemm.append({"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "seconds": t,
+                     "flops_per_s": 2.0 * m * k * n / t})
+    elementwise, copy = {}, {}
+    for label, numel in sizes.items():
+        t = got[f"add {label}"]["seconds"]
         elementwise[label] = {"numel": numel, "bytes": 3 * numel * itemsize, "seconds": t,
                               "bytes_per_s": 3 * numel * itemsize / t}
-        t, _ = _best(lambda: z.copy_(x), device, warmup, repeats, inner)
-        copy[label] = {"numel": numel, "bytes": 2 * numel * itemsize, "seconds": t, "bytes_per_s": 2 * numel * itemsize / t}
+        side = int(numel ** 0.5)
+        t = got[f"copy {label}"]["seconds"]
+        copy[label] = {"numel": side * side, "bytes": 2 * side * side * itemsize, "seconds": t,
+                       "bytes_per_s": 2 * side * side * itemsize / t}
+    fresh = {"s_per_byte": 0.0, "min_bytes": FRESH_BYTES,
+             "op": "CUDA: 0 (the caching allocator reuses blocks)"}
+    if "add fresh" in got:
+        numel = sizes["large"]
+        extra = got["add fresh"]["seconds"] - got["add large"]["seconds"]
+        fresh = {"s_per_byte": max(extra, 0.0) / (numel * itemsize), "min_bytes": FRESH_BYTES,
+                 "op": f"(t(x + y) - t(torch.add(x, y, out=z))) / result bytes, {numel} elements "
+                       f"({numel * itemsize / 2**20:g} MiB result)"}
     one = torch.ones(1, device=device, dtype=dtype)
     out = torch.empty_like(one)
     if cuda:
-        min_kernel, _ = _best(lambda: torch.add(one, one, out=out), device, warmup, repeats, 1000)
-        min_kernel_op = "torch.add on 1 element, CUDA events around 1,000 back-to-back launches, per launch"
+        min_kernel = min(_timer(device)(lambda: torch.add(one, one, out=out), 1000) for _ in range(rounds))
+        min_kernel_op = "torch.add on 1 element, CUDA events around 1,000 back-to-back launches, per launch, fastest"
     else:
-        min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host dispatch)"
-    hx, hout = torch.ones(1, dtype=dtype), torch.empty(1, dtype=dtype)
-    inner = 200 if quick else 2000
-    dispatch, samples = _best(lambda: torch.add(hx, hx, out=hout), torch.device("cpu"), warmup, repeats, inner)
+        min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
+    host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
-        def sync_round() -> None:
-            one.sum().item()
-        sync_s, _ = _best(sync_round, device, warmup, repeats, 50)
+        sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
+    host.update({"sync_s": sync_s, "cpu": platform.processor() or platform.machine(),
+                 "python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads()})
     return {
         "version": LEVELS_VERSION, "dtype": str(dtype).removeprefix("torch."), "timer": timer,
-        "statistic": "best (fastest sample)", "warmup": warmup, "repeats": repeats,
-        "gemm": gemm, "elementwise": elementwise, "copy": copy,
-        "min_kernel_s": min_kernel, "min_kernel_op": min_kernel_op,
-        "host": {"dispatch_s": dispatch, "sync_s": sync_s, "cpu": platform.processor() or platform.machine(),
-                 "python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                 "op": f"torch.add(x, y, out=z) on 1-element CPU tensors, eager, {inner} calls per sample, "
-                       "time.perf_counter; the fastest sample"},
+        "statistic": STATISTIC, "warmup": warmup, "repeats": rounds, "rounds": rounds,
+        "gemm": gemm, "elementwise": elementwise, "copy": copy, "fresh": fresh,
+        "min_kernel_s": min_kernel, "min_kernel_op": min_kernel_op, "host": host,
     }

@@ -57,7 +57,8 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
                       context: Callable[[], ContextManager[Any]] = torch.no_grad,
                       device: Optional[torch.device] = None, describe: Optional[Mapping[str, Any]] = None,
                       analytic: Any = None, roof: Any = None, progress: Optional[Progress] = None,
-                      greedy_decode: Callable[..., Any], ) -> list[dict[str, Any]]:
+                      greedy_decode: Callable[..., Any], parts: Optional[Mapping[str, str]] = None,
+                      ) -> list[dict[str, Any]]:
     """One row per decode step: context, measured seconds (median plain forward, min, max, profiled), the
     parts' inclusive times, and with `roof` the predicted time, its bound and the efficiency."""
     from llm_perf_opt.measure.profile import ForwardCall, profile_forward
@@ -73,14 +74,17 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
         past_len = seq_len + step - 1
         call = ForwardCall(model=model, kwargs=step_kwargs, context=context, device=device,
                            describe={**dict(describe or {}), "decode_step": step, "past_len": past_len})
-        times = profile_forward(call, cfg)
+        times = profile_forward(call, cfg, parts=parts)  # parts: {alias: path}, each step's parts' times
         wall = times.wall
         row: dict[str, Any] = {
             "step": step, "past_len": past_len,
             "measured_s": wall["plain_s"]["median"], "min_s": wall["plain_s"]["min"],
             "max_s": wall["plain_s"]["max"], "profiled_s": wall["profiled_s"]["median"],
+            "min_cpu_s": (wall.get("plain_cpu_s") or {}).get("min"),
             "repeats": cfg.repeats, "warmup": cfg.warmup,
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
+            "parts_min_s": {alias: r["inclusive_s"]["min"] for alias, r in times.coverage.get("parts", {}).items()
+                            if r["inclusive_s"].get("min") is not None},
             "coverage": times.coverage.get("coverage"), "time_base": times.coverage.get("time_base"),
             "problems": len(times.problems),
         }

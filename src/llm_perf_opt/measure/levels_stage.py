@@ -2,15 +2,26 @@
 
 Device and host figures: on `hardware=measured` the calibration's kernel-level and host figures for the
 prediction dtype (this device, this host); on a datasheet its min_kernel_us / launch_us / sync_us and this
-host's cached CPU calibration. Measured times are the profile's (`measure.efficiency.compare` rows: the plain
-forward's wall time for `forward`, each part's inclusive time), matched by stage and part alias: `prefill`
-is the whole forward.
+host's cached CPU calibration.
+
+Measured (`MEASURED_BY`), the fastest-run convention (the calibration's figures are fastest consistent samples,
+`measure.calibrate_levels`): the prefill is the fastest plain forward (no profiler); vision the fastest of the
+per-repeat sums of SAM, CLIP and the projector; a part the fastest of its per-repeat inclusive times in the
+profiled forwards (module ranges: the profiler's own overhead included); a decode step the fastest plain forward
+of the first timed step (the analytic decode stage's context) and its parts' fastest inclusive times.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt.analytic import time_levels as TL
+
+CPU_TIME_BY = ("process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
+               "forward's time without the waits for the core that other processes cause; with more threads the sum "
+               "over threads (not a wall time), so shown only for runtime.threads=1")
+MEASURED_BY = ("fastest run: prefill = the fastest plain forward (wall, no profiler); vision = fastest per-repeat sum "
+               "of SAM, CLIP, projector; parts = fastest per-repeat inclusive time of the part's module ranges in the "
+               "profiled forwards; decode = the fastest plain forward of decode step 1 and its parts' fastest ranges")
 
 
 def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
@@ -23,35 +34,118 @@ def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
                              synchronous=str(cfg.runtime.device).startswith("cpu") and levels is not None)
 
 
-def measured_by_stage(rows: Sequence[Any]) -> dict[str, dict[str, float]]:
-    """{stage: {"" or part alias: seconds}} from the comparison rows (prefill = the forward)."""
+def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]]:
+    """{stage: {"" or part alias: seconds}} from a profile (`ModuleTimes`), fastest run (see MEASURED_BY); the
+    parts are the family's (`vocabulary`: a `family.PartVocabulary`, the analytic model's)."""
+    from llm_perf_opt.measure.module_times import path_inclusive_repeats
+
     out: dict[str, dict[str, float]] = {"prefill": {}, "vision": {}}
-    for r in rows:
-        if r.measured_s is None:
-            continue
-        if r.name == "forward":
-            out["prefill"][""] = r.measured_s
-        elif r.name == "vision":
-            out["vision"][""] = r.measured_s
-        else:
-            out["prefill"][r.name] = r.measured_s
-            out["vision"][r.name] = r.measured_s
+    if times is None or vocabulary is None:
+        return out
+    plain = (times.wall.get("plain_s") or {}).get("min")
+    if plain:
+        out["prefill"][""] = float(plain)
+    series = [path_inclusive_repeats(times, p) for p in vocabulary.vision_paths]
+    if series and all(s is not None for s in series):
+        out["vision"][""] = min(sum(v) for v in zip(*series))  # type: ignore[arg-type]
+    for part in vocabulary.parts:
+        values = path_inclusive_repeats(times, part.path)
+        if values:
+            out["prefill"][part.alias] = out["vision"][part.alias] = min(values)
+    i = 0
+    while True:
+        values = path_inclusive_repeats(times, vocabulary.decoder_layer_path(i))
+        if not values:
+            break
+        out["prefill"][f"{vocabulary.layer_alias_prefix}{i}"] = min(values)
+        i += 1
     return out
 
 
-def levels_section(cfg: Any, model: Any, latency: Any, rows: Sequence[Any],
-                   decode_measured: Optional[Mapping[str, float]] = None) -> tuple[dict[str, Any], str]:
-    """(summary section, console table) of the levels on the primary roof."""
+def cpu_time_measured(times: Any, decode: Any, threads: Optional[int]) -> dict[str, dict[str, float]]:
+    """{stage: {"": CPU seconds}} of the prefill and decode step 1 (see CPU_TIME_BY); empty unless one thread."""
+    if threads != 1:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    cpu = ((times.wall.get("plain_cpu_s") or {}).get("min")) if times is not None else None
+    if cpu:
+        out["prefill"] = {"": float(cpu)}
+    rows = (decode.get("rows") if isinstance(decode, Mapping) else getattr(decode, "rows", None)) if decode else None
+    first = next((r for r in rows or [] if r.get("step") == 1 and r.get("min_cpu_s")), None)
+    if first is not None:
+        out["decode"] = {"": float(first["min_cpu_s"])}
+    return out
+
+
+def decode_measured(decode: Any) -> dict[str, float]:
+    """{"" or part alias: seconds} of decode step 1 (the analytic decode stage's context), fastest run."""
+    if decode is None:
+        return {}
+    rows = decode.get("rows") if isinstance(decode, Mapping) else getattr(decode, "rows", None)
+    first = next((r for r in rows or [] if r.get("step") == 1 and r.get("min_s") is not None), None)
+    if first is None:
+        return {}
+    out = {"": float(first["min_s"])}
+    out.update({a: float(v) for a, v in (first.get("parts_min_s") or {}).items()})
+    return out
+
+
+def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
+                   decode_times: Optional[Mapping[str, float]] = None,
+                   cpu_times: Optional[Mapping[str, Mapping[str, float]]] = None
+                   ) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof."""
+    cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
     levels = TL.latency_levels(model.stages(), latency, tm)
-    measured = measured_by_stage(rows)
-    if decode_measured:
-        measured["decode"] = dict(decode_measured)
+    measured = measured_by_stage(times, getattr(model, "vocabulary", None))
+    if decode_times:
+        measured["decode"] = dict(decode_times)
     section = {
         "device": tm.label, "convention": dict(TL.CONVENTION), "missing": dict(tm.missing),
+        "measured_by": MEASURED_BY, **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
         "stages": {s: {alias: {**lt.to_dict(), "measured_s": measured.get(s, {}).get(alias),
                                "eager_over_measured": (lt.eager_s / measured[s][alias]) if lt.eager_s and
-                               measured.get(s, {}).get(alias) else None}
+                               measured.get(s, {}).get(alias) else None,
+                               **({"measured_cpu_s": cpu_times[s][alias],
+                                   "eager_over_cpu": lt.eager_s / cpu_times[s][alias] if lt.eager_s else None}
+                                  if alias in cpu_times.get(s, {}) else {})}
                        for alias, lt in parts.items()} for s, parts in levels.items()},
     }
-    return section, TL.render_levels(levels, tm, measured)
+    text = TL.render_levels(levels, tm, measured) + f"\nmeasured: {MEASURED_BY}"
+    for s, by in cpu_times.items():
+        lt = levels.get(s, {}).get("")
+        if lt is not None and lt.eager_s and by.get(""):
+            text += f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f}"
+    if cpu_times:
+        text += f"\nCPU time: {CPU_TIME_BY}"
+    return section, text, TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
+
+
+def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[dict[str, Any]]:
+    """The units the accuracy target names: every stage, every part holding at least `min_share` of its stage's
+    measured time, and the decode step (each with eager / measured)."""
+    rows = []
+    for stage, parts in (section.get("stages") or {}).items():
+        whole = (parts.get("") or {}).get("measured_s")
+        for alias, e in parts.items():
+            m = e.get("measured_s")
+            if m is None or e.get("eager_s") is None:
+                continue
+            if alias and (not whole or m < min_share * whole):
+                continue
+            rows.append({"stage": stage, "unit": alias or "(stage)", "measured_s": m, "eager_s": e["eager_s"],
+                         "kernel_s": e.get("kernel_s"), "ideal_s": e.get("ideal_s"),
+                         "ratio": e["eager_s"] / m, "verdict": e.get("verdict"),
+                         "measured_cpu_s": e.get("measured_cpu_s"), "ratio_cpu": e.get("eager_over_cpu")})
+    return rows
+
+
+def describe_accuracy(rows: Sequence[Mapping[str, Any]], bound: float = 0.25) -> str:
+    """One line: how many units are within `bound` of measured, and the worst."""
+    if not rows:
+        return "accuracy: no unit has both a measured time and an eager prediction"
+    bad = [r for r in rows if abs(r["ratio"] - 1) > bound]
+    worst = max(rows, key=lambda r: abs(r["ratio"] - 1))
+    return (f"accuracy (eager / measured, fastest run): {len(rows) - len(bad)}/{len(rows)} units within "
+            f"{bound:.0%}; worst {worst['stage']} {worst['unit']} {worst['ratio']:.2f}")

@@ -40,7 +40,7 @@ from llm_perf_opt.config.registry import to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.report import render
 from llm_perf_opt.report.render import PlotView, TableView
-from llm_perf_opt.report.table import PAGE_ORDER, Column, mode_order
+from llm_perf_opt.report.table import PAGE_ORDER, Column
 
 PLOTS_DIR = "analytic_plots"
 
@@ -71,19 +71,15 @@ POINT_COLUMNS = [
 
 
 def load_modes(family: Any, names: Optional[Sequence[str]] = None) -> dict[str, Any]:
-    """{mode name: the family's workload} of the `workload` config group (all, or `names`), in the family's
-    order; each workload is checked by the family's own rules."""
-    order = mode_order(family)
-    available = sorted(group_options("workload"), key=lambda n: (order.index(n) if n in order else len(order), n))
-    wanted = list(names) if names else available
+    """{mode name: the family's workload} of the family's modes (all, or `names`), in the family's order: the
+    family reads its own presets (`conf/workload/` for v1, `conf/workload/ocr2/` for DeepSeek-OCR 2) by its own
+    rules."""
+    available = family.modes()
+    wanted = list(names) if names else list(available)
     for name in wanted:
         if name not in available:
-            raise ConfigError.field("--modes", name, f"one of {', '.join(available) or '(no conf/workload/*.yaml)'}")
-    out = {}
-    for name, raw in zip(wanted, compose_each([[f"workload={name}"] for name in wanted])):
-        w = to_typed_config(raw).workload
-        out[name] = family.workload_for(w)
-    return out
+            raise ConfigError.field("--modes", name, f"one of {', '.join(available) or '(none)'} ({family.label})")
+    return {name: available[name] for name in wanted}
 
 
 def load_pages() -> dict[str, tuple[int, int]]:

@@ -149,6 +149,25 @@ def predicted_ttft(job: JobRecord, hardware: str) -> Optional[float]:
     return job_roof_figure(job, "ttft_s", hardware)
 
 
+def job_level(job: JobRecord, stage: str, level: str) -> Optional[float]:
+    """A time level (`analytic.time_levels`: ideal, kernel, eager) of a stage ("prefill" = TTFT, "decode" = one
+    step at the prompt's context) the job's roofline stage stored (summary.json roofline.levels); None without."""
+    rf = section(job, "roofline")
+    levels = (rf.raw.get("levels") if rf is not None else None) or {}
+    entry = ((levels.get("stages") or {}).get(stage) or {}).get("") or {}
+    value = entry.get(f"{level}_s")
+    return float(value) if value is not None else None
+
+
+def predicted_level_on(job: JobRecord, hardware: str, stage: str, level: str) -> Optional[float]:
+    """A time level of a stage on the datasheet `hardware`: the job's own when its roofline stage predicted on that
+    roof (hardware=NAME); the report never recomputes the analytic model."""
+    rf = section(job, "roofline")
+    if rf is None or rf.primary != hardware:
+        return None
+    return job_level(job, stage, level)
+
+
 def _profile(attr: str) -> Callable[[JobRecord], Any]:
     def get(job: JobRecord) -> Any:
         prof = section(job, "profile")
@@ -167,6 +186,12 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
         Column("decode_predicted_s", "decode/token predicted", "seconds",
                "predicted decode time per token at the prompt's context on the job's roof",
                lambda j: job_roof_figure(j, "decode_s_per_token"), False),
+        Column("ttft_eager_s", "TTFT eager", "seconds",
+               "predicted time to first token at the eager level (kernels + host per op, analytic.time_levels) on the "
+               "job's roof", lambda j: job_level(j, "prefill", "eager")),
+        Column("decode_eager_s", "decode/token eager", "seconds",
+               "predicted decode step at the eager level on the job's roof", lambda j: job_level(j, "decode", "eager"),
+               False),
         Column("prefill_measured_s", "prefill measured", "seconds",
                "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
                _profile("plain_s")),
@@ -192,11 +217,22 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
 
 
 def prediction_columns(hardware: Sequence[str]) -> list[Column]:
-    """`ttft_<hw>_s` per datasheet: predicted time to first token of each job on that GPU."""
-    return [Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
-                   f"predicted time to first token on the {name} datasheet (its default dtype), roofline convention; "
-                   "the job's own figure when it ran with hardware=" + name + ", else computed from its spec and layout",
-                   lambda j, n=name: predicted_ttft(j, n)) for name in hardware]
+    """Per datasheet: predicted time to first token of each job on that GPU (ideal: the roofline), and the eager
+    level's TTFT and decode step beside it (kernels + this host's per-op cost + launches and syncs)."""
+    cols = []
+    for name in hardware:
+        cols.append(Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
+                           f"predicted time to first token on the {name} datasheet (its default dtype), roofline "
+                           "convention; the job's own figure when it ran with hardware=" + name + ", else computed "
+                           "from its spec and layout", lambda j, n=name: predicted_ttft(j, n)))
+        cols.append(Column(f"ttft_eager_{name}_s", f"TTFT eager {name}", "seconds",
+                           f"predicted time to first token on the {name} datasheet at the eager level "
+                           "(analytic.time_levels), when the job ran with hardware=" + name,
+                           lambda j, n=name: predicted_level_on(j, n, "prefill", "eager")))
+        cols.append(Column(f"decode_eager_{name}_s", f"decode eager {name}", "seconds",
+                           f"predicted decode step on the {name} datasheet at the eager level",
+                           lambda j, n=name: predicted_level_on(j, n, "decode", "eager"), False))
+    return cols
 
 
 # ------------------------------------------------------------------------------------------- labels

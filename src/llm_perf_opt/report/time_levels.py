@@ -26,6 +26,7 @@ SUMMARY_FILE = "summary.json"
 VERIFICATION_FILE = "verification.json"
 STAGE_OF_MEASURED = {"prefill": "forward", "vision": "vision"}  # roofline stage -> summary roofline row name
 NOT_IN_RUN = "not in this run's roofline.json"
+STEP_MEASURED_BY = "decode step: median of profile.repeats plain forwards of the step (summary.json decode.rows)"
 
 
 @dataclass
@@ -125,6 +126,7 @@ def run_times(run_dir: str | Path) -> RunTimes:
     summary = _read(run_dir, SUMMARY_FILE)
     verification = _read(run_dir, VERIFICATION_FILE)
     measured = _measured(summary)
+    step_times = _step_times(summary)
     sources = [n for n, d in ((ROOFLINE_FILE, roof), (SUMMARY_FILE, summary), (VERIFICATION_FILE, verification))
                if d is not None]
     rows: list[TimeRow] = []
@@ -148,6 +150,8 @@ def run_times(run_dir: str | Path) -> RunTimes:
                       f"{(s.get('shapes') or {}).get('past_len', '?')}", kind="stage", stage=stage, path="")
         if m is not None:
             row.measured_s, row.measured_by = m.get("measured_s"), str(m.get("measured_by", ""))
+        elif stage == "decode" and step_times.get(1) is not None:  # the roofline's decode stage is step 1's context
+            row.measured_s, row.measured_by = step_times[1], STEP_MEASURED_BY
         add(row, s.get("total") or {})
         paths = {p.get("alias"): p.get("path") for p in (s.get("parts") or []) if isinstance(p, Mapping)}
         if stage == "vision":
@@ -161,9 +165,14 @@ def run_times(run_dir: str | Path) -> RunTimes:
             add(part, entry)
     for st in (verification or {}).get("stages") or []:
         if isinstance(st, Mapping) and st.get("stage") == "decode" and st.get("step") is not None:
-            rows.append(TimeRow(key=f"decode step {st['step']}", label=f"decode {st.get('label') or st['step']}",
-                                kind="step", stage="decode", path=None, flops=st.get("analytic"),
-                                flops_measured=st.get("measured")))
+            step = TimeRow(key=f"decode step {st['step']}", label=f"decode {st.get('label') or st['step']}",
+                           kind="step", stage="decode", path=None, flops=st.get("analytic"),
+                           flops_measured=st.get("measured"))
+            if step_times.get(st["step"]) is not None:
+                step.measured_s, step.measured_by = step_times[st["step"]], STEP_MEASURED_BY
+            if st["step"] == 1 and isinstance(stages.get("decode"), Mapping):  # the decode stage's context
+                step.levels = levels_of(stages["decode"].get("total") or {})
+            rows.append(step)
     listed = (roof or {}).get("levels")
     levels = [str(x) for x in listed] if isinstance(listed, list) else found
     levels = [lv for lv in KNOWN_LEVELS if lv in levels] + [lv for lv in levels if lv not in KNOWN_LEVELS]
@@ -176,6 +185,15 @@ def run_times(run_dir: str | Path) -> RunTimes:
     return RunTimes(rows=rows, levels=levels, absent=absent, roof=roof_text,
                     convention={str(k): str(v) for k, v in ((roof or {}).get("convention") or {}).items()},
                     sources=sources)
+
+
+def _step_times(summary: Optional[Mapping[str, Any]]) -> dict[int, float]:
+    """{step: measured seconds} of the timed decode steps (summary.json `decode.rows`, the median plain forward)."""
+    out = {}
+    for r in ((summary or {}).get("decode") or {}).get("rows") or []:
+        if isinstance(r, Mapping) and r.get("step") is not None and r.get("measured_s") is not None:
+            out[int(r["step"])] = float(r["measured_s"])
+    return out
 
 
 def _row_path(m: Optional[Mapping[str, Any]]) -> Optional[str]:

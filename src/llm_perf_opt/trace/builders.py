@@ -14,16 +14,26 @@ def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | No
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     family = job.family
+    layout = family.layout(job.workload, width, height)
+    batch = {}
+    if cfg.workload.batch > 1:  # the batch's layouts, the first being (width, height)'s
+        sizes = [(width, height)] + list(job.page_sizes[1:])
+        batch = {"batch": cfg.workload.batch,
+                 "batch_layouts": tuple([layout] + [family.layout(job.workload, w, h) for w, h in sizes[1:]])}
     return family.analytic_model(
-        job.analytic, family.layout(job.workload, width, height), seq_len,
+        job.analytic, layout, seq_len,
         prompt_tokens=job.prompt_tokens if seq_len is None else 0, dtype=cfg.runtime.dtype,
-        decoder_attention="eager" if eager else "sdpa",
+        decoder_attention="eager" if eager else "sdpa", **batch,
     )
 
 
 def build_job_inputs(job: ValidJob) -> Any:
+    """One page's inputs; at batch > 1 every sequence's (page i a synthetic page of seed i, or the image file
+    for each), batched as generate() takes them (the family's `batch_inputs`)."""
     w = job.cfg.workload
-    return job.family.build_inputs(
-        job.spec, job.workload, width=w.page.width, height=w.page.height, image=w.page.image, prompt=w.prompt,
-        model_dir=tokenizer_dir(job.cfg),
-    )
+    build = lambda width, height, seed: job.family.build_inputs(  # noqa: E731
+        job.spec, job.workload, width=width, height=height, image=w.page.image, prompt=w.prompt,
+        model_dir=tokenizer_dir(job.cfg), seed=seed)
+    if w.batch == 1:
+        return build(w.page.width, w.page.height, 0)
+    return job.family.batch_inputs([build(width, height, i) for i, (width, height) in enumerate(job.page_sizes)])

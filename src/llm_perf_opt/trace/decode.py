@@ -96,6 +96,7 @@ def decode_stage(cfg: RootConfig, session: Any, inputs: Any, analytic: Any, out_
     timing = None
     if cfg.profile.enabled:
         from llm_perf_opt.measure.decode_timing import time_decode_steps
+        from llm_perf_opt.measure.profile import default_parts
 
         progress(f"timing {steps} decode step(s) (profile: {cfg.profile.warmup} warm-up, {cfg.profile.repeats} "
                  "repeats each)" + (f"; roofline on {roof.label}" if roof is not None else ""))
@@ -103,7 +104,8 @@ def decode_stage(cfg: RootConfig, session: Any, inputs: Any, analytic: Any, out_
                                    context=session.forward_context, device=session.device,
                                    describe={"source": session.source, "dtype": str(session.dtype)},
                                    analytic=analytic, roof=roof, progress=progress,
-                                   greedy_decode=family.greedy_decode)
+                                   greedy_decode=family.greedy_decode,
+                                   parts=default_parts(session.model, family.parts))
         for t in timing:
             rows[t["step"]].update({k: v for k, v in t.items() if k not in ("step", "past_len")})
     out = {"steps": steps, "rows": [rows[k] for k in sorted(rows)], "kv_cache_after_prefill": kv_prefill,

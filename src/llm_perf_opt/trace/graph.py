@@ -20,7 +20,8 @@ subtree, summed over its calls):
   median over the repeats of the module's calls' summed inclusive / self time), when the profile
   stage ran; its method (repeats, warm-up, synchronisation) is quoted in the table's source.
 * `time_predicted`: `roofline.json`'s prefill parts (`analytic.roofline` convention, the roof named in
-  the source), when the run has one.
+  the source), when the run has one: the ideal time level; `time_predicted_kernel` and `time_predicted_eager`
+  the kernel and eager levels of the same parts (`analytic.time_levels`, roofline.json version 2).
 A metric whose source is absent is listed with the reason in `ModuleCosts.absent`.
 """
 from __future__ import annotations
@@ -152,7 +153,7 @@ def time_tables(profile: Any) -> list[MetricTable]:
 
 
 def predicted_time_table(roofline: Any) -> MetricTable:
-    """`time_predicted` from a loaded `roofline.json` (its prefill stage's parts)."""
+    """`time_predicted` from a loaded `roofline.json` (its prefill stage's parts): the ideal level."""
     stage = roofline.stages["prefill"]
     values = {row["path"]: row["time_s"] for row in stage.get("parts", []) if "path" in row and "time_s" in row}
     values[ROOT] = stage["total"]["time_s"]
@@ -161,6 +162,29 @@ def predicted_time_table(roofline: Any) -> MetricTable:
     source = (f"roofline on {label} ({roofline.dtype}): max(compute, memory) per analytic unit, summed; "
               f"{roof.to_dict()}; convention in roofline.json")
     return MetricTable("time_predicted", "predicted time", "s", "time", source, values)
+
+
+LEVEL_TABLES = {"kernel": "time_predicted_kernel", "eager": "time_predicted_eager"}
+
+
+def level_time_tables(roofline: Any) -> tuple[list[MetricTable], dict[str, str]]:
+    """(`time_predicted_kernel` and `time_predicted_eager` from roofline.json version 2's prefill parts, {metric:
+    why absent}): the time levels per node beside `time_predicted` (the ideal level)."""
+    tables, absent = [], {}
+    stage = roofline.stages["prefill"]
+    model = getattr(roofline, "time_model", None) or {}
+    total_levels = roofline.unit_levels("prefill")
+    for level, name in LEVEL_TABLES.items():
+        values = {row["path"]: row[f"{level}_s"] for row in stage.get("parts", [])
+                  if "path" in row and row.get(f"{level}_s") is not None}
+        if level in total_levels and total_levels[level].get("time_s") is not None:
+            values[ROOT] = total_levels[level]["time_s"]
+        if not values:
+            absent[name] = str((getattr(roofline, "absent_levels", {}) or {}).get(level) or "not in roofline.json")
+            continue
+        source = (f"time level {level} on {model.get('label', '?')}: {(model.get('convention') or {}).get(level, '')}")
+        tables.append(MetricTable(name, f"predicted time ({level})", "s", "time", source, values))
+    return tables, absent
 
 
 def module_costs(cg: CallGraph, analytic: StageCost | None = None, dtype_bytes: int | None = None,
@@ -189,6 +213,9 @@ def module_costs(cg: CallGraph, analytic: StageCost | None = None, dtype_bytes: 
         absent["time_measured"] = reasons.get("profile", "the profile stage did not run (no profile.json)")
     if roofline is not None:
         metrics.append(predicted_time_table(roofline))
+        level_tables, level_absent = level_time_tables(roofline)
+        metrics += level_tables
+        absent.update(level_absent)
     else:
         absent["time_predicted"] = reasons.get("roofline", "no roofline.json: run with hardware=NAME")
     return ModuleCosts(stage="prefill", metrics=metrics, absent=absent)
@@ -219,6 +246,10 @@ def add_run_tables(costs: ModuleCosts, out_dir: Path, run: Mapping[str, Any] | N
     have = set(costs.names())
     new = (time_tables(profile) if profile is not None and "time_measured" not in have else [])
     new += [predicted_time_table(roofline)] if roofline is not None and "time_predicted" not in have else []
+    if roofline is not None:
+        level_tables, level_absent = level_time_tables(roofline)
+        new += [t for t in level_tables if t.name not in have]
+        costs.absent.update({k: v for k, v in level_absent.items() if k not in have})
     for table in new:
         costs.metrics.append(table)
         costs.absent.pop(table.name, None)

@@ -99,7 +99,7 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
 
 def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTimes],
                        out_dir: Path, raw_cfg: Any = None, *, title: str = "",
-                       progress: Optional[Callable[[str], None]] = None) -> RooflineFigures:
+                       progress: Optional[Callable[[str], None]] = None, decode: Any = None) -> RooflineFigures:
     """Predict on the job's roofs, compare with the profile, write roofline.json and the plot."""
     from llm_perf_opt.report.roofline_plot import plot_from_summary
 
@@ -109,8 +109,6 @@ def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTim
     for r in roofs:
         model = model_for_dtype(analytic, r.roof.dtype)
         latencies[r.name] = predict_latency(model.stages(), r.roof)
-        if r is roofs[0]:
-            write_roofline(out_dir / ROOFLINE_FILE, model, latencies[r.name], r.hardware, config=raw_cfg)
     entries = [RoofEntry(r.name, latencies[r.name].prefill, r.same_device, r.note) for r in roofs]
     rows = compare(analytic.prefill(), entries, times)
     section = {
@@ -126,15 +124,25 @@ def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTim
     for r in roofs:
         say(f"on the {r.name} roof, {describe_figures(latencies[r.name])}")
     print(render_comparison(rows, entries))
-    from llm_perf_opt.measure.levels_stage import levels_section
+    from llm_perf_opt.measure import levels_stage as LS
 
-    section["levels"], levels_table = levels_section(cfg, model_for_dtype(analytic, roofs[0].roof.dtype),
-                                                     latencies[roofs[0].name], rows)
+    primary = model_for_dtype(analytic, roofs[0].roof.dtype)
+    section["levels"], levels_table, payload = LS.levels_section(
+        cfg, primary, latencies[roofs[0].name], times, LS.decode_measured(decode),
+        LS.cpu_time_measured(times, decode, _threads(times)))
+    write_roofline(out_dir / ROOFLINE_FILE, primary, latencies[roofs[0].name], roofs[0].hardware, config=raw_cfg,
+                   levels=payload)
+    section["levels"]["accuracy"] = LS.accuracy_rows(section["levels"])
     print(levels_table)
+    print(LS.describe_accuracy(section["levels"]["accuracy"]))
     plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"],
                       vocabulary=analytic.vocabulary)
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")
     return typed(RooflineFigures, section, "roofline")
+
+
+def _threads(times: Optional[ModuleTimes]) -> Optional[int]:
+    return None if times is None else times.method.get("threads")
 
 
 def _measured_by(times: Optional[ModuleTimes]) -> str:

@@ -42,6 +42,7 @@ class ValidJob:
     prompt_tokens: int  # text tokens of the prompt (BOS and image tokens excluded)
     analytic_spec: Optional[Any] = None  # the analytic model's spec when verify.analytic_spec changes it
     family: Optional[ModelFamily] = None  # the model family `model.family` names
+    page_sizes: tuple[tuple[int, int], ...] = ()  # each sequence's page (batch > 1: `workload.batch` / `pages`)
 
     @property
     def page_size(self) -> tuple[int, int]:
@@ -176,6 +177,8 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     cfg = to_typed_config(raw)
     family = families.for_config(cfg)
     family.check_model(cfg.model)
+    if cfg.model.source == "vendor":  # another family's code first: its knobs would be refused by the wrong family
+        families.check_vendor_family(family, cfg.model.path)
     workload = family.workload_for(cfg.workload)
     family.check_export(cfg.export.submodules)
     spec = model_spec_for(cfg)
@@ -183,13 +186,28 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     if runs_model:
         check_device(cfg)  # the model runs there
     check_timing(cfg)  # a measured roof's device is checked there too
+    sizes = batch_page_sizes(cfg, width, height)
     if runs_model:
-        check_page_pixels(cfg, width, height)
+        for w, h in sizes:
+            check_page_pixels(cfg, w, h)
         check_vendor_code(cfg)
-        if cfg.workload.batch != 1:  # the analytic jobs serve batches; the traced forward is batch 1 so far
+        if cfg.workload.batch != 1 and not hasattr(family, "batch_inputs"):
             raise ConfigError.field("workload.batch", cfg.workload.batch,
-                                    "jobs that run the model trace batch 1 only (so far); ./dev analyze and ./dev size "
-                                    "take any batch")
+                                    f"the {family.name} family runs batch 1 only (no batched inputs); ./dev analyze "
+                                    "and ./dev size take any batch")
     prompt = family.check_run(cfg, spec, workload, width, height)
+    for w, h in sizes[1:]:  # every page's prompt plus the decode steps within the model's positions
+        family.check_run(cfg, spec, workload, w, h)
     analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
-    return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family)
+    return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family, tuple(sizes))
+
+
+def batch_page_sizes(cfg: RootConfig, width: int, height: int) -> list[tuple[int, int]]:
+    """(width, height) of each sequence of the batch: `workload.pages`, else `workload.batch` copies of the
+    page (`width`, `height`: its image file's size when it has one). An image file with a page list is
+    refused (the list's pages are synthetic)."""
+    w = cfg.workload
+    if w.pages and w.page.image is not None:
+        raise ConfigError.field("workload.pages", list(w.pages), "lists synthetic pages; it cannot be combined with "
+                                "workload.page.image")
+    return w.page_sizes() if w.pages else [(width, height)] * w.batch

@@ -208,7 +208,9 @@ def _loop_patch(name: str, loop: str, attribute: str, targets: dict[str, tuple[s
 
     def apply(ctx: PatchContext) -> None:
         def on_call(module: Any, _arguments: dict[str, Any]) -> None:
-            items = getattr(module, attribute, None)
+            items = module
+            for name_ in attribute.split("."):  # a dotted attribute: `model.layers` of a wrapper
+                items = getattr(items, name_, None)
             ctx.log.record("block_loop", loop=loop, owner_class=type(module).__name__, attribute=attribute,
                            length=len(items) if items is not None else None)
 

@@ -30,6 +30,14 @@ from llm_perf_opt.errors import PatchError
 _MISSING = object()
 TWIN_PACKAGE = "llm_perf_opt.dsocr.twin"
 ANY_SOURCE = "*"
+# A twin package -> the packages whose modules its patches reach, by short name (later ones win a name): a
+# family whose twin reuses v1's modules (SAM, the decoder) registers its package with v1's first.
+TWIN_PACKAGES: dict[str, tuple[str, ...]] = {TWIN_PACKAGE: (TWIN_PACKAGE,)}
+
+
+def register_twin_package(package: str, *packages: str) -> None:
+    """Make `package` a twin package whose patches reach the modules of `packages` (then its own)."""
+    TWIN_PACKAGES[package] = tuple(packages) + (package,)
 
 
 # ---------------------------------------------------------------------------------------------- model code
@@ -58,8 +66,12 @@ def model_code(obj: Any) -> ModelCode:
     if model is None:
         raise PatchError(f"cannot find a model in {type(obj).__name__} (expected a session or a DeepseekOCR model)")
     module_name = type(model).__module__
-    if module_name == TWIN_PACKAGE or module_name.startswith(TWIN_PACKAGE + "."):
-        return ModelCode("twin", TWIN_PACKAGE, package_modules(TWIN_PACKAGE))
+    for twin, packages in TWIN_PACKAGES.items():
+        if module_name == twin or module_name.startswith(twin + "."):
+            modules: dict[str, ModuleType] = {}
+            for package in packages:
+                modules.update(package_modules(package))
+            return ModelCode("twin", twin, modules)
     vendor_modules = getattr(obj, "vendor_modules", None) if obj is not model else None
     package = module_name.rpartition(".")[0]
     if not package:

@@ -1,0 +1,161 @@
+"""DeepSeek-OCR 2 behind the model-family seam (`llm_perf_opt.family.ModelFamily`).
+
+One object, `FAMILY`, registered as "dsocr2" (`llm_perf_opt.families.BUILTIN`). What is the same code as
+v1 (the session, the prompt tokens, the measured forward, the decode program, the MoE routing record, the
+seeded weights) is v1's family's method, inherited; what differs is v2's own: the spec and its named twins,
+the workload knobs and their rules (768/1024 views, 2-6 crops of 768), the layout, the modes
+(`conf/workload/ocr2/*.yaml`), the analytic model (cost namespace `dsocr2`), the twin and vendor loaders,
+the runtime patches and checks (SAM's blocks and the encoder's layers as `for N` loops), the vendor code
+it recognises (`DeepseekOCR2ForCausalLM`). Modules that import torch are imported inside the methods.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
+from llm_perf_opt.dsocr2 import parts as P
+from llm_perf_opt.errors import ConfigError
+
+MODES_FOLDER = "ocr2"  # conf/workload/ocr2/*.yaml: v2's modes (v1's are conf/workload/*.yaml)
+
+
+class DeepSeekOCR2Family(DeepSeekOCRFamily):
+    name = "dsocr2"
+    label = "DeepSeek-OCR 2"
+    parts = P.VOCABULARY
+    cost_namespace = "dsocr2"
+    twin_specs = ("deepseek_ocr2", "ocr2_tiny")
+    export_submodules: tuple[str, ...] = ()  # the export stage's targets are v1's modules so far
+    vendor_architectures = ("DeepseekOCR2ForCausalLM",)
+
+    # ------------------------------------------------------------------ configuration
+    def spec_named(self, name: str) -> Any:
+        from llm_perf_opt.dsocr2.spec import ModelSpec
+
+        return ModelSpec.named(name)
+
+    def spec_from_config_json(self, path: Any) -> Any:
+        from llm_perf_opt.dsocr2.spec import ModelSpec
+
+        return ModelSpec.from_config_json(path)
+
+    def workload_for(self, workload_cfg: Any) -> Any:
+        """v2's knobs (`dsocr2.layout.VisionWorkload`): a v1-only value is one line naming the field and v2."""
+        from llm_perf_opt.dsocr2.layout import workload_from_config
+
+        return workload_from_config(workload_cfg)
+
+    def layout(self, workload: Any, width: int, height: int) -> Any:
+        from llm_perf_opt.dsocr2.layout import compute_view_layout
+
+        return compute_view_layout(workload, width, height)
+
+    def modes(self, conf: Any = None) -> dict[str, Any]:
+        """{mode name: VisionWorkload} of every `conf/workload/ocr2/*.yaml` (crop mode first)."""
+        if conf is None:
+            from llm_perf_opt.config.paths import conf_dir
+
+            conf = conf_dir()
+        return dict(_modes(Path(conf)))
+
+    def single_view_workload(self, side: int) -> Any:
+        from llm_perf_opt.dsocr2.layout import VisionWorkload
+
+        return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
+
+    def check_export(self, submodules: Optional[Iterable[str]]) -> None:
+        for name in submodules or ():
+            raise ConfigError.field("export.submodules", name, f"the export stage has no targets for "
+                                    f"model.family={self.name} ({self.label}) yet")
+
+    # ------------------------------------------------------------------ the analytic model
+    def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr2.analytic import DeepseekOCR2AnalyticModel
+
+        return DeepseekOCR2AnalyticModel(spec, layout, seq_len, **kwargs)
+
+    def clear_analytic_caches(self) -> None:
+        from llm_perf_opt.dsocr.analytic import clear_caches
+        from llm_perf_opt.dsocr2.analytic import _stages_for
+
+        clear_caches()
+        _stages_for.cache_clear()
+
+    # ------------------------------------------------------------------ the runtime
+    def check_vendor_code(self, path: Any) -> None:
+        """The directory's config, the transformers version, and v2's vendor code imported (no model built) with
+        every class and function the pipeline needs."""
+        from transformers.utils import logging as hf_logging
+
+        from llm_perf_opt.dsocr import vendor
+        from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+        from llm_perf_opt.dsocr2.session import REQUIRED_VENDOR_NAMES
+        from llm_perf_opt.dsocr2.spec import FAMILY
+
+        path = Path(path)
+        vendor.read_vendor_config(path)
+        vendor.check_transformers()
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            with torchvision_stand_in():
+                config = vendor._vendor_config(path)  # noqa: SLF001 - the vendor code's import, no model built
+                modules = vendor.package_modules(type(config).__module__.rpartition(".")[0])
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        vendor.check_vendor_modules(modules, str(path), REQUIRED_VENDOR_NAMES, FAMILY)
+
+    def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+        from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's twin package and patches
+        from llm_perf_opt.dsocr2.session import LOADERS
+
+        session = DeepSeekOCRSession.open(model_cfg, runtime_cfg, loaders=LOADERS, part_list=P.PARTS, **kwargs)
+        session.family = self
+        return session
+
+    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr2.inputs import build_inputs
+
+        return build_inputs(spec, workload, **kwargs)
+
+    @property
+    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
+        from llm_perf_opt.dsocr2.checks import RUNTIME_CHECKS
+
+        return RUNTIME_CHECKS
+
+    @property
+    def trace_patches(self) -> tuple[str, ...]:
+        from llm_perf_opt.dsocr2.patches import TRACE_PATCHES
+
+        return TRACE_PATCHES
+
+    def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
+        from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's patches
+
+        return super().runtime_patches(session, names)
+
+
+@lru_cache(maxsize=8)
+def _modes(conf: Path) -> tuple[tuple[str, Any], ...]:
+    from omegaconf import OmegaConf
+
+    from llm_perf_opt.dsocr2.layout import workload_from_config
+
+    found = []
+    for file in sorted((conf / "workload" / MODES_FOLDER).glob("*.yaml")):
+        raw = OmegaConf.to_container(OmegaConf.load(file), resolve=True)
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{file}: expected a mapping of workload knobs")
+        try:
+            workload = workload_from_config(OmegaConf.create(raw))
+        except Exception as exc:  # noqa: BLE001 - a missing key: one line naming the file
+            raise ConfigError(f"{file}: {exc}") from None
+        found.append((str(raw.get("name", file.stem)), workload))
+    return tuple(sorted(found, key=lambda item: (not item[1].crop_mode, item[1].image_size, item[0])))
+
+
+FAMILY = DeepSeekOCR2Family()

@@ -1,0 +1,54 @@
+"""DeepSeek-OCR 2's runtime patches: v1's (`dsocr.patches.builtin`) aimed at v2's classes.
+
+The events are v1's (`vision_inputs`, `llm_stack`, `decode_step`, `block_loop`, `routing`), so the runtime
+checks read them the same way; only the targets differ:
+
+* `dsocr2.vision_inputs`: `DeepseekOCR2Model.forward` (vendor: `modeling_deepseekocr2`; twin: `dsocr2.twin.model`);
+* `dsocr2.llm_stack`: the decoder stack (vendor: `DeepseekV2Model.forward`, which `DeepseekOCR2Model.forward`
+  reaches through `super().forward`; twin: `DeepseekOCR2Model._decode`);
+* `dsocr2.sam_blocks`: `ImageEncoderViT.forward` (vendor: `deepencoderv2`; twin: v1's `sam` module);
+* `dsocr2.encoder_layers`: the encoder stack's loop. The vendor's stack class (`CustomQwen2ModelInner`) is made
+  inside a method, so the wrapper around it (`CustomQwen2Decoder.forward`, module level in both) logs the
+  length of its `model.layers`;
+* `routing`: v1's patch as it is (the same `MoEGate` of `modeling_deepseekv2`, and v1's twin `decoder`).
+
+The twin package `llm_perf_opt.dsocr2.twin` is registered to reach v1's twin modules too (`sam`, `decoder`).
+"""
+from __future__ import annotations
+
+from llm_perf_opt.dsocr.patches import builtin as B
+from llm_perf_opt.dsocr.patches.framework import PATCHES, Patch, register_patch, register_twin_package
+from llm_perf_opt.dsocr2.parts import ENCODER_STACK, SAM_BLOCKS
+
+register_twin_package("llm_perf_opt.dsocr2.twin", "llm_perf_opt.dsocr.twin")
+
+PREFIX = "dsocr2."
+VENDOR_MODEL = "modeling_deepseekocr2"
+VENDOR_ENCODER = "deepencoderv2"
+
+
+def _register(patch: Patch) -> None:
+    if patch.name not in PATCHES:  # a module imported twice (tests) registers once
+        register_patch(patch)
+
+
+_register(Patch(
+    name=PREFIX + "vision_inputs",
+    summary="log num_images, crop grid, views and vision passes at DeepseekOCR2Model.forward",
+    apply=B._apply_vision_inputs,  # noqa: SLF001 - v1's patch body, v2's target
+    targets={"vendor": (VENDOR_MODEL, "DeepseekOCR2Model.forward"), "twin": ("model", "DeepseekOCR2Model.forward")},
+))
+_register(Patch(
+    name=PREFIX + "llm_stack",
+    summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
+    apply=B._apply_llm_stack,  # noqa: SLF001
+    targets={"vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"), "twin": ("model", "DeepseekOCR2Model._decode")},
+))
+_register(B._loop_patch(PREFIX + "sam_blocks", SAM_BLOCKS, "blocks", {  # noqa: SLF001
+    "vendor": (VENDOR_ENCODER, "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")}))
+_register(B._loop_patch(PREFIX + "encoder_layers", ENCODER_STACK, "model.layers", {  # noqa: SLF001
+    "vendor": (VENDOR_ENCODER, "CustomQwen2Decoder.forward"), "twin": ("encoder", "CustomQwen2Decoder.forward")}))
+
+DEFAULT_TRACE_PATCHES = (PREFIX + "vision_inputs", PREFIX + "llm_stack")
+LOOP_PATCHES = (PREFIX + "sam_blocks", PREFIX + "encoder_layers")
+TRACE_PATCHES = DEFAULT_TRACE_PATCHES + LOOP_PATCHES + ("routing",)
