@@ -45,7 +45,6 @@ from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.artifacts import read_artifact, write_artifact
 from llm_perf_opt.config.schemas import HardwareConfig, RootConfig, RuntimeConfig
 from llm_perf_opt.errors import ArtifactError, ConfigError
-from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
 
 if TYPE_CHECKING:
     import torch
@@ -439,6 +438,8 @@ def write_calibration(path: str | os.PathLike, calibration: Calibration) -> Path
 
 def _levels_current(cal: Calibration) -> bool:
     """The calibration holds kernel-level figures of the current `calibrate_levels.LEVELS_VERSION`."""
+    from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION  # torch: only where a calibration is read
+
     return bool(cal.levels) and all(int(v.get("version", 1)) >= LEVELS_VERSION for v in cal.levels.values())
 
 
@@ -448,6 +449,8 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
                       log: Callable[[str], None] = lambda _: None) -> tuple[Calibration, Path, bool]:
     """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`."""
     import torch
+
+    from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
 
     dev = resolve_device(device)
     plan = plan or CalibrationPlan.default(dev.type)
