@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -59,35 +58,25 @@ def test_cli_runs_the_analyze_job(tmp_path):
     assert (tmp_path / "analyze.log").is_file()  # Hydra names the job after its module
 
 
-def _source_copy(dest: Path) -> Path:
-    """The files git would ship (tracked and not ignored), without .venv, tmp/ or build outputs."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
-                            text=True, check=True).stdout.splitlines()
-    for rel in listed:
-        src = REPO_ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
-
-
 @pytest.mark.slow
-def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path):
-    """`pip install .` (a wheel, not editable) into a fresh venv, then `llm-perf-opt trace` in another
-    directory. The dependencies come from this project's venv through a path entry (its own .pth files
-    are not processed, so its editable install of llm_perf_opt stays invisible): the package, its conf/
-    and templates, and the console script all come from the wheel."""
+def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_wheel, calibration_dir):
+    """`pip install` of the session's wheel (not editable; tests/floor/conftest.py builds it from the files
+    git ships) into a fresh venv, then `llm-perf-opt trace` in another directory. The dependencies come from
+    this project's venv through a path entry (its own .pth files are not processed, so its editable install
+    of llm_perf_opt stays invisible): the package, its conf/ and templates, and the console script all come
+    from the wheel. The job is the default one with the profile stage off and the session's calibration
+    cache (what the wheel must ship is the same; tests/conftest.py's `default_run` runs every stage)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
     fresh_site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                      capture_output=True, text=True, check=True).stdout.strip())
     (fresh_site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    src = _source_copy(tmp_path / "src-copy")
-    install = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", str(src)], capture_output=True,
-                             text=True, timeout=600)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps",
+                              str(built_wheel.path)], capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-3000:]
     assert not list(fresh_site.glob("__editable__*")), "the install must not be editable"
+    assert list(fresh_site.glob("llm_perf_opt-*.dist-info")), "the wheel is installed into the fresh venv"
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -101,8 +90,8 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path):
     assert (Path(conf) / "workload" / "gundam.yaml").is_file()
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace"], cwd=elsewhere, capture_output=True, text=True,
-                         timeout=900, env=env)
+    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace", "profile=off", f"hardware.cache_dir={calibration_dir}"],
+                         cwd=elsewhere, capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     [summary] = list((elsewhere / "tmp" / "runs").glob("*/*/summary.json"))  # the default hydra.run.dir
     data = json.loads(summary.read_text())["data"]

@@ -1,0 +1,47 @@
+"""The floor tests' shared fixture: one wheel of the project, built once per session and read by the
+packaging tests (tests/floor/test_quiet_install.py reads its build output and contents,
+tests/floor/test_packaging.py installs it into a fresh venv)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class BuiltWheel:
+    path: Path  # the one .whl
+    proc: subprocess.CompletedProcess  # `pip wheel -v`: its output carries setuptools' warnings
+
+
+def source_copy(dest: Path) -> Path:
+    """The files git would ship (tracked and not ignored), without .venv, tmp/ or build outputs."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    for rel in listed:
+        src = REPO_ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> BuiltWheel:
+    """`pip wheel --no-deps --no-build-isolation -v` of a copy of the files git ships (the build backend of
+    this venv: setuptools, as pyproject's [build-system] names it)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = source_copy(tmp / "src-copy")
+    out = tmp / "dist"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                           "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wheels = list(out.glob("llm_perf_opt-*.whl"))
+    assert len(wheels) == 1, wheels
+    return BuiltWheel(wheels[0], proc)
