@@ -20,6 +20,7 @@ from llm_perf_opt.run_lock import holder
 from .jobs import one_line_error, run_job, start_job, wait_for_line, wait_until
 
 TINY = ("model=twin_tiny", "workload=tiny")
+RUN_TO_CAPTURE = (*TINY, "profile=off")  # the stages up to the capture, without the profile's seven forwards
 
 
 def assert_every_file_whole(run_dir: Path) -> None:
@@ -76,7 +77,7 @@ def test_a_failure_is_recorded_with_its_stage(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_is_one_line_exit_130_and_leaves_whole_files(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start_job("trace", *TINY, f"hydra.run.dir={run_dir}")
+    proc = start_job("trace", *RUN_TO_CAPTURE, f"hydra.run.dir={run_dir}")
     wait_for_line(proc, "capturing the forward with TorchLens")  # printed as the capture stage starts
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=300)
@@ -96,7 +97,8 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_whole_files(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = start_job("sweep", "model=twin_tiny", "workload=tiny,small", f"hydra.sweep.dir={sweep}")
+    proc = start_job("sweep", "model=twin_tiny", "workload=tiny,small", "profile=off",
+                     f"hydra.sweep.dir={sweep}")
     wait_for_line(proc, "job 1/2: forward")
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=300)
@@ -112,7 +114,7 @@ def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path):
 @pytest.mark.slow
 def test_a_killed_job_reads_as_failed_never_as_running(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start_job("trace", *TINY, f"hydra.run.dir={run_dir}")
+    proc = start_job("trace", *RUN_TO_CAPTURE, f"hydra.run.dir={run_dir}")
     try:
         wait_for_line(proc, "capturing the forward with TorchLens")
         wait_until(lambda: load_summary(run_dir / "summary.json").stage == "capture", what="stage capture")
