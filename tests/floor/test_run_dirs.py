@@ -45,7 +45,8 @@ def test_two_default_runs_started_together_get_their_own_directories(tmp_path):
 
 def test_a_second_run_is_refused_while_the_first_holds_the_directory(tmp_path):
     run_dir = tmp_path / "run"
-    first = start_job("trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", f"hydra.run.dir={run_dir}")
+    first = start_job("trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off",
+                      f"hydra.run.dir={run_dir}")
     try:
         wait_for_line(first, "opening session")
         info = holder(run_dir)
@@ -79,7 +80,7 @@ def test_a_finished_run_is_kept_unless_overwrite(tmp_path):
 
 def test_a_sweep_directory_is_kept_unless_overwrite(tmp_path):
     sweep = tmp_path / "sweep"
-    args = ("model=twin_tiny", "trace=forward_only", "workload=tiny", f"hydra.sweep.dir={sweep}")
+    args = ("model=twin_tiny", "trace=forward_only", "profile=off", "workload=tiny", f"hydra.sweep.dir={sweep}")
     assert run_job("sweep", *args).returncode == 0
     line = one_line_error(run_job("sweep", *args))
     assert "hydra.sweep.dir=" in line and "already holds the results of another sweep" in line

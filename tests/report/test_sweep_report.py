@@ -101,7 +101,7 @@ def test_dead_and_unstarted_jobs(failing_sweep, tmp_path):
     assert len(rows) == 3  # multirun.yaml says 3 jobs
     assert rows[0]["status"].startswith("failed: no result: no summary.json or error.json")
     assert rows[2]["status"].startswith("failed: not started")
-    assert rows[2]["overrides"] == "model=twin_tiny trace=forward_only workload.base_size=1280"
+    assert rows[2]["overrides"] == "model=twin_tiny trace=forward_only profile=off workload.base_size=1280"
 
 
 def test_report_of_a_directory_that_is_no_sweep(tmp_path):
@@ -125,7 +125,7 @@ def test_joblib_launcher_is_refused_before_any_job(tmp_path):
 def test_submitit_local_launcher(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the 'cluster' extra is not installed")
     sweep = tmp_path / "submitit"
-    proc = run_sweep(sweep, "hydra/launcher=submitit_local", "model=twin_tiny", "trace=forward_only",
+    proc = run_sweep(sweep, "hydra/launcher=submitit_local", "model=twin_tiny", "trace=forward_only", "profile=off",
                      "workload=tiny,small")
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (sweep / ".submitit").is_dir()
