@@ -61,7 +61,7 @@ RUN_FILES: tuple[RunFile, ...] = (
             "llm_perf_opt.verification", 3, (2, 3), "llm_perf_opt.measure.verification_file:load_verification"),
     RunFile("roofline", "roofline.json", "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
             "predicted times per stage and part on a roof (datasheet or measured)",
-            "llm_perf_opt.roofline", 1, (1,), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
+            "llm_perf_opt.roofline", 2, (1, 2), "llm_perf_opt.analytic.roofline_artifact:load_roofline"),
     RunFile("serving", "serving.json", "analytic.serving_run (./dev analyze hardware=NAME, ./dev size, the trace job)",
             "serving figures: TTFT, TPOT, tokens/s, pages/day at a batch, memory, the latency curve, sizing",
             "llm_perf_opt.serving", 1, (1,), "llm_perf_opt.analytic.serving_file:load_serving"),

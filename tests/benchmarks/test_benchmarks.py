@@ -22,6 +22,7 @@ COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False}
 # what each parser gives with no argument, as each script's docstring and help say
 DEFAULTS = {
     "analytic_speed": {"n": 10_000, "cold": 300, "parts": False},
+    "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
     "layout_speed": {"n": 200_000},
@@ -31,6 +32,8 @@ DEFAULTS = {
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
     "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
     "sweep_modes": {"trace": "default", "n": 64, "keep": False},
+    "time_model": {"model": "twin_tiny", "runtime": "cpu", "modes": "tiny,base,gundam", "pages": "default,slide",
+                   "threads": 1, "decode_steps": 1, "repeats": 3, "quick": False, "runs": ""},
     "trace_full_twin": {"modes": ["tiny", "gundam"], "spec": "deepseek_ocr", "dtype": "bfloat16", "repeat": 1},
     "twin_forward": {"modes": list(mode_names())},
     "verify_full_twin": {"mode": "gundam", "spec": "deepseek_ocr", "decode_steps": "1", "fvcore": False},
@@ -83,6 +86,8 @@ SMOKE = {
     "roofline_speed": (["-n", "20", "--cold", "2"], " pages in ", len(mode_names()) + 1),
     "layout_speed": (["-n", "200"], " calls/s ", 4),
     "sizing": (["--pages", "2", "--batches", "4", "--devices", "h100_sxm"], " evaluations/s ", 1),
+    "time_model": {"model": "twin_tiny", "runtime": "cpu", "modes": "tiny,base,gundam", "pages": "default,slide",
+                   "threads": 1, "decode_steps": 1, "repeats": 3, "quick": False, "runs": ""},
     "trace_full_twin": (["tiny", "--spec", "tiny", "--dtype", "float32"], "fastest trace stage", 1),
     "decode_capture": (["--spec", "tiny", "--steps", "1"], "plain decode step (median of 1)", 1),
     "profile_overhead": (["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],

@@ -17,9 +17,11 @@ def typed_cfg(*overrides: str):
 
 
 def open_session(cfg):
-    from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+    """The session as the jobs open it: through the config's family (the export stage reaches the family's
+    parts and expert loop through `session.family`)."""
+    from llm_perf_opt.families import for_config
 
-    return DeepSeekOCRSession.open(cfg.model, cfg.runtime)
+    return for_config(cfg).open_session(cfg.model, cfg.runtime)
 
 
 def job_inputs(cfg):

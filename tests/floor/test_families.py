@@ -44,7 +44,7 @@ def second_family(tmp_path, monkeypatch):
 
         class Two(DeepSeekOCRFamily):
             name = "two"
-            vendor_architectures = ("DeepseekOCR2ForCausalLM",)
+            vendor_architectures = ("DeepseekOCRTwoForCausalLM",)
 
             def workload_for(self, w):
                 if w.image_size == 640:
@@ -63,7 +63,7 @@ def second_family(tmp_path, monkeypatch):
 
 
 def test_a_v1_knob_on_another_familys_run_names_the_field_and_the_family(second_family):
-    assert families.names() == ("dsocr", "two")
+    assert families.names() == ("dsocr", "dsocr2", "two")
     (raw,) = compose_each([["model.family=two", "workload=gundam"]])  # gundam: image_size 640
     with pytest.raises(ConfigError) as err:
         validate(raw, runs_model=False)
@@ -84,13 +84,13 @@ def _vendor_dir(root, auto_model: str):
 
 
 def test_a_vendor_directory_of_another_family_is_refused_by_name(second_family, tmp_path):
-    other = _vendor_dir(tmp_path / "ocr2", "modeling_deepseekocr2.DeepseekOCR2ForCausalLM")
+    other = _vendor_dir(tmp_path / "two", "modeling_two.DeepseekOCRTwoForCausalLM")
     (raw,) = compose_each([["model=vendor", f"model.path={other}"]])
     with pytest.raises(ConfigError) as err:
         validate(raw, runs_model=False)
     assert str(err.value) == (
         f"model.path='{other}' is invalid: holds the two family's code (config.json auto_map.AutoModel "
-        "DeepseekOCR2ForCausalLM), not model.family=dsocr (DeepseekOCRForCausalLM)")
+        "DeepseekOCRTwoForCausalLM), not model.family=dsocr (DeepseekOCRForCausalLM)")
     unknown = _vendor_dir(tmp_path / "other", "modeling_x.SomethingElseForCausalLM")
     (raw,) = compose_each([["model=vendor", f"model.path={unknown}"]])
     with pytest.raises(ConfigError, match="holds code of no known family"):
@@ -146,7 +146,7 @@ def test_side_by_side_v1_gundam_and_ocr2_default(tmp_path):
     rows = {(r["page"], r["model"]): r for r in csv.DictReader(csv_path.open())}
     assert n == len(rows) == 4
     g, c = 1024 // 16 // 4, 640 // 16 // 4  # 16 and 10 tokens per side
-    v1_letter = g * (g + 1) + 1 + (2 * c) * (3 * c + 1)  # grid 2 across x 3 down: 20 x 30 tokens + 30 newlines
+    v1_letter = g * (g + 1) + 1 + (3 * c) * (2 * c + 1)  # grid 2 across x 3 down: 30 rows of 20 tokens + a newline
     v1_small = g * (g + 1) + 1
     v2 = lambda crops: (1024 // 64) ** 2 + 1 + (768 // 64) ** 2 * crops  # noqa: E731
     expected = {("letter", "v1"): v1_letter, ("small", "v1"): v1_small, ("letter", "v2"): v2(6), ("small", "v2"): v2(0)}

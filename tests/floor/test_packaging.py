@@ -36,7 +36,7 @@ def test_console_script_names_the_cli():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"llm-perf-opt": "llm_perf_opt.jobs.cli:main"}
     assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore",
-                             "verify", "compare"}
+                             "verify", "compare", "size"}
     assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
 
 

@@ -34,9 +34,12 @@ def small_kwargs():
 @pytest.fixture(scope="session")
 def profiled(tiny_twin, gundam_kwargs, tmp_path_factory):
     """(ModuleTimes, run dir) of the default profile (1 warm-up, 3 repeats) of the tiny twin in Gundam mode."""
+    from llm_perf_opt.families import family
     from llm_perf_opt.measure.module_times import TRACE_FILE
-    from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+    from llm_perf_opt.measure.profile import ForwardCall, default_parts, profile_forward
 
     out = tmp_path_factory.mktemp("profile")
-    times = profile_forward(ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE)
+    parts = default_parts(tiny_twin, family("dsocr").parts)  # the coverage is over the family's parts
+    times = profile_forward(ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE,
+                            parts=parts)
     return times, out

@@ -63,10 +63,14 @@ def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.report.analytic_sweep import SERVE_OUTPUT_TOKENS, build_analytic_report, load_modes
 
-    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=3, plots=False, hardware=["a100_80gb"])
+    from llm_perf_opt.families import family
+
+    v1 = family("dsocr")
+    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=3, plots=False, hardware=["a100_80gb"],
+                                family=v1)
     rows = list(csv.DictReader(rep.csv.open()))
     hw = load_hardware("a100_80gb")
-    roof, spec, modes = hw.roof("bfloat16"), ModelSpec.named("deepseek_ocr"), load_modes(["tiny", "gundam"])
+    roof, spec, modes = hw.roof("bfloat16"), ModelSpec.named("deepseek_ocr"), load_modes(v1, ["tiny", "gundam"])
     checked = 0
     for row in rows:
         w, h, b = int(row["width"]), int(row["height"]), int(row["serve_batch_a100_80gb"])

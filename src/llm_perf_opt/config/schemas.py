@@ -146,16 +146,16 @@ class WorkloadConfig:
                 raise ConfigError.field("workload.batch", self.batch, f"workload.pages lists {len(self.pages)} pages: "
                                         "the batch is their number (leave workload.batch out or set it equal)")
             self.batch = len(self.pages)
+        if not isinstance(self.crop_mode, bool):
+            raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
+        if not isinstance(self.prompt, str) or not self.prompt:
+            raise ConfigError.field("workload.prompt", self.prompt, "must be a non-empty string")
 
     def page_sizes(self) -> list[tuple[int, int]]:
         """(width, height) of each sequence's page: `pages`, else `batch` copies of `page` (its config size)."""
         if self.pages:
             return [page_size_of(p) for p in self.pages]
         return [(self.page.width, self.page.height)] * self.batch
-        if not isinstance(self.crop_mode, bool):
-            raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
-        if not isinstance(self.prompt, str) or not self.prompt:
-            raise ConfigError.field("workload.prompt", self.prompt, "must be a non-empty string")
 
 
 @dataclass

@@ -44,18 +44,28 @@ ROOT = F.PREFIX + "DeepseekOCR2ForCausalLM"
 VISION_PATHS = ("model.sam_model", "model.qwen2_model", "model.projector")
 
 
-def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int) -> StageCost:
+def _single(batch: int) -> None:
+    """DeepSeek-OCR 2's analytic model prices one sequence (its batched inputs are not built yet)."""
+    if batch != 1:
+        raise ConfigError.field("workload.batch", batch, f"{FAMILY}: the analytic model prices one page at a time")
+
+
+def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int, batch: int = 1, more: tuple = ()) -> StageCost:
+    _single(batch)
     root = module_cost(ROOT, spec, passes, image_tokens, 0, 0, "", b, False)
     return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens), VOCABULARY)
 
 
-def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str) -> StageCost:
+def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str,
+                   batch: int = 1, more: tuple = ()) -> StageCost:
+    _single(batch)
     root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b)
     shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
     return StageCost("prefill", root, ("",), shapes, VOCABULARY)
 
 
-def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str) -> StageCost:
+def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
+    _single(batch)
     root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b)
     return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
                      VOCABULARY)

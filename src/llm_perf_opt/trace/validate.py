@@ -83,7 +83,11 @@ def page_size(cfg: RootConfig) -> tuple[int, int]:
             width, height = img.size
             # EXIF orientation 5-8: the page is stored on its side; the vendor's load_image turns it upright
             # (ImageOps.exif_transpose), so the layout is the upright size
-            return (height, width) if img.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8) else (width, height)
+            try:
+                orientation = img.getexif().get(EXIF_ORIENTATION)
+            except (OSError, SyntaxError, ValueError):  # no readable EXIF block past the header: stored upright
+                orientation = None
+            return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise ConfigError(f"workload.page.image={page.image!r} could not be read as an image: {exc}") from None
     finally:

@@ -38,23 +38,30 @@ from llm_perf_opt.dsocr.twin.projector import MlpProjector
 from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
 
 
+def init_language_side(model: nn.Module, config: TwinConfig, spec) -> None:
+    """The DeepSeek-V2 language side every DeepSeek-OCR model starts with, in the vendor's attribute order (the
+    module tree's order): token embedding, decoder layers (dense or MoE per the spec), final RMSNorm. Both
+    families' models call it before adding their vision stack."""
+    model.config = config
+    model.spec = spec
+    model.padding_idx = config.pad_token_id
+    model.vocab_size = config.vocab_size
+    model.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, model.padding_idx)
+    model.layers = nn.ModuleList(
+        DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i))
+        for i in range(config.num_hidden_layers)
+    )
+    model._use_flash_attention_2 = config._attn_implementation == "flash_attention_2"
+    model.norm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+    model.gradient_checkpointing = False
+
+
 class DeepseekOCRModel(nn.Module):
     """Embeddings, decoder layers and final norm, plus the vision stack and the two learned separators."""
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
         super().__init__()
-        self.config = config
-        self.spec = spec
-        self.padding_idx = config.pad_token_id
-        self.vocab_size = config.vocab_size
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, self.padding_idx)
-        self.layers = nn.ModuleList(
-            DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i))
-            for i in range(config.num_hidden_layers)
-        )
-        self._use_flash_attention_2 = config._attn_implementation == "flash_attention_2"
-        self.norm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
-        self.gradient_checkpointing = False
+        init_language_side(self, config, spec)
         self.sam_model = ImageEncoderViT(spec.sam)
         self.vision_model = VitModel(spec.clip)
         self.projector = MlpProjector(spec.projector)

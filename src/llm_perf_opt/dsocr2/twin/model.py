@@ -18,9 +18,10 @@ import torch
 from torch import nn
 
 from llm_perf_opt.dsocr.twin.config import TwinConfig
-from llm_perf_opt.dsocr.twin.decoder import DeepseekV2DecoderLayer, DeepseekV2RMSNorm, LlamaRotaryEmbedding
+from llm_perf_opt.dsocr.twin.decoder import LlamaRotaryEmbedding
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM as _V1CausalLM
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRModel as _V1Model
+from llm_perf_opt.dsocr.twin.model import init_language_side
 from llm_perf_opt.dsocr.twin.projector import MlpProjector
 from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
@@ -32,18 +33,7 @@ class DeepseekOCR2Model(nn.Module):
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
         super().__init__()
-        self.config = config
-        self.spec = spec
-        self.padding_idx = config.pad_token_id
-        self.vocab_size = config.vocab_size
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, self.padding_idx)
-        self.layers = nn.ModuleList(
-            DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i))
-            for i in range(config.num_hidden_layers)
-        )
-        self._use_flash_attention_2 = config._attn_implementation == "flash_attention_2"
-        self.norm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
-        self.gradient_checkpointing = False
+        init_language_side(self, config, spec)
         self.sam_model = ImageEncoderViT(spec.sam)
         self.qwen2_model = Qwen2Decoder2Encoder(spec.encoder)
         self.projector = MlpProjector(spec.projector)
