@@ -245,6 +245,8 @@ def batch_inputs(samples: list[Inputs], pad_token_id: int = PAD_TOKEN_ID) -> Inp
     """Several pages as one batch, as generate() takes them: per-sample image lists, the prompts left-padded
     to the longest with `pad_token_id`, the 2-D attention mask (0 at padding), `images_seq_mask` padded with
     False, one `images_spatial_crop` row per sample, and generate()'s position ids. One sample: itself."""
+    import torch
+
     if len(samples) == 1:
         return samples[0]
     longest = max(s.seq_len for s in samples)
