@@ -72,8 +72,9 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     fresh_site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                      capture_output=True, text=True, check=True).stdout.strip())
     (fresh_site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}  # nothing installed but the wheel
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps",
-                              str(built_wheel.path)], capture_output=True, text=True, timeout=600)
+                              str(built_wheel.path)], capture_output=True, text=True, timeout=600, env=env)
     assert install.returncode == 0, install.stderr[-3000:]
     assert not list(fresh_site.glob("__editable__*")), "the install must not be editable"
     assert list(fresh_site.glob("llm_perf_opt-*.dist-info")), "the wheel is installed into the fresh venv"
@@ -89,7 +90,6 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     assert Path(package_file).is_relative_to(fresh_site) and Path(conf).is_relative_to(fresh_site)
     assert (Path(conf) / "workload" / "gundam.yaml").is_file()
 
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace", "profile=off", f"hardware.cache_dir={calibration_dir}"],
                          cwd=elsewhere, capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
