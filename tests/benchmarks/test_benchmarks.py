@@ -86,8 +86,6 @@ SMOKE = {
     "roofline_speed": (["-n", "20", "--cold", "2"], " pages in ", len(mode_names()) + 1),
     "layout_speed": (["-n", "200"], " calls/s ", 4),
     "sizing": (["--pages", "2", "--batches", "4", "--devices", "h100_sxm"], " evaluations/s ", 1),
-    "time_model": {"model": "twin_tiny", "runtime": "cpu", "modes": "tiny,base,gundam", "pages": "default,slide",
-                   "threads": 1, "decode_steps": 1, "repeats": 3, "quick": False, "runs": ""},
     "trace_full_twin": (["tiny", "--spec", "tiny", "--dtype", "float32"], "fastest trace stage", 1),
     "decode_capture": (["--spec", "tiny", "--steps", "1"], "plain decode step (median of 1)", 1),
     "profile_overhead": (["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],

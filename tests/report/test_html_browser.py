@@ -88,6 +88,7 @@ def test_analytic_report_renders_in_chromium(tmp_path):
     seen, errors = probe(rep.html, shot)
     # 5 plots of tokens and FLOPs + 2 of the predicted time to first token (default hardware: h100_sxm)
     assert seen["svgs"] == seen["sized"] == 7 and seen["broken"] == [] and seen["imgs"] == 7, seen
-    assert seen["rows"] == 3 * 8  # three preset tables (tokens, FLOPs, TTFT on h100_sxm), eight page presets
+    # four preset tables (tokens, FLOPs, TTFT on h100_sxm, pages per day on h100_sxm), eight page presets each
+    assert seen["rows"] == 4 * 8
     assert errors == []
     assert_not_blank(shot)

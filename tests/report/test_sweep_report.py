@@ -10,7 +10,8 @@ import pytest
 
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ExitCode
-from llm_perf_opt.report.table import COLUMNS
+from llm_perf_opt.report.serving_report import SERVING_COLUMNS
+from llm_perf_opt.report.table import job_columns
 from llm_perf_opt.run_artifacts import load_error
 
 from .conftest import REPO_ROOT, job_script, run_report, run_sweep
@@ -39,8 +40,13 @@ def test_report_files_and_one_row_per_job(ok_sweep):
     rows = read_csv(sweep / "report.csv")
     assert len(rows) == len(job_dirs) == 2
     assert EXPECTED_COLUMNS <= set(rows[0]), EXPECTED_COLUMNS - set(rows[0])
-    # every column, then predicted time to first token per GPU (default: h100_sxm; report.sweep_hardware)
-    assert list(rows[0]) == [c.key for c in COLUMNS] + ["ttft_h100_sxm_s"]
+    # every column with the per-part ones of v1's reported parts, then the predicted times per GPU (default:
+    # h100_sxm; report.sweep_hardware: the ideal TTFT, the eager TTFT and decode step), then the serving columns
+    # (the jobs ran with hardware=measured, so each wrote serving.json)
+    v1_parts = ("sam", "clip", "projector", "decoder", "lm_head")
+    assert list(rows[0]) == ([c.key for c in job_columns(v1_parts)]
+                             + ["ttft_h100_sxm_s", "ttft_eager_h100_sxm_s", "decode_eager_h100_sxm_s"]
+                             + [c.key for c in SERVING_COLUMNS])
     by_mode = {r["mode"]: r for r in rows}
     assert set(by_mode) == {"tiny", "gundam"}
     for mode, row in by_mode.items():

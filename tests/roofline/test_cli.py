@@ -49,7 +49,7 @@ def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
     assert art.figures["ttft_s"] == pytest.approx(lat.ttft_s)
     assert art.figures["vision_s"] == pytest.approx(lat.vision_s)
     assert art.figures["decode_s_per_token"] == pytest.approx(lat.decode_s)
-    assert _outputs(tmp_path) == ["costs.json", "roofline.json"]
+    assert _outputs(tmp_path) == ["costs.json", "roofline.json", "serving.json"]
 
 
 def test_analyze_still_takes_the_tiny_twin_and_runs_without_hardware(tmp_path):

@@ -7,7 +7,7 @@ README's table) comes from what it left:
 
 * `error.json`                                      -> `failed: <type>: <message>` (`run_artifacts.ErrorRecord`);
 * `summary.json` with status "ok"                   -> `ok`;
-* no `summary.json`, a readable `serving.json`       -> `ok` (an analytic job: analyze hardware=, size);
+* no `summary.json`, an analytic job's `serving.json` -> `ok` (analyze hardware=, size: written last);
 * `summary.json` "failed" / "interrupted"            -> `failed: <type>: <message>` / `interrupted at stage X`;
 * `summary.json` "running", or `.hydra/` only:
   a live process holds the job's lock (`run_lock`)  -> `running`;
@@ -183,7 +183,9 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
         else:
             if job.ok:
                 job.status = summary_status(job.summary, path, job.files.get("log"))
-    elif job.ok and job.serving is None:  # an analytic job (analyze, size) writes serving.json last, atomically
+    elif job.ok and (job.serving is None or job.serving.job == "trace"):
+        # an analytic job (analyze, size) writes serving.json last, atomically: with no summary it is done; a trace
+        # job writes summary.json first, so its serving.json without one is a job that did not finish
         job.status = unfinished_status(path, None, job.files.get("log"))
     return job
 
