@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
     sys.path.insert(0, str(TESTS))
 
-from shared_runs import GateRun, run_gate, run_job_script  # noqa: E402
+from shared_runs import GateRun, made_once, run_gate, run_job_script  # noqa: E402
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def vendor_dir() -> Path:
 @pytest.fixture(scope="session")
 def calibration_dir(tmp_path_factory) -> Path:
     """The calibration cache of this session's `hardware=measured` jobs (one calibration, then reused)."""
-    return tmp_path_factory.mktemp("calibration")
+    return made_once(tmp_path_factory, "calibration", lambda d: d)
 
 
 @pytest.fixture(scope="session")
@@ -59,25 +59,30 @@ def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
     """(run dir, completed process) of `./dev trace` with its defaults (twin_tiny, gundam, the letter page,
     CPU, profile on, hardware=measured), as ./dev runs it; only the run directory and the calibration
     cache are moved into temporary directories."""
-    run = tmp_path_factory.mktemp("default_trace") / "run"
-    proc = run_job_script("trace", f"hydra.run.dir={run}", f"hardware.cache_dir={calibration_dir}")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return run, proc
+    def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        proc = run_job_script("trace", f"hydra.run.dir={d / 'run'}", f"hardware.cache_dir={calibration_dir}")
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return d / "run", proc
+
+    return made_once(tmp_path_factory, "default_trace", make)
 
 
 @pytest.fixture(scope="session")
 def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
     """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam`: two jobs of the
     whole trace job (profile on, hardware=measured)."""
-    sweep = tmp_path_factory.mktemp("sweeps") / "ok"
-    proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam", f"hardware.cache_dir={calibration_dir}",
-                          f"hydra.sweep.dir={sweep}", env={"HYDRA_FULL_ERROR": "1"})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return sweep, proc
+    def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam",
+                              f"hardware.cache_dir={calibration_dir}", f"hydra.sweep.dir={d / 'ok'}",
+                              env={"HYDRA_FULL_ERROR": "1"})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return d / "ok", proc
+
+    return made_once(tmp_path_factory, "small_sweep", make)
 
 
 @pytest.fixture(scope="session")
 def quick_gate(tmp_path_factory) -> GateRun:
     """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode (tiny, gundam), each with 2
     decode steps and no profile (conf/verify/quick.yaml); its sweep is `OUT/sweep`."""
-    return run_gate(tmp_path_factory.mktemp("gate") / "quick", "verify=quick")
+    return made_once(tmp_path_factory, "quick_gate", lambda d: run_gate(d / "quick", "verify=quick"))

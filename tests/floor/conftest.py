@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from shared_runs import made_once
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,12 +38,14 @@ def source_copy(dest: Path) -> Path:
 def built_wheel(tmp_path_factory) -> BuiltWheel:
     """`pip wheel --no-deps --no-build-isolation -v` of a copy of the files git ships (the build backend of
     this venv: setuptools, as pyproject's [build-system] names it)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = source_copy(tmp / "src-copy")
-    out = tmp / "dist"
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-                           "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    wheels = list(out.glob("llm_perf_opt-*.whl"))
-    assert len(wheels) == 1, wheels
-    return BuiltWheel(wheels[0], proc)
+    def make(tmp: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        src = source_copy(tmp / "src-copy")
+        out = tmp / "dist"
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                               "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        wheels = list(out.glob("llm_perf_opt-*.whl"))
+        assert len(wheels) == 1, wheels
+        return wheels[0], proc
+
+    return BuiltWheel(*made_once(tmp_path_factory, "wheel", make))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_runs import made_once
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -66,26 +67,32 @@ def untimed_run(tmp_path_factory) -> Path:
     from llm_perf_opt.runs.entry import CONF_DIR
     from llm_perf_opt.trace.job import run_trace
 
-    out = tmp_path_factory.mktemp("untimed_run") / "run"
-    out.mkdir()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
-    assert run_trace(raw, out).status == "ok"
-    return out
+    def make(d: Path) -> Path:
+        out = d / "run"
+        out.mkdir()
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
+        assert run_trace(raw, out).status == "ok"
+        return out
+
+    return made_once(tmp_path_factory, "untimed_run", make)
 
 
 @pytest.fixture(scope="session")
 def timed_run(untimed_run, tmp_path_factory) -> Path:
     """A copy of the untimed run with profile.json and roofline.json added and `./dev group` run on it, as a
     user who times a run later would."""
-    out = tmp_path_factory.mktemp("timed_run") / "run"
-    shutil.copytree(untimed_run, out)
-    write_profile(out)
-    roof = tmp_path_factory.mktemp("roof")
-    _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32", "hardware=h100_sxm",
-          f"hydra.run.dir={roof}"])
-    shutil.copy(roof / "roofline.json", out / "roofline.json")
-    from llm_perf_opt.jobs.group import main as group
+    def make(d: Path) -> Path:
+        out = d / "run"
+        shutil.copytree(untimed_run, out)
+        write_profile(out)
+        roof = d / "roof"
+        _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32",
+              "hardware=h100_sxm", f"hydra.run.dir={roof}"])
+        shutil.copy(roof / "roofline.json", out / "roofline.json")
+        from llm_perf_opt.jobs.group import main as group
 
-    assert group([str(out)]) == 0
-    return out
+        assert group([str(out)]) == 0
+        return out
+
+    return made_once(tmp_path_factory, "timed_run", make)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt.errors import ExitCode
+from shared_runs import made_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,10 @@ def ok_sweep(small_sweep) -> tuple[Path, subprocess.CompletedProcess]:
 def failing_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """Three jobs, the middle one with an invalid base_size (not a multiple of 64): the sweep goes on, and
     exits 3 (a job failed) at the end. The forward only, no profile: its tests read statuses and errors."""
-    sweep = tmp_path_factory.mktemp("sweeps") / "failing"
-    proc = run_sweep(sweep, "model=twin_tiny", "trace=forward_only", "profile=off", "workload.base_size=1024,1000,1280")
-    assert proc.returncode == ExitCode.JOBS_FAILED, proc.stderr[-4000:]
-    return sweep, proc
+    def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        proc = run_sweep(d / "failing", "model=twin_tiny", "trace=forward_only", "profile=off",
+                         "workload.base_size=1024,1000,1280")
+        assert proc.returncode == ExitCode.JOBS_FAILED, proc.stderr[-4000:]
+        return d / "failing", proc
+
+    return made_once(tmp_path_factory, "failing_sweep", make)

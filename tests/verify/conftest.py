@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_runs import GateRun, run_gate  # the quick gate itself is the session's (tests/conftest.py)
+from shared_runs import GateRun, made_once, run_gate  # the quick gate itself is the session's (tests/conftest.py)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ONE_JOB = "verify.sweep.workload=[tiny]"  # the quick matrix narrowed to its cheapest job
@@ -17,8 +17,8 @@ ONE_JOB = "verify.sweep.workload=[tiny]"  # the quick matrix narrowed to its che
 def spec_divergence_gate(tmp_path_factory) -> GateRun:
     """The analytic model built from another spec than the model that ran: 3 routed experts per token in
     the analytic model, 2 in the tiny twin that ran."""
-    return run_gate(tmp_path_factory.mktemp("gate") / "spec", "verify=quick", ONE_JOB,
-                    "+verify.analytic_spec.decoder.num_experts_per_tok=3")
+    return made_once(tmp_path_factory, "spec_gate", lambda d: run_gate(
+        d / "spec", "verify=quick", ONE_JOB, "+verify.analytic_spec.decoder.num_experts_per_tok=3"))
 
 
 @pytest.fixture(scope="session")
@@ -38,4 +38,5 @@ def changed_expected(tmp_path_factory) -> tuple[Path, int, int]:
 @pytest.fixture(scope="session")
 def pin_divergence_gate(tmp_path_factory, changed_expected) -> GateRun:
     path, _, _ = changed_expected
-    return run_gate(tmp_path_factory.mktemp("gate") / "pins", "verify=quick", ONE_JOB, f"verify.expected={path}")
+    return made_once(tmp_path_factory, "pins_gate",
+                     lambda d: run_gate(d / "pins", "verify=quick", ONE_JOB, f"verify.expected={path}"))
