@@ -57,7 +57,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def run_job(model: str, batch: int, out: Path) -> tuple[Optional[Path], str]:
     cmd = [sys.executable, str(ROOT / "pipelines" / "trace.py"), f"model={model}", f"runtime={RUNTIME[model]}",
-           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}"]
+           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}", "run.overwrite=true"]
     if model in BIG:
         cmd = ["flock", LOCK, *cmd]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
