@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from llm_perf_opt.artifacts import file_in
 from llm_perf_opt.errors import ConfigError
 
 
@@ -33,9 +34,7 @@ def read_config_json(path: Path) -> dict[str, Any]:
 
 def load_config_json(path: str | Path) -> tuple[dict[str, Any], str]:
     """A vendor `config.json` (or a model directory holding one) and its path, the source errors name."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.json"
+    path = file_in(path, "config.json")
     return read_config_json(path), str(path)
 
 
