@@ -103,6 +103,11 @@ class ViewLayout:
     def global_tensor_shape(self) -> tuple[int, int, int, int]:
         return (1, 3, self.global_side, self.global_side)
 
+    @property
+    def pixel_values(self) -> int:
+        """Elements of the forward's image tensors (`images[0]`: crops, or the zeros placeholder, + global view)."""
+        return math.prod(self.crop_tensor_shape) + math.prod(self.global_tensor_shape)
+
     def as_dict(self) -> dict:
         return {
             "page_width": self.page_width, "page_height": self.page_height, "base_size": self.base_size,
