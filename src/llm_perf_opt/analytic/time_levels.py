@@ -43,7 +43,8 @@ GEMM_KINDS = ("gemm", "conv", "attention")
 CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
     "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
-              "datasheet) for gemm, conv, attention, or flops / vector rate; bytes / bandwidth at its size (up to "
+              "datasheet) for gemm and conv, the fused attention's own calibrated curve for attention (else the matmul "
+              "rate), or flops / vector rate; bytes / bandwidth at its size (up to "
               f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels: a weight-streaming "
               "GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
               "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), summed",
@@ -88,16 +89,18 @@ class DeviceFigures:
     fresh_bytes: int = FRESH_BYTES
     gemm_bw_large: Optional[float] = None  # gemm-like kernels moving more than fresh_bytes (a GEMV streaming its
     # weights from memory: calibrated `gemv`); None: bw_large
+    attention: tuple[tuple[float, float], ...] = ()  # the fused attention's own curve (x, FLOP/s); (): the gemm curve
 
-    def gemm_rate(self, at: float) -> float:
-        xs = [p[0] for p in self.gemm]
+    def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
+        curve = curve or self.gemm
+        xs = [p[0] for p in curve]
         at = max(float(at), 1e-9)
         i = bisect.bisect_left(xs, at)
         if i <= 0:
-            return self.gemm[0][1]
+            return curve[0][1]
         if i >= len(xs):
-            return self.gemm[-1][1]
-        (x0, r0), (x1, r1) = self.gemm[i - 1], self.gemm[i]
+            return curve[-1][1]
+        (x0, r0), (x1, r1) = curve[i - 1], curve[i]
         f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
         return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
@@ -113,7 +116,8 @@ class DeviceFigures:
         """(seconds, bound) of one kernel: bound is compute, memory or launch."""
         if kind in GEMM_KINDS:
             at = m if self.gemm_axis == "m" else flops / max(nbytes / self.itemsize, 1.0)
-            compute = flops / self.gemm_rate(at) if flops else 0.0
+            curve = self.attention if kind == "attention" and self.gemm_axis == "x" else None
+            compute = flops / self.gemm_rate(at, curve) if flops else 0.0
         else:
             compute = flops / self.vector_flops if flops else 0.0
         memory = nbytes / self.bandwidth(kind, nbytes)
@@ -214,10 +218,15 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
         copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
         fresh = levels.get("fresh") or {}
         gemv = levels.get("gemv") or {}
+        att: dict[float, float] = {}
+        for a in levels.get("attention") or ():  # points at the same x: the faster one
+            x = round(float(a["x"]), 6)
+            att[x] = max(att.get(x, 0.0), float(a["flops_per_s"]))
         extra = dict(bw_medium=float(ew["medium"]["bytes_per_s"]), copy_bw=copy_bw,  # type: ignore[arg-type]
                      fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
                      fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
-                     gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None)
+                     gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None,
+                     attention=tuple(sorted(att.items())))
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
                   f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "

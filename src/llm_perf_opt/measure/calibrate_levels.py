@@ -51,7 +51,22 @@ GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
 LEVELS_VERSION = 4  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
-# 4: the GEMV streaming its weights from memory (`gemv`)
+# 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`)
+# (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
+# 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
+ATTENTION_SHAPES = ((16, 2, 196, 64, True), (1, 2, 1024, 64, True), (1, 1, 4096, 64, True), (1, 2, 1024, 64, False),
+                    (1, 1, 4096, 64, False))
+ATTENTION_SHAPES_QUICK = ((4, 2, 196, 64, True), (1, 2, 512, 64, False))
+
+
+def attention_work(b: int, h: int, n: int, d: int, mask: bool, itemsize: int) -> tuple[int, int]:
+    """(FLOPs, bytes) of one fused attention as the cost formulas count it (`analytic.costs.sdpa`, fused):
+    2 x scores x (d + d) + scores x (1 + mask + softmax); q, k, v, the output and the mask read or written once."""
+    from llm_perf_opt.analytic.costs import ELEMENTWISE_FLOPS
+
+    scores = b * h * n * n
+    flops = 2 * scores * 2 * d + scores * (1 + int(mask) + ELEMENTWISE_FLOPS["softmax"])
+    return flops, (4 * b * h * n * d + (scores if mask else 0)) * itemsize
 GEMV_SHAPE = (2048, 16384)  # (K, N) of the streaming GEMV: 128 MiB in float32, 64 MiB in bfloat16 (beyond any cache)
 STATISTIC = ("fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
              "samples of all shapes interleaved in rounds")
@@ -199,6 +214,13 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     gy = torch.empty(1, gn, device=device, dtype=dtype)
     keep.append((gx, gw, gy))
     cases["gemv"] = (lambda x=gx, w=gw, y=gy: torch.matmul(x, w, out=y))
+    attention_shapes = ATTENTION_SHAPES_QUICK if quick else ATTENTION_SHAPES
+    for b, h, n, d, masked in attention_shapes:
+        q, k, v = (torch.randn(b, h, n, d, device=device).to(dtype) for _ in range(3))
+        bias = torch.randn(b, h, n, n, device=device).to(dtype) if masked else None
+        keep.append((q, k, v, bias))
+        cases[f"attention {b} {h} {n} {d} {masked}"] = (
+            lambda q=q, k=k, v=v, bias=bias: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias))
     sizes = {"small": 1 << 16, "medium": 1 << 21, "large": (1 << 22) if quick else (1 << 25)}  # elements (x4 B)
     for label, numel in sizes.items():
         x, y = torch.rand(numel, device=device).to(dtype), torch.rand(numel, device=device).to(dtype)
@@ -222,6 +244,12 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
             "bytes_per_s": (gk * gn + gk + gn) * itemsize / t,
             "op": f"torch.matmul (1 x {gk}) @ ({gk} x {gn}), out=: a decode GEMV streaming "
                   f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory"}
+    attention = []
+    for b, h, n, d, masked in attention_shapes:
+        t = got[f"attention {b} {h} {n} {d} {masked}"]["seconds"]
+        flops, nbytes = attention_work(b, h, n, d, masked, itemsize)
+        attention.append({"batch": b, "heads": h, "tokens": n, "head_dim": d, "mask": masked, "seconds": t,
+                          "x": flops / (nbytes / itemsize), "flops_per_s": flops / t})
     elementwise, copy = {}, {}
     for label, numel in sizes.items():
         t = got[f"add {label}"]["seconds"]
@@ -255,6 +283,6 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     return {
         "version": LEVELS_VERSION, "dtype": str(dtype).removeprefix("torch."), "timer": timer,
         "statistic": STATISTIC, "warmup": warmup, "repeats": rounds, "rounds": rounds,
-        "gemm": gemm, "gemv": gemv, "elementwise": elementwise, "copy": copy, "fresh": fresh,
+        "gemm": gemm, "gemv": gemv, "attention": attention, "elementwise": elementwise, "copy": copy, "fresh": fresh,
         "min_kernel_s": min_kernel, "min_kernel_op": min_kernel_op, "host": host,
     }
