@@ -114,6 +114,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         session = DeepSeekOCRSession.open(model_cfg, runtime_cfg, loaders=LOADERS, part_list=P.PARTS, **kwargs)
         session.family = self
+        session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
 
     def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
