@@ -45,10 +45,11 @@ VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I
 
 # Measured on this machine, under keys that also name deterministic data elsewhere: the calibrated roof of the
 # device (`roofs.measured`, `predicted.measured`), the profile's coverage, the achieved FLOP/s, the eager level's
-# host-overhead shares (this host's calibrated dispatch time), and the graph's
-# measured-time metric tables (`time_measured*`).
+# host-overhead shares (this host's calibrated dispatch time), the efficiency of a timed decode step (predicted /
+# its measured wall time), and the graph's measured-time metric tables (`time_measured*`).
 MEASURED_UNDER = {"roofs": "measured", "predicted": "measured"}
-MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured)$")
+MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|"
+                           r"efficiency)$")
 CHECKOUT = re.compile(r"/(tmp/base\w*|tmp/seam_pre|work/wt/[\w-]+|work/main)/")
 
 
