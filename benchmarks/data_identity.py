@@ -38,18 +38,22 @@ SWEEP = ["--no-plots", "--modes", "tiny,gundam", "--n", "6", "--min-side", "512"
 VOLATILE = re.compile(
     r"(seconds|_s$|_ms$|_us$|^time|times?$|wall|elapsed|rss|peak_cuda|memory|path|dir$|^file|files$|created|date|"
     r"host|hostname|pid|producer|versions?$|^log$|calibrat|measured_roof|profile$|^run$|started|finished|"
-    r"duration|throughput|per_s$|job_seconds|generated|timestamp|url|cwd|command)", re.I)
+    r"duration|throughput|per_s$|job_seconds|generated|timestamp|url|cwd|command|^location$)", re.I)
+# (`location`: a file:line in the model's source, e.g. a scalar escape's: it moves with any edit of that file)
 # Columns of a CSV that are measured times or paths.
 VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I)
 
 
 # Measured on this machine, under keys that also name deterministic data elsewhere: the calibrated roof of the
 # device (`roofs.measured`, `predicted.measured`), the profile's coverage, the achieved FLOP/s, the eager level's
-# host-overhead shares (this host's calibrated dispatch time), the efficiency of a timed decode step (predicted /
-# its measured wall time), and the graph's measured-time metric tables (`time_measured*`).
-MEASURED_UNDER = {"roofs": "measured", "predicted": "measured"}
-MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|"
-                           r"efficiency)$")
+# host-overhead shares (this host's calibrated dispatch time), the eager level itself and what follows from it
+# (`levels.eager`, the verdict, the accuracy against measured: the host's cost per op is calibrated on this
+# machine even where the device is a datasheet), the efficiency of a timed decode step (predicted / its measured
+# wall time), and the graph's measured-time and eager metric tables (`time_measured*`, `time_predicted_eager*`).
+MEASURED_UNDER = {"roofs": "measured", "predicted": "measured", "levels": "eager"}
+MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|verdict|"
+                           r"accuracy|eager\w*|efficiency)$")
+MEASURED_TABLES = ("time_measured", "time_predicted_eager")
 CHECKOUT = re.compile(r"/(tmp/base\w*|tmp/seam_pre|work/wt/[\w-]+|work/main)/")
 
 
@@ -60,7 +64,7 @@ def strip(value: Any, parent: str = "") -> Any:
                 and MEASURED_UNDER.get(parent) != k}
     if isinstance(value, list):
         return [strip(v, parent) for v in value
-                if not (isinstance(v, dict) and str(v.get("name", "")).startswith("time_measured"))]
+                if not (isinstance(v, dict) and str(v.get("name", "")).startswith(MEASURED_TABLES))]
     if isinstance(value, str):
         return CHECKOUT.sub("/<checkout>/", value)
     return value

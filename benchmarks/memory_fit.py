@@ -12,11 +12,18 @@ trace.verify=false profile=off ~hardware`, decode steps 0), in a fresh process; 
 runs go under `flock /tmp/llm-perf-opt-big.lock` (the machine is shared).
 
 Predicted: `memory_use(ServingModel, B, output_tokens=1)` of the run's own page and sequence, bytes in
-the run's dtype: weights (every parameter) + KV cache (B x prompt positions) + the prefill's peak live
-activations (the largest unit's inputs + every tensor it produces, x B) + the allowance, whose fixed part on
-the CPU is the runtime context the job started with (`rss_start_bytes`, measured: Python, torch and the
-libraries, what a CUDA context is on a GPU) and whose proportional part is the default 10% of KV cache and
-activations. At B > 1 the job runs B copies of the page in one batched forward.
+the run's dtype: weights (every parameter) + the forward's inputs (B x pixel values of every view, token ids,
+masks) + KV cache (B x prompt positions) + the prefill's peak live activations (the largest unit's inputs +
+every tensor it produces, x B) + the allowance. The allowance's fixed part is, on the CPU, the runtime
+context: what the process holds besides the model's tensors when the forward starts, measured
+(`forward.rss_before_bytes` - predicted weights - predicted inputs: Python, torch and the libraries with
+their code pages, the allocator's retained memory from building the model and the page images; what a
+CUDA context and its library workspaces are on a GPU); its proportional part is the default 10% of KV
+cache, inputs and activations. At B > 1 the job runs B copies of the page in one batched forward.
+
+Two ratios per run: `pred/meas`, the whole process at its peak (the 20% bound), and `fwd pred/meas`, the
+forward's own growth (peak - `rss_before_bytes`) against the predicted KV + activations + 10%: the part of the
+model that depends on the batch, shown without the resident memory that dilutes it.
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def run_job(model: str, batch: int, out: Path) -> tuple[Optional[Path], str]:
     cmd = [sys.executable, str(ROOT / "pipelines" / "trace.py"), f"model={model}", f"runtime={RUNTIME[model]}",
-           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}"]
+           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}", "run.overwrite=true"]
     if model in BIG:
         cmd = ["flock", LOCK, *cmd]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -83,12 +90,20 @@ def predict(run: Path) -> dict:
     model = analytic_model_for(valid, s.page.width, s.page.height, seq_len=s.tokens.sequence)
     sm = serving_model(model.sequence(0), None, dtype)  # one sequence; memory_use scales it to the batch
     batch = int(job.cfg("workload.batch") or 1)
-    start = s.memory.rss_start_bytes
-    use = memory_use(sm, batch, 1, Allowance(start, DEFAULT_FRAGMENTATION, "runtime context measured at job start"))
-    peak = s.memory.peak_rss_bytes
+    before = s.forward.rss_before_bytes
+    if before is None:
+        raise SystemExit(f"{run}: its summary.json has no forward.rss_before_bytes (a run of an older version)")
+    base = memory_use(sm, batch, 1, Allowance(0, DEFAULT_FRAGMENTATION))
+    context = before - base.weights - base.inputs  # measured: the process's memory besides the model's tensors
+    use = memory_use(sm, batch, 1, Allowance(max(context, 0), DEFAULT_FRAGMENTATION, "runtime context measured "
+                                             "at the forward's start"))
+    peak = s.forward.peak_rss_bytes
+    growth_pred = use.total - before  # KV + activations + 10% of (KV + inputs + activations)
     return {"model": s.model.name, "dtype": dtype, "batch": batch, "sequence": s.tokens.sequence,
-            "weights": use.weights, "kv": use.kv_cache, "activations": use.activations, "allowance": use.allowance,
-            "predicted": use.total, "measured": peak, "start": start, "ratio": use.total / peak}
+            "weights": use.weights, "inputs": use.inputs, "kv": use.kv_cache, "activations": use.activations,
+            "allowance": use.allowance, "context": context, "predicted": use.total, "measured": peak,
+            "before": before, "start": s.memory.rss_start_bytes, "ratio": use.total / peak,
+            "forward_ratio": growth_pred / max(peak - before, 1)}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -106,17 +121,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     continue
                 rows.append(predict(run))
     gb = 1e9
-    print(f"{'model':<12}{'dtype':<10}{'B':>3}{'seq':>6}{'weights':>9}{'KV':>8}{'activ.':>8}{'allow.':>8}"
-          f"{'predicted':>11}{'measured':>10}{'pred/meas':>10}  within {BOUND:.0%}")
+    print(f"{'model':<12}{'dtype':<10}{'B':>3}{'seq':>6}{'weights':>9}{'inputs':>8}{'KV':>8}{'activ.':>8}"
+          f"{'allow.':>8}{'predicted':>11}{'measured':>10}{'pred/meas':>10}{'fwd p/m':>9}  within {BOUND:.0%}")
     for r in rows:
         ok = abs(r["ratio"] - 1) <= BOUND
         print(f"{r['model']:<12}{r['dtype']:<10}{r['batch']:>3}{r['sequence']:>6}{r['weights'] / gb:>8.2f}G"
-              f"{r['kv'] / gb:>7.3f}G{r['activations'] / gb:>7.2f}G{r['allowance'] / gb:>7.2f}G{r['predicted'] / gb:>10.2f}G"
-              f"{r['measured'] / gb:>9.2f}G{r['ratio']:>10.2f}  {'yes' if ok else 'NO'}")
+              f"{r['inputs'] / gb:>7.3f}G{r['kv'] / gb:>7.3f}G{r['activations'] / gb:>7.2f}G{r['allowance'] / gb:>7.2f}G"
+              f"{r['predicted'] / gb:>10.2f}G{r['measured'] / gb:>9.2f}G{r['ratio']:>10.2f}{r['forward_ratio']:>9.2f}"
+              f"  {'yes' if ok else 'NO'}")
     for n in notes:
         print(n)
-    print("measured: summary.json memory.peak_rss_bytes (VmHWM reset at job start); allowance = rss_start_bytes "
-          "(runtime context, measured) + 10% of KV and activations")
+    print("measured: summary.json forward.peak_rss_bytes (VmHWM reset at job start, read right after the forward); "
+          "allowance = runtime context (forward.rss_before_bytes - weights - inputs, measured) + 10% of KV, inputs "
+          "and activations; fwd p/m: the forward's growth over rss_before_bytes, predicted / measured")
     return 0
 
 

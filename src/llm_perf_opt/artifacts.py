@@ -120,6 +120,12 @@ def read_json(path: str | os.PathLike) -> Any:
         raise ArtifactError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
 
 
+def file_in(path: str | os.PathLike, name: str) -> Path:
+    """`path` as given, or the file `name` inside it when `path` is a directory (a run directory)."""
+    path = Path(path)
+    return path / name if path.is_dir() else path
+
+
 def read_artifact(
     path: str | os.PathLike,
     schema: str,

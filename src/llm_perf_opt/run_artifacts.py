@@ -62,9 +62,11 @@ class PageInfo:
 class TokenCounts:
     image: int  # image-token positions
     prompt: int  # text tokens of the prompt
-    sequence: int  # BOS + image + text tokens
+    sequence: int  # BOS + image + text tokens (at batch > 1: the padded length)
     prompt_source: str  # "fallback" or "tokenizer:<dir>"
     extra: dict = field(default_factory=dict)
+    batch: int = 1  # sequences in the forward (workload.batch, or the pages of workload.pages)
+    lengths: list = field(default_factory=list)  # each sequence's own length (without its left padding)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class ForwardFigures:
     peak_rss_bytes: int
     peak_cuda_bytes: Optional[int]
     extra: dict = field(default_factory=dict)
+    rss_before_bytes: Optional[int] = None  # resident memory when the forward started (its inputs built)
 
 
 @dataclass(frozen=True)

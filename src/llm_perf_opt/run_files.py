@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from llm_perf_opt.artifacts import read_artifact
+from llm_perf_opt.artifacts import file_in, read_artifact
 from llm_perf_opt.errors import ArtifactError
 
 
@@ -133,7 +133,4 @@ def loader(role: str) -> Callable[[Path], Any]:
 
 def load(role: str, path: str | os.PathLike) -> Any:
     """Read `path` (the file, or the run directory holding it) as the artifact `role`."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / run_file(role).file
-    return loader(role)(path)
+    return loader(role)(file_in(path, run_file(role).file))

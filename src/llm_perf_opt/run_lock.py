@@ -129,15 +129,22 @@ def hold(directory: str | os.PathLike, *, field: str = "RUN_DIR") -> RunLock:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise ConfigError.field(field, str(directory), f"cannot be written: {exc.strerror}") from None
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info = _read_info(directory / LOCK_FILE)
-            os.close(fd)
-            raise ConfigError.field(field, str(directory), f"is in use by a running job ({_describe(info)}); "
-                                    "wait for it to end") from None
+    _lock_or_refuse(fd, directory / LOCK_FILE, field, "a running job", "wait for it to end")
     return RunLock(directory, fd)
+
+
+def _lock_or_refuse(fd: int, lock_path: Path, field: str, holder: str, advice: str) -> None:
+    """Take the exclusive lock on `fd` without waiting; when another process holds it, close `fd` and raise
+    one ConfigError on `field` naming the directory, the holder (from the lock file) and what to do."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        info = _read_info(lock_path)
+        os.close(fd)
+        raise ConfigError.field(field, str(lock_path.parent), f"is in use by {holder} ({_describe(info)}); "
+                                f"{advice}") from None
 
 
 def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool = False,
@@ -158,14 +165,7 @@ def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool 
     except OSError as exc:
         raise ConfigError.field(field, str(directory), f"cannot be created or written: {exc.strerror}") from None
     lock = RunLock(directory, fd)
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info = _read_info(directory / lock_file)
-            os.close(fd)
-            raise ConfigError.field(field, str(directory), f"is in use by another run ({_describe(info)}); "
-                                    "choose another directory") from None
+    _lock_or_refuse(fd, directory / lock_file, field, "another run", "choose another directory")
     left = previous_results(directory, sweep=sweep)
     if left and not overwrite:
         lock.release()

@@ -17,7 +17,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
 LAYERS = {
     "__init__": 0, "errors": 0, "artifacts": 0, "units": 0, "run_lock": 0, "run_artifacts": 0, "run_files": 0, "typecheck": 0, "conf": 0,
-    "family": 0, "config": 1, "callgraph": 2, "analytic": 3, "measure": 4, "export": 5, "report": 6,
+    "family": 0, "lazy": 0, "config": 1, "callgraph": 2, "analytic": 3, "measure": 4, "export": 5, "report": 6,
     "runs": 7, "dsocr": 8, "families": 9, "trace": 10, "gate": 11, "jobs": 12,
 }
 FAMILY_LAYER = LAYERS["dsocr"]

@@ -85,6 +85,22 @@ def test_decode_weights_at_batch(tiny):
     assert table.flops == pytest.approx(tiny.decode(tiny.seq_len).flops)
 
 
+def test_input_bytes_are_the_forwards_real_input_tensors(tiny):
+    """`ServingModel.input_bytes` against the tensors the input builder hands the forward for this page (the
+    letter-shaped 1700x2200 synthetic page in Gundam mode: 2x3 crops of 640 + the 1024 global view), in
+    bfloat16 as the serving model's dtype; images_spatial_crop stays on the host and is not counted."""
+    import torch
+
+    from llm_perf_opt.dsocr.inputs import build_inputs
+
+    inputs = build_inputs(ModelSpec.tiny(), GUNDAM, 1700, 2200)
+    kwargs = inputs.forward_kwargs(dtype=torch.bfloat16)
+    tensors = [kwargs["input_ids"], kwargs["images_seq_mask"], *[t for pair in kwargs["images"] for t in pair]]
+    assert len(tensors) == 4
+    assert serving_model(tiny).input_bytes == sum(t.numel() * t.element_size() for t in tensors)
+    assert tiny.layout.num_crops == 6  # the crops are part of what was compared
+
+
 def test_memory_terms(tiny):
     spec = ModelSpec.tiny()
     d = spec.decoder
@@ -92,6 +108,8 @@ def test_memory_terms(tiny):
     kv_token = d.num_layers * 2 * d.num_kv_heads * d.head_dim * 2
     m = memory_use(sm, 3, 50, Allowance(0, 0))
     assert m.weights == parameter_count(spec) * 2
+    assert m.inputs == 3 * sm.input_bytes
+    assert m.total == m.weights + m.kv_cache + m.inputs + m.activations
     assert m.kv_cache in (3 * tiny.seq_len * kv_token, 3 * (tiny.seq_len + 50) * kv_token)
     cap = 2e9
     b = max_batch(sm, 50, cap)

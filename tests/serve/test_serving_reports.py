@@ -136,20 +136,22 @@ def test_memory_fit_arguments():
 
 
 def test_memory_fit_prediction_of_a_real_run(tmp_path):
-    """The benchmark's prediction of a real tiny-twin forward: weights = the model's own parameter count x 4
-    bytes (float32), KV = layers x 2 (keys, values) x kv heads x head dim x prompt positions x 4 bytes."""
+    """The benchmark's prediction of a real tiny-twin forward at batch 2: weights = the model's own parameter
+    count x 4 bytes (float32), KV = 2 sequences x layers x 2 (keys, values) x kv heads x head dim x prompt
+    positions x 4 bytes; the summary says the batch and each sequence's length."""
     from llm_perf_opt.dsocr.spec import ModelSpec
 
     mf = _memory_fit()
-    run, why = mf.run_job("twin_tiny", 1, tmp_path / "run")
+    run, why = mf.run_job("twin_tiny", 2, tmp_path / "run")
     assert run is not None, why
     r = mf.predict(run)
     from llm_perf_opt.run_artifacts import load_summary
 
     s = load_summary(run / "summary.json")
     d = ModelSpec.named("tiny").decoder
-    assert r["dtype"] == "float32" and r["batch"] == 1
+    assert r["dtype"] == "float32" and r["batch"] == 2
+    assert s.tokens.batch == 2 and s.tokens.lengths == [s.tokens.sequence] * 2  # two copies of one page: no padding
     assert r["weights"] == s.params.total * 4
-    assert r["kv"] == d.num_layers * 2 * d.num_kv_heads * d.head_dim * s.tokens.sequence * 4
-    assert r["measured"] == s.memory.peak_rss_bytes > 0
-    assert r["predicted"] == r["weights"] + r["kv"] + r["activations"] + r["allowance"]
+    assert r["kv"] == 2 * d.num_layers * 2 * d.num_kv_heads * d.head_dim * s.tokens.sequence * 4
+    assert r["predicted"] == r["weights"] + r["inputs"] + r["kv"] + r["activations"] + r["allowance"]
+    assert r["before"] == s.forward.rss_before_bytes > 0 and r["measured"] == s.forward.peak_rss_bytes >= r["before"]

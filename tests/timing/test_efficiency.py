@@ -151,7 +151,8 @@ def _summary_data(times) -> dict:
             "page": {"width": 1, "height": 1, "image": None},
             "layout": {"page_width": 1, "page_height": 1, "w_crop": 1, "h_crop": 1, "num_crops": 0, "num_views": 1,
                        "image_tokens": 73},
-            "tokens": {"image": 73, "prompt": 4, "sequence": 78, "prompt_source": "fallback"},
+            "tokens": {"image": 73, "prompt": 4, "sequence": 78, "prompt_source": "fallback", "batch": 1,
+                       "lengths": [78]},
             "tensors": {}, "runtime": {"device": "cpu", "dtype": "float32", "attn_implementation": "eager",
                                        "autocast": False},
             "status": "ok",
@@ -170,6 +171,9 @@ def test_summary_sections_round_trip_and_name_a_missing_field(tmp_path, small_ti
     assert summary.profile.raw["file"] == "profile.json"
     assert summary.roofline.figures() == {"ttft_s": 0.5} and summary.roofline.row("forward")["measured_s"] == 1.0
     assert summary.to_data() == data
+    older = dict(data, tokens={k: v for k, v in data["tokens"].items() if k not in ("batch", "lengths")})
+    back = load_summary(write_artifact(tmp_path / "older.json", "llm_perf_opt.summary", 1, older))
+    assert back.tokens.batch == 1 and back.tokens.lengths == []  # a summary written before the batch fields
     for section, field_name in (("roofline", "rows"), ("profile", "repeats")):
         broken = _summary_data(times)
         del broken[section][field_name]

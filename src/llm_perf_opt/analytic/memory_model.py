@@ -4,6 +4,8 @@ Convention (`CONVENTION`, in every output):
 
 * weights: every parameter as stored (`ServingModel.weight_bytes`), once per replica;
 * KV cache: B sequences × positions cached × KV bytes per token (all layers);
+* inputs: what the forward is handed per sequence (`ServingModel.input_bytes`: pixel values of every view,
+  token ids, masks), × the prefill's batch, held through the generation (`generate` keeps its inputs);
 * activations: the peak live bytes of a stage = the largest unit's inputs + every tensor it produces
   (`UnitTable.peak_live`), × B (a unit the forward runs once per sample holds one sample's);
 * the two phases of a static batch: prefill (KV of the prompt + the prefill's peak) and the last decode
@@ -34,10 +36,12 @@ MAX_SEARCH_BATCH = 1 << 24
 CONVENTION = {
     "weights": "every parameter as stored, once per replica",
     "kv_cache": "batch x cached positions x KV bytes per token (all layers, keys and values)",
+    "inputs": "prefill batch x the forward's inputs of one sequence (pixel values of every view, token ids, "
+              "masks), held through the generation",
     "activations": "peak live bytes of a stage: the largest unit's inputs + every tensor it produces, x batch "
                    "(units the forward runs once per sample: one sample's)",
     "phases": "static batching: max(prefill: KV of the prompt + prefill peak, last decode step: KV of prompt + output + its peak); continuous batching: the same with the prefill at batch 1 (one page prefilled while B slots hold KV of prompt + output, an upper bound)",
-    "allowance": "workspace (fixed) + fragmentation x (KV cache + activations)",
+    "allowance": "workspace (fixed) + fragmentation x (KV cache + inputs + activations)",
 }
 
 
@@ -61,6 +65,7 @@ class MemoryUse:
     output_tokens: int
     weights: float
     kv_cache: float
+    inputs: float
     activations: float
     allowance: float
     phase: str  # the phase that needs the most: "prefill" or "decode"
@@ -68,7 +73,7 @@ class MemoryUse:
 
     @property
     def total(self) -> float:
-        return self.weights + self.kv_cache + self.activations + self.allowance
+        return self.weights + self.kv_cache + self.inputs + self.activations + self.allowance
 
     @property
     def fits(self) -> Optional[bool]:
@@ -76,13 +81,13 @@ class MemoryUse:
 
     @property
     def dominant(self) -> str:
-        terms = {"weights": self.weights, "kv_cache": self.kv_cache, "activations": self.activations,
+        terms = {"weights": self.weights, "kv_cache": self.kv_cache, "inputs": self.inputs, "activations": self.activations,
                  "allowance": self.allowance}
         return max(terms, key=terms.__getitem__)
 
     def to_dict(self) -> dict[str, Any]:
         return {"batch": self.batch, "output_tokens": self.output_tokens, "weights_bytes": self.weights,
-                "kv_cache_bytes": self.kv_cache, "activation_bytes": self.activations,
+                "kv_cache_bytes": self.kv_cache, "input_bytes": self.inputs, "activation_bytes": self.activations,
                 "allowance_bytes": self.allowance, "total_bytes": self.total, "phase": self.phase,
                 "dominant": self.dominant, "capacity_bytes": self.capacity, "fits": self.fits}
 
@@ -103,9 +108,10 @@ def memory_use(model: ServingModel, batch: int, output_tokens: int, allowance: A
         kv, act, phase = kv_prefill, act_prefill, "prefill"
     else:
         kv, act, phase = kv_decode, act_decode, "decode"
-    extra = allowance.workspace_bytes + allowance.fragmentation * (kv + act)
-    return MemoryUse(batch, output_tokens, float(model.weight_bytes), float(kv), float(act), float(extra), phase,
-                     capacity)
+    inputs = pb * model.input_bytes
+    extra = allowance.workspace_bytes + allowance.fragmentation * (kv + inputs + act)
+    return MemoryUse(batch, output_tokens, float(model.weight_bytes), float(kv), float(inputs), float(act),
+                     float(extra), phase, capacity)
 
 
 def max_batch(model: ServingModel, output_tokens: int, capacity: float, allowance: Allowance = Allowance(),

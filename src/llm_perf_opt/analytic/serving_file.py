@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.artifacts import file_in, read_artifact, write_artifact
 
 SERVING_FILE = "serving.json"
 SERVING_SCHEMA = "llm_perf_opt.serving"
@@ -69,8 +69,6 @@ def write_serving(path: str | os.PathLike, serving: Serving, config: Any = None)
 
 def load_serving(path: str | os.PathLike) -> Serving:
     """Read `serving.json` (or the run directory holding it)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / SERVING_FILE
+    path = file_in(path, SERVING_FILE)
     _, data = read_artifact(path, SERVING_SCHEMA, SERVING_READS, required=SERVING_FIELDS)
     return Serving(**{name: data[name] for name in SERVING_FIELDS})

@@ -27,6 +27,7 @@ class ServingModel:
     max_positions: int  # the model's position limit: prompt + generated tokens must stay within it
     weight_bytes: int  # every parameter, as stored (the memory a replica holds)
     kv_bytes_per_token: int  # KV cache of one sequence per cached token, all layers
+    input_bytes: int  # the forward's inputs of one sequence on the device (pixel values, token ids, masks)
     dtype: str
     moe: Optional[MoEShape] = None
     shapes: Mapping[str, Any] = field(default_factory=dict)
@@ -59,6 +60,7 @@ class ServingModel:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "prompt_tokens": self.prompt_tokens, "max_positions": self.max_positions,
                 "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
+                "input_bytes": self.input_bytes,
                 "dtype": self.dtype, "moe": self.moe.describe() if self.moe else None, "shapes": dict(self.shapes),
                 "notes": list(self.notes)}
 

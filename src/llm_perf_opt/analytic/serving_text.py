@@ -34,7 +34,7 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
         f"  decode step {p.step_s * 1e3:,.3f} ms ({p.step_bound}-bound); prefill {p.prefill_s * 1e3:,.2f} ms "
         f"({p.prefill_bound}-bound)" + (f"; routed experts touched per MoE layer and step: {p.experts_per_layer:.1f}"
                                         if p.experts_per_layer is not None else ""),
-        f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + activations "
+        f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + inputs {_gb(m.inputs)} + activations "
         f"{_gb(m.activations)} + allowance {_gb(m.allowance)} = {_gb(m.total)}{cap}; dominant: {m.dominant}"
         + (f"; largest batch that fits: {fit}" if fit is not None else ""),
         f"  binding constraint: {binding(p, capacity)}",

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, Callable
 
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import kv_cache_bytes as kv_cache
@@ -116,26 +116,28 @@ def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, bat
                      P.VOCABULARY)
 
 
-class _SpecStages:
-    """The stages of one spec, each in a bounded cache keyed by the shapes that decide it."""
+class SpecStages:
+    """The stages of one spec, each in a bounded cache keyed by the shapes that decide it; `vision`,
+    `prefill` and `decode` are a family's stage functions, each taking the spec first."""
 
-    def __init__(self, spec: ModelSpec) -> None:
-        self.vision = lru_cache(maxsize=4096)(partial(_vision_stage, spec))
-        self.prefill = lru_cache(maxsize=4096)(partial(_prefill_stage, spec))
-        self.decode = lru_cache(maxsize=4096)(partial(_decode_stage, spec))
+    def __init__(self, spec: Any, vision: Callable[..., StageCost], prefill: Callable[..., StageCost],
+                 decode: Callable[..., StageCost]) -> None:
+        self.vision = lru_cache(maxsize=4096)(partial(vision, spec))
+        self.prefill = lru_cache(maxsize=4096)(partial(prefill, spec))
+        self.decode = lru_cache(maxsize=4096)(partial(decode, spec))
 
 
 @lru_cache(maxsize=8)
-def _stages_by_spec(spec: ModelSpec) -> _SpecStages:
-    return _SpecStages(spec)
+def _stages_by_spec(spec: ModelSpec) -> SpecStages:
+    return SpecStages(spec, _vision_stage, _prefill_stage, _decode_stage)
 
 
 # The last spec asked for, by identity: a sweep builds one model per page from the same spec object,
 # and hashing a nested frozen dataclass costs more than the rest of a cached evaluation.
-_last: tuple[ModelSpec, _SpecStages] | None = None
+_last: tuple[ModelSpec, SpecStages] | None = None
 
 
-def _stages_for(spec: ModelSpec) -> _SpecStages:
+def _stages_for(spec: ModelSpec) -> SpecStages:
     global _last
     last = _last
     if last is not None and last[0] is spec:

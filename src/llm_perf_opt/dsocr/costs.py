@@ -578,6 +578,7 @@ def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
     if not shape.language:
         return ZERO, (("model", model),)
     d = shape.spec.decoder
-    logits = LayerCost(activation_bytes=rows * d.vocab_size * 4,  # logits.float()
+    logits = LayerCost(input_bytes=rows * d.vocab_size * b,  # logits.float(): reads lm_head's logits
+                       activation_bytes=rows * d.vocab_size * 4,  # ... and writes a float32 copy
                        kernels=K("copy", 0, rows * d.vocab_size * (4 + b), out=rows * d.vocab_size * 4)) if b != 4 else ZERO
     return logits, (("model", model), ("lm_head", module_cost("Linear", rows, d.hidden_size, d.vocab_size, False, b)))

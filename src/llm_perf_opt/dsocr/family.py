@@ -9,6 +9,7 @@ imports no torch.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from llm_perf_opt.dsocr import parts as P
@@ -32,8 +33,14 @@ class DeepSeekOCRFamily:
     workload_knobs = WORKLOAD_KNOBS
     vendor_architectures = ("DeepseekOCRForCausalLM",)
 
+    package = "llm_perf_opt.dsocr"  # the family's package: its inputs, checks and patches modules
+
     def __repr__(self) -> str:
         return f"<model family {self.name}: {self.label}>"
+
+    def _module(self, name: str) -> Any:
+        """The family package's module `name` (imported on first use: it may import torch)."""
+        return importlib.import_module(f"{self.package}.{name}")
 
     # ------------------------------------------------------------------ configuration
     def check_model(self, model_cfg: Any) -> None:
@@ -142,7 +149,11 @@ class DeepSeekOCRFamily:
                 modules = vendor.package_modules(type(config).__module__.rpartition(".")[0])
         finally:
             hf_logging.set_verbosity(verbosity)
-        vendor.check_vendor_modules(modules, str(path))
+        vendor.check_vendor_modules(modules, str(path), self.vendor_required_names(), self.label)
+
+    def vendor_required_names(self) -> Optional[Mapping[str, tuple[str, ...]]]:
+        """The vendor classes and functions the pipeline needs, by module (None: v1's, `vendor.REQUIRED_VENDOR_NAMES`)."""
+        return None
 
     def resolve_device(self, runtime_cfg: Any) -> Any:
         from llm_perf_opt.dsocr.session import resolve_device
@@ -157,9 +168,8 @@ class DeepSeekOCRFamily:
         return session
 
     def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
-        from llm_perf_opt.dsocr.inputs import build_inputs
-
-        return build_inputs(spec, workload, **kwargs)
+        """One page's model inputs: the family package's `inputs.build_inputs`."""
+        return self._module("inputs").build_inputs(spec, workload, **kwargs)
 
     def batch_inputs(self, samples: Any) -> Any:
         """Several pages' inputs as one batch, as generate() takes them (`dsocr.inputs.batch_inputs`)."""
@@ -169,15 +179,13 @@ class DeepSeekOCRFamily:
 
     @property
     def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
-        from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
-
-        return RUNTIME_CHECKS
+        """The family package's `checks.RUNTIME_CHECKS`."""
+        return self._module("checks").RUNTIME_CHECKS
 
     @property
     def trace_patches(self) -> tuple[str, ...]:
-        from llm_perf_opt.dsocr.patches import TRACE_PATCHES
-
-        return TRACE_PATCHES
+        """The family package's `patches.TRACE_PATCHES` (importing it registers the family's patches)."""
+        return self._module("patches").TRACE_PATCHES
 
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
         from llm_perf_opt.dsocr.patches import runtime_patches

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -205,6 +205,15 @@ def build_inputs(
     seed: int = 0,
 ) -> Inputs:
     """Everything `infer()` hands to `generate()` for one page (a file, a PIL image, or a synthetic page)."""
+    return page_inputs(spec, workload, compute_view_layout, width, height, image, prompt, model_dir, seed)
+
+
+def page_inputs(spec: Any, workload: Any, layout_for: Callable[[Any, int, int], ViewLayout], width: int,
+                height: int, image: str | Path | Image.Image | None, prompt: str, model_dir: str | Path | None,
+                seed: int) -> Inputs:
+    """`build_inputs` under one family's layout rule `layout_for(workload, width, height)`: the page (file,
+    PIL image or synthetic), BOS + prompt tokens around the image-token run, the rendered views. The pixel
+    and token steps are the same code in both families' vendor files."""
     import torch
 
     if image is None:
@@ -213,7 +222,7 @@ def build_inputs(
         page = image.convert("RGB")
     else:
         page = load_page(image)
-    layout = compute_view_layout(workload, page.width, page.height)
+    layout = layout_for(workload, page.width, page.height)
     before, after, source = prompt_tokens(prompt, model_dir)
     too_big = [t for t in before + after if t >= spec.decoder.vocab_size]
     if too_big:
@@ -221,7 +230,7 @@ def build_inputs(
     image_ids = image_token_ids(layout, spec.image_token_id)
     ids = [spec.bos_token_id] + before + image_ids + after
     mask = [False] * (1 + len(before)) + [True] * len(image_ids) + [False] * len(after)
-    crops, global_view = render_views(page, workload, layout)
+    crops, global_view = render_views(page, workload, layout)  # reads only the layout's sizes
     return Inputs(
         input_ids=torch.tensor([ids], dtype=torch.long),
         images=[(crops, global_view)],
@@ -231,7 +240,6 @@ def build_inputs(
         prompt_token_ids=before + after,
         prompt_source=source,
     )
-
 
 
 def generate_positions(attention_mask: torch.Tensor) -> torch.Tensor:

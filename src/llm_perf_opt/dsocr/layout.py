@@ -64,7 +64,7 @@ class VisionWorkload:
     @property
     def mode_tokens_side(self) -> int:
         """q for the crops (crop mode) or the single view (no crop mode): ceil(size / patch / downsample)."""
-        return _queries(self.image_size, self.patch_size, self.downsample_ratio)
+        return queries_per_side(self.image_size, self.patch_size, self.downsample_ratio)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,11 @@ class ViewLayout:
     def global_tensor_shape(self) -> tuple[int, int, int, int]:
         return (1, 3, self.global_side, self.global_side)
 
+    @property
+    def pixel_values(self) -> int:
+        """Elements of the forward's image tensors (`images[0]`: crops, or the zeros placeholder, + global view)."""
+        return math.prod(self.crop_tensor_shape) + math.prod(self.global_tensor_shape)
+
     def as_dict(self) -> dict:
         return {
             "page_width": self.page_width, "page_height": self.page_height, "base_size": self.base_size,
@@ -119,7 +124,7 @@ class ViewLayout:
         }
 
 
-def _queries(size: int, patch_size: int, downsample_ratio: int) -> int:
+def queries_per_side(size: int, patch_size: int, downsample_ratio: int) -> int:
     # infer(): num_queries = math.ceil((image_size // patch_size) / downsample_ratio)
     return math.ceil((size // patch_size) / downsample_ratio)
 
@@ -176,13 +181,26 @@ def contain_size(width: int, height: int, side: int) -> tuple[int, int]:
 
 def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> ViewLayout:
     """The crop grid, view sizes and token counts `infer()` produces for a `width`×`height` page."""
+    return layout_of(workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX,
+                     newline_column=True)
+
+
+def layout_of(w, width: int, height: int, *, crop_threshold: int, squash_max: int,
+              newline_column: bool) -> ViewLayout:
+    """The layout `infer()` builds, under one family's constants (v1 and DeepSeek-OCR 2 share the rules).
+
+    `w` is a family's VisionWorkload (base_size, image_size, crop_mode, patch_size, downsample_ratio,
+    min_num, max_num, tile_size). Crop mode tiles the page only when a side exceeds `crop_threshold`;
+    no-crop views of side <= `squash_max` squash the page to a square. `newline_column`: v1 appends one
+    newline token per row of the global and the local grid; DeepSeek-OCR 2 has none.
+    """
     if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
         raise ConfigError.field("workload.page.width", width, "must be a positive integer (pixels)")
     if isinstance(height, bool) or not isinstance(height, int) or height <= 0:
         raise ConfigError.field("workload.page.height", height, "must be a positive integer (pixels)")
-    w = workload
+    nl = 1 if newline_column else 0
     if w.crop_mode:
-        if width <= CROP_THRESHOLD and height <= CROP_THRESHOLD:
+        if width <= crop_threshold and height <= crop_threshold:
             w_crop = h_crop = 1
         else:
             w_crop, h_crop = closest_grid(width, height, w.tile_size, w.min_num, w.max_num)
@@ -190,22 +208,22 @@ def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> Vi
         global_side = w.base_size
         squashed = False
         content = contain_size(width, height, global_side)
-        global_grid = _queries(w.base_size, w.patch_size, w.downsample_ratio)
-        crop_grid = _queries(w.image_size, w.patch_size, w.downsample_ratio) if has_crops else 0
+        global_grid = queries_per_side(w.base_size, w.patch_size, w.downsample_ratio)
+        crop_grid = queries_per_side(w.image_size, w.patch_size, w.downsample_ratio) if has_crops else 0
         num_crops = w_crop * h_crop if has_crops else 0
-        local_tokens = (crop_grid * w_crop + 1) * (crop_grid * h_crop) if has_crops else 0
+        local_tokens = (crop_grid * w_crop + nl) * (crop_grid * h_crop) if has_crops else 0
         crops_resized = (w.tile_size * w_crop, w.tile_size * h_crop) if has_crops else (0, 0)
         crop_side = w.tile_size if has_crops else 0
     else:
         w_crop = h_crop = 1
         has_crops = False
         global_side = w.image_size
-        squashed = w.image_size <= SQUASH_MAX
+        squashed = w.image_size <= squash_max
         content = (global_side, global_side) if squashed else contain_size(width, height, global_side)
-        global_grid = _queries(w.image_size, w.patch_size, w.downsample_ratio)
+        global_grid = queries_per_side(w.image_size, w.patch_size, w.downsample_ratio)
         crop_grid = num_crops = local_tokens = crop_side = 0
         crops_resized = (0, 0)
-    global_tokens = global_grid * (global_grid + 1) + 1
+    global_tokens = global_grid * (global_grid + nl) + 1  # + nl: the newline column; + 1 view separator
     return ViewLayout(
         page_width=width, page_height=height, base_size=w.base_size, image_size=w.image_size,
         crop_mode=w.crop_mode, w_crop=w_crop, h_crop=h_crop, num_crops=num_crops,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
@@ -29,59 +29,27 @@ PARTS: tuple[Part, ...] = (  # forward order
     Part("norm", "model.norm", "final RMSNorm", "#bab0ac", "language"),
     Part("lm_head", "lm_head", "lm_head", "#e45756", "language"),
 )
-BY_ALIAS: dict[str, Part] = {p.alias: p for p in PARTS}
-BY_PATH: dict[str, Part] = {p.path: p for p in PARTS}
-
 # The parts that carry the work, reported per job (summaries, report columns, stacked plots).
 REPORTED: tuple[str, ...] = ("sam", "clip", "projector", "decoder", "lm_head")
-VISION: tuple[str, ...] = tuple(p.alias for p in PARTS if p.stage == "vision")
-VISION_PATHS: tuple[str, ...] = tuple(BY_ALIAS[a].path for a in VISION)
-DECODER_STACK = BY_ALIAS["decoder"].path  # "model.layers"
+DECODER_STACK = "model.layers"  # the decoder part's path
 LAYER_ALIAS_PREFIX = "decoder.layer."
-# The same vocabulary as the object the generic layers receive (`llm_perf_opt.family.PartVocabulary`).
+# The same vocabulary as the object the generic layers receive (`llm_perf_opt.family.PartVocabulary`);
+# the names below are its lookups, so the alias <-> path rules are written once (in `family.py`).
 VOCABULARY = PartVocabulary("dsocr", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)
-
-
-def path(alias: str) -> str:
-    """The module path of a part alias (`sam`), of `decoder.layer.<i>`, or a path given as it is;
-    "" (the whole forward) for `total` / `all`."""
-    if alias in BY_ALIAS:
-        return BY_ALIAS[alias].path
-    if alias.startswith(LAYER_ALIAS_PREFIX):
-        return decoder_layer_path(int(alias[len(LAYER_ALIAS_PREFIX):]))
-    if alias in ("total", "all"):
-        return ""
-    return alias
-
-
-def alias(module_path: str) -> str:
-    """The alias of a part path (`model.layers.3` -> `decoder.layer.3`), else the path itself."""
-    if module_path in BY_PATH:
-        return BY_PATH[module_path].alias
-    index = decoder_layer_index(module_path)
-    if index is not None:
-        return f"{LAYER_ALIAS_PREFIX}{index}"
-    return module_path
-
-
-def decoder_layer_path(index: int) -> str:
-    return f"{DECODER_STACK}.{index}"
-
-
-def decoder_layer_index(module_path: str) -> Optional[int]:
-    """i for `model.layers.<i>` exactly, else None."""
-    head, _, tail = module_path.rpartition(".")
-    return int(tail) if head == DECODER_STACK and tail.isdigit() else None
+BY_ALIAS: Mapping[str, Part] = VOCABULARY.by_alias
+BY_PATH: Mapping[str, Part] = VOCABULARY.by_path
+VISION: tuple[str, ...] = VOCABULARY.vision
+VISION_PATHS: tuple[str, ...] = VOCABULARY.vision_paths
+path = VOCABULARY.path  # alias (`sam`, `decoder.layer.<i>`) -> module path; "" for total / all
+alias = VOCABULARY.alias  # module path -> alias, else the path itself
+decoder_layer_path = VOCABULARY.decoder_layer_path
+decoder_layer_index = VOCABULARY.decoder_layer_index  # i for `model.layers.<i>` exactly, else None
+color = VOCABULARY.color
 
 
 def module_attributes() -> tuple[str, ...]:
     """The attributes of `model` (`DeepseekOCRModel`) that hold the parts: sam_model, ..., norm."""
     return tuple(p.path.removeprefix("model.") for p in PARTS if p.path.startswith("model."))
-
-
-def color(alias_or_path: str) -> Optional[str]:
-    part = BY_ALIAS.get(alias_or_path) or BY_PATH.get(alias_or_path)
-    return part.color if part else None
 
 
 # --------------------------------------------------------------------------------------------- modes

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.artifacts import read_artifact, require, write_artifact
+from llm_perf_opt.analytic.moe_batch import expected_distinct  # E·(1 − (1 − k/E)^T), uniform routing
+from llm_perf_opt.artifacts import file_in, read_artifact, require, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 ROUTING_FILE = "routing.json"
@@ -41,13 +42,6 @@ RANDOM_WEIGHTS_NOTE = ("random weights: the gate is random, so this routing is n
                        "(expert FLOPs do not depend on it; which experts are hit, and the bytes read, do)")
 CHECKPOINT_NOTE = "weights from a checkpoint: the routing of those weights on this input"
 UNKNOWN_WEIGHTS_NOTE = "weights of unknown origin: if they are random, this routing is not the trained model's"
-
-
-def expected_distinct(n_experts: int, top_k: int, tokens: int) -> float:
-    """Distinct experts hit by `tokens` tokens under uniform routing: E·(1 − (1 − k/E)^T)."""
-    if n_experts <= 0 or tokens <= 0:
-        return 0.0
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
 
 
 @dataclass(frozen=True)
@@ -254,9 +248,7 @@ class RoutingRecord:
 
 def load_routing(path: str | os.PathLike) -> RoutingRecord:
     """Read `routing.json` (or the run directory holding it); unknown versions and missing fields raise."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / ROUTING_FILE
+    path = file_in(path, ROUTING_FILE)
     _, data = read_artifact(path, ROUTING_SCHEMA, ROUTING_READS, required=_DATA_FIELDS)
     return RoutingRecord.from_dict(data, str(path))
 

@@ -117,11 +117,14 @@ def _cached(spec: ModelSpec, layout: Any, seq_len: int, b: int, attention: str, 
     decode = DecodeTable.build(model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), rules, seq_len,
                                seq_len + DECODE_SPAN)
     kv = kv_cache_bytes(1, d.num_kv_heads, 1, d.head_dim, b) * d.num_layers
+    # what infer() hands the forward for one sequence: every view's pixels in the model's dtype, input_ids
+    # (int64) and images_seq_mask (bool) over the prompt (images_spatial_crop stays on the host)
+    inputs = layout.pixel_values * b + seq_len * (8 + 1)
     shapes = {"model": spec.name, "layout": layout.as_dict(), "seq_len": seq_len, "image_tokens": layout.image_tokens,
               "dtype_bytes": b, "decoder_attention": attention}
     return ServingModel(f"{spec.name} {layout.page_width}x{layout.page_height}" if hasattr(layout, "page_width")
                         else spec.name, prefill, decode, seq_len, d.max_position_embeddings,
-                        model.parameter_count() * b, kv, dtype, moe, shapes,
+                        model.parameter_count() * b, kv, inputs, dtype, moe, shapes,
                         tuple(f"{k}: {v}" for k, v in rules.description.items()))
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from llm_perf_opt.artifacts import file_in
 from llm_perf_opt.errors import ConfigError
 
 
@@ -29,6 +30,85 @@ def read_config_json(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object at top level")
     return raw
+
+
+def load_config_json(path: str | Path) -> tuple[dict[str, Any], str]:
+    """A vendor `config.json` (or a model directory holding one) and its path, the source errors name."""
+    path = file_in(path, "config.json")
+    return read_config_json(path), str(path)
+
+
+def vision_widths(raw: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """`vision_config.width` of a vendor config (per vision tower, by its key); {} when absent."""
+    vision = raw.get("vision_config") or {}
+    if not isinstance(vision, Mapping):
+        raise ConfigError(f"{source}: 'vision_config' must be an object, found {vision!r}")
+    widths = vision.get("width") or {}
+    if not isinstance(widths, Mapping):
+        raise ConfigError(f"{source}: 'vision_config.width' must be an object, found {widths!r}")
+    return widths
+
+
+def sam_from_widths(sam: "SamSpec", widths: Mapping[str, Any], *, downsample_channels: bool) -> "SamSpec":
+    """`sam` with the values `vision_config.width.sam_vit_b` names (width, layers, heads, global blocks, and
+    when `downsample_channels`, net_2/net_3's channels); `sam` itself when the config names none."""
+    sam_raw = widths.get("sam_vit_b")
+    if not isinstance(sam_raw, Mapping):
+        return sam
+    more = {}
+    if downsample_channels:
+        more["downsample_channels"] = tuple(sam_raw.get("downsample_channels", sam.downsample_channels))
+    return replace(
+        sam,
+        width=sam_raw.get("width", sam.width), depth=sam_raw.get("layers", sam.depth),
+        heads=sam_raw.get("heads", sam.heads),
+        global_attn_indexes=tuple(sam_raw.get("global_attn_indexes", sam.global_attn_indexes)),
+        **more,
+    )
+
+
+def projector_from_config(raw: Mapping[str, Any], source: str, *, input_dim: int, n_embed: int,
+                          released: str) -> "ProjectorSpec":
+    """`projector_config` of a vendor config (defaults `input_dim`, `n_embed`, type linear); only the
+    linear projector is modelled (`released` names the model in the error)."""
+    proj_raw = raw.get("projector_config", {})
+    if not isinstance(proj_raw, Mapping):
+        raise ConfigError(f"{source}: 'projector_config' must be an object")
+    projector = ProjectorSpec(
+        input_dim=proj_raw.get("input_dim", input_dim),
+        n_embed=proj_raw.get("n_embed", n_embed),
+        projector_type=proj_raw.get("projector_type", "linear"),
+    )
+    if projector.projector_type != "linear":
+        raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
+                          f"is not modelled (only 'linear', as released{released})")
+    return projector
+
+
+def raise_failed(checks: list[tuple[bool, str, Any, str]], label: str) -> None:
+    """The first failed check of a spec's `(ok, field, value, allowed)` list, as one ConfigError."""
+    for ok, name, value, allowed in checks:
+        if not ok:
+            raise ConfigError.field(f"{label}{name}", value, f"must be {allowed}")
+
+
+def language_checks(spec: Any) -> list[tuple[bool, str, Any, str]]:
+    """The checks every DeepSeek-OCR spec shares: projector -> decoder width, SAM's global blocks, the
+    DeepSeek-V2 decoder's heads and experts, and the token ids (as `raise_failed` takes them)."""
+    s, p, d = spec.sam, spec.projector, spec.decoder
+    return [
+        (p.n_embed == d.hidden_size, "projector.n_embed", p.n_embed, f"decoder.hidden_size={d.hidden_size}"),
+        (all(0 <= i < s.depth for i in s.global_attn_indexes), "sam.global_attn_indexes",
+         s.global_attn_indexes, f"indices in [0, {s.depth})"),
+        (d.hidden_size % d.num_heads == 0, "decoder.hidden_size", d.hidden_size,
+         f"a multiple of decoder.num_heads={d.num_heads}"),
+        (d.num_experts_per_tok <= max(d.n_routed_experts, 1), "decoder.num_experts_per_tok",
+         d.num_experts_per_tok, f"at most n_routed_experts={d.n_routed_experts}"),
+        (d.num_heads % max(d.num_kv_heads, 1) == 0, "decoder.num_kv_heads", d.num_kv_heads,
+         f"a divisor of num_heads={d.num_heads}"),
+        (max(spec.image_token_id, spec.bos_token_id, spec.eos_token_id) < d.vocab_size,
+         "image_token_id", spec.image_token_id, f"token ids below vocab_size={d.vocab_size}"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -126,6 +206,13 @@ class DecoderSpec:
     def shared_intermediate_size(self) -> int:
         return self.moe_intermediate_size * self.n_shared_experts
 
+    @classmethod
+    def tiny(cls) -> "DecoderSpec":
+        """The tiny twins' decoder (both families): 3 layers of width 64, a dense layer then MoE layers with
+        8 routed experts (top 2) and 2 shared ones, the real vocabulary."""
+        return cls(hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=4, intermediate_size=128,
+                   moe_intermediate_size=32, n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2)
+
     def is_moe_layer(self, index: int) -> bool:
         return (
             self.n_routed_experts > 0
@@ -134,8 +221,21 @@ class DecoderSpec:
         )
 
 
+class SpecReading:
+    """What every family's `ModelSpec` (a frozen dataclass with a `from_config_dict`) shares."""
+
+    @classmethod
+    def from_config_json(cls, path: str | Path) -> Any:
+        """Read a vendor `config.json` (or a model directory holding one) with the family's `from_config_dict`."""
+        raw, source = load_config_json(path)
+        return cls.from_config_dict(raw, source=source)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(SpecReading):
     name: str = "deepseek-ocr"
     sam: SamSpec = field(default_factory=SamSpec)
     clip: ClipSpec = field(default_factory=ClipSpec)
@@ -146,29 +246,16 @@ class ModelSpec:
     eos_token_id: int = 1
 
     def __post_init__(self) -> None:
-        s, c, p, d = self.sam, self.clip, self.projector, self.decoder
-        checks = [
+        s, c, p = self.sam, self.clip, self.projector
+        raise_failed([
             (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
             (c.width % c.heads == 0, "clip.width", c.width, f"a multiple of clip.heads={c.heads}"),
-            (d.hidden_size % d.num_heads == 0, "decoder.hidden_size", d.hidden_size,
-             f"a multiple of decoder.num_heads={d.num_heads}"),
             (s.out_dim == c.width, "sam.downsample_channels", s.downsample_channels,
              f"last entry equal to clip.width={c.width} (SAM features are CLIP's patch embeddings)"),
             (p.input_dim == c.width + s.out_dim, "projector.input_dim", p.input_dim,
              f"clip.width + sam output = {c.width + s.out_dim}"),
-            (p.n_embed == d.hidden_size, "projector.n_embed", p.n_embed, f"decoder.hidden_size={d.hidden_size}"),
-            (all(0 <= i < s.depth for i in s.global_attn_indexes), "sam.global_attn_indexes",
-             s.global_attn_indexes, f"indices in [0, {s.depth})"),
-            (d.num_experts_per_tok <= max(d.n_routed_experts, 1), "decoder.num_experts_per_tok",
-             d.num_experts_per_tok, f"at most n_routed_experts={d.n_routed_experts}"),
-            (d.num_heads % max(d.num_kv_heads, 1) == 0, "decoder.num_kv_heads", d.num_kv_heads,
-             f"a divisor of num_heads={d.num_heads}"),
-            (max(self.image_token_id, self.bos_token_id, self.eos_token_id) < d.vocab_size,
-             "image_token_id", self.image_token_id, f"token ids below vocab_size={d.vocab_size}"),
-        ]
-        for ok, name, value, allowed in checks:
-            if not ok:
-                raise ConfigError.field(f"model spec {name}", value, f"must be {allowed}")
+            *language_checks(self),
+        ], "model spec ")
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -189,18 +276,8 @@ class ModelSpec:
                         downsample_channels=(32, 64)),
             clip=ClipSpec(width=64, layers=2, heads=4, ffn_dim=128),
             projector=ProjectorSpec(input_dim=128, n_embed=64),
-            decoder=DecoderSpec(hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=4,
-                                intermediate_size=128, moe_intermediate_size=32, n_routed_experts=8,
-                                n_shared_experts=2, num_experts_per_tok=2),
+            decoder=DecoderSpec.tiny(),
         )
-
-    @classmethod
-    def from_config_json(cls, path: str | Path) -> "ModelSpec":
-        """Read a vendor `config.json` (or a model directory holding one)."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / "config.json"
-        return cls.from_config_dict(read_config_json(path), source=str(path))
 
     @classmethod
     def from_config_dict(cls, raw: Mapping[str, Any], source: str = "config") -> "ModelSpec":
@@ -250,33 +327,11 @@ class ModelSpec:
                                         where),
             tie_word_embeddings=bool(lang.get("tie_word_embeddings", False)),
         )
-        proj_raw = raw.get("projector_config", {})
-        if not isinstance(proj_raw, Mapping):
-            raise ConfigError(f"{source}: 'projector_config' must be an object")
-        projector = ProjectorSpec(
-            input_dim=proj_raw.get("input_dim", ProjectorSpec.input_dim),
-            n_embed=proj_raw.get("n_embed", decoder.hidden_size),
-            projector_type=proj_raw.get("projector_type", "linear"),
-        )
-        if projector.projector_type != "linear":
-            raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
-                              "is not modelled (only 'linear', as released)")
-        sam, clip = SamSpec(), ClipSpec()
-        vision = raw.get("vision_config") or {}
-        if not isinstance(vision, Mapping):
-            raise ConfigError(f"{source}: 'vision_config' must be an object, found {vision!r}")
-        widths = vision.get("width") or {}
-        if not isinstance(widths, Mapping):
-            raise ConfigError(f"{source}: 'vision_config.width' must be an object, found {widths!r}")
-        sam_raw, clip_raw = widths.get("sam_vit_b"), widths.get("clip-l-14-224")
-        if isinstance(sam_raw, Mapping):
-            sam = replace(
-                sam,
-                width=sam_raw.get("width", sam.width), depth=sam_raw.get("layers", sam.depth),
-                heads=sam_raw.get("heads", sam.heads),
-                global_attn_indexes=tuple(sam_raw.get("global_attn_indexes", sam.global_attn_indexes)),
-                downsample_channels=tuple(sam_raw.get("downsample_channels", sam.downsample_channels)),
-            )
+        projector = projector_from_config(raw, source, input_dim=ProjectorSpec.input_dim,
+                                          n_embed=decoder.hidden_size, released="")
+        widths = vision_widths(raw, source)
+        sam = sam_from_widths(SamSpec(), widths, downsample_channels=True)
+        clip, clip_raw = ClipSpec(), widths.get("clip-l-14-224")
         if isinstance(clip_raw, Mapping):
             clip = replace(
                 clip,
@@ -297,7 +352,3 @@ class ModelSpec:
         if name not in builders:
             raise ConfigError.field("model.spec", name, f"one of {sorted(builders)}")
         return builders[name]()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-

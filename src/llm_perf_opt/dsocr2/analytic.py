@@ -17,13 +17,14 @@ Formulas: `dsocr2.cost_formulas` (registered as `dsocr2.<class>`). No multiplier
 """
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any
 
 from llm_perf_opt.dsocr.analytic import (
     DEFAULT_PROMPT_TOKENS,
     STAGES,
     DeepseekOCRAnalyticModel,
+    SpecStages,
     VisionPass,
     _pass_shapes,
     default_seq_len,
@@ -71,16 +72,9 @@ def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, bat
                      VOCABULARY)
 
 
-class _SpecStages:
-    def __init__(self, spec: ModelSpec) -> None:
-        self.vision = lru_cache(maxsize=4096)(partial(_vision_stage, spec))
-        self.prefill = lru_cache(maxsize=4096)(partial(_prefill_stage, spec))
-        self.decode = lru_cache(maxsize=4096)(partial(_decode_stage, spec))
-
-
 @lru_cache(maxsize=8)
-def _stages_for(spec: ModelSpec) -> _SpecStages:
-    return _SpecStages(spec)
+def _stages_for(spec: ModelSpec) -> SpecStages:
+    return SpecStages(spec, _vision_stage, _prefill_stage, _decode_stage)
 
 
 class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):

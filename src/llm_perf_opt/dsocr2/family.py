@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
 from llm_perf_opt.dsocr2 import parts as P
@@ -29,6 +29,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
     export_submodules: tuple[str, ...] = ()  # the export stage's targets are v1's modules so far
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
+    package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules
 
     # ------------------------------------------------------------------ configuration
     def spec_named(self, name: str) -> Any:
@@ -84,28 +85,12 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         _stages_for.cache_clear()
 
     # ------------------------------------------------------------------ the runtime
-    def check_vendor_code(self, path: Any) -> None:
-        """The directory's config, the transformers version, and v2's vendor code imported (no model built) with
-        every class and function the pipeline needs."""
-        from transformers.utils import logging as hf_logging
-
-        from llm_perf_opt.dsocr import vendor
-        from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+    def vendor_required_names(self) -> Optional[Mapping[str, tuple[str, ...]]]:
+        """v2's vendor classes and functions (`dsocr2.session.REQUIRED_VENDOR_NAMES`), checked by v1's
+        `check_vendor_code` (the same import of the vendor code, no model built)."""
         from llm_perf_opt.dsocr2.session import REQUIRED_VENDOR_NAMES
-        from llm_perf_opt.dsocr2.spec import FAMILY
 
-        path = Path(path)
-        vendor.read_vendor_config(path)
-        vendor.check_transformers()
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()
-        try:
-            with torchvision_stand_in():
-                config = vendor._vendor_config(path)  # noqa: SLF001 - the vendor code's import, no model built
-                modules = vendor.package_modules(type(config).__module__.rpartition(".")[0])
-        finally:
-            hf_logging.set_verbosity(verbosity)
-        vendor.check_vendor_modules(modules, str(path), REQUIRED_VENDOR_NAMES, FAMILY)
+        return REQUIRED_VENDOR_NAMES
 
     def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr.session import DeepSeekOCRSession
@@ -116,23 +101,6 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         session.family = self
         session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
-
-    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
-        from llm_perf_opt.dsocr2.inputs import build_inputs
-
-        return build_inputs(spec, workload, **kwargs)
-
-    @property
-    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
-        from llm_perf_opt.dsocr2.checks import RUNTIME_CHECKS
-
-        return RUNTIME_CHECKS
-
-    @property
-    def trace_patches(self) -> tuple[str, ...]:
-        from llm_perf_opt.dsocr2.patches import TRACE_PATCHES
-
-        return TRACE_PATCHES
 
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's patches

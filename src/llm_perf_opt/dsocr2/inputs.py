@@ -13,18 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from PIL import Image
 
 from llm_perf_opt.config.schemas import DEFAULT_PROMPT
-from llm_perf_opt.dsocr.inputs import (
-    Inputs,
-    image_token_ids,
-    load_page,
-    prompt_tokens,
-    render_views,
-    synthetic_page,
-)
+from llm_perf_opt.dsocr.inputs import Inputs, page_inputs
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.errors import ConfigError
@@ -49,27 +41,4 @@ def build_inputs(
     """Everything `infer()` hands to `generate()` for one page (a file, a PIL image, or a synthetic page)."""
     if not isinstance(spec, ModelSpec):
         raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec")
-    if image is None:
-        page = synthetic_page(width, height, seed)
-    elif isinstance(image, Image.Image):
-        page = image.convert("RGB")
-    else:
-        page = load_page(image)
-    layout = compute_view_layout(workload, page.width, page.height)
-    before, after, source = prompt_tokens(prompt, model_dir)
-    too_big = [t for t in before + after if t >= spec.decoder.vocab_size]
-    if too_big:
-        raise ConfigError(f"prompt token ids {too_big} are outside the model's vocabulary ({spec.decoder.vocab_size})")
-    image_ids = image_token_ids(layout, spec.image_token_id)
-    ids = [spec.bos_token_id] + before + image_ids + after
-    mask = [False] * (1 + len(before)) + [True] * len(image_ids) + [False] * len(after)
-    crops, global_view = render_views(page, workload, layout)  # reads only the layout's sizes
-    return Inputs(
-        input_ids=torch.tensor([ids], dtype=torch.long),
-        images=[(crops, global_view)],
-        images_seq_mask=torch.tensor([mask], dtype=torch.bool),
-        images_spatial_crop=torch.tensor([[layout.w_crop, layout.h_crop]], dtype=torch.long),
-        layout=layout,
-        prompt_token_ids=before + after,
-        prompt_source=source,
-    )
+    return page_inputs(spec, workload, compute_view_layout, width, height, image, prompt, model_dir, seed)

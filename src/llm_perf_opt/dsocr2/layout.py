@@ -18,10 +18,9 @@ Pure Python, no torch. Read in the vendor's `modeling_deepseekocr2.py` (`infer`,
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from llm_perf_opt.dsocr.layout import ViewLayout, closest_grid, contain_size
+from llm_perf_opt.dsocr.layout import ViewLayout, layout_of, queries_per_side
 from llm_perf_opt.dsocr2.spec import FAMILY
 from llm_perf_opt.errors import ConfigError
 
@@ -89,12 +88,7 @@ class VisionWorkload:
     @property
     def mode_tokens_side(self) -> int:
         """q for the crops (crop mode) or the single view (no crop mode): ceil(size / patch / downsample)."""
-        return _queries(self.image_size, self.patch_size, self.downsample_ratio)
-
-
-def _queries(size: int, patch_size: int, downsample_ratio: int) -> int:
-    # infer(): num_queries = math.ceil((image_size // patch_size) / downsample_ratio)
-    return math.ceil((size // patch_size) / downsample_ratio)
+        return queries_per_side(self.image_size, self.patch_size, self.downsample_ratio)
 
 
 def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> ViewLayout:
@@ -102,45 +96,8 @@ def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> Vi
     if not isinstance(workload, VisionWorkload):
         raise ConfigError.field("workload", type(workload).__name__,
                                 f"must be a {FAMILY} VisionWorkload (llm_perf_opt.dsocr2.layout), not v1's")
-    if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
-        raise ConfigError.field("workload.page.width", width, "must be a positive integer (pixels)")
-    if isinstance(height, bool) or not isinstance(height, int) or height <= 0:
-        raise ConfigError.field("workload.page.height", height, "must be a positive integer (pixels)")
-    w = workload
-    if w.crop_mode:
-        if width <= CROP_THRESHOLD and height <= CROP_THRESHOLD:
-            w_crop = h_crop = 1
-        else:
-            w_crop, h_crop = closest_grid(width, height, w.tile_size, w.min_num, w.max_num)
-        has_crops = w_crop > 1 or h_crop > 1
-        global_side = w.base_size
-        squashed = False
-        content = contain_size(width, height, global_side)
-        global_grid = _queries(w.base_size, w.patch_size, w.downsample_ratio)
-        crop_grid = _queries(w.image_size, w.patch_size, w.downsample_ratio) if has_crops else 0
-        num_crops = w_crop * h_crop if has_crops else 0
-        local_tokens = (crop_grid * w_crop) * (crop_grid * h_crop) if has_crops else 0
-        crops_resized = (w.tile_size * w_crop, w.tile_size * h_crop) if has_crops else (0, 0)
-        crop_side = w.tile_size if has_crops else 0
-    else:
-        w_crop = h_crop = 1
-        has_crops = False
-        global_side = w.image_size
-        squashed = w.image_size <= SQUASH_MAX
-        content = (global_side, global_side) if squashed else contain_size(width, height, global_side)
-        global_grid = _queries(w.image_size, w.patch_size, w.downsample_ratio)
-        crop_grid = num_crops = local_tokens = crop_side = 0
-        crops_resized = (0, 0)
-    global_tokens = global_grid * global_grid + 1  # no newline column; + 1 view separator
-    return ViewLayout(
-        page_width=width, page_height=height, base_size=w.base_size, image_size=w.image_size,
-        crop_mode=w.crop_mode, w_crop=w_crop, h_crop=h_crop, num_crops=num_crops,
-        num_views=1 + num_crops, vision_passes=2 if has_crops else 1,
-        global_side=global_side, global_content=content, global_squashed=squashed,
-        crop_side=crop_side, crops_resized=crops_resized,
-        global_grid=global_grid, crop_grid=crop_grid,
-        global_tokens=global_tokens, local_tokens=local_tokens, image_tokens=global_tokens + local_tokens,
-    )
+    return layout_of(workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX,
+                     newline_column=False)
 
 
 def workload_from_config(cfg) -> VisionWorkload:

@@ -18,11 +18,20 @@ blocks, a GQA encoder with both query banks, a dense decoder layer then MoE laye
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from llm_perf_opt.dsocr.spec import DecoderSpec, ProjectorSpec, SamSpec, read_config_json
+from llm_perf_opt.dsocr.spec import (
+    DecoderSpec,
+    ProjectorSpec,
+    SamSpec,
+    SpecReading,
+    language_checks,
+    projector_from_config,
+    raise_failed,
+    sam_from_widths,
+    vision_widths,
+)
 from llm_perf_opt.dsocr.spec import ModelSpec as V1ModelSpec
 from llm_perf_opt.errors import ConfigError
 
@@ -67,7 +76,7 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(SpecReading):
     name: str = "deepseek-ocr-2"
     sam: SamSpec = field(default_factory=lambda: SamSpec(downsample_channels=(512, 896)))
     encoder: EncoderSpec = field(default_factory=EncoderSpec)
@@ -79,8 +88,8 @@ class ModelSpec:
     family: str = "dsocr2"
 
     def __post_init__(self) -> None:
-        s, e, p, d = self.sam, self.encoder, self.projector, self.decoder
-        checks = [
+        s, e, p = self.sam, self.encoder, self.projector
+        raise_failed([
             (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
             (e.hidden_size % e.num_heads == 0, "encoder.hidden_size", e.hidden_size,
              f"a multiple of encoder.num_heads={e.num_heads}"),
@@ -90,19 +99,8 @@ class ModelSpec:
              f"last entry equal to encoder.hidden_size={e.hidden_size} (SAM features are the encoder's tokens)"),
             (p.input_dim == e.hidden_size, "projector.input_dim", p.input_dim,
              f"encoder.hidden_size={e.hidden_size}"),
-            (p.n_embed == d.hidden_size, "projector.n_embed", p.n_embed, f"decoder.hidden_size={d.hidden_size}"),
-            (all(0 <= i < s.depth for i in s.global_attn_indexes), "sam.global_attn_indexes",
-             s.global_attn_indexes, f"indices in [0, {s.depth})"),
-            (d.hidden_size % d.num_heads == 0, "decoder.hidden_size", d.hidden_size,
-             f"a multiple of decoder.num_heads={d.num_heads}"),
-            (d.num_experts_per_tok <= max(d.n_routed_experts, 1), "decoder.num_experts_per_tok",
-             d.num_experts_per_tok, f"at most n_routed_experts={d.n_routed_experts}"),
-            (max(self.image_token_id, self.bos_token_id, self.eos_token_id) < d.vocab_size,
-             "image_token_id", self.image_token_id, f"token ids below vocab_size={d.vocab_size}"),
-        ]
-        for ok, name, value, allowed in checks:
-            if not ok:
-                raise ConfigError.field(f"model spec ({FAMILY}) {name}", value, f"must be {allowed}")
+            *language_checks(self),
+        ], f"model spec ({FAMILY}) ")
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -124,27 +122,13 @@ class ModelSpec:
                         downsample_channels=(32, 48)),
             encoder=EncoderSpec(hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=96),
             projector=ProjectorSpec(input_dim=48, n_embed=64),
-            decoder=DecoderSpec(hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=4,
-                                intermediate_size=128, moe_intermediate_size=32, n_routed_experts=8,
-                                n_shared_experts=2, num_experts_per_tok=2),
+            decoder=DecoderSpec.tiny(),
         )
 
     @classmethod
-    def from_config_json(cls, path: str | Path) -> "ModelSpec":
-        """Read a vendor `config.json` of DeepSeek-OCR 2 (or a model directory holding one)."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / "config.json"
-        return cls.from_config_dict(read_config_json(path), source=str(path))
-
-    @classmethod
     def from_config_dict(cls, raw: Mapping[str, Any], source: str = "config") -> "ModelSpec":
+        widths = vision_widths(raw, source)
         vision = raw.get("vision_config") or {}
-        if not isinstance(vision, Mapping):
-            raise ConfigError(f"{source}: 'vision_config' must be an object, found {vision!r}")
-        widths = vision.get("width") or {}
-        if not isinstance(widths, Mapping):
-            raise ConfigError(f"{source}: 'vision_config.width' must be an object, found {widths!r}")
         if vision.get("model_name") != ENCODER_MODEL_NAME or ENCODER_WIDTH_KEY not in widths:
             raise ConfigError(
                 f"model.path: {source} is not a {FAMILY} config (vision_config.model_name="
@@ -160,23 +144,11 @@ class ModelSpec:
                 raise ConfigError(f"{source}: key 'vision_config.width.{ENCODER_WIDTH_KEY}.dim' must be a positive "
                                   f"integer, found {dim!r}")
             encoder = replace(encoder, hidden_size=dim)
-        sam = SamSpec(downsample_channels=(512, encoder.hidden_size))  # net_3 ends at the encoder width
-        sam_raw = widths.get("sam_vit_b")
-        if isinstance(sam_raw, Mapping):
-            sam = replace(
-                sam, width=sam_raw.get("width", sam.width), depth=sam_raw.get("layers", sam.depth),
-                heads=sam_raw.get("heads", sam.heads),
-                global_attn_indexes=tuple(sam_raw.get("global_attn_indexes", sam.global_attn_indexes)),
-            )
-        proj_raw = raw.get("projector_config", {})
-        if not isinstance(proj_raw, Mapping):
-            raise ConfigError(f"{source}: 'projector_config' must be an object")
-        projector = ProjectorSpec(input_dim=proj_raw.get("input_dim", encoder.hidden_size),
-                                  n_embed=proj_raw.get("n_embed", v1.decoder.hidden_size),
-                                  projector_type=proj_raw.get("projector_type", "linear"))
-        if projector.projector_type != "linear":
-            raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
-                              f"is not modelled (only 'linear', as released in {FAMILY})")
+        # net_3 ends at the encoder width; the config's downsample_channels is not read by the vendor code
+        sam = sam_from_widths(SamSpec(downsample_channels=(512, encoder.hidden_size)), widths,
+                              downsample_channels=False)
+        projector = projector_from_config(raw, source, input_dim=encoder.hidden_size,
+                                          n_embed=v1.decoder.hidden_size, released=f" in {FAMILY}")
         return cls(
             name=str(raw.get("_name_or_path", "deepseek-ocr-2")).split("/")[-1] or "deepseek-ocr-2",
             sam=sam, encoder=encoder, projector=projector, decoder=v1.decoder,
@@ -189,6 +161,3 @@ class ModelSpec:
         if name not in builders:
             raise ConfigError.field("model.spec", name, f"one of {sorted(builders)} for {FAMILY}")
         return builders[name]()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -12,31 +12,16 @@ counts vs TorchLens, decompositions), `onnx_files` (ONNX + checker + ONNX Runtim
 # The names below load on first use (PEP 562): importing a submodule does not import torch.export.
 from __future__ import annotations
 
-import importlib
+from llm_perf_opt.lazy import lazy_attributes, lazy_names
 
 _LAZY = {
-    'EXPORT_DIR': 'llm_perf_opt.export.stage',
-    'run_export_stage': 'llm_perf_opt.export.stage',
-    'EXPORT_SCHEMA': 'llm_perf_opt.export.summary',
-    'EXPORT_SCHEMA_VERSION': 'llm_perf_opt.export.summary',
-    'ExportSummary': 'llm_perf_opt.export.summary',
-    'SubmoduleExport': 'llm_perf_opt.export.summary',
-    'load_export_summary': 'llm_perf_opt.export.summary',
-    'ExportPlan': 'llm_perf_opt.export.targets',
-    'ExportTarget': 'llm_perf_opt.export.targets',
-    'plan_targets': 'llm_perf_opt.export.targets',
+    "llm_perf_opt.export.stage": ("EXPORT_DIR", "run_export_stage"),
+    "llm_perf_opt.export.summary": (
+        "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION", "ExportSummary", "SubmoduleExport", "load_export_summary",
+    ),
+    "llm_perf_opt.export.targets": ("ExportPlan", "ExportTarget", "plan_targets"),
 }
 
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "EXPORT_DIR", "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION", "ExportPlan", "ExportSummary", "ExportTarget",
-    "SubmoduleExport", "load_export_summary", "plan_targets", "run_export_stage",
-]
+__all__ = lazy_names(_LAZY)

@@ -203,6 +203,7 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
             ("decode step", f"{units.seconds(p['decode_step_s'])} ({p['decode_bound']}-bound); prefill "
                             f"{units.seconds(p['prefill_s'])} ({p['prefill_bound']}-bound)"),
             ("memory", f"weights {units.nbytes(mem['weights_bytes'])} + KV {units.nbytes(mem['kv_cache_bytes'])} + "
+                       + (f"inputs {units.nbytes(mem['input_bytes'])} + " if "input_bytes" in mem else "") +
                        f"activations {units.nbytes(mem['activation_bytes'])} + allowance "
                        f"{units.nbytes(mem['allowance_bytes'])} = {units.nbytes(mem['total_bytes'])}"
                        + (f" of {units.nbytes(mem['capacity_bytes'])} ({'fits' if mem['fits'] else 'does not fit'})"

@@ -27,7 +27,7 @@ from llm_perf_opt.runs import job_run
 from llm_perf_opt.runs.entry import progress
 from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
 from llm_perf_opt.trace.graph import costs_on_graph
-from llm_perf_opt.runs.memory import JobMemory
+from llm_perf_opt.runs.memory import JobMemory, rss_bytes
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.trace.roofline import run_roofline_stage
@@ -167,7 +167,7 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
         page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
         layout=typed(LayoutView, layout.as_dict(), "layout"),
         tokens=TokenCounts(image=layout.image_tokens, prompt=len(inputs.prompt_token_ids), sequence=inputs.seq_len,
-                           prompt_source=inputs.prompt_source),
+                           prompt_source=inputs.prompt_source, batch=inputs.batch, lengths=list(inputs.lengths)),
         tensors=inputs.shapes(),
         runtime=RuntimeInfo(device=cfg.runtime.device, dtype=cfg.runtime.dtype,
                             attn_implementation=cfg.runtime.attn_implementation, autocast=cfg.runtime.autocast),
@@ -191,6 +191,7 @@ def timed_forward(session: Any, inputs: Any) -> ForwardFigures:
     if session.device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+    rss_before = rss_bytes()
     t0 = time.perf_counter()
     with session.forward_context():
         out = session.model(**kwargs)
@@ -205,6 +206,7 @@ def timed_forward(session: Any, inputs: Any) -> ForwardFigures:
         logits_finite=logits_finite(logits),
         peak_rss_bytes=peak_rss,
         peak_cuda_bytes=torch.cuda.max_memory_allocated(session.device) if session.device.type == "cuda" else None,
+        rss_before_bytes=rss_before,
     )
 
 

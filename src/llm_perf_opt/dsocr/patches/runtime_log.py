@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from llm_perf_opt.artifacts import read_artifact, to_jsonable, write_artifact
+from llm_perf_opt.artifacts import file_in, read_artifact, to_jsonable, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
 RUNTIME_LOG_SCHEMA = "llm_perf_opt.runtime_log"
@@ -137,8 +137,6 @@ class RuntimeLog:
 
 def load_runtime_log(path: str | os.PathLike) -> RuntimeLog:
     """Read a `runtime_log.json` (or the directory holding one); unknown versions and bad events raise."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / RUNTIME_LOG_FILE
+    path = file_in(path, RUNTIME_LOG_FILE)
     _, data = read_artifact(path, RUNTIME_LOG_SCHEMA, [RUNTIME_LOG_VERSION], required=["events"])
     return RuntimeLog.from_dict(data, source=str(path))

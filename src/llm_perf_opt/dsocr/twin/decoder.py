@@ -104,29 +104,58 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     return x[:, :, None, :, :].expand(b, kv, n_rep, s, d).reshape(b, kv * n_rep, s, d)
 
 
+def init_gqa_attention(attn: nn.Module, layer_idx: int, *, hidden_size: int, num_heads: int, head_dim: int,
+                       num_kv_heads: int, max_position_embeddings: int, rope_theta: float, attention_dropout: float,
+                       qkv_bias: bool, o_bias: bool, rotary_class: type[nn.Module]) -> None:
+    """The attributes and modules of a transformers-style grouped-query attention, in its order: q/k/v/o
+    projections and a per-layer `rotary_emb` (of `rotary_class`, so the module tree names the vendor's
+    class). The DeepSeek-V2 decoder's `LlamaAttention` and DeepSeek-OCR 2's encoder attention share it."""
+    attn.layer_idx = layer_idx
+    attn.attention_dropout = attention_dropout
+    attn.hidden_size = hidden_size
+    attn.num_heads = num_heads
+    attn.head_dim = head_dim
+    attn.num_key_value_heads = num_kv_heads
+    attn.num_key_value_groups = num_heads // num_kv_heads
+    attn.max_position_embeddings = max_position_embeddings
+    attn.rope_theta = rope_theta
+    attn.is_causal = True
+    attn.q_proj = nn.Linear(hidden_size, num_heads * head_dim, bias=qkv_bias)
+    attn.k_proj = nn.Linear(hidden_size, num_kv_heads * head_dim, bias=qkv_bias)
+    attn.v_proj = nn.Linear(hidden_size, num_kv_heads * head_dim, bias=qkv_bias)
+    attn.o_proj = nn.Linear(num_heads * head_dim, hidden_size, bias=o_bias)
+    attn.rotary_emb = rotary_class(head_dim, base=rope_theta, max_position_embeddings=max_position_embeddings)
+
+
+def sdpa_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None,
+              n_rep: int, dropout_p: float) -> torch.Tensor:
+    """transformers' SDPA attention core: the KV heads repeated `n_rep` times, the additive 4-D mask cut to
+    the keys, contiguous inputs on CUDA with a mask (the memory-efficient kernel wants them), causal only
+    without a mask and with more than one query; (B, heads, S, d) -> (B, S, heads·d)."""
+    q_len = q.shape[-2]
+    k = repeat_kv(k, n_rep)
+    v = repeat_kv(v, n_rep)
+    mask = attention_mask
+    if mask is not None:
+        mask = mask[:, :, :, : k.shape[-2]]
+    if q.device.type == "cuda" and mask is not None:
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                         is_causal=mask is None and q_len > 1)
+    return out.transpose(1, 2).contiguous().view(q.shape[0], q_len, -1)
+
+
 class LlamaAttention(nn.Module):
     """Eager multi-head attention with RoPE and an optional KV cache (transformers' `Cache` API)."""
 
     def __init__(self, config: TwinConfig, layer_idx: int) -> None:
         super().__init__()
         self.config = config
-        self.layer_idx = layer_idx
-        self.attention_dropout = config.attention_dropout
-        self.hidden_size = config.hidden_size
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.head_dim
-        self.num_key_value_heads = config.num_key_value_heads
-        self.num_key_value_groups = self.num_heads // self.num_key_value_heads
-        self.max_position_embeddings = config.max_position_embeddings
-        self.rope_theta = config.rope_theta
-        self.is_causal = True
-        bias = config.attention_bias
-        self.q_proj = nn.Linear(self.hidden_size, self.num_heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=bias)
-        self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, base=config.rope_theta,
-                                               max_position_embeddings=config.max_position_embeddings)
+        init_gqa_attention(self, layer_idx, hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
+                           head_dim=config.head_dim, num_kv_heads=config.num_key_value_heads,
+                           max_position_embeddings=config.max_position_embeddings, rope_theta=config.rope_theta,
+                           attention_dropout=config.attention_dropout, qkv_bias=config.attention_bias,
+                           o_bias=config.attention_bias, rotary_class=LlamaRotaryEmbedding)
 
     def _project(self, hidden_states, position_ids, past_key_value, cache_position, position_embeddings):
         """q/k/v projections, RoPE, cache update: q (B, heads, S, d), k and v (B, kv_heads, S_total, d)."""
@@ -180,20 +209,9 @@ class LlamaSdpaAttention(LlamaAttention):
         if output_attentions:  # SDPA cannot return the weights: fall back to eager, as transformers does
             return super().forward(hidden_states, attention_mask, position_ids, past_key_value,
                                    output_attentions, use_cache, cache_position, position_embeddings)
-        bsz, q_len, _ = hidden_states.size()
         q, k, v = self._project(hidden_states, position_ids, past_key_value, cache_position, position_embeddings)
-        k = repeat_kv(k, self.num_key_value_groups)
-        v = repeat_kv(v, self.num_key_value_groups)
-        mask = attention_mask
-        if mask is not None:
-            mask = mask[:, :, :, : k.shape[-2]]
-        if q.device.type == "cuda" and mask is not None:  # memory-efficient kernel wants contiguous inputs
-            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        causal = mask is None and q_len > 1
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.attention_dropout if self.training else 0.0, is_causal=causal,
-        )
-        out = out.transpose(1, 2).contiguous().view(bsz, q_len, -1)
+        out = sdpa_core(q, k, v, attention_mask, self.num_key_value_groups,
+                        self.attention_dropout if self.training else 0.0)
         return self.o_proj(out), None, past_key_value
 
 

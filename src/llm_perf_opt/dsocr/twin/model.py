@@ -56,6 +56,19 @@ def init_language_side(model: nn.Module, config: TwinConfig, spec) -> None:
     model.gradient_checkpointing = False
 
 
+def init_root(root: nn.Module, config: TwinConfig, spec, model_class: type[nn.Module]) -> None:
+    """A causal-LM root's attributes in the vendor's order: `model` (a `model_class(config, spec)`), then
+    `lm_head` over the vocabulary (tied to the token embedding when the config says so). Both families'
+    roots call it."""
+    root.config = config
+    root.spec = spec
+    root.model = model_class(config, spec)
+    root.vocab_size = config.vocab_size
+    root.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+    if config.tie_word_embeddings:
+        root.lm_head.weight = root.model.embed_tokens.weight
+
+
 class DeepseekOCRModel(nn.Module):
     """Embeddings, decoder layers and final norm, plus the vision stack and the two learned separators."""
 
@@ -209,13 +222,7 @@ class DeepseekOCRForCausalLM(nn.Module):
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
         super().__init__()
-        self.config = config
-        self.spec = spec
-        self.model = DeepseekOCRModel(config, spec)
-        self.vocab_size = config.vocab_size
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        if config.tie_word_embeddings:
-            self.lm_head.weight = self.model.embed_tokens.weight
+        init_root(self, config, spec, DeepseekOCRModel)
 
     # transformers-style accessors, so tools written for the vendor model work on the twin
     def get_model(self) -> DeepseekOCRModel:
@@ -300,12 +307,24 @@ def build_twin(
     decoder attention class ("eager" as the vendor's default, "sdpa", or "flash_attention_2", which
     needs `flash_attn` and a CUDA device).
     """
-    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
-    from llm_perf_opt.dsocr.twin.weights import initialise_weights
     from llm_perf_opt.errors import ConfigError
 
     if not isinstance(spec, ModelSpec):
         raise ConfigError.field("model spec", type(spec).__name__, "must be a ModelSpec")
+    return build_root(DeepseekOCRForCausalLM, spec, device=device, dtype=dtype,
+                      attn_implementation=attn_implementation, seed=seed)
+
+
+def build_root(root_class: type[nn.Module], spec, *, device: str | torch.device, dtype: torch.dtype,
+               attn_implementation: str, seed: int, model_type: str | None = None) -> nn.Module:
+    """`root_class(config, spec)` (a family's causal-LM root, its `TwinConfig` made from `spec`, with
+    `model_type` when given) built on meta, cast to `dtype`, materialised once on `device`, its buffers
+    refilled and its weights seeded by `initialise_weights` (one rule for every family); in eval mode.
+    Checks `dtype`, `device` and the attention implementation first."""
+    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
+    from llm_perf_opt.dsocr.twin.weights import initialise_weights
+    from llm_perf_opt.errors import ConfigError
+
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ConfigError.field("model.dtype", dtype, "must be a floating torch dtype")
     try:
@@ -313,9 +332,11 @@ def build_twin(
     except (RuntimeError, TypeError) as exc:
         raise ConfigError.field("model.device", device, f"must name a torch device ({exc})") from None
     resolve_attn_implementation(attn_implementation, device, fallback=False)
-    config = TwinConfig.from_spec(spec, attn_implementation)
+    config = TwinConfig.from_spec(spec, attn_implementation)  # reads spec.decoder and the token ids only
+    if model_type is not None:
+        config.model_type = model_type
     with torch.device("meta"):
-        model = DeepseekOCRForCausalLM(config, spec)
+        model = root_class(config, spec)
     model = model.to(dtype=dtype)
     if device.type != "meta":
         model = model.to_empty(device=device)

@@ -26,7 +26,6 @@ kernel counts and host syncs are the vendor's.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutputWithPast
 
@@ -35,7 +34,8 @@ from llm_perf_opt.dsocr.twin.decoder import (
     DeepseekV2RMSNorm,
     LlamaRotaryEmbedding,
     apply_rotary,
-    repeat_kv,
+    init_gqa_attention,
+    sdpa_core,
 )
 from llm_perf_opt.dsocr2.spec import EncoderSpec
 
@@ -57,23 +57,11 @@ class Qwen2SdpaAttention(nn.Module):
 
     def __init__(self, spec: EncoderSpec, layer_idx: int) -> None:
         super().__init__()
-        self.layer_idx = layer_idx
-        self.hidden_size = spec.hidden_size
-        self.num_heads = spec.num_heads
-        self.head_dim = spec.head_dim
-        self.num_key_value_heads = spec.num_kv_heads
-        self.num_key_value_groups = spec.num_heads // spec.num_kv_heads
-        self.max_position_embeddings = spec.max_position_embeddings
-        self.rope_theta = spec.rope_theta
-        self.is_causal = True
-        self.attention_dropout = 0.0
-        self.q_proj = nn.Linear(self.hidden_size, self.num_heads * self.head_dim, bias=True)
-        self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
-        self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=True)
-        self.o_proj = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=False)
-        # present in transformers 4.46's Qwen2Attention; the model-level table is the one used
-        self.rotary_emb = Qwen2RotaryEmbedding(self.head_dim, base=spec.rope_theta,
-                                               max_position_embeddings=spec.max_position_embeddings)
+        # the per-layer rotary_emb is present in transformers 4.46's Qwen2Attention; the model-level table is used
+        init_gqa_attention(self, layer_idx, hidden_size=spec.hidden_size, num_heads=spec.num_heads,
+                           head_dim=spec.head_dim, num_kv_heads=spec.num_kv_heads,
+                           max_position_embeddings=spec.max_position_embeddings, rope_theta=spec.rope_theta,
+                           attention_dropout=0.0, qkv_bias=True, o_bias=False, rotary_class=Qwen2RotaryEmbedding)
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None,
                 position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -83,14 +71,7 @@ class Qwen2SdpaAttention(nn.Module):
         v = self.v_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
         cos, sin = position_embeddings
         q, k = apply_rotary(q, k, cos, sin)
-        k = repeat_kv(k, self.num_key_value_groups)
-        v = repeat_kv(v, self.num_key_value_groups)
-        mask = attention_mask[:, :, :, : k.shape[-2]] if attention_mask is not None else None
-        if q.device.type == "cuda" and mask is not None:  # as transformers: contiguous inputs with a mask
-            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0,
-                                             is_causal=mask is None and q_len > 1)
-        out = out.transpose(1, 2).contiguous().view(bsz, q_len, self.hidden_size)
+        out = sdpa_core(q, k, v, attention_mask, self.num_key_value_groups, 0.0)
         return self.o_proj(out)
 
 

@@ -21,7 +21,7 @@ from llm_perf_opt.dsocr.twin.config import TwinConfig
 from llm_perf_opt.dsocr.twin.decoder import LlamaRotaryEmbedding
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM as _V1CausalLM
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRModel as _V1Model
-from llm_perf_opt.dsocr.twin.model import init_language_side
+from llm_perf_opt.dsocr.twin.model import build_root, init_language_side, init_root
 from llm_perf_opt.dsocr.twin.projector import MlpProjector
 from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
@@ -39,19 +39,17 @@ class DeepseekOCR2Model(nn.Module):
         self.projector = MlpProjector(spec.projector)
         self.view_seperator = nn.Parameter(torch.zeros(spec.projector.n_embed))  # [sic]: the vendor's name
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embed_tokens
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.embed_tokens = value
+    get_input_embeddings = _V1Model.get_input_embeddings
+    set_input_embeddings = _V1Model.set_input_embeddings
 
     # ------------------------------------------------------------------ vision
     def _encode_view(self, pixels: torch.Tensor) -> torch.Tensor:
         """SAM, then the encoder on SAM's features (the query positions), then the projector."""
         return self.projector(self.qwen2_model(self.sam_model(pixels)))
 
-    def _image_sequence(self, image) -> torch.Tensor:
-        """The feature rows of one image in sequence order: crops, global view, separator."""
+    def _image_sequence(self, image, _crop_shape) -> torch.Tensor:
+        """The feature rows of one image in sequence order: crops, global view, separator (no newline
+        column, so the crop grid's shape is not needed)."""
         patches, image_ori = image[0], image[1]
         if torch.sum(patches).item() != 0:
             local = self._encode_view(patches)
@@ -63,35 +61,10 @@ class DeepseekOCR2Model(nn.Module):
         glob = glob.view(-1, glob.shape[-1])
         return torch.cat([glob, self.view_seperator[None, :]], dim=0)
 
-    def _scatter_images(self, inputs_embeds, images, images_seq_mask, images_spatial_crop) -> None:
-        for row, (image, _crop_shape) in enumerate(zip(images, images_spatial_crop)):
-            pieces = []
-            with torch.no_grad():
-                pieces.append(self._image_sequence(image))
-            if pieces:
-                feats = torch.cat(pieces, dim=0)
-                mask = images_seq_mask[row].unsqueeze(-1).to(inputs_embeds.device)
-                inputs_embeds[row].masked_scatter_(mask, feats)
-
-    # ------------------------------------------------------------------ forward
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
-                inputs_embeds=None, use_cache=None, output_attentions=None, output_hidden_states=None,
-                images=None, images_seq_mask=None, images_spatial_crop=None, return_dict=None):
-        if inputs_embeds is None:
-            inputs_embeds = self.get_input_embeddings()(input_ids)
-        sam_model = getattr(self, "sam_model", None)
-        if (
-            sam_model is not None
-            and input_ids is not None
-            and images is not None
-            and (input_ids.shape[1] != 1 or self.training)
-            and torch.sum(images[0][1]).item() != 0
-        ):
-            self._scatter_images(inputs_embeds, images, images_seq_mask, images_spatial_crop)
-        return self._decode(inputs_embeds, attention_mask, position_ids, past_key_values, use_cache,
-                            output_attentions, output_hidden_states, return_dict)
-
-    # the DeepSeek-V2 stack over ready embeddings: v1's, the same vendor code
+    # per image under no_grad, masked_scatter_ into the embeddings; the forward's gate on the vision branch;
+    # the DeepSeek-V2 stack over ready embeddings: v1's code, the same vendor steps
+    _scatter_images = _V1Model._scatter_images
+    forward = _V1Model.forward
     _decode = _V1Model._decode
 
 
@@ -100,13 +73,7 @@ class DeepseekOCR2ForCausalLM(nn.Module):
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
         super().__init__()
-        self.config = config
-        self.spec = spec
-        self.model = DeepseekOCR2Model(config, spec)
-        self.vocab_size = config.vocab_size
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        if config.tie_word_embeddings:
-            self.lm_head.weight = self.model.embed_tokens.weight
+        init_root(self, config, spec, DeepseekOCR2Model)
 
     get_model = _V1CausalLM.get_model
     get_input_embeddings = _V1CausalLM.get_input_embeddings
@@ -130,27 +97,9 @@ def build_twin(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: to
     `initialise_weights` (one seeding rule for every family). `attn_implementation` selects the decoder's
     attention ("eager", the vendor's default, "sdpa", or "flash_attention_2"); the encoder is always SDPA.
     """
-    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
-    from llm_perf_opt.dsocr.twin.weights import initialise_weights
     from llm_perf_opt.errors import ConfigError
 
     if not isinstance(spec, ModelSpec):
         raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ConfigError.field("model.dtype", dtype, "must be a floating torch dtype")
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError.field("model.device", device, f"must name a torch device ({exc})") from None
-    resolve_attn_implementation(attn_implementation, device, fallback=False)
-    config = TwinConfig.from_spec(spec, attn_implementation)  # reads spec.decoder and the token ids only
-    config.model_type = "deepseek_ocr2_twin"
-    with torch.device("meta"):
-        model = DeepseekOCR2ForCausalLM(config, spec)
-    model = model.to(dtype=dtype)
-    if device.type != "meta":
-        model = model.to_empty(device=device)
-    model.reset_buffers()
-    if device.type != "meta":
-        initialise_weights(model, seed)
-    return model.eval()
+    return build_root(DeepseekOCR2ForCausalLM, spec, device=device, dtype=dtype,
+                      attn_implementation=attn_implementation, seed=seed, model_type="deepseek_ocr2_twin")
