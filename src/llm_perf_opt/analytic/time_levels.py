@@ -44,8 +44,9 @@ CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
     "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
               "datasheet) for gemm, conv, attention, or flops / vector rate; bytes / bandwidth at its size (up to "
-              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large; layout copies their own figures) "
-              "+ on the CPU the fresh-page cost of a result above the mmap threshold; min kernel time), summed",
+              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels: a weight-streaming "
+              "GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
+              "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), summed",
     "eager": "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
              "async device); sync points split the forward into segments: async device: each segment max(host, "
              "device) + sync round trip; CPU: kernel + host, serial",
@@ -85,6 +86,8 @@ class DeviceFigures:
     copy_bw: Optional[tuple[float, float, float]] = None  # layout copies, (small, medium, large); None: as above
     fresh_s_per_byte: float = 0.0  # CPU: first touch of a result in fresh (mmapped) memory, per byte
     fresh_bytes: int = FRESH_BYTES
+    gemm_bw_large: Optional[float] = None  # gemm-like kernels moving more than fresh_bytes (a GEMV streaming its
+    # weights from memory: calibrated `gemv`); None: bw_large
 
     def gemm_rate(self, at: float) -> float:
         xs = [p[0] for p in self.gemm]
@@ -102,6 +105,8 @@ class DeviceFigures:
         tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
         if kind == "copy" and self.copy_bw is not None:
             return self.copy_bw[tier]
+        if kind in GEMM_KINDS and tier == 2 and self.gemm_bw_large is not None:
+            return self.gemm_bw_large
         return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
 
     def kernel_time(self, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
@@ -112,14 +117,16 @@ class DeviceFigures:
         else:
             compute = flops / self.vector_flops if flops else 0.0
         memory = nbytes / self.bandwidth(kind, nbytes)
+        fresh = 0.0
         if self.fresh_s_per_byte:
             result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
             if result > self.fresh_bytes:
-                memory += result * self.fresh_s_per_byte
-        t = max(compute, memory)
+                fresh = result * self.fresh_s_per_byte
+        # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
+        t = max(compute, memory) + fresh
         if t < self.min_kernel_s:
             return self.min_kernel_s, "launch"
-        return t, "compute" if compute >= memory else "memory"
+        return t, "compute" if compute >= memory + fresh else "memory"
 
 
 @dataclass(frozen=True)
@@ -206,12 +213,15 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
                                f"(log-log); {levels.get('statistic', '')}")
         copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
         fresh = levels.get("fresh") or {}
+        gemv = levels.get("gemv") or {}
         extra = dict(bw_medium=float(ew["medium"]["bytes_per_s"]), copy_bw=copy_bw,  # type: ignore[arg-type]
                      fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
-                     fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)))
+                     fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
+                     gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None)
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
-                  f"sizes; fresh result pages {fresh.get('op', 'not measured')}")
+                  f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
+                  f"{FRESH_BYTES} bytes: {gemv.get('op', 'the large add (no streaming GEMV calibrated)')}")
     else:
         pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
         mono, best = [], 0.0  # the curve must not fall with M (a noisy sample): the running maximum
@@ -488,6 +498,7 @@ def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMod
                      f"{units.si(dev.bw_large, 'B/s')}, matmul at {dev.gemm_axis}=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at "
                      f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
                      f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
+                     + (f", streaming GEMV {units.si(dev.gemm_bw_large, 'B/s')}" if dev.gemm_bw_large else "")
                      + (f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
                         f"{dev.fresh_bytes / 2**20:g} MiB" if dev.fresh_s_per_byte else ""))
     if model.host is not None:

@@ -50,7 +50,9 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 3  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations)
+LEVELS_VERSION = 4  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+# 4: the GEMV streaming its weights from memory (`gemv`)
+GEMV_SHAPE = (2048, 16384)  # (K, N) of the streaming GEMV: 128 MiB in float32, 64 MiB in bfloat16 (beyond any cache)
 STATISTIC = ("fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
              "samples of all shapes interleaved in rounds")
 
@@ -192,6 +194,11 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         c = torch.empty(m, n, device=device, dtype=dtype)
         keep.append((a, b, c))
         cases[f"gemm {m} {k} {n}"] = (lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
+    gk, gn = (GEMV_SHAPE[0] // 4, GEMV_SHAPE[1]) if quick else GEMV_SHAPE
+    gx, gw = torch.randn(1, gk, device=device).to(dtype), torch.randn(gk, gn, device=device).to(dtype)
+    gy = torch.empty(1, gn, device=device, dtype=dtype)
+    keep.append((gx, gw, gy))
+    cases["gemv"] = (lambda x=gx, w=gw, y=gy: torch.matmul(x, w, out=y))
     sizes = {"small": 1 << 16, "medium": 1 << 21, "large": (1 << 22) if quick else (1 << 25)}  # elements (x4 B)
     for label, numel in sizes.items():
         x, y = torch.rand(numel, device=device).to(dtype), torch.rand(numel, device=device).to(dtype)
@@ -210,6 +217,11 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         t = got[f"gemm {m} {k} {n}"]["seconds"]
         gemm.append({"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "seconds": t,
                      "flops_per_s": 2.0 * m * k * n / t})
+    t = got["gemv"]["seconds"]
+    gemv = {"m": 1, "k": gk, "n": gn, "bytes": (gk * gn + gk + gn) * itemsize, "seconds": t,
+            "bytes_per_s": (gk * gn + gk + gn) * itemsize / t,
+            "op": f"torch.matmul (1 x {gk}) @ ({gk} x {gn}), out=: a decode GEMV streaming "
+                  f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory"}
     elementwise, copy = {}, {}
     for label, numel in sizes.items():
         t = got[f"add {label}"]["seconds"]
@@ -243,6 +255,6 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     return {
         "version": LEVELS_VERSION, "dtype": str(dtype).removeprefix("torch."), "timer": timer,
         "statistic": STATISTIC, "warmup": warmup, "repeats": rounds, "rounds": rounds,
-        "gemm": gemm, "elementwise": elementwise, "copy": copy, "fresh": fresh,
+        "gemm": gemm, "gemv": gemv, "elementwise": elementwise, "copy": copy, "fresh": fresh,
         "min_kernel_s": min_kernel, "min_kernel_op": min_kernel_op, "host": host,
     }

@@ -85,6 +85,10 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
             "parts_min_s": {alias: r["inclusive_s"]["min"] for alias, r in times.coverage.get("parts", {}).items()
                             if r["inclusive_s"].get("min") is not None},
+            # the plain forwards' part clocks (CPU: no profiler cost per op; `measure.profile.PartClock`)
+            "parts_plain_min_s": {alias: r["plain_inclusive_s"]["min"]
+                                  for alias, r in times.coverage.get("parts", {}).items()
+                                  if (r.get("plain_inclusive_s") or {}).get("min") is not None},
             "coverage": times.coverage.get("coverage"), "time_base": times.coverage.get("time_base"),
             "problems": len(times.problems),
         }

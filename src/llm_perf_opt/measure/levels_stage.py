@@ -6,9 +6,10 @@ host's cached CPU calibration.
 
 Measured (`MEASURED_BY`), the fastest-run convention (the calibration's figures are fastest consistent samples,
 `measure.calibrate_levels`): the prefill is the fastest plain forward (no profiler); vision the fastest of the
-per-repeat sums of SAM, CLIP and the projector; a part the fastest of its per-repeat inclusive times in the
-profiled forwards (module ranges: the profiler's own overhead included); a decode step the fastest plain forward
-of the first timed step (the analytic decode stage's context) and its parts' fastest inclusive times.
+per-repeat sums of SAM, CLIP and the projector; a part the fastest of its times in the plain forwards on the CPU
+(`measure.profile.PartClock`: perf_counter hooks around the part, no profiler), else of its per-repeat inclusive
+times in the profiled forwards (module ranges: on CUDA their kernel time); a decode step the fastest plain
+forward of the first timed step (the analytic decode stage's context) and its parts' fastest times, the same way.
 """
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from llm_perf_opt.analytic import time_levels as TL
 CPU_TIME_BY = ("process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
                "forward's time without the waits for the core that other processes cause; with more threads the sum "
                "over threads (not a wall time), so shown only for runtime.threads=1")
-MEASURED_BY = ("fastest run: prefill = the fastest plain forward (wall, no profiler); vision = fastest per-repeat sum "
-               "of SAM, CLIP, projector; parts = fastest per-repeat inclusive time of the part's module ranges in the "
-               "profiled forwards; decode = the fastest plain forward of decode step 1 and its parts' fastest ranges")
+MEASURED_BY = ("fastest run: prefill = the fastest plain forward (wall, no profiler; a forward under 50 ms re-run once "
+               "after the garbage collection, untimed, so that its caches are warm as in a generation loop); vision = "
+               "fastest per-repeat sum of SAM, CLIP, projector; parts = on the CPU the fastest plain-forward time of "
+               "the part (perf_counter hooks, no profiler), on CUDA the fastest per-repeat inclusive time of the part's "
+               "module ranges in the profiled forwards; decode = the fastest plain forward of decode step 1 and its "
+               "parts' fastest times, the same way")
 
 
 def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
@@ -48,10 +52,18 @@ def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]
     series = [path_inclusive_repeats(times, p) for p in vocabulary.vision_paths]
     if series and all(s is not None for s in series):
         out["vision"][""] = min(sum(v) for v in zip(*series))  # type: ignore[arg-type]
+    plain_runs = {alias: r["plain_inclusive_s"]["repeats"] for alias, r in (times.coverage or {}).get("parts", {}).items()
+                  if (r.get("plain_inclusive_s") or {}).get("repeats")}
+    plain = {alias: min(runs) for alias, runs in plain_runs.items()}
     for part in vocabulary.parts:
         values = path_inclusive_repeats(times, part.path)
-        if values:
+        if part.alias in plain:
+            out["prefill"][part.alias] = out["vision"][part.alias] = float(plain[part.alias])
+        elif values:
             out["prefill"][part.alias] = out["vision"][part.alias] = min(values)
+    vision_plain = [plain_runs.get(vocabulary.alias(p)) for p in vocabulary.vision_paths]
+    if vision_plain and all(v is not None for v in vision_plain):
+        out["vision"][""] = float(min(sum(v) for v in zip(*vision_plain)))  # type: ignore[arg-type]
     i = 0
     while True:
         values = path_inclusive_repeats(times, vocabulary.decoder_layer_path(i))
@@ -87,6 +99,7 @@ def decode_measured(decode: Any) -> dict[str, float]:
         return {}
     out = {"": float(first["min_s"])}
     out.update({a: float(v) for a, v in (first.get("parts_min_s") or {}).items()})
+    out.update({a: float(v) for a, v in (first.get("parts_plain_min_s") or {}).items()})
     return out
 
 

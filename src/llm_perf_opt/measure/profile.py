@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping, Optional
@@ -101,16 +102,68 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(call: ForwardCall, device: torch.device) -> tuple[float, float]:
+REWARM_BELOW_S = 0.05  # forwards shorter than this run once more, untimed, between the collection and the clock
+
+
+class PartClock:
+    """`time.perf_counter` around every call of the parts' modules (a part that is a container without a forward,
+    such as the decoder's ModuleList: around each of its children), in the plain forwards on a synchronous
+    device: the parts' times without the profiler's per-op cost, which on the CPU is of the order of the host's
+    own cost per op and doubles a host-bound part such as a decode step's decoder. Two hooks per part call."""
+
+    def __init__(self, model: nn.Module, parts: Mapping[str, str]) -> None:
+        from llm_perf_opt.measure.module_ranges import is_container
+
+        modules = dict(model.named_modules())
+        self.targets = {alias: (list(modules[path].children()) if is_container(modules[path]) else [modules[path]])
+                        for alias, path in parts.items() if path in modules}
+        self.last: dict[str, float] = {}  # the parts that ran in the last forward (a part not called: absent)
+        self._totals: dict[str, float] = {}
+        self._handles: list[Any] = []
+
+    def _done(self, alias: str, started: list[float]) -> None:
+        self._totals[alias] = self._totals.get(alias, 0.0) + time.perf_counter() - started.pop()
+
+    def __enter__(self) -> "PartClock":
+        self._totals = {}
+        for alias, modules in self.targets.items():
+            for module in modules:
+                started: list[float] = []
+                self._handles.append(module.register_forward_pre_hook(
+                    lambda _m, _a, s=started: s.append(time.perf_counter())))
+                self._handles.append(module.register_forward_hook(
+                    lambda _m, _a, _o, s=started, a=alias: self._done(a, s)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self.last = dict(self._totals)
+
+
+def _timed(call: ForwardCall, device: torch.device, rewarm: bool = False,
+           clock: Optional[PartClock] = None) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of one forward, synchronised on CUDA. A full garbage collection
     first, outside the clock: the previous profiled forward leaves thousands of profiler events with
-    reference cycles, which would otherwise be collected during whichever forward comes next."""
+    reference cycles, which would otherwise be collected during whichever forward comes next; the collector
+    stays off while the clock runs. `rewarm`: one more forward, untimed, after the collection (it walks every
+    Python object and leaves the caches cold: +1.1 ms on a 2.4 ms decode step of the tiny twin, which a
+    generation loop never pays). `clock`: the parts' times of this forward (`PartClock.last`)."""
     gc.collect()
+    if rewarm:
+        del_out = call.model(**call.kwargs)
+        del del_out
     _sync(device)
-    cpu, start = time.process_time(), time.perf_counter()
-    out = call.model(**call.kwargs)
-    _sync(device)
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    gc.disable()
+    try:
+        with clock if clock is not None else nullcontext():
+            cpu, start = time.process_time(), time.perf_counter()
+            out = call.model(**call.kwargs)
+            _sync(device)
+            seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        gc.enable()
     del out
     return seconds, cpu_seconds
 
@@ -163,23 +216,33 @@ def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Pat
     trace = Path(trace_path) if trace_path is not None and cfg.chrome_trace else None
     plain: list[tuple[float, float]] = []
     repeats: list[_Repeat] = []
+    part_paths = dict(parts) if parts is not None else default_parts(call.model)
+    clock = PartClock(call.model, part_paths) if device.type == "cpu" else None  # CUDA: the ranges' kernel time
+    plain_parts: list[dict[str, float]] = []
+
+    def plain_forward() -> None:
+        plain.append(_timed(call, device, rewarm=rewarm, clock=clock))
+        if clock is not None:
+            plain_parts.append(dict(clock.last))
+
     with call.context():
         start = time.perf_counter()
-        for _ in range(cfg.warmup):
-            _timed(call, device)
+        warm = [_timed(call, device)[0] for _ in range(cfg.warmup)]
         warmup_s = time.perf_counter() - start
+        rewarm = bool(warm) and min(warm) < REWARM_BELOW_S  # the forward itself, not the collections around it
         say(f"profile: {cfg.warmup} warm-up forward(s) in {warmup_s:.2f} s")
         for r in range(cfg.repeats):
             keep = trace is not None and r == cfg.repeats - 1
             if r % 2 == 0:
-                plain.append(_timed(call, device))
+                plain_forward()
                 repeats.append(_profiled(call, device, cfg, keep))
             else:
                 repeats.append(_profiled(call, device, cfg, keep))
-                plain.append(_timed(call, device))
+                plain_forward()
             say(f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
-    times.coverage = coverage(times, parts if parts is not None else default_parts(call.model))
+    times.coverage = coverage(times, part_paths, plain_parts)
+    times.wall["plain_rewarmed"] = rewarm
     if trace is not None:  # written last, so a failure above leaves no trace without its profile
         export_chrome_trace(repeats[-1].profiler, trace)
         times.trace_file = trace.name
@@ -307,8 +370,10 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
 
 
 # ---------------------------------------------------------------------------------------------- coverage
-def coverage(times: ModuleTimes, parts: Mapping[str, str]) -> dict[str, Any]:
-    """The parts' inclusive times against the profiled forward's wall time, per repeat, and what is left."""
+def coverage(times: ModuleTimes, parts: Mapping[str, str],
+             plain_parts: Optional[list[Mapping[str, float]]] = None) -> dict[str, Any]:
+    """The parts' inclusive times against the profiled forward's wall time, per repeat, and what is left;
+    `plain_parts`: each plain forward's part times (`PartClock`), kept per part as `plain_inclusive_s`."""
     wall = times.wall["profiled_s"]["repeats"]
     n = len(wall)
     root = path_inclusive_repeats(times, "") or [0.0] * n
@@ -324,6 +389,9 @@ def coverage(times: ModuleTimes, parts: Mapping[str, str]) -> dict[str, Any]:
         stat = Stat.of(values)
         found[alias] = {"path": path, "inclusive_s": stat.to_dict(),
                         "share_of_wall": stat.median / Stat.of(wall).median if wall and Stat.of(wall).median else None}
+        plain = [p[alias] for p in plain_parts or [] if alias in p]
+        if plain:
+            found[alias]["plain_inclusive_s"] = Stat.of(plain).to_dict()
     ratios = [c / w if w > 0 else 0.0 for c, w in zip(covered, wall)]
     return {
         "time_base": "device" if times.method.get("activities", []) == ["cpu", "cuda"] else "cpu",
