@@ -48,11 +48,11 @@ VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I
 # device (`roofs.measured`, `predicted.measured`), the profile's coverage, the achieved FLOP/s, the eager level's
 # host-overhead shares (this host's calibrated dispatch time), the eager level itself and what follows from it
 # (`levels.eager`, the verdict, the accuracy against measured: the host's cost per op is calibrated on this
-# machine even where the device is a datasheet), and the graph's measured-time and eager metric tables
-# (`time_measured*`, `time_predicted_eager*`).
+# machine even where the device is a datasheet), the efficiency of a timed decode step (predicted / its measured
+# wall time), and the graph's measured-time and eager metric tables (`time_measured*`, `time_predicted_eager*`).
 MEASURED_UNDER = {"roofs": "measured", "predicted": "measured", "levels": "eager"}
 MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|verdict|"
-                           r"accuracy|eager\w*)$")
+                           r"accuracy|eager\w*|efficiency)$")
 MEASURED_TABLES = ("time_measured", "time_predicted_eager")
 CHECKOUT = re.compile(r"/(tmp/base\w*|tmp/seam_pre|work/wt/[\w-]+|work/main)/")
 

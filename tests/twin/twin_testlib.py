@@ -32,8 +32,8 @@ VENDOR_PACKAGE = "_dsocr_vendor_under_test"
 
 
 @contextlib.contextmanager
-def vendor_modeling(path: Path):
-    """Import the vendor's `modeling_deepseekocr` from `path` as a throw-away package.
+def vendor_modeling(path: Path, module: str = "modeling_deepseekocr"):
+    """Import the vendor's `module` (v1's `modeling_deepseekocr` by default) from `path` as a throw-away package.
 
     The project's scoped torchvision stand-in covers the import (the vendor imports torchvision for
     transforms no forward uses); the package's modules leave `sys.modules` afterwards. Nothing is
@@ -48,7 +48,7 @@ def vendor_modeling(path: Path):
     try:
         with torchvision_stand_in():
             spec.loader.exec_module(package)
-            modeling = importlib.import_module(f"{VENDOR_PACKAGE}.modeling_deepseekocr")
+            modeling = importlib.import_module(f"{VENDOR_PACKAGE}.{module}")
         yield modeling
     finally:
         for k in [k for k in sys.modules if k == VENDOR_PACKAGE or k.startswith(VENDOR_PACKAGE + ".")]:

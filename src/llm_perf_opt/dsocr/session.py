@@ -124,6 +124,7 @@ class DeepSeekOCRSession:
         self.quiet_vendor_prints = quiet_vendor_prints
         self.closed = False
         self.part_list: Any = None  # the family's parts (parameter counts); None: v1's
+        self.patch_names: dict[str, str] = {}  # a family's own patch for a required one ({"quiet_prints": ...})
         self._guard = guard or ProcessStateGuard()
 
     # ------------------------------------------------------------------ construction
@@ -220,7 +221,7 @@ class DeepSeekOCRSession:
                 names.append("quiet_prints")
         if self.autocast:
             names.append("autocast")
-        return tuple(names)
+        return tuple(self.patch_names.get(n, n) for n in names)
 
     @contextmanager
     def forward_context(self) -> Iterator[None]:

@@ -84,18 +84,22 @@ def qwen2_layer(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int 
 @register_cost(PREFIX + "CustomQwen2ModelInner", "positions, the token-type mask, the RoPE table once, the layers, "
                                                  "the final RMSNorm")
 def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    """The stack over (batch, T = 2n) tokens. Own: the int64 positions (arange) and the (B, 1, T, T) float mask
-    (`dsocr2.twin.encoder.encoder_mask`), per batch element: the T x T fill, the two token-type tests (bool T),
-    the queries' rank (an int64 cast and its cumsum), four `&`, one `<=` and two `|` over T x T booleans,
-    the in-place `masked_fill_` (no new tensor); then the stack of the B masks."""
+    """The stack over (batch, T = 2n) tokens, n SAM tokens then n queries. Own: the int64 positions (arange)
+    and the (B, 1, T, T) float mask (`dsocr2.twin.encoder.encoder_mask`, the vendor's ops), per batch element:
+    the T x T fill, the two token-type tests (bool T), their positions (`nonzero`, n int64 each, a host sync
+    each), one index assignment of the n x n SAM block, then two per query row i (its n SAM columns, its
+    i + 1 query columns), all in place; then the stack of the B masks."""
     b, e = dtype_bytes, encoder
     t = tokens
     t2 = t * t
+    n = t // 2
     per_view = LayerCost(
-        flops_other=2 * t + t + 7 * t2,  # the tests, the cumsum, the seven boolean T x T ops
-        activation_bytes=t2 * b + 2 * t + 2 * 8 * t + 7 * t2,
-        kernels=(K("copy", 0, t2 * b) + K("elementwise", t, 9 * t, 2) + K("copy", 0, 9 * t)
-                 + K("reduction", t, 16 * t) + K("elementwise", t2, 3 * t2, 7) + K("elementwise", 0, t2 * b + t2))
+        flops_other=2 * t,  # the two tests
+        activation_bytes=t2 * b + 2 * t + 2 * 8 * n,
+        kernels=(K("copy", 0, t2 * b) + K("elementwise", t, 9 * t, 2) + K("reduction", 0, t + 8 * n, 2)
+                 + K("copy", 0, n * n * b + 2 * 8 * n) + K("copy", 0, n * (b + 8), n)
+                 + K("copy", 0, (n + 1) * (b + 8) // 2, n)),  # row i writes i + 1 columns: (n + 1) / 2 on average
+        syncs=2,
     )
     own = per_view.times(batch) + LayerCost(
         activation_bytes=t * 8 + batch * t2 * b,
@@ -183,5 +187,6 @@ def ocr2_causal_lm(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: in
     if not language:
         return ZERO, (("model", model),)
     d = spec.decoder
-    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4) if b != 4 else ZERO  # logits.float()
+    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float(): one cast kernel (as v1's)
+                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b), out=q_len * d.vocab_size * 4)) if b != 4 else ZERO
     return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

@@ -99,6 +99,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         session = DeepSeekOCRSession.open(model_cfg, runtime_cfg, loaders=LOADERS, part_list=P.PARTS, **kwargs)
         session.family = self
+        session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
 
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:

@@ -10,6 +10,8 @@ checks read them the same way; only the targets differ:
 * `dsocr2.encoder_layers`: the encoder stack's loop. The vendor's stack class (`CustomQwen2ModelInner`) is made
   inside a method, so the wrapper around it (`CustomQwen2Decoder.forward`, module level in both) logs the
   length of its `model.layers`;
+* `dsocr2.quiet_prints`: v1's `quiet_prints` (the debugging `print`s of the vendor's forward) aimed at
+  `modeling_deepseekocr2`; the session asks for it in place of v1's (`DeepSeekOCRSession.patch_names`);
 * `routing`: v1's patch as it is (the same `MoEGate` of `modeling_deepseekv2`, and v1's twin `decoder`).
 
 The twin package `llm_perf_opt.dsocr2.twin` is registered to reach v1's twin modules too (`sam`, `decoder`).
@@ -48,6 +50,17 @@ _register(B._loop_patch(PREFIX + "sam_blocks", SAM_BLOCKS, "blocks", {  # noqa: 
     "vendor": (VENDOR_ENCODER, "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")}))
 _register(B._loop_patch(PREFIX + "encoder_layers", ENCODER_STACK, "model.layers", {  # noqa: SLF001
     "vendor": (VENDOR_ENCODER, "CustomQwen2Decoder.forward"), "twin": ("encoder", "CustomQwen2Decoder.forward")}))
+
+_register(Patch(
+    name=PREFIX + "quiet_prints",
+    summary="silence the debugging print() calls of the vendor's DeepseekOCR2Model.forward",
+    apply=B._apply_quiet_prints,  # noqa: SLF001
+    targets={"vendor": (VENDOR_MODEL, "print"), "twin": ("model", "print")},
+    create=True,
+))
+
+# the session's required patches that are v1's by name (`DeepSeekOCRSession.patch_names`)
+SESSION_PATCH_NAMES = {"quiet_prints": PREFIX + "quiet_prints"}
 
 DEFAULT_TRACE_PATCHES = (PREFIX + "vision_inputs", PREFIX + "llm_stack")
 LOOP_PATCHES = (PREFIX + "sam_blocks", PREFIX + "encoder_layers")

@@ -19,9 +19,9 @@ The vendor builds a transformers `Qwen2Model` (4.46) inside two wrappers and del
 
 The vendor's attention is always SDPA (`build_qwen2_decoder_as_encoder(attn_implementation="sdpa")`),
 whatever the decoder's runtime setting. Differences kept out on purpose: transformers' `Qwen2Model` also
-fills a `DynamicCache` (appends only: no op, no FLOP) that nothing reads; and the vendor's mask loop
-writes each query row with two index assignments (2·n in-place ops per view), where `encoder_mask`
-writes the same values with a few vectorised ops.
+fills a `DynamicCache` (appends only: no op, no FLOP) that nothing reads. The mask is built with the
+vendor's ops, its row loop included (two index assignments per query row: 2·n in-place ops per view), so
+kernel counts and host syncs are the vendor's.
 """
 from __future__ import annotations
 
@@ -98,19 +98,26 @@ class Qwen2DecoderLayer(nn.Module):
 
 def encoder_mask(token_type_ids: torch.Tensor, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """(B, 1, T, T) additive mask: type-0 tokens see each other; type-1 tokens see every type-0 token and
-    the type-1 tokens up to themselves (in sequence order); everything else min(dtype)."""
+    the type-1 tokens up to themselves (in sequence order); everything else min(dtype).
+
+    Written with the vendor's ops (so its kernels and host syncs are the twin's too): per batch element the
+    T x T fill, the two token-type tests and their positions (`nonzero`: a host sync each), one index
+    assignment for the type-0 block, then two per type-1 row (its type-0 columns, the type-1 columns up to
+    itself); then the stack of the B masks."""
     low = torch.finfo(dtype).min
     batch, seq = token_type_ids.shape
     masks = []
     for b in range(batch):
         mask = torch.full((seq, seq), fill_value=low, dtype=dtype, device=device)
-        types = token_type_ids[b].to(device)
-        image = types == 0
-        query = types == 1
-        order = torch.cumsum(query.to(torch.int64), 0)  # rank of each query among the queries
-        earlier_query = query[None, :] & query[:, None] & (order[None, :] <= order[:, None])
-        allowed = (image[:, None] & image[None, :]) | (query[:, None] & image[None, :]) | earlier_query
-        mask.masked_fill_(allowed, 0.0)
+        types = token_type_ids[b]
+        sam_at = (types == 0).nonzero(as_tuple=True)[0]
+        query_at = (types == 1).nonzero(as_tuple=True)[0]
+        if len(sam_at) > 0:
+            mask[sam_at[:, None], sam_at] = 0.0  # SAM tokens see each other
+        for rank, row in enumerate(query_at):  # each query row: every SAM token, the queries up to itself
+            if len(sam_at) > 0:
+                mask[row, sam_at] = 0.0
+            mask[row, query_at[: rank + 1]] = 0.0
         masks.append(mask)
     return torch.stack(masks, dim=0).unsqueeze(1)
 
