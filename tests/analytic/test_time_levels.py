@@ -155,6 +155,44 @@ def test_version_2_figures_gemm_by_flops_per_element_tiers_fresh_pages_and_host_
     assert lt.eager_s == pytest.approx(lt.kernel_s + 3 * 4e-6)
 
 
+def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial_with_compute():
+    from llm_perf_opt.measure.calibrate_levels import attention_work
+
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = _levels_v2(rates, bw, bw, fresh_s_per_byte=1e-9, op_s=4e-6)
+    # a 1 x 2048 @ 2048 x 16384 float32 GEMV streamed at 5 GB/s; two attention points (x, FLOP/s)
+    k, n = 2048, 16384
+    lv.update(version=4, gemv={"m": 1, "k": k, "n": n, "bytes_per_s": 5e9, "op": "test gemv"})
+    f_small, b_small = attention_work(16, 2, 196, 64, True, 4)
+    f_big, b_big = attention_work(1, 1, 4096, 64, False, 4)
+    x_small, x_big = f_small / (b_small / 4), f_big / (b_big / 4)
+    lv["attention"] = [{"x": x_small, "flops_per_s": 2e9}, {"x": x_big, "flops_per_s": 6e9}]
+    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
+    assert dev.gemm_bw_large == 5e9 and dev.attention == ((round(x_small, 6), 2e9), (round(x_big, 6), 6e9))
+    # a decode GEMV over 64 MiB of weights (above the mmap threshold): its bytes at the streaming GEMV's bandwidth
+    w = 64 << 20
+    flops = 2 * (w // 4)
+    t, bound = dev.kernel_time("gemm", 1, flops, w + 8, 4)
+    assert bound == "memory" and t == pytest.approx(max(flops / dev.gemm_rate(flops / ((w + 8) / 4)), (w + 8) / 5e9))
+    # elementwise kernels of that size keep the large-add bandwidth (their result, half the bytes, is 32 MiB: at
+    # the mmap threshold, not above it: no fresh pages)
+    assert dev.kernel_time("elementwise", 0, 0, w)[0] == pytest.approx(w / bw["large"])
+    # attention kernels read their own curve (at its points exactly), not the GEMM one
+    t, _ = dev.kernel_time("attention", 196, f_small, b_small, 0)
+    assert t == pytest.approx(max(f_small / 2e9, b_small / dev.bandwidth("attention", b_small)), rel=1e-6)
+    t, _ = dev.kernel_time("gemm", 196, f_small, b_small, 0)
+    assert t == pytest.approx(max(f_small / dev.gemm_rate(x_small), b_small / dev.bandwidth("gemm", b_small)))
+    # a compute-bound GEMM writing a fresh 128 MiB result: its threads fault the pages, after computing
+    out = 128 << 20
+    gm, gk, gn = 2048, 4096, out // 4 // 2048
+    flops, nbytes = 2 * gm * gk * gn, (gm * gk + gk * gn + gm * gn) * 4
+    compute = flops / dev.gemm_rate(flops / (nbytes / 4))
+    t, bound = dev.kernel_time("gemm", gm, flops, nbytes, out)
+    assert compute > nbytes / dev.bandwidth("gemm", nbytes)
+    assert t == pytest.approx(compute + out * 1e-9)
+
+
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
     tm = TL.time_model_for(Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None,
                            {"float32": _levels(1e9, 1e9, 1e-6)})
