@@ -125,6 +125,24 @@ def test_parts_cover_the_forward(profiled):
     assert path_inclusive_repeats(times, parts.DECODER_STACK) == pytest.approx(per_repeat)
 
 
+def test_plain_forwards_time_the_parts_without_the_profiler(profiled):
+    """The CPU's plain forwards time each part with perf_counter hooks (`PartClock`): one time per plain repeat,
+    the disjoint parts together within that forward's wall time, the container part (the decoder's layers)
+    timed through its children."""
+    times, _ = profiled
+    cov = times.coverage
+    plain_wall = times.wall["plain_s"]["repeats"]
+    compared = 0
+    for alias, part in cov["parts"].items():
+        runs = part["plain_inclusive_s"]["repeats"]
+        assert len(runs) == len(plain_wall) == 3 and all(t > 0 for t in runs), alias
+        compared += 1
+    assert compared == len(parts.PARTS)
+    for r, wall in enumerate(plain_wall):
+        assert sum(p["plain_inclusive_s"]["repeats"][r] for p in cov["parts"].values()) <= wall
+    assert cov["parts"]["decoder"]["path"] == parts.DECODER_STACK  # a ModuleList: no forward of its own
+
+
 def test_honesty_figures_and_method(profiled):
     times, _ = profiled
     wall = times.wall

@@ -212,7 +212,8 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
             x = round(float(g["x"]), 6)
             by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
         gemm = tuple(sorted(by_x.items()))
-        axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes, M in "
+        layout = " in nn.Linear's layout" if version >= 5 else ""
+        axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
                                f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
                                f"(log-log); {levels.get('statistic', '')}")
         copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))

@@ -50,8 +50,9 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 4  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
-# 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`)
+LEVELS_VERSION = 5  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+# 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`);
+# 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
 ATTENTION_SHAPES = ((16, 2, 196, 64, True), (1, 2, 1024, 64, True), (1, 1, 4096, 64, True), (1, 2, 1024, 64, False),
@@ -205,12 +206,14 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     cases: dict[str, Callable[[], Any]] = {}
     keep = []  # the tensors of each case stay alive for the rounds
     for m, k, n in shapes:
-        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+        # the weight as nn.Linear stores it, (N, K), used transposed: the kernel every Linear of the models runs
+        # (row-major (K, N) operands take other kernels, several times slower for bfloat16 GEMVs on the CPU)
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
         c = torch.empty(m, n, device=device, dtype=dtype)
         keep.append((a, b, c))
         cases[f"gemm {m} {k} {n}"] = (lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
     gk, gn = (GEMV_SHAPE[0] // 4, GEMV_SHAPE[1]) if quick else GEMV_SHAPE
-    gx, gw = torch.randn(1, gk, device=device).to(dtype), torch.randn(gk, gn, device=device).to(dtype)
+    gx, gw = torch.randn(1, gk, device=device).to(dtype), torch.randn(gn, gk, device=device).to(dtype).t()
     gy = torch.empty(1, gn, device=device, dtype=dtype)
     keep.append((gx, gw, gy))
     cases["gemv"] = (lambda x=gx, w=gw, y=gy: torch.matmul(x, w, out=y))
@@ -242,7 +245,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     t = got["gemv"]["seconds"]
     gemv = {"m": 1, "k": gk, "n": gn, "bytes": (gk * gn + gk + gn) * itemsize, "seconds": t,
             "bytes_per_s": (gk * gn + gk + gn) * itemsize / t,
-            "op": f"torch.matmul (1 x {gk}) @ ({gk} x {gn}), out=: a decode GEMV streaming "
+            "op": f"torch.matmul (1 x {gk}) @ ({gn} x {gk})ᵀ (nn.Linear's layout), out=: a decode GEMV streaming "
                   f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory"}
     attention = []
     for b, h, n, d, masked in attention_shapes:
