@@ -67,9 +67,24 @@ def test_vendor_routing(vendor_job):
     assert summary.routing.raw["prefill"]["tokens"] == summary.tokens.sequence
 
 
+def _moe_layer(part: str) -> int | None:
+    """The decoder layer of a per-layer row (`decoder.layer.i`, `model.layers.i[.mlp[.experts]]`), else None."""
+    for prefix in ("decoder.layer.", "model.layers."):
+        if part.startswith(prefix):
+            rest = part[len(prefix):].split(".")
+            if len(rest) == 1 or rest[1:] in (["mlp"], ["mlp", "experts"]):
+                return int(rest[0])
+    return None
+
+
 def test_vendor_kernel_counts_match_torchlens_per_part_and_step(vendor_job):
     """Issue 22: the analytic kernel list = the ops TorchLens records, per part of the vision and prefill stages and
-    per decode step, on the vendor code (as on the tiny twin: tests of measure.kernel_counts)."""
+    per decode step, on the vendor code (as on the tiny twin: tests of measure.kernel_counts). One known
+    difference, exact: the analytic model's prefill runs min(E, T·top_k) = 64 routed experts per MoE layer (what
+    uniform routing of the prompt's tokens gives); the vendor's random-weight gate sends them to fewer
+    (routing.json) and its loop launches only those, 5 kernels each (gate, up, act, mul, down). So a prefill row
+    holding MoE layers differs by exactly 5 kernels per expert of those layers that got no token; every other row
+    (vision, the decode steps: one token, 6 experts) is equal."""
     import json
 
     run_dir, _ = vendor_job
@@ -82,5 +97,20 @@ def test_vendor_kernel_counts_match_torchlens_per_part_and_step(vendor_job):
     # per part: SAM, CLIP, projector, decoder layers and lm_head in every stage that runs them
     for part in ("model.sam_model", "model.vision_model", "model.projector", "model.layers.0", "lm_head"):
         assert any(r["part"] == part for r in rows), part
-    bad = [r for r in rows if not r["ok"]]
-    assert not bad and kc["passed"] and kc["n_rows"] == len(rows) >= 3 * (STEPS + 2), bad[:5]
+    calls = load_routing(run_dir / "routing.json").calls
+    hit = {(c.layer, c.step): len(c.experts) for c in calls}
+    assert len(hit) == 11 * (1 + STEPS) and all(hit[(layer, k)] == 6 for layer in range(1, 12) for k in (1, 2))
+    missing = {layer: 5 * (64 - hit[(layer, 0)]) for layer in range(1, 12)}
+    assert len(rows) == kc["n_rows"] >= 3 * (STEPS + 2)
+    checked = 0
+    for r in rows:
+        expected = 0
+        if r["stage"] == "prefill":
+            layer = _moe_layer(r["part"])
+            if r["part"] in ("", "model", "decoder", "model.layers"):
+                expected = sum(missing.values())
+            elif layer is not None and layer != 0:
+                expected = missing.get(layer, 0)
+        assert r["analytic"] - r["measured"] == expected, r
+        checked += 1
+    assert checked == len(rows)
