@@ -30,6 +30,8 @@ class DeepSeekOCRFamily:
     stages = ("vision", "prefill", "decode")
     twin_specs = ("deepseek_ocr", "tiny")
     export_submodules = EXPORT_SUBMODULES
+    export_blocks: tuple = ()  # no block inside a vision part is exported on its own (export.targets)
+    onnx_block = None  # export.onnx writes the first CLIP block (export.targets.onnx_targets' default)
     workload_knobs = WORKLOAD_KNOBS
     vendor_architectures = ("DeepseekOCRForCausalLM",)
 

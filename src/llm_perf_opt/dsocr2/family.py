@@ -27,7 +27,11 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     parts = P.VOCABULARY
     cost_namespace = "dsocr2"
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
-    export_submodules: tuple[str, ...] = ()  # the export stage's targets are v1's modules so far
+    # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by the encoder, plus
+    # one encoder layer (the first Qwen2 layer) on the crop batch and on the global view.
+    export_submodules = P.EXPORT_SUBMODULES
+    export_blocks = (P.ENCODER_LAYER,)
+    onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
     package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules
 
@@ -65,11 +69,6 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         from llm_perf_opt.dsocr2.layout import VisionWorkload
 
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
-
-    def check_export(self, submodules: Optional[Iterable[str]]) -> None:
-        for name in submodules or ():
-            raise ConfigError.field("export.submodules", name, f"the export stage has no targets for "
-                                    f"model.family={self.name} ({self.label}) yet")
 
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
