@@ -98,7 +98,10 @@ class DeepSeekOCRFamily:
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
 
     def check_export(self, submodules: Optional[Iterable[str]]) -> None:
+        refused = getattr(self, "export_refused", {})
         for name in submodules or ():
+            if name in refused:
+                raise ConfigError.field("export.submodules", name, f"{refused[name]} (model.family={self.name})")
             if name not in self.export_submodules:
                 raise ConfigError.field("export.submodules", name,
                                         f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})")

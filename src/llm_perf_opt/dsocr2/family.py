@@ -27,10 +27,11 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     parts = P.VOCABULARY
     cost_namespace = "dsocr2"
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
-    # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by the encoder, plus
-    # one encoder layer (the first Qwen2 layer) on the crop batch and on the global view.
+    # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by one encoder layer
+    # (the first Qwen2 layer) on the crop batch and on the global view; the whole encoder is refused by name.
     export_submodules = P.EXPORT_SUBMODULES
     export_blocks = (P.ENCODER_LAYER,)
+    export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
     onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
     package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules

@@ -270,7 +270,7 @@ def family_onnx_targets(family: Any, layout: Any, seq_len: int) -> list[ExportTa
 
 
 def print_table(summary: ExportSummary) -> None:
-    head = f"{'submodule':<17} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} " \
+    head = f"{'submodule':<20} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} " \
            f"{'analytic':>11}  agree  {'export s':>8}"
     print(head)
     print("-" * len(head))
@@ -278,7 +278,7 @@ def print_table(summary: ExportSummary) -> None:
         first = s.inputs[0]["shape"] if s.inputs else []
         f = s.flops or {}
         agree = "" if s.flops is None else ("yes" if f.get("agree") else "NO")
-        print(f"{s.name:<17} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
+        print(f"{s.name:<20} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
               f"{units.flops(f.get('exported')):>11} {units.flops(f.get('eager')):>11} "
               f"{units.flops(f.get('analytic')):>11}  {agree:<5}  {s.seconds.get('export', ''):>8}")
         if s.reason:

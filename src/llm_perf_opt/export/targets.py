@@ -117,7 +117,10 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
     explicit = cfg.submodules is not None
     names = list(dict.fromkeys(cfg.submodules)) if explicit else list(offered)
     owner = f" (model.family={family.name})" if family is not None else ""
+    refused: Mapping[str, str] = getattr(family, "export_refused", {}) if family is not None else {}
     for name in names:
+        if name in refused:  # a module the family knows cannot be exported: its reason, one line
+            raise ConfigError.field("export.submodules", name, f"{refused[name]}{owner}")
         if name not in offered:
             raise ConfigError.field("export.submodules", name, f"must be one of {', '.join(offered)}{owner}")
     d = spec.decoder
