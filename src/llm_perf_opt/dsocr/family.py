@@ -106,6 +106,11 @@ class DeepSeekOCRFamily:
                 raise ConfigError.field("export.submodules", name,
                                         f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})")
 
+    def report_columns(self) -> tuple[Any, ...]:
+        """The sweep report's columns of this family beyond the generic ones (`report.table.Column`s): none for
+        v1 (its crop grid, views and mode knobs are generic columns: OCR-2 tiles pages too)."""
+        return ()
+
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel

@@ -71,6 +71,12 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
 
+    def report_columns(self) -> tuple[Any, ...]:
+        """The sweep report's columns of this family (`dsocr2.report_columns`: the encoder's queries per page)."""
+        from llm_perf_opt.dsocr2.report_columns import COLUMNS
+
+        return COLUMNS
+
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr2.analytic import DeepseekOCR2AnalyticModel
