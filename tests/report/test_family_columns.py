@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_report, run_sweep
+from shared_runs import run_job_script
 
 pytestmark = pytest.mark.slow
 FAST = ("trace=forward_only", "profile=off", "~hardware")  # the session, the inputs, one forward: a layout
 # OCR-2 default mode: a page with both sides <= 768 has no crops; a 2:1 page of 1536x768 is two 768-px tiles
 OCR2_PAGES = {0: (700, 768), 2: (2 * 768, 768)}
 GLOBAL_SIDE, CROP_SIDE, PATCH, DOWNSAMPLE = 1024, 768, 16, 4  # SAM: 16-px patches, then two stride-2 convs
+
+
+def run_sweep(sweep_dir: Path, *overrides: str):
+    return run_job_script("sweep", *overrides, f"hydra.sweep.dir={sweep_dir}")
+
+
+def run_report(*args):
+    return run_job_script("report", *args, timeout=300)
 
 
 def _rows(csv_path: Path) -> list[dict[str, str]]:
