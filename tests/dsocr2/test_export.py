@@ -84,16 +84,25 @@ def test_encoder_layer_calls_have_the_views_shapes_and_flops(ocr2_export):
         assert s.flops["exported"] == linear + attention, name
 
 
-def test_encoder_layer_op_counts_alone(tmp_path):
+def test_encoder_layer_op_counts_alone_and_its_onnx_file(tmp_path):
     """The export job (no trace call graph): TorchLens captures the layer alone, per function; the one op the
-    graph lacks is a `contiguous` of an already contiguous tensor (export records no node)."""
+    graph lacks is a `contiguous` of an already contiguous tensor (export records no node). With export.onnx the
+    family's ONNX block is that layer (its RoPE tables a tuple input), checked on ONNX Runtime."""
     from llm_perf_opt.export import load_export_summary
+    from llm_perf_opt.export.onnx_files import onnx_unavailable
 
+    onnx = onnx_unavailable() is None
     proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.export", f"hydra.run.dir={tmp_path}", *OCR2,
-                           "export.submodules=[encoder_layer.global]"],
+                           "export.submodules=[encoder_layer.global,dense_layer]", f"export.onnx={str(onnx).lower()}"],
                           capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    s = load_export_summary(tmp_path / "export" / "summary.json").by_name("encoder_layer.global")
+    export = load_export_summary(tmp_path / "export" / "summary.json")
+    if onnx:
+        assert {r["name"]: r["ok"] for r in export.onnx} == {"encoder_layer.global": True, "dense_layer": True}
+        names = {i["name"] for i in next(r for r in export.onnx if r["name"] == "encoder_layer.global")["onnx_inputs"]}
+        assert {"position_embeddings_0", "position_embeddings_1"} <= names
+        assert (tmp_path / "export" / "encoder_layer.global.onnx").is_file()
+    s = export.by_name("encoder_layer.global")
     assert s.flops["agree"] and s.output_check["ok"]
     assert s.op_counts["reconciled"] and s.op_counts["source"].startswith("TorchLens capture of the submodule alone")
     row = next(r for r in s.op_counts["by_module"] if r["module"] == "self_attn")

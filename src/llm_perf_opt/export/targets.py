@@ -181,15 +181,15 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
 
 def onnx_targets(layout: ViewLayout, seq_len: int, parts: PartVocabulary,
                  block: Optional[Part] = None) -> list[ExportTarget]:
-    """The calls written as ONNX: one vision block on the global view (the family's `onnx_block`; default the
-    first CLIP block) and the dense layer 0."""
+    """The calls written as ONNX: one vision block on the global view (the family's `onnx_block`, named as its
+    export target `<alias>.global`; default the first CLIP block, `clip.block`) and the dense layer 0."""
     if block is None:
-        block = Part(CLIP_BLOCK, clip_block_path(parts), "CLIP block 0", "", "vision")
+        name, block = CLIP_BLOCK, Part(CLIP_BLOCK, clip_block_path(parts), "CLIP block 0", "", "vision")
         tokens = f"{layout.global_grid ** 2 + 1} tokens"
     else:
-        tokens = f"{layout.global_side}x{layout.global_side}"
+        name, tokens = f"{block.alias}.global", f"{layout.global_side}x{layout.global_side}"
     return [
-        ExportTarget(name=block.alias, path=block.path, vocabulary=parts, stage="prefill",
+        ExportTarget(name=name, path=block.path, vocabulary=parts, stage="prefill",
                      call=1 if layout.num_crops else 0, view="global", expected_batch=1,
                      description=f"{block.label} on the global view ({tokens})"),
         ExportTarget(name="dense_layer", path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
