@@ -193,6 +193,30 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
     assert t == pytest.approx(compute + out * 1e-9)
 
 
+def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
+    # (x, FLOP/s, seconds): the two fastest calls (10 and 20 us, under 3 x 10 us) measure the call's fixed cost
+    grid = [{"x": 2.0, "flops_per_s": 1e9, "seconds": 10e-6}, {"x": 30.0, "flops_per_s": 2e9, "seconds": 20e-6},
+            {"x": 2.0, "flops_per_s": 5e9, "seconds": 80e-6}, {"x": 8.0, "flops_per_s": 2e10, "seconds": 60e-6},
+            {"x": 16.0, "flops_per_s": 1e10, "seconds": 500e-6}, {"x": 64.0, "flops_per_s": 4e10, "seconds": 1e-3}]
+    curve, dropped = TL.gemm_curve(grid)
+    assert dropped == 2
+    # the faster of the points at x = 2 kept; 16 lifted to 8's rate (running maximum); 30 left out
+    assert curve == ((2.0, 5e9), (8.0, 2e10), (16.0, 2e10), (64.0, 4e10))
+
+
+def test_a_decode_gemv_above_the_cache_tier_streams_its_weights():
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=4,
+              gemv={"bytes_per_s": 5e9, "op": "test gemv"})
+    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
+    w = 4 << 20  # a 4 MiB weight matrix: the medium tier by size
+    assert dev.bandwidth("gemm", w, m=1) == dev.bandwidth("gemm", w, m=TL.GEMV_ROWS) == 5e9  # streamed
+    assert dev.bandwidth("gemm", w, m=TL.GEMV_ROWS + 1) == bw["medium"]  # a prefill product: the tier's
+    assert dev.bandwidth("gemm", 1 << 19, m=1) == bw["small"]  # cache-resident
+    assert dev.bandwidth("elementwise", w) == bw["medium"]
+
+
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
     tm = TL.time_model_for(Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None,
                            {"float32": _levels(1e9, 1e9, 1e-6)})

@@ -40,13 +40,14 @@ FRESH_BYTES = 1 << 25  # CPU: results above this size are written to fresh (mmap
 # share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
 OUT_SHARE = {"gemm": 1 / 3, "conv": 1 / 3, "attention": 1 / 4, "elementwise": 1 / 2, "reduction": 1 / 2, "copy": 1 / 2}
 GEMM_KINDS = ("gemm", "conv", "attention")
+GEMV_ROWS = 16  # a product of at most this many rows is GEMV-like: its bytes are its weights
 CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
     "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
               "datasheet) for gemm and conv, the fused attention's own calibrated curve for attention (else the matmul "
               "rate), or flops / vector rate; bytes / bandwidth at its size (up to "
-              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels: a weight-streaming "
-              "GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
+              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels above it, and "
+              f"GEMV-like ones of at most {GEMV_ROWS} rows above the cache tier: a weight-streaming GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
               "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), summed",
     "eager": "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
              "async device); sync points split the forward into segments: async device: each segment max(host, "
@@ -104,11 +105,14 @@ class DeviceFigures:
         f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
         return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
-    def bandwidth(self, kind: str, nbytes: int) -> float:
+    def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
         tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
         if kind == "copy" and self.copy_bw is not None:
             return self.copy_bw[tier]
-        if kind in GEMM_KINDS and tier == 2 and self.gemm_bw_large is not None:
+        if kind in GEMM_KINDS and self.gemm_bw_large is not None and (
+                tier == 2 or (tier == 1 and kind == "gemm" and 0 < m <= GEMV_ROWS)):
+            # a GEMV-like product (a decode step's, a few rows) above the cache tier reads its weight matrix from
+            # memory: each weight is read once per step, and a step's weights exceed any last-level cache
             return self.gemm_bw_large
         return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
 
@@ -120,7 +124,7 @@ class DeviceFigures:
             compute = flops / self.gemm_rate(at, curve) if flops else 0.0
         else:
             compute = flops / self.vector_flops if flops else 0.0
-        memory = nbytes / self.bandwidth(kind, nbytes)
+        memory = nbytes / self.bandwidth(kind, nbytes, m)
         fresh = 0.0
         if self.fresh_s_per_byte:
             result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
@@ -199,6 +203,29 @@ class LevelTimes:
 
 
 # ------------------------------------------------------------------------------------------- figures
+OVERHEAD_BOUND = 3.0  # a calibrated product faster than this many times the smallest one measures its fixed cost
+
+
+def gemm_curve(grid: Iterable[Mapping[str, Any]]) -> tuple[tuple[tuple[float, float], ...], int]:
+    """The matmul rate over x (FLOPs per element moved) from calibrated points: points whose time is under
+    `OVERHEAD_BOUND` x the fastest point's (the call's fixed cost, not its throughput) left out, the faster of points
+    at one x, then the running maximum over x (more work per element moved never makes a product slower to run
+    per FLOP: a lower sample is a shape dominated by something else). Returns (curve, points left out)."""
+    grid = list(grid)
+    timed = [float(g["seconds"]) for g in grid if g.get("seconds")]
+    floor = OVERHEAD_BOUND * min(timed) if timed else 0.0
+    usable = [g for g in grid if not g.get("seconds") or float(g["seconds"]) >= floor] or grid
+    by_x: dict[float, float] = {}
+    for g in usable:
+        x = round(float(g["x"]), 6)
+        by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
+    curve, best = [], 0.0
+    for x, rate in sorted(by_x.items()):
+        best = max(best, rate)
+        curve.append((x, best))
+    return tuple(curve), len(grid) - len(usable)
+
+
 def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float) -> DeviceFigures:
     """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`; version 1 files: the
     M-curve at one N = K, version 2: the curve over FLOPs per element moved, three sizes, fresh pages)."""
@@ -207,15 +234,14 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
     itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
     grid = levels["gemm"]
     if version >= 2 and all("x" in g for g in grid):
-        by_x: dict[float, float] = {}
-        for g in grid:  # points at the same x (transposed shapes): the faster one
-            x = round(float(g["x"]), 6)
-            by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
-        gemm = tuple(sorted(by_x.items()))
+        gemm, dropped = gemm_curve(grid)
         layout = " in nn.Linear's layout" if version >= 5 else ""
         axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
                                f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
-                               f"(log-log); {levels.get('statistic', '')}")
+                               f"(log-log), running maximum over x; {dropped} shape(s) timed under "
+                               f"{OVERHEAD_BOUND:g}x the smallest product's time left out (their rate is the call's "
+                               f"fixed cost, which the eager level charges per kernel); "
+                               f"{levels.get('statistic', '')}")
         copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
         fresh = levels.get("fresh") or {}
         gemv = levels.get("gemv") or {}
