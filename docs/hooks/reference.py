@@ -47,6 +47,20 @@ def report_columns() -> str:
     return table(["column", "in the table", "kind", "meaning"], rows)
 
 
+def family_report_columns() -> str:
+    """The columns each model family adds to a sweep's report (`ModelFamily.report_columns()`), per family."""
+    from llm_perf_opt import families
+
+    rows = []
+    for name in families.names():
+        fam = families.family(name)
+        columns = tuple(fam.report_columns()) if hasattr(fam, "report_columns") else ()
+        rows += [[f"`{c.key}`", f"{fam.label} (`{name}`)", "yes" if c.brief else "", c.kind, c.doc] for c in columns]
+        if not columns:
+            rows.append(["(none)", f"{fam.label} (`{name}`)", "", "", "no columns beyond the ones above"])
+    return table(["column", "family", "in the table", "kind", "meaning"], rows)
+
+
 def exit_codes() -> str:
     from llm_perf_opt.errors import ExitCode
 
@@ -151,6 +165,7 @@ def jobs() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "run-files": run_files,
     "report-columns": report_columns,
+    "family-report-columns": family_report_columns,
     "exit-codes": exit_codes,
     "cost-registry": cost_registry,
     "config-schemas": config_schemas,

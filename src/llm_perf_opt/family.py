@@ -15,6 +15,10 @@ the family object and hands it, or data it produced, down. Everything model-spec
   `analytic.registry` under the family's own namespace (`cost_namespace`: "dsocr.Block");
 * the runtime: the session loader (twin and vendor), the input builder, the runtime checks the grouping runs,
   the runtime patches, the measured forward (`measure`), the decode program;
+* the export stage's targets (`export_submodules`: the names `export.submodules` may hold; optional
+  `export_blocks`: `Part`s of a block inside a vision part, exported per view as `<alias>.crops` / `.global`;
+  optional `onnx_block`: the vision block written as ONNX) and, optionally, report columns of its own
+  (`report_columns`: `report.table.Column`-like objects reading a run's summary, appended by the report);
 * the vendor code it recognises (`vendor_architectures`: the `auto_map.AutoModel` class names of its
   config.json), so a directory holding another family's code is refused by name.
 

@@ -92,3 +92,18 @@ def test_summary_statuses_are_documented():
     section = text[text.index("`summary.json` is written as soon as"):]
     found = [s for s in Summary.STATUSES if re.search(rf"`{s}`", section)]
     assert found == list(Summary.STATUSES)
+
+
+def test_family_report_columns_are_listed_per_family():
+    from llm_perf_opt import families
+
+    text = reference_hook().render("<!-- ref:family-report-columns -->")
+    compared = 0
+    for name in families.names():
+        own = families.family(name).report_columns()
+        rows = [line for line in text.splitlines() if f"(`{name}`)" in line]
+        assert len(rows) == max(1, len(own)), name  # a family without columns of its own: one "(none)" row
+        for col in own:
+            assert any(line.startswith(f"| `{col.key}` |") and col.doc in line for line in rows), col.key
+            compared += 1
+    assert compared >= 1  # DeepSeek-OCR 2's encoder columns at least

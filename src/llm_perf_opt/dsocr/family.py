@@ -30,6 +30,8 @@ class DeepSeekOCRFamily:
     stages = ("vision", "prefill", "decode")
     twin_specs = ("deepseek_ocr", "tiny")
     export_submodules = EXPORT_SUBMODULES
+    export_blocks: tuple = ()  # no block inside a vision part is exported on its own (export.targets)
+    onnx_block = None  # export.onnx writes the first CLIP block (export.targets.onnx_targets' default)
     workload_knobs = WORKLOAD_KNOBS
     vendor_architectures = ("DeepseekOCRForCausalLM",)
 
@@ -96,10 +98,18 @@ class DeepSeekOCRFamily:
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
 
     def check_export(self, submodules: Optional[Iterable[str]]) -> None:
+        refused = getattr(self, "export_refused", {})
         for name in submodules or ():
+            if name in refused:
+                raise ConfigError.field("export.submodules", name, f"{refused[name]} (model.family={self.name})")
             if name not in self.export_submodules:
                 raise ConfigError.field("export.submodules", name,
                                         f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})")
+
+    def report_columns(self) -> tuple[Any, ...]:
+        """The sweep report's columns of this family beyond the generic ones (`report.table.Column`s): none for
+        v1 (its crop grid, views and mode knobs are generic columns: OCR-2 tiles pages too)."""
+        return ()
 
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:

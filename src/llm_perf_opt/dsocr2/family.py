@@ -27,7 +27,12 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     parts = P.VOCABULARY
     cost_namespace = "dsocr2"
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
-    export_submodules: tuple[str, ...] = ()  # the export stage's targets are v1's modules so far
+    # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by one encoder layer
+    # (the first Qwen2 layer) on the crop batch and on the global view; the whole encoder is refused by name.
+    export_submodules = P.EXPORT_SUBMODULES
+    export_blocks = (P.ENCODER_LAYER,)
+    export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
+    onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
     package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules
 
@@ -66,10 +71,11 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
 
-    def check_export(self, submodules: Optional[Iterable[str]]) -> None:
-        for name in submodules or ():
-            raise ConfigError.field("export.submodules", name, f"the export stage has no targets for "
-                                    f"model.family={self.name} ({self.label}) yet")
+    def report_columns(self) -> tuple[Any, ...]:
+        """The sweep report's columns of this family (`dsocr2.report_columns`: the encoder's queries per page)."""
+        from llm_perf_opt.dsocr2.report_columns import COLUMNS
+
+        return COLUMNS
 
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:

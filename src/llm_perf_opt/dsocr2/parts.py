@@ -11,7 +11,8 @@ from llm_perf_opt.dsocr.parts import DECODER_STACK, LAYER_ALIAS_PREFIX  # the sa
 from llm_perf_opt.family import Part, PartVocabulary
 
 __all__ = ["PARTS", "REPORTED", "VOCABULARY", "VISION_PATHS", "ENCODER_STACK", "SAM_BLOCKS", "VISION_LOOPS",
-           "DECODER_STACK", "Part", "alias", "encoder_layer_path"]
+           "DECODER_STACK", "Part", "alias", "encoder_layer_path", "ENCODER_LAYER", "EXPORT_SUBMODULES",
+           "EXPORT_REFUSED"]
 
 ENCODER = Part("encoder", "model.qwen2_model", "DeepEncoder V2 (Qwen2)", "#f58518", "vision")
 PARTS: tuple[Part, ...] = tuple(ENCODER if p.alias == "clip" else p for p in v1.PARTS)  # v1's, CLIP -> encoder
@@ -28,3 +29,19 @@ VISION_LOOPS = (SAM_BLOCKS, ENCODER_STACK)  # the `for N` stacks of the vision s
 
 def encoder_layer_path(index: int) -> str:
     return f"{ENCODER_STACK}.{index}"
+
+
+# One encoder layer as an export block (`ModelFamily.export_blocks`): `encoder_layer.crops` / `.global` are its
+# call inside the encoder's crop-batch and global-view call.
+ENCODER_LAYER = Part("encoder_layer", encoder_layer_path(0), "encoder layer 0 (Qwen2)", ENCODER.color, "vision")
+# The names `export.submodules` may hold for this family: v1's with CLIP -> one encoder layer. The whole encoder
+# is not one of them: it builds its mask with the vendor's ops (`nonzero` of the token types, then a Python loop
+# over the query rows), and torch.export refuses the data-dependent size (GuardOnDataDependentSymNode in
+# `encoder_mask`, torch 2.13); its layers take the mask as an input and export.
+EXPORT_SUBMODULES: tuple[str, ...] = (
+    "sam.crops", "sam.global", "encoder_layer.crops", "encoder_layer.global",
+    "projector.crops", "projector.global", "dense_layer", "moe_layer", "decode_layer")
+_WHOLE_ENCODER = ("torch.export refuses the whole encoder (its mask is built from data-dependent nonzero() "
+                  "positions, row by row, as the vendor builds it): export encoder_layer.{view} (one layer, the "
+                  "mask as an input)")
+EXPORT_REFUSED = {f"encoder.{view}": _WHOLE_ENCODER.format(view=view) for view in ("crops", "global")}

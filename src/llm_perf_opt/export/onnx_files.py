@@ -46,6 +46,8 @@ def _named_inputs(call: ExportCall) -> dict[str, torch.Tensor]:
     for name, value in bound.arguments.items():
         if isinstance(value, torch.Tensor):
             out[name] = value
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            out.update({f"{name}_{i}": v for i, v in enumerate(value)})  # torch.onnx flattens a tuple: name_i
         elif isinstance(value, dict):  # **kwargs
             out.update({k: v for k, v in value.items() if isinstance(v, torch.Tensor)})
     return out

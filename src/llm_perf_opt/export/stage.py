@@ -32,7 +32,7 @@ from llm_perf_opt.export.onnx_files import onnx_unavailable, write_onnx
 from llm_perf_opt.export.optable import op_rows, op_totals, write_csv
 from llm_perf_opt.export.program import ExportedGraphs, ExportRefused, export_graphs, one_line, run_program
 from llm_perf_opt.export.summary import ExportSummary, SubmoduleExport
-from llm_perf_opt.export.targets import CLIP_BLOCK, ExportPlan, ExportTarget, onnx_targets, plan_targets
+from llm_perf_opt.export.targets import ExportPlan, ExportTarget, onnx_targets, plan_targets
 
 EXPORT_DIR = "export"
 Progress = Callable[[str], None]
@@ -234,7 +234,7 @@ class _Exporter:
     def onnx(self, recorded: Mapping[str, RecordedCall], exported: Mapping[str, tuple]) -> list[dict[str, Any]]:
         reason = onnx_unavailable()
         out = []
-        for target in onnx_targets(self.inputs.layout, self.plan.seq_len, self.session.family.parts):
+        for target in family_onnx_targets(self.session.family, self.inputs.layout, self.plan.seq_len):
             record: dict[str, Any] = {"name": target.name, "path": target.path, "description": target.description}
             if reason:
                 record.update(ok=False, error=reason)
@@ -263,8 +263,14 @@ class _Exporter:
         return out
 
 
+def family_onnx_targets(family: Any, layout: Any, seq_len: int) -> list[ExportTarget]:
+    """The calls written as ONNX for this family: its `onnx_block` (None: the first CLIP block) and the dense
+    layer."""
+    return onnx_targets(layout, seq_len, family.parts, getattr(family, "onnx_block", None))
+
+
 def print_table(summary: ExportSummary) -> None:
-    head = f"{'submodule':<17} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} " \
+    head = f"{'submodule':<20} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} " \
            f"{'analytic':>11}  agree  {'export s':>8}"
     print(head)
     print("-" * len(head))
@@ -272,7 +278,7 @@ def print_table(summary: ExportSummary) -> None:
         first = s.inputs[0]["shape"] if s.inputs else []
         f = s.flops or {}
         agree = "" if s.flops is None else ("yes" if f.get("agree") else "NO")
-        print(f"{s.name:<17} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
+        print(f"{s.name:<20} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
               f"{units.flops(f.get('exported')):>11} {units.flops(f.get('eager')):>11} "
               f"{units.flops(f.get('analytic')):>11}  {agree:<5}  {s.seconds.get('export', ''):>8}")
         if s.reason:
@@ -303,11 +309,11 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
         callgraph = load_callgraph_json(callgraph)
     if plan is None:
         plan = plan_targets(cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
-                            vocabulary=session.family.parts)
+                            family=session.family)
     exporter = _Exporter(cfg, session, inputs, out_dir, plan, callgraph=callgraph, progress=say)
     wanted = {t.name: t for t in plan.targets}
     if cfg.export.onnx:
-        for t in onnx_targets(inputs.layout, plan.seq_len, session.family.parts):
+        for t in family_onnx_targets(session.family, inputs.layout, plan.seq_len):
             wanted.setdefault(t.name, t)
     recorded = record_calls(session, inputs, wanted.values(), progress=say)
     entries: list[SubmoduleExport] = []
@@ -320,7 +326,8 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
             exported[target.name] = (graphs, ops, call)
     if callgraph is not None and cfg.export.callgraph:
         exporter.reconcile_with_callgraph(entries, {k: (v[0], v[1]) for k, v in exported.items()})
-    onnx = exporter.onnx(recorded, {k: v for k, v in exported.items() if k in (CLIP_BLOCK, "dense_layer")}) \
+    onnx_names = {t.name for t in family_onnx_targets(session.family, inputs.layout, plan.seq_len)}
+    onnx = exporter.onnx(recorded, {k: v for k, v in exported.items() if k in onnx_names}) \
         if cfg.export.onnx else []
     layout = inputs.layout
     summary = ExportSummary(

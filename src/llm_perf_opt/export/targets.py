@@ -7,6 +7,12 @@ and `sam.global` their last; `dense_layer` and `moe_layer` are decoder layers in
 whole prompt); `decode_layer` is a decoder layer in the decode step whose KV cache holds
 `decode_context` tokens (default: the prompt, i.e. the first step after the prefill).
 
+A family may offer blocks inside its vision parts as well (`ModelFamily.export_blocks`: `Part`s whose alias
+names a repeated block, e.g. DeepSeek-OCR 2's `encoder_layer`, the first layer of its encoder): `<block>.crops`
+and `<block>.global` are that block's call inside the part's crop-batch and global-view call. Which names a
+family offers is its `export_submodules`; the family hands them in (`plan_targets(..., family=...)`), so
+nothing here knows a family's module tree.
+
 Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the workload cannot serve
 (the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
 the prompt) is refused before any model is built, with one line naming the field.
@@ -14,14 +20,14 @@ the prompt) is refused before any model is built, with one line naming the field
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt.config.schemas import ExportConfig
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.family import PartVocabulary
+from llm_perf_opt.family import Part, PartVocabulary
 
-# The submodules this plan knows (a DeepSeek-OCR-style model: SAM / CLIP / projector views, decoder layers);
-# which of them a family offers is its `export_submodules`, checked at validation.
+# The submodules of a DeepSeek-OCR-style model (SAM / CLIP / projector views, decoder layers): the names
+# when no family is handed in; a family offers its own (`export_submodules`, checked at validation).
 EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
                      "dense_layer", "moe_layer", "decode_layer")
 ViewLayout = Any
@@ -75,8 +81,9 @@ class ExportPlan:
         return [t.name for t in self.targets]
 
 
-def _vision_target(alias: str, view: str, layout: ViewLayout, parts: PartVocabulary) -> ExportTarget:
-    part = parts.by_alias[alias]
+def _vision_target(alias: str, view: str, layout: ViewLayout, parts: PartVocabulary,
+                   blocks: Mapping[str, Part] = {}) -> ExportTarget:  # noqa: B006 - read only
+    part = blocks.get(alias) or parts.by_alias[alias]
     if view == "crops":
         return ExportTarget(
             name=f"{alias}.crops", path=part.path, stage="prefill", call=0, view="crops",
@@ -94,16 +101,28 @@ def first_moe_layer(spec: ModelSpec) -> Optional[int]:
 
 
 def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len: int,
-                 mode: str = "", vocabulary: Optional[PartVocabulary] = None) -> ExportPlan:
-    """The targets `cfg` asks for, checked against what this model, workload and page produce."""
+                 mode: str = "", vocabulary: Optional[PartVocabulary] = None, family: Any = None) -> ExportPlan:
+    """The targets `cfg` asks for, checked against what this model, workload and page produce. `family`: the
+    model family (its parts, `export_submodules` and `export_blocks`); without it, `vocabulary` and the
+    DeepSeek-OCR names (`EXPORT_SUBMODULES`)."""
+    offered: Sequence[str] = EXPORT_SUBMODULES
+    blocks: dict[str, Part] = {}
+    if family is not None:
+        vocabulary = vocabulary or family.parts
+        offered = tuple(family.export_submodules)
+        blocks = {b.alias: b for b in getattr(family, "export_blocks", ())}
     if vocabulary is None:
         raise TypeError("plan_targets needs the model family's parts vocabulary")
     parts = vocabulary
     explicit = cfg.submodules is not None
-    names = list(dict.fromkeys(cfg.submodules)) if explicit else list(EXPORT_SUBMODULES)
+    names = list(dict.fromkeys(cfg.submodules)) if explicit else list(offered)
+    owner = f" (model.family={family.name})" if family is not None else ""
+    refused: Mapping[str, str] = getattr(family, "export_refused", {}) if family is not None else {}
     for name in names:
-        if name not in EXPORT_SUBMODULES:
-            raise ConfigError.field("export.submodules", name, f"must be one of {', '.join(EXPORT_SUBMODULES)}")
+        if name in refused:  # a module the family knows cannot be exported: its reason, one line
+            raise ConfigError.field("export.submodules", name, f"{refused[name]}{owner}")
+        if name not in offered:
+            raise ConfigError.field("export.submodules", name, f"must be one of {', '.join(offered)}{owner}")
     d = spec.decoder
     where = f"workload {mode + ' ' if mode else ''}on a {layout.page_width}x{layout.page_height} page"
     notes: list[str] = []
@@ -134,7 +153,7 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
                                             f"needs the crop batch, but the {where} has none ({why})")
                 notes.append(f"{name}: not exported: no crop batch in this {where} ({why})")
                 continue
-            targets.append(_vision_target(alias, view, layout, parts))
+            targets.append(_vision_target(alias, view, layout, parts, blocks))
         elif name == "dense_layer":
             if d.is_moe_layer(0):
                 raise ConfigError.field("export.submodules", name, f"layer 0 of {spec.name} is a MoE layer, "
@@ -160,12 +179,19 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
     return ExportPlan(targets=targets, seq_len=seq_len, decode_context=context, notes=notes)
 
 
-def onnx_targets(layout: ViewLayout, seq_len: int, parts: PartVocabulary) -> list[ExportTarget]:
-    """The calls written as ONNX: the first CLIP block on the global view and the dense layer 0."""
+def onnx_targets(layout: ViewLayout, seq_len: int, parts: PartVocabulary,
+                 block: Optional[Part] = None) -> list[ExportTarget]:
+    """The calls written as ONNX: one vision block on the global view (the family's `onnx_block`, named as its
+    export target `<alias>.global`; default the first CLIP block, `clip.block`) and the dense layer 0."""
+    if block is None:
+        name, block = CLIP_BLOCK, Part(CLIP_BLOCK, clip_block_path(parts), "CLIP block 0", "", "vision")
+        tokens = f"{layout.global_grid ** 2 + 1} tokens"
+    else:
+        name, tokens = f"{block.alias}.global", f"{layout.global_side}x{layout.global_side}"
     return [
-        ExportTarget(name=CLIP_BLOCK, path=clip_block_path(parts), vocabulary=parts, stage="prefill", call=1 if layout.num_crops else 0,
-                     view="global", expected_batch=1,
-                     description=f"CLIP block 0 on the global view ({layout.global_grid ** 2 + 1} tokens)"),
+        ExportTarget(name=name, path=block.path, vocabulary=parts, stage="prefill",
+                     call=1 if layout.num_crops else 0, view="global", expected_batch=1,
+                     description=f"{block.label} on the global view ({tokens})"),
         ExportTarget(name="dense_layer", path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
                      vocabulary=parts, description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"),
     ]

@@ -30,7 +30,7 @@ def main(raw: DictConfig) -> None:
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
     plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
-                        vocabulary=job.family.parts)  # bad input: here
+                        family=job.family)  # bad input: here
     runtime = cfg.runtime
     if runtime.attn_implementation == "flash_attention_2":
         progress("export: flash_attention_2 is not exportable; opening the model with sdpa")

@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     out = output_dir(args.out, "--out") if args.out else None
     rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots,
                              hardware=hardware_list(args.hardware),
-                             family=families.for_run_dir(sweep_dir / "0"))  # the colours and order of its parts
+                             family=families.for_run_dir(sweep_dir / "0"),  # the colours and order of its parts
+                             family_named=families.family)  # the columns of each job's own family
     n_failed, n_running = len(rep.failed), len(rep.running)
     expected = rep.sweep.expected
     print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"

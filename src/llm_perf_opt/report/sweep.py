@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from llm_perf_opt.report import render
 from llm_perf_opt.report.collect import JobRecord, Sweep, collect_sweep
@@ -24,6 +24,7 @@ from llm_perf_opt.report.table import (
     PAGE_ORDER,
     Column,
     build_rows,
+    family_columns,
     mode_label,
     job_columns,
     mode_order,
@@ -277,12 +278,15 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
 
 
 def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True,
-                       hardware: Optional[list[str]] = None, family: Any = None) -> SweepReport:
+                       hardware: Optional[list[str]] = None, family: Any = None,
+                       family_named: Optional[Callable[[str], Any]] = None) -> SweepReport:
     """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep
-    dir); predicted time to first token on `hardware` (see `sweep_hardware`)."""
+    dir); predicted time to first token on `hardware` (see `sweep_hardware`). `family_named`: the family
+    registry's lookup, for the columns of the jobs' own families (`family_columns`)."""
     sweep = collect_sweep(sweep_dir)
     names = sweep_hardware(sweep, hardware)
-    columns = job_columns(reported_parts(sweep.jobs)) + prediction_columns(names)
+    columns = job_columns(reported_parts(sweep.jobs)) + family_columns(sweep.jobs, family_named, family) \
+        + prediction_columns(names)
     serving = any(getattr(j, "serving", None) is not None for j in sweep.jobs)
     if serving:  # jobs of ./dev analyze hardware= / ./dev size: their serving.json (report.serving_report)
         from llm_perf_opt.report.serving_report import SERVING_COLUMNS

@@ -1,7 +1,9 @@
 """One row per job: the report's columns, where each value comes from, and how it is shown.
 
 A column is one `Column(key, header, kind, doc, get)` in `COLUMNS`; to report a new summary field once
-the trace job writes it, add one line there (the CSV, Markdown, HTML and the column glossary follow).
+the trace job writes it, add one line there (the CSV, Markdown, HTML and the column glossary follow). A model
+family may offer columns of its own (`report_columns()`), appended for the sweeps that ran it
+(`family_columns`).
 Values come from the job's typed `summary.json` (`run_artifacts.Summary`). A section the job did not
 write (a failed job, a stage switched off) is None: empty in the CSV, "—" in Markdown and HTML. A
 malformed summary never gets here (collecting the sweep marks the job failed, naming the field), and a
@@ -13,7 +15,7 @@ when it has them; the report never recomputes the analytic model (a job without 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -516,6 +518,39 @@ def job_columns(parts: Sequence[str] = ()) -> list[Column]:
 
 
 COLUMNS: list[Column] = job_columns()  # without per-part columns (those depend on the jobs)
+
+
+# ------------------------------------------------------------------------------------------- family columns
+def job_family(job: JobRecord) -> Optional[str]:
+    """The model family the job ran (`model.family` of its saved Hydra config), None when it names none."""
+    name = job.cfg("model.family")
+    return str(name) if name else None
+
+
+def family_columns(jobs: Sequence[JobRecord], family_named: Optional[Callable[[str], Any]],
+                   default: Any = None) -> list[Column]:
+    """The columns the jobs' model families offer (`ModelFamily.report_columns()`: `Column`s reading a job's
+    summary), each family once, in the order of its first job; a family's column is None ("—") for a job of
+    another family. `family_named`: the family registry's lookup, handed in by the caller (the report never
+    imports a family package); a job whose config names no family is `default`'s (a run older than the seam)."""
+    default_name = getattr(default, "name", None)
+    found: dict[str, Any] = {}
+    for job in jobs:
+        name = job_family(job) or default_name
+        if name is None or name in found:
+            continue
+        found[name] = family_named(name) if family_named is not None else (default if name == default_name else None)
+    out: dict[str, Column] = {}
+    for name, fam in found.items():
+        for col in (getattr(fam, "report_columns", lambda: ())() if fam is not None else ()):
+            if col.key in out:
+                continue
+
+            def get(job: JobRecord, c: Column = col, owner: str = name) -> Any:
+                return c.get(job) if (job_family(job) or default_name) == owner else None
+
+            out[col.key] = replace(col, get=get)
+    return list(out.values())
 
 
 def column(key: str) -> Column:

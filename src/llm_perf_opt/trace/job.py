@@ -78,7 +78,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     inputs = build_job_inputs(job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
     family = job.family
-    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family.parts) \
+    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family=family) \
         if cfg.trace.export else None
     summary = base_summary(cfg, job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
