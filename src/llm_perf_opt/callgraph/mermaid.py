@@ -7,17 +7,7 @@ import re
 
 from llm_perf_opt.callgraph.grouped import GroupedGraph
 from llm_perf_opt.callgraph.heat import Heat
-from llm_perf_opt.callgraph.labels import (
-    DEFAULT_COLOR_BY,
-    FILL,
-    MAX_RANGES,
-    STROKE,
-    display_patterns,
-    node_kind,
-    node_label_lines,
-    repeat_text,
-    visible_nodes,
-)
+from llm_perf_opt.callgraph import labels
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 
 _MERMAID_ENTITIES = {
@@ -58,35 +48,35 @@ def mermaid_id(name: str, taken: set[str] | None = None) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ Mermaid
-def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                          direction: str = "LR", color_by: str = DEFAULT_COLOR_BY) -> str:
-    shown, folded = visible_nodes(grouped, max_depth)
+def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = labels.MAX_RANGES,
+                          direction: str = "LR", color_by: str = labels.DEFAULT_COLOR_BY) -> str:
+    shown, folded = labels.visible_nodes(grouped, max_depth)
     taken: set[str] = {"legend"}
     ids = {n.id: mermaid_id(n.id, taken) for n in shown}
-    patterns = display_patterns(grouped, max_ranges)
+    patterns = labels.display_patterns(grouped, max_ranges)
     heat = Heat.of(grouped, color_by)
     lines = [f"flowchart {direction}"]
     by_kind: dict[str, list[str]] = {}
     by_bin: dict[str, list[str]] = {}
     for n in shown:
-        label = "<br/>".join(mermaid_escape(s) for s in node_label_lines(n, folded.get(n.id, 0), max_ranges,
+        label = "<br/>".join(mermaid_escape(s) for s in labels.node_label_lines(n, folded.get(n.id, 0), max_ranges,
                                                                          patterns[n.id], heat))
         lines.append(f'  {ids[n.id]}["{label}"]')
-        by_kind.setdefault(node_kind(n), []).append(ids[n.id])
+        by_kind.setdefault(labels.node_kind(n), []).append(ids[n.id])
         if heat.active:
             b = heat.bin_index(n)
             by_bin.setdefault("nofig" if b is None else f"heat{b}", []).append(ids[n.id])
     for e in grouped.edges:
         if e.parent in ids and e.child in ids:
-            rep = repeat_text(grouped.node(e.child))
+            rep = labels.repeat_text(grouped.node(e.child))
             mid = f'|"{mermaid_escape(rep)}"|' if rep else ""
             lines.append(f"  {ids[e.parent]} -->{mid} {ids[e.child]}")
     if heat.active:
         lines.extend(_mermaid_legend(heat, by_bin))
     for kind in ("root", "stack", "parfor", "both"):
         if by_kind.get(kind):
-            fill = "" if heat.active else f"fill:{FILL[kind]},"
-            lines.append(f"  classDef {kind} {fill}stroke:{STROKE[kind]}")
+            fill = "" if heat.active else f"fill:{labels.FILL[kind]},"
+            lines.append(f"  classDef {kind} {fill}stroke:{labels.STROKE[kind]}")
             lines.append(f"  class {','.join(by_kind[kind])} {kind}")
     sparse = [ids[n.id] for n in shown if n.sparse]
     if sparse:
