@@ -243,6 +243,30 @@ class DeepSeekOCRFamily:
         bytes_ = expert_weight_bytes(session.model, events[0]["gate"])
         return RoutingRecord.from_events(events, random_weights=session.weights == "random", expert_bytes=bytes_)
 
+    def unrouted_expert_kernels(self, analytic: Any, run_dir: Any) -> dict[int, dict[str, int]]:
+        """{step (0: the prefill): {experts container path: kernels}}: the routed-expert kernels the analytic model
+        lists for experts the run's gates sent no token (its routing record). The cost formula runs
+        min(E, T x top_k) experts per MoE layer and call (uniform routing of T tokens); the forward's loop runs
+        only the experts that got tokens, one MLP each. Empty without a routing record."""
+        from pathlib import Path
+
+        from llm_perf_opt.dsocr.routing import load_routing
+
+        path = Path(run_dir) / self.routing_file
+        if not path.is_file():
+            return {}
+        record = load_routing(path)
+        out: dict[int, dict[str, int]] = {}
+        for call in record.calls:
+            stage = analytic.prefill() if call.step == 0 else analytic.decode(analytic.seq_len + call.step - 1)
+            experts = f"{self.parts.decoder_stack}.{call.layer}.mlp.experts"
+            listed = stage.parts[experts].kernel_count if experts in stage.parts else 0
+            assumed = min(record.n_experts, call.tokens * record.top_k)
+            missing = assumed - len(call.experts)
+            if missing > 0 and assumed and listed % assumed == 0:
+                out.setdefault(call.step, {})[experts] = listed // assumed * missing
+        return out
+
     def run_experts_by_load(self, *args: Any, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 

@@ -423,7 +423,10 @@ KERNEL_CONVENTION = ("analytic kernel count (the ops each cost formula says its 
                      "KERNEL_KINDS) vs the ops TorchLens recorded that launch a kernel (callgraph.op_families."
                      "launches_kernel: no views, no no-op casts, no allocations; a multi-output op once), per "
                      "forward pass (the prefill; decode step k is pass k + 1); a path that is not an entered "
-                     "module (containers) counts its children only; exact: a row passes only when they are equal")
+                     "module (containers) counts its children only; exact: a row passes only when they are equal. "
+                     "With the capture's routing record, the routed experts' kernels are those of the experts the "
+                     "gates chose (the cost formulas assume min(E, T x top_k) experts get tokens); `unrouted` is what "
+                     "the row's analytic count took off for experts that got none")
 
 
 @dataclass(frozen=True)
@@ -433,6 +436,7 @@ class KernelRow:
     analytic: int
     measured: int
     step: int | None = None  # decode step (1-based) of a decode row
+    unrouted: int = 0  # routed-expert kernels taken off `analytic` for experts the measured routing left empty
 
     @property
     def ok(self) -> bool:
@@ -440,7 +444,7 @@ class KernelRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "step": self.step, "part": self.part, "analytic": self.analytic,
-                "measured": self.measured, "ok": self.ok}
+                "measured": self.measured, "ok": self.ok, **({"unrouted": self.unrouted} if self.unrouted else {})}
 
 
 def _measured_kernels(path: str, ops: Mapping[str, Mapping[str, int]], containers: frozenset[str]) -> int:

@@ -281,7 +281,8 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
         v.activation = activation_bytes_rows(analytic, cg, v.rtol)
         from llm_perf_opt.measure.kernel_counts import dsocr_kernel_rows
 
-        v.kernels = dsocr_kernel_rows(analytic, cg)
+        unrouted = getattr(family, "unrouted_expert_kernels", None)
+        v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=unrouted(analytic, out_dir) if unrouted else None)
     write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
                    config=raw_cfg)
     print(render_table(v))
