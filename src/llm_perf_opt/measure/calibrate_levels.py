@@ -55,8 +55,8 @@ LEVELS_VERSION = 5  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
-ATTENTION_SHAPES = ((16, 2, 196, 64, True), (1, 2, 1024, 64, True), (1, 1, 4096, 64, True), (1, 2, 1024, 64, False),
-                    (1, 1, 4096, 64, False))
+ATTENTION_SHAPES = ((16, 2, 196, 64, True), (1, 2, 1024, 64, True), (1, 1, 2048, 64, True), (1, 2, 1024, 64, False),
+                    (1, 1, 2048, 64, False))
 ATTENTION_SHAPES_QUICK = ((4, 2, 196, 64, True), (1, 2, 512, 64, False))
 
 
