@@ -91,6 +91,10 @@ class DeviceFigures:
     gemm_bw_large: Optional[float] = None  # gemm-like kernels moving more than fresh_bytes (a GEMV streaming its
     # weights from memory: calibrated `gemv`); None: bw_large
     attention: tuple[tuple[float, float], ...] = ()  # the fused attention's own curve (x, FLOP/s); (): the gemm curve
+    # the GEMM curve of each calibrated row count M, ascending: ((M, ((x, FLOP/s), ...)), ...); a product of m rows
+    # reads the two rows around m at its x, log-log between them (a 65-row product runs like a 64-row one, not like
+    # a square one of the same x); (): the one curve over x
+    gemm_rows: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -103,6 +107,18 @@ class DeviceFigures:
             return curve[-1][1]
         (x0, r0), (x1, r1) = curve[i - 1], curve[i]
         f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+
+    def row_rate(self, m: int, x: float) -> float:
+        """The matmul rate of an m-row product at x (`gemm_rows`): the rows around m, log-log in m between them."""
+        rows = self.gemm_rows
+        ms = [r[0] for r in rows]
+        i = bisect.bisect_left(ms, m)
+        if i < len(ms) and ms[i] == m or i == 0 or i >= len(ms):
+            return self.gemm_rate(x, rows[min(max(i, 0), len(ms) - 1)][1])
+        (m0, c0), (m1, c1) = rows[i - 1], rows[i]
+        r0, r1 = self.gemm_rate(x, c0), self.gemm_rate(x, c1)
+        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))
         return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
     def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
@@ -120,8 +136,13 @@ class DeviceFigures:
         """(seconds, bound) of one kernel: bound is compute, memory or launch."""
         if kind in GEMM_KINDS:
             at = m if self.gemm_axis == "m" else flops / max(nbytes / self.itemsize, 1.0)
-            curve = self.attention if kind == "attention" and self.gemm_axis == "x" else None
-            compute = flops / self.gemm_rate(at, curve) if flops else 0.0
+            if kind == "attention" and self.gemm_axis == "x" and self.attention:
+                rate = self.gemm_rate(at, self.attention)
+            elif kind == "gemm" and self.gemm_axis == "x" and self.gemm_rows and m > 0:
+                rate = self.row_rate(m, at)
+            else:
+                rate = self.gemm_rate(at)
+            compute = flops / rate if flops else 0.0
         else:
             compute = flops / self.vector_flops if flops else 0.0
         memory = nbytes / self.bandwidth(kind, nbytes, m)
@@ -206,14 +227,16 @@ class LevelTimes:
 OVERHEAD_BOUND = 3.0  # a calibrated product faster than this many times the smallest one measures its fixed cost
 
 
-def gemm_curve(grid: Iterable[Mapping[str, Any]]) -> tuple[tuple[tuple[float, float], ...], int]:
+def gemm_curve(grid: Iterable[Mapping[str, Any]], floor: Optional[float] = None
+               ) -> tuple[tuple[tuple[float, float], ...], int]:
     """The matmul rate over x (FLOPs per element moved) from calibrated points: points whose time is under
     `OVERHEAD_BOUND` x the fastest point's (the call's fixed cost, not its throughput) left out, the faster of points
     at one x, then the running maximum over x (more work per element moved never makes a product slower to run
     per FLOP: a lower sample is a shape dominated by something else). Returns (curve, points left out)."""
     grid = list(grid)
     timed = [float(g["seconds"]) for g in grid if g.get("seconds")]
-    floor = OVERHEAD_BOUND * min(timed) if timed else 0.0
+    if floor is None:  # `floor`: the whole grid's, when this is one row of it
+        floor = OVERHEAD_BOUND * min(timed) if timed else 0.0
     usable = [g for g in grid if not g.get("seconds") or float(g["seconds"]) >= floor] or grid
     by_x: dict[float, float] = {}
     for g in usable:
@@ -235,6 +258,11 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
     grid = levels["gemm"]
     if version >= 2 and all("x" in g for g in grid):
         gemm, dropped = gemm_curve(grid)
+        floor = OVERHEAD_BOUND * min((float(g["seconds"]) for g in grid if g.get("seconds")), default=0.0)
+        rows = []
+        for m in sorted({int(g["m"]) for g in grid}):
+            curve, _ = gemm_curve([g for g in grid if int(g["m"]) == m], floor=floor)
+            rows.append((m, curve))
         layout = " in nn.Linear's layout" if version >= 5 else ""
         axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
                                f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
@@ -253,7 +281,7 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
                      fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
                      fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
                      gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None,
-                     attention=tuple(sorted(att.items())))
+                     attention=tuple(sorted(att.items())), gemm_rows=tuple(rows))
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
                   f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
