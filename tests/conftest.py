@@ -36,16 +36,26 @@ def browser():
         yield b
 
 
+def _vendor_path(env: str, modeling: str, what: str) -> Path:
+    path = os.environ.get(env)
+    if not path:
+        pytest.skip(f"{env} is not set ({what} vendor code not available; see docs/vendor.md)")
+    p = Path(path)
+    if not (p / modeling).is_file():
+        pytest.skip(f"{env}={path} has no {modeling}")
+    return p
+
+
 @pytest.fixture(scope="session")
 def vendor_dir() -> Path:
     """The vendor model directory from DSOCR_MODEL_PATH; tests that need it skip without it."""
-    path = os.environ.get("DSOCR_MODEL_PATH")
-    if not path:
-        pytest.skip("DSOCR_MODEL_PATH is not set (vendor code not available; see docs/vendor.md)")
-    p = Path(path)
-    if not (p / "modeling_deepseekocr.py").is_file():
-        pytest.skip(f"DSOCR_MODEL_PATH={path} has no modeling_deepseekocr.py")
-    return p
+    return _vendor_path("DSOCR_MODEL_PATH", "modeling_deepseekocr.py", "DeepSeek-OCR")
+
+
+@pytest.fixture(scope="session")
+def vendor2_dir() -> Path:
+    """The DeepSeek-OCR 2 vendor directory from DSOCR2_MODEL_PATH; tests that need it skip without it."""
+    return _vendor_path("DSOCR2_MODEL_PATH", "modeling_deepseekocr2.py", "DeepSeek-OCR 2")
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,11 @@
 """Running the job scripts (pipelines/*.py, what ./dev runs) in their own processes, for the runs the test
-session shares (tests/conftest.py) and the gate runs of tests/verify; importable as a top-level module
+session shares (tests/conftest.py) and the gate runs of tests/verify; the full-size vendor traces of the opt-in
+tests and their kernel-count check; loading a benchmark script. Importable as a top-level module
 (tests/conftest.py puts this directory on sys.path)."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import pickle
 import shutil
@@ -10,7 +13,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from types import ModuleType
+from typing import Any, Callable, Optional, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -66,3 +70,73 @@ def made_once(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
         value = make(work)
         done.write_bytes(pickle.dumps(value))
         return value
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """benchmarks/<name>.py as a module (its `if __name__ == "__main__"` block not run)."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", REPO_ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BIG_LOCK = Path("/tmp/llm-perf-opt-big.lock")  # one full-size model at a time on this machine
+
+
+def trace_under_big_lock(run_dir: Path, *overrides: str) -> Any:
+    """The trace job in this process (`trace.job.run_trace`) on `conf/` with `overrides`, holding the machine's
+    big-run lock: the full-size vendor runs of the opt-in tests. Returns its Summary."""
+    import fcntl
+
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+    from llm_perf_opt.trace.job import run_trace
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        raw = compose(config_name="config", overrides=list(overrides))
+    with open(BIG_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return run_trace(raw, run_dir)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _moe_layer(part: str) -> Optional[int]:
+    """The decoder layer of a per-layer row (`decoder.layer.i`, `model.layers.i[.mlp[.experts]]`), else None."""
+    for prefix in ("decoder.layer.", "model.layers."):
+        if part.startswith(prefix):
+            rest = part[len(prefix):].split(".")
+            if len(rest) == 1 or rest[1:] in (["mlp"], ["mlp", "experts"]):
+                return int(rest[0])
+    return None
+
+
+def assert_kernel_counts_exact_given_routing(run_dir: Path, moe_layers: range, steps: int, n_experts: int = 64,
+                                            top_k: int = 6, kernels_per_expert: int = 5) -> int:
+    """A vendor run's kernel counts (verification.json) equal TorchLens's on every row, and each prefill row holding
+    MoE layers took off `kernels_per_expert` (gate, up, act, mul, down) per expert of those layers that the random-
+    weight gates sent no token, derived here from routing.json; decode rows (one token: top_k distinct experts)
+    take off nothing. Returns how many rows it compared."""
+    kc = json.loads((run_dir / "verification.json").read_text())["data"]["kernel_counts"]
+    calls = json.loads((run_dir / "routing.json").read_text())["data"]["calls"]
+    hit = {(c["layer"], c["step"]): len(c["experts"]) for c in calls}
+    assert len(hit) == len(moe_layers) * (1 + steps)
+    assert all(hit[(layer, k)] == top_k for layer in moe_layers for k in range(1, steps + 1))
+    missing = {layer: kernels_per_expert * (n_experts - hit[(layer, 0)]) for layer in moe_layers}
+    rows = kc["rows"]
+    assert len(rows) == kc["n_rows"] >= 3 * (steps + 2)
+    checked = 0
+    for r in rows:
+        expected = 0
+        if r["stage"] == "prefill":
+            layer = _moe_layer(r["part"])
+            if r["part"] in ("", "model", "decoder", "model.layers"):
+                expected = sum(missing.values())
+            elif layer is not None:
+                expected = missing.get(layer, 0)
+        assert r["ok"] and r["analytic"] == r["measured"] and r.get("unrouted", 0) == expected, r
+        checked += 1
+    assert checked == len(rows)
+    return checked

@@ -6,14 +6,13 @@ they are what the benchmarks are for (`./dev bench NAME`)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from llm_perf_opt.dsocr.parts import mode_names
+from shared_runs import load_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NAMES = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
@@ -38,14 +37,6 @@ DEFAULTS = {
     "twin_forward": {"modes": list(mode_names())},
     "verify_full_twin": {"mode": "gundam", "spec": "deepseek_ocr", "decode_steps": "1", "fvcore": False},
 }
-
-
-def load_benchmark(name: str) -> ModuleType:
-    """The script as a module, its `if __name__ == "__main__"` block not run."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_benchmark_is_listed_here():

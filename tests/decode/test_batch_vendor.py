@@ -4,35 +4,22 @@ per step and the activation bytes exactly, as on the tiny twin (tests/decode/tes
 machine's big-run lock itself (/tmp/llm-perf-opt-big.lock)."""
 from __future__ import annotations
 
-import fcntl
-from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.measure import load_verification
-from llm_perf_opt.runs.entry import CONF_DIR
+from shared_runs import trace_under_big_lock
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
-BIG_LOCK = Path("/tmp/llm-perf-opt-big.lock")
 STEPS, BATCH = 2, 2
 
 
 @pytest.fixture(scope="module")
 def vendor_batch_job(vendor_dir, tmp_path_factory):
-    from llm_perf_opt.trace.job import run_trace
-
     run_dir = tmp_path_factory.mktemp("vendor_batch")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[
-            "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16", "workload=tiny", f"workload.batch={BATCH}",
-            f"trace.decode_steps={STEPS}", "profile=off", "~hardware"])
-    with open(BIG_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            summary = run_trace(raw, run_dir)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    summary = trace_under_big_lock(run_dir, "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16",
+                                   "workload=tiny", f"workload.batch={BATCH}", f"trace.decode_steps={STEPS}",
+                                   "profile=off", "~hardware")
     return run_dir, summary
 
 

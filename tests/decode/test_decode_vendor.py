@@ -3,38 +3,26 @@ trace job with 2 decode steps, as with the twin. The test takes the machine's bi
 (/tmp/llm-perf-opt-big.lock), so it never runs beside another full-size model."""
 from __future__ import annotations
 
-import fcntl
-from pathlib import Path
+import json
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
-from llm_perf_opt.runs.entry import CONF_DIR
+from shared_runs import assert_kernel_counts_exact_given_routing, trace_under_big_lock
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
-BIG_LOCK = Path("/tmp/llm-perf-opt-big.lock")
 STEPS = 2
 
 
 @pytest.fixture(scope="module")
 def vendor_job(vendor_dir, tmp_path_factory):
-    from llm_perf_opt.trace.job import run_trace
-
     run_dir = tmp_path_factory.mktemp("vendor_decode")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[
-            "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16", "workload=tiny",
-            f"trace.decode_steps={STEPS}", "profile.warmup=0", "profile.repeats=1"])
-    with open(BIG_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            summary = run_trace(raw, run_dir)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    summary = trace_under_big_lock(run_dir, "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16",
+                                   "workload=tiny", f"trace.decode_steps={STEPS}", "profile.warmup=0",
+                                   "profile.repeats=1")
     return run_dir, summary
 
 
@@ -67,16 +55,6 @@ def test_vendor_routing(vendor_job):
     assert summary.routing.raw["prefill"]["tokens"] == summary.tokens.sequence
 
 
-def _moe_layer(part: str) -> int | None:
-    """The decoder layer of a per-layer row (`decoder.layer.i`, `model.layers.i[.mlp[.experts]]`), else None."""
-    for prefix in ("decoder.layer.", "model.layers."):
-        if part.startswith(prefix):
-            rest = part[len(prefix):].split(".")
-            if len(rest) == 1 or rest[1:] in (["mlp"], ["mlp", "experts"]):
-                return int(rest[0])
-    return None
-
-
 def test_vendor_kernel_counts_match_torchlens_per_part_and_step(vendor_job):
     """Issue 22: the analytic kernel list = the ops TorchLens records, per part of the vision and prefill stages and
     per decode step, on the vendor code (as on the tiny twin: tests of measure.kernel_counts). The cost formulas run
@@ -85,33 +63,12 @@ def test_vendor_kernel_counts_match_torchlens_per_part_and_step(vendor_job):
     act, mul, down). The job counts the routed experts the gates chose (routing.json): every row is equal, and
     each prefill row holding MoE layers says it took off 5 kernels per expert of those layers that got no token,
     derived here from routing.json; decode rows (one token, 6 experts) take off nothing."""
-    import json
-
     run_dir, _ = vendor_job
     doc = json.loads((run_dir / "verification.json").read_text())
-    kc = doc["data"]["kernel_counts"]
-    rows = kc["rows"]
-    steps = sorted({r["step"] for r in rows if r["stage"] == "decode"})
-    assert steps == list(range(1, STEPS + 1))
+    rows = doc["data"]["kernel_counts"]["rows"]
+    assert sorted({r["step"] for r in rows if r["stage"] == "decode"}) == list(range(1, STEPS + 1))
     assert {r["stage"] for r in rows} == {"vision", "prefill", "decode"}
     # per part: SAM, CLIP, projector, decoder layers and lm_head in every stage that runs them
     for part in ("model.sam_model", "model.vision_model", "model.projector", "model.layers.0", "lm_head"):
         assert any(r["part"] == part for r in rows), part
-    calls = load_routing(run_dir / "routing.json").calls
-    hit = {(c.layer, c.step): len(c.experts) for c in calls}
-    assert len(hit) == 11 * (1 + STEPS) and all(hit[(layer, k)] == 6 for layer in range(1, 12) for k in (1, 2))
-    missing = {layer: 5 * (64 - hit[(layer, 0)]) for layer in range(1, 12)}
-    assert len(rows) == kc["n_rows"] >= 3 * (STEPS + 2)
-    checked = 0
-    for r in rows:
-        expected = 0
-        if r["stage"] == "prefill":
-            layer = _moe_layer(r["part"])
-            if r["part"] in ("", "model", "decoder", "model.layers"):
-                expected = sum(missing.values())
-            elif layer is not None and layer != 0:
-                expected = missing.get(layer, 0)
-        # the analytic list given the run's routing equals TorchLens's; what it took off is the derivation above
-        assert r["ok"] and r["analytic"] == r["measured"] and r.get("unrouted", 0) == expected, r
-        checked += 1
-    assert checked == len(rows)
+    assert assert_kernel_counts_exact_given_routing(run_dir, range(1, 12), STEPS) == len(rows)

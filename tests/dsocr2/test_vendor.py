@@ -12,10 +12,7 @@ vendor's own code, and the vendor session through the trace job.
 """
 from __future__ import annotations
 
-import dataclasses
-import fcntl
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -31,24 +28,13 @@ TWIN_TESTS = Path(__file__).resolve().parents[1] / "twin"
 if str(TWIN_TESTS) not in sys.path:  # v1's helpers: the throw-away vendor package, meta build, strict load
     sys.path.insert(0, str(TWIN_TESTS))
 
-from twin_testlib import cuda_calls_are_noops, load_into_vendor, vendor_modeling  # noqa: E402
+from shared_runs import assert_kernel_counts_exact_given_routing, trace_under_big_lock  # noqa: E402
+from twin_testlib import cuda_calls_are_noops, load_into_vendor, reduced_config_and_spec, vendor_modeling  # noqa: E402
 
 pytestmark = pytest.mark.vendor
-BIG_LOCK = Path("/tmp/llm-perf-opt-big.lock")
 REPO = Path(__file__).resolve().parents[2]
 NOCROP_768 = (VisionWorkload(base_size=768, image_size=768, crop_mode=False), 1700, 2200)
 CROPS_2X1 = (VisionWorkload(), 1536, 768)  # crop mode: grid 2x1 of 768-px tiles + the 1024 global view
-
-
-@pytest.fixture(scope="module")
-def vendor2_dir() -> Path:
-    path = os.environ.get("DSOCR2_MODEL_PATH")
-    if not path:
-        pytest.skip("DSOCR2_MODEL_PATH is not set (DeepSeek-OCR 2 vendor code not available; see docs/vendor.md)")
-    p = Path(path)
-    if not (p / "modeling_deepseekocr2.py").is_file():
-        pytest.skip(f"DSOCR2_MODEL_PATH={path} has no modeling_deepseekocr2.py")
-    return p
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +45,7 @@ def vendor2(vendor2_dir):
 
 @pytest.fixture(scope="module")
 def reduced_pair(vendor2, vendor2_dir):
-    config = vendor2.DeepseekOCR2Config.from_pretrained(str(vendor2_dir))
-    config.num_hidden_layers, config.n_routed_experts, config.num_experts_per_tok = 2, 8, 2
-    spec = ModelSpec.from_config_json(vendor2_dir)
-    spec = dataclasses.replace(spec, decoder=dataclasses.replace(spec.decoder, num_layers=2, n_routed_experts=8,
-                                                                 num_experts_per_tok=2))
+    config, spec = reduced_config_and_spec(vendor2.DeepseekOCR2Config, ModelSpec, vendor2_dir)
     twin = build_twin(spec, seed=1)
     with torch.device("meta"):
         ref = vendor2.DeepseekOCR2ForCausalLM(config).eval()
@@ -117,22 +99,9 @@ STEPS = 2
 
 @pytest.fixture(scope="module")
 def vendor2_trace(vendor2_dir, tmp_path_factory):
-    from hydra import compose, initialize_config_dir
-
-    from llm_perf_opt.runs.entry import CONF_DIR
-    from llm_perf_opt.trace.job import run_trace
-
     run_dir = tmp_path_factory.mktemp("vendor2_trace")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[
-            "model=ocr2_vendor", f"model.path={vendor2_dir}", "runtime=cpu_bf16", "workload=ocr2/nocrop_768",
-            f"trace.decode_steps={STEPS}", "profile=off"])
-    with open(BIG_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            run_trace(raw, run_dir)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    trace_under_big_lock(run_dir, "model=ocr2_vendor", f"model.path={vendor2_dir}", "runtime=cpu_bf16",
+                         "workload=ocr2/nocrop_768", f"trace.decode_steps={STEPS}", "profile=off")
     return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
 
 
@@ -160,16 +129,6 @@ def test_vendor_trace_runtime_checks_flops_and_kv_bytes(vendor2_trace):
     assert doc["activation_bytes"]["passed"]
 
 
-def _moe_layer(part: str) -> int | None:
-    """The decoder layer of a per-layer row (`decoder.layer.i`, `model.layers.i[.mlp[.experts]]`), else None."""
-    for prefix in ("decoder.layer.", "model.layers."):
-        if part.startswith(prefix):
-            rest = part[len(prefix):].split(".")
-            if len(rest) == 1 or rest[1:] in (["mlp"], ["mlp", "experts"]):
-                return int(rest[0])
-    return None
-
-
 @pytest.mark.slow
 def test_vendor_trace_kernel_counts(vendor2_trace):
     """Kernel counts analytic = TorchLens on every row. The cost formulas assume min(E, T·top_k) = 64 experts get
@@ -178,23 +137,4 @@ def test_vendor_trace_kernel_counts(vendor2_trace):
     prefill row holding MoE layers says it took off exactly 5 kernels per expert of those layers that got no token
     (derived here from routing.json); vision and decode rows (one token, 6 experts) take off nothing."""
     run_dir, _s = vendor2_trace
-    doc = json.loads((run_dir / "verification.json").read_text())["data"]["kernel_counts"]
-    routing = json.loads((run_dir / "routing.json").read_text())["data"]["calls"]
-    hit = {(c["layer"], c["step"]): len(c["experts"]) for c in routing}
-    assert len(hit) == 11 * (1 + STEPS) and all(hit[(layer, k)] == 6 for layer in range(1, 12) for k in (1, 2))
-    missing = {layer: 5 * (64 - hit[(layer, 0)]) for layer in range(1, 12)}
-    rows = doc["rows"]
-    assert len(rows) == doc["n_rows"] > 100
-    checked = 0
-    for r in rows:
-        expected = 0
-        if r["stage"] == "prefill":
-            layer = _moe_layer(r["part"])
-            if r["part"] in ("", "model", "decoder", "model.layers"):
-                expected = sum(missing.values())
-            elif layer is not None and not r["part"].startswith("model.layers.0"):
-                expected = missing.get(layer, 0)
-        # the analytic list given the run's routing equals TorchLens's; what it took off is the derivation above
-        assert r["ok"] and r["analytic"] == r["measured"] and r.get("unrouted", 0) == expected, r
-        checked += 1
-    assert checked == len(rows)
+    assert assert_kernel_counts_exact_given_routing(run_dir, range(1, 12), STEPS) > 100

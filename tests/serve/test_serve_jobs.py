@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt.analytic.serving_file import load_serving
+from shared_runs import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = ["hardware=custom", "hardware.matmul_tflops.bfloat16.value=500", "hardware.vector_tflops.value=60",
@@ -57,10 +58,6 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, job, args, field
 
 
 def test_bench_sizing_arguments():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import sizing
-    finally:
-        sys.path.pop(0)
+    sizing = load_benchmark("sizing")
     args = sizing.parse_args(["--pages", "4", "--batches", "3", "--devices", "h100_sxm"])
     assert (args.pages, args.batches, args.devices) == (4, 3, ["h100_sxm"])

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from llm_perf_opt.analytic.serving_file import load_serving
+from shared_runs import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 BANDWIDTHS = (1000, 4000)
@@ -114,12 +115,7 @@ def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
 
 
 def _memory_fit():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import memory_fit
-    finally:
-        sys.path.pop(0)
-    return memory_fit
+    return load_benchmark("memory_fit")
 
 
 def test_memory_fit_arguments():

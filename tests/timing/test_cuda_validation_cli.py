@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from shared_runs import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "cuda_validation.py"
@@ -24,11 +25,7 @@ def test_refuses_without_cuda(tmp_path):
 
 
 def test_models_default_to_the_twin_and_vendor_when_set(monkeypatch):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import cuda_validation as cv
-    finally:
-        sys.path.pop(0)
+    cv = load_benchmark("cuda_validation")
     monkeypatch.delenv("DSOCR_MODEL_PATH", raising=False)
     assert cv.models(cv.parse_args([])) == ["twin"]
     monkeypatch.setenv("DSOCR_MODEL_PATH", "/somewhere")

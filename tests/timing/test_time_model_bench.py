@@ -2,19 +2,14 @@
 trace-job overrides it runs, checked without running a job."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from shared_runs import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import time_model
-    finally:
-        sys.path.pop(0)
-    return time_model
+    return load_benchmark("time_model")
 
 
 def test_defaults_and_quick():

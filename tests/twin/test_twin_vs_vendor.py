@@ -7,7 +7,6 @@ projector at full size, so the fast checks keep the full vision stack and shrink
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -17,7 +16,8 @@ from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from twin_testlib import WORKLOADS, cuda_calls_are_noops, load_into_vendor, vendor_modeling, vendor_on_meta
+from twin_testlib import (WORKLOADS, cuda_calls_are_noops, load_into_vendor, reduced_config_and_spec,
+                          vendor_modeling, vendor_on_meta)
 
 pytestmark = pytest.mark.vendor
 
@@ -34,12 +34,7 @@ def vendor(vendor_dir):
 
 
 def _reduced(vendor, vendor_dir):
-    config = vendor.DeepseekOCRConfig.from_pretrained(str(vendor_dir))
-    config.num_hidden_layers, config.n_routed_experts, config.num_experts_per_tok = 2, 8, 2
-    spec = ModelSpec.from_config_json(vendor_dir)
-    spec = dataclasses.replace(spec, decoder=dataclasses.replace(spec.decoder, num_layers=2, n_routed_experts=8,
-                                                                 num_experts_per_tok=2))
-    return config, spec
+    return reduced_config_and_spec(vendor.DeepseekOCRConfig, ModelSpec, vendor_dir)
 
 
 @pytest.fixture(scope="module")

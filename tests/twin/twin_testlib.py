@@ -55,6 +55,19 @@ def vendor_modeling(path: Path, module: str = "modeling_deepseekocr"):
             sys.modules.pop(k, None)
 
 
+def reduced_config_and_spec(config_class, spec_class, vendor_dir: Path, layers: int = 2, experts: int = 8,
+                            top_k: int = 2):
+    """(vendor config, twin spec) from one config.json with the decoder shrunk alike: `layers` decoder layers,
+    `experts` routed experts, top-`top_k` (the vision stacks stay full size: the vendor code hard-codes them)."""
+    import dataclasses
+
+    config = config_class.from_pretrained(str(vendor_dir))
+    config.num_hidden_layers, config.n_routed_experts, config.num_experts_per_tok = layers, experts, top_k
+    spec = spec_class.from_config_json(vendor_dir)
+    decoder = dataclasses.replace(spec.decoder, num_layers=layers, n_routed_experts=experts, num_experts_per_tok=top_k)
+    return config, dataclasses.replace(spec, decoder=decoder)
+
+
 @contextlib.contextmanager
 def cuda_calls_are_noops():
     """The vendor's forward moves the scatter mask with `.cuda()`: make that the identity on CPU."""

@@ -152,8 +152,7 @@ def _timed(call: ForwardCall, device: torch.device, rewarm: bool = False,
     generation loop never pays). `clock`: the parts' times of this forward (`PartClock.last`)."""
     gc.collect()
     if rewarm:
-        del_out = call.model(**call.kwargs)
-        del del_out
+        call.model(**call.kwargs)  # untimed; its output is dropped at once
     _sync(device)
     gc.disable()
     try:
