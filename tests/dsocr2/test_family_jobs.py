@@ -43,8 +43,9 @@ def test_nested_group_options_are_options():
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ocr2_trace")
-    proc = _job("trace", run_dir, "model=ocr2_twin_tiny", "workload=ocr2/default", "profile.enabled=false",
-                timeout=900)
+    # a 1536 x 768 page: the smallest crop grid (2 x 1 crops of 768) beside the 1024 global view
+    proc = _job("trace", run_dir, "model=ocr2_twin_tiny", "workload=ocr2/default", "workload.page.width=1536",
+                "workload.page.height=768", "profile.enabled=false", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
 

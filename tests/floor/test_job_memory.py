@@ -21,10 +21,12 @@ LINUX_HWM = Path("/proc/self/clear_refs").exists()
 @pytest.fixture(scope="module")
 def weakref_sweep(tmp_path_factory):
     """gundam, tiny, gundam on the tiny twin (the trace job: forward, capture, measured FLOPs, decode; the
-    profile stage off, whose repeated forwards build nothing more), in one process."""
+    profile and roofline stages off, whose repeated forwards and plots build no model), on a page of 2 x 1 crops,
+    in one process."""
     sweep = tmp_path_factory.mktemp("weakrefs") / "sweep"
     proc = subprocess.run([sys.executable, str(HERE / "sweep_weakrefs.py"), str(sweep), "model=twin_tiny",
-                           "profile=off", "workload=gundam,tiny,gundam"], capture_output=True, text=True, timeout=900)
+                           "profile=off", "~hardware", "workload.page.width=1300", "workload.page.height=700",
+                           "workload=gundam,tiny,gundam"], capture_output=True, text=True, timeout=900)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines and lines[-1] == {"exit": 0}, proc.stderr[-4000:]
     return sweep, lines[:-1], proc.stderr

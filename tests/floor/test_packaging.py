@@ -64,8 +64,9 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     git ships) into a fresh venv, then `llm-perf-opt trace` in another directory. The dependencies come from
     this project's venv through a path entry (its own .pth files are not processed, so its editable install
     of llm_perf_opt stays invisible): the package, its conf/ and templates, and the console script all come
-    from the wheel. The job is the default one with the profile stage off and the session's calibration
-    cache (what the wheel must ship is the same; tests/conftest.py's `default_run` runs every stage)."""
+    from the wheel. The job is the default one in Tiny mode (no crops), with the profile stage off and the
+    session's calibration cache: every stage that reads a shipped file runs (tests/conftest.py's `default_run`
+    runs them all in Gundam mode)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
@@ -90,10 +91,11 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     assert Path(package_file).is_relative_to(fresh_site) and Path(conf).is_relative_to(fresh_site)
     assert (Path(conf) / "workload" / "gundam.yaml").is_file()
 
-    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace", "profile=off", f"hardware.cache_dir={calibration_dir}"],
+    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace", "workload=tiny", "profile=off",
+                          f"hardware.cache_dir={calibration_dir}"],
                          cwd=elsewhere, capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     [summary] = list((elsewhere / "tmp" / "runs").glob("*/*/summary.json"))  # the default hydra.run.dir
     data = json.loads(summary.read_text())["data"]
-    assert data["status"] == "ok" and data["model"]["name"] == "twin_tiny" and data["workload"]["mode"] == "gundam"
+    assert data["status"] == "ok" and data["model"]["name"] == "twin_tiny" and data["workload"]["mode"] == "tiny"
     assert data["verification"]["passed"]

@@ -59,8 +59,11 @@ class LlamaRotaryEmbedding(nn.Module):
         self.original_inv_freq = self.inv_freq
 
     def _inverse_frequencies(self, device) -> torch.Tensor:
-        exponents = torch.arange(0, self.dim, 2, dtype=torch.int64).float().to(device) / self.dim
-        return 1.0 / (self.base ** exponents)
+        # Computed on the CPU, as the vendor's models compute it at construction, then moved: the same values on
+        # every device, and no arithmetic on meta while the twin is built there (meta's Python references import
+        # torch._dynamo on first use, about a second of every job's start).
+        cpu = torch.arange(0, self.dim, 2, dtype=torch.int64, device="cpu").float() / self.dim
+        return (1.0 / (self.base ** cpu)).to(torch.get_default_device() if device is None else device)
 
     def reset_buffers(self, device=None) -> None:
         """Recompute `inv_freq` in float32 (after `to_empty`, or after a dtype cast of the module)."""

@@ -335,7 +335,11 @@ def build_root(root_class: type[nn.Module], spec, *, device: str | torch.device,
     config = TwinConfig.from_spec(spec, attn_implementation)  # reads spec.decoder and the token ids only
     if model_type is not None:
         config.model_type = model_type
-    with torch.device("meta"):
+    # torch.nn.init's fills are skipped while constructing (transformers' no_init_weights): on meta they fill
+    # nothing, yet they run torch._refs' Python ops, whose first call imports torch._dynamo (~1 s per process).
+    from transformers.modeling_utils import no_init_weights
+
+    with torch.device("meta"), no_init_weights():
         model = root_class(config, spec)
     model = model.to(dtype=dtype)
     if device.type != "meta":
