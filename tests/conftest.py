@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
     sys.path.insert(0, str(TESTS))
 
-from shared_runs import GateRun, made_once, run_gate, run_job_script  # noqa: E402
+from shared_runs import SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
 
 
 @pytest.fixture
@@ -64,6 +64,15 @@ def calibration_dir(tmp_path_factory) -> Path:
     return made_once(tmp_path_factory, "calibration", lambda d: d)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_calibration_cache(calibration_dir):
+    """Every job of the session, in a subprocess or in a worker, whose configuration names no cache of its own
+    calibrates into the session's cache (LLM_PERF_OPT_CALIBRATION_DIR: conf/hardware/measured.yaml), never
+    into the checkout's tmp/calibration/: a fresh clone calibrates once, like a warm one, and a cache left
+    there by older code is never read. Jobs started together wait for one calibration (its lock file)."""
+    os.environ["LLM_PERF_OPT_CALIBRATION_DIR"] = str(calibration_dir)
+
+
 @pytest.fixture(scope="session")
 def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
     """(run dir, completed process) of `./dev trace` with its defaults (twin_tiny, gundam, the letter page,
@@ -79,10 +88,12 @@ def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
 
 @pytest.fixture(scope="session")
 def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
-    """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam`: two jobs of the
-    whole trace job (profile on, hardware=measured)."""
+    """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam` on a 1300 x 700 page
+    (SMALL_SWEEP_PAGE: Gundam's smallest crop grid, 2 x 1): two jobs of the whole trace job (profile on,
+    hardware=measured)."""
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
         proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam",
+                              f"workload.page.width={SMALL_SWEEP_PAGE[0]}", f"workload.page.height={SMALL_SWEEP_PAGE[1]}",
                               f"hardware.cache_dir={calibration_dir}", f"hydra.sweep.dir={d / 'ok'}",
                               env={"HYDRA_FULL_ERROR": "1"})
         assert proc.returncode == 0, proc.stderr[-4000:]

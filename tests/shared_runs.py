@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
+SMALL_SWEEP_PAGE = (1300, 700)  # the session's small sweep (tests/conftest.py): Gundam's smallest crop grid, 2 x 1
 
 
 def run_job_script(job: str, *args: str, timeout: float = 900,

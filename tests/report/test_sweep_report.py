@@ -14,6 +14,8 @@ from llm_perf_opt.report.serving_report import SERVING_COLUMNS
 from llm_perf_opt.report.table import job_columns
 from llm_perf_opt.run_artifacts import load_error
 
+from shared_runs import SMALL_SWEEP_PAGE
+
 from .conftest import REPO_ROOT, job_script, run_report, run_sweep
 
 EXPECTED_COLUMNS = {
@@ -51,7 +53,7 @@ def test_report_files_and_one_row_per_job(ok_sweep):
     assert set(by_mode) == {"tiny", "gundam"}
     for mode, row in by_mode.items():
         assert row["status"] == "ok"
-        layout = compute_view_layout(WORKLOADS[mode], 1700, 2200)  # the default page
+        layout = compute_view_layout(WORKLOADS[mode], *SMALL_SWEEP_PAGE)  # the sweep's page
         assert int(row["image_tokens"]) == layout.image_tokens
         assert row["grid"] == f"{layout.w_crop}x{layout.h_crop}"
         assert int(row["views"]) == layout.num_views

@@ -2,7 +2,10 @@
 written, bad input as one line with nothing written."""
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -15,7 +18,7 @@ from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.measure.calibrate import load_calibration
 
-from roofline_helpers import error_lines, run_job
+from roofline_helpers import REPO_ROOT, error_lines, run_job
 
 pytestmark = pytest.mark.slow
 
@@ -108,6 +111,22 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
     cached = list((tmp_path / "cache").glob("*.json"))
     assert len(cached) == 1 and "wrote " + str(cached[0]) in first.stderr
     copy = load_calibration(tmp_path / "one" / "calibration.json")
+    # another process holding the cache's lock (as while it calibrates): the job waits for it, then reuses the file
+    with open(f"{cached[0]}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waiting = subprocess.Popen([sys.executable, str(REPO_ROOT / "pipelines" / "calibrate.py"),
+                                    f"hydra.run.dir={tmp_path / 'waits'}", *args], cwd=REPO_ROOT, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        seen = []
+        for line in waiting.stderr:
+            seen.append(line)
+            if "waiting for another process calibrating into" in line:
+                break
+        assert seen and seen[-1].rstrip().endswith(str(cached[0])), "".join(seen)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0 and "reused " + str(cached[0]) in err, err
     second = run_job("calibrate", tmp_path / "two", *args, "hardware=h100_sxm")
     assert second.returncode == 0, second.stderr
     assert "reused " + str(cached[0]) in second.stderr

@@ -24,9 +24,10 @@ CPU: `time.perf_counter` around each sample. CUDA: `torch.cuda.Event(enable_timi
 each sample (GPU time), `torch.cuda.synchronize` after the warm-up and after the samples.
 
 Cache: one JSON artifact (`llm_perf_opt.calibration`, schema version 1) per device name, torch version,
-thread count and plan, under `hardware.cache_dir` (default `tmp/calibration/`, relative to the working
-directory: the repository root for `./dev`). It is reused unless `hardware.recalibrate=true`; a cache
-file of an unknown schema version is measured again and replaced. Writes are atomic.
+thread count and plan, under `hardware.cache_dir` (default `$LLM_PERF_OPT_CALIBRATION_DIR`, else
+`tmp/calibration/` relative to the working directory: the repository root for `./dev`). It is reused unless
+`hardware.recalibrate=true`; a cache file of an unknown schema version is measured again and replaced. Writes
+are atomic; a process finding another one calibrating the same file waits for it (a lock file beside it).
 """
 from __future__ import annotations
 
@@ -457,21 +458,46 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
     with _threads(threads):
         n_threads = torch.get_num_threads()
     path = cache_path(cache_dir, device_name(dev), n_threads, plan)
-    if path.exists() and not recalibrate:
+    with _cache_lock(path, log):  # jobs started together (a sweep's, a test session's) calibrate once
+        if path.exists() and not recalibrate:
+            try:
+                cal = load_calibration(path)
+                if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (
+                        device_name(dev), torch.__version__, n_threads, plan) and _levels_current(cal):
+                    return cal, path, True
+                if not _levels_current(cal):
+                    log(f"{path} has no current kernel-level and host figures (version {LEVELS_VERSION}): "
+                        "calibrating again")
+                else:
+                    log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
+            except ArtifactError as exc:
+                log(f"cached calibration not usable ({exc}): calibrating again")
+        log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
+        cal = calibrate(str(dev), plan, threads)
+        return cal, write_calibration(path, cal), False
+
+
+@contextlib.contextmanager
+def _cache_lock(path: Path, log: Callable[[str], None]) -> Iterator[None]:
+    """An exclusive `flock` on `<cache file>.lock` while the cache is read, measured and written: a second
+    process wanting the same calibration waits for the first and reuses its file (its measurements are not
+    disturbed by a second calibration either). Without fcntl (not POSIX), no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
         try:
-            cal = load_calibration(path)
-            if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (device_name(dev), torch.__version__,
-                                                                                n_threads, plan) and _levels_current(cal):
-                return cal, path, True
-            if not _levels_current(cal):
-                log(f"{path} has no current kernel-level and host figures (version {LEVELS_VERSION}): calibrating again")
-            else:
-                log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
-        except ArtifactError as exc:
-            log(f"cached calibration not usable ({exc}): calibrating again")
-    log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
-    cal = calibrate(str(dev), plan, threads)
-    return cal, write_calibration(path, cal), False
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another process calibrating into {path}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ------------------------------------------------------------------------------------- config entry points

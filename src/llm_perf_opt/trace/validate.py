@@ -187,14 +187,10 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     family.check_export(cfg.export.submodules)
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
-    if runs_model:
-        check_device(cfg)  # the model runs there
-    check_timing(cfg)  # a measured roof's device is checked there too
     sizes = batch_page_sizes(cfg, width, height)
     if runs_model:
         for w, h in sizes:
             check_page_pixels(cfg, w, h)
-        check_vendor_code(cfg)
         if cfg.workload.batch != 1 and not hasattr(family, "batch_inputs"):
             raise ConfigError.field("workload.batch", cfg.workload.batch,
                                     f"the {family.name} family runs batch 1 only (no batched inputs); ./dev analyze "
@@ -203,6 +199,13 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     for w, h in sizes[1:]:  # every page's prompt plus the decode steps within the model's positions
         family.check_run(cfg, spec, workload, w, h)
     analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
+    # Last, the checks that import torch (about a second) or the vendor code: the rules above refuse bad input
+    # without it.
+    if runs_model:
+        check_device(cfg)  # the model runs there
+    check_timing(cfg)  # a measured roof's device is checked there too
+    if runs_model:
+        check_vendor_code(cfg)
     return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family, tuple(sizes))
 
 
