@@ -542,15 +542,17 @@ def check_hardware(cfg: RootConfig) -> None:
     if hw.kind in ("datasheet", "custom"):
         Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
         return
-    try:
-        dev = resolve_device(cfg.runtime.device)
-    except ConfigError as exc:
-        raise ConfigError(f"hardware=measured: {exc}") from None
-    keys = CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS
+    device_type = cfg.runtime.device.split(":")[0]
+    if device_type != "cpu":  # CUDA must be present (torch is imported only for that)
+        try:
+            device_type = resolve_device(cfg.runtime.device).type
+        except ConfigError as exc:
+            raise ConfigError(f"hardware=measured: {exc}") from None
+    keys = CUDA_MATMUL_KEYS if device_type == "cuda" else CPU_MATMUL_KEYS
     key = "tf32" if dtype == "float32" and hw.allow_tf32 else dtype
     if key not in keys:
         field_name, value = ("hardware.allow_tf32", True) if key == "tf32" else ("hardware.dtype", dtype)
-        raise ConfigError.field(field_name, value, f"measured has no matmul peak for {key} on {dev.type} "
+        raise ConfigError.field(field_name, value, f"measured has no matmul peak for {key} on {device_type} "
                                 f"(its calibration measures {', '.join(keys)})")
 
 
