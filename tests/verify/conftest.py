@@ -1,6 +1,6 @@
 """Real runs of the verification gate (`pipelines/verify.py`, what ./dev verify runs), once per test session:
-the quick matrix as it is (`quick_gate`, shared by the session: tests/conftest.py), and two real divergences
-of one job each."""
+the quick matrix as it is (`quick_gate`, shared by the session: tests/conftest.py), a real divergence of one
+job, and a moved pin judged alone."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,6 +37,7 @@ def changed_expected(tmp_path_factory) -> tuple[Path, int, int]:
 
 @pytest.fixture(scope="session")
 def pin_divergence_gate(tmp_path_factory, changed_expected) -> GateRun:
+    """The gate judging the pins only (`verify.pins_only=true`: no job runs) against the changed file."""
     path, _, _ = changed_expected
     return made_once(tmp_path_factory, "pins_gate",
-                     lambda d: run_gate(d / "pins", "verify=quick", ONE_JOB, f"verify.expected={path}"))
+                     lambda d: run_gate(d / "pins", "verify=quick", "verify.pins_only=true", f"verify.expected={path}"))

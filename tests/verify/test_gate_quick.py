@@ -1,5 +1,6 @@
 """`./dev verify verify=quick` for real on CPU (the tiny twin, a plain and a crop mode), and two real
-divergences: an analytic model of another spec than the model that ran, and a changed expected.yaml.
+divergences: an analytic model of another spec than the model that ran, and a changed expected.yaml (judged
+alone, `verify.pins_only=true`).
 Every JUnit file is validated against the XSD and read back with junitparser."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from junitparser import Failure, JUnitXml
 
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.gate.junit import SCHEMA_FILE
+from shared_runs import GateRun
 
 pytestmark = pytest.mark.slow
 
@@ -91,7 +93,22 @@ def test_a_moved_pin_fails_the_gate_with_old_and_new_numbers(pin_divergence_gate
     assert (m["job"], m["stage"], m["part"]) == ("pins tiny/letter_portrait", "prefill", "flops_matmul")
     assert (m["left"], m["a"], m["right"], m["m"]) == ("pinned", f"{pinned:,}", "now", f"{actual:,}")
     assert f"{actual - pinned:+,}" in m["error"] and "verify.update_expected=true" in m["error"] and str(path) in m["error"]
+    assert "verify quick: FAILED: pins only (no job run), pinned totals " in proc.stdout
     by_name = cases(junit_of(pin_divergence_gate))
-    assert by_name["job 0: workload=tiny"].is_passed  # the job itself verified
+    assert set(by_name) == {f"pinned analytic totals: {m}" for m in mode_names()}  # no job ran
+    assert not (pin_divergence_gate.out / "sweep").exists()
     assert [type(r) for r in by_name["pinned analytic totals: tiny"].result] == [Failure]
-    assert all(by_name[f"pinned analytic totals: {m}"].is_passed for m in mode_names() if m != "tiny")
+    passed = [m for m in mode_names() if m != "tiny" and by_name[f"pinned analytic totals: {m}"].is_passed]
+    assert len(passed) == len(mode_names()) - 1
+
+
+def test_the_pins_alone_pass_on_the_committed_file(tmp_path, capsys):
+    """`verify.pins_only=true` with conf/verify/expected.yaml as committed: exit 0, one passing case per mode."""
+    from llm_perf_opt.gate.run import main
+
+    assert main(["verify=quick", "verify.pins_only=true", f"verify.out_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    assert "verify quick: PASSED: pins only (no job run)" in out and "FAIL" not in out
+    by_name = cases(junit_of(GateRun(tmp_path, None)))
+    assert set(by_name) == {f"pinned analytic totals: {m}" for m in mode_names()}
+    assert all(case.is_passed for case in by_name.values())

@@ -201,7 +201,7 @@ class TraceConfig:
 class VerifyConfig:
     """Two readers. The trace job reads `rtol`, `fvcore` and `analytic_spec` (how it verifies its FLOPs).
     `./dev verify` reads the verification matrix chosen with `verify=NAME` (conf/verify/NAME.yaml: `name`,
-    `overrides`, `sweep`) and its own knobs (`expected`, `update_expected`, `out_dir`); the trace job
+    `overrides`, `sweep`) and its own knobs (`expected`, `update_expected`, `pins_only`, `out_dir`); the trace job
     ignores those. With no `verify=` choice (the trace job's default) there is no matrix."""
 
     rtol: float = 0.001  # analytic vs measured FLOPs, per stage, part and decode step (0.1%)
@@ -216,6 +216,7 @@ class VerifyConfig:
     sweep: dict[str, list[str]] = field(default_factory=dict)  # key -> values: one job per combination
     expected: Optional[str] = None  # the pinned analytic totals; null: conf/verify/expected.yaml
     update_expected: bool = False  # rewrite `expected` from the analytic model instead of gating
+    pins_only: bool = False  # judge the pinned analytic totals only: no job runs, no model is built (seconds)
     out_dir: Optional[str] = None  # where ./dev verify writes; null: tmp/verify/<date>/<time>
 
     def __post_init__(self) -> None:

@@ -34,7 +34,7 @@ from llm_perf_opt.gate.pins import default_path
 
 DEFAULT_MATRIX = "default"
 SWEEP_SUBDIR = "sweep"
-GATE_ONLY = ("verify.out_dir", "verify.expected", "verify.update_expected")  # knobs the jobs never see
+GATE_ONLY = ("verify.out_dir", "verify.expected", "verify.update_expected", "verify.pins_only")  # the jobs never see these
 
 
 @dataclass
@@ -178,7 +178,7 @@ def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float
         raise ConfigError(f"verify={v.name}: the matrix does not expand to a list of jobs (only comma-separated "
                           f"sweeps are supported): {' '.join(arguments)}")
     gate = GatePlan(cfg, v.name, arguments, list(user.hydra), jobs, out_dir.absolute(), expected, sweep_path)
-    if v.update_expected:
+    if v.update_expected or v.pins_only:  # no job runs: nothing of theirs to check
         return gate
     sweep_dir = gate.sweep_dir
     if sweep_dir.exists() and any(p.name != "sweep.log" for p in sweep_dir.iterdir()):

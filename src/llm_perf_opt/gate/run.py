@@ -5,6 +5,7 @@
     ./dev verify verify=vendor            the vendor code from DSOCR_MODEL_PATH (or model.path=DIR)
     ./dev verify runtime=cuda             any override applies to every job of the matrix
     ./dev verify verify.update_expected=true   (or --update-expected) rewrite conf/verify/expected.yaml
+    ./dev verify verify.pins_only=true         judge the pinned analytic totals only (no job, no model: seconds)
 
 Runs the trace job as one Hydra multirun over the matrix (`verify_plan`), then judges every job
 (`verify_gate`) and the pinned analytic totals (`verify_expected`). Writes into `verify.out_dir`
@@ -154,8 +155,26 @@ def print_findings(verdicts: Sequence[JobVerdict], others: Sequence[Finding]) ->
         print(finding.line())
 
 
+def run_pins_only(gate: GatePlan) -> int:
+    """`verify.pins_only=true`: the pinned analytic totals judged, no job run: JUnit XML with one case per
+    pinned mode, a FAIL line per moved total."""
+    gate.out_dir.mkdir(parents=True, exist_ok=True)
+    pin_list, pin_cases, n_pins = pin_findings(gate)
+    say(f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged (pins only: no job)")
+    classname = f"verify.{gate.matrix}"
+    junit = write_junit(gate.out_dir / JUNIT_FILE, classname, pin_cases, properties={
+        "matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)})
+    print_findings([], pin_list)
+    print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: pins only (no job run), pinned totals "
+          f"{n_pins - len(pin_list)}/{n_pins} unchanged")
+    print(f"  junit  {junit}")
+    return EXIT_FAILED if pin_list else EXIT_OK
+
+
 def run_gate(gate: GatePlan) -> int:
     v = gate.cfg.verify
+    if v.pins_only:
+        return run_pins_only(gate)
     say(f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
         f"{units.percent(gate.rtol)} -> {gate.out_dir}")
     pin_list, pin_cases, n_pins = pin_findings(gate)

@@ -50,11 +50,13 @@ def log_axis(axis: Any, kind: str) -> None:
 
 
 def save(fig: Any, out_dir: Path, stem: str) -> dict[str, Path]:
-    """Write `stem`.svg and `stem`.png into out_dir; return their paths."""
+    """Write `stem`.svg and `stem`.png into out_dir; return their paths. Both are cropped to the figure's
+    tight bounding box, computed once (`bbox_inches="tight"` would lay the figure out again per file)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"svg": out_dir / f"{stem}.svg", "png": out_dir / f"{stem}.png"}
-    fig.savefig(paths["svg"], format="svg", bbox_inches="tight", metadata={"Date": None})
-    fig.savefig(paths["png"], format="png", dpi=110, bbox_inches="tight")
+    bbox = fig.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
+    fig.savefig(paths["svg"], format="svg", bbox_inches=bbox, metadata={"Date": None})
+    fig.savefig(paths["png"], format="png", dpi=110, bbox_inches=bbox)
     plt.close(fig)
     return paths
 
