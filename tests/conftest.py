@@ -92,8 +92,9 @@ def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
     (SMALL_SWEEP_PAGE: Gundam's smallest crop grid, 2 x 1): two jobs of the whole trace job (profile on,
     hardware=measured)."""
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
+        width, height = SMALL_SWEEP_PAGE
         proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam",
-                              f"workload.page.width={SMALL_SWEEP_PAGE[0]}", f"workload.page.height={SMALL_SWEEP_PAGE[1]}",
+                              f"workload.page.width={width}", f"workload.page.height={height}",
                               f"hardware.cache_dir={calibration_dir}", f"hydra.sweep.dir={d / 'ok'}",
                               env={"HYDRA_FULL_ERROR": "1"})
         assert proc.returncode == 0, proc.stderr[-4000:]

@@ -6,6 +6,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -118,6 +119,8 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
                                     f"hydra.run.dir={tmp_path / 'waits'}", *args], cwd=REPO_ROOT, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        watchdog = threading.Timer(300, waiting.kill)  # a job that blocks without saying so fails, never hangs
+        watchdog.start()
         seen = []
         for line in waiting.stderr:
             seen.append(line)
@@ -126,6 +129,7 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
         assert seen and seen[-1].rstrip().endswith(str(cached[0])), "".join(seen)
         fcntl.flock(lock, fcntl.LOCK_UN)
     out, err = waiting.communicate(timeout=300)
+    watchdog.cancel()
     assert waiting.returncode == 0 and "reused " + str(cached[0]) in err, err
     second = run_job("calibrate", tmp_path / "two", *args, "hardware=h100_sxm")
     assert second.returncode == 0, second.stderr

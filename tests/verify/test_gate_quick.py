@@ -5,6 +5,7 @@ Every JUnit file is validated against the XSD and read back with junitparser."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import xmlschema
@@ -12,7 +13,6 @@ from junitparser import Failure, JUnitXml
 
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.gate.junit import SCHEMA_FILE
-from shared_runs import GateRun
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +21,8 @@ LINE = re.compile(r"^FAIL (?P<job>.+?) \| stage (?P<stage>.+?) \| part (?P<part>
                   r"(?P<a>.+?) \| (?P<right>measured|now|grouped graph) (?P<m>.+?) \| error (?P<error>.+)$")
 
 
-def junit_of(run) -> JUnitXml:
-    path = run.out / "junit.xml"
+def junit_of(out: Path) -> JUnitXml:
+    path = out / "junit.xml"
     xmlschema.XMLSchema10(str(SCHEMA_FILE)).validate(str(path))
     return JUnitXml.fromfile(str(path))
 
@@ -46,7 +46,7 @@ def test_quick_matrix_passes(quick_gate):
 
 
 def test_quick_junit_has_one_case_per_job_and_per_pinned_mode(quick_gate):
-    xml = junit_of(quick_gate)
+    xml = junit_of(quick_gate.out)
     suite = next(iter(xml))
     assert (suite.name, suite.failures, suite.errors) == ("verify.quick", 0, 0)
     by_name = cases(xml)
@@ -76,7 +76,7 @@ def test_an_analytic_model_of_another_spec_fails_the_gate(spec_divergence_gate):
     assert any(m["stage"].startswith("decode (step ") for m in parsed)  # the decode steps diverge too
     assert {m["job"] for m in parsed} == {"job 0 [workload=tiny]"}
     assert "verify quick: FAILED: 1 jobs (0 passed, 1 failed)" in proc.stdout
-    case = cases(junit_of(spec_divergence_gate))["job 0: workload=tiny"]
+    case = cases(junit_of(spec_divergence_gate.out))["job 0: workload=tiny"]
     assert [type(r) for r in case.result] == [Failure]
     assert case.result[0].type == "Divergence"
     assert case.result[0].text.splitlines() == lines  # the JUnit failure holds every line the console printed
@@ -94,7 +94,7 @@ def test_a_moved_pin_fails_the_gate_with_old_and_new_numbers(pin_divergence_gate
     assert (m["left"], m["a"], m["right"], m["m"]) == ("pinned", f"{pinned:,}", "now", f"{actual:,}")
     assert f"{actual - pinned:+,}" in m["error"] and "verify.update_expected=true" in m["error"] and str(path) in m["error"]
     assert "verify quick: FAILED: pins only (no job run), pinned totals " in proc.stdout
-    by_name = cases(junit_of(pin_divergence_gate))
+    by_name = cases(junit_of(pin_divergence_gate.out))
     assert set(by_name) == {f"pinned analytic totals: {m}" for m in mode_names()}  # no job ran
     assert not (pin_divergence_gate.out / "sweep").exists()
     assert [type(r) for r in by_name["pinned analytic totals: tiny"].result] == [Failure]
@@ -109,6 +109,6 @@ def test_the_pins_alone_pass_on_the_committed_file(tmp_path, capsys):
     assert main(["verify=quick", "verify.pins_only=true", f"verify.out_dir={tmp_path}"]) == 0
     out = capsys.readouterr().out
     assert "verify quick: PASSED: pins only (no job run)" in out and "FAIL" not in out
-    by_name = cases(junit_of(GateRun(tmp_path, None)))
+    by_name = cases(junit_of(tmp_path))
     assert set(by_name) == {f"pinned analytic totals: {m}" for m in mode_names()}
     assert all(case.is_passed for case in by_name.values())

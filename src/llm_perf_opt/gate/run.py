@@ -155,30 +155,23 @@ def print_findings(verdicts: Sequence[JobVerdict], others: Sequence[Finding]) ->
         print(finding.line())
 
 
-def run_pins_only(gate: GatePlan) -> int:
-    """`verify.pins_only=true`: the pinned analytic totals judged, no job run: JUnit XML with one case per
-    pinned mode, a FAIL line per moved total."""
-    gate.out_dir.mkdir(parents=True, exist_ok=True)
-    pin_list, pin_cases, n_pins = pin_findings(gate)
-    say(f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged (pins only: no job)")
-    classname = f"verify.{gate.matrix}"
-    junit = write_junit(gate.out_dir / JUNIT_FILE, classname, pin_cases, properties={
-        "matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)})
-    print_findings([], pin_list)
-    print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: pins only (no job run), pinned totals "
-          f"{n_pins - len(pin_list)}/{n_pins} unchanged")
-    print(f"  junit  {junit}")
-    return EXIT_FAILED if pin_list else EXIT_OK
-
-
 def run_gate(gate: GatePlan) -> int:
     v = gate.cfg.verify
-    if v.pins_only:
-        return run_pins_only(gate)
-    say(f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
-        f"{units.percent(gate.rtol)} -> {gate.out_dir}")
+    if not v.pins_only:
+        say(f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
+            f"{units.percent(gate.rtol)} -> {gate.out_dir}")
     pin_list, pin_cases, n_pins = pin_findings(gate)
-    say(f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged")
+    pins_unchanged = f"pinned totals {n_pins - len(pin_list)}/{n_pins} unchanged"
+    say(f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged"
+        + (" (pins only: no job runs)" if v.pins_only else ""))
+    if v.pins_only:  # JUnit XML with one case per pinned mode, a FAIL line per moved total
+        gate.out_dir.mkdir(parents=True, exist_ok=True)
+        junit = write_junit(gate.out_dir / JUNIT_FILE, f"verify.{gate.matrix}", pin_cases, properties={
+            "matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)})
+        print_findings([], pin_list)
+        print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: pins only (no job run), {pins_unchanged}")
+        print(f"  junit  {junit}")
+        return EXIT_FAILED if pin_list else EXIT_OK
     status = run_sweep(gate)
     if status == EXIT_BAD_INPUT and not gate.sweep_dir.is_dir():
         print(f"error: the multirun refused its configuration (exit status 2; see above and {gate.out_dir / SWEEP_LOG})",
@@ -198,7 +191,7 @@ def run_gate(gate: GatePlan) -> int:
     failed_jobs = [v for v in verdicts if not v.passed]
     passed = not failed_jobs and not others and len(verdicts) == len(gate.jobs)
     counts = (f"{len(verdicts)} jobs ({len(verdicts) - len(failed_jobs)} passed, {len(failed_jobs)} failed), "
-              f"pinned totals {n_pins - len(pin_list)}/{n_pins} unchanged")
+              f"{pins_unchanged}")
     print(f"verify {gate.matrix}: {'PASSED' if passed else 'FAILED'}: {counts}")
     print(f"  junit  {junit}")
     print(f"  report {html if html is not None else '(not written: see the FAIL report line)'}")
