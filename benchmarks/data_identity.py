@@ -9,6 +9,7 @@
   roofline predictions come from a datasheet and not from this machine's calibration;
 * `./dev analyze` on a few pages and modes (full-size spec, `hardware=h100_sxm`);
 * an analytic sweep (`./dev report --analytic`, two modes, 6 x 6 pages);
+* an OCR-2 trace, a batch-2 trace and the full twin in Gundam mode (`EXTRA_TRACES`, no profile);
 * when DSOCR_MODEL_PATH is set (and not `--no-vendor`), the vendor Tiny run (`model=vendor workload=tiny
   trace.decode_steps=2`, random weights from config.json) under the big-model lock.
 
@@ -118,6 +119,15 @@ def dump(out: Path) -> tuple[int, int]:
     return files, values
 
 
+# The other trace jobs whose numbers a refactoring must keep: an OCR-2 job, a batch-2 job and the full twin in
+# Gundam mode (under the big-model lock). No profile: its times are measured, so stripped anyway.
+EXTRA_TRACES = (
+    ("ocr2_tiny", ("model=ocr2_twin_tiny", "workload=ocr2/default", "profile=off")),
+    ("batch2", ("workload.batch=2", "profile=off")),
+    ("twin_gundam", ("model=twin", "runtime=cpu_bf16", "workload=gundam", "trace.decode_steps=1", "profile=off")),
+)
+BIG = {"twin_gundam"}
+
 PYTHON: str | None = None  # --python: run the jobs' scripts with this interpreter (PYTHONPATH=REPO/src), not ./dev
 
 
@@ -138,6 +148,8 @@ def run(out: Path, repo: Path, vendor: bool) -> None:
         _dev(repo, "analyze", f"workload={mode}", f"workload.page.width={w}", f"workload.page.height={h}",
              "hardware=h100_sxm", f"hydra.run.dir={out}/analyze_{mode}_{w}x{h}")
     _dev(repo, "report", "--analytic", str(out / "sweep"), *SWEEP)
+    for name, overrides in EXTRA_TRACES:
+        _dev(repo, "trace", *overrides, "hardware=h100_sxm", f"hydra.run.dir={out}/{name}", lock=name in BIG)
     model_path = os.environ.get("DSOCR_MODEL_PATH")
     if vendor and model_path:
         _dev(repo, "trace", "model=vendor", f"model.path={model_path}", "workload=tiny", "trace.decode_steps=2",
