@@ -5,6 +5,7 @@ One evaluation = compute_view_layout + DeepseekOCRAnalyticModel + the totals of 
 length, dtype), which is how a sweep over pages runs; the cold figure clears every cache before each
 page (what a page with never-seen shapes costs). `--parts` also builds the flat per-part table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,7 @@ import random
 import time
 from typing import Optional, Sequence
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.analytic import clear_caches
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -43,8 +43,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     spec = ModelSpec.deepseek_ocr()
     rng = random.Random(0)
     pages = [(rng.randint(100, 6000), rng.randint(100, 6000)) for _ in range(args.n)]
-    print(f"analytic model (layout + vision/prefill/decode totals{' + parts' if args.parts else ''}) over "
-          f"{args.n:,} random pages (100..6000 px a side), spec {spec.name}")
+    print(
+        f"analytic model (layout + vision/prefill/decode totals{' + parts' if args.parts else ''}) over "
+        f"{args.n:,} random pages (100..6000 px a side), spec {spec.name}"
+    )
     for name, workload in MODES.items():
         clear_caches()
         t0 = time.perf_counter()
@@ -56,8 +58,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             clear_caches()
             evaluate(spec, workload, w, h, args.parts)
         cold = args.cold / (time.perf_counter() - t1)
-        print(f"  {name:9s} {args.n / dt:10,.0f} evaluations/s  ({dt * 1e6 / args.n:6.1f} us)   "
-              f"cold cache {cold:8,.0f}/s ({1e6 / cold:7.1f} us)")
+        print(
+            f"  {name:9s} {args.n / dt:10,.0f} evaluations/s  ({dt * 1e6 / args.n:6.1f} us)   "
+            f"cold cache {cold:8,.0f}/s ({1e6 / cold:7.1f} us)"
+        )
 
 
 if __name__ == "__main__":

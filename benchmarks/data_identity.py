@@ -18,6 +18,7 @@ with what differs between two runs of the same commit removed: measured times, m
 library versions (`VOLATILE` names the keys). `compare` diffs two such folders file by file, byte for byte,
 and prints how many files and leaf values it compared; exit 1 on any difference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,15 +32,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ANALYZE_PAGES = (("gundam", 1000, 1400), ("base", 640, 640), ("large", 3000, 1000), ("tiny", 800, 1200),
-                 ("gundam_m", 2480, 3508))
-SWEEP = ["--no-plots", "--modes", "tiny,gundam", "--n", "6", "--min-side", "512", "--max-side", "3000", "--hardware", "h100_sxm"]
+ANALYZE_PAGES = (
+    ("gundam", 1000, 1400),
+    ("base", 640, 640),
+    ("large", 3000, 1000),
+    ("tiny", 800, 1200),
+    ("gundam_m", 2480, 3508),
+)
+SWEEP = [
+    "--no-plots",
+    "--modes",
+    "tiny,gundam",
+    "--n",
+    "6",
+    "--min-side",
+    "512",
+    "--max-side",
+    "3000",
+    "--hardware",
+    "h100_sxm",
+]
 
 # Keys whose values are measured on this machine at this moment, or name where and when: not data of the model.
 VOLATILE = re.compile(
     r"(seconds|_s$|_ms$|_us$|^time|times?$|wall|elapsed|rss|peak_cuda|memory|path|dir$|^file|files$|created|date|"
     r"host|hostname|pid|producer|versions?$|^log$|calibrat|measured_roof|profile$|^run$|started|finished|"
-    r"duration|throughput|per_s$|job_seconds|generated|timestamp|url|cwd|command|^location$)", re.I)
+    r"duration|throughput|per_s$|job_seconds|generated|timestamp|url|cwd|command|^location$)",
+    re.I,
+)
 # (`location`: a file:line in the model's source, e.g. a scalar escape's: it moves with any edit of that file)
 # Columns of a CSV that are measured times or paths.
 VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I)
@@ -52,20 +72,27 @@ VOLATILE_COLUMNS = re.compile(r"(seconds|_s$|time|wall|rss|path|dir|run$)", re.I
 # machine even where the device is a datasheet), the efficiency of a timed decode step (predicted / its measured
 # wall time), and the graph's measured-time and eager metric tables (`time_measured*`, `time_predicted_eager*`).
 MEASURED_UNDER = {"roofs": "measured", "predicted": "measured", "levels": "eager"}
-MEASURED_KEYS = re.compile(r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|verdict|"
-                           r"accuracy|eager\w*|efficiency)$")
+MEASURED_KEYS = re.compile(
+    r"^(coverage\w*|achieved_flops|hardware_notes|overhead_share|eager_over_measured|verdict|"
+    r"accuracy|eager\w*|efficiency)$"
+)
 MEASURED_TABLES = ("time_measured", "time_predicted_eager")
 CHECKOUT = re.compile(r"/(tmp/base\w*|tmp/seam_pre|work/wt/[\w-]+|work/main)/")
 
 
 def strip(value: Any, parent: str = "") -> Any:
     if isinstance(value, dict):
-        return {k: strip(v, str(k)) for k, v in sorted(value.items())
-                if not VOLATILE.search(str(k)) and not MEASURED_KEYS.search(str(k))
-                and MEASURED_UNDER.get(parent) != k}
+        return {
+            k: strip(v, str(k))
+            for k, v in sorted(value.items())
+            if not VOLATILE.search(str(k)) and not MEASURED_KEYS.search(str(k)) and MEASURED_UNDER.get(parent) != k
+        }
     if isinstance(value, list):
-        return [strip(v, parent) for v in value
-                if not (isinstance(v, dict) and str(v.get("name", "")).startswith(MEASURED_TABLES))]
+        return [
+            strip(v, parent)
+            for v in value
+            if not (isinstance(v, dict) and str(v.get("name", "")).startswith(MEASURED_TABLES))
+        ]
     if isinstance(value, str):
         return CHECKOUT.sub("/<checkout>/", value)
     return value
@@ -96,8 +123,11 @@ def dump(out: Path) -> tuple[int, int]:
             if not isinstance(doc, dict) or "data" not in doc:
                 continue
             data = strip(doc["data"])
-            text = json.dumps({"schema": doc.get("schema"), "schema_version": doc.get("schema_version"),
-                               "data": data}, indent=1, sort_keys=True)
+            text = json.dumps(
+                {"schema": doc.get("schema"), "schema_version": doc.get("schema_version"), "data": data},
+                indent=1,
+                sort_keys=True,
+            )
             values += leaves(data)
         elif path.suffix == ".csv":
             rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
@@ -145,15 +175,31 @@ def run(out: Path, repo: Path, vendor: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     _dev(repo, "trace", "hardware=h100_sxm", f"hydra.run.dir={out}/trace")
     for mode, w, h in ANALYZE_PAGES:
-        _dev(repo, "analyze", f"workload={mode}", f"workload.page.width={w}", f"workload.page.height={h}",
-             "hardware=h100_sxm", f"hydra.run.dir={out}/analyze_{mode}_{w}x{h}")
+        _dev(
+            repo,
+            "analyze",
+            f"workload={mode}",
+            f"workload.page.width={w}",
+            f"workload.page.height={h}",
+            "hardware=h100_sxm",
+            f"hydra.run.dir={out}/analyze_{mode}_{w}x{h}",
+        )
     _dev(repo, "report", "--analytic", str(out / "sweep"), *SWEEP)
     for name, overrides in EXTRA_TRACES:
         _dev(repo, "trace", *overrides, "hardware=h100_sxm", f"hydra.run.dir={out}/{name}", lock=name in BIG)
     model_path = os.environ.get("DSOCR_MODEL_PATH")
     if vendor and model_path:
-        _dev(repo, "trace", "model=vendor", f"model.path={model_path}", "workload=tiny", "trace.decode_steps=2",
-             "hardware=h100_sxm", f"hydra.run.dir={out}/vendor_tiny", lock=True)
+        _dev(
+            repo,
+            "trace",
+            "model=vendor",
+            f"model.path={model_path}",
+            "workload=tiny",
+            "trace.decode_steps=2",
+            "hardware=h100_sxm",
+            f"hydra.run.dir={out}/vendor_tiny",
+            lock=True,
+        )
     elif vendor:
         print("DSOCR_MODEL_PATH is not set: no vendor run", flush=True)
     files, values = dump(out)
@@ -192,8 +238,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     r.add_argument("out", type=Path)
     r.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     r.add_argument("--no-vendor", action="store_true")
-    r.add_argument("--python", default=None, help="interpreter for the jobs (with PYTHONPATH=REPO/src) instead of "
-                   "REPO/dev: a checkout without its own virtual environment")
+    r.add_argument(
+        "--python",
+        default=None,
+        help="interpreter for the jobs (with PYTHONPATH=REPO/src) instead of "
+        "REPO/dev: a checkout without its own virtual environment",
+    )
     d = sub.add_parser("dump", help="redo OUT/data from the runs already in OUT")
     d.add_argument("out", type=Path)
     c = sub.add_parser("compare")

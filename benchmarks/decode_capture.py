@@ -16,6 +16,7 @@ after the forward (TorchLens' postprocessing, the graph and metadata) grows with
 whole capture cost of a step is (capture 3 - capture 2) / N. Both are printed beside the plain step
 and their ratio to it. The machine is shared: compare within one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,22 +101,31 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     def captured(steps: int, clock: StepClock):
         t = time.perf_counter()
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16), runtime_patches(model, PATCHES) as rl:
-            result = capture(model, kwargs, model_name=spec.name, runtime_log=rl,
-                             program=program_with_clock(steps, clock) if steps else None)
+            result = capture(
+                model,
+                kwargs,
+                model_name=spec.name,
+                runtime_log=rl,
+                program=program_with_clock(steps, clock) if steps else None,
+            )
         return time.perf_counter() - t, result
 
     log(f"warm-up (not counted): {plain(StepClock()):.1f} s")
     plain_clock = StepClock()
     w_plain = plain(plain_clock)
-    log(f"plain prefill + {n} steps: {w_plain:.1f} s; steps {', '.join(f'{s * 1e3:.0f}' for s in plain_clock.steps)} ms")
+    log(
+        f"plain prefill + {n} steps: {w_plain:.1f} s; steps {', '.join(f'{s * 1e3:.0f}' for s in plain_clock.steps)} ms"
+    )
     w_cap0, r0 = captured(0, StepClock())
     log(f"capture of the prefill: {w_cap0:.1f} s, {r0.callgraph.total_ops():,} ops")
     cap_clock = StepClock()
     w_cap, r = captured(n, cap_clock)
     cg = r.callgraph
-    log(f"capture of the prefill + {n} steps: {w_cap:.1f} s, {cg.total_ops():,} ops; model.layers.0 called "
+    log(
+        f"capture of the prefill + {n} steps: {w_cap:.1f} s, {cg.total_ops():,} ops; model.layers.0 called "
         f"{cg.call_counts['model.layers.0']} times; steps in the traced forward "
-        f"{', '.join(f'{s:.2f}' for s in cap_clock.steps)} s")
+        f"{', '.join(f'{s:.2f}' for s in cap_clock.steps)} s"
+    )
 
     step_plain = statistics.median(plain_clock.steps)
     step_traced = statistics.median(cap_clock.steps)
@@ -123,9 +133,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     ops_per_step = (cg.total_ops() - r0.callgraph.total_ops()) / n
     print()
     print(f"plain decode step (median of {n}):            {step_plain * 1e3:8.0f} ms")
-    print(f"decode step inside the traced forward (median): {step_traced * 1e3:8.0f} ms  ({step_traced / step_plain:.0f}x)")
-    print(f"capture time per decode step, whole capture:    {step_capture * 1e3:8.0f} ms  ({step_capture / step_plain:.0f}x)"
-          f"  = (capture of prefill + {n} steps {w_cap:.1f} s - capture of prefill {w_cap0:.1f} s) / {n}")
+    print(
+        f"decode step inside the traced forward (median): {step_traced * 1e3:8.0f} ms  ({step_traced / step_plain:.0f}x)"
+    )
+    print(
+        f"capture time per decode step, whole capture:    {step_capture * 1e3:8.0f} ms  ({step_capture / step_plain:.0f}x)"
+        f"  = (capture of prefill + {n} steps {w_cap:.1f} s - capture of prefill {w_cap0:.1f} s) / {n}"
+    )
     print(f"ops per decode step in the call graph:          {ops_per_step:8.0f}")
 
 

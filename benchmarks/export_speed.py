@@ -6,6 +6,7 @@ submodule and the time to record the inputs (the real forward with hooks).
 Builds the 3.3B-parameter model (about 13 GB in float32): run it under the big-run lock,
     flock /tmp/llm-perf-opt-big.lock ./dev bench export_speed [--model twin_tiny] [--workload gundam]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,21 +41,28 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
-                        vocabulary=job.family.parts)
+    plan = plan_targets(
+        cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name, vocabulary=job.family.parts
+    )
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
         t_open = time.perf_counter() - t0
         t0 = time.perf_counter()
         recorded = record_calls(session, inputs, plan.targets)
         t_record = time.perf_counter() - t0
-        print(f"{spec.name} | {cfg.workload.name} | page {inputs.layout.page_width}x{inputs.layout.page_height} | "
-              f"sequence {inputs.seq_len} | {cfg.runtime.dtype} on {session.device} | threads "
-              f"{__import__('torch').get_num_threads()}")
-        print(f"open the model {units.seconds(t_open)}; record inputs (prefill + decode step, hooks) "
-              f"{units.seconds(t_record)}")
-        head = f"{'submodule':<17} {'first input':<22} {'export':>9} {'decompose':>10} {'FLOP count':>11} " \
-               f"{'core nodes':>10} {'FLOPs':>11}"
+        print(
+            f"{spec.name} | {cfg.workload.name} | page {inputs.layout.page_width}x{inputs.layout.page_height} | "
+            f"sequence {inputs.seq_len} | {cfg.runtime.dtype} on {session.device} | threads "
+            f"{__import__('torch').get_num_threads()}"
+        )
+        print(
+            f"open the model {units.seconds(t_open)}; record inputs (prefill + decode step, hooks) "
+            f"{units.seconds(t_record)}"
+        )
+        head = (
+            f"{'submodule':<17} {'first input':<22} {'export':>9} {'decompose':>10} {'FLOP count':>11} "
+            f"{'core nodes':>10} {'FLOPs':>11}"
+        )
         print(head)
         print("-" * len(head))
         for target in plan.targets:
@@ -72,9 +80,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             flops = total_flops(ops)
             t_count = time.perf_counter() - t0
             first = next(t for _, t in rec.tensor_inputs())
-            print(f"{target.name:<17} {str(list(first.shape)):<22} {units.seconds(graphs.export_seconds):>9} "
-                  f"{units.seconds(graphs.decompose_seconds):>10} {units.seconds(t_count):>11} {len(ops):>10} "
-                  f"{units.flops(flops):>11}{note}")
+            print(
+                f"{target.name:<17} {str(list(first.shape)):<22} {units.seconds(graphs.export_seconds):>9} "
+                f"{units.seconds(graphs.decompose_seconds):>10} {units.seconds(t_count):>11} {len(ops):>10} "
+                f"{units.flops(flops):>11}{note}"
+            )
     print(f"peak RSS {units.nbytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)}")
 
 

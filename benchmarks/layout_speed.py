@@ -1,4 +1,5 @@
 """Prints compute_view_layout calls per second over random page sizes, per mode (target >= 100,000/s)."""
+
 from __future__ import annotations
 
 import argparse

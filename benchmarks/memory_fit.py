@@ -25,6 +25,7 @@ Two ratios per run: `pred/meas`, the whole process at its peak (the 20% bound), 
 forward's own growth (peak - `rss_before_bytes`) against the predicted KV + activations + 10%: the part of the
 model that depends on the batch, shown without the resident memory that dilutes it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,13 @@ MINIMAL = ["trace.capture=false", "trace.verify=false", "profile=off", "~hardwar
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    p.add_argument("--models", nargs="+", default=["twin_tiny", "twin"], choices=sorted(RUNTIME),
-                   help="model configs to run (default: both twins)")
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=["twin_tiny", "twin"],
+        choices=sorted(RUNTIME),
+        help="model configs to run (default: both twins)",
+    )
     p.add_argument("--batches", nargs="+", type=int, default=[1], help="workload.batch values (default 1)")
     p.add_argument("--runs", nargs="+", default=None, help="existing run directories to read instead of running")
     p.add_argument("--out", default=str(ROOT / "tmp" / "bench" / "memory_fit"), help="where the runs go")
@@ -56,24 +62,34 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 
 def run_job(model: str, batch: int, out: Path) -> tuple[Optional[Path], str]:
-    cmd = [sys.executable, str(ROOT / "pipelines" / "trace.py"), f"model={model}", f"runtime={RUNTIME[model]}",
-           f"workload.batch={batch}", *MINIMAL, f"hydra.run.dir={out}", "run.overwrite=true"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "pipelines" / "trace.py"),
+        f"model={model}",
+        f"runtime={RUNTIME[model]}",
+        f"workload.batch={batch}",
+        *MINIMAL,
+        f"hydra.run.dir={out}",
+        "run.overwrite=true",
+    ]
     if model in BIG:
         cmd = ["flock", LOCK, *cmd]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")] or proc.stderr.splitlines()[-1:]
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")] or proc.stderr.splitlines()[
+            -1:
+        ]
         return None, lines[0] if lines else f"exit {proc.returncode}"
     return out, ""
 
 
 def predict(run: Path) -> dict:
     """Measured and predicted bytes of one run directory (see the module docstring)."""
-    from llm_perf_opt.dsocr.serving import serving_model
-    from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
-    from llm_perf_opt.report.collect import read_job
     from omegaconf import OmegaConf
 
+    from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
+    from llm_perf_opt.dsocr.serving import serving_model
+    from llm_perf_opt.report.collect import read_job
     from llm_perf_opt.trace.builders import analytic_model_for
     from llm_perf_opt.trace.validate import validate
 
@@ -95,15 +111,32 @@ def predict(run: Path) -> dict:
         raise SystemExit(f"{run}: its summary.json has no forward.rss_before_bytes (a run of an older version)")
     base = memory_use(sm, batch, 1, Allowance(0, DEFAULT_FRAGMENTATION))
     context = before - base.weights - base.inputs  # measured: the process's memory besides the model's tensors
-    use = memory_use(sm, batch, 1, Allowance(max(context, 0), DEFAULT_FRAGMENTATION, "runtime context measured "
-                                             "at the forward's start"))
+    use = memory_use(
+        sm,
+        batch,
+        1,
+        Allowance(max(context, 0), DEFAULT_FRAGMENTATION, "runtime context measured at the forward's start"),
+    )
     peak = s.forward.peak_rss_bytes
     growth_pred = use.total - before  # KV + activations + 10% of (KV + inputs + activations)
-    return {"model": s.model.name, "dtype": dtype, "batch": batch, "sequence": s.tokens.sequence,
-            "weights": use.weights, "inputs": use.inputs, "kv": use.kv_cache, "activations": use.activations,
-            "allowance": use.allowance, "context": context, "predicted": use.total, "measured": peak,
-            "before": before, "start": s.memory.rss_start_bytes, "ratio": use.total / peak,
-            "forward_ratio": growth_pred / max(peak - before, 1)}
+    return {
+        "model": s.model.name,
+        "dtype": dtype,
+        "batch": batch,
+        "sequence": s.tokens.sequence,
+        "weights": use.weights,
+        "inputs": use.inputs,
+        "kv": use.kv_cache,
+        "activations": use.activations,
+        "allowance": use.allowance,
+        "context": context,
+        "predicted": use.total,
+        "measured": peak,
+        "before": before,
+        "start": s.memory.rss_start_bytes,
+        "ratio": use.total / peak,
+        "forward_ratio": growth_pred / max(peak - before, 1),
+    }
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -121,19 +154,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     continue
                 rows.append(predict(run))
     gb = 1e9
-    print(f"{'model':<12}{'dtype':<10}{'B':>3}{'seq':>6}{'weights':>9}{'inputs':>8}{'KV':>8}{'activ.':>8}"
-          f"{'allow.':>8}{'predicted':>11}{'measured':>10}{'pred/meas':>10}{'fwd p/m':>9}  within {BOUND:.0%}")
+    print(
+        f"{'model':<12}{'dtype':<10}{'B':>3}{'seq':>6}{'weights':>9}{'inputs':>8}{'KV':>8}{'activ.':>8}"
+        f"{'allow.':>8}{'predicted':>11}{'measured':>10}{'pred/meas':>10}{'fwd p/m':>9}  within {BOUND:.0%}"
+    )
     for r in rows:
         ok = abs(r["ratio"] - 1) <= BOUND
-        print(f"{r['model']:<12}{r['dtype']:<10}{r['batch']:>3}{r['sequence']:>6}{r['weights'] / gb:>8.2f}G"
-              f"{r['inputs'] / gb:>7.3f}G{r['kv'] / gb:>7.3f}G{r['activations'] / gb:>7.2f}G{r['allowance'] / gb:>7.2f}G"
-              f"{r['predicted'] / gb:>10.2f}G{r['measured'] / gb:>9.2f}G{r['ratio']:>10.2f}{r['forward_ratio']:>9.2f}"
-              f"  {'yes' if ok else 'NO'}")
+        print(
+            f"{r['model']:<12}{r['dtype']:<10}{r['batch']:>3}{r['sequence']:>6}{r['weights'] / gb:>8.2f}G"
+            f"{r['inputs'] / gb:>7.3f}G{r['kv'] / gb:>7.3f}G{r['activations'] / gb:>7.2f}G{r['allowance'] / gb:>7.2f}G"
+            f"{r['predicted'] / gb:>10.2f}G{r['measured'] / gb:>9.2f}G{r['ratio']:>10.2f}{r['forward_ratio']:>9.2f}"
+            f"  {'yes' if ok else 'NO'}"
+        )
     for n in notes:
         print(n)
-    print("measured: summary.json forward.peak_rss_bytes (VmHWM reset at job start, read right after the forward); "
-          "allowance = runtime context (forward.rss_before_bytes - weights - inputs, measured) + 10% of KV, inputs "
-          "and activations; fwd p/m: the forward's growth over rss_before_bytes, predicted / measured")
+    print(
+        "measured: summary.json forward.peak_rss_bytes (VmHWM reset at job start, read right after the forward); "
+        "allowance = runtime context (forward.rss_before_bytes - weights - inputs, measured) + 10% of KV, inputs "
+        "and activations; fwd p/m: the forward's growth over rss_before_bytes, predicted / measured"
+    )
     return 0
 
 

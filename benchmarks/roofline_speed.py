@@ -6,6 +6,7 @@ vision, prefill and decode on the roof) for one page. Warm: the analytic stage c
 node cache fill as a sweep over pages fills them. Cold: every cache (analytic and roofline) is cleared
 before each page. `--parts` also builds the per-part predictions of every stage.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,10 +14,9 @@ import random
 import time
 from typing import Optional, Sequence
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic import roofline as R
-from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.analytic.hardware import load_hardware
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -47,8 +47,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     roof = load_hardware(args.hardware).roof()
     rng = random.Random(0)
     pages = [(rng.randint(100, 6000), rng.randint(100, 6000)) for _ in range(args.n)]
-    print(f"roofline predictions (vision/prefill/decode times{' + parts' if args.parts else ''}) for {args.n:,} "
-          f"random pages (100..6000 px a side), spec {spec.name}, roof {roof.hardware} {roof.dtype}")
+    print(
+        f"roofline predictions (vision/prefill/decode times{' + parts' if args.parts else ''}) for {args.n:,} "
+        f"random pages (100..6000 px a side), spec {spec.name}, roof {roof.hardware} {roof.dtype}"
+    )
     worst = 0.0
     for name, workload in modes().items():
         clear_caches()
@@ -64,13 +66,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             R.clear_caches()
             predict_page(spec, workload, w, h, roof, args.parts)
         cold = (time.perf_counter() - t1) / max(1, args.cold)
-        print(f"  {name:9s} {args.n:,} pages in {dt:6.3f} s ({dt * 1e6 / args.n:6.1f} us/page)   "
-              f"cold cache {cold * 1e6:8.1f} us/page")
+        print(
+            f"  {name:9s} {args.n:,} pages in {dt:6.3f} s ({dt * 1e6 / args.n:6.1f} us/page)   "
+            f"cold cache {cold * 1e6:8.1f} us/page"
+        )
     if args.parts:
         print(f"slowest mode: {args.n:,} pages in {worst:.3f} s (per-part tables; the target is for stage times)")
     else:
-        print(f"slowest mode: {args.n:,} pages in {worst:.3f} s (target < 1 s for 10,000: "
-              f"{'ok' if worst * 10_000 / args.n < 1 else 'MISSED'})")
+        print(
+            f"slowest mode: {args.n:,} pages in {worst:.3f} s (target < 1 s for 10,000: "
+            f"{'ok' if worst * 10_000 / args.n < 1 else 'MISSED'})"
+        )
 
 
 if __name__ == "__main__":

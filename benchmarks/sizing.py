@@ -5,6 +5,7 @@ shape at one batch on one device, at the ideal level. The analytic models and th
 first (timed separately: the cold part); the evaluations are vectorised over the batch. Target: 10,000
 evaluations (page shape x batch x device) in under a second.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,15 +26,15 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import numpy as np
 
-    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.analytic.hardware import load_hardware
     from llm_perf_opt.analytic.serving import pages_per_day
+    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.parts import modes
+    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.dsocr.spec import ModelSpec
 
     spec, workload = ModelSpec.deepseek_ocr(), modes()[args.mode]
-    side = max(1, round(args.pages ** 0.5))
+    side = max(1, round(args.pages**0.5))
     sizes = [(600 + 300 * i, 800 + 300 * j) for i in range(side) for j in range(side)][: args.pages]
     roofs = [load_hardware(d).roof("bfloat16") for d in args.devices]
     t0 = time.perf_counter()
@@ -48,11 +49,15 @@ def main(argv=None) -> None:
             best = max(best, float(static.max()), float(continuous.max()))
             evaluations += len(batches)
     t2 = time.perf_counter()
-    print(f"sizing: {len(models)} page shapes x {len(batches)} batches x {len(roofs)} devices = {evaluations:,} "
-          f"evaluations (ideal level, {args.mode}, {n} output tokens)")
+    print(
+        f"sizing: {len(models)} page shapes x {len(batches)} batches x {len(roofs)} devices = {evaluations:,} "
+        f"evaluations (ideal level, {args.mode}, {n} output tokens)"
+    )
     print(f"  build (analytic models + unit tables, cold): {t1 - t0:.3f} s")
-    print(f"  evaluate: {t2 - t1:.3f} s = {evaluations / (t2 - t1):,.0f} evaluations/s "
-          f"({'under' if t2 - t1 < 1 else 'OVER'} one second for {evaluations:,})")
+    print(
+        f"  evaluate: {t2 - t1:.3f} s = {evaluations / (t2 - t1):,.0f} evaluations/s "
+        f"({'under' if t2 - t1 < 1 else 'OVER'} one second for {evaluations:,})"
+    )
     print(f"  most pages/day seen (any page, batch, device): {best:,.0f}")
 
 

@@ -11,6 +11,7 @@ the job's start, see `runs.memory`), the RSS it started from (what the jobs befo
 wall time. Beside them: the process's RSS sampled every 0.5 s from /proc/PID/status (its maximum over the
 whole sweep) and the machine's memory. Exits 1 when the sweep does not complete with every job ok.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,12 +83,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from llm_perf_opt.run_artifacts import load_summary
 
-    print(f"\nsweep exit status {code} after {wall / 60:.1f} min; process RSS sampled every 0.5 s: max "
-          f"{max(samples, default=0) / GIB:.2f} GiB")
+    print(
+        f"\nsweep exit status {code} after {wall / 60:.1f} min; process RSS sampled every 0.5 s: max "
+        f"{max(samples, default=0) / GIB:.2f} GiB"
+    )
     print(f"{'job':>3} {'mode':9} {'status':8} {'peak RSS':>10} {'RSS at start':>13} {'job s':>7}  peak method")
     rows, ok = [], code == 0
-    for job_dir in sorted((d for d in sweep.iterdir() if d.name.isdigit()), key=lambda d: int(d.name)) \
-            if sweep.is_dir() else []:
+    for job_dir in (
+        sorted((d for d in sweep.iterdir() if d.name.isdigit()), key=lambda d: int(d.name)) if sweep.is_dir() else []
+    ):
         try:
             s = load_summary(job_dir / "summary.json")
         except Exception as exc:  # noqa: BLE001 - a benchmark reports what it found
@@ -95,18 +99,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ok = False
             continue
         m = s.memory
-        rows.append({"job": int(job_dir.name), "mode": s.workload.mode, "status": s.status,
-                     "peak_rss_gib": round(m.peak_rss_bytes / GIB, 2) if m else None,
-                     "rss_start_gib": round(m.rss_start_bytes / GIB, 2) if m and m.rss_start_bytes else None,
-                     "job_s": s.job_seconds})
+        rows.append(
+            {
+                "job": int(job_dir.name),
+                "mode": s.workload.mode,
+                "status": s.status,
+                "peak_rss_gib": round(m.peak_rss_bytes / GIB, 2) if m else None,
+                "rss_start_gib": round(m.rss_start_bytes / GIB, 2) if m and m.rss_start_bytes else None,
+                "job_s": s.job_seconds,
+            }
+        )
         ok = ok and s.status == "ok"
         r = rows[-1]
-        print(f"{r['job']:>3} {r['mode']:9} {r['status']:8} {r['peak_rss_gib'] or float('nan'):>8.2f} G "
-              f"{r['rss_start_gib'] or float('nan'):>11.2f} G {r['job_s'] or float('nan'):>7.0f}  "
-              f"{m.method if m else '-'}")
+        print(
+            f"{r['job']:>3} {r['mode']:9} {r['status']:8} {r['peak_rss_gib'] or float('nan'):>8.2f} G "
+            f"{r['rss_start_gib'] or float('nan'):>11.2f} G {r['job_s'] or float('nan'):>7.0f}  "
+            f"{m.method if m else '-'}"
+        )
     ok = ok and len(rows) == 6
-    print(json.dumps({"ok": ok, "exit": code, "wall_min": round(wall / 60, 1),
-                      "process_rss_max_gib": round(max(samples, default=0) / GIB, 2), "jobs": rows}))
+    print(
+        json.dumps(
+            {
+                "ok": ok,
+                "exit": code,
+                "wall_min": round(wall / 60, 1),
+                "process_rss_max_gib": round(max(samples, default=0) / GIB, 2),
+                "jobs": rows,
+            }
+        )
+    )
     if not args.keep and ok:
         shutil.rmtree(sweep, ignore_errors=True)
     return 0 if ok else 1

@@ -7,6 +7,7 @@ The sweep runs as a user runs it (`./dev sweep experiment=modes model=twin_tiny`
 `pipelines/sweep.py`), in a fresh process, so the time includes Python start-up, Hydra composition of the six
 jobs and every stage of the trace job.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,13 +37,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     base = ROOT / "tmp" / "bench" if args.keep else Path(tempfile.mkdtemp(prefix="sweep_modes."))
     sweep = base / f"modes-{time.strftime('%Y%m%d-%H%M%S')}"
-    cmd = [sys.executable, str(ROOT / "pipelines" / "sweep.py"), "experiment=modes", "model=twin_tiny",
-           f"trace={args.trace}", f"hydra.sweep.dir={sweep}"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "pipelines" / "sweep.py"),
+        "experiment=modes",
+        "model=twin_tiny",
+        f"trace={args.trace}",
+        f"hydra.sweep.dir={sweep}",
+    ]
     print(f"$ ./dev sweep {' '.join(cmd[2:])}", flush=True)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     sweep_s = time.perf_counter() - t0
-    job_lines = [line for line in proc.stderr.splitlines() if "] job " in line and (" ok in " in line or " failed" in line)]
+    job_lines = [
+        line for line in proc.stderr.splitlines() if "] job " in line and (" ok in " in line or " failed" in line)
+    ]
     for line in job_lines:
         print("  " + line.split("] ", 1)[1].split(" | ")[0])
     if proc.returncode:
@@ -62,12 +71,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     analytic_s = time.perf_counter() - t0
 
     verdict = "within" if sweep_s <= TARGET_S else "OVER"
-    print(f"modes sweep (6 jobs, model=twin_tiny, trace={args.trace}): {sweep_s:.1f} s wall "
-          f"({verdict} the {TARGET_S:.0f} s target), {n_ok}/6 ok")
+    print(
+        f"modes sweep (6 jobs, model=twin_tiny, trace={args.trace}): {sweep_s:.1f} s wall "
+        f"({verdict} the {TARGET_S:.0f} s target), {n_ok}/6 ok"
+    )
     print(f"report of the sweep (CSV, Markdown, HTML, {len(rep.plots)} plots): {report_s:.1f} s")
-    print(f"analytic page sweep: {analytic.points:,} page layouts + cost models (6 modes, {args.n}x{args.n} "
-          f"grid + line plots) in {analytic.seconds:.2f} s ({analytic.points / analytic.seconds:,.0f} pages/s); "
-          f"with plots and HTML {analytic_s:.1f} s")
+    print(
+        f"analytic page sweep: {analytic.points:,} page layouts + cost models (6 modes, {args.n}x{args.n} "
+        f"grid + line plots) in {analytic.seconds:.2f} s ({analytic.points / analytic.seconds:,.0f} pages/s); "
+        f"with plots and HTML {analytic_s:.1f} s"
+    )
     if args.keep:
         print(f"outputs: {sweep}/report.html  {analytic.html}")
     else:

@@ -16,6 +16,7 @@ fastest plain forward of decode step 1; the calibration's figures are fastest co
 descheduled sibling) the forward's process CPU time is printed beside its wall time: the time without the waits
 for the core that other processes cause. The full twin runs under `flock /tmp/llm-perf-opt-big.lock`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 
 def overrides(args: argparse.Namespace, mode: str, page: str, run_dir: Path) -> list[str]:
-    out = [f"model={args.model}", f"runtime={args.runtime}", f"workload={mode}", "hardware=measured",
-           f"trace.decode_steps={args.decode_steps}", "trace.capture=false", "trace.verify=false",
-           f"profile.repeats={args.repeats}", "profile.chrome_trace=false", f"hydra.run.dir={run_dir}"]
+    out = [
+        f"model={args.model}",
+        f"runtime={args.runtime}",
+        f"workload={mode}",
+        "hardware=measured",
+        f"trace.decode_steps={args.decode_steps}",
+        "trace.capture=false",
+        "trace.verify=false",
+        f"profile.repeats={args.repeats}",
+        "profile.chrome_trace=false",
+        f"hydra.run.dir={run_dir}",
+    ]
     if page != "default":
         out.append(f"page={page}")
     if args.threads:
@@ -66,7 +76,7 @@ def run_one(args: argparse.Namespace, mode: str, page: str, base: Path) -> Path:
     cmd = [sys.executable, str(ROOT / "pipelines" / "trace.py"), *overrides(args, mode, page, run_dir)]
     if args.model != "twin_tiny":
         cmd = ["flock", BIG_LOCK, *cmd]
-    print(f"$ ./dev trace {' '.join(cmd[cmd.index(str(ROOT / 'pipelines' / 'trace.py')) + 1:])}", flush=True)
+    print(f"$ ./dev trace {' '.join(cmd[cmd.index(str(ROOT / 'pipelines' / 'trace.py')) + 1 :])}", flush=True)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if proc.returncode:
@@ -82,10 +92,17 @@ def rows_of(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     data = doc["data"]
     levels = (data.get("roofline") or {}).get("levels") or {}
     rt = data.get("runtime") or {}
-    facts = {"run": str(run_dir), "mode": (data.get("workload") or {}).get("mode"),
-             "page": "x".join(str(v) for v in ((data.get("page") or {}).get("width"), (data.get("page") or {}).get("height"))),
-             "device": levels.get("device"), "dtype": rt.get("dtype"),
-             "measured_by": levels.get("measured_by"), "cpu_time_by": levels.get("cpu_time_by")}
+    facts = {
+        "run": str(run_dir),
+        "mode": (data.get("workload") or {}).get("mode"),
+        "page": "x".join(
+            str(v) for v in ((data.get("page") or {}).get("width"), (data.get("page") or {}).get("height"))
+        ),
+        "device": levels.get("device"),
+        "dtype": rt.get("dtype"),
+        "measured_by": levels.get("measured_by"),
+        "cpu_time_by": levels.get("cpu_time_by"),
+    }
     return list(levels.get("accuracy") or []), facts
 
 
@@ -93,15 +110,19 @@ def render(all_rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
     def ms(x: Optional[float]) -> str:
         return "—" if x is None else f"{x * 1e3:10.4g}"
 
-    head = (f"{'mode':<8} {'page':<10} {'stage':<8} {'unit':<16} {'measured ms':>11} {'ideal':>10} {'kernel':>10} "
-            f"{'eager':>10} {'eager/m':>8} {'cpu ms':>10} {'eager/cpu':>9} {'verdict':>8}")
+    head = (
+        f"{'mode':<8} {'page':<10} {'stage':<8} {'unit':<16} {'measured ms':>11} {'ideal':>10} {'kernel':>10} "
+        f"{'eager':>10} {'eager/m':>8} {'cpu ms':>10} {'eager/cpu':>9} {'verdict':>8}"
+    )
     lines = [head, "-" * len(head)]
     for r, f in all_rows:
         cpu = r.get("measured_cpu_s")
-        lines.append(f"{str(f['mode']):<8} {f['page']:<10} {r['stage']:<8} {r['unit'][:16]:<16} {ms(r['measured_s']):>11} "
-                     f"{ms(r.get('ideal_s'))} {ms(r.get('kernel_s'))} {ms(r['eager_s'])} {r['ratio']:8.2f} "
-                     f"{ms(cpu)} {format(r['ratio_cpu'], '9.2f') if r.get('ratio_cpu') else '        —'} "
-                     f"{str(r.get('verdict')):>8}")
+        lines.append(
+            f"{str(f['mode']):<8} {f['page']:<10} {r['stage']:<8} {r['unit'][:16]:<16} {ms(r['measured_s']):>11} "
+            f"{ms(r.get('ideal_s'))} {ms(r.get('kernel_s'))} {ms(r['eager_s'])} {r['ratio']:8.2f} "
+            f"{ms(cpu)} {format(r['ratio_cpu'], '9.2f') if r.get('ratio_cpu') else '        —'} "
+            f"{str(r.get('verdict')):>8}"
+        )
     lines.append("")
     kinds: dict[str, list[float]] = {}
     for r, _ in all_rows:
@@ -110,12 +131,16 @@ def render(all_rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
     lines.append(f"{'unit kind':<12} {'n':>3} {'median |eager/m - 1|':>21} {'worst':>7} {'within 25%':>10}")
     for kind, ratios in kinds.items():
         errs = [abs(x - 1) for x in ratios]
-        lines.append(f"{kind:<12} {len(ratios):>3} {statistics.median(errs):21.2f} {max(errs):7.2f} "
-                     f"{sum(e <= BOUND for e in errs):>5}/{len(errs)}")
+        lines.append(
+            f"{kind:<12} {len(ratios):>3} {statistics.median(errs):21.2f} {max(errs):7.2f} "
+            f"{sum(e <= BOUND for e in errs):>5}/{len(errs)}"
+        )
     errs = [abs(r["ratio"] - 1) for r, _ in all_rows]
     if errs:
-        lines.append(f"{'all':<12} {len(errs):>3} {statistics.median(errs):21.2f} {max(errs):7.2f} "
-                     f"{sum(e <= BOUND for e in errs):>5}/{len(errs)}")
+        lines.append(
+            f"{'all':<12} {len(errs):>3} {statistics.median(errs):21.2f} {max(errs):7.2f} "
+            f"{sum(e <= BOUND for e in errs):>5}/{len(errs)}"
+        )
     return "\n".join(lines)
 
 
@@ -139,8 +164,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"measured: {facts[0]['measured_by']}")
         if facts[0].get("cpu_time_by"):
             print(f"cpu: {facts[0]['cpu_time_by']}")
-    print("predicted: analytic.time_levels.CONVENTION (eager = kernels + the host's per-kernel cost; CPU: serial); "
-          f"units: every stage, every part >= 5 % of its stage's measured time, the decode step; bound {BOUND:.0%}")
+    print(
+        "predicted: analytic.time_levels.CONVENTION (eager = kernels + the host's per-kernel cost; CPU: serial); "
+        f"units: every stage, every part >= 5 % of its stage's measured time, the decode step; bound {BOUND:.0%}"
+    )
     if args.out:
         Path(args.out).write_text(json.dumps([{**r, **f} for r, f in collected], indent=1))
     return 0

@@ -11,6 +11,7 @@ the forward when it sees the TorchScript `quick_gelu`), for reference. Runs are 
 order; `--repeat N` repeats the three and keeps each one's fastest run (the machine's load moves every
 figure, so compare within a run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,14 +68,23 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """The options; no argument: the defaults."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # no `choices`: argparse checks an empty or default list against them as one value and refuses it
-    ap.add_argument("modes", nargs="*", type=mode_name, metavar="MODE",
-                    help=f"one of {', '.join(sorted(MODES))} (default: {' '.join(DEFAULT_MODES)})")
+    ap.add_argument(
+        "modes",
+        nargs="*",
+        type=mode_name,
+        metavar="MODE",
+        help=f"one of {', '.join(sorted(MODES))} (default: {' '.join(DEFAULT_MODES)})",
+    )
     ap.add_argument("--page", default="1700x2200", help="WIDTHxHEIGHT of the synthetic page")
     ap.add_argument("--spec", default="deepseek_ocr", choices=["deepseek_ocr", "tiny"])
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     ap.add_argument("--torchlens-default", action="store_true", help="also time TorchLens with its default options")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="repeat the (TorchLens alone, trace stage) pair N times and keep each one's fastest run")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="repeat the (TorchLens alone, trace stage) pair N times and keep each one's fastest run",
+    )
     ap.add_argument("--verbose", action="store_true", help="print TorchLens' own progress lines")
     ap.add_argument("--out", type=Path, help="write <mode>.callgraph.json here")
     args = ap.parse_args(argv)
@@ -91,15 +101,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     t0 = time.perf_counter()
     model = build_twin(spec, dtype=dtype)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"built twin {spec.name}: {n_params:,} parameters, {args.dtype}, in {time.perf_counter() - t0:.1f} s "
-        f"({torch.get_num_threads()} threads)")
+    log(
+        f"built twin {spec.name}: {n_params:,} parameters, {args.dtype}, in {time.perf_counter() - t0:.1f} s "
+        f"({torch.get_num_threads()} threads)"
+    )
     progress = (lambda m: log(m)) if args.verbose else (lambda m: log(m) if not m.startswith("torchlens") else None)
     rows = []
     for mode in args.modes:
         inputs = build_inputs(spec, MODES[mode], width, height)
         lay = inputs.layout
-        log(f"mode {mode}, page {width}x{height}: grid {lay.w_crop}x{lay.h_crop}, {lay.num_crops} crops, "
-            f"{lay.image_tokens} image tokens, seq_len {inputs.seq_len}")
+        log(
+            f"mode {mode}, page {width}x{height}: grid {lay.w_crop}x{lay.h_crop}, {lay.num_crops} crops, "
+            f"{lay.image_tokens} image tokens, seq_len {inputs.seq_len}"
+        )
         kwargs = inputs.forward_kwargs(dtype=dtype)
         autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16)
         with torch.no_grad(), autocast:
@@ -117,8 +131,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 with Timer() as t:
                     run = trace_forward(model, (), kwargs, progress=log if args.verbose else None)
                 best["torchlens"] = min(best["torchlens"], t.pair)
-                log(f"  TorchLens capture alone {t} ({run.trace.num_ops} ops, "
-                    f"{run.trace.num_module_calls} module calls)")
+                log(
+                    f"  TorchLens capture alone {t} ({run.trace.num_ops} ops, "
+                    f"{run.trace.num_module_calls} module calls)"
+                )
                 del run
                 gc.collect()
 
@@ -144,9 +160,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         cg = result.callgraph
         st = cg.stats
         stage_s = best["stage"][0]
-        log(f"  fastest trace stage {stage_s:.1f} s = capture {st['capture_seconds']:.1f} (TorchLens + hooks) + derive "
+        log(
+            f"  fastest trace stage {stage_s:.1f} s = capture {st['capture_seconds']:.1f} (TorchLens + hooks) + derive "
             f"{st['derive_seconds']:.2f} + metadata {st['metadata_seconds']:.2f} (+ tree/stats "
-            f"{stage_s - st['capture_seconds'] - st['derive_seconds'] - st['metadata_seconds']:.2f})")
+            f"{stage_s - st['capture_seconds'] - st['derive_seconds'] - st['metadata_seconds']:.2f})"
+        )
         if args.out:
             path = cg.save(args.out / f"{mode}.callgraph.json")
             log(f"  wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
@@ -155,19 +173,27 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         gc.collect()
 
     print()
-    print(f"trace stage on twin {spec.name} ({args.dtype}, autocast bf16 on CPU), page {width}x{height}, "
-          f"fastest of {max(1, args.repeat)}; wall s (cpu s)")
-    print(f"{'mode':8s} {'seq':>5s} {'ops':>6s} {'calls':>6s} {'forward':>14s} {'TorchLens':>14s} {'stage':>14s} "
-          f"{'derive':>7s} {'metadata':>8s} {'added wall':>11s} {'added cpu':>10s}")
+    print(
+        f"trace stage on twin {spec.name} ({args.dtype}, autocast bf16 on CPU), page {width}x{height}, "
+        f"fastest of {max(1, args.repeat)}; wall s (cpu s)"
+    )
+    print(
+        f"{'mode':8s} {'seq':>5s} {'ops':>6s} {'calls':>6s} {'forward':>14s} {'TorchLens':>14s} {'stage':>14s} "
+        f"{'derive':>7s} {'metadata':>8s} {'added wall':>11s} {'added cpu':>10s}"
+    )
     for mode, seq, ops, calls, best, st, default_s in rows:
         cells = [f"{w:6.1f} ({c:5.1f})" for w, c in (best["forward"], best["torchlens"], best["stage"])]
         added_wall = best["stage"][0] / best["torchlens"][0] - 1
         added_cpu = best["stage"][1] / best["torchlens"][1] - 1
-        print(f"{mode:8s} {seq:5d} {ops:6d} {calls:6d} {cells[0]:>14s} {cells[1]:>14s} {cells[2]:>14s} "
-              f"{st['derive_seconds']:7.2f} {st['metadata_seconds']:8.2f} {added_wall:+11.0%} {added_cpu:+10.0%}"
-              + (f"   (TorchLens default options {default_s:.1f} s)" if default_s else ""))
-    print("added = trace stage / TorchLens capture alone - 1 (target <= +50%); derive and metadata: seconds after "
-          "the capture (the rest of the stage is TorchLens with the hooks installed)")
+        print(
+            f"{mode:8s} {seq:5d} {ops:6d} {calls:6d} {cells[0]:>14s} {cells[1]:>14s} {cells[2]:>14s} "
+            f"{st['derive_seconds']:7.2f} {st['metadata_seconds']:8.2f} {added_wall:+11.0%} {added_cpu:+10.0%}"
+            + (f"   (TorchLens default options {default_s:.1f} s)" if default_s else "")
+        )
+    print(
+        "added = trace stage / TorchLens capture alone - 1 (target <= +50%); derive and metadata: seconds after "
+        "the capture (the rest of the stage is TorchLens with the hooks installed)"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ CPU autocast, as the vendor's infer() runs on CUDA). A full-size forward must fi
 Each mode runs in its own process, so each peak RSS is that mode's own (build + one forward).
 Usage: ./dev bench twin_forward [MODE ...]   (default: all six modes; page 1700x2200)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,6 @@ import subprocess
 import sys
 import time
 from typing import Optional, Sequence
-
 
 
 def run_one(mode: str) -> dict:
@@ -36,8 +36,12 @@ def run_one(mode: str) -> dict:
         out = model(**kwargs)
         forward_s = time.perf_counter() - t0
     return {
-        "mode": mode, "seq_len": inputs.seq_len, "views": inputs.layout.num_views, "build_s": round(build_s, 1),
-        "forward_s": round(forward_s, 2), "finite": bool(torch.isfinite(out.logits.float()).all()),
+        "mode": mode,
+        "seq_len": inputs.seq_len,
+        "views": inputs.layout.num_views,
+        "build_s": round(build_s, 1),
+        "forward_s": round(forward_s, 2),
+        "finite": bool(torch.isfinite(out.logits.float()).all()),
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     }
 
@@ -47,13 +51,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     from llm_perf_opt.dsocr.parts import mode_names
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
     def mode(value: str) -> str:  # not `choices`: argparse refuses an empty list against them
         if value not in mode_names():
             raise argparse.ArgumentTypeError(f"invalid mode {value!r}: one of {', '.join(mode_names())}")
         return value
 
-    ap.add_argument("modes", nargs="*", type=mode, metavar="MODE",
-                    help=f"one of {', '.join(mode_names())} (default: every mode)")
+    ap.add_argument(
+        "modes", nargs="*", type=mode, metavar="MODE", help=f"one of {', '.join(mode_names())} (default: every mode)"
+    )
     args = ap.parse_args(argv)
     args.modes = args.modes or list(mode_names())
     return args
@@ -61,17 +67,24 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     modes = parse_args(argv).modes
-    print("full-size twin (3.34B params), bf16 weights under torch.autocast('cpu'), page 1700x2200, "
-          f"{__import__('os').cpu_count()} cores")
+    print(
+        "full-size twin (3.34B params), bf16 weights under torch.autocast('cpu'), page 1700x2200, "
+        f"{__import__('os').cpu_count()} cores"
+    )
     print(f"{'mode':9s} {'seq':>5s} {'views':>5s} {'build s':>8s} {'forward s':>10s} {'peak RSS GiB':>13s} finite")
     for mode in modes:
         proc = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True)
         if proc.returncode != 0:
-            print(f"{mode:9s} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+            print(
+                f"{mode:9s} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+            )
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{r['mode']:9s} {r['seq_len']:5d} {r['views']:5d} {r['build_s']:8.1f} {r['forward_s']:10.2f} "
-              f"{r['peak_rss_gib']:13.2f} {r['finite']}", flush=True)
+        print(
+            f"{r['mode']:9s} {r['seq_len']:5d} {r['views']:5d} {r['build_s']:8.1f} {r['forward_s']:10.2f} "
+            f"{r['peak_rss_gib']:13.2f} {r['finite']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

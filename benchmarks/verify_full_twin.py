@@ -8,6 +8,7 @@
 Prints the verification table (vision, prefill and decode rows), the aten ops that ran without a FLOP
 formula, and fvcore's second opinion when asked; `--json PATH` writes verification.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +20,11 @@ import torch
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import fvcore_flops, render_table, check_dsocr_agreement, write_verification
-from llm_perf_opt.dsocr.measure import measure_dsocr
+from llm_perf_opt.measure import check_dsocr_agreement, fvcore_flops, render_table, write_verification
 
 MODES = modes()  # conf/workload/*.yaml
 
@@ -51,12 +52,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     t0 = time.perf_counter()
     model = build_twin(spec, dtype=torch.bfloat16)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"built twin {spec.name}: {n_params:,} parameters, bf16, in {time.perf_counter() - t0:.1f}s "
-          f"({torch.get_num_threads()} threads)")
+    print(
+        f"built twin {spec.name}: {n_params:,} parameters, bf16, in {time.perf_counter() - t0:.1f}s "
+        f"({torch.get_num_threads()} threads)"
+    )
     inputs = build_inputs(spec, MODES[args.mode], width, height)
     layout = inputs.layout
-    print(f"mode {args.mode}, page {width}x{height}: grid {layout.w_crop}x{layout.h_crop}, {layout.num_crops} crops, "
-          f"{layout.image_tokens} image tokens, seq_len {inputs.seq_len}")
+    print(
+        f"mode {args.mode}, page {width}x{height}: grid {layout.w_crop}x{layout.h_crop}, {layout.num_crops} crops, "
+        f"{layout.image_tokens} image tokens, seq_len {inputs.seq_len}"
+    )
     kwargs = inputs.forward_kwargs(dtype=torch.bfloat16)
 
     t0 = time.perf_counter()
@@ -71,8 +76,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"fvcore {'ran' if fv.ok else 'FAILED'} in {time.perf_counter() - t0:.1f}s")
 
     analytic = DeepseekOCRAnalyticModel(spec, layout, inputs.seq_len, dtype="bfloat16")
-    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, rtol=args.rtol, fvcore=fv,
-                     context={"mode": args.mode, "page": [width, height], "weights": "bf16", "autocast": "cpu bf16"})
+    v = check_dsocr_agreement(
+        analytic,
+        measured.prefill,
+        measured.decode,
+        rtol=args.rtol,
+        fvcore=fv,
+        context={"mode": args.mode, "page": [width, height], "weights": "bf16", "autocast": "cpu bf16"},
+    )
     print()
     print(render_table(v, parts=args.parts, max_rows=400))
     print()
@@ -83,12 +94,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(f"counted ops (prefill; calls): {measured.prefill.counted_ops}")
     stages = v.to_dict()["stages"]
     for s in stages:
-        print(f"{s['stage']:8s} {s['label']:14s} analytic {s['analytic']:>20,}  measured {s['measured']:>20,}  "
-              f"rel.err {s['rel_error']}")
+        print(
+            f"{s['stage']:8s} {s['label']:14s} analytic {s['analytic']:>20,}  measured {s['measured']:>20,}  "
+            f"rel.err {s['rel_error']}"
+        )
     if fv is not None and fv.ok:
         print(f"fvcore by operator (x2): {fv.by_operator}")
-        print(f"fvcore total {fv.total:,} vs torch {measured.prefill.total:,}: "
-              f"difference {fv.total - measured.prefill.total:,} ({(fv.total - measured.prefill.total) / measured.prefill.total:+.2%})")
+        print(
+            f"fvcore total {fv.total:,} vs torch {measured.prefill.total:,}: "
+            f"difference {fv.total - measured.prefill.total:,} ({(fv.total - measured.prefill.total) / measured.prefill.total:+.2%})"
+        )
     if args.json:
         write_verification(args.json, v)
         print(f"wrote {args.json}")

@@ -1,4 +1,5 @@
 """`./dev analyze [overrides]`: the analytic cost model alone, for any workload and page size; no model is built."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

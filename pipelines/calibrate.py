@@ -1,4 +1,5 @@
 """`./dev calibrate [overrides]`: measure the roof of the device the job runs on (cached in tmp/calibration/)."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -1,4 +1,5 @@
 """`./dev compare RUN_A RUN_B [--out DIR]`: two runs side by side (HTML, CSV, a delta-coloured graph)."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -1,4 +1,5 @@
 """`./dev explore RUN_DIR [--port N]`: the run's grouped graph and every module call in Model Explorer."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

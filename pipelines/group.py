@@ -1,4 +1,5 @@
 """`./dev group RUN_DIR [--max-depth N] [--formats ...]`: regroup and re-render an existing callgraph.json."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -1,4 +1,5 @@
 """`./dev report SWEEP_DIR [...]` or `./dev report --analytic OUT_DIR [...]`: CSV, Markdown and HTML reports."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -1,4 +1,5 @@
 """`./dev size tpot_s=0.02 ttft_s=1 pages_per_day=1000000 hardware=h100_sxm`: what serving targets need of a device."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -1,4 +1,5 @@
 """`./dev verify [verify=NAME] [overrides]`: the verification gate (a matrix of trace jobs; JUnit XML; exit status)."""
+
 import sys
 
 from llm_perf_opt.jobs.cli import main

@@ -6,6 +6,7 @@ google-chrome there), else `chromium` / `chromium-browser` on the PATH. Without 
 skip, saying how to get it, except under CI (`CI` set), where a missing browser is a failure: CI must
 run them.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ from typing import Iterator, Optional
 
 import pytest
 
-HOW = ("run `./dev test` as root (it installs Debian's chromium with apt), or `sudo apt-get install chromium`, "
-       "or set CHROMIUM=/path/to/chrome")
+HOW = (
+    "run `./dev test` as root (it installs Debian's chromium with apt), or `sudo apt-get install chromium`, "
+    "or set CHROMIUM=/path/to/chrome"
+)
 
 
 def chromium_executable() -> Optional[str]:
@@ -29,8 +32,10 @@ def chromium_executable() -> Optional[str]:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-MMDC_HOW = ("run `./dev test` (it installs @mermaid-js/mermaid-cli with npm and exports MMDC and "
-            "MMDC_PUPPETEER_CONFIG), or set MMDC=/path/to/mmdc")
+MMDC_HOW = (
+    "run `./dev test` (it installs @mermaid-js/mermaid-cli with npm and exports MMDC and "
+    "MMDC_PUPPETEER_CONFIG), or set MMDC=/path/to/mmdc"
+)
 
 
 def require(found: Optional[object], what: str, how: str = HOW) -> None:
@@ -51,8 +56,10 @@ def chromium_browser() -> Iterator[object]:
     require(exe, f"chromium{' ($CHROMIUM=' + os.environ['CHROMIUM'] + ')' if os.environ.get('CHROMIUM') else ''}")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra)")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-dev-shm-usage",
-                                                               "--disable-gpu", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=exe,
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking"],
+        )
         try:
             yield browser
         finally:
@@ -82,8 +89,15 @@ def mermaid_cli() -> tuple[str, str]:
         chromium = chromium_executable()
         require(chromium, "chromium (mermaid-cli renders with it)")
         cfg_path = Path(os.environ.get("TMPDIR", "/tmp")) / "llm_perf_opt_puppeteer.json"
-        cfg_path.write_text(json.dumps({"executablePath": chromium, "headless": "shell",
-                                        "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]}))
+        cfg_path.write_text(
+            json.dumps(
+                {
+                    "executablePath": chromium,
+                    "headless": "shell",
+                    "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+                }
+            )
+        )
         cfg = str(cfg_path)
     return str(found), cfg
 
@@ -93,8 +107,9 @@ def run_mmdc(found: tuple[str, str], src: Path, out: Path) -> None:
     retried once; the diagram is only judged on what the parser says."""
     exe, cfg = found
     for attempt in (1, 2):
-        proc = subprocess.run([exe, "-p", cfg, "-i", str(src), "-o", str(out)], capture_output=True, text=True,
-                              timeout=180)
+        proc = subprocess.run(
+            [exe, "-p", cfg, "-i", str(src), "-o", str(out)], capture_output=True, text=True, timeout=180
+        )
         if proc.returncode == 0:
             assert "<svg" in out.read_text()
             return

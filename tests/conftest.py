@@ -2,6 +2,7 @@
 job, one small sweep and the quick gate, each run once per test session and read by the graph, timing,
 report, decode, verify and floor tests (none of them writes into these directories: a test that changes a
 run works on a copy)."""
+
 from __future__ import annotations
 
 import os
@@ -78,6 +79,7 @@ def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
     """(run dir, completed process) of `./dev trace` with its defaults (twin_tiny, gundam, the letter page,
     CPU, profile on, hardware=measured), as ./dev runs it; only the run directory and the calibration
     cache are moved into temporary directories."""
+
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
         proc = run_job_script("trace", f"hydra.run.dir={d / 'run'}", f"hardware.cache_dir={calibration_dir}")
         assert proc.returncode == 0, proc.stderr[-4000:]
@@ -91,12 +93,19 @@ def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
     """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam` on a 1300 x 700 page
     (SMALL_SWEEP_PAGE: Gundam's smallest crop grid, 2 x 1): two jobs of the whole trace job (profile on,
     hardware=measured)."""
+
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
         width, height = SMALL_SWEEP_PAGE
-        proc = run_job_script("sweep", "model=twin_tiny", "workload=tiny,gundam",
-                              f"workload.page.width={width}", f"workload.page.height={height}",
-                              f"hardware.cache_dir={calibration_dir}", f"hydra.sweep.dir={d / 'ok'}",
-                              env={"HYDRA_FULL_ERROR": "1"})
+        proc = run_job_script(
+            "sweep",
+            "model=twin_tiny",
+            "workload=tiny,gundam",
+            f"workload.page.width={width}",
+            f"workload.page.height={height}",
+            f"hardware.cache_dir={calibration_dir}",
+            f"hydra.sweep.dir={d / 'ok'}",
+            env={"HYDRA_FULL_ERROR": "1"},
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
         return d / "ok", proc
 

@@ -2,6 +2,7 @@
 session shares (tests/conftest.py) and the gate runs of tests/verify; the full-size vendor traces of the opt-in
 tests and their kernel-count check; loading a benchmark script. Importable as a top-level module
 (tests/conftest.py puts this directory on sys.path)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,12 +22,18 @@ T = TypeVar("T")
 SMALL_SWEEP_PAGE = (1300, 700)  # the session's small sweep (tests/conftest.py): Gundam's smallest crop grid, 2 x 1
 
 
-def run_job_script(job: str, *args: str, timeout: float = 900,
-                   env: Optional[dict] = None) -> subprocess.CompletedProcess:
+def run_job_script(
+    job: str, *args: str, timeout: float = 900, env: Optional[dict] = None
+) -> subprocess.CompletedProcess:
     """`pipelines/<job>.py ARGS` from the repository root, what `./dev <job>` runs, in its own process."""
-    return subprocess.run([sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), *map(str, args)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), *map(str, args)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @dataclass
@@ -108,14 +115,15 @@ def _moe_layer(part: str) -> Optional[int]:
     """The decoder layer of a per-layer row (`decoder.layer.i`, `model.layers.i[.mlp[.experts]]`), else None."""
     for prefix in ("decoder.layer.", "model.layers."):
         if part.startswith(prefix):
-            rest = part[len(prefix):].split(".")
+            rest = part[len(prefix) :].split(".")
             if len(rest) == 1 or rest[1:] in (["mlp"], ["mlp", "experts"]):
                 return int(rest[0])
     return None
 
 
-def assert_kernel_counts_exact_given_routing(run_dir: Path, moe_layers: range, steps: int, n_experts: int = 64,
-                                            top_k: int = 6, kernels_per_expert: int = 5) -> int:
+def assert_kernel_counts_exact_given_routing(
+    run_dir: Path, moe_layers: range, steps: int, n_experts: int = 64, top_k: int = 6, kernels_per_expert: int = 5
+) -> int:
     """A vendor run's kernel counts (verification.json) equal TorchLens's on every row, and each prefill row holding
     MoE layers took off `kernels_per_expert` (gate, up, act, mul, down) per expert of those layers that the random-
     weight gates sent no token, derived here from routing.json; decode rows (one token: top_k distinct experts)

@@ -7,6 +7,7 @@ schemas (every field, its type, default and the comment beside it in `config/sch
 datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the
 build, as a broken link does under `mkdocs build --strict`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,16 +35,20 @@ def table(header: list[str], rows: list[list[object]]) -> str:
 def run_files() -> str:
     from llm_perf_opt.run_files import RUN_FILES
 
-    rows = [[f"`{f.file}`", f.role, f.doc, f"`{f.schema}` v{f.version}" if f.schema else "", f"`{f.written_by}`"]
-            for f in RUN_FILES]
+    rows = [
+        [f"`{f.file}`", f.role, f.doc, f"`{f.schema}` v{f.version}" if f.schema else "", f"`{f.written_by}`"]
+        for f in RUN_FILES
+    ]
     return table(["file", "role", "what", "schema", "written by"], rows)
 
 
 def report_columns() -> str:
     from llm_perf_opt.report.table import COLUMNS
 
-    rows = [[f"`{c.key}`", "yes" if c.brief and not c.when_present else ("when present" if c.brief else ""), c.kind,
-             c.doc] for c in COLUMNS]
+    rows = [
+        [f"`{c.key}`", "yes" if c.brief and not c.when_present else ("when present" if c.brief else ""), c.kind, c.doc]
+        for c in COLUMNS
+    ]
     return table(["column", "in the table", "kind", "meaning"], rows)
 
 
@@ -72,8 +77,10 @@ def cost_registry() -> str:
     from llm_perf_opt.analytic import registry
 
     _load_families()
-    rows = [[f"`{name}`", "formula" if not e.counted_by_children else "its children", e.derivation]
-            for name, e in sorted(registry.entries().items())]
+    rows = [
+        [f"`{name}`", "formula" if not e.counted_by_children else "its children", e.derivation]
+        for name, e in sorted(registry.entries().items())
+    ]
     return table(["module class", "costed by", "derivation"], rows)
 
 
@@ -90,8 +97,11 @@ def _load_families() -> None:
 
 def _field_comments(source: str) -> dict[tuple[str, str], str]:
     """{(class, field): the comment on the field's line} for every dataclass field of a module's source."""
-    comments = {t.start[0]: t.string.lstrip("# ").strip()
-                for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT}
+    comments = {
+        t.start[0]: t.string.lstrip("# ").strip()
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    }
     out = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef):
@@ -115,10 +125,19 @@ def config_schemas() -> str:
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         rows = []
         for sub in dataclasses.fields(cls):
-            default = sub.default if sub.default is not dataclasses.MISSING else (
-                "(object)" if sub.default_factory is not dataclasses.MISSING else "required")
-            rows.append([f"`{group}.{sub.name}`", f"`{sub.type}`", f"`{default!r}`" if default != "required" else
-                         "required", comments.get((cls.__name__, sub.name), "")])
+            default = (
+                sub.default
+                if sub.default is not dataclasses.MISSING
+                else ("(object)" if sub.default_factory is not dataclasses.MISSING else "required")
+            )
+            rows.append(
+                [
+                    f"`{group}.{sub.name}`",
+                    f"`{sub.type}`",
+                    f"`{default!r}`" if default != "required" else "required",
+                    comments.get((cls.__name__, sub.name), ""),
+                ]
+            )
         parts.append(f"### `{group}`\n\n{doc}\n\n" + table(["key", "type", "default", "what"], rows))
     return "\n\n".join(parts)
 
@@ -143,9 +162,18 @@ def hardware() -> str:
     rows = []
     for name in hardware_names():
         raw = yaml.safe_load((hardware_dir() / f"{name}.yaml").read_text(encoding="utf-8"))
-        rows.append([f"`hardware={name}`", raw.get("kind", ""), raw.get("label", ""),
-                     figure(raw, "matmul_tflops", "bfloat16"), figure(raw, "memory_bandwidth_gbs"),
-                     figure(raw, "memory_gb"), figure(raw, "min_kernel_us"), figure(raw, "launch_us")])
+        rows.append(
+            [
+                f"`hardware={name}`",
+                raw.get("kind", ""),
+                raw.get("label", ""),
+                figure(raw, "matmul_tflops", "bfloat16"),
+                figure(raw, "memory_bandwidth_gbs"),
+                figure(raw, "memory_gb"),
+                figure(raw, "min_kernel_us"),
+                figure(raw, "launch_us"),
+            ]
+        )
     return table(["option", "kind", "what", "bf16 dense TFLOP/s", "GB/s", "GB", "min kernel µs", "launch µs"], rows)
 
 

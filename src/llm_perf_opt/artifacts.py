@@ -3,6 +3,7 @@
 Writes are atomic (temporary file in the same directory + `os.replace`) so an interrupted run never
 leaves half a file; loaders reject unknown schema versions and missing fields by name.
 """
+
 from __future__ import annotations
 
 import hashlib

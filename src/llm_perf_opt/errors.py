@@ -1,9 +1,9 @@
 """One exception family, so a pipeline can print one clear line for anything the user can fix."""
+
 from __future__ import annotations
 
 import sys
 from typing import Callable
-
 
 MAX_VALUE_CHARS = 120  # a value echoed in an error line is cut beyond this (its length said instead)
 MAX_MESSAGE_CHARS = 1500  # an error line is cut in the middle beyond this
@@ -22,7 +22,7 @@ def cut(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """A message longer than `limit` characters, its middle replaced by how much was left out."""
     if len(message) <= limit:
         return message
-    head, tail = message[: limit * 2 // 3], message[-(limit // 3):]
+    head, tail = message[: limit * 2 // 3], message[-(limit // 3) :]
     return f"{head} [... {len(message) - len(head) - len(tail):,} characters cut ...] {tail}"
 
 
@@ -72,10 +72,10 @@ class ExitCode:
         "OK": "the job, sweep or report finished, and every job in it is `ok`",
         "ERROR": "an unexpected error (a bug): Python's traceback",
         "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project (a value "
-                  "out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
-                  "a sweep): one line `error: ...`, nothing written",
+        "out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
+        "a sweep): one line `error: ...`, nothing written",
         "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, killed or "
-                       "never started)",
+        "never started)",
         "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR`",
     }
 

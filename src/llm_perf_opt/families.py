@@ -7,6 +7,7 @@ for one; third-party families register through the entry-point group `llm_perf_o
 The registry sits above the family packages and below the trace job, the gate and the entry points; the
 generic layers below it never import a family package (tests/floor/test_import_layers.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -58,8 +59,11 @@ def family(name: str = DEFAULT_FAMILY) -> ModelFamily:
         raise ConfigError.field("model.family", name, f"must be one of {', '.join(names())}")
     missing = missing_members(found)
     if missing:
-        raise ConfigError.field("model.family", name, f"{BUILTIN.get(name, 'the entry point')} is not a ModelFamily "
-                                f"(no {', '.join(missing)})")
+        raise ConfigError.field(
+            "model.family",
+            name,
+            f"{BUILTIN.get(name, 'the entry point')} is not a ModelFamily (no {', '.join(missing)})",
+        )
     return found
 
 
@@ -70,8 +74,13 @@ def missing_members(obj: Any) -> list[str]:
     (`analyze`, `size`, a refused run) must not pay for."""
     import inspect
 
-    names = {n for cls in ModelFamily.__mro__ if cls.__module__ == ModelFamily.__module__
-             for n in (*vars(cls), *getattr(cls, "__annotations__", {})) if not n.startswith("_")}
+    names = {
+        n
+        for cls in ModelFamily.__mro__
+        if cls.__module__ == ModelFamily.__module__
+        for n in (*vars(cls), *getattr(cls, "__annotations__", {}))
+        if not n.startswith("_")
+    }
     return sorted(n for n in names if inspect.getattr_static(obj, n, _ABSENT) is _ABSENT)
 
 
@@ -122,5 +131,9 @@ def check_vendor_family(selected: ModelFamily, path: str | Path) -> None:
         return
     owner = next((n for n in names() if arch in family(n).vendor_architectures), None)
     what = f"the {owner} family's code" if owner else "code of no known family"
-    raise ConfigError.field("model.path", str(path), f"holds {what} (config.json auto_map.AutoModel {arch}), "
-                            f"not model.family={selected.name} ({', '.join(selected.vendor_architectures)})")
+    raise ConfigError.field(
+        "model.path",
+        str(path),
+        f"holds {what} (config.json auto_map.AutoModel {arch}), "
+        f"not model.family={selected.name} ({', '.join(selected.vendor_architectures)})",
+    )

@@ -25,6 +25,7 @@ the family object and hands it, or data it produced, down. Everything model-spec
 Nothing here imports torch or a family package. Written as a Protocol (like transformers' Auto* mappings, the
 family object is found by name; like torch.utils.flop_counter's registry, the formulas are looked up by key).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class PartVocabulary:
         if alias in self.by_alias:
             return self.by_alias[alias].path
         if alias.startswith(self.layer_alias_prefix):
-            return self.decoder_layer_path(int(alias[len(self.layer_alias_prefix):]))
+            return self.decoder_layer_path(int(alias[len(self.layer_alias_prefix) :]))
         if alias in ("total", "all"):
             return ""
         return alias
@@ -161,5 +162,6 @@ class ModelFamily(Protocol):
     def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> None: ...
     def check_vendor_code(self, path: Any) -> None: ...
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any: ...
-    def measure(self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (),
-                **kwargs: Any) -> Any: ...
+    def measure(
+        self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
+    ) -> Any: ...

@@ -5,6 +5,7 @@ does not import what its heavy submodules need (torch, torch.export, the registe
     __getattr__ = lazy_attributes(__name__, _LAZY, globals())
     __all__ = lazy_names(_LAZY)
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,8 +17,12 @@ def lazy_names(modules: Mapping[str, tuple[str, ...]]) -> list[str]:
     return sorted(name for names in modules.values() for name in names)
 
 
-def lazy_attributes(package: str, modules: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any],
-                    before: Optional[Callable[[], Any]] = None) -> Callable[[str], Any]:
+def lazy_attributes(
+    package: str,
+    modules: Mapping[str, tuple[str, ...]],
+    namespace: MutableMapping[str, Any],
+    before: Optional[Callable[[], Any]] = None,
+) -> Callable[[str], Any]:
     """A module `__getattr__` that imports, on first use of a name of `modules` (`{module path: names}`),
     the module that defines it, keeps the value in `namespace` (the package's globals, so the next lookup
     is a plain one) and returns it; `before()` runs first on every such load (e.g. a module whose import

@@ -14,6 +14,7 @@ re-exported here for the modules that import them from this one.
 
 Layer: this module imports `artifacts`, `errors`, `run_files` and `typecheck` only.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,15 @@ from typing import Any, Mapping, Optional
 from llm_perf_opt.artifacts import read_artifact, read_json, to_jsonable, write_artifact
 from llm_perf_opt.errors import ArtifactError, PipelineError
 from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
-    ERROR_SCHEMA, ERROR_VERSION, RUN_FILES, SUMMARY_SCHEMA, SUMMARY_VERSION, RunFile, load, loader, run_file,
+    ERROR_SCHEMA,
+    ERROR_VERSION,
+    RUN_FILES,
+    SUMMARY_SCHEMA,
+    SUMMARY_VERSION,
+    RunFile,
+    load,
+    loader,
+    run_file,
 )
 from llm_perf_opt.typecheck import _check, _data, _type_name, typed  # noqa: F401 - re-exported
 
@@ -413,9 +422,13 @@ class ErrorRecord:
 
     @classmethod
     def from_exception(cls, exc: BaseException, config: Any = None) -> "ErrorRecord":
-        return cls(type=type(exc).__name__, message=str(exc), expected=isinstance(exc, PipelineError),
-                   traceback=_traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:],
-                   config=to_jsonable(config))
+        return cls(
+            type=type(exc).__name__,
+            message=str(exc),
+            expected=isinstance(exc, PipelineError),
+            traceback=_traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:],
+            config=to_jsonable(config),
+        )
 
     @property
     def first_line(self) -> str:

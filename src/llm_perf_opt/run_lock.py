@@ -15,6 +15,7 @@ The lock file keeps the holder's pid, host, start time and command line for the 
 on local file systems and on NFS (Linux emulates it with POSIX locks there), which SLURM sweeps use.
 Layer: imports `errors` and `run_artifacts` only; no torch.
 """
+
 from __future__ import annotations
 
 import json
@@ -143,12 +144,20 @@ def _lock_or_refuse(fd: int, lock_path: Path, field: str, holder: str, advice: s
     except BlockingIOError:
         info = _read_info(lock_path)
         os.close(fd)
-        raise ConfigError.field(field, str(lock_path.parent), f"is in use by {holder} ({_describe(info)}); "
-                                f"{advice}") from None
+        raise ConfigError.field(
+            field, str(lock_path.parent), f"is in use by {holder} ({_describe(info)}); {advice}"
+        ) from None
 
 
-def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool = False,
-          field: str = "hydra.run.dir", lock_file: str = LOCK_FILE, clear: bool = False) -> RunLock:
+def claim(
+    directory: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    sweep: bool = False,
+    field: str = "hydra.run.dir",
+    lock_file: str = LOCK_FILE,
+    clear: bool = False,
+) -> RunLock:
     """Lock `directory` for this process (creating it), or raise ConfigError with one line saying why not.
 
     `field` names the setting that chose the directory, for the message; `sweep` judges it as a sweep
@@ -170,14 +179,22 @@ def claim(directory: str | os.PathLike, *, overwrite: bool = False, sweep: bool 
     if left and not overwrite:
         lock.release()
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in left[:4]) + (" ..." if len(left) > 4 else "")
-        raise ConfigError.field(field, str(directory), f"already holds the results of another {'sweep' if sweep else 'run'} "
-                                f"({names}); pass run.overwrite=true to replace it, or choose another directory")
+        raise ConfigError.field(
+            field,
+            str(directory),
+            f"already holds the results of another {'sweep' if sweep else 'run'} "
+            f"({names}); pass run.overwrite=true to replace it, or choose another directory",
+        )
     if left and clear:
         left = [p for p in directory.iterdir() if p.name != lock_file]
     if left:
         _remove(left)
-    info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "argv": sys.argv}
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "argv": sys.argv,
+    }
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
     return lock

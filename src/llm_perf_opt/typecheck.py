@@ -4,6 +4,7 @@ and the field); `_data` turns a section back into the mapping it was written as.
 
 Layer: this module imports `errors` only.
 """
+
 from __future__ import annotations
 
 import typing

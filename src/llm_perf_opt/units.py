@@ -4,6 +4,7 @@ Every table, label and log line of the project formats through here, so `2.93 TF
 the console, the grouped graph, the run page and the report. Raw numbers (CSV, JSON) are never
 formatted.
 """
+
 from __future__ import annotations
 
 import math

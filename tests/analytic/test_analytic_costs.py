@@ -4,6 +4,7 @@ FlopCounterMode on a tiny real module of that kind.
 Expected values are written as products of named dimensions (never by calling the code under test);
 every module here is a minimal implementation of the op sequence the vendor runs, written for the test.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
-from llm_perf_opt.dsocr.costs import AttentionShape
 from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
+from llm_perf_opt.dsocr.costs import AttentionShape
 from llm_perf_opt.dsocr.spec import DecoderSpec
 from llm_perf_opt.measure.flop_counter_adapter import extra_formulas
 
@@ -35,20 +36,32 @@ def measured(fn) -> int:
 # --------------------------------------------------------------------------------------------- registry
 def test_registry_has_every_layer_kind_of_the_issue():
     classes = set(supported_modules())
-    required = {"Linear", "Conv2d", "LayerNorm", "Embedding"} | {f"dsocr.{c}" for c in (
-        "DeepseekV2RMSNorm", "Attention", "NoTPAttention", "DeepseekV2MLP", "DeepseekV2MoE", "LlamaRotaryEmbedding",
-        "LlamaAttention", "LlamaSdpaAttention")}
+    required = {"Linear", "Conv2d", "LayerNorm", "Embedding"} | {
+        f"dsocr.{c}"
+        for c in (
+            "DeepseekV2RMSNorm",
+            "Attention",
+            "NoTPAttention",
+            "DeepseekV2MLP",
+            "DeepseekV2MoE",
+            "LlamaRotaryEmbedding",
+            "LlamaAttention",
+            "LlamaSdpaAttention",
+        )
+    }
     assert required <= classes
 
 
 def test_unknown_class_is_reported_never_zero():
     with pytest.raises(UnsupportedLayerError, match="FlashMLA"):
         layer_cost("FlashMLA", tokens=3)
-    total, unsupported = collect_costs([
-        ("Linear", dict(tokens=2, in_features=3, out_features=5)),
-        ("MambaScan", dict(tokens=2)),
-        ("ModuleList", {}),  # counted by its children: no cost of its own to sum here
-    ])
+    total, unsupported = collect_costs(
+        [
+            ("Linear", dict(tokens=2, in_features=3, out_features=5)),
+            ("MambaScan", dict(tokens=2)),
+            ("ModuleList", {}),  # counted by its children: no cost of its own to sum here
+        ]
+    )
     assert unsupported == ["MambaScan", "ModuleList"]
     assert total.flops_matmul == 2 * 2 * 3 * 5
     with pytest.raises(UnsupportedLayerError):
@@ -81,13 +94,16 @@ def test_linear():
     assert cost.input_bytes == tokens * d_in * 4 and cost.output_bytes == tokens * d_out * 4
 
 
-@pytest.mark.parametrize("side,kernel,stride,padding,out_side", [
-    (32, 16, 16, 0, 2),  # SAM patch embedding
-    (10, 1, 1, 0, 10),  # neck 1x1
-    (10, 3, 1, 1, 10),  # neck 3x3
-    (10, 3, 2, 1, 5),  # net_2 / net_3
-    (5, 3, 2, 1, 3),  # odd side: ceil
-])
+@pytest.mark.parametrize(
+    "side,kernel,stride,padding,out_side",
+    [
+        (32, 16, 16, 0, 2),  # SAM patch embedding
+        (10, 1, 1, 0, 10),  # neck 1x1
+        (10, 3, 1, 1, 10),  # neck 3x3
+        (10, 3, 2, 1, 5),  # net_2 / net_3
+        (5, 3, 2, 1, 3),  # odd side: ceil
+    ],
+)
 def test_conv2d(side, kernel, stride, padding, out_side):
     batch, c_in, c_out = 2, 3, 4
     conv = nn.Conv2d(c_in, c_out, kernel, stride, padding, bias=False)
@@ -132,8 +148,7 @@ def test_rms_norm_float32_island():
     assert measured(lambda: mod(x)) == 0 == C.rms_norm(tokens, dim).flops_matmul
     assert C.rms_norm(tokens, dim, 2).flops_other == 4 * tokens * dim
     # bf16: float32 upcast + two float32 intermediates + per-row scalars + downcast + weight product
-    assert C.rms_norm(tokens, dim, 2).activation_bytes == (tokens * dim * 4 * 3 + 3 * tokens * 4
-                                                          + tokens * dim * 2 * 2)
+    assert C.rms_norm(tokens, dim, 2).activation_bytes == (tokens * dim * 4 * 3 + 3 * tokens * 4 + tokens * dim * 2 * 2)
 
 
 def test_layer_norm2d_is_elementwise_only():
@@ -186,7 +201,7 @@ def test_rope_table_is_a_bmm():
         freqs = (inv_freq[None, :, None].expand(batch, -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
         emb = torch.cat((freqs, freqs), -1)
         cos, sin = emb.cos()[:, None], emb.sin()[:, None]
-        rot = torch.cat((-q[..., hd // 2:], q[..., : hd // 2]), -1)
+        rot = torch.cat((-q[..., hd // 2 :], q[..., : hd // 2]), -1)
         return q * cos + rot * sin
 
     table = layer_cost("dsocr.LlamaRotaryEmbedding", batch, tokens, hd)
@@ -227,10 +242,13 @@ class _SamAttention(nn.Module):
         return self.proj(out.view(b, self.heads, h, w, hd).permute(0, 2, 3, 1, 4).reshape(b, h, w, dim))
 
 
-@pytest.mark.parametrize("batch,side,table_len", [
-    (6, 4, 7),  # windowed: batch = images × windows, side = window, table 2·window-1 (no resize)
-    (1, 5, 15),  # global: table for a pretraining grid of 8, resized to 2·5-1 rows
-])
+@pytest.mark.parametrize(
+    "batch,side,table_len",
+    [
+        (6, 4, 7),  # windowed: batch = images × windows, side = window, table 2·window-1 (no resize)
+        (1, 5, 15),  # global: table for a pretraining grid of 8, resized to 2·5-1 rows
+    ],
+)
 def test_sam_attention(batch, side, table_len):
     dim, heads = 16, 2
     hd = dim // heads
@@ -260,8 +278,11 @@ def test_clip_attention():
         o = F.scaled_dot_product_attention(q, k, v)
         return out(o.permute(0, 2, 1, 3).reshape(batch, tokens, dim))
 
-    expected = 2 * batch * tokens * dim * 3 * dim + 2 * batch * heads * tokens * tokens * (dim // heads) * 2 \
+    expected = (
+        2 * batch * tokens * dim * 3 * dim
+        + 2 * batch * heads * tokens * tokens * (dim // heads) * 2
         + 2 * batch * tokens * dim * dim
+    )
     assert layer_cost("dsocr.NoTPAttention", batch, tokens, dim, heads).flops_matmul == expected == measured(attn)
 
 
@@ -309,11 +330,17 @@ def test_gated_mlp_and_mlp():
     gate, up, down = nn.Linear(hidden, inter, False), nn.Linear(hidden, inter, False), nn.Linear(inter, hidden, False)
     x = torch.randn(tokens, hidden)
     expected = 3 * 2 * tokens * hidden * inter
-    assert layer_cost("dsocr.DeepseekV2MLP", tokens, hidden, inter).flops_matmul == expected == measured(
-        lambda: down(F.silu(gate(x)) * up(x)))
+    assert (
+        layer_cost("dsocr.DeepseekV2MLP", tokens, hidden, inter).flops_matmul
+        == expected
+        == measured(lambda: down(F.silu(gate(x)) * up(x)))
+    )
     fc1, fc2 = nn.Linear(hidden, inter), nn.Linear(inter, hidden)
-    assert layer_cost("dsocr.MLPBlock", tokens, hidden, inter).flops_matmul == 2 * 2 * tokens * hidden * inter == measured(
-        lambda: fc2(F.gelu(fc1(x))))
+    assert (
+        layer_cost("dsocr.MLPBlock", tokens, hidden, inter).flops_matmul
+        == 2 * 2 * tokens * hidden * inter
+        == measured(lambda: fc2(F.gelu(fc1(x))))
+    )
 
 
 class _MoE(nn.Module):
@@ -324,10 +351,18 @@ class _MoE(nn.Module):
         self.top_k, self.skew = top_k, skew
         self.gate = nn.Parameter(torch.randn(n_experts, hidden))
         self.experts = nn.ModuleList(
-            nn.ModuleList([nn.Linear(hidden, inter, False), nn.Linear(hidden, inter, False),
-                           nn.Linear(inter, hidden, False)]) for _ in range(n_experts))
-        self.shared = nn.ModuleList([nn.Linear(hidden, shared_inter, False), nn.Linear(hidden, shared_inter, False),
-                                     nn.Linear(shared_inter, hidden, False)])
+            nn.ModuleList(
+                [nn.Linear(hidden, inter, False), nn.Linear(hidden, inter, False), nn.Linear(inter, hidden, False)]
+            )
+            for _ in range(n_experts)
+        )
+        self.shared = nn.ModuleList(
+            [
+                nn.Linear(hidden, shared_inter, False),
+                nn.Linear(hidden, shared_inter, False),
+                nn.Linear(shared_inter, hidden, False),
+            ]
+        )
 
     @staticmethod
     def _mlp(m, x):
@@ -345,7 +380,7 @@ class _MoE(nn.Module):
         outs, start = [], 0
         for e, n in enumerate(counts):
             if n:
-                outs.append(self._mlp(self.experts[e], sorted_x[start:start + n]))
+                outs.append(self._mlp(self.experts[e], sorted_x[start : start + n]))
                 start += n
         y = torch.empty_like(sorted_x)
         y[order] = torch.cat(outs)
@@ -364,16 +399,27 @@ def test_moe_every_token_visits_top_k_experts(skew):
         + top_k * tokens * 3 * 2 * hidden * inter  # routed: each token through top_k gated MLPs
         + 3 * 2 * tokens * hidden * shared_inter  # shared experts
     )
-    spec = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
-                       num_experts_per_tok=top_k, n_shared_experts=n_shared)
+    spec = DecoderSpec(
+        hidden_size=hidden,
+        moe_intermediate_size=inter,
+        n_routed_experts=n_experts,
+        num_experts_per_tok=top_k,
+        n_shared_experts=n_shared,
+    )
     cost = layer_cost("dsocr.DeepseekV2MoE", spec, tokens)
     assert cost.flops_matmul == expected == measured(lambda: mod(x))
     # routed weights: at most every expert once; a single token reads exactly top_k experts, and the gate's
     # own weight, in the model's dtype (bf16: the linear runs under autocast)
-    no_shared = DecoderSpec(hidden_size=hidden, moe_intermediate_size=inter, n_routed_experts=n_experts,
-                            num_experts_per_tok=top_k, n_shared_experts=0)
+    no_shared = DecoderSpec(
+        hidden_size=hidden,
+        moe_intermediate_size=inter,
+        n_routed_experts=n_experts,
+        num_experts_per_tok=top_k,
+        n_shared_experts=0,
+    )
     assert layer_cost("dsocr.DeepseekV2MoE", no_shared, 1).weight_bytes == (
-        top_k * 3 * hidden * inter * 2 + hidden * n_experts * 2)
+        top_k * 3 * hidden * inter * 2 + hidden * n_experts * 2
+    )
 
 
 def test_lm_head():

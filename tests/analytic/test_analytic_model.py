@@ -1,5 +1,6 @@
 """The DeepSeek-OCR analytic model without running torch: full-size figures derived by hand from named
 dimensions, structural invariants, the costs.json data (speed: benchmarks/analytic_speed.py)."""
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,19 @@ def _sam_by_hand(batch: int, side: int) -> int:
     windows = batch * (padded // window) ** 2
     win_tokens = window * window
     flops = 2 * batch * width * grid * grid * 3 * patch * patch  # patch conv
-    windowed_attn = (2 * windows * win_tokens * width * 3 * width  # qkv on the padded windows
-                     + 2 * windows * heads * window * window * (window + window) * head_dim  # rel-pos einsums
-                     + 4 * windows * heads * win_tokens * win_tokens * head_dim  # SDPA
-                     + 2 * windows * win_tokens * width * width)  # proj
+    windowed_attn = (
+        2 * windows * win_tokens * width * 3 * width  # qkv on the padded windows
+        + 2 * windows * heads * window * window * (window + window) * head_dim  # rel-pos einsums
+        + 4 * windows * heads * win_tokens * win_tokens * head_dim  # SDPA
+        + 2 * windows * win_tokens * width * width
+    )  # proj
     n = grid * grid
-    global_attn = (2 * batch * n * width * 3 * width
-                   + 2 * batch * heads * grid * grid * (grid + grid) * head_dim
-                   + 4 * batch * heads * n * n * head_dim
-                   + 2 * batch * n * width * width)
+    global_attn = (
+        2 * batch * n * width * 3 * width
+        + 2 * batch * heads * grid * grid * (grid + grid) * head_dim
+        + 4 * batch * heads * n * n * head_dim
+        + 2 * batch * n * width * width
+    )
     mlp_flops = 2 * 2 * batch * n * width * mlp  # on the unpadded grid
     flops += (depth - n_global) * windowed_attn + n_global * global_attn + depth * mlp_flops
     g2 = (grid - 1) // 2 + 1
@@ -53,18 +58,34 @@ def _sam_by_hand(batch: int, side: int) -> int:
 def _clip_by_hand(batch: int, grid: int) -> int:
     width, heads, ffn, layers = 1024, 16, 4096, 24
     n = grid * grid + 1
-    per_layer = (2 * batch * n * width * 3 * width + 4 * batch * heads * n * n * (width // heads)
-                 + 2 * batch * n * width * width + 2 * 2 * batch * n * width * ffn)
+    per_layer = (
+        2 * batch * n * width * 3 * width
+        + 4 * batch * heads * n * n * (width // heads)
+        + 2 * batch * n * width * width
+        + 2 * 2 * batch * n * width * ffn
+    )
     return layers * per_layer
 
 
 def _decoder_by_hand(q_len: int, past: int) -> int:
     hidden, heads, head_dim, layers, dense, moe_i, experts, top_k, shared, vocab = (
-        1280, 10, 128, 12, 6848, 896, 64, 6, 2, 129280)
+        1280,
+        10,
+        128,
+        12,
+        6848,
+        896,
+        64,
+        6,
+        2,
+        129280,
+    )
     kv = past + q_len
     attn = 4 * 2 * q_len * hidden * hidden + 2 * (head_dim // 2) * q_len + 4 * heads * q_len * kv * head_dim
     dense_mlp = 3 * 2 * q_len * hidden * dense
-    moe = 2 * q_len * hidden * experts + top_k * 3 * 2 * q_len * hidden * moe_i + 3 * 2 * q_len * hidden * shared * moe_i
+    moe = (
+        2 * q_len * hidden * experts + top_k * 3 * 2 * q_len * hidden * moe_i + 3 * 2 * q_len * hidden * shared * moe_i
+    )
     return layers * attn + dense_mlp + (layers - 1) * moe + 2 * q_len * hidden * vocab
 
 
@@ -100,8 +121,10 @@ def test_windowed_blocks_pay_for_the_padded_grid():
     larger = _model(VisionWorkload(640, 640, False)).vision().parts["model.sam_model.blocks.0.attn"]
     assert small.flops_matmul == larger.flops_matmul
     # ... but not identical MLPs (unpadded grid)
-    assert (_model(TINY).vision().parts["model.sam_model.blocks.0.mlp"].flops_matmul
-            < _model(VisionWorkload(640, 640, False)).vision().parts["model.sam_model.blocks.0.mlp"].flops_matmul)
+    assert (
+        _model(TINY).vision().parts["model.sam_model.blocks.0.mlp"].flops_matmul
+        < _model(VisionWorkload(640, 640, False)).vision().parts["model.sam_model.blocks.0.mlp"].flops_matmul
+    )
 
 
 def test_decode_grows_by_one_key_per_layer():
@@ -124,8 +147,15 @@ def test_moe_weights_in_decode_are_top_k_experts():
 
 def test_prefill_is_the_sum_of_its_parts():
     p = _model(GUNDAM, 3000, 1000).prefill()
-    top = ["model.embed_tokens", "model.sam_model", "model.vision_model", "model.projector", "model.layers",
-           "model.norm", "lm_head"]
+    top = [
+        "model.embed_tokens",
+        "model.sam_model",
+        "model.vision_model",
+        "model.projector",
+        "model.layers",
+        "model.norm",
+        "lm_head",
+    ]
     assert sum(p.parts[name].flops_matmul for name in top) == p.flops_matmul
     assert sum(p.parts[f"model.layers.{i}"].flops_matmul for i in range(12)) == p.parts["model.layers"].flops_matmul
     assert p.total.io_bytes == p.total.weight_bytes + p.total.input_bytes + p.total.output_bytes

@@ -1,6 +1,7 @@
 """The cost registry is the path every analytic number takes: each module class of the model has a
 mapping, each analytic node names the class it models, and that class is the one the twin (and the
 vendor: its measured module tree, and its code when DSOCR_MODEL_PATH is set) has there."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt.analytic import registry
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.costs import UnsupportedLayerError
-from llm_perf_opt.dsocr.analytic import clear_caches
 from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
@@ -28,8 +28,11 @@ def _class_mismatches(model: DeepseekOCRAnalyticModel, real: dict[str, str]) -> 
     out = {}
     for stage in model.stages().values():
         # registry keys are namespaced per family ("dsocr.Block"); the torch.nn ones are bare ("Linear")
-        wrong = {path: (cls, real.get(path)) for path, cls in stage.modules.items()
-                 if real.get(path) != cls.removeprefix("dsocr.")}
+        wrong = {
+            path: (cls, real.get(path))
+            for path, cls in stage.modules.items()
+            if real.get(path) != cls.removeprefix("dsocr.")
+        }
         if wrong:
             out[stage.stage] = wrong
     return out
@@ -70,8 +73,12 @@ def test_analytic_nodes_model_the_class_the_twin_has_at_that_path(attn):
     assert _class_mismatches(m, real) == {}
     prefill = m.prefill().modules
     assert set(P.BY_PATH) <= set(prefill)  # every part of the vocabulary is a node of the analytic tree
-    assert prefill["model.layers.0.self_attn"] == ("dsocr.LlamaAttention" if attn == "eager" else "dsocr.LlamaSdpaAttention")
-    assert prefill["model.layers.1.mlp"] == "dsocr.DeepseekV2MoE" and prefill["model.sam_model.blocks.0"] == "dsocr.Block"
+    assert prefill["model.layers.0.self_attn"] == (
+        "dsocr.LlamaAttention" if attn == "eager" else "dsocr.LlamaSdpaAttention"
+    )
+    assert (
+        prefill["model.layers.1.mlp"] == "dsocr.DeepseekV2MoE" and prefill["model.sam_model.blocks.0"] == "dsocr.Block"
+    )
     assert m.prefill().root.module == "dsocr.DeepseekOCRForCausalLM"
 
 
@@ -113,4 +120,3 @@ def test_caches_are_bounded_and_cleared():
     assert registry.module_cost.cache_info().currsize == 0
     again = DeepseekOCRAnalyticModel(ModelSpec.tiny(), compute_view_layout(GUNDAM, 1700, 2200)).prefill()
     assert again is not before and again.total == before.total  # rebuilt after clearing, same numbers
-

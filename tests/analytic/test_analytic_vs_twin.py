@@ -6,18 +6,19 @@ only (MoE routing moves tokens between experts, never their number), so a measur
 for pages whose `build_inputs` tensors have identical shapes — in the no-crop modes every page gives the
 same shapes; the shapes are compared for real, never assumed.
 """
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr import parts
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import render_table, check_dsocr_agreement
-from llm_perf_opt.dsocr.measure import measure_dsocr
+from llm_perf_opt.measure import check_dsocr_agreement, render_table
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +38,13 @@ _MEASURED: dict[tuple, object] = {}
 
 def _shape_key(inputs) -> tuple:
     crops, global_view = inputs.images[0]
-    return (tuple(inputs.input_ids.shape), tuple(crops.shape), bool(crops.abs().sum() > 0),
-            tuple(global_view.shape), tuple(inputs.images_spatial_crop.flatten().tolist()))
+    return (
+        tuple(inputs.input_ids.shape),
+        tuple(crops.shape),
+        bool(crops.abs().sum() > 0),
+        tuple(global_view.shape),
+        tuple(inputs.images_spatial_crop.flatten().tolist()),
+    )
 
 
 def _measured(twin, inputs, decode_steps=()):

@@ -1,5 +1,6 @@
 """costs.json: written under `llm_perf_opt.costs` v2, read back typed; v1 files (`costs`) still load;
 unknown versions and missing fields are rejected by name."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import re
 import pytest
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, load_costs, write_costs
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, costs_dict
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ArtifactError
@@ -64,15 +65,20 @@ def test_unknown_versions_and_schemas_are_rejected(tmp_path, model, schema, vers
         load_costs(path)
 
 
-@pytest.mark.parametrize("change,named", [
-    (lambda d: d.pop("seq_len"), "data lacks required field 'seq_len'"),
-    (lambda d: d["stages"].pop("decode"), "data.stages lacks required field 'decode'"),
-    (lambda d: d["stages"]["prefill"].pop("total"), "data.stages.prefill lacks required field 'total'"),
-    (lambda d: d["stages"]["vision"]["parts"]["model.sam_model"].pop("flops_other"),
-     "data.stages.vision.parts.model.sam_model lacks required field 'flops_other'"),
-    (lambda d: d["stages"]["vision"]["summary"]["sam"].update(flops=1), "flops / io_bytes disagree"),
-    (lambda d: d["stages"]["decode"]["total"].update(weight_bytes="12"), "must be integers"),
-])
+@pytest.mark.parametrize(
+    "change,named",
+    [
+        (lambda d: d.pop("seq_len"), "data lacks required field 'seq_len'"),
+        (lambda d: d["stages"].pop("decode"), "data.stages lacks required field 'decode'"),
+        (lambda d: d["stages"]["prefill"].pop("total"), "data.stages.prefill lacks required field 'total'"),
+        (
+            lambda d: d["stages"]["vision"]["parts"]["model.sam_model"].pop("flops_other"),
+            "data.stages.vision.parts.model.sam_model lacks required field 'flops_other'",
+        ),
+        (lambda d: d["stages"]["vision"]["summary"]["sam"].update(flops=1), "flops / io_bytes disagree"),
+        (lambda d: d["stages"]["decode"]["total"].update(weight_bytes="12"), "must be integers"),
+    ],
+)
 def test_missing_or_broken_fields_are_named(tmp_path, model, change, named):
     path = write_costs(tmp_path / "costs.json", model)
     _edit(path, change)

@@ -1,16 +1,17 @@
 """roofline.json version 2 carries the time levels per stage, part and module path; the loader still reads
 version 1; the run page's table (`report.time_levels`) and the grouped graph's tables read the levels back."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic import time_levels as TL
 from llm_perf_opt.analytic.hardware import Roof, load_hardware
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import ABSENT_V1, load_roofline, write_roofline
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ArtifactError
@@ -19,8 +20,9 @@ GEMM_RATE, BW, PER_KERNEL = 1e10, 1e10, 5e-6
 
 
 def _model() -> tuple[DeepseekOCRAnalyticModel, Roof, TL.TimeModel]:
-    model = DeepseekOCRAnalyticModel.for_page(ModelSpec.tiny(), VisionWorkload(512, 512, False), 512, 512,
-                                              dtype="float32")
+    model = DeepseekOCRAnalyticModel.for_page(
+        ModelSpec.tiny(), VisionWorkload(512, 512, False), 512, 512, dtype="float32"
+    )
     roof = Roof("test", "test cpu", "measured", "float32", "float32", 1e11, 1e10, 2e10)
     dev = TL.DeviceFigures("test cpu", True, ((1.0, GEMM_RATE),), 1e10, BW, BW, 0.0)
     return model, roof, TL.TimeModel(roof, dev, TL.HostFigures("host", PER_KERNEL, "test"))
@@ -87,10 +89,15 @@ def test_version_1_still_loads_with_levels_absent(tmp_path):
     art = load_roofline(path)
     assert art.version == 1 and art.levels == ("ideal",)
     assert art.absent_levels == {"kernel": ABSENT_V1, "eager": ABSENT_V1}
-    assert art.unit_levels("prefill") == {"ideal": {"time_s": pytest.approx(lat.ttft_s), "bound": lat.prefill.total.bound}}
+    assert art.unit_levels("prefill") == {
+        "ideal": {"time_s": pytest.approx(lat.ttft_s), "bound": lat.prefill.total.bound}
+    }
     tables, absent = level_time_tables(art)
     assert tables == [] and absent == {"time_predicted_kernel": ABSENT_V1, "time_predicted_eager": ABSENT_V1}
-    assert run_times(tmp_path).absent == {"kernel": "not in this run's roofline.json", "eager": "not in this run's roofline.json"}
+    assert run_times(tmp_path).absent == {
+        "kernel": "not in this run's roofline.json",
+        "eager": "not in this run's roofline.json",
+    }
     # a version 2 file without its levels list is refused by name
     doc["schema_version"] = 2
     path.write_text(json.dumps(doc))

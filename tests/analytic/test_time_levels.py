@@ -1,5 +1,6 @@
 """The kernel and eager levels on a small module whose kernel list is known by hand, and the kernel census of
 the cost primitives against the ops a real TorchLens capture records."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,35 +22,52 @@ ROOF = Roof("test", "test device", "measured", "float32", "float32", 1e9, 1e8, 1
 def _levels(gemm_rate: float, bw: float, dispatch: float, min_kernel: float = 0.0) -> dict:
     """A calibration's levels as measure.calibrate_levels writes them, with round figures."""
     return {
-        "gemm": [{"m": 1, "n": 64, "k": 64, "flops_per_s": gemm_rate}, {"m": 64, "n": 64, "k": 64, "flops_per_s": gemm_rate}],
+        "gemm": [
+            {"m": 1, "n": 64, "k": 64, "flops_per_s": gemm_rate},
+            {"m": 64, "n": 64, "k": 64, "flops_per_s": gemm_rate},
+        ],
         "elementwise": {"small": {"bytes_per_s": bw}, "large": {"bytes_per_s": bw}},
         "copy": {"small": {"bytes_per_s": bw}, "large": {"bytes_per_s": bw}},
-        "min_kernel_s": min_kernel, "timer": "test", "min_kernel_op": "test",
+        "min_kernel_s": min_kernel,
+        "timer": "test",
+        "min_kernel_op": "test",
         "host": {"dispatch_s": dispatch, "sync_s": 0.0, "cpu": "test", "torch": "x", "threads": 1},
     }
 
 
 def _block() -> CostNode:
     """linear (T x HIDDEN -> OUT, no bias), GELU over its output, LayerNorm: three kernels."""
-    return CostNode(children=(
-        ("fc", CostNode(C.linear(TOKENS, HIDDEN, OUT, bias=False, dtype_bytes=B))),
-        ("act", CostNode(C.elementwise(TOKENS * OUT, "gelu", 1, B))),
-        ("norm", CostNode(C.layer_norm(TOKENS, OUT, B))),
-    ))
+    return CostNode(
+        children=(
+            ("fc", CostNode(C.linear(TOKENS, HIDDEN, OUT, bias=False, dtype_bytes=B))),
+            ("act", CostNode(C.elementwise(TOKENS * OUT, "gelu", 1, B))),
+            ("norm", CostNode(C.layer_norm(TOKENS, OUT, B))),
+        )
+    )
 
 
 def test_kernel_list_by_hand():
     k = _block().total.kernels
     assert k.count == 3 and k.by_kind() == {"gemm": 1, "elementwise": 1, "reduction": 1}
     gemm = [key for key in k.counts if key[0] == "gemm"]
-    assert gemm == [("gemm", TOKENS, 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B,
-                     TOKENS * OUT * B)]  # (kind, M, FLOPs, bytes read + written, result bytes)
+    assert gemm == [
+        (
+            "gemm",
+            TOKENS,
+            2 * TOKENS * HIDDEN * OUT,
+            (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B,
+            TOKENS * OUT * B,
+        )
+    ]  # (kind, M, FLOPs, bytes read + written, result bytes)
 
 
 def test_kernel_and_eager_levels_from_calibrated_figures():
     gemm_rate, bw, dispatch = 2e9, 1e9, 5e-6
-    tm = TL.TimeModel(ROOF, TL.device_from_calibration(_levels(gemm_rate, bw, dispatch), "test", True, 1e8),
-                      TL.host_from_calibration(_levels(gemm_rate, bw, dispatch)))
+    tm = TL.TimeModel(
+        ROOF,
+        TL.device_from_calibration(_levels(gemm_rate, bw, dispatch), "test", True, 1e8),
+        TL.host_from_calibration(_levels(gemm_rate, bw, dispatch)),
+    )
     pred = TL.LevelPredictor(tm)
     lt = pred.levels([_block()], ideal_s=0.0)
     # by hand: the gemm max(2·T·H·O / rate, its bytes / bw); GELU max(5·T·O / 1e8, 2·T·O·B / bw);
@@ -69,7 +87,8 @@ def test_async_device_overlaps_host_and_device_between_syncs():
     pred = TL.LevelPredictor(TL.TimeModel(ROOF, dev, host))
     # two tiny kernels then a sync, then one tiny kernel: each kernel 1 µs on the device, 5 µs on the host
     first = C.elementwise(4, "add", 2, B) + C.elementwise(4, "add", 2, B).with_kernels(
-        C.elementwise(4, "add", 2, B).kernels, syncs=1)
+        C.elementwise(4, "add", 2, B).kernels, syncs=1
+    )
     node = CostNode(children=(("a", CostNode(first)), ("b", CostNode(C.elementwise(4, "add", 2, B)))))
     lt = pred.levels([node], 0.0)
     assert lt.kernels == 3 and lt.syncs == 1 and lt.kernel_s == pytest.approx(3e-6)
@@ -108,14 +127,27 @@ def _levels_v2(rates: dict, bw: dict, copy_bw: dict, fresh_s_per_byte: float, op
     from llm_perf_opt.measure.calibrate_levels import flop_per_element
 
     return {
-        "version": 2, "dtype": "float32", "timer": "test", "statistic": "test", "min_kernel_op": "test",
-        "gemm": [{"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "flops_per_s": r} for (m, k, n), r in rates.items()],
+        "version": 2,
+        "dtype": "float32",
+        "timer": "test",
+        "statistic": "test",
+        "min_kernel_op": "test",
+        "gemm": [
+            {"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "flops_per_s": r} for (m, k, n), r in rates.items()
+        ],
         "elementwise": {t: {"bytes_per_s": v} for t, v in bw.items()},
         "copy": {t: {"bytes_per_s": v} for t, v in copy_bw.items()},
         "fresh": {"s_per_byte": fresh_s_per_byte, "min_bytes": TL.FRESH_BYTES, "op": "test"},
         "min_kernel_s": 0.0,
-        "host": {"dispatch_s": 1e-7, "op_s": op_s, "op_module": "test block", "sync_s": 0.0, "cpu": "t", "torch": "x",
-                 "threads": 1},
+        "host": {
+            "dispatch_s": 1e-7,
+            "op_s": op_s,
+            "op_module": "test block",
+            "sync_s": 0.0,
+            "cpu": "t",
+            "torch": "x",
+            "threads": 1,
+        },
     }
 
 
@@ -151,7 +183,9 @@ def test_version_2_figures_gemm_by_flops_per_element_tiers_fresh_pages_and_host_
     assert t == pytest.approx(big / bw["large"] + (64 << 20) * 1e-9)
     t, _ = dev.kernel_time("elementwise", 0, 0, big)  # not stated: half the bytes (OUT_SHARE)
     assert t == pytest.approx(big / bw["large"] + big // 2 * 1e-9)
-    assert dev.kernel_time("elementwise", 0, 0, 3 * (8 << 20), 8 << 20)[0] == pytest.approx(3 * (8 << 20) / bw["medium"])
+    assert dev.kernel_time("elementwise", 0, 0, 3 * (8 << 20), 8 << 20)[0] == pytest.approx(
+        3 * (8 << 20) / bw["medium"]
+    )
     # the eager level of the block: kernels + one per-kernel host cost each (CPU: serial)
     lt = TL.LevelPredictor(TL.TimeModel(ROOF, dev, host)).levels([_block()], 0.0)
     assert lt.eager_s == pytest.approx(lt.kernel_s + 3 * 4e-6)
@@ -197,9 +231,14 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
 
 def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
     # (x, FLOP/s, seconds): the two fastest calls (10 and 20 us, under 3 x 10 us) measure the call's fixed cost
-    grid = [{"x": 2.0, "flops_per_s": 1e9, "seconds": 10e-6}, {"x": 30.0, "flops_per_s": 2e9, "seconds": 20e-6},
-            {"x": 2.0, "flops_per_s": 5e9, "seconds": 80e-6}, {"x": 8.0, "flops_per_s": 2e10, "seconds": 60e-6},
-            {"x": 16.0, "flops_per_s": 1e10, "seconds": 500e-6}, {"x": 64.0, "flops_per_s": 4e10, "seconds": 1e-3}]
+    grid = [
+        {"x": 2.0, "flops_per_s": 1e9, "seconds": 10e-6},
+        {"x": 30.0, "flops_per_s": 2e9, "seconds": 20e-6},
+        {"x": 2.0, "flops_per_s": 5e9, "seconds": 80e-6},
+        {"x": 8.0, "flops_per_s": 2e10, "seconds": 60e-6},
+        {"x": 16.0, "flops_per_s": 1e10, "seconds": 500e-6},
+        {"x": 64.0, "flops_per_s": 4e10, "seconds": 1e-3},
+    ]
     curve, dropped = TL.gemm_curve(grid)
     assert dropped == 2
     # the faster of the points at x = 2 kept; 16 lifted to 8's rate (running maximum); 30 left out
@@ -209,8 +248,11 @@ def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
 def test_a_decode_gemv_above_the_cache_tier_streams_its_weights():
     rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
     bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
-    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=4,
-              gemv={"bytes_per_s": 5e9, "op": "test gemv"})
+    lv = dict(
+        _levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6),
+        version=4,
+        gemv={"bytes_per_s": 5e9, "op": "test gemv"},
+    )
     dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
     w = 4 << 20  # a 4 MiB weight matrix: the medium tier by size
     assert dev.bandwidth("gemm", w, m=1) == dev.bandwidth("gemm", w, m=TL.GEMV_ROWS) == 5e9  # streamed
@@ -220,8 +262,9 @@ def test_a_decode_gemv_above_the_cache_tier_streams_its_weights():
 
 
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
-    tm = TL.time_model_for(Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None,
-                           {"float32": _levels(1e9, 1e9, 1e-6)})
+    tm = TL.time_model_for(
+        Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None, {"float32": _levels(1e9, 1e9, 1e-6)}
+    )
     assert tm.device is None and "bfloat16" in tm.missing["kernel"] and "bfloat16" in tm.missing["eager"]
     lt = TL.LevelPredictor(tm).levels([_block()], 1.0)
     assert lt.kernel_s is None and lt.eager_s is None and lt.ideal_s == 1.0

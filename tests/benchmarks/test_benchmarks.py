@@ -3,6 +3,7 @@ is imported, not run: `parse_args(argv)` / `main(argv)`; data_identity, a tool w
 and where a benchmark has a mode on the tiny twin (or needs no model), that mode runs here and prints its
 figures. The full-size runs stay out of the suite:
 they are what the benchmarks are for (`./dev bench NAME`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_runs import load_benchmark
 
 from llm_perf_opt.dsocr.parts import mode_names
-from shared_runs import load_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NAMES = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
@@ -31,8 +32,17 @@ DEFAULTS = {
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
     "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
     "sweep_modes": {"trace": "default", "n": 64, "keep": False},
-    "time_model": {"model": "twin_tiny", "runtime": "cpu", "modes": "tiny,base,gundam", "pages": "default,slide",
-                   "threads": 1, "decode_steps": 1, "repeats": 3, "quick": False, "runs": ""},
+    "time_model": {
+        "model": "twin_tiny",
+        "runtime": "cpu",
+        "modes": "tiny,base,gundam",
+        "pages": "default,slide",
+        "threads": 1,
+        "decode_steps": 1,
+        "repeats": 3,
+        "quick": False,
+        "runs": "",
+    },
     "trace_full_twin": {"modes": ["tiny", "gundam"], "spec": "deepseek_ocr", "dtype": "bfloat16", "repeat": 1},
     "twin_forward": {"modes": list(mode_names())},
     "verify_full_twin": {"mode": "gundam", "spec": "deepseek_ocr", "decode_steps": "1", "fvcore": False},
@@ -79,8 +89,11 @@ SMOKE = {
     "sizing": (["--pages", "2", "--batches", "4", "--devices", "h100_sxm"], " evaluations/s ", 1),
     "trace_full_twin": (["tiny", "--spec", "tiny", "--dtype", "float32"], "fastest trace stage", 1),
     "decode_capture": (["--spec", "tiny", "--steps", "1"], "plain decode step (median of 1)", 1),
-    "profile_overhead": (["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],
-                         "overhead: profiled / plain", 1),
+    "profile_overhead": (
+        ["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],
+        "overhead: profiled / plain",
+        1,
+    ),
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
 }
 

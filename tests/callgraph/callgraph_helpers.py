@@ -3,6 +3,7 @@
 `hook_capture` is not the project's TorchLens capture: it records module calls only (forward pre/post
 hooks, the caller is the innermost module being executed), which is all the grouping needs.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -36,9 +37,16 @@ def make_graph(
         counts[child] = counts.get(child, 0) + n
     call_counts = {a: counts.get(a, 0) for a in types}
     return CallGraph(
-        call_counts=call_counts, edges=edges, op_call_counts=dict(ops or {}), module_children=children,
-        module_types=types, constructor_params=dict(constructor_params or {}), activation_bytes=dict(activation_bytes or {}),
-        param_counts=params, runtime_log=list(runtime_log or []), model_name="hand-built",
+        call_counts=call_counts,
+        edges=edges,
+        op_call_counts=dict(ops or {}),
+        module_children=children,
+        module_types=types,
+        constructor_params=dict(constructor_params or {}),
+        activation_bytes=dict(activation_bytes or {}),
+        param_counts=params,
+        runtime_log=list(runtime_log or []),
+        model_name="hand-built",
     )
 
 
@@ -64,7 +72,11 @@ def hook_capture(model, run: Callable[[], Any], runtime_log: list[dict[str, Any]
 
     def post(mod, args, out):
         name = stack.pop()
-        tensors = [out] if isinstance(out, torch.Tensor) else [t for t in (out if isinstance(out, (tuple, list)) else ()) if isinstance(t, torch.Tensor)]
+        tensors = (
+            [out]
+            if isinstance(out, torch.Tensor)
+            else [t for t in (out if isinstance(out, (tuple, list)) else ()) if isinstance(t, torch.Tensor)]
+        )
         out_bytes[name] = out_bytes.get(name, 0) + sum(t.numel() * t.element_size() for t in tensors)
 
     for m in model.modules():
@@ -81,12 +93,22 @@ def hook_capture(model, run: Callable[[], Any], runtime_log: list[dict[str, Any]
         types[n] = type(m).__name__
         params[n] = sum(p.numel() for p in m.parameters(recurse=False))
         children[n] = [f"{n}.{c}" if n else c for c, _ in m.named_children()]
-        cp = {k: getattr(m, k) for k in ("in_features", "out_features", "window_size", "num_heads")
-              if isinstance(getattr(m, k, None), (int, float, str, bool))}
+        cp = {
+            k: getattr(m, k)
+            for k in ("in_features", "out_features", "window_size", "num_heads")
+            if isinstance(getattr(m, k, None), (int, float, str, bool))
+        }
         if cp:
             ctor[n] = cp
     return CallGraph(
-        call_counts={n: counts.get(n, 0) for n in types}, edges=edges, op_call_counts={},
-        module_children=children, module_types=types, constructor_params=ctor, activation_bytes=out_bytes,
-        param_counts=params, runtime_log=list(runtime_log or []), model_name=type(model).__name__,
+        call_counts={n: counts.get(n, 0) for n in types},
+        edges=edges,
+        op_call_counts={},
+        module_children=children,
+        module_types=types,
+        constructor_params=ctor,
+        activation_bytes=out_bytes,
+        param_counts=params,
+        runtime_log=list(runtime_log or []),
+        model_name=type(model).__name__,
     )

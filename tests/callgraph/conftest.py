@@ -4,6 +4,7 @@ Regenerate the golden files with `UPDATE_GOLDEN=1 ./dev test tests/callgraph` (o
 `./dev test tests/callgraph --update-golden`; pytest only accepts that option when tests/callgraph is
 named on the command line, because options come from the conftests it loads first).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,8 +21,12 @@ if str(HERE) not in sys.path:  # --import-mode=importlib: make callgraph_helpers
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/callgraph/golden/* from the current output instead of comparing")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/callgraph/golden/* from the current output instead of comparing",
+    )
 
 
 def _update_requested(config) -> bool:
@@ -48,9 +53,11 @@ def golden(request):
             pytest.fail(f"golden file {path} is missing: run UPDATE_GOLDEN=1 ./dev test tests/callgraph")
         expected = path.read_text(encoding="utf-8")
         if text != expected:
-            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                                f"golden/{name}", "current", n=2))
-            pytest.fail(f"output differs from golden/{name} (regenerate with UPDATE_GOLDEN=1 if intended):\n"
-                        + diff[:6000])
+            diff = "".join(
+                difflib.unified_diff(expected.splitlines(True), text.splitlines(True), f"golden/{name}", "current", n=2)
+            )
+            pytest.fail(
+                f"output differs from golden/{name} (regenerate with UPDATE_GOLDEN=1 if intended):\n" + diff[:6000]
+            )
 
     return check

@@ -5,6 +5,7 @@ tree, the root is called once, every edge joins two called modules with the call
 its caller in the static tree (`module_children`), every non-root module is called exactly as often
 as its incoming edges say, and ops are counted in called modules only.
 """
+
 from __future__ import annotations
 
 import re
@@ -243,8 +244,13 @@ def test_progress_kwargs_and_runtime_log():
 
     log = [{"event": "llm_stack", "layers": 2}]
     with torch.no_grad():
-        cg = capture_callgraph(KwModel().eval(), {"x": torch.randn(2, 8), "scale": torch.ones(1)},
-                               model_name="kw", progress=lines.append, runtime_log=log)
+        cg = capture_callgraph(
+            KwModel().eval(),
+            {"x": torch.randn(2, 8), "scale": torch.ones(1)},
+            model_name="kw",
+            progress=lines.append,
+            runtime_log=log,
+        )
     assert cg.model_name == "kw"
     assert cg.runtime_log == log
     assert cg.call_counts["fc"] == 1

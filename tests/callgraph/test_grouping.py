@@ -1,13 +1,14 @@
 """Option C grouping on small hand-built graphs and tiny real modules: for N, parfor N, splits, checks."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import torch
+from callgraph_helpers import hook_capture, make_graph
 from torch import nn
 
-from callgraph_helpers import hook_capture, make_graph
 from llm_perf_opt.callgraph.checks import check_result
 from llm_perf_opt.callgraph.grouped import GROUPED_SCHEMA, compact_ranges, load_grouped_json
 from llm_perf_opt.callgraph.grouping import group_callgraph, pattern_of, summarize_parfor_edges, summarize_stacks
@@ -29,8 +30,10 @@ def stack_graph(n_blocks=6, block_params=10, enc_calls=1, loop_calls=1, runtime_
     mods += [(f"enc.blocks.{i}.lin", "Linear", block_params) for i in range(n_blocks)]
     calls = [("", "enc", enc_calls)]
     for i in range(n_blocks):
-        calls += [("enc", f"enc.blocks.{i}", enc_calls * loop_calls),
-                  (f"enc.blocks.{i}", f"enc.blocks.{i}.lin", enc_calls * loop_calls)]
+        calls += [
+            ("enc", f"enc.blocks.{i}", enc_calls * loop_calls),
+            (f"enc.blocks.{i}", f"enc.blocks.{i}.lin", enc_calls * loop_calls),
+        ]
     ops = {f"enc.blocks.{i}": 3 for i in range(n_blocks)} | {f"enc.blocks.{i}.lin": 1 for i in range(n_blocks)}
     act = {f"enc.blocks.{i}": 100 for i in range(n_blocks)}
     return make_graph(mods, calls, ops=ops, activation_bytes=act, runtime_log=runtime_log)
@@ -40,11 +43,21 @@ def decoder_graph(n_layers=4, n_experts=16, called=None, vision_calls=2, runtime
     """A DeepSeek-like shape: model.{sam_model, projector} called `vision_calls` times, model.layers.0 dense,
     model.layers.1.. MoE with `called[layer]` experts called once each."""
     called = called or {}
-    mods = [("", "CausalLM", 0), ("model", "OCRModel", 0), ("model.sam_model", "Encoder", 50),
-            ("model.projector", "Projector", 0), ("model.projector.layers", "Linear", 20),
-            ("model.layers", "ModuleList", 0), ("lm_head", "Linear", 7)]
-    calls = [("", "model", 1), ("model", "model.sam_model", vision_calls), ("model", "model.projector", vision_calls),
-             ("model.projector", "model.projector.layers", vision_calls)]
+    mods = [
+        ("", "CausalLM", 0),
+        ("model", "OCRModel", 0),
+        ("model.sam_model", "Encoder", 50),
+        ("model.projector", "Projector", 0),
+        ("model.projector.layers", "Linear", 20),
+        ("model.layers", "ModuleList", 0),
+        ("lm_head", "Linear", 7),
+    ]
+    calls = [
+        ("", "model", 1),
+        ("model", "model.sam_model", vision_calls),
+        ("model", "model.projector", vision_calls),
+        ("model.projector", "model.projector.layers", vision_calls),
+    ]
     for i in range(n_layers):
         p = f"model.layers.{i}"
         mods += [(p, "DecoderLayer", 0), (f"{p}.attn", "Attention", 40), (f"{p}.norm", "RMSNorm", 4)]
@@ -59,8 +72,11 @@ def decoder_graph(n_layers=4, n_experts=16, called=None, vision_calls=2, runtime
             mods += [(f"{p}.mlp.experts.{e}.down", "Linear", 16) for e in range(n_experts)]
             calls += [(p, f"{p}.mlp", 1), (f"{p}.mlp", f"{p}.mlp.gate", 1)]
             for e in called.get(i, range(n_experts)):
-                calls += [(f"{p}.mlp", f"{p}.mlp.experts.{e}", 1), (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.up", 1),
-                          (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.down", 1)]
+                calls += [
+                    (f"{p}.mlp", f"{p}.mlp.experts.{e}", 1),
+                    (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.up", 1),
+                    (f"{p}.mlp.experts.{e}", f"{p}.mlp.experts.{e}.down", 1),
+                ]
     mods += [("model.norm", "RMSNorm", 4)]
     calls += [("model", "model.norm", 1), ("", "lm_head", 1)]
     return make_graph(mods, calls, runtime_log=runtime_log)
@@ -139,8 +155,10 @@ def test_real_modules_stack_and_python_loop():
 
 
 def test_mixed_dense_and_moe_layers_split():
-    log = [{"event": "llm_stack", "num_layers": 4, "seq_len": 10, "past_len": 0, "step": 0},
-           {"event": "vision_inputs", "vision": True, "vision_passes": 2, "views": 7}]
+    log = [
+        {"event": "llm_stack", "num_layers": 4, "seq_len": 10, "past_len": 0, "step": 0},
+        {"event": "vision_inputs", "vision": True, "vision_passes": 2, "views": 7},
+    ]
     g = group_callgraph(decoder_graph(n_layers=4, n_experts=4, runtime_log=log), checks=RUNTIME_CHECKS)
     dense = by_pattern(g, "model.layers.0")
     moe = by_pattern(g, "model.layers.[1-3]")
@@ -175,7 +193,8 @@ def test_windowed_and_global_blocks_are_one_stack_with_two_variants():
     assert (stack.for_n, stack.static_n, stack.params) == (6, 6, 4 * 20 + 2 * 90)
     assert [(v.label, v.members, v.params) for v in stack.variants] == [
         ("window_size=14", ["blocks.0", "blocks.1", "blocks.3", "blocks.4"], 80),
-        ("window_size=0", ["blocks.2", "blocks.5"], 180)]
+        ("window_size=0", ["blocks.2", "blocks.5"], 180),
+    ]
     assert stack.variants[1].differs == {"window_size": 0}
     assert stack.varying_params == ["window_size", "layer_idx"]
     attn = by_pattern(g, "blocks.[0-5].attn")  # the child differs in its parameter count only
@@ -200,7 +219,8 @@ def test_variants_survive_the_json_round_trip(tmp_path):
     assert node.for_n == 3 and [v.label for v in node.variants] == ["in_features=4", "in_features=8", "in_features=12"]
     back = load_grouped_json(g.save(tmp_path / "g.json"))
     assert [(v.label, v.members) for v in by_pattern(back, "net.[0-2]").variants] == [
-        (v.label, v.members) for v in node.variants]
+        (v.label, v.members) for v in node.variants
+    ]
 
 
 def test_dense_family_with_different_call_counts_is_split():
@@ -299,8 +319,15 @@ def test_runtime_checks_are_a_plug_in():
         seen["events"], seen["types"] = list(events), dict(module_types)
         (node,) = [n for n in grouped.nodes if n.template == "blocks.*"]
         expected = sum(e["blocks"] for e in events if e.get("event") == "loop")
-        return [check_result("blocks", "ok" if node.calls == expected else "mismatch", expected, node.calls,
-                             "calls of the blocks vs the loop events")]
+        return [
+            check_result(
+                "blocks",
+                "ok" if node.calls == expected else "mismatch",
+                expected,
+                node.calls,
+                "calls of the blocks vs the loop events",
+            )
+        ]
 
     log = [{"event": "loop", "blocks": 3}, "not an event"]
     g = group_callgraph(stack_graph(n_blocks=3), runtime_log=log, checks=[blocks_called])
@@ -312,8 +339,10 @@ def test_runtime_checks_are_a_plug_in():
 
 
 def test_mismatch_against_runtime_log_is_reported():
-    log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2},
-           {"event": "llm_stack", "num_layers": 5, "seq_len": 9, "past_len": 0, "step": 0}]
+    log = [
+        {"event": "vision_inputs", "vision": True, "vision_passes": 2},
+        {"event": "llm_stack", "num_layers": 5, "seq_len": 9, "past_len": 0, "step": 0},
+    ]
     g = group_callgraph(decoder_graph(n_layers=4, n_experts=2, vision_calls=1, runtime_log=log), checks=RUNTIME_CHECKS)
     checks = {c["name"]: c for c in g.checks}
     sam = checks["vision_passes:sam_model"]
@@ -322,8 +351,11 @@ def test_mismatch_against_runtime_log_is_reported():
     assert (dec["status"], dec["expected"], dec["observed"]) == ("mismatch", 5, 4)
     summary = g.summary()
     assert summary["checks"]["mismatch"] == 3  # sam, projector, decoder layers
-    assert {c["name"] for c in summary["mismatches"]} == {"vision_passes:sam_model", "vision_passes:projector",
-                                                          "decoder_layers"}
+    assert {c["name"] for c in summary["mismatches"]} == {
+        "vision_passes:sam_model",
+        "vision_passes:projector",
+        "decoder_layers",
+    }
 
 
 def test_missing_runtime_events_are_not_checked():
@@ -339,18 +371,23 @@ def test_missing_runtime_events_are_not_checked():
 def test_decode_steps_in_the_runtime_log():
     """A prefill plus one decode step: vision events without vision count as zero passes, one llm_stack
     event per stack run."""
-    log = [{"event": "vision_inputs", "vision": True, "vision_passes": 2, "seq_len": 9},
-           {"event": "llm_stack", "num_layers": 2, "seq_len": 9, "past_len": 0, "step": 0},
-           {"event": "vision_inputs", "vision": False, "seq_len": 1},
-           {"event": "llm_stack", "num_layers": 2, "seq_len": 1, "past_len": 9, "step": 1},
-           {"event": "decode_step", "step": 1, "new_tokens": 1, "past_len": 9}]
+    log = [
+        {"event": "vision_inputs", "vision": True, "vision_passes": 2, "seq_len": 9},
+        {"event": "llm_stack", "num_layers": 2, "seq_len": 9, "past_len": 0, "step": 0},
+        {"event": "vision_inputs", "vision": False, "seq_len": 1},
+        {"event": "llm_stack", "num_layers": 2, "seq_len": 1, "past_len": 9, "step": 1},
+        {"event": "decode_step", "step": 1, "new_tokens": 1, "past_len": 9},
+    ]
     g = group_callgraph(decoder_graph(n_layers=2, n_experts=2), runtime_log=log, checks=RUNTIME_CHECKS)
     checks = {c["name"]: c for c in g.checks}
     assert checks["vision_passes:sam_model"]["status"] == "ok"
     assert checks["decoder_layers"]["status"] == "ok"
     # the graph ran the stack once, the log says twice: reported
-    assert (checks["decoder_layer_calls"]["status"], checks["decoder_layer_calls"]["expected"],
-            checks["decoder_layer_calls"]["observed"]) == ("mismatch", 2, 1)
+    assert (
+        checks["decoder_layer_calls"]["status"],
+        checks["decoder_layer_calls"]["expected"],
+        checks["decoder_layer_calls"]["observed"],
+    ) == ("mismatch", 2, 1)
 
 
 def test_deepseek_checks_look_at_the_parts_by_path():
@@ -362,10 +399,15 @@ def test_deepseek_checks_look_at_the_parts_by_path():
     log = [{"event": "vision_inputs", "vision": True, "vision_passes": 1}, {"event": "llm_stack", "num_layers": 3}]
     g = group_callgraph(make_graph(mods, calls), runtime_log=log, checks=RUNTIME_CHECKS)
     statuses = {c["name"]: c["status"] for c in g.checks}
-    assert statuses == {"vision_passes:sam_model": "not checked", "vision_passes:vision_model": "not checked",
-                        "vision_passes:projector": "not checked", "decoder_layers": "not checked",
-                        "decoder_layer_calls": "not checked", "block_loop:sam_model.blocks": "not checked",
-                        "block_loop:vision_model.transformer.layers": "not checked"}
+    assert statuses == {
+        "vision_passes:sam_model": "not checked",
+        "vision_passes:vision_model": "not checked",
+        "vision_passes:projector": "not checked",
+        "decoder_layers": "not checked",
+        "decoder_layer_calls": "not checked",
+        "block_loop:sam_model.blocks": "not checked",
+        "block_loop:vision_model.transformer.layers": "not checked",
+    }
 
 
 # ------------------------------------------------------------------------------------------ flops, files
@@ -409,7 +451,12 @@ def test_orphans_and_cycles_do_not_break_grouping():
 def test_block_loop_check_compares_the_stack_with_the_loop_length():
     """SAM-like blocks (windowed and global) are one `for 6` node; the check compares 6 with the length the
     loop ran over, and says mismatch when the log says otherwise or the stack is split."""
-    mods = [("", "M", 0), ("model", "OCR", 0), ("model.sam_model", "Enc", 0), ("model.sam_model.blocks", "ModuleList", 0)]
+    mods = [
+        ("", "M", 0),
+        ("model", "OCR", 0),
+        ("model.sam_model", "Enc", 0),
+        ("model.sam_model.blocks", "ModuleList", 0),
+    ]
     mods += [(f"model.sam_model.blocks.{i}", "Block", 90 if i in (2, 5) else 20) for i in range(6)]
     calls = [("", "model", 1), ("model", "model.sam_model", 2)]
     calls += [("model.sam_model", f"model.sam_model.blocks.{i}", 2) for i in range(6)]
@@ -418,8 +465,9 @@ def test_block_loop_check_compares_the_stack_with_the_loop_length():
     g = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=events, checks=RUNTIME_CHECKS)
     check = next(c for c in g.checks if c["name"] == "block_loop:sam_model.blocks")
     assert (check["status"], check["expected"], check["observed"]) == ("ok", 6, 6)
-    assert check["groups"] == [{"pattern": "model.sam_model.blocks.[0-5]", "for_n": 6,
-                                "variants": ["window_size=14 x4", "window_size=0 x2"]}]
+    assert check["groups"] == [
+        {"pattern": "model.sam_model.blocks.[0-5]", "for_n": 6, "variants": ["window_size=14 x4", "window_size=0 x2"]}
+    ]
     wrong = [{"event": "block_loop", "loop": "model.sam_model.blocks", "length": 12}]
     g2 = group_callgraph(make_graph(mods, calls, constructor_params=ctor), runtime_log=wrong, checks=RUNTIME_CHECKS)
     check = next(c for c in g2.checks if c["name"] == "block_loop:sam_model.blocks")

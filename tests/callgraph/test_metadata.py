@@ -1,4 +1,5 @@
 """`callgraph.metadata`: constructor params, tensor I/O summaries, activation bytes, parameter counts."""
+
 from __future__ import annotations
 
 import inspect
@@ -139,7 +140,9 @@ def test_recorder_is_read_only_and_removed():
     assert [e["path"] for e in root_in] == ["arg0", "mask"]
     root_out = rec.outputs[""].to_json()["first"]
     assert [(e["path"], e["shape"]) for e in root_out] == [
-        ("out.y", [3, 8]), ("out.parts.0", [1, 8]), ("out.parts.1", [3])
+        ("out.y", [3, 8]),
+        ("out.parts.0", [1, 8]),
+        ("out.parts.1", [3]),
     ]
 
 

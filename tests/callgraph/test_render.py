@@ -1,5 +1,6 @@
 """Rendering: DOT / SVG / Mermaid of grouped graphs, escaping, folding, the files, `./dev group`, and
 golden files of the tiny twin's grouped graph."""
+
 from __future__ import annotations
 
 import json
@@ -81,18 +82,21 @@ def test_sparse_stack_renders_valid_mermaid_and_dashed_dot():
     assert 'style="rounded,filled,dashed"' in build_grouped_dot(g)
 
 
-@pytest.mark.parametrize("bad, fragment", [
-    ('graph TD\n  a["x"]\n', "header"),
-    ('flowchart LR\n  a["x"]\n  a["y"]\n', "already declared"),
-    ('flowchart LR\n  a["x"]\n  a --> b\n', "undeclared node 'b'"),
-    ('flowchart LR\n  a["say "hi""]\n', "unescaped"),
-    ('flowchart LR\n  a["a <b> c"]\n', "unescaped"),
-    ('flowchart LR\n  a["a # c"]\n', "entity"),
-    ('flowchart LR\n  a.b["x"]\n', "unsafe node id"),
-    ('flowchart LR\n  end["x"]\n', "unsafe node id"),
-    ('flowchart LR\n  a["x"]\n  class a,zz stack\n', "undeclared node 'zz'"),
-    ('flowchart LR\n  a[x]\n', "not a node"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        ('graph TD\n  a["x"]\n', "header"),
+        ('flowchart LR\n  a["x"]\n  a["y"]\n', "already declared"),
+        ('flowchart LR\n  a["x"]\n  a --> b\n', "undeclared node 'b'"),
+        ('flowchart LR\n  a["say "hi""]\n', "unescaped"),
+        ('flowchart LR\n  a["a <b> c"]\n', "unescaped"),
+        ('flowchart LR\n  a["a # c"]\n', "entity"),
+        ('flowchart LR\n  a.b["x"]\n', "unsafe node id"),
+        ('flowchart LR\n  end["x"]\n', "unsafe node id"),
+        ('flowchart LR\n  a["x"]\n  class a,zz stack\n', "undeclared node 'zz'"),
+        ("flowchart LR\n  a[x]\n", "not a node"),
+    ],
+)
 def test_validate_mermaid_catches_problems(bad, fragment):
     problems = validate_mermaid(bad)
     assert problems and any(fragment in p for p in problems), problems
@@ -162,9 +166,15 @@ def test_svg_skipped_without_dot(tmp_path, monkeypatch):
 def test_group_cli_regroups_an_existing_run(tmp_path, capsys):
     cg = nasty_graph()
     cg.save(tmp_path / "callgraph.json")
-    (tmp_path / "runtime_log.json").write_text(json.dumps({
-        "schema": "llm_perf_opt.runtime_log", "schema_version": 1,
-        "data": {"events": [{"seq": 0, "event": "vision_inputs", "vision": True, "vision_passes": 2}]}}))
+    (tmp_path / "runtime_log.json").write_text(
+        json.dumps(
+            {
+                "schema": "llm_perf_opt.runtime_log",
+                "schema_version": 1,
+                "data": {"events": [{"seq": 0, "event": "vision_inputs", "vision": True, "vision_passes": 2}]},
+            }
+        )
+    )
     assert group_cli.main([str(tmp_path), "--max-depth", "1", "--formats", "dot,mmd"]) == 0
     out = capsys.readouterr().out
     assert "groups" in out and "runtime_log.json" in out
@@ -190,12 +200,22 @@ def test_group_cli_missing_or_corrupt_input_is_one_line(tmp_path, capsys):
 @pytest.mark.slow
 def test_group_cli_as_a_module(tmp_path):
     deep_graph().save(tmp_path / "callgraph.json")
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path), "--formats", "mmd"],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path), "--formats", "mmd"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "callgraph.grouped.mmd").is_file()
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path / "x")],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
 
 
@@ -212,9 +232,23 @@ def test_group_cli_as_a_module(tmp_path):
 # and Mermaid renderings are checked to draw exactly that structure.
 GOLDEN_PAGE = (1000, 700)
 _ROUTED = re.compile(r"(experts\.)\[[^\]]*\]")
-_MERMAID_ENTITY = {"#64;": "@", "#91;": "[", "#93;": "]", "#123;": "{", "#125;": "}", "#40;": "(", "#41;": ")",
-                   "#quot;": '"', "#lt;": "<", "#gt;": ">", "#38;": "&", "#35;": "#", "#124;": "|",
-                   "#96;": "`", "#59;": ";"}
+_MERMAID_ENTITY = {
+    "#64;": "@",
+    "#91;": "[",
+    "#93;": "]",
+    "#123;": "{",
+    "#125;": "}",
+    "#40;": "(",
+    "#41;": ")",
+    "#quot;": '"',
+    "#lt;": "<",
+    "#gt;": ">",
+    "#38;": "&",
+    "#35;": "#",
+    "#124;": "|",
+    "#96;": "`",
+    "#59;": ";",
+}
 
 
 def _masked(head: str, edge: str) -> tuple[str, str]:
@@ -268,8 +302,11 @@ def grouped_structure(grouped, max_depth=None, with_checks=True) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     patterns = display_patterns(grouped)
     nodes = {n.id: with_variants(node_label_lines(n, folded.get(n.id, 0), pattern=patterns[n.id])) for n in shown}
-    edges = [(e.parent, e.child, repeat_text(grouped.node(e.child))) for e in grouped.edges
-             if e.parent in nodes and e.child in nodes]
+    edges = [
+        (e.parent, e.child, repeat_text(grouped.node(e.child)))
+        for e in grouped.edges
+        if e.parent in nodes and e.child in nodes
+    ]
     return structure_text(nodes, edges, grouped.checks if with_checks else None)
 
 
@@ -283,8 +320,9 @@ def dot_structure(text: str) -> str:
         if m := _DOT_EDGE.match(line):
             edges.append((m.group(1), m.group(2), m.group(3) or ""))
         elif m := _DOT_NODE.match(line):
-            nodes[m.group(1)] = with_variants([x.replace('\\"', '"').replace("\\\\", "\\")
-                                               for x in m.group(2).split("\\n")])
+            nodes[m.group(1)] = with_variants(
+                [x.replace('\\"', '"').replace("\\\\", "\\") for x in m.group(2).split("\\n")]
+            )
     return structure_text(nodes, edges)
 
 
@@ -351,7 +389,8 @@ def test_tiny_twin_groups_as_expected(tiny_capture, tiny_grouped):
     assert sam_blocks.for_n == 4
     assert [(v.label, v.members) for v in sam_blocks.variants] == [
         ("window_size=14", ["model.sam_model.blocks.0", "model.sam_model.blocks.2"]),
-        ("window_size=0", ["model.sam_model.blocks.1", "model.sam_model.blocks.3"])]
+        ("window_size=0", ["model.sam_model.blocks.1", "model.sam_model.blocks.3"]),
+    ]
     assert by_pattern_r(g, "model.layers.0").template == "layers.*"
     assert by_pattern_r(g, "model.layers.[1-2]").for_n == 2
     assert [c["status"] for c in g.checks] == ["ok"] * 7, g.checks
@@ -375,8 +414,9 @@ def test_golden_tiny_twin_structure(tiny_grouped, golden):
 @pytest.mark.slow
 def test_tiny_twin_dot_draws_the_structure(tiny_grouped):
     assert dot_structure(build_grouped_dot(tiny_grouped)) == grouped_structure(tiny_grouped, with_checks=False)
-    assert (dot_structure(build_grouped_dot(tiny_grouped, max_depth=3))
-            == grouped_structure(tiny_grouped, max_depth=3, with_checks=False))
+    assert dot_structure(build_grouped_dot(tiny_grouped, max_depth=3)) == grouped_structure(
+        tiny_grouped, max_depth=3, with_checks=False
+    )
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
 """`callgraph.schema`: save/load round trip, older formats, refusals by name."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,12 @@ class Small(nn.Module):
 @pytest.fixture(scope="module")
 def captured() -> CallGraph:
     with torch.no_grad():
-        return capture(Small().eval(), forward_args=[torch.randn(3, 4)], model_name="small",
-                       runtime_log=[{"event": "vision_inputs", "views": 1}]).callgraph
+        return capture(
+            Small().eval(),
+            forward_args=[torch.randn(3, 4)],
+            model_name="small",
+            runtime_log=[{"event": "vision_inputs", "views": 1}],
+        ).callgraph
 
 
 def test_round_trip_of_a_captured_graph(captured, tmp_path):

@@ -1,5 +1,6 @@
 """`callgraph.torchlens_adapter`: the one door to TorchLens. A failed capture leaves torch as it found
 it; the version gate and moved private names are one TraceError; TorchLens' display strings parse."""
+
 from __future__ import annotations
 
 import pytest

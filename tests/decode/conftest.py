@@ -1,4 +1,5 @@
 """The tiny twin and its inputs, shared by the decode tests (real model, random seeded weights)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Small helpers of the decode tests: a fake session around a bare model, for the runtime patches."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """Batch B on the tiny twin: generate()'s left-padded inputs, the prefill and decode steps at batch B
 verified exactly against the analytic model (FLOPs of every part and step, KV-cache bytes), the padding
 changing no sequence's logits, and the batch's config and bad input."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,9 @@ def _verified(spec, model, workload, sizes):
     with torch.no_grad():
         measured = measure_dsocr(model, inputs.forward_kwargs(None, torch.float32), decode_steps=range(1, STEPS + 1))
     layouts = tuple(compute_view_layout(workload, w, h) for w, h in sizes)
-    analytic = DeepseekOCRAnalyticModel(spec, layouts[0], measured.seq_len, dtype="float32", batch=len(sizes),
-                                        batch_layouts=layouts)
+    analytic = DeepseekOCRAnalyticModel(
+        spec, layouts[0], measured.seq_len, dtype="float32", batch=len(sizes), batch_layouts=layouts
+    )
     v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     return samples, inputs, measured, analytic, v
 
@@ -126,10 +128,13 @@ def test_pages_config_and_bad_input():
     w = WorkloadConfig(pages=["600x500", "a4_portrait"])
     assert w.batch == 2 and w.page_sizes() == [(600, 500), (1654, 2339)]
     assert WorkloadConfig(batch=3).page_sizes() == [(1700, 2200)] * 3
-    for kwargs, field in (({"batch": 0}, "workload.batch"), ({"batch": -2}, "workload.batch"),
-                          ({"pages": ["600x500", "0x5"]}, "workload.pages"),
-                          ({"pages": ["no_such_preset"]}, "workload.pages"),
-                          ({"batch": 3, "pages": ["600x500", "700x700"]}, "workload.batch")):
+    for kwargs, field in (
+        ({"batch": 0}, "workload.batch"),
+        ({"batch": -2}, "workload.batch"),
+        ({"pages": ["600x500", "0x5"]}, "workload.pages"),
+        ({"pages": ["no_such_preset"]}, "workload.pages"),
+        ({"batch": 3, "pages": ["600x500", "700x700"]}, "workload.batch"),
+    ):
         with pytest.raises(ConfigError) as err:
             WorkloadConfig(**kwargs)
         assert field in str(err.value) and "\n" not in str(err.value)
@@ -149,8 +154,10 @@ def test_trace_job_kernel_counts_at_batch_with_the_routing_the_gates_chose(tmp_p
     from llm_perf_opt.trace.job import run_trace
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=["workload=tiny", "workload.batch=2", f"trace.decode_steps={STEPS}",
-                                                       "profile=off", "~hardware"])
+        raw = compose(
+            config_name="config",
+            overrides=["workload=tiny", "workload.batch=2", f"trace.decode_steps={STEPS}", "profile=off", "~hardware"],
+        )
     assert run_trace(raw, tmp_path).status == "ok"
     kc = json.loads((tmp_path / "verification.json").read_text())["data"]["kernel_counts"]
     routing = json.loads((tmp_path / "routing.json").read_text())["data"]
@@ -163,10 +170,16 @@ def test_trace_job_kernel_counts_at_batch_with_the_routing_the_gates_chose(tmp_p
         step = 0 if r["stage"] == "prefill" else r["step"]
         if r["stage"] == "vision":
             continue
-        expected = sum(5 * n for (layer, s), n in slots.items() if s == step and (
-            r["part"] in ("", "model", "model.layers") or r["part"] in (f"model.layers.{layer}",
-                                                                         f"model.layers.{layer}.mlp",
-                                                                         f"model.layers.{layer}.mlp.experts")))
+        expected = sum(
+            5 * n
+            for (layer, s), n in slots.items()
+            if s == step
+            and (
+                r["part"] in ("", "model", "model.layers")
+                or r["part"]
+                in (f"model.layers.{layer}", f"model.layers.{layer}.mlp", f"model.layers.{layer}.mlp.experts")
+            )
+        )
         assert r.get("unrouted", 0) == expected, r
         compared += 1
     assert compared > 40

@@ -2,13 +2,13 @@
 the trace job with `workload.batch=2` and 2 decode steps verifies FLOPs per stage, part and step, the KV cache
 per step and the activation bytes exactly, as on the tiny twin (tests/decode/test_batch.py). The test takes the
 machine's big-run lock itself (/tmp/llm-perf-opt-big.lock)."""
+
 from __future__ import annotations
 
-
 import pytest
+from shared_runs import trace_under_big_lock
 
 from llm_perf_opt.measure import load_verification
-from shared_runs import trace_under_big_lock
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
 STEPS, BATCH = 2, 2
@@ -17,9 +17,17 @@ STEPS, BATCH = 2, 2
 @pytest.fixture(scope="module")
 def vendor_batch_job(vendor_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("vendor_batch")
-    summary = trace_under_big_lock(run_dir, "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16",
-                                   "workload=tiny", f"workload.batch={BATCH}", f"trace.decode_steps={STEPS}",
-                                   "profile=off", "~hardware")
+    summary = trace_under_big_lock(
+        run_dir,
+        "model=vendor",
+        f"model.path={vendor_dir}",
+        "runtime=cpu_bf16",
+        "workload=tiny",
+        f"workload.batch={BATCH}",
+        f"trace.decode_steps={STEPS}",
+        "profile=off",
+        "~hardware",
+    )
     return run_dir, summary
 
 

@@ -1,5 +1,6 @@
 """Several forwards in one TorchLens capture (`capture(program=...)`): the prefill and N decode steps of the
 tiny twin in one call graph, with the addresses of a plain capture."""
+
 from __future__ import annotations
 
 import pytest
@@ -67,8 +68,7 @@ def decode_capture(tiny):
     spec, model, kwargs = tiny
     program = DecodeProgram(STEPS)
     with torch.no_grad(), runtime_patches(model, TRACE_PATCHES) as log:  # what the trace job captures under
-        result = capture(model, dict(kwargs, use_cache=True), model_name="twin_tiny", runtime_log=log,
-                         program=program)
+        result = capture(model, dict(kwargs, use_cache=True), model_name="twin_tiny", runtime_log=log, program=program)
     with torch.no_grad():  # the same loop without any capture or patch
         plain = DecodeProgram(STEPS)
         plain(lambda **kw: model(**kw), **dict(kwargs, use_cache=True))
@@ -128,9 +128,17 @@ def test_grouped_graph_shows_the_loop_and_every_check_is_ok(decode_capture):
     grouped = _grouped(decode_capture)
     checks = {c["name"]: c for c in grouped.checks}
     assert {c["status"] for c in grouped.checks} == {"ok"}, grouped.checks
-    assert set(checks) == {"vision_passes:sam_model", "vision_passes:vision_model", "vision_passes:projector",
-                           "decoder_layers", "decoder_layer_calls", "block_loop:sam_model.blocks",
-                           "block_loop:vision_model.transformer.layers", "decode_loop", "moe_routing"}
+    assert set(checks) == {
+        "vision_passes:sam_model",
+        "vision_passes:vision_model",
+        "vision_passes:projector",
+        "decoder_layers",
+        "decoder_layer_calls",
+        "block_loop:sam_model.blocks",
+        "block_loop:vision_model.transformer.layers",
+        "decode_loop",
+        "moe_routing",
+    }
     assert checks["decoder_layer_calls"]["observed"] == 1 + STEPS
     assert checks["decode_loop"]["observed"]["passes"] == 1 + STEPS
     # the loop body: the language model and lm_head `parfor 1+N` under the root; vision once in 1+N calls
@@ -140,8 +148,9 @@ def test_grouped_graph_shows_the_loop_and_every_check_is_ok(decode_capture):
     (sam,) = grouped.find("model.sam_model")
     assert (sam.calls, sam.parent_calls, sam.parfor) == (1, 1 + STEPS, None)
     layers = [n for n in grouped.nodes if n.pattern.startswith("model.layers.") and n.pattern.count(".") == 2]
-    assert layers and all((n.calls, n.parent_calls, n.parfor) == ((1 + STEPS) * len(set(n.members)), 1 + STEPS, 1)
-                          for n in layers)  # once per pass: 1 + N calls each
+    assert layers and all(
+        (n.calls, n.parent_calls, n.parfor) == ((1 + STEPS) * len(set(n.members)), 1 + STEPS, 1) for n in layers
+    )  # once per pass: 1 + N calls each
     # the expert nodes carry the routing record's counts, in their label
     patterns = display_patterns(grouped)
     experts = [n for n in grouped.nodes if ".mlp.experts." in n.pattern and n.template.endswith("*")]

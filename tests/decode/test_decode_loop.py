@@ -1,4 +1,5 @@
 """The one greedy loop (`dsocr.decode`): per-step facts, KV-cache bytes the model really holds, limits."""
+
 from __future__ import annotations
 
 import pytest
@@ -90,11 +91,14 @@ def test_program_runs_the_prefill_and_the_steps_through_one_forward(tiny):
     assert out is program.result.last and [s.past_len for s in program.result.steps] == [seq_len, seq_len + 1]
 
 
-@pytest.mark.parametrize("steps, message", [
-    (-1, "trace.decode_steps=-1 is invalid: must be a non-negative integer"),
-    (True, "trace.decode_steps=True is invalid: must be a non-negative integer"),
-    (8192 - 77, "trace.decode_steps=8115 is invalid: must be at most 8114: the model has 8192 positions"),
-])
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        (-1, "trace.decode_steps=-1 is invalid: must be a non-negative integer"),
+        (True, "trace.decode_steps=True is invalid: must be a non-negative integer"),
+        (8192 - 77, "trace.decode_steps=8115 is invalid: must be at most 8114: the model has 8192 positions"),
+    ],
+)
 def test_bad_step_counts_name_the_field(steps, message):
     with pytest.raises(ConfigError) as err:
         check_decode_steps(steps, 78, 8192)
@@ -125,8 +129,11 @@ class CacheArgumentButNoCache(NoCache):
 def test_a_model_without_a_kv_cache_path_is_refused_naming_the_field():
     model = NoCache()
     check_kv_cache_path(model, 0)  # nothing to decode: fine
-    with pytest.raises(ConfigError, match=r"trace.decode_steps=2 is invalid: needs a KV-cache path, but "
-                                          r"NoCache.forward takes no past_key_values / use_cache argument"):
+    with pytest.raises(
+        ConfigError,
+        match=r"trace.decode_steps=2 is invalid: needs a KV-cache path, but "
+        r"NoCache.forward takes no past_key_values / use_cache argument",
+    ):
         check_kv_cache_path(model, 2)
     other = CacheArgumentButNoCache()
     check_kv_cache_path(other, 2)  # its signature looks fine; its output says otherwise

@@ -1,17 +1,18 @@
 """The vendor code at full size (needs DSOCR_MODEL_PATH; about 7 GB in bf16, a few minutes on 2 cores): the
 trace job with 2 decode steps, as with the twin. The test takes the machine's big-run lock itself
 (/tmp/llm-perf-opt-big.lock), so it never runs beside another full-size model."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from shared_runs import assert_kernel_counts_exact_given_routing, trace_under_big_lock
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
-from shared_runs import assert_kernel_counts_exact_given_routing, trace_under_big_lock
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
 STEPS = 2
@@ -20,9 +21,16 @@ STEPS = 2
 @pytest.fixture(scope="module")
 def vendor_job(vendor_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("vendor_decode")
-    summary = trace_under_big_lock(run_dir, "model=vendor", f"model.path={vendor_dir}", "runtime=cpu_bf16",
-                                   "workload=tiny", f"trace.decode_steps={STEPS}", "profile.warmup=0",
-                                   "profile.repeats=1")
+    summary = trace_under_big_lock(
+        run_dir,
+        "model=vendor",
+        f"model.path={vendor_dir}",
+        "runtime=cpu_bf16",
+        "workload=tiny",
+        f"trace.decode_steps={STEPS}",
+        "profile.warmup=0",
+        "profile.repeats=1",
+    )
     return run_dir, summary
 
 

@@ -1,5 +1,6 @@
 """The sweep report of a multirun with decode steps shows FLOPs and KV-cache bytes per step (a real sweep of
 the tiny twin: the quick gate's, tiny and gundam with 2 decode steps and no profile; then `./dev report`)."""
+
 from __future__ import annotations
 
 import csv
@@ -38,7 +39,11 @@ def test_rows_hold_per_step_flops_and_kv_bytes(sweep):
     for job_, row in zip(jobs, rows):
         steps = job_.summary.decode.rows
         assert row["decode_steps"] == STEPS and row["decode_steps_verified"] == f"{STEPS}/{STEPS}"
-        assert row["decode_flops_per_step"] == [s["flops_measured"] for s in steps] == row["decode_flops_per_step_analytic"]
+        assert (
+            row["decode_flops_per_step"]
+            == [s["flops_measured"] for s in steps]
+            == row["decode_flops_per_step_analytic"]
+        )
         assert row["kv_bytes_per_step"] == [s["kv_bytes_measured"] for s in steps] == row["kv_bytes_per_step_analytic"]
         assert row["kv_bytes_per_step"][1] > row["kv_bytes_per_step"][0]  # one more token cached
         assert row["decode_s_per_step"] == [None, None]  # profile=off: not timed
@@ -57,4 +62,3 @@ def test_markdown_and_csv_show_them(sweep):
         table = list(csv.DictReader(f))
     assert table[0]["kv_bytes_per_step"] == ";".join(str(v) for v in rows[0]["kv_bytes_per_step"])
     assert table[0]["decode_steps"] == str(STEPS)
-

@@ -1,4 +1,5 @@
 """The routing patch (read-only, per MoE gate call), routing.json and its summary."""
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,7 @@ def test_uniform_expectation():
     assert expected_distinct(64, 6, 0) == 0.0
     assert expected_distinct(64, 6, 2) == pytest.approx(64 * (1 - (58 / 64) ** 2))  # 11.4375: some overlap
     assert expected_distinct(64, 6, 903) == pytest.approx(64.0)  # a Gundam page: every expert, uniformly
-    assert expected_distinct(8, 2, 78) == pytest.approx(8 * (1 - 0.75 ** 78))
+    assert expected_distinct(8, 2, 78) == pytest.approx(8 * (1 - 0.75**78))
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +142,9 @@ def test_labels_for_the_expert_node(routed):
     lo, hi = min(prefill), max(prefill)
     assert text == f"{lo if lo == hi else f'{lo}-{hi}'} of {E} in prefill, {k} per decode step (random weights)"
     union = [len({x for s in (0, 1, 2) for x in record.call(i, s).experts}) for i in (1, 2)]
-    assert bracket(record, [1, 2]) == (f"[{min(union)} of {E}]" if min(union) == max(union)
-                                       else f"[{min(union)}-{max(union)} of {E}]")
+    assert bracket(record, [1, 2]) == (
+        f"[{min(union)} of {E}]" if min(union) == max(union) else f"[{min(union)}-{max(union)} of {E}]"
+    )
     assert label(record, [7]) is None and bracket(record, []) is None
 
 
@@ -164,8 +166,19 @@ def test_loader_rejects_unknown_versions_missing_fields_and_bad_counts(routed, t
 
 
 def test_unknown_weights_say_so():
-    events = [{"event": "routing", "gate": "model.layers.1.mlp.gate", "layer": 1, "call": 0, "tokens": 2,
-               "top_k": 2, "n_experts": 4, "experts": [0, 3], "tokens_per_expert": [2, 2]}]
+    events = [
+        {
+            "event": "routing",
+            "gate": "model.layers.1.mlp.gate",
+            "layer": 1,
+            "call": 0,
+            "tokens": 2,
+            "top_k": 2,
+            "n_experts": 4,
+            "experts": [0, 3],
+            "tokens_per_expert": [2, 2],
+        }
+    ]
     record = RoutingRecord.from_events(events)
     assert record.random_weights is None and "unknown origin" in record.note
     assert label(record, [1]).endswith("(weights unknown)")

@@ -1,6 +1,7 @@
 """The trace job with `trace.decode_steps=N` end to end on the tiny twin: decoder layers with 1 + N passes,
 runtime checks ok, every step verified exactly, routing.json, per-step rows in summary.json, the time
 per step beside its roofline prediction; bad input as one line; a job killed during decode."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,8 @@ from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
-from llm_perf_opt.runs.entry import CONF_DIR
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
+from llm_perf_opt.runs.entry import CONF_DIR
 
 pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +36,17 @@ def job(tmp_path_factory):
 
     run_dir = tmp_path_factory.mktemp("decode_job")
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[
-            "model=twin_tiny", "workload=tiny", f"trace.decode_steps={STEPS}", "profile.warmup=0",
-            "profile.repeats=1", "hardware=h100_sxm"])
+        raw = compose(
+            config_name="config",
+            overrides=[
+                "model=twin_tiny",
+                "workload=tiny",
+                f"trace.decode_steps={STEPS}",
+                "profile.warmup=0",
+                "profile.repeats=1",
+                "hardware=h100_sxm",
+            ],
+        )
     summary = run_trace(raw, run_dir)
     return run_dir, summary
 
@@ -50,9 +59,16 @@ def test_decoder_layers_show_one_plus_n_passes_and_the_checks_are_ok(job):
     assert cg.call_counts["model.sam_model"] == 1 and cg.call_counts[""] == 1
     grouped = load_grouped_json(run_dir / "callgraph.grouped.json")
     assert {c["name"]: c["status"] for c in grouped.checks} == {
-        "vision_passes:sam_model": "ok", "vision_passes:vision_model": "ok", "vision_passes:projector": "ok",
-        "decoder_layers": "ok", "decoder_layer_calls": "ok", "block_loop:sam_model.blocks": "ok",
-        "block_loop:vision_model.transformer.layers": "ok", "decode_loop": "ok", "moe_routing": "ok"}
+        "vision_passes:sam_model": "ok",
+        "vision_passes:vision_model": "ok",
+        "vision_passes:projector": "ok",
+        "decoder_layers": "ok",
+        "decoder_layer_calls": "ok",
+        "block_loop:sam_model.blocks": "ok",
+        "block_loop:vision_model.transformer.layers": "ok",
+        "decode_loop": "ok",
+        "moe_routing": "ok",
+    }
     assert summary.grouping.check_counts() == {"ok": 9, "mismatch": 0, "not checked": 0}
     assert summary.trace.raw["root_forward_calls"] == 1 + STEPS
     experts = [n for n in grouped.nodes if ".mlp.experts." in n.pattern and n.template.endswith("*")]
@@ -63,8 +79,9 @@ def test_runtime_log_records_each_step(job):
     run_dir, summary = job
     log = load("runtime_log", run_dir)
     L = summary.tokens.sequence
-    assert [(e["step"], e["past_len"], e["new_tokens"]) for e in log.events("llm_stack")] == \
-        [(0, 0, L)] + [(k, L + k - 1, 1) for k in range(1, STEPS + 1)]
+    assert [(e["step"], e["past_len"], e["new_tokens"]) for e in log.events("llm_stack")] == [(0, 0, L)] + [
+        (k, L + k - 1, 1) for k in range(1, STEPS + 1)
+    ]
 
 
 def test_every_step_verified_exactly_with_its_kv_bytes(job):
@@ -102,7 +119,10 @@ def test_routing_json_and_summary(job):
     assert [r["distinct_experts"] for r in per_step] == [{"1": 2, "2": 2}] * STEPS  # one token, top-2
     assert summary.routing.random_weights is True and "not the trained model's" in summary.routing.note
     pre = summary.routing.raw["prefill"]
-    assert pre["tokens"] == summary.tokens.sequence and pre["expert_bytes_read_total"] <= pre["expert_bytes_analytic_total"]
+    assert (
+        pre["tokens"] == summary.tokens.sequence
+        and pre["expert_bytes_read_total"] <= pre["expert_bytes_analytic_total"]
+    )
 
 
 def test_summary_round_trips_and_every_file_is_registered(job):
@@ -120,14 +140,25 @@ def test_summary_round_trips_and_every_file_is_registered(job):
     assert {"callgraph", "grouped", "costs", "verification", "routing"} <= loaded, loaded
 
 
-@pytest.mark.parametrize("value, message", [
-    ("-1", "error: trace.decode_steps=-1 is invalid: must be >= 0"),
-    ("100000", "error: trace.decode_steps=100000 is invalid: must be at most 8114: the model has 8192 positions "
-               "(max_position_embeddings) and the prompt takes 78"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("-1", "error: trace.decode_steps=-1 is invalid: must be >= 0"),
+        (
+            "100000",
+            "error: trace.decode_steps=100000 is invalid: must be at most 8114: the model has 8192 positions "
+            "(max_position_embeddings) and the prompt takes 78",
+        ),
+    ],
+)
 def test_bad_decode_steps_is_one_line_and_nothing_is_written(tmp_path, value, message):
-    proc = subprocess.run(trace_cmd(tmp_path, "workload=tiny", f"trace.decode_steps={value}"), cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        trace_cmd(tmp_path, "workload=tiny", f"trace.decode_steps={value}"),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert errors == [message] and "Traceback" not in proc.stderr
@@ -135,8 +166,13 @@ def test_bad_decode_steps_is_one_line_and_nothing_is_written(tmp_path, value, me
 
 
 def test_a_job_killed_during_decode_leaves_a_summary_that_says_so(tmp_path):
-    proc = subprocess.Popen(trace_cmd(tmp_path, "workload=tiny", "trace.decode_steps=3", "profile=off"),
-                            cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        trace_cmd(tmp_path, "workload=tiny", "trace.decode_steps=3", "profile=off"),
+        cwd=REPO_ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     seen = []
     try:
         deadline = time.monotonic() + 300

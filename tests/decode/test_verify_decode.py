@@ -1,5 +1,6 @@
 """Every decode step verified on its own (FLOPs of every part and layer at its context) and the KV-cache
 bytes after each step; verification.json version 3 and its reading of version 2."""
+
 from __future__ import annotations
 
 import json
@@ -7,15 +8,15 @@ import json
 import pytest
 import torch
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
+    check_dsocr_agreement,
     load_verification,
     render_table,
-    check_dsocr_agreement,
     write_verification,
 )
 
@@ -109,12 +110,16 @@ def test_bf16_autocast_cache_is_counted_in_bf16(tiny):
 
     spec, _, kwargs = tiny
     model = build_twin(ModelSpec.tiny(), seed=0, dtype=torch.bfloat16).eval()
-    kw = {k: ([(c.to(torch.bfloat16), g.to(torch.bfloat16)) for c, g in v] if k == "images" else v)
-          for k, v in kwargs.items()}
+    kw = {
+        k: ([(c.to(torch.bfloat16), g.to(torch.bfloat16)) for c, g in v] if k == "images" else v)
+        for k, v in kwargs.items()
+    }
     measured = measure_dsocr(model, kw, decode_steps=(1, 2), autocast_dtype=torch.bfloat16)
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="bfloat16")
     v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     assert v.passed, render_table(v)
-    assert v.kv_cache[-1].measured == 2 * spec.decoder.num_layers * spec.decoder.num_kv_heads * \
-        (measured.seq_len + 2) * spec.decoder.head_dim * 2
+    assert (
+        v.kv_cache[-1].measured
+        == 2 * spec.decoder.num_layers * spec.decoder.num_kv_heads * (measured.seq_len + 2) * spec.decoder.head_dim * 2
+    )

@@ -1,6 +1,7 @@
 """The docs site: `mkdocs build --strict` passes (a broken link or an unknown reference marker fails it), the
 reference tables are generated from the code (a changed column changes the page), and the hand-written tables
 that remain (report statuses, summary statuses) say what the code does."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -28,7 +29,7 @@ def reference_hook():
 
 def table_after(text: str, heading: str) -> list[list[str]]:
     """The rows (cells stripped) of the first Markdown table after `heading`, without the header."""
-    rest = text[text.index(heading):]
+    rest = text[text.index(heading) :]
     rows, started = [], False
     for line in rest.splitlines():
         if line.startswith("|"):
@@ -42,8 +43,13 @@ def table_after(text: str, heading: str) -> list[list[str]]:
 
 
 def test_the_site_builds_strictly(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                         cwd=REPO, capture_output=True, text=True, env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     page = (tmp_path / "site" / "sweeps" / "index.html").read_text(encoding="utf-8")
     assert "flops_verified" in page  # the generated column table is on the built page
@@ -77,7 +83,9 @@ def test_a_changed_column_changes_the_page(monkeypatch):
 
 def test_exit_codes_have_a_meaning_each():
     hook = reference_hook()
-    rows = [line for line in hook.render("<!-- ref:exit-codes -->").splitlines() if line.startswith("| ") and "`" in line]
+    rows = [
+        line for line in hook.render("<!-- ref:exit-codes -->").splitlines() if line.startswith("| ") and "`" in line
+    ]
     assert [int(r.split("|")[1]) for r in rows] == list(ExitCode.all().values())
     assert all(ExitCode.meaning(name) for name in ExitCode.all())
 
@@ -89,7 +97,7 @@ def test_status_table_matches_the_report():
 
 def test_summary_statuses_are_documented():
     text = (DOCS / "outputs.md").read_text(encoding="utf-8")
-    section = text[text.index("`summary.json` is written as soon as"):]
+    section = text[text.index("`summary.json` is written as soon as") :]
     found = [s for s in Summary.STATUSES if re.search(rf"`{s}`", section)]
     assert found == list(Summary.STATUSES)
 

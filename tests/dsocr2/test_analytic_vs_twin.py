@@ -1,20 +1,21 @@
 """DeepSeek-OCR 2 analytic model against torch's FlopCounterMode on the tiny twin: vision, prefill and
 decode steps, every part and layer, equal (rtol 1e-3, in practice 0); and the encoder's FLOPs as products
 of named dimensions."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr2 import cost_formulas
+from llm_perf_opt.dsocr2.agreement import check_dsocr2_agreement
 from llm_perf_opt.dsocr2.analytic import DeepseekOCR2AnalyticModel
 from llm_perf_opt.dsocr2.inputs import build_inputs
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import ModelSpec
 from llm_perf_opt.dsocr2.twin import build_twin
-from llm_perf_opt.dsocr2.agreement import check_dsocr2_agreement
 from llm_perf_opt.measure import render_table
-from llm_perf_opt.dsocr.measure import measure_dsocr
 
 pytestmark = pytest.mark.slow
 SPEC = ModelSpec.tiny()
@@ -38,7 +39,9 @@ def test_every_stage_and_part_matches_measured(twin, case):
     steps = (1, 3) if case == "crop-2x3" else ()
     measured = measure_dsocr(twin, inputs.forward_kwargs(dtype=torch.float32), steps)
     analytic = DeepseekOCR2AnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = check_dsocr2_agreement(analytic, measured.prefill, measured.decode, rtol=1e-3, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_dsocr2_agreement(
+        analytic, measured.prefill, measured.decode, rtol=1e-3, kv_cache_bytes=measured.kv_cache_bytes
+    )
     assert v.passed, render_table(v, parts="all", max_rows=500)
     assert len(v.checks) == 2 + len(steps)
     vision, prefill = v.checks[0].total_row, v.checks[1].total_row
@@ -67,11 +70,15 @@ def test_full_size_encoder_flops_are_products_of_dimensions():
     vision = DeepseekOCR2AnalyticModel(spec, layout).vision()
     crops, glob = 6, 1
     crop_tokens, global_tokens = (768 // 64) ** 2, (1024 // 64) ** 2
-    expected = _encoder_pass_flops(spec.encoder, crops, crop_tokens) + _encoder_pass_flops(spec.encoder, glob,
-                                                                                          global_tokens)
+    expected = _encoder_pass_flops(spec.encoder, crops, crop_tokens) + _encoder_pass_flops(
+        spec.encoder, glob, global_tokens
+    )
     assert vision.parts["model.qwen2_model"].flops_matmul == expected
     p = spec.projector
-    assert vision.parts["model.projector"].flops_matmul == 2 * (crops * crop_tokens + global_tokens) * p.input_dim * p.n_embed
+    assert (
+        vision.parts["model.projector"].flops_matmul
+        == 2 * (crops * crop_tokens + global_tokens) * p.input_dim * p.n_embed
+    )
     assert layout.image_tokens == crops * crop_tokens + global_tokens + 1
 
 

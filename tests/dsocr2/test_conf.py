@@ -1,4 +1,5 @@
 """The DeepSeek-OCR 2 presets in conf/ read into the family's own objects (until the family seam types them)."""
+
 from __future__ import annotations
 
 from pathlib import Path

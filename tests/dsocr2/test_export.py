@@ -2,6 +2,7 @@
 the trace job's export stage on the tiny OCR-2 twin (default workload, a 2x1 crop grid): every target exported,
 FLOPs of the exported graph = FlopCounterMode's = the analytic model's, op counts reconciled with the trace's call
 graph; v1's names and the whole encoder refused with one line naming `export.submodules` and the family."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,8 +18,17 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 # ocr2 default (1024 global view, 768 crops) on a 1300x700 page: a 2x1 grid of 768 crops and the global view
 OCR2 = ("model=ocr2_twin_tiny", "workload=ocr2/default", "workload.page.width=1300", "workload.page.height=700")
-NAMES = ("sam.crops", "sam.global", "encoder_layer.crops", "encoder_layer.global", "projector.crops",
-         "projector.global", "dense_layer", "moe_layer", "decode_layer")  # written out: the family's offer
+NAMES = (
+    "sam.crops",
+    "sam.global",
+    "encoder_layer.crops",
+    "encoder_layer.global",
+    "projector.crops",
+    "projector.global",
+    "dense_layer",
+    "moe_layer",
+    "decode_layer",
+)  # written out: the family's offer
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +102,21 @@ def test_encoder_layer_op_counts_alone_and_its_onnx_file(tmp_path):
     from llm_perf_opt.export.onnx_files import onnx_unavailable
 
     onnx = onnx_unavailable() is None
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.export", f"hydra.run.dir={tmp_path}", *OCR2,
-                           "export.submodules=[encoder_layer.global,dense_layer]", f"export.onnx={str(onnx).lower()}"],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "llm_perf_opt.jobs.export",
+            f"hydra.run.dir={tmp_path}",
+            *OCR2,
+            "export.submodules=[encoder_layer.global,dense_layer]",
+            f"export.onnx={str(onnx).lower()}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     export = load_export_summary(tmp_path / "export" / "summary.json")
     if onnx:
@@ -110,15 +132,29 @@ def test_encoder_layer_op_counts_alone_and_its_onnx_file(tmp_path):
 
 
 def _trace_job(tmp_path, *overrides):
-    return subprocess.run([sys.executable, str(REPO / "pipelines" / "trace.py"), f"hydra.run.dir={tmp_path}",
-                           *OCR2, "trace.export=true", *overrides],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "pipelines" / "trace.py"),
+            f"hydra.run.dir={tmp_path}",
+            *OCR2,
+            "trace.export=true",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
 
 
-@pytest.mark.parametrize("name, why", [
-    ("clip.global", "must be one of sam.crops, sam.global, encoder_layer.crops"),  # v1's name
-    ("encoder.global", "torch.export refuses the whole encoder"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("clip.global", "must be one of sam.crops, sam.global, encoder_layer.crops"),  # v1's name
+        ("encoder.global", "torch.export refuses the whole encoder"),
+    ],
+)
 def test_other_familys_target_or_the_whole_encoder_is_refused_in_one_line(tmp_path, name, why):
     proc = _trace_job(tmp_path, f"export.submodules=[{name}]")
     assert proc.returncode == 2, proc.stderr[-2000:]

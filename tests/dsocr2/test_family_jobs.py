@@ -1,6 +1,7 @@
 """DeepSeek-OCR 2 through the jobs, selected by `model=ocr2_*` (`model.family: dsocr2`): the trace job end to end
 on the tiny twin, `./dev analyze` image tokens per crop count, and bad input as one line naming the field and
 the family with nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,13 @@ GLOBAL_SIDE, CROP_SIDE, PATCH, DOWNSAMPLE = 1024, 768, 16, 4  # infer(base_size=
 
 
 def _job(script: str, run_dir: Path, *overrides: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "pipelines" / f"{script}.py"), f"hydra.run.dir={run_dir}",
-                           *overrides], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "pipelines" / f"{script}.py"), f"hydra.run.dir={run_dir}", *overrides],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_the_family_is_registered_and_selected_by_the_model_config():
@@ -44,8 +50,16 @@ def test_nested_group_options_are_options():
 def traced(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ocr2_trace")
     # a 1536 x 768 page: the smallest crop grid (2 x 1 crops of 768) beside the 1024 global view
-    proc = _job("trace", run_dir, "model=ocr2_twin_tiny", "workload=ocr2/default", "workload.page.width=1536",
-                "workload.page.height=768", "profile.enabled=false", timeout=900)
+    proc = _job(
+        "trace",
+        run_dir,
+        "model=ocr2_twin_tiny",
+        "workload=ocr2/default",
+        "workload.page.width=1536",
+        "workload.page.height=768",
+        "profile.enabled=false",
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
 
@@ -72,8 +86,11 @@ def test_trace_grouped_graph_has_the_sam_and_encoder_loops(traced):
     grouped = load_grouped_json(run_dir / "callgraph.grouped.json")
 
     def loop(stack: str) -> list[int]:  # the `for N` of the groups whose members are the stack's items
-        return [n.for_n for n in grouped.nodes if n.members and n.for_n
-                and all(m.rpartition(".")[0] == stack for m in n.members)]
+        return [
+            n.for_n
+            for n in grouped.nodes
+            if n.members and n.for_n and all(m.rpartition(".")[0] == stack for m in n.members)
+        ]
 
     assert loop("model.sam_model.blocks") == [spec.sam.depth]
     assert loop("model.qwen2_model.model.model.layers") == [spec.encoder.num_layers]
@@ -82,15 +99,27 @@ def test_trace_grouped_graph_has_the_sam_and_encoder_loops(traced):
 # ------------------------------------------------------------------------------------------ analyze
 # a page whose aspect ratio is exactly one grid of n tiles (the only candidate of 2..6 tiles with that ratio),
 # larger than 768 on a side; no crops for a page with both sides <= 768
-PAGES = {0: (700, 500), 2: (2 * 768, 768), 3: (3 * 768, 768), 4: (2 * 768, 2 * 768), 5: (5 * 768, 768),
-         6: (3 * 768, 2 * 768)}
+PAGES = {
+    0: (700, 500),
+    2: (2 * 768, 768),
+    3: (3 * 768, 768),
+    4: (2 * 768, 2 * 768),
+    5: (5 * 768, 768),
+    6: (3 * 768, 2 * 768),
+}
 
 
 @pytest.mark.parametrize("crops", sorted(PAGES))
 def test_analyze_image_tokens_per_crop_count(tmp_path, crops):
     width, height = PAGES[crops]
-    proc = _job("analyze", tmp_path, "model=ocr2_twin", "workload=ocr2/default", f"workload.page.width={width}",
-                f"workload.page.height={height}")
+    proc = _job(
+        "analyze",
+        tmp_path,
+        "model=ocr2_twin",
+        "workload=ocr2/default",
+        f"workload.page.width={width}",
+        f"workload.page.height={height}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     layout = json.loads((tmp_path / "costs.json").read_text())["data"]["layout"]
     global_tokens = (GLOBAL_SIDE // PATCH // DOWNSAMPLE) ** 2  # 256
@@ -100,13 +129,16 @@ def test_analyze_image_tokens_per_crop_count(tmp_path, crops):
 
 
 # ------------------------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("overrides, field", [
-    (["workload=gundam"], "workload.tile_size=640"),
-    (["workload=ocr2/default", "workload.image_size=640"], "workload.image_size=640"),
-    (["workload=ocr2/nocrop_768", "workload.base_size=640", "workload.image_size=640"], "workload.base_size=640"),
-    (["workload=ocr2/default", "workload.max_num=7"], "workload.max_num=7"),
-    (["workload=ocr2/default", "workload.min_num=1"], "workload.min_num=1"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (["workload=gundam"], "workload.tile_size=640"),
+        (["workload=ocr2/default", "workload.image_size=640"], "workload.image_size=640"),
+        (["workload=ocr2/nocrop_768", "workload.base_size=640", "workload.image_size=640"], "workload.base_size=640"),
+        (["workload=ocr2/default", "workload.max_num=7"], "workload.max_num=7"),
+        (["workload=ocr2/default", "workload.min_num=1"], "workload.min_num=1"),
+    ],
+)
 def test_v1_knobs_and_crop_counts_are_one_line(tmp_path, overrides, field):
     proc = _job("analyze", tmp_path, "model=ocr2_twin", *overrides)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -115,17 +147,19 @@ def test_v1_knobs_and_crop_counts_are_one_line(tmp_path, overrides, field):
     assert "Traceback" not in proc.stderr and not (tmp_path / "costs.json").exists()
 
 
-@pytest.mark.parametrize("model, arch, owner", [
-    ("ocr2_vendor", "modeling_deepseekocr.DeepseekOCRForCausalLM", "dsocr"),
-    ("vendor", "modeling_deepseekocr2.DeepseekOCR2ForCausalLM", "dsocr2"),
-])
+@pytest.mark.parametrize(
+    "model, arch, owner",
+    [
+        ("ocr2_vendor", "modeling_deepseekocr.DeepseekOCRForCausalLM", "dsocr"),
+        ("vendor", "modeling_deepseekocr2.DeepseekOCR2ForCausalLM", "dsocr2"),
+    ],
+)
 def test_a_vendor_directory_of_the_other_family_is_one_line(tmp_path, model, arch, owner):
     vendor = tmp_path / "vendor"
     vendor.mkdir()
     module = arch.partition(".")[0]
     # a directory naming the other family's classes (config.json's auto_map: what the families recognise)
-    (vendor / "config.json").write_text(json.dumps({"auto_map": {"AutoConfig": f"{module}.Config",
-                                                                  "AutoModel": arch}}))
+    (vendor / "config.json").write_text(json.dumps({"auto_map": {"AutoConfig": f"{module}.Config", "AutoModel": arch}}))
     run_dir = tmp_path / "run"
     proc = _job("analyze", run_dir, f"model={model}", f"model.path={vendor}")
     assert proc.returncode == 2, proc.stderr[-2000:]

@@ -1,8 +1,8 @@
 """DeepSeek-OCR 2 spec and view layout: token counts from an independent derivation, bad input refused."""
+
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -55,15 +55,18 @@ def test_no_crop_modes(side):
     assert layout.global_squashed == (side <= 768)
 
 
-@pytest.mark.parametrize("knobs,field", [
-    (dict(image_size=640), "workload.image_size"),  # v1's Gundam tile
-    (dict(image_size=640, base_size=640, crop_mode=False), "workload.base_size"),  # v1 Small
-    (dict(image_size=1280, base_size=1280, crop_mode=False), "workload.base_size"),  # v1 Large
-    (dict(tile_size=640), "workload.tile_size"),
-    (dict(max_num=9), "workload.max_num"),  # v1's crop bound
-    (dict(min_num=1), "workload.min_num"),
-    (dict(image_size=1024), "workload.image_size"),  # crop mode tiles at 768
-])
+@pytest.mark.parametrize(
+    "knobs,field",
+    [
+        (dict(image_size=640), "workload.image_size"),  # v1's Gundam tile
+        (dict(image_size=640, base_size=640, crop_mode=False), "workload.base_size"),  # v1 Small
+        (dict(image_size=1280, base_size=1280, crop_mode=False), "workload.base_size"),  # v1 Large
+        (dict(tile_size=640), "workload.tile_size"),
+        (dict(max_num=9), "workload.max_num"),  # v1's crop bound
+        (dict(min_num=1), "workload.min_num"),
+        (dict(image_size=1024), "workload.image_size"),  # crop mode tiles at 768
+    ],
+)
 def test_v1_knobs_and_crop_counts_are_refused(knobs, field):
     with pytest.raises(ConfigError) as err:
         VisionWorkload(**knobs)
@@ -77,16 +80,36 @@ def test_spec_numbers_and_config_json(tmp_path):
     assert spec.encoder.bank_sizes == (CROP_QUERIES, GLOBAL_QUERIES)
     cfg = {
         "_name_or_path": "deepseek-ai/DeepSeek-OCR-2",
-        "language_config": {"hidden_size": 1280, "num_hidden_layers": 12, "num_attention_heads": 10,
-                            "num_key_value_heads": 10, "intermediate_size": 6848, "moe_intermediate_size": 896,
-                            "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
-                            "first_k_dense_replace": 1, "vocab_size": 129280, "use_mla": False,
-                            "bos_token_id": 0, "eos_token_id": 1},
+        "language_config": {
+            "hidden_size": 1280,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 10,
+            "num_key_value_heads": 10,
+            "intermediate_size": 6848,
+            "moe_intermediate_size": 896,
+            "n_routed_experts": 64,
+            "n_shared_experts": 2,
+            "num_experts_per_tok": 6,
+            "first_k_dense_replace": 1,
+            "vocab_size": 129280,
+            "use_mla": False,
+            "bos_token_id": 0,
+            "eos_token_id": 1,
+        },
         "projector_config": {"input_dim": 896, "n_embed": 1280, "projector_type": "linear"},
-        "vision_config": {"model_name": "deepencoderv2", "width": {
-            "qwen2-0-5b": {"dim": 896},
-            "sam_vit_b": {"downsample_channels": [512, 1024], "global_attn_indexes": [2, 5, 8, 11],
-                          "heads": 12, "layers": 12, "width": 768}}},
+        "vision_config": {
+            "model_name": "deepencoderv2",
+            "width": {
+                "qwen2-0-5b": {"dim": 896},
+                "sam_vit_b": {
+                    "downsample_channels": [512, 1024],
+                    "global_attn_indexes": [2, 5, 8, 11],
+                    "heads": 12,
+                    "layers": 12,
+                    "width": 768,
+                },
+            },
+        },
     }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))

@@ -1,5 +1,6 @@
 """The DeepSeek-OCR 2 twin: the vendor's module tree at full size (meta device), a finite tiny forward,
 the encoder mask, and inputs as infer() builds them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,11 +34,14 @@ def test_encoder_part_sizes():
     e = spec.encoder
     model = build_twin(spec, device="meta")
     kv = e.num_kv_heads * e.head_dim
-    per_layer = (e.hidden_size * e.hidden_size + e.hidden_size  # q with bias
-                 + 2 * (e.hidden_size * kv + kv)  # k, v with bias
-                 + e.hidden_size * e.hidden_size  # o
-                 + 3 * e.hidden_size * e.intermediate_size  # gated MLP
-                 + 2 * e.hidden_size)  # two RMSNorms
+    per_layer = (
+        e.hidden_size * e.hidden_size
+        + e.hidden_size  # q with bias
+        + 2 * (e.hidden_size * kv + kv)  # k, v with bias
+        + e.hidden_size * e.hidden_size  # o
+        + 3 * e.hidden_size * e.intermediate_size  # gated MLP
+        + 2 * e.hidden_size
+    )  # two RMSNorms
     expected = e.num_layers * per_layer + e.hidden_size + sum(e.bank_sizes) * e.hidden_size
     assert sum(p.numel() for p in model.model.qwen2_model.parameters()) == expected == 358_256_512
     assert model.model.qwen2_model.query_768.weight.shape == (144, e.hidden_size)

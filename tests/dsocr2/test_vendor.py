@@ -10,6 +10,7 @@ vendor's own code, and the vendor session through the trace job.
   the smallest mode (`ocr2/nocrop_768`), 2 decode steps, under the big-run lock: runtime checks, FLOPs of
   every stage, part and step analytic = FlopCounterMode, KV-cache bytes, kernel counts.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,8 +85,12 @@ def test_same_decode_step_as_the_vendor(reduced_pair):
     steps = []
     for model in (twin, ref):
         prefill = _run(model, kw)
-        steps.append(_run(model, {"input_ids": torch.tensor([[1234]]), "use_cache": True,
-                                  "past_key_values": prefill.past_key_values}))
+        steps.append(
+            _run(
+                model,
+                {"input_ids": torch.tensor([[1234]]), "use_cache": True, "past_key_values": prefill.past_key_values},
+            )
+        )
     a, b = steps
     assert len(a.past_key_values) == len(b.past_key_values) == spec.decoder.num_layers
     assert a.past_key_values[0][0].shape == b.past_key_values[0][0].shape
@@ -100,8 +105,15 @@ STEPS = 2
 @pytest.fixture(scope="module")
 def vendor2_trace(vendor2_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("vendor2_trace")
-    trace_under_big_lock(run_dir, "model=ocr2_vendor", f"model.path={vendor2_dir}", "runtime=cpu_bf16",
-                         "workload=ocr2/nocrop_768", f"trace.decode_steps={STEPS}", "profile=off")
+    trace_under_big_lock(
+        run_dir,
+        "model=ocr2_vendor",
+        f"model.path={vendor2_dir}",
+        "runtime=cpu_bf16",
+        "workload=ocr2/nocrop_768",
+        f"trace.decode_steps={STEPS}",
+        "profile=off",
+    )
     return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
 
 

@@ -1,5 +1,6 @@
 """Shared by the export tests: one run of the export stage on the tiny twin in Gundam mode (shared by the
 tests that read its files). Helpers live in export_helpers (this directory is put on sys.path)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Helpers of the export tests (importable: conftest puts this directory on sys.path)."""
+
 from __future__ import annotations
 
 from hydra import compose, initialize_config_dir

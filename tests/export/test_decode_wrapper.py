@@ -1,5 +1,6 @@
 """A decoder layer in decode takes its KV cache as two tensors (DecodeLayerWithCache): same output as the
 layer with a transformers DynamicCache, and exportable."""
+
 from __future__ import annotations
 
 import pytest
@@ -62,7 +63,10 @@ def test_decode_wrapper_exports_with_the_cache_as_inputs(model):
     assert all(not m.startswith("layer") for o in ops for m in o.modules)  # paths relative to the layer
     d = SPEC.decoder
     # scores and P.V over CONTEXT + 1 keys, per head: the decode attention's bmm FLOPs
-    attention = sum(o.flops for o in ops if o.op == "aten.bmm.default" and "self_attn" == o.module
-                    and o.source == "aten.matmul.default")
+    attention = sum(
+        o.flops
+        for o in ops
+        if o.op == "aten.bmm.default" and "self_attn" == o.module and o.source == "aten.matmul.default"
+    )
     assert attention == 2 * 2 * d.num_heads * (CONTEXT + 1) * d.head_dim
     assert total_flops(ops) > attention

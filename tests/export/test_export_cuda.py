@@ -1,16 +1,19 @@
 """The export stage on a CUDA device (tiny twin, bf16 autocast as the vendor runs, SDPA attention: the
 export never takes flash-attn). Skipped without a GPU."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from export_helpers import GUNDAM_SMALL_PAGE, job_inputs, open_session, typed_cfg
 
 from llm_perf_opt.export import load_export_summary, run_export_stage
 
-from export_helpers import GUNDAM_SMALL_PAGE, job_inputs, open_session, typed_cfg
-
-pytestmark = [pytest.mark.cuda, pytest.mark.slow,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.slow,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
 
 
 def test_export_on_cuda_agrees_with_the_analytic_model(tmp_path):

@@ -1,4 +1,5 @@
 """The export job (`./dev export`) end to end, bad input as one line, and the trace job's export stage."""
+
 from __future__ import annotations
 
 import subprocess
@@ -18,17 +19,28 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def run_export_job(tmp_path, *overrides):
     return subprocess.run(
         [sys.executable, "-m", "llm_perf_opt.jobs.export", f"hydra.run.dir={tmp_path}", *overrides],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
     )
 
 
-@pytest.mark.parametrize("overrides, first", [
-    (("workload=tiny", "export.submodules=[sam.global,sam.crops]"),
-     "error: export.submodules='sam.crops' is invalid: needs the crop batch, but the workload tiny on a "
-     "1700x2200 page has none (crop_mode is false)"),
-    (("export.submodules=[sam.everything]",), "error: export.submodules='sam.everything' is invalid: must be one of"),
-    (("export.moe_layer=0",), "error: export.moe_layer=0 is invalid: must be a MoE decoder layer"),
-])
+@pytest.mark.parametrize(
+    "overrides, first",
+    [
+        (
+            ("workload=tiny", "export.submodules=[sam.global,sam.crops]"),
+            "error: export.submodules='sam.crops' is invalid: needs the crop batch, but the workload tiny on a "
+            "1700x2200 page has none (crop_mode is false)",
+        ),
+        (
+            ("export.submodules=[sam.everything]",),
+            "error: export.submodules='sam.everything' is invalid: must be one of",
+        ),
+        (("export.moe_layer=0",), "error: export.moe_layer=0 is invalid: must be a MoE decoder layer"),
+    ],
+)
 def test_bad_export_input_is_one_line_and_nothing_is_written(tmp_path, overrides, first):
     proc = run_export_job(tmp_path, *overrides)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -39,8 +51,13 @@ def test_bad_export_input_is_one_line_and_nothing_is_written(tmp_path, overrides
 
 
 def test_export_job_writes_tables_and_summary(tmp_path):
-    proc = run_export_job(tmp_path, "workload=small", "export.submodules=[projector.global,decode_layer]",
-                          "export.decode_context=120", "export.decode_layer=2")  # layer 2 of the tiny twin: MoE
+    proc = run_export_job(
+        tmp_path,
+        "workload=small",
+        "export.submodules=[projector.global,decode_layer]",
+        "export.decode_context=120",
+        "export.decode_layer=2",
+    )  # layer 2 of the tiny twin: MoE
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = load_export_summary(tmp_path / "export" / "summary.json")
     assert [s.name for s in summary.submodules] == ["projector.global", "decode_layer"]
@@ -59,13 +76,25 @@ def test_trace_job_export_stage_uses_its_call_graph(tmp_path, runtime):
     from llm_perf_opt.trace.job import run_trace
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[
-            "model=twin_tiny", "workload=small", f"runtime={runtime}", "trace.export=true",
-            "export.submodules=[clip.global,dense_layer,moe_layer,decode_layer]",
-            "profile=off", "~hardware"])  # the export stage reads the call graph, not the timing stages
+        raw = compose(
+            config_name="config",
+            overrides=[
+                "model=twin_tiny",
+                "workload=small",
+                f"runtime={runtime}",
+                "trace.export=true",
+                "export.submodules=[clip.global,dense_layer,moe_layer,decode_layer]",
+                "profile=off",
+                "~hardware",
+            ],
+        )  # the export stage reads the call graph, not the timing stages
     summary = run_trace(raw, tmp_path)
-    assert summary.export["submodules"] == {"clip.global": "exported", "dense_layer": "exported",
-                                               "moe_layer": "exported_with_remedy", "decode_layer": "exported"}
+    assert summary.export["submodules"] == {
+        "clip.global": "exported",
+        "dense_layer": "exported",
+        "moe_layer": "exported_with_remedy",
+        "decode_layer": "exported",
+    }
     _, on_disk = read_artifact(tmp_path / "summary.json", "llm_perf_opt.summary", (1,))
     assert on_disk["export"]["flops_agree"] == {name: True for name in summary.export["submodules"]}
     export = load_export_summary(tmp_path / "export" / "summary.json")

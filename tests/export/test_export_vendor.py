@@ -1,13 +1,13 @@
 """The export stage on the vendor code at full size (needs DSOCR_MODEL_PATH; builds the 3.3B-parameter
 model, about 7 GB in bf16: run it under the big-run lock,
 `DSOCR_MODEL_PATH=... flock /tmp/llm-perf-opt-big.lock ./dev test tests/export -m vendor`)."""
+
 from __future__ import annotations
 
 import pytest
+from export_helpers import job_inputs, open_session, typed_cfg
 
 from llm_perf_opt.export import load_export_summary, run_export_stage
-
-from export_helpers import job_inputs, open_session, typed_cfg
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
 
@@ -19,8 +19,14 @@ def test_vendor_submodules_export_and_agree_with_the_analytic_model(vendor_dir, 
         assert session.source == "vendor"
         run_export_stage(cfg, session, inputs, tmp_path)
     summary = load_export_summary(tmp_path / "export" / "summary.json")
-    assert [s.name for s in summary.submodules] == ["sam.global", "clip.global", "projector.global",
-                                                    "dense_layer", "moe_layer", "decode_layer"]
+    assert [s.name for s in summary.submodules] == [
+        "sam.global",
+        "clip.global",
+        "projector.global",
+        "dense_layer",
+        "moe_layer",
+        "decode_layer",
+    ]
     assert len(summary.notes) == 3  # the crop batch: none in a no-crop mode
     moe = summary.by_name("moe_layer")
     assert moe.status == "exported_with_remedy"

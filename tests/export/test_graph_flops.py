@@ -1,5 +1,6 @@
 """FLOPs from torch's formulas applied to an exported graph, against FlopCounterMode and the closed forms,
 and the op table built from the same records."""
+
 from __future__ import annotations
 
 import torch
@@ -80,7 +81,8 @@ def test_op_table_rows_and_csv(tmp_path):
     assert tuple(table[0]) == COLUMNS and len(table) == len(rows)
     assert sum(int(r["flops"]) for r in table if r["flops"]) == sum(expected_flops().values())
     assert next(r for r in table if r["op"] == "aten.convolution.default")["input_shapes"].startswith(
-        f"[{B}, {C_IN}, {SIDE}, {SIDE}] x [{C_OUT}, {C_IN}, {K}, {K}]")
+        f"[{B}, {C_IN}, {SIDE}, {SIDE}] x [{C_OUT}, {C_IN}, {K}, {K}]"
+    )
     totals = op_totals(rows)
     assert totals["aten.convolution.default"] == {"count": 1, "flops": expected_flops()["conv"], "signatures": 1}
     assert totals["aten.view.default"]["flops"] is None  # no formula: no FLOPs, never a silent zero

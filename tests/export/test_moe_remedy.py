@@ -1,7 +1,7 @@
 """A MoE layer refuses torch.export (data-dependent routing); the fixed-routing remedy exports it with the
 routing of the real call, computes what the real layer computes, and guards against other routings."""
+
 from __future__ import annotations
-from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 
 import re
 
@@ -10,6 +10,7 @@ import torch
 
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 from llm_perf_opt.export.flops import graph_ops
 from llm_perf_opt.export.modules import ExportCall
 from llm_perf_opt.export.moe import RemedyError, fixed_routing
@@ -27,8 +28,9 @@ def moe_call():
     mask = torch.full((1, 1, TOKENS, TOKENS), torch.finfo(torch.float32).min).triu(1)
     kwargs = {"attention_mask": mask, "position_ids": torch.arange(TOKENS)[None]}
     with torch.no_grad():
-        ids = layer.mlp.gate(layer.post_attention_layernorm(
-            x + layer.self_attn(layer.input_layernorm(x), **kwargs)[0]))[0]
+        ids = layer.mlp.gate(
+            layer.post_attention_layernorm(x + layer.self_attn(layer.input_layernorm(x), **kwargs)[0])
+        )[0]
         want = layer(x, **kwargs)[0]
     routing = torch.bincount(ids.reshape(-1), minlength=len(layer.mlp.experts)).tolist()
     return ExportCall(layer, (x,), kwargs), routing, want
@@ -56,8 +58,12 @@ def test_fixed_routing_exports_the_real_computation(moe_call):
     got = run_program(graphs, call)[0]
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     called = {i for i, n in enumerate(routing) if n}
-    experts = {int(m.group(1)) for o in graph_ops(graphs.core) for path in o.modules
-               if (m := re.fullmatch(r"mlp\.experts\.(\d+)", path))}
+    experts = {
+        int(m.group(1))
+        for o in graph_ops(graphs.core)
+        for path in o.modules
+        if (m := re.fullmatch(r"mlp\.experts\.(\d+)", path))
+    }
     assert experts == called  # exactly the experts the real call used, each once
 
 

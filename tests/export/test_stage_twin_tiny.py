@@ -2,14 +2,15 @@
 the fixed-routing remedy, its refusal said in one line), op tables written, FLOPs of the exported graph
 equal to FlopCounterMode's and the analytic model's, op counts reconciled with TorchLens, and every
 exported program computing what the real forward computed."""
+
 from __future__ import annotations
 
 import pytest
 
-from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.export import load_export_summary
 from llm_perf_opt.export.optable import read_csv
+from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 
 pytestmark = pytest.mark.slow
 SPEC = ModelSpec.tiny()
@@ -62,8 +63,13 @@ def test_op_tables_hold_the_shapes_and_flops(gundam_export, summary):
     d = SPEC.decoder
     dense = read_csv(out / "export" / "dense_layer.ops.csv")
     q_proj = [r for r in dense if "self_attn.q_proj" in r["modules"].split() and r["flops"]]
-    assert [int(r["flops_per_call"]) for r in q_proj] == [2 * summary.seq_len * d.hidden_size * d.num_heads * d.head_dim]
-    assert q_proj[0]["input_shapes"] == f"[{summary.seq_len}, {d.hidden_size}] x [{d.hidden_size}, {d.num_heads * d.head_dim}]"
+    assert [int(r["flops_per_call"]) for r in q_proj] == [
+        2 * summary.seq_len * d.hidden_size * d.num_heads * d.head_dim
+    ]
+    assert (
+        q_proj[0]["input_shapes"]
+        == f"[{summary.seq_len}, {d.hidden_size}] x [{d.hidden_size}, {d.num_heads * d.head_dim}]"
+    )
 
 
 def test_shapes_are_those_of_the_real_forward(summary):

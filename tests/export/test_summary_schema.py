@@ -1,5 +1,6 @@
 """`export/summary.json`: schema-versioned, written atomically, read back; unknown versions and missing
 fields refused by name."""
+
 from __future__ import annotations
 
 import json
@@ -12,15 +13,33 @@ from llm_perf_opt.export import EXPORT_SCHEMA, ExportSummary, SubmoduleExport, l
 
 def summary() -> ExportSummary:
     return ExportSummary(
-        model={"name": "twin_tiny"}, workload={"mode": "gundam"}, layout={"num_crops": 6}, seq_len=908,
-        decode_context=908, runtime={"dtype": "float32"},
+        model={"name": "twin_tiny"},
+        workload={"mode": "gundam"},
+        layout={"num_crops": 6},
+        seq_len=908,
+        decode_context=908,
+        runtime={"dtype": "float32"},
         submodules=[
-            SubmoduleExport(name="sam.global", path="model.sam_model", part="sam", stage="prefill",
-                            description="SAM", status="exported", ops_csv="sam.global.ops.csv",
-                            flops={"exported": 10, "eager": 10, "analytic": 10, "agree": True}),
-            SubmoduleExport(name="moe_layer", path="model.layers.1", part="decoder.layer.1", stage="prefill",
-                            description="MoE", status="refused", reason="RuntimeError: .numpy()",
-                            remedy={"kind": None, "note": "export.moe_remedy=none"}),
+            SubmoduleExport(
+                name="sam.global",
+                path="model.sam_model",
+                part="sam",
+                stage="prefill",
+                description="SAM",
+                status="exported",
+                ops_csv="sam.global.ops.csv",
+                flops={"exported": 10, "eager": 10, "analytic": 10, "agree": True},
+            ),
+            SubmoduleExport(
+                name="moe_layer",
+                path="model.layers.1",
+                part="decoder.layer.1",
+                stage="prefill",
+                description="MoE",
+                status="refused",
+                reason="RuntimeError: .numpy()",
+                remedy={"kind": None, "note": "export.moe_remedy=none"},
+            ),
         ],
         notes=["sam.crops: not exported"],
     )
@@ -43,14 +62,17 @@ def edit(tmp_path, change) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("change, needle", [
-    (lambda d: d.update(schema_version=99), "schema_version 99 is unknown"),
-    (lambda d: d.update(schema="llm_perf_opt.costs"), "expected 'llm_perf_opt.export'"),
-    (lambda d: d["data"].pop("submodules"), "lacks required field 'submodules'"),
-    (lambda d: d["data"].pop("seq_len"), "lacks required field 'seq_len'"),
-    (lambda d: d["data"]["submodules"][1].pop("status"), "submodules[1] lacks required field 'status'"),
-    (lambda d: d["data"]["submodules"][0].update(status="maybe"), "submodules[0].status='maybe' is not one of"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda d: d.update(schema_version=99), "schema_version 99 is unknown"),
+        (lambda d: d.update(schema="llm_perf_opt.costs"), "expected 'llm_perf_opt.export'"),
+        (lambda d: d["data"].pop("submodules"), "lacks required field 'submodules'"),
+        (lambda d: d["data"].pop("seq_len"), "lacks required field 'seq_len'"),
+        (lambda d: d["data"]["submodules"][1].pop("status"), "submodules[1] lacks required field 'status'"),
+        (lambda d: d["data"]["submodules"][0].update(status="maybe"), "submodules[0].status='maybe' is not one of"),
+    ],
+)
 def test_loader_refuses_by_name(tmp_path, change, needle):
     with pytest.raises(ArtifactError) as err:
         load_export_summary(edit(tmp_path, change))

@@ -1,18 +1,18 @@
 """Which submodules are exported at which call, and bad requests refused with one line naming the field
 (before any model is built)."""
+
 from __future__ import annotations
-from llm_perf_opt.dsocr.parts import VOCABULARY
 
 import pytest
+from export_helpers import typed_cfg
 
 from llm_perf_opt.config import ExportConfig
-from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr.parts import VOCABULARY
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.export import plan_targets
-
-from export_helpers import typed_cfg
+from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 
 GUNDAM = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
 TINY_MODE = VisionWorkload(base_size=512, image_size=512, crop_mode=False)
@@ -21,7 +21,11 @@ TINY_MODE = VisionWorkload(base_size=512, image_size=512, crop_mode=False)
 def plan(cfg: ExportConfig, workload=GUNDAM, width=1700, height=2200, spec=None):
     layout = compute_view_layout(workload, width, height)
     seq_len = 1 + layout.image_tokens + 4
-    return plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test", vocabulary=VOCABULARY), layout, seq_len
+    return (
+        plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test", vocabulary=VOCABULARY),
+        layout,
+        seq_len,
+    )
 
 
 def test_default_plan_in_gundam_has_every_submodule_at_its_call():
@@ -46,10 +50,13 @@ def test_no_crop_mode_leaves_the_crop_batch_out_with_a_note():
     assert len(p.notes) == 3 and all("crop_mode is false" in n for n in p.notes)
 
 
-@pytest.mark.parametrize("workload, width, height, why", [
-    (TINY_MODE, 1700, 2200, "crop_mode is false"),
-    (GUNDAM, 600, 500, "not tiled (grid 1x1)"),
-])
+@pytest.mark.parametrize(
+    "workload, width, height, why",
+    [
+        (TINY_MODE, 1700, 2200, "crop_mode is false"),
+        (GUNDAM, 600, 500, "not tiled (grid 1x1)"),
+    ],
+)
 def test_crop_batch_the_workload_cannot_produce_is_refused_naming_the_field(workload, width, height, why):
     with pytest.raises(ConfigError) as err:
         plan(ExportConfig(submodules=["sam.global", "sam.crops"]), workload, width, height)
@@ -58,12 +65,15 @@ def test_crop_batch_the_workload_cannot_produce_is_refused_naming_the_field(work
     assert why in message and "\n" not in message
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"moe_layer": 0}, "export.moe_layer=0"),  # layer 0 of the spec is dense
-    ({"moe_layer": 7}, "export.moe_layer=7"),  # the tiny spec has 3 layers
-    ({"decode_layer": 3}, "export.decode_layer=3"),
-    ({"decode_context": 10}, "export.decode_context=10"),  # shorter than the prompt
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"moe_layer": 0}, "export.moe_layer=0"),  # layer 0 of the spec is dense
+        ({"moe_layer": 7}, "export.moe_layer=7"),  # the tiny spec has 3 layers
+        ({"decode_layer": 3}, "export.decode_layer=3"),
+        ({"decode_context": 10}, "export.decode_context=10"),  # shorter than the prompt
+    ],
+)
 def test_layer_and_cache_requests_the_model_cannot_serve(kwargs, field):
     with pytest.raises(ConfigError, match="^" + field.replace(".", r"\.") + " is invalid"):
         plan(ExportConfig(**kwargs))
@@ -75,12 +85,15 @@ def test_a_longer_cache_is_a_later_decode_step():
     assert (t.context, t.layer, t.moe) == (2000, 2, True)
 
 
-@pytest.mark.parametrize("override, needle", [
-    ("export.submodules=[]", "export.submodules=[] is invalid"),
-    ("export.moe_remedy=magic", "export.moe_remedy='magic' is invalid"),
-    ("export.decode_layer=-1", "export.decode_layer=-1 is invalid"),
-    ("export.onnx_rtol=2", "export.onnx_rtol=2.0 is invalid"),
-])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("export.submodules=[]", "export.submodules=[] is invalid"),
+        ("export.moe_remedy=magic", "export.moe_remedy='magic' is invalid"),
+        ("export.decode_layer=-1", "export.decode_layer=-1 is invalid"),
+        ("export.onnx_rtol=2", "export.onnx_rtol=2.0 is invalid"),
+    ],
+)
 def test_config_refuses_bad_export_values(override, needle):
     with pytest.raises(ConfigError) as err:
         typed_cfg(override)

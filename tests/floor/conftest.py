@@ -1,6 +1,7 @@
 """The floor tests' shared fixture: one wheel of the project, built once per session and read by the
 packaging tests (tests/floor/test_quiet_install.py reads its build output and contents,
 tests/floor/test_packaging.py installs it into a fresh venv)."""
+
 from __future__ import annotations
 
 import shutil
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from shared_runs import made_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -24,8 +24,9 @@ class BuiltWheel:
 
 def source_copy(dest: Path) -> Path:
     """The files git would ship (tracked and not ignored), without .venv, tmp/ or build outputs."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
-                            text=True, check=True).stdout.splitlines()
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     for rel in listed:
         src = REPO_ROOT / rel
         if src.is_file():
@@ -38,11 +39,16 @@ def source_copy(dest: Path) -> Path:
 def built_wheel(tmp_path_factory) -> BuiltWheel:
     """`pip wheel --no-deps --no-build-isolation -v` of a copy of the files git ships (the build backend of
     this venv: setuptools, as pyproject's [build-system] names it)."""
+
     def make(tmp: Path) -> tuple[Path, subprocess.CompletedProcess]:
         src = source_copy(tmp / "src-copy")
         out = tmp / "dist"
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-                               "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(src)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         wheels = list(out.glob("llm_perf_opt-*.whl"))
         assert len(wheels) == 1, wheels

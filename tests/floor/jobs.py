@@ -1,4 +1,5 @@
 """Running the real job scripts (pipelines/*.py, what ./dev runs) in subprocesses, and reading what they say."""
+
 from __future__ import annotations
 
 import os
@@ -16,18 +17,30 @@ def job_cmd(name: str, *args: str) -> list[str]:
     return [sys.executable, str(REPO_ROOT / "pipelines" / f"{name}.py"), *map(str, args)]
 
 
-def run_job(name: str, *args: str, cwd: Optional[Path] = None, env: Optional[dict] = None,
-            timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(job_cmd(name, *args), cwd=cwd or REPO_ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+def run_job(
+    name: str, *args: str, cwd: Optional[Path] = None, env: Optional[dict] = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        job_cmd(name, *args),
+        cwd=cwd or REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def start_job(name: str, *args: str, cwd: Optional[Path] = None) -> subprocess.Popen:
     """A job in the background, stderr piped line by line; SIGINT restored to Python's default handler (a
     background process may inherit it ignored)."""
-    return subprocess.Popen(job_cmd(name, *args), cwd=cwd or REPO_ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        job_cmd(name, *args),
+        cwd=cwd or REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_line(proc: subprocess.Popen, marker: str, timeout: float = 300) -> list[str]:

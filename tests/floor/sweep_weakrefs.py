@@ -11,6 +11,7 @@ stdout, then the exit status of the sweep:
 
 Usage: python sweep_weakrefs.py SWEEP_DIR [overrides...]   (tests/floor/test_job_memory.py runs it)
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,28 @@ DeepSeekOCRSession.open = classmethod(spy_open)
 
 class WeakrefCheck(Callback):
     def on_job_end(self, config: Any, job_return: Any = None, **kwargs: Any) -> None:
-        print(json.dumps({"job": int(config.hydra.job.num), "models": len(MODELS),
-                          "alive_models": sum(r() is not None for r in MODELS),
-                          "alive_params": sum(r() is not None for r in PARAMS), "rss": rss_bytes()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "job": int(config.hydra.job.num),
+                    "models": len(MODELS),
+                    "alive_models": sum(r() is not None for r in MODELS),
+                    "alive_params": sum(r() is not None for r in PARAMS),
+                    "rss": rss_bytes(),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
     sweep_dir, *overrides = sys.argv[1:]
-    code = cli.main(["sweep", *overrides, f"hydra.sweep.dir={sweep_dir}",
-                     f"+hydra.callbacks.weakrefs._target_={__name__}.WeakrefCheck"])
+    code = cli.main(
+        [
+            "sweep",
+            *overrides,
+            f"hydra.sweep.dir={sweep_dir}",
+            f"+hydra.callbacks.weakrefs._target_={__name__}.WeakrefCheck",
+        ]
+    )
     print(json.dumps({"exit": int(code)}), flush=True)

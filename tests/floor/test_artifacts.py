@@ -1,4 +1,5 @@
 """Artifacts: round trip, atomic writes, rejection of unknown versions / missing fields / corrupt JSON."""
+
 from __future__ import annotations
 
 import json

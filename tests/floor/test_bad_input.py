@@ -1,5 +1,6 @@
 """Every bad input the issue found is refused in one line (exit 2), writes nothing, and the same code
 covers errors Hydra finds and errors the project finds."""
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,14 @@ from .jobs import one_line_error, run_job
 
 def png_header_only(path: Path, width: int, height: int) -> Path:
     """A PNG file whose header claims width x height (a decompression bomb), with one tiny data chunk."""
+
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 4))
-                     + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 4)) + chunk(b"IEND", b"")
+    )
     return path
 
 
@@ -48,10 +51,20 @@ def test_a_huge_synthetic_page_is_refused_before_allocating_and_analyze_takes_it
 
 # The keys of a vendor config.json the analytic model reads, with small made-up dimensions.
 VENDOR_CONFIG = {
-    "language_config": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-                        "num_key_value_heads": 4, "intermediate_size": 256, "moe_intermediate_size": 64,
-                        "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
-                        "first_k_dense_replace": 1, "vocab_size": 129280, "use_mla": False},
+    "language_config": {
+        "hidden_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "intermediate_size": 256,
+        "moe_intermediate_size": 64,
+        "n_routed_experts": 4,
+        "n_shared_experts": 1,
+        "num_experts_per_tok": 2,
+        "first_k_dense_replace": 1,
+        "vocab_size": 129280,
+        "use_mla": False,
+    },
     "vision_config": {"width": {"sam_vit_b": {"width": 768, "layers": 12, "heads": 12}}},
 }
 
@@ -76,23 +89,32 @@ def test_the_made_up_vendor_config_itself_is_accepted(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"vision_config": "oops"}, "'vision_config' must be an object"),
-    ({"language_config.num_key_value_heads": "ten"}, "'language_config.num_key_value_heads' must be an integer"),
-    ({"language_config.rope_theta": "fast"}, "'language_config.rope_theta' must be a number"),
-    ({"vision_config.width": [1, 2]}, "'vision_config.width' must be an object"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"vision_config": "oops"}, "'vision_config' must be an object"),
+        ({"language_config.num_key_value_heads": "ten"}, "'language_config.num_key_value_heads' must be an integer"),
+        ({"language_config.rope_theta": "fast"}, "'language_config.rope_theta' must be a number"),
+        ({"vision_config.width": [1, 2]}, "'vision_config.width' must be an object"),
+    ],
+)
 def test_a_vendor_config_with_wrong_types_is_one_line(tmp_path, change, named):
     model = vendor_dir_with(tmp_path, change)
-    line = one_line_error(run_job("analyze", "model=vendor", f"model.path={model}",
-                                  f"hydra.run.dir={tmp_path / 'run'}"))
+    line = one_line_error(
+        run_job("analyze", "model=vendor", f"model.path={model}", f"hydra.run.dir={tmp_path / 'run'}")
+    )
     assert named in line and str(model / "config.json") in line
     assert not (tmp_path / "run" / "costs.json").exists()
 
 
 def test_group_on_a_callgraph_with_string_counts_is_one_line(tmp_path):
-    graph = {"call_counts": {"": 1, "a": "1"}, "edges": {"": {"a": 1}}, "op_call_counts": {"a": 2},
-             "module_children": {"": ["a"], "a": []}, "module_types": {"": "M", "a": "Linear"}}
+    graph = {
+        "call_counts": {"": 1, "a": "1"},
+        "edges": {"": {"a": 1}},
+        "op_call_counts": {"a": 2},
+        "module_children": {"": ["a"], "a": []},
+        "module_types": {"": "M", "a": "Linear"},
+    }
     (tmp_path / "callgraph.json").write_text(json.dumps(graph))
     line = one_line_error(run_job("group", str(tmp_path)))
     assert "call_counts['a'] must be a non-negative integer, found '1'" in line
@@ -117,8 +139,9 @@ def test_report_out_pointing_at_a_file_is_one_line(tmp_path):
     assert "is an existing file" in line and target.read_text() == "x"
 
 
-@pytest.mark.parametrize("args", [["--modes", "huge"], ["--n", "1"], ["--min-side", "5000"],
-                                  ["--model", "nope"], ["--dtype", "int3"]])
+@pytest.mark.parametrize(
+    "args", [["--modes", "huge"], ["--n", "1"], ["--min-side", "5000"], ["--model", "nope"], ["--dtype", "int3"]]
+)
 def test_refused_analytic_report_arguments_create_nothing(tmp_path, args):
     out = tmp_path / "analytic"
     one_line_error(run_job("report", "--analytic", str(out), *args))
@@ -130,16 +153,22 @@ def test_a_directory_of_single_runs_is_not_a_sweep(tmp_path):
     for i in range(2):
         assert run_job("analyze", "workload=tiny", f"hydra.run.dir={runs / str(i)}").returncode == 0
     line = one_line_error(run_job("report", str(runs)))
-    assert line == f"error: {runs}: not a sweep (no multirun.yaml): pass the directory of one ./dev sweep (hydra.sweep.dir)"
+    assert (
+        line
+        == f"error: {runs}: not a sweep (no multirun.yaml): pass the directory of one ./dev sweep (hydra.sweep.dir)"
+    )
     assert not (runs / "report.html").exists()
 
 
-@pytest.mark.parametrize("override, fragment", [
-    ("workload.base_size=abc", "Value 'abc' of type 'str' could not be converted to Integer"),  # Hydra finds it
-    ("frobnicate=1", "Could not override 'frobnicate'"),  # Hydra
-    ("workload.base_size=1000", "workload.base_size=1000 is invalid"),  # the project's validation
-    ("hardware=h999", "hardware='h999' is invalid"),  # the project, before Hydra composes
-])
+@pytest.mark.parametrize(
+    "override, fragment",
+    [
+        ("workload.base_size=abc", "Value 'abc' of type 'str' could not be converted to Integer"),  # Hydra finds it
+        ("frobnicate=1", "Could not override 'frobnicate'"),  # Hydra
+        ("workload.base_size=1000", "workload.base_size=1000 is invalid"),  # the project's validation
+        ("hardware=h999", "hardware='h999' is invalid"),  # the project, before Hydra composes
+    ],
+)
 def test_config_errors_have_one_exit_code_whoever_finds_them(tmp_path, override, fragment):
     line = one_line_error(run_job("trace", override, f"hydra.run.dir={tmp_path / 'run'}"), code=ExitCode.CONFIG)
     assert fragment in line

@@ -1,6 +1,7 @@
 """Config validation: every bad input becomes a ConfigError naming field, value and what is allowed;
 plain rules in the config schemas, DeepSeek-OCR's rules in the jobs' validation step, all of them before
 any work; the Hydra app refuses bad overrides with one line and a non-zero exit."""
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,10 @@ def compose_cfg(*overrides: str):
 def test_every_workload_preset_composes_and_validates(mode):
     job = validate(compose_cfg(f"workload={mode}"))
     assert job.cfg.workload.name == mode
-    assert (job.workload.base_size, job.workload.image_size) == (job.cfg.workload.base_size,
-                                                                  job.cfg.workload.image_size)
+    assert (job.workload.base_size, job.workload.image_size) == (
+        job.cfg.workload.base_size,
+        job.cfg.workload.image_size,
+    )
 
 
 @pytest.mark.parametrize("model", ["twin", "twin_tiny"])
@@ -77,19 +80,24 @@ def test_deepseek_rules_live_in_the_validation_step(overrides, needle):
         validate(compose_cfg(*overrides))
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["workload.base_size=0"], "workload.base_size=0 is invalid: must be a positive integer"),
-    (["workload.tile_size=-64"], "workload.tile_size=-64 is invalid: must be a positive integer"),
-    (["workload.prompt=''"], "workload.prompt='' is invalid: must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["workload.base_size=0"], "workload.base_size=0 is invalid: must be a positive integer"),
+        (["workload.tile_size=-64"], "workload.tile_size=-64 is invalid: must be a positive integer"),
+        (["workload.prompt=''"], "workload.prompt='' is invalid: must be a non-empty string"),
+    ],
+)
 def test_plain_rules_stay_in_the_schema(overrides, needle):
     with pytest.raises(ConfigError, match=needle):
         to_typed_config(compose_cfg(*overrides))
 
 
 def test_importing_the_config_does_not_import_torch_or_dsocr():
-    code = ("import sys, llm_perf_opt.config, llm_perf_opt.config.compose, llm_perf_opt.config.sweeps; "
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('llm_perf_opt.dsocr')))")
+    code = (
+        "import sys, llm_perf_opt.config, llm_perf_opt.config.compose, llm_perf_opt.config.sweeps; "
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('llm_perf_opt.dsocr')))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -130,16 +138,22 @@ def run_job(job, tmp_path, *overrides):
     """A job script of pipelines/ (what ./dev runs)."""
     return subprocess.run(
         [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), f"hydra.run.dir={tmp_path}", *overrides],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
     )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("job", ["trace", "analyze"])
-@pytest.mark.parametrize("override, first", [
-    ("workload.base_size=1000", "error: workload.base_size=1000 is invalid: must be a positive multiple of 64"),
-    ("workload.prompt=plain", "error: workload.prompt='plain' is invalid: must contain '<image>' exactly once"),
-])
+@pytest.mark.parametrize(
+    "override, first",
+    [
+        ("workload.base_size=1000", "error: workload.base_size=1000 is invalid: must be a positive multiple of 64"),
+        ("workload.prompt=plain", "error: workload.prompt='plain' is invalid: must contain '<image>' exactly once"),
+    ],
+)
 def test_cli_bad_override_is_one_line_and_nonzero(job, override, first, tmp_path):
     proc = run_job(job, tmp_path, override, "trace.enabled=false")
     assert proc.returncode == 2

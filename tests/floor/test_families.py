@@ -1,5 +1,6 @@
 """The model-family seam: the registry, each family validating its own knobs, a vendor directory of another
 family refused by name, and the analytic side-by-side of two families / models at the same pages."""
+
 from __future__ import annotations
 
 import csv
@@ -38,7 +39,8 @@ def test_an_unknown_family_is_one_line_naming_the_field():
 def second_family(tmp_path, monkeypatch):
     """A second family registered by import string, as a plug-in would be: v1's behaviour except its own
     workload rule (no 640-px tiles) and its own vendor class."""
-    (tmp_path / "fake_family_two.py").write_text(textwrap.dedent('''
+    (tmp_path / "fake_family_two.py").write_text(
+        textwrap.dedent("""
         from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
         from llm_perf_opt.errors import ConfigError
 
@@ -53,7 +55,8 @@ def second_family(tmp_path, monkeypatch):
                 return super().workload_for(w)
 
         FAMILY = Two()
-    '''))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(families.BUILTIN, "two", "fake_family_two:FAMILY")
     families.family.cache_clear()
@@ -77,8 +80,9 @@ def test_a_v1_knob_on_another_familys_run_names_the_field_and_the_family(second_
 def _vendor_dir(root, auto_model: str):
     root.mkdir()
     module = auto_model.rpartition(".")[0]
-    (root / "config.json").write_text(json.dumps({"auto_map": {"AutoConfig": f"{module}.Config",
-                                                               "AutoModel": auto_model}}))
+    (root / "config.json").write_text(
+        json.dumps({"auto_map": {"AutoConfig": f"{module}.Config", "AutoModel": auto_model}})
+    )
     (root / f"{module}.py").write_text("# not a model: the check reads config.json only\n")
     return root
 
@@ -90,7 +94,8 @@ def test_a_vendor_directory_of_another_family_is_refused_by_name(second_family, 
         validate(raw, runs_model=False)
     assert str(err.value) == (
         f"model.path='{other}' is invalid: holds the two family's code (config.json auto_map.AutoModel "
-        "DeepseekOCRTwoForCausalLM), not model.family=dsocr (DeepseekOCRForCausalLM)")
+        "DeepseekOCRTwoForCausalLM), not model.family=dsocr (DeepseekOCRForCausalLM)"
+    )
     unknown = _vendor_dir(tmp_path / "other", "modeling_x.SomethingElseForCausalLM")
     (raw,) = compose_each([["model=vendor", f"model.path={unknown}"]])
     with pytest.raises(ConfigError, match="holds code of no known family"):
@@ -154,4 +159,6 @@ def test_side_by_side_v1_gundam_and_ocr2_default(tmp_path):
     for page in pages:
         assert rows[(page, "v2")]["family"] == "dsocr2" and rows[(page, "v1")]["family"] == "dsocr"
         for stage in ("vision", "prefill", "decode"):
-            assert int(rows[(page, "v1")][f"{stage}_flops_matmul"]) > 0 < int(rows[(page, "v2")][f"{stage}_flops_matmul"])
+            assert (
+                int(rows[(page, "v1")][f"{stage}_flops_matmul"]) > 0 < int(rows[(page, "v2")][f"{stage}_flops_matmul"])
+            )

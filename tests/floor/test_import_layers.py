@@ -9,6 +9,7 @@ points). A module may import its own layer or any layer below, and no module out
 family package (by name: the registry loads them from strings). Read from the source with `ast`, so an import
 inside a function counts too.
 """
+
 from __future__ import annotations
 
 import ast
@@ -16,9 +17,29 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
 LAYERS = {
-    "__init__": 0, "errors": 0, "artifacts": 0, "units": 0, "run_lock": 0, "run_artifacts": 0, "run_files": 0, "typecheck": 0, "conf": 0,
-    "family": 0, "lazy": 0, "config": 1, "callgraph": 2, "analytic": 3, "measure": 4, "export": 5, "report": 6,
-    "runs": 7, "dsocr": 8, "families": 9, "trace": 10, "gate": 11, "jobs": 12,
+    "__init__": 0,
+    "errors": 0,
+    "artifacts": 0,
+    "units": 0,
+    "run_lock": 0,
+    "run_artifacts": 0,
+    "run_files": 0,
+    "typecheck": 0,
+    "conf": 0,
+    "family": 0,
+    "lazy": 0,
+    "config": 1,
+    "callgraph": 2,
+    "analytic": 3,
+    "measure": 4,
+    "export": 5,
+    "report": 6,
+    "runs": 7,
+    "dsocr": 8,
+    "families": 9,
+    "trace": 10,
+    "gate": 11,
+    "jobs": 12,
 }
 FAMILY_LAYER = LAYERS["dsocr"]
 
@@ -94,12 +115,25 @@ def test_a_generic_import_of_a_family_is_found(tmp_path):
     for fam in ("dsocr", "dsocr2"):
         (tmp_path / fam).mkdir()
         (tmp_path / fam / "family.py").write_text("from llm_perf_opt.analytic import costs\n")
-    generic = ("config", "callgraph", "analytic", "measure", "export", "report", "runs", "families", "trace",
-               "gate", "jobs")
+    generic = (
+        "config",
+        "callgraph",
+        "analytic",
+        "measure",
+        "export",
+        "report",
+        "runs",
+        "families",
+        "trace",
+        "gate",
+        "jobs",
+    )
     for own in generic:
         pkg = tmp_path / own
         pkg.mkdir()
-        (pkg / "m.py").write_text("def f():\n    from llm_perf_opt.dsocr2.spec import x\n    import llm_perf_opt.dsocr\n")
+        (pkg / "m.py").write_text(
+            "def f():\n    from llm_perf_opt.dsocr2.spec import x\n    import llm_perf_opt.dsocr\n"
+        )
     found = family_imports(tmp_path)
     assert len(found) == 2 * len(generic)
     assert "analytic/m.py:2 (analytic) imports the family package llm_perf_opt.dsocr2.spec" in found
@@ -134,4 +168,3 @@ def test_the_new_layers_are_ordered(tmp_path):
         "runs/m.py:1 (runs) imports llm_perf_opt.trace (trace)",
         "trace/m.py:1 (trace) imports llm_perf_opt.gate (gate)",
     ]
-

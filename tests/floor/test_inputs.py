@@ -1,4 +1,5 @@
 """The inputs builder: the tensors infer() builds, for synthetic pages and real image files."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,9 +30,13 @@ def test_gundam_letter_page_tensors():
     assert crops.float().sum().item() != 0 and global_view.float().sum().item() != 0
 
 
-@pytest.mark.parametrize("workload, side, tokens", [
-    (VisionWorkload(512, 512, False), 512, 73), (VisionWorkload(1280, 1280, False), 1280, 421),
-])
+@pytest.mark.parametrize(
+    "workload, side, tokens",
+    [
+        (VisionWorkload(512, 512, False), 512, 73),
+        (VisionWorkload(1280, 1280, False), 1280, 421),
+    ],
+)
 def test_no_crop_modes_have_zero_crop_tensor_of_base_size(workload, side, tokens):
     inp = build_inputs(SPEC, workload, 1700, 2200)
     crops, global_view = inp.images[0]

@@ -1,5 +1,6 @@
 """The job's log file (trace.log, where the README and the report send users for a killed job) holds the
 progress lines stderr shows; stdout keeps only the job's results."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,9 @@ STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}\] ")
 
 def test_trace_log_holds_the_progress_lines(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_job("trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off",
-                   f"hydra.run.dir={run_dir}")
+    proc = run_job(
+        "trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off", f"hydra.run.dir={run_dir}"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = run_dir / run_file("log").file
     progress = [STAMP.sub("", line) for line in proc.stderr.splitlines() if STAMP.match(line)]

@@ -2,6 +2,7 @@
 
 The sweep runs in one process (Hydra's basic launcher, what `./dev sweep` does): `sweep_weakrefs.py` holds
 weak references to every model and parameter the jobs build and checks them after each job."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.runs.memory import HWM_METHOD, JobMemory, release, rss_bytes
 from llm_perf_opt.run_artifacts import load_summary
+from llm_perf_opt.runs.memory import HWM_METHOD, JobMemory, release, rss_bytes
 
 HERE = Path(__file__).resolve().parent
 LINUX_HWM = Path("/proc/self/clear_refs").exists()
@@ -24,9 +25,22 @@ def weakref_sweep(tmp_path_factory):
     profile and roofline stages off, whose repeated forwards and plots build no model), on a page of 2 x 1 crops,
     in one process."""
     sweep = tmp_path_factory.mktemp("weakrefs") / "sweep"
-    proc = subprocess.run([sys.executable, str(HERE / "sweep_weakrefs.py"), str(sweep), "model=twin_tiny",
-                           "profile=off", "~hardware", "workload.page.width=1300", "workload.page.height=700",
-                           "workload=gundam,tiny,gundam"], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "sweep_weakrefs.py"),
+            str(sweep),
+            "model=twin_tiny",
+            "profile=off",
+            "~hardware",
+            "workload.page.width=1300",
+            "workload.page.height=700",
+            "workload=gundam,tiny,gundam",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines and lines[-1] == {"exit": 0}, proc.stderr[-4000:]
     return sweep, lines[:-1], proc.stderr

@@ -1,5 +1,6 @@
 """summary.json never lies about a job's state: everything is validated before any work, an error or
 Ctrl-C is recorded with its stage, a killed job reads as failed, and Ctrl-C is one line and exit 130."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ import torch
 
 from llm_perf_opt.artifacts import read_json
 from llm_perf_opt.errors import ExitCode, PatchError
-from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.report.collect import read_job
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
 from llm_perf_opt.run_lock import holder
+from llm_perf_opt.runs.job_run import JobRun
 
 from .jobs import one_line_error, run_job, start_job, wait_for_line, wait_until
 
@@ -97,8 +98,7 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_whole_files(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_stops_a_sweep_with_one_line(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = start_job("sweep", "model=twin_tiny", "workload=tiny,small", "profile=off",
-                     f"hydra.sweep.dir={sweep}")
+    proc = start_job("sweep", "model=twin_tiny", "workload=tiny,small", "profile=off", f"hydra.sweep.dir={sweep}")
     wait_for_line(proc, "job 1/2: forward")
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=300)

@@ -1,4 +1,5 @@
 """compute_view_layout against worked examples of the vendor's infer(), PIL's own geometry, invariants, and (opt-in) the vendor."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,8 +38,13 @@ def test_mode_token_counts_for_letter_page(workload, tokens):
 
 @pytest.mark.parametrize(
     "size, grid",
-    [((1700, 2200), (2, 3)), ((2200, 1700), (3, 2)), ((1000, 1000), (2, 2)), ((3000, 1000), (3, 1)),
-     ((600, 500), (1, 1))],
+    [
+        ((1700, 2200), (2, 3)),
+        ((2200, 1700), (3, 2)),
+        ((1000, 1000), (2, 2)),
+        ((3000, 1000), (3, 1)),
+        ((600, 500), (1, 1)),
+    ],
 )
 def test_worked_grid_examples(size, grid):
     layout = compute_view_layout(GUNDAM, *size)
@@ -94,7 +100,8 @@ def test_candidate_grids_cover_2_to_9_sorted_by_count():
 
 @settings(max_examples=400, deadline=None)
 @given(
-    width=st.integers(1, 6000), height=st.integers(1, 6000),
+    width=st.integers(1, 6000),
+    height=st.integers(1, 6000),
     workload=st.sampled_from([TINY, SMALL, BASE, LARGE, GUNDAM, GUNDAM_M]),
 )
 def test_layout_invariants(width, height, workload):
@@ -126,9 +133,13 @@ def test_contain_size_matches_pil(width, height, side):
 @pytest.mark.parametrize(
     "kwargs, field",
     [
-        ({"base_size": 1000}, "base_size"), ({"base_size": 0}, "base_size"), ({"image_size": -64}, "image_size"),
+        ({"base_size": 1000}, "base_size"),
+        ({"base_size": 0}, "base_size"),
+        ({"image_size": -64}, "image_size"),
         ({"image_size": 1024}, "image_size"),  # crop mode with a 640 tile
-        ({"max_num": 1}, "max_num"), ({"patch_size": 0}, "patch_size"), ({"crop_mode": "yes"}, "crop_mode"),
+        ({"max_num": 1}, "max_num"),
+        ({"patch_size": 0}, "patch_size"),
+        ({"crop_mode": "yes"}, "crop_mode"),
     ],
 )
 def test_bad_workloads_name_the_field(kwargs, field):

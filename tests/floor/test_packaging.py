@@ -1,5 +1,6 @@
 """Packaging: every package ships (conf/ as `llm_perf_opt.conf`), the console script runs the jobs, and a
 plain (non-editable) `pip install .` into a fresh venv runs the default job from another directory."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,11 @@ def test_every_package_is_listed_in_pyproject():
     assert found <= listed, f"packages missing from pyproject.toml [tool.setuptools] packages: {found - listed}"
     # data-only folders are listed too (conf/ and its groups, the report templates), so setuptools ships
     # their files without its "Package would be ignored" warning (tests/floor/test_quiet_install.py)
-    conf = {"llm_perf_opt.conf"} | {".".join(("llm_perf_opt.conf",) + d.relative_to(REPO_ROOT / "conf").parts)
-                                    for d in (REPO_ROOT / "conf").rglob("*") if d.is_dir() and any(d.rglob("*.yaml"))}
+    conf = {"llm_perf_opt.conf"} | {
+        ".".join(("llm_perf_opt.conf",) + d.relative_to(REPO_ROOT / "conf").parts)
+        for d in (REPO_ROOT / "conf").rglob("*")
+        if d.is_dir() and any(d.rglob("*.yaml"))
+    }
     assert listed - found == conf | {"llm_perf_opt.report.templates"}
     assert config["package-dir"]["llm_perf_opt.conf"] == "conf"
 
@@ -35,8 +39,19 @@ def test_every_package_is_listed_in_pyproject():
 def test_console_script_names_the_cli():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"llm-perf-opt": "llm_perf_opt.jobs.cli:main"}
-    assert set(cli.JOBS) == {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "explore",
-                             "verify", "compare", "size"}
+    assert set(cli.JOBS) == {
+        "trace",
+        "analyze",
+        "calibrate",
+        "export",
+        "sweep",
+        "group",
+        "report",
+        "explore",
+        "verify",
+        "compare",
+        "size",
+    }
     assert {p.stem for p in (REPO_ROOT / "pipelines").glob("*.py")} == set(cli.JOBS)
 
 
@@ -51,8 +66,13 @@ def test_cli_help_and_unknown_job(capsys):
 
 
 def test_cli_runs_the_analyze_job(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "llm_perf_opt.jobs.cli", "analyze", "workload=tiny",
-                           f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "llm_perf_opt.jobs.cli", "analyze", "workload=tiny", f"hydra.run.dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "mode tiny" in proc.stdout and (tmp_path / "costs.json").is_file()
     assert (tmp_path / "analyze.log").is_file()  # Hydra names the job after its module
@@ -70,12 +90,23 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
-    fresh_site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                     capture_output=True, text=True, check=True).stdout.strip())
+    fresh_site = Path(
+        subprocess.run(
+            [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (fresh_site / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}  # nothing installed but the wheel
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps",
-                              str(built_wheel.path)], capture_output=True, text=True, timeout=600, env=env)
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps", str(built_wheel.path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
     assert not list(fresh_site.glob("__editable__*")), "the install must not be editable"
     assert list(fresh_site.glob("llm_perf_opt-*.dist-info")), "the wheel is installed into the fresh venv"
@@ -83,17 +114,36 @@ def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_w
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     where = subprocess.run(
-        [py, "-c", "import json, llm_perf_opt, llm_perf_opt.config.paths as p; "
-                   "print(json.dumps([llm_perf_opt.__file__, str(p.conf_dir())]))"],
-        cwd=elsewhere, capture_output=True, text=True, timeout=120)
+        [
+            py,
+            "-c",
+            "import json, llm_perf_opt, llm_perf_opt.config.paths as p; "
+            "print(json.dumps([llm_perf_opt.__file__, str(p.conf_dir())]))",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert where.returncode == 0, where.stderr
     package_file, conf = json.loads(where.stdout)
     assert Path(package_file).is_relative_to(fresh_site) and Path(conf).is_relative_to(fresh_site)
     assert (Path(conf) / "workload" / "gundam.yaml").is_file()
 
-    run = subprocess.run([venv / "bin" / "llm-perf-opt", "trace", "workload=tiny", "profile=off",
-                          f"hardware.cache_dir={calibration_dir}"],
-                         cwd=elsewhere, capture_output=True, text=True, timeout=900, env=env)
+    run = subprocess.run(
+        [
+            venv / "bin" / "llm-perf-opt",
+            "trace",
+            "workload=tiny",
+            "profile=off",
+            f"hardware.cache_dir={calibration_dir}",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     [summary] = list((elsewhere / "tmp" / "runs").glob("*/*/summary.json"))  # the default hydra.run.dir
     data = json.loads(summary.read_text())["data"]

@@ -1,6 +1,7 @@
 """A quiet install: building the wheel prints none of setuptools' "Package would be ignored" warnings
 (conf/ and the report templates are declared as packages with package data), and the wheel ships every
 YAML file of conf/ and every template."""
+
 from __future__ import annotations
 
 import zipfile
@@ -17,9 +18,15 @@ def test_wheel_build_prints_no_setuptools_warning(built_wheel):
     proc = built_wheel.proc
     out = proc.stdout + proc.stderr
     assert "running bdist_wheel" in out  # the verbose build output is what is searched
-    assert "would be ignored" not in out, out[out.find("would be ignored") - 600:][:1500]
+    assert "would be ignored" not in out, out[out.find("would be ignored") - 600 :][:1500]
     assert "SetuptoolsDeprecationWarning" not in out
     names = set(zipfile.ZipFile(built_wheel.path).namelist())
-    want = {f"llm_perf_opt/conf/{p.relative_to(REPO_ROOT / 'conf').as_posix()}" for p in (REPO_ROOT / "conf").rglob("*.yaml")}
-    want |= {f"llm_perf_opt/report/templates/{p.name}" for p in (REPO_ROOT / "src/llm_perf_opt/report/templates").glob("*.j2")}
+    want = {
+        f"llm_perf_opt/conf/{p.relative_to(REPO_ROOT / 'conf').as_posix()}"
+        for p in (REPO_ROOT / "conf").rglob("*.yaml")
+    }
+    want |= {
+        f"llm_perf_opt/report/templates/{p.name}"
+        for p in (REPO_ROOT / "src/llm_perf_opt/report/templates").glob("*.j2")
+    }
     assert len(want) > 40 and want <= names, sorted(want - names)

@@ -2,6 +2,7 @@
 makes runs on the composed config before Hydra creates the run directory, a sweep's jobs are composed
 before `multirun.yaml` is written, an unknown key added with `+` is refused, and an empty directory is
 refused. In-process (`jobs.cli.main`), so each case costs a composition, not a Python start-up."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -62,11 +63,16 @@ def test_the_readme_names_each_bad_input():
     assert len(README_BAD_INPUTS) == 9
 
 
-@pytest.mark.parametrize("job, overrides", README_BAD_INPUTS + ISSUE_BAD_INPUTS,
-                         ids=[" ".join(c) for c in README_BAD_INPUTS + ISSUE_BAD_INPUTS])
+@pytest.mark.parametrize(
+    "job, overrides",
+    README_BAD_INPUTS + ISSUE_BAD_INPUTS,
+    ids=[" ".join(c) for c in README_BAD_INPUTS + ISSUE_BAD_INPUTS],
+)
 def test_a_refused_run_writes_nothing_and_the_fixed_rerun_is_accepted(tmp_path, capsys, job, overrides):
     (tmp_path / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\nnot an image")
-    overrides = overrides.replace("MISSING", str(tmp_path / "missing.png")).replace("CORRUPT", str(tmp_path / "corrupt.png"))
+    overrides = overrides.replace("MISSING", str(tmp_path / "missing.png")).replace(
+        "CORRUPT", str(tmp_path / "corrupt.png")
+    )
     out = tmp_path / "out"
     code, lines = run(capsys, job, *overrides.split(), "model=twin_tiny", f"hydra.run.dir={out}")
     assert code == ExitCode.CONFIG and len(lines) == 1 and lines[0].startswith("error: "), (code, lines)
@@ -76,8 +82,13 @@ def test_a_refused_run_writes_nothing_and_the_fixed_rerun_is_accepted(tmp_path, 
 def test_an_unknown_key_names_the_key_and_what_the_schema_has(tmp_path, capsys):
     code, lines = run(capsys, "analyze", "+workload.page.widht=800", f"hydra.run.dir={tmp_path / 'r'}")
     assert code == ExitCode.CONFIG and "workload.page.widht" in lines[0] and "width, height, image" in lines[0]
-    code, lines = run(capsys, "analyze", "+verify.analytic_spec.decoder.num_layers=1", "model=twin_tiny",
-                      f"hydra.run.dir={tmp_path / 'ok'}")
+    code, lines = run(
+        capsys,
+        "analyze",
+        "+verify.analytic_spec.decoder.num_layers=1",
+        "model=twin_tiny",
+        f"hydra.run.dir={tmp_path / 'ok'}",
+    )
     assert code == ExitCode.OK, lines  # a free-form mapping takes any key
     assert (tmp_path / "ok" / "costs.json").is_file()
 
@@ -98,11 +109,23 @@ def test_an_empty_directory_is_refused(tmp_path, capsys, monkeypatch, key):
     assert left_behind(tmp_path) == []
 
 
-@pytest.mark.parametrize("overrides", [
-    "workload.base_size=512,abc", "+workload.page.widht=800,900", "hardware=h999", "hydra.sweep.dir=",
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        "workload.base_size=512,abc",
+        "+workload.page.widht=800,900",
+        "hardware=h999",
+        "hydra.sweep.dir=",
+    ],
+)
 def test_a_refused_sweep_writes_nothing(tmp_path, capsys, overrides):
-    code, lines = run(capsys, "sweep", "model=twin_tiny", "trace=forward_only", *overrides.split(),
-                      f"hydra.sweep.dir={tmp_path / 'sweep'}" if "sweep.dir" not in overrides else "run.overwrite=false")
+    code, lines = run(
+        capsys,
+        "sweep",
+        "model=twin_tiny",
+        "trace=forward_only",
+        *overrides.split(),
+        f"hydra.sweep.dir={tmp_path / 'sweep'}" if "sweep.dir" not in overrides else "run.overwrite=false",
+    )
     assert code == ExitCode.CONFIG and len(lines) == 1 and lines[0].startswith("error: "), (code, lines)
     assert left_behind(tmp_path) == []

@@ -1,13 +1,12 @@
 """Issue 24, the rows that one process shows in-process (rows 7, 8, 9, 10, 11, 13, 15, 17 and the two extra
 points), and the few that need their own process (a read-only directory as a non-root user, a full disk,
 no HOME). Each test reproduces its row: it failed before the fix."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,7 +123,9 @@ def test_explore_and_verify_take_paths_from_the_callers_directory_and_refuse_bad
     gate = plan(["verify=quick", "verify.out_dir=relverify"], validate_jobs=False)
     assert gate.out_dir == tmp_path / "relverify"
     gate = plan(["verify=quick", "hydra.sweep.dir=mine"], validate_jobs=False)  # row 5: the user's sweep dir
-    assert gate.sweep_dir == gate.out_dir == tmp_path / "mine" and "hydra.sweep.dir" not in " ".join(gate.command()[:-1])
+    assert gate.sweep_dir == gate.out_dir == tmp_path / "mine" and "hydra.sweep.dir" not in " ".join(
+        gate.command()[:-1]
+    )
     assert gate.command().count(f"hydra.sweep.dir={tmp_path / 'mine'}") == 1
     a, b = (plan(["verify=quick"], validate_jobs=False, now=1000.25) for _ in range(2))  # row 6: same instant
     assert a.out_dir.name.endswith(f".250000-{os.getpid()}")
@@ -146,11 +147,16 @@ def test_error_lines_are_short_and_argparse_errors_are_one_line(tmp_path, capsys
     code, lines = run(capsys, "analyze", "workload.prompt=" + "x" * 100_000, f"hydra.run.dir={tmp_path / 'r'}")
     assert code == ExitCode.CONFIG and len(lines) == 1 and len(lines[0]) < 400, len(lines[0])
     assert "100,002 characters" in lines[0] and not (tmp_path / "r").exists()
-    for call, args, says in [(report.main, [], "the following arguments are required: directory"),
-                             (report.main, [str(tmp_path), "--bogus"], "unrecognized arguments: --bogus"),
-                             (group.main, [str(tmp_path), "--color-by", "rainbow"], "invalid choice: 'rainbow'"),
-                             (report.main, ["--analytic", str(tmp_path / "a"), "--n", "100000"],
-                              "--n=100000 is invalid: must be at most 256")]:
+    for call, args, says in [
+        (report.main, [], "the following arguments are required: directory"),
+        (report.main, [str(tmp_path), "--bogus"], "unrecognized arguments: --bogus"),
+        (group.main, [str(tmp_path), "--color-by", "rainbow"], "invalid choice: 'rainbow'"),
+        (
+            report.main,
+            ["--analytic", str(tmp_path / "a"), "--n", "100000"],
+            "--n=100000 is invalid: must be at most 256",
+        ),
+    ]:
         try:
             code = call(args)
         except SystemExit as exc:
@@ -175,8 +181,14 @@ def test_read_only_full_disk_and_no_home_are_one_line_or_fine(tmp_path):
     if shutil.which("setpriv") is None or os.geteuid() != 0:
         pytest.skip("needs setpriv and root to run as a non-root user")
     for args in ([str(sweep), "--out", str(readonly), "--no-plots"], [str(sweep), "--no-plots"]):
-        proc = subprocess.run(as_nobody + job_cmd("report", *args), cwd=REPO_ROOT, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=300)
+        proc = subprocess.run(
+            as_nobody + job_cmd("report", *args),
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=300,
+        )
         assert "Permission denied" in one_line_error(proc)
     full = tmp_path / "full"
     full.mkdir()
@@ -190,12 +202,23 @@ def test_read_only_full_disk_and_no_home_are_one_line_or_fine(tmp_path):
                     fh.flush()
             except OSError:
                 pass
-        proc = subprocess.run(job_cmd("report", str(sweep), "--out", str(full / "out"), "--no-plots"),
-                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            job_cmd("report", str(sweep), "--out", str(full / "out"), "--no-plots"),
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert "No space left on device" in one_line_error(proc)
     finally:
         subprocess.run(["umount", str(full)], check=False)
     env = {k: v for k, v in os.environ.items() if k != "HOME"}
-    proc = subprocess.run([str(REPO_ROOT / "dev"), "analyze", "model=twin_tiny", f"hydra.run.dir={tmp_path / 'nohome'}"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [str(REPO_ROOT / "dev"), "analyze", "model=twin_tiny", f"hydra.run.dir={tmp_path / 'nohome'}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0 and (tmp_path / "nohome" / "costs.json").is_file(), proc.stderr[-2000:]

@@ -1,5 +1,6 @@
 """The run-directory registry and the jobs' own typed artifacts (summary.json, error.json): round trips,
 refusals by name, older versions, and every registered loader on the files a real trace job writes."""
+
 from __future__ import annotations
 
 import importlib
@@ -24,8 +25,18 @@ from llm_perf_opt.run_artifacts import (
 
 # the typed artifacts the default trace job writes (profile on, hardware=measured, no export; the calibration
 # stays in its cache)
-DEFAULT_RUN_ARTIFACTS = {"summary", "costs", "verification", "roofline", "profile", "callgraph", "runtime_log",
-                         "routing", "grouped", "module_costs"}
+DEFAULT_RUN_ARTIFACTS = {
+    "summary",
+    "costs",
+    "verification",
+    "roofline",
+    "profile",
+    "callgraph",
+    "runtime_log",
+    "routing",
+    "grouped",
+    "module_costs",
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,19 +57,27 @@ def test_registry_names_each_file_and_role_once():
         run_file("nope")
 
 
-@pytest.mark.parametrize("role, module, schema, version", [
-    ("costs", "llm_perf_opt.analytic.costs_file", "COSTS_SCHEMA", "COSTS_SCHEMA_VERSION"),
-    ("verification", "llm_perf_opt.measure.verification_file", "VERIFICATION_SCHEMA", "VERIFICATION_SCHEMA_VERSION"),
-    ("roofline", "llm_perf_opt.analytic.roofline_artifact", "ROOFLINE_SCHEMA", "ROOFLINE_SCHEMA_VERSION"),
-    ("serving", "llm_perf_opt.analytic.serving_file", "SERVING_SCHEMA", "SERVING_VERSION"),
-    ("calibration", "llm_perf_opt.measure.calibrate", "CALIBRATION_SCHEMA", "CALIBRATION_SCHEMA_VERSION"),
-    ("profile", "llm_perf_opt.measure.module_times", "PROFILE_SCHEMA", "PROFILE_SCHEMA_VERSION"),
-    ("export", "llm_perf_opt.export.summary", "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION"),
-    ("callgraph", "llm_perf_opt.callgraph.schema", "SCHEMA", "SCHEMA_VERSION"),
-    ("grouped", "llm_perf_opt.callgraph.grouped", "GROUPED_SCHEMA", "GROUPED_VERSION"),
-    ("module_costs", "llm_perf_opt.callgraph.node_costs", "MODULE_COSTS_SCHEMA", "MODULE_COSTS_VERSION"),
-    ("runtime_log", "llm_perf_opt.dsocr.patches.runtime_log", "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION"),
-])
+@pytest.mark.parametrize(
+    "role, module, schema, version",
+    [
+        ("costs", "llm_perf_opt.analytic.costs_file", "COSTS_SCHEMA", "COSTS_SCHEMA_VERSION"),
+        (
+            "verification",
+            "llm_perf_opt.measure.verification_file",
+            "VERIFICATION_SCHEMA",
+            "VERIFICATION_SCHEMA_VERSION",
+        ),
+        ("roofline", "llm_perf_opt.analytic.roofline_artifact", "ROOFLINE_SCHEMA", "ROOFLINE_SCHEMA_VERSION"),
+        ("serving", "llm_perf_opt.analytic.serving_file", "SERVING_SCHEMA", "SERVING_VERSION"),
+        ("calibration", "llm_perf_opt.measure.calibrate", "CALIBRATION_SCHEMA", "CALIBRATION_SCHEMA_VERSION"),
+        ("profile", "llm_perf_opt.measure.module_times", "PROFILE_SCHEMA", "PROFILE_SCHEMA_VERSION"),
+        ("export", "llm_perf_opt.export.summary", "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION"),
+        ("callgraph", "llm_perf_opt.callgraph.schema", "SCHEMA", "SCHEMA_VERSION"),
+        ("grouped", "llm_perf_opt.callgraph.grouped", "GROUPED_SCHEMA", "GROUPED_VERSION"),
+        ("module_costs", "llm_perf_opt.callgraph.node_costs", "MODULE_COSTS_SCHEMA", "MODULE_COSTS_VERSION"),
+        ("runtime_log", "llm_perf_opt.dsocr.patches.runtime_log", "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION"),
+    ],
+)
 def test_registry_agrees_with_the_owning_stage(role, module, schema, version):
     """The registry repeats the stages' schema names and versions; this catches a stage that moves on."""
     owner = importlib.import_module(module)
@@ -107,14 +126,17 @@ def test_missing_sections(run_dir, tmp_path):
         load_summary(path)
 
 
-@pytest.mark.parametrize("section, key, value, message", [
-    ("trace", "num_ops", None, r"summary.json: trace lacks required field 'num_ops'"),
-    ("tokens", "image", "903", r"summary.json: tokens.image must be int, found '903'"),
-    ("flops", "prefill", {"analytic": 1}, r"summary.json: flops.prefill lacks required field 'measured'"),
-    ("analytic", "prefill", [], r"summary.json: analytic.prefill must be an object, found list"),
-    ("forward", "logits_finite", 1, r"summary.json: forward.logits_finite must be bool, found 1"),
-    (None, "status", None, r"summary.json: status must be str, found None"),
-])
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("trace", "num_ops", None, r"summary.json: trace lacks required field 'num_ops'"),
+        ("tokens", "image", "903", r"summary.json: tokens.image must be int, found '903'"),
+        ("flops", "prefill", {"analytic": 1}, r"summary.json: flops.prefill lacks required field 'measured'"),
+        ("analytic", "prefill", [], r"summary.json: analytic.prefill must be an object, found list"),
+        ("forward", "logits_finite", 1, r"summary.json: forward.logits_finite must be bool, found 1"),
+        (None, "status", None, r"summary.json: status must be str, found None"),
+    ],
+)
 def test_malformed_section_is_an_error_naming_the_field(run_dir, tmp_path, section, key, value, message):
     data = _summary_data(run_dir)
     if section is None:

@@ -1,5 +1,6 @@
 """A run directory belongs to one process: unique defaults, a lock for the job's life, no mixing of runs.
 Concurrency is tested with real processes (the job scripts ./dev runs)."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.run_lock import LOCK_FILE, claim, holder
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.run_lock import LOCK_FILE, claim, holder
 
 from .jobs import one_line_error, run_job, start_job, wait_for_line
 
@@ -45,8 +46,9 @@ def test_two_default_runs_started_together_get_their_own_directories(tmp_path):
 
 def test_a_second_run_is_refused_while_the_first_holds_the_directory(tmp_path):
     run_dir = tmp_path / "run"
-    first = start_job("trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off",
-                      f"hydra.run.dir={run_dir}")
+    first = start_job(
+        "trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off", f"hydra.run.dir={run_dir}"
+    )
     try:
         wait_for_line(first, "opening session")
         info = holder(run_dir)

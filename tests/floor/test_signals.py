@@ -1,6 +1,7 @@
 """SIGTERM and SIGHUP (what SLURM sends at a time limit, and a closed terminal) end a job like Ctrl-C, a
 Ctrl-C that a finalizer swallowed still stops the job, and Ctrl-C on `./dev explore` is exit 130 (issue 24,
 rows 3, 4, 18). Signals are sent to real processes."""
+
 from __future__ import annotations
 
 import gc
@@ -95,6 +96,7 @@ def test_ctrl_c_on_explore_is_exit_130_with_one_line(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = start_job("explore", str(tmp_path / "run"), "--port", str(port))
+
     def serving() -> bool:
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0

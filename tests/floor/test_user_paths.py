@@ -1,5 +1,6 @@
 """Relative paths mean the directory the user ran the command from, not the repository `./dev` changes
 into; messages print them absolute."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,9 @@ from .jobs import REPO_ROOT, one_line_error, run_job
 def dev(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """The real ./dev, run from `cwd` (it changes into the repository itself)."""
     env = {k: v for k, v in os.environ.items() if k != USER_CWD_ENV}
-    return subprocess.run([str(REPO_ROOT / "dev"), *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env=env)
+    return subprocess.run(
+        [str(REPO_ROOT / "dev"), *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env
+    )
 
 
 def test_dev_takes_relative_paths_from_the_users_directory(tmp_path):

@@ -8,6 +8,7 @@ tests/conftest.py, `pipelines/trace.py` as `./dev trace` runs it); for the secon
 and `./dev group RUN_DIR` (its `main`, in this process: the group CLI's own process is tested in
 test_graph_run.py) puts them on the graph, as a user who adds them later would.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -47,8 +48,9 @@ def write_profile(run: Path) -> None:
         job = validate(compose(config_name="config"))
     inputs = build_job_inputs(job)
     with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
-        times = profile_forward(ForwardCall.from_session(session, inputs),
-                                ProfileConfig(warmup=1, repeats=2, chrome_trace=False))
+        times = profile_forward(
+            ForwardCall.from_session(session, inputs), ProfileConfig(warmup=1, repeats=2, chrome_trace=False)
+        )
     times.write(run / "profile.json")
 
 
@@ -82,13 +84,21 @@ def untimed_run(tmp_path_factory) -> Path:
 def timed_run(untimed_run, tmp_path_factory) -> Path:
     """A copy of the untimed run with profile.json and roofline.json added and `./dev group` run on it, as a
     user who times a run later would."""
+
     def make(d: Path) -> Path:
         out = d / "run"
         shutil.copytree(untimed_run, out)
         write_profile(out)
         roof = d / "roof"
-        _run([str(REPO / "pipelines" / "analyze.py"), "model=twin_tiny", "runtime.dtype=float32",
-              "hardware=h100_sxm", f"hydra.run.dir={roof}"])
+        _run(
+            [
+                str(REPO / "pipelines" / "analyze.py"),
+                "model=twin_tiny",
+                "runtime.dtype=float32",
+                "hardware=h100_sxm",
+                f"hydra.run.dir={roof}",
+            ]
+        )
         shutil.copy(roof / "roofline.json", out / "roofline.json")
         from llm_perf_opt.jobs.group import main as group
 

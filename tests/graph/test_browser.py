@@ -2,6 +2,7 @@
 download): run.html loads with no console error and fetches nothing, its SVG holds one group per grouped
 node, clicking a node shows its details in the side panel; `./dev explore` serves the run's graphs and
 Model Explorer renders them with their node labels and node data. Screenshots go to tmp/screens/."""
+
 from __future__ import annotations
 
 import json
@@ -49,9 +50,17 @@ def test_run_page_loads_clean_and_shows_node_details(timed_run, browser):
     page.click("#fit-all")  # the whole drawing in the box (the first view shows its top at 1:1)
     page.click(f"#graph svg g.node#{block.id}")
     panel = page.inner_text("#panel-body")
-    for text in ("Block @ model.sam_model.blocks.[0-3] for 4", "measured FLOPs", "measured time", "predicted time",
-                 "activation bytes observed", "variant window_size=0 ×2", "variant window_size=14 ×2",
-                 "model.sam_model.blocks.3", "window_size"):
+    for text in (
+        "Block @ model.sam_model.blocks.[0-3] for 4",
+        "measured FLOPs",
+        "measured time",
+        "predicted time",
+        "activation bytes observed",
+        "variant window_size=0 ×2",
+        "variant window_size=14 ×2",
+        "model.sam_model.blocks.3",
+        "window_size",
+    ):
         assert text in panel, (text, panel[:2000])
     assert page.eval_on_selector(f"#graph svg g.node#{block.id}", "e => e.classList.contains('selected')")
     SCREENS.mkdir(parents=True, exist_ok=True)
@@ -73,8 +82,13 @@ def _free_port() -> int:
 def test_explore_serves_a_graph_that_renders(timed_run, browser):
     pytest.importorskip("model_explorer", reason="ai-edge-model-explorer is not installed (the 'explorer' extra)")
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(REPO / "pipelines" / "explore.py"), str(timed_run), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "pipelines" / "explore.py"), str(timed_run), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+    )
     try:
         url, seen, start = None, [], time.time()
         assert proc.stdout is not None
@@ -84,7 +98,7 @@ def test_explore_serves_a_graph_that_renders(timed_run, browser):
                 break
             seen.append(line)
             if line.startswith("open: "):
-                url = line[len("open: "):].strip()
+                url = line[len("open: ") :].strip()
                 break
         assert url and url.startswith(f"http://127.0.0.1:{port}/"), "".join(seen)[-2000:]
         graph = json.loads((timed_run / "model_explorer" / "graph.json").read_text())

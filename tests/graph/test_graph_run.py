@@ -1,6 +1,7 @@
 """The default `./dev trace` run: costs on every grouped node, module_costs.json, activation bytes verified,
 run.html and model_explorer/ there and consistent (group sums equal the nodes' totals); the same run with a
 profile and a roofline added and regrouped carries measured and predicted times."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,29 @@ import pytest
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.model_explorer import GROUPED_ID, INTENSITY, RAW_ID
 from llm_perf_opt.callgraph.node_costs import load_module_costs
-from llm_perf_opt.measure.verification_file import load_verification
 from llm_perf_opt.jobs import explore
+from llm_perf_opt.measure.verification_file import load_verification
 from llm_perf_opt.run_artifacts import load, load_summary
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-TRACE_METRICS = ["flops_analytic", "flops_matmul_analytic", "io_bytes_analytic", "weight_bytes_analytic",
-                 "activation_bytes_analytic", "flops_measured", "activation_bytes_observed"]
+TRACE_METRICS = [
+    "flops_analytic",
+    "flops_matmul_analytic",
+    "io_bytes_analytic",
+    "weight_bytes_analytic",
+    "activation_bytes_analytic",
+    "flops_measured",
+    "activation_bytes_observed",
+]
 # the profile and roofline stages (time_predicted: the ideal level; then the kernel and eager levels)
-TIME_METRICS = ["time_measured", "time_measured_self", "time_predicted", "time_predicted_kernel", "time_predicted_eager"]
+TIME_METRICS = [
+    "time_measured",
+    "time_measured_self",
+    "time_predicted",
+    "time_predicted_kernel",
+    "time_predicted_eager",
+]
 DEFAULT_METRICS = TRACE_METRICS + TIME_METRICS  # what the default trace job puts on the graph
 COMPARED_NODES = 60  # grouped nodes of the default run with both matmul FLOP figures, no notes (68 of 74 today)
 
@@ -44,12 +58,18 @@ def test_costs_on_every_grouped_node(traced_run):
         assert n.costs["flops_measured"]["total"] is not None, n.name  # every node: measured FLOPs
         assert n.costs["activation_bytes_observed"]["total"] is not None, n.name
     root = grouped.node(grouped.root)
-    assert all(root.costs[m]["share"] == pytest.approx(1.0) for m in TRACE_METRICS + ["time_measured", "time_predicted"])
+    assert all(
+        root.costs[m]["share"] == pytest.approx(1.0) for m in TRACE_METRICS + ["time_measured", "time_predicted"]
+    )
     # the SAM stack: one node, two variants, each costed; a global block costs more than a windowed one
     sam = node(grouped, "model.sam_model.blocks.[0-3]")
     windowed, glob = sam.variants
     assert (windowed.label, len(windowed.members), glob.label, len(glob.members)) == (
-        "window_size=14", 2, "window_size=0", 2)
+        "window_size=14",
+        2,
+        "window_size=0",
+        2,
+    )
     for m in DEFAULT_METRICS:
         assert windowed.costs[m]["total"] + glob.costs[m]["total"] == pytest.approx(sam.costs[m]["total"])
     assert glob.costs["flops_measured"]["mean"] > windowed.costs["flops_measured"]["mean"]
@@ -81,7 +101,10 @@ def test_summary_verification_and_files(traced_run):
         assert (traced_run / name).is_file(), name
     assert load("module_costs", traced_run).names() == DEFAULT_METRICS
     checks = {c["name"]: c for c in load_grouped_json(traced_run / "callgraph.grouped.json").checks}
-    assert checks["block_loop:sam_model.blocks"]["status"] == "ok" and checks["block_loop:sam_model.blocks"]["expected"] == 4
+    assert (
+        checks["block_loop:sam_model.blocks"]["status"] == "ok"
+        and checks["block_loop:sam_model.blocks"]["expected"] == 4
+    )
 
 
 def test_model_explorer_groups_sum_to_the_nodes(traced_run):
@@ -104,7 +127,8 @@ def test_model_explorer_groups_sum_to_the_nodes(traced_run):
         # and the SAM namespace sums to the SAM node
         sam_ns = [n["id"] for n in g["nodes"] if n["namespace"].startswith("model/sam_model")]
         assert sum(results[i]["value"] for i in sam_ns if i in results) == pytest.approx(
-            node(grouped, "model.sam_model").costs[metric]["total"], rel=1e-9)
+            node(grouped, "model.sam_model").costs[metric]["total"], rel=1e-9
+        )
         raw_results = data[RAW_ID]["results"]
         assert sum(r["value"] for r in raw_results.values()) == pytest.approx(root_total, rel=1e-9)
     assert (me / f"{INTENSITY}.json").is_file()
@@ -115,8 +139,10 @@ def test_timed_run_has_measured_and_predicted_times(timed_run):
     costs = load_module_costs(timed_run / "module_costs.json")
     # the levels on a datasheet: kernel from its min_kernel_us; eager needs this host's cached calibration too
     eager = ["time_predicted_eager"] if "time_predicted_eager" in costs.names() else []
-    assert costs.names() == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted",
-                                             "time_predicted_kernel"] + eager
+    assert (
+        costs.names()
+        == TRACE_METRICS + ["time_measured", "time_measured_self", "time_predicted", "time_predicted_kernel"] + eager
+    )
     assert costs.absent == ({} if eager else {"time_predicted_eager": costs.absent.get("time_predicted_eager")})
     assert eager or "calibrat" in costs.absent["time_predicted_eager"]
     assert "repeats" in costs.get("time_measured").source and "h100" in costs.get("time_predicted").source.lower()
@@ -156,8 +182,13 @@ def test_group_cli_colours_by_another_metric(traced_run, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(traced_run, run)
-    proc = subprocess.run([sys.executable, str(REPO / "pipelines" / "group.py"), str(run), "--color-by", "bytes"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "pipelines" / "group.py"), str(run), "--color-by", "bytes"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "costs from module_costs.json" in proc.stdout
     grouped = load_grouped_json(run / "callgraph.grouped.json")

@@ -2,6 +2,7 @@
 (`1 kFLOP · 83.3%`), the legend, variants with their costs, tooltips with parameters, shapes and costs,
 color_by fallbacks and notes; Mermaid checked by the structural validator and, when installed, by the
 real mermaid-cli."""
+
 from __future__ import annotations
 
 import shutil
@@ -43,13 +44,15 @@ def test_dot_heat_map_labels_legend_and_tooltips():
     blocks = next(n for n in g.nodes if n.pattern == "enc.blocks.[0-5]")
     line = next(l for l in dot.splitlines() if l.startswith(f"\t{blocks.id} "))
     # 1000 of 1200 FLOP: 83.3 %, the darkest bin, white text; the variants with their own costs
-    assert 'Block @ enc.blocks.[0-5] for 6\\n1 kFLOP · 83.3%' in line
+    assert "Block @ enc.blocks.[0-5] for 6\\n1 kFLOP · 83.3%" in line
     assert "◦ window_size=14 ×4: 400 FLOP · 33.3%" in line and "◦ window_size=0 ×2: 600 FLOP · 50%" in line
     assert f'fillcolor="{BINS[0][1]}"' in line and 'fontcolor="#ffffff"' in line and f"id={blocks.id}" in line
     # the tooltip: costs with per-instance figures and the slowest instance, variants, absent metrics
     tip = node_tooltip(blocks, g)
-    assert "measured FLOPs: 1 kFLOP (83.3% of the run); per instance 167 FLOP (min 100 FLOP, max 300 FLOP, " \
-           "slowest enc.blocks.2)" in tip
+    assert (
+        "measured FLOPs: 1 kFLOP (83.3% of the run); per instance 167 FLOP (min 100 FLOP, max 300 FLOP, "
+        "slowest enc.blocks.2)" in tip
+    )
     assert "measured time: 900 ms (45% of the run)" in tip and "5 of 6 instances have a figure" in tip
     assert "variant window_size=0 ×2: 2, 5" in tip
     assert "legend [label=<<table" in dot and "colour: measured FLOPs, share of 1.2 kFLOP" in dot
@@ -72,10 +75,13 @@ def test_params_and_none():
 
 def test_color_by_a_metric_the_run_lacks_is_a_note(tmp_path):
     cg = sam_like()
-    grouped, _ = group_and_render(cg, tmp_path, formats=("dot", "mmd"), costs=costs_for(cg, with_time=False),
-                                  color_by="time")
-    assert any("color_by=time: no time_measured or time_predicted" in n and "profile stage did not run" in n
-               for n in grouped.notes)
+    grouped, _ = group_and_render(
+        cg, tmp_path, formats=("dot", "mmd"), costs=costs_for(cg, with_time=False), color_by="time"
+    )
+    assert any(
+        "color_by=time: no time_measured or time_predicted" in n and "profile stage did not run" in n
+        for n in grouped.notes
+    )
     assert "legend" not in (tmp_path / "callgraph.grouped.dot").read_text()
 
 

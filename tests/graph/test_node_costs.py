@@ -1,6 +1,7 @@
 """Costs on the grouped graph (callgraph.node_costs) on hand-built graphs: sums over instances, per
 instance figures, the slowest instance, shares, variants, missing figures said so (never zero), stack
 totals from containers, the module_costs.json artifact, and agreement with measure.time_groups."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "callgraph"))
 from callgraph_helpers import make_graph  # noqa: E402
 
-from llm_perf_opt.callgraph.grouping import group_callgraph  # noqa: E402
-
 from llm_perf_opt.callgraph.grouped import load_grouped_json
+from llm_perf_opt.callgraph.grouping import group_callgraph  # noqa: E402
 from llm_perf_opt.callgraph.node_costs import (  # noqa: E402
     MODULE_COSTS_SCHEMA,
     MetricTable,
@@ -55,8 +55,18 @@ def costs_for(cg, with_time=True) -> ModuleCosts:
     absent = {}
     if with_time:
         times = {f"enc.blocks.{i}": block_flops(i) / 1e3 for i in range(6) if i != 4}  # block 4 has no range
-        metrics.append(MetricTable("time_measured", "measured time", "s", "time", "ranges", times, total=2.0,
-                                   notes={"enc.blocks.4": "no range"}))
+        metrics.append(
+            MetricTable(
+                "time_measured",
+                "measured time",
+                "s",
+                "time",
+                "ranges",
+                times,
+                total=2.0,
+                notes={"enc.blocks.4": "no range"},
+            )
+        )
     else:
         absent["time_measured"] = "the profile stage did not run"
     return ModuleCosts("prefill", metrics, absent)
@@ -107,8 +117,15 @@ def test_figures_agree_with_measure_time_groups():
     members = [f"b.{i}" for i in range(5)]
     gt = group_times(table, members)
     fig = member_figures({m: r["inclusive_s"] for m, r in table.items() if r["inclusive_s"] is not None}, members)
-    assert (fig["total"], fig["mean"], fig["min"], fig["max"], fig["slowest"], fig["fastest"], fig["spread"]) == \
-        (gt.total_s, gt.mean_s, gt.min_s, gt.max_s, gt.slowest, gt.fastest, gt.spread)
+    assert (fig["total"], fig["mean"], fig["min"], fig["max"], fig["slowest"], fig["fastest"], fig["spread"]) == (
+        gt.total_s,
+        gt.mean_s,
+        gt.min_s,
+        gt.max_s,
+        gt.slowest,
+        gt.fastest,
+        gt.spread,
+    )
     assert fig["missing"] == list(gt.missing) == ["b.4"]
 
 
@@ -127,8 +144,14 @@ def test_a_stack_costed_as_a_whole_gets_its_containers_total():
         mods += [(f"l.{layer}.experts.{e}", "MLP", 5) for e in range(8)]
         calls += [("", f"l.{layer}", 1)] + [(f"l.{layer}", f"l.{layer}.experts.{e}", 1) for e in (0, 3, 5)]
     g = group_callgraph(make_graph(mods, calls))
-    analytic = MetricTable("flops_analytic", "analytic FLOPs", "FLOP", "flops", "model",
-                           {"": 100.0, "l.0": 40.0, "l.1": 40.0, "l.0.experts": 30.0, "l.1.experts": 35.0})
+    analytic = MetricTable(
+        "flops_analytic",
+        "analytic FLOPs",
+        "FLOP",
+        "flops",
+        "model",
+        {"": 100.0, "l.0": 40.0, "l.1": 40.0, "l.0.experts": 30.0, "l.1.experts": 35.0},
+    )
     attach_costs(g, ModuleCosts("prefill", [analytic]))
     experts = by_pattern(g, "l.[0-1].experts.[0,3,5]")
     fig = experts.costs["flops_analytic"]

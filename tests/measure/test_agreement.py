@@ -1,4 +1,5 @@
 """Verification mechanics on synthetic stages and measurements: pass, fail, containers, unmatched modules."""
+
 from __future__ import annotations
 
 import json
@@ -8,13 +9,21 @@ import torch
 
 from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.stage import CostNode, StageCost, leaf
+from llm_perf_opt.measure.agreement import check_agreement, check_stage, relative_error, render_table
 from llm_perf_opt.measure.flops import MeasuredFlops
-from llm_perf_opt.measure.agreement import check_stage, relative_error, render_table, check_agreement
 
 
 def _measured(by_module: dict[str, int], no_formula=None, classes=None) -> MeasuredFlops:
-    return MeasuredFlops(total=by_module[""], by_module=by_module, by_module_op={}, by_op={}, op_calls={},
-                         ops_without_formula=no_formula or {}, extra_formulas=[], module_classes=classes or {})
+    return MeasuredFlops(
+        total=by_module[""],
+        by_module=by_module,
+        by_module_op={},
+        by_op={},
+        op_calls={},
+        ops_without_formula=no_formula or {},
+        extra_formulas=[],
+        module_classes=classes or {},
+    )
 
 
 def _stage(qkv=300, sdpa=50, experts=(40, 60)) -> StageCost:
@@ -27,10 +36,18 @@ def _stage(qkv=300, sdpa=50, experts=(40, 60)) -> StageCost:
 
 
 def _good_measurement() -> dict[str, int]:
-    return {"": 457, "model": 450, "model.layers.0": 450, "model.layers.0.attn": 350,
-            "model.layers.0.attn.qkv": 300, "model.layers.0.mlp": 100,
-            "model.layers.0.mlp.experts.3": 40, "model.layers.0.mlp.experts.3.up_proj": 20,
-            "model.layers.0.mlp.experts.5": 60, "lm_head": 7}
+    return {
+        "": 457,
+        "model": 450,
+        "model.layers.0": 450,
+        "model.layers.0.attn": 350,
+        "model.layers.0.attn.qkv": 300,
+        "model.layers.0.mlp": 100,
+        "model.layers.0.mlp.experts.3": 40,
+        "model.layers.0.mlp.experts.3.up_proj": 20,
+        "model.layers.0.mlp.experts.5": 60,
+        "lm_head": 7,
+    }
 
 
 def test_relative_error():

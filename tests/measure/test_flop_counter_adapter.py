@@ -1,5 +1,6 @@
 """The FlopCounterMode adapter: torch's own SDPA formula gives the project's numbers, the private hook is
 gated, and a torch that moved it gets one clear error."""
+
 from __future__ import annotations
 
 import re
@@ -21,12 +22,15 @@ def fresh_gate():
     A.check_flop_counter.cache_clear()
 
 
-@pytest.mark.parametrize("b,h,kv_heads,lq,lk,e,ev", [
-    (2, 4, 4, 3, 5, 8, 8),
-    (1, 10, 10, 278, 278, 128, 128),  # the decoder's prefill attention
-    (2, 4, 2, 3, 5, 8, 6),  # GQA, a different value width
-    (3, 2, 1, 1, 9, 4, 4),  # one decode query, one K/V head
-])
+@pytest.mark.parametrize(
+    "b,h,kv_heads,lq,lk,e,ev",
+    [
+        (2, 4, 4, 3, 5, 8, 8),
+        (1, 10, 10, 278, 278, 128, 128),  # the decoder's prefill attention
+        (2, 4, 2, 3, 5, 8, 6),  # GQA, a different value width
+        (3, 2, 1, 1, 9, 4, 4),  # one decode query, one K/V head
+    ],
+)
 def test_torch_sdpa_formula_is_the_named_dims_formula(b, h, kv_heads, lq, lk, e, ev):
     expected = 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev  # Q·Kᵀ + P·V, no causal discount
     assert A.sdpa_flops((b, h, lq, e), (b, kv_heads, lk, e), (b, kv_heads, lk, ev)) == expected

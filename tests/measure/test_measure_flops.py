@@ -1,4 +1,5 @@
 """Measured FLOPs: the CPU attention formula, recording of ops without a formula, module paths, fvcore."""
+
 from __future__ import annotations
 
 import pytest
@@ -117,8 +118,10 @@ def test_count_flops_requires_nothing_global():
 def test_cpu_sdpa_formula_with_gqa_shapes(gqa):
     from llm_perf_opt.measure.flop_counter_adapter import sdpa_flops
 
-    assert sdpa_flops((2, 4, 3, 8), (2, 4 // gqa, 5, 8), (2, 4 // gqa, 5, 6)) == 2 * 2 * 4 * 3 * 5 * 8 + \
-        2 * 2 * 4 * 3 * 5 * 6
+    assert (
+        sdpa_flops((2, 4, 3, 8), (2, 4 // gqa, 5, 8), (2, 4 // gqa, 5, 6))
+        == 2 * 2 * 4 * 3 * 5 * 8 + 2 * 2 * 4 * 3 * 5 * 6
+    )
 
 
 def test_fvcore_reconciliation_by_op_family():

@@ -1,6 +1,7 @@
 """verification.json from a real measurement of the tiny twin (with fvcore's second opinion): written
 under `llm_perf_opt.verification` v3 and read back into the same `Verification`; v2 and v1 files still load;
 unknown versions, missing fields and verdicts that disagree with the rows are rejected by name."""
+
 from __future__ import annotations
 
 import json
@@ -9,19 +10,19 @@ import re
 import pytest
 import torch
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.artifacts import write_artifact
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ArtifactError
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
+    check_dsocr_agreement,
     fvcore_flops,
     load_verification,
-    check_dsocr_agreement,
     write_verification,
 )
 
@@ -50,8 +51,11 @@ def test_fvcore_is_reconciled_with_torch_on_the_tiny_twin(verification):
     rec = fv["reconciliation"]
     families = {f["family"]: f for f in rec["families"]}
     # every FLOP of difference is assigned to an op family
-    assert rec["fvcore_minus_torch"] == v.fvcore.total - torch_total == sum(f["fvcore_minus_torch"]
-                                                                           for f in rec["families"])
+    assert (
+        rec["fvcore_minus_torch"]
+        == v.fvcore.total - torch_total
+        == sum(f["fvcore_minus_torch"] for f in rec["families"])
+    )
     # fvcore counts linears and convolutions as torch does (2 x its multiply-adds) ...
     assert families["linear (mm, addmm)"]["fvcore_minus_torch"] == 0 and families["linear (mm, addmm)"]["torch"] > 0
     assert families["convolution"]["fvcore_minus_torch"] == 0 and families["convolution"]["torch"] > 0
@@ -89,14 +93,17 @@ def test_unknown_versions_are_rejected(tmp_path, verification, schema, version):
         load_verification(path)
 
 
-@pytest.mark.parametrize("change,named", [
-    (lambda d: d.pop("rtol"), "data lacks required field 'rtol'"),
-    (lambda d: d["stages"][1].pop("rows"), "data.stages[1] lacks required field 'rows'"),
-    (lambda d: d["stages"][0]["rows"][3].pop("ok"), "data.stages[0].rows[3] lacks required field 'ok'"),
-    (lambda d: d["fvcore"].pop("by_operator"), "data.fvcore lacks required field 'by_operator'"),
-    (lambda d: d["stages"][2]["rows"][0].update(ok=False), "data.stages[2].passed is True but its rows say False"),
-    (lambda d: d.update(n_rows=1), "data.n_rows is 1 but the stages say"),
-])
+@pytest.mark.parametrize(
+    "change,named",
+    [
+        (lambda d: d.pop("rtol"), "data lacks required field 'rtol'"),
+        (lambda d: d["stages"][1].pop("rows"), "data.stages[1] lacks required field 'rows'"),
+        (lambda d: d["stages"][0]["rows"][3].pop("ok"), "data.stages[0].rows[3] lacks required field 'ok'"),
+        (lambda d: d["fvcore"].pop("by_operator"), "data.fvcore lacks required field 'by_operator'"),
+        (lambda d: d["stages"][2]["rows"][0].update(ok=False), "data.stages[2].passed is True but its rows say False"),
+        (lambda d: d.update(n_rows=1), "data.n_rows is 1 but the stages say"),
+    ],
+)
 def test_missing_fields_and_disagreeing_verdicts_are_named(tmp_path, verification, change, named):
     data = json.loads(json.dumps(verification[0].to_dict()))
     change(data)

@@ -1,5 +1,6 @@
 """`verify.fvcore=true`: the trace job counts the real prefill with fvcore too and reconciles it in
 verification.json (off by default: `"fvcore": null`)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,9 +18,22 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _trace(run_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "llm_perf_opt.jobs.trace", f"hydra.run.dir={run_dir}", "model=twin_tiny",
-         "workload=tiny", "trace.capture=false", "profile=off", "~hardware", *overrides],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "llm_perf_opt.jobs.trace",
+            f"hydra.run.dir={run_dir}",
+            "model=twin_tiny",
+            "workload=tiny",
+            "trace.capture=false",
+            "profile=off",
+            "~hardware",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
     )
 
 

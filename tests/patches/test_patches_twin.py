@@ -1,4 +1,5 @@
 """Runtime patches on the tiny twin: the right events, bit-identical outputs, every original restored."""
+
 from __future__ import annotations
 
 import importlib
@@ -181,9 +182,15 @@ def test_missing_target_names_it_and_restores_earlier_patches(session, monkeypat
 
 
 def test_missing_method_target(session):
-    patch = Patch(name="test_missing_method", summary="test", apply=lambda ctx: ctx.wrap(ctx.target(), lambda f: f),
-                  targets={"twin": ("model", "DeepseekOCRModel.no_such_method"),
-                           "vendor": ("modeling_deepseekocr", "DeepseekOCRModel.no_such_method")})
+    patch = Patch(
+        name="test_missing_method",
+        summary="test",
+        apply=lambda ctx: ctx.wrap(ctx.target(), lambda f: f),
+        targets={
+            "twin": ("model", "DeepseekOCRModel.no_such_method"),
+            "vendor": ("modeling_deepseekocr", "DeepseekOCRModel.no_such_method"),
+        },
+    )
     register_patch(patch)
     try:
         with pytest.raises(PatchError, match=r"model\.DeepseekOCRModel\.no_such_method"):

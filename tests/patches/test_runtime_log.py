@@ -1,4 +1,5 @@
 """RuntimeLog: ordered events with a monotonically increasing seq, queries, and the runtime_log.json artifact."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,16 @@ from llm_perf_opt.errors import ArtifactError
 def sample_log() -> RuntimeLog:
     log = RuntimeLog()
     log.note_patch("vision_inputs", ["modeling_deepseekocr.DeepseekOCRModel.forward"])
-    log.record("vision_inputs", vision=True, num_images=1, images_spatial_crop=[[2, 3]], crops_per_image=[6],
-               views=7, vision_passes=2, seq_len=908)
+    log.record(
+        "vision_inputs",
+        vision=True,
+        num_images=1,
+        images_spatial_crop=[[2, 3]],
+        crops_per_image=[6],
+        views=7,
+        vision_passes=2,
+        seq_len=908,
+    )
     log.record("llm_stack", num_layers=12, seq_len=908, past_len=0, step=0)
     log.record("llm_stack", num_layers=12, seq_len=1, past_len=908, step=1)
     log.record("decode_step", step=1, context_len=909)
@@ -68,8 +77,7 @@ def test_load_rejects_unknown_version_and_bad_events(tmp_path):
     with pytest.raises(ArtifactError, match=r"events\[0\] lacks field 'seq'"):
         load_runtime_log(no_seq)
     backwards = tmp_path / "backwards.json"
-    write_artifact(backwards, RUNTIME_LOG_SCHEMA, 1,
-                   {"events": [{"seq": 1, "event": "a"}, {"seq": 1, "event": "b"}]})
+    write_artifact(backwards, RUNTIME_LOG_SCHEMA, 1, {"events": [{"seq": 1, "event": "a"}, {"seq": 1, "event": "b"}]})
     with pytest.raises(ArtifactError, match="does not increase"):
         load_runtime_log(backwards)
     no_events = tmp_path / "no_events.json"

@@ -1,4 +1,5 @@
 """The import-time torchvision stand-in: the four names the vendor code imports, gone after the block."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """Fixtures for the profile tests: the tiny twin, Gundam inputs, and one profiled run shared by the tests
 that only read its result (a profiled run is 7 forwards of the tiny twin)."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,6 +41,7 @@ def profiled(tiny_twin, gundam_kwargs, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("profile")
     parts = default_parts(tiny_twin, family("dsocr").parts)  # the coverage is over the family's parts
-    times = profile_forward(ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE,
-                            parts=parts)
+    times = profile_forward(
+        ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE, parts=parts
+    )
     return times, out

@@ -1,5 +1,6 @@
 """The hooks that open one profiler range per module call: balanced ranges, call indices, runtime
 parents, and nothing left behind when the forward raises."""
+
 from __future__ import annotations
 
 import pytest
@@ -48,8 +49,10 @@ class Tree(nn.Module):
 
 
 def _hook_counts(model: nn.Module) -> int:
-    return sum(len(m._forward_pre_hooks) + len(m._forward_hooks) + len(getattr(m, "_forward_hooks_always_called", {}))
-               for m in model.modules())
+    return sum(
+        len(m._forward_pre_hooks) + len(m._forward_hooks) + len(getattr(m, "_forward_hooks_always_called", {}))
+        for m in model.modules()
+    )
 
 
 def _profiler_on() -> bool:
@@ -63,12 +66,17 @@ def test_calls_indices_and_runtime_parents():
     seen = [(c.path, c.index, ranges.calls[c.parent].key if c.parent is not None else None) for c in ranges.calls]
     assert seen == [
         ("", 0, None),
-        ("shared", 0, ("", 0)), ("shared.lin", 0, ("shared", 0)),
-        ("hidden", 0, ("", 0)), ("hidden.lin", 0, ("hidden", 0)),  # hidden.forward(): the shim's range
+        ("shared", 0, ("", 0)),
+        ("shared.lin", 0, ("shared", 0)),
+        ("hidden", 0, ("", 0)),
+        ("hidden.lin", 0, ("hidden", 0)),  # hidden.forward(): the shim's range
         ("invisible.lin", 0, ("", 0)),  # Leaf.forward(invisible, x) is not seen: its child belongs to the caller
-        ("stack.0", 0, ("", 0)), ("stack.0.lin", 0, ("stack.0", 0)),
-        ("stack.1", 0, ("", 0)), ("stack.1.lin", 0, ("stack.1", 0)),
-        ("shared", 1, ("", 0)), ("shared.lin", 1, ("shared", 1)),
+        ("stack.0", 0, ("", 0)),
+        ("stack.0.lin", 0, ("stack.0", 0)),
+        ("stack.1", 0, ("", 0)),
+        ("stack.1.lin", 0, ("stack.1", 0)),
+        ("shared", 1, ("", 0)),
+        ("shared.lin", 1, ("shared", 1)),
     ]
     assert [c.path for c in ranges.calls if c.direct] == ["hidden"]
     assert model.shared.calls == 2 and model.hidden.calls == 1  # every forward ran once per call, shim or not
@@ -102,8 +110,21 @@ def test_ranges_reach_the_profiler_nested():
     names = {range_name(p) for p, _ in model.named_modules()}
     events = [e for e in prof.events() if e.name in names]
     assert sorted(e.name for e in events) == sorted(
-        [ROOT_RANGE, "shared", "shared", "shared.lin", "shared.lin", "hidden", "hidden.lin", "invisible.lin",
-         "stack.0", "stack.0.lin", "stack.1", "stack.1.lin"])
+        [
+            ROOT_RANGE,
+            "shared",
+            "shared",
+            "shared.lin",
+            "shared.lin",
+            "hidden",
+            "hidden.lin",
+            "invisible.lin",
+            "stack.0",
+            "stack.0.lin",
+            "stack.1",
+            "stack.1.lin",
+        ]
+    )
     root = next(e for e in events if e.name == ROOT_RANGE)
     for e in events:
         assert root.time_range.start <= e.time_range.start <= e.time_range.end <= root.time_range.end

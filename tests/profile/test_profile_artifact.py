@@ -1,5 +1,6 @@
 """profile.json (schema llm_perf_opt.profile) round-trips through its loader, which refuses unknown versions
 and missing fields by name; profile.trace.json is a Chrome trace holding one range per module call."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """The `profile` config group: presets compose, bad values are refused in one line naming the field,
 NVTX without CUDA is refused before anything runs."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,21 +27,31 @@ def test_presets():
     assert to_typed_config(compose_cfg("profile.repeats=5", "profile.warmup=0")).profile.repeats == 5
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["profile.repeats=0"], "profile.repeats=0 is invalid: must be an integer >= 1"),
-    (["profile.repeats=-2"], "profile.repeats=-2"),
-    (["profile.warmup=-1"], "profile.warmup=-1 is invalid: must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["profile.repeats=0"], "profile.repeats=0 is invalid: must be an integer >= 1"),
+        (["profile.repeats=-2"], "profile.repeats=-2"),
+        (["profile.warmup=-1"], "profile.warmup=-1 is invalid: must be an integer >= 0"),
+    ],
+)
 def test_bad_values_one_line(overrides, needle):
     with pytest.raises(ConfigError) as err:
         to_typed_config(compose_cfg(*overrides))
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"repeats": 0}, "profile.repeats"), ({"repeats": True}, "profile.repeats"), ({"repeats": 2.5}, "profile.repeats"),
-    ({"warmup": -1}, "profile.warmup"), ({"nvtx": "yes"}, "profile.nvtx"), ({"enabled": 1}, "profile.enabled"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"repeats": 0}, "profile.repeats"),
+        ({"repeats": True}, "profile.repeats"),
+        ({"repeats": 2.5}, "profile.repeats"),
+        ({"warmup": -1}, "profile.warmup"),
+        ({"nvtx": "yes"}, "profile.nvtx"),
+        ({"enabled": 1}, "profile.enabled"),
+    ],
+)
 def test_schema_refuses_bad_values(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         ProfileConfig(**kwargs)

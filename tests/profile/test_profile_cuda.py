@@ -1,5 +1,6 @@
 """On CUDA the time per module is GPU kernel time attributed to the range that launched it; NVTX ranges
 come from the same hooks. Skipped without a CUDA GPU."""
+
 from __future__ import annotations
 
 import json

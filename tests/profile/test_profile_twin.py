@@ -8,6 +8,7 @@ Across repeats, each figure is a median: a child's median cannot exceed its pare
 keep a per-repeat ordering), but a *sum* of children's medians can exceed the parent's median when the
 children vary out of step; that sum is therefore only checked per repeat.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -81,8 +82,9 @@ def test_children_fit_inside_their_parent(profiled):
             continue
         for r, inc in enumerate(parent.inclusive_s.repeats):
             assert sum(k.inclusive_s.repeats[r] for k in kids) <= inc + ROUNDING, (parent.path, r)
-            assert parent.self_s.repeats[r] == pytest.approx(inc - sum(k.inclusive_s.repeats[r] for k in kids),
-                                                             abs=ROUNDING)
+            assert parent.self_s.repeats[r] == pytest.approx(
+                inc - sum(k.inclusive_s.repeats[r] for k in kids), abs=ROUNDING
+            )
         for k in kids:
             assert k.inclusive_s.median <= parent.inclusive_s.median + ROUNDING
         checked += 1
@@ -116,8 +118,9 @@ def test_parts_cover_the_forward(profiled):
     for r, wall in enumerate(cov["wall_s"]["repeats"]):
         covered = cov["covered_s"]["repeats"][r]
         assert cov["uncovered_s"]["repeats"][r] == pytest.approx(wall - covered, abs=ROUNDING)
-        assert (cov["outside_parts_s"]["repeats"][r] + cov["outside_root_s"]["repeats"][r]
-                == pytest.approx(wall - covered, abs=ROUNDING))
+        assert cov["outside_parts_s"]["repeats"][r] + cov["outside_root_s"]["repeats"][r] == pytest.approx(
+            wall - covered, abs=ROUNDING
+        )
         assert covered == pytest.approx(sum(p["inclusive_s"]["repeats"][r] for p in cov["parts"].values()))
     # the decoder part is a container: its time is its layers' calls
     layers = [f"{parts.DECODER_STACK}.{i}" for i in range(3)]

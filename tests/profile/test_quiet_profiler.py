@@ -1,6 +1,7 @@
 """A profiled forward prints no Kineto `USDT: ... profiler_start/stop` lines (measure.kineto_log), and a
 user's own KINETO_LOG_LEVEL is kept. Each case runs in a fresh interpreter: Kineto reads its threshold
 once per process, at the first profiler session, and the lines go to the process' stderr (C++)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Times of a group's instances (a `for N` node's members): total, mean, spread and the slowest instance."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Real Hydra multiruns of the trace job on the tiny twin, run once per test session and shared."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_runs import made_once
 
 from llm_perf_opt.errors import ExitCode
-from shared_runs import made_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,9 +42,11 @@ def ok_sweep(small_sweep) -> tuple[Path, subprocess.CompletedProcess]:
 def failing_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """Three jobs, the middle one with an invalid base_size (not a multiple of 64): the sweep goes on, and
     exits 3 (a job failed) at the end. The forward only, no profile: its tests read statuses and errors."""
+
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
-        proc = run_sweep(d / "failing", "model=twin_tiny", "trace=forward_only", "profile=off",
-                         "workload.base_size=1024,1000,1280")
+        proc = run_sweep(
+            d / "failing", "model=twin_tiny", "trace=forward_only", "profile=off", "workload.base_size=1024,1000,1280"
+        )
         assert proc.returncode == ExitCode.JOBS_FAILED, proc.stderr[-4000:]
         return d / "failing", proc
 

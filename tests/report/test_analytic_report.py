@@ -1,10 +1,11 @@
 """The analytic-only page sweep: many page sizes, no model run, tokens and FLOPs as plots and CSV."""
+
 from __future__ import annotations
-from llm_perf_opt.dsocr.family import FAMILY
 
 import csv
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.family import FAMILY
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
@@ -24,8 +25,13 @@ def test_analytic_report(tmp_path):
         layout = compute_view_layout(gundam, w, h)
         assert row["mode"] == "gundam" and int(row["image_tokens"]) == layout.image_tokens
         assert int(row["prefill_flops"]) == DeepseekOCRAnalyticModel(spec, layout).prefill().flops_matmul
-    for stem in ("heatmap_tokens", "heatmap_prefill_flops", "tokens_by_aspect", "prefill_flops_by_aspect",
-                 "tokens_by_size"):
+    for stem in (
+        "heatmap_tokens",
+        "heatmap_prefill_flops",
+        "tokens_by_aspect",
+        "prefill_flops_by_aspect",
+        "tokens_by_size",
+    ):
         assert (tmp_path / "analytic_plots" / f"{stem}.svg").is_file()
         assert (tmp_path / "analytic_plots" / f"{stem}.png").is_file()
     page = rep.html.read_text()

@@ -5,6 +5,7 @@ Run A: the default job (`./dev trace`: profile and roofline on). Run B: the same
 `runtime.attn_implementation=sdpa` and `profile=off` (the decoder's attention no longer materialises its
 score matrices, so its observed activation bytes drop; no measured time in B). Screenshots go to
 tmp/screens/ for a person to look at."""
+
 from __future__ import annotations
 
 import csv
@@ -15,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser import browser_page
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,9 @@ def runs(tmp_path_factory, default_run) -> tuple[Path, Path, subprocess.Complete
     sdpa attention and no profile."""
     base = tmp_path_factory.mktemp("compare_runs")
     (a, proc_a), b = default_run, base / "sdpa"
-    proc_b = _job(REPO / "pipelines" / "trace.py", "runtime.attn_implementation=sdpa", "profile=off", f"hydra.run.dir={b}")
+    proc_b = _job(
+        REPO / "pipelines" / "trace.py", "runtime.attn_implementation=sdpa", "profile=off", f"hydra.run.dir={b}"
+    )
     assert proc_b.returncode == 0, proc_b.stderr[-3000:]
     return a, b, proc_a
 
@@ -73,8 +75,11 @@ def test_compare_shows_the_changed_attention_with_the_files_delta(runs, tmp_path
     row = next(r for r in cmp.nodes if r.key == path)
     assert row.figure("activation_bytes_observed").delta == want
     # the CSV says the same
-    rows = [r for r in csv.DictReader((out / "compare.csv").open()) if r["key"] == path
-            and r["metric"] == "activation_bytes_observed"]
+    rows = [
+        r
+        for r in csv.DictReader((out / "compare.csv").open())
+        if r["key"] == path and r["metric"] == "activation_bytes_observed"
+    ]
     assert len(rows) == 1 and float(rows[0]["delta"]) == want
     # the FLOPs did not change anywhere (attention's FLOPs are the same in eager and sdpa)
     assert cmp.changed_nodes("flops_measured") == []
@@ -87,8 +92,8 @@ def test_delta_time_colours_the_slower_node(runs, tmp_path):
     """Run A against a copy of itself whose lm_head node took twice its measured time: that node alone
     changes, by its own time, and is drawn in the 'slower' colours; the others are unchanged."""
     a, _, _ = runs
-    from llm_perf_opt.callgraph.heat import BINS, Heat
     from llm_perf_opt.callgraph.dot import build_grouped_dot
+    from llm_perf_opt.callgraph.heat import BINS, Heat
     from llm_perf_opt.report.compare import compare_runs, delta_graph
 
     slower = tmp_path / "slower"
@@ -112,11 +117,12 @@ def test_delta_time_colours_the_slower_node(runs, tmp_path):
     assert heat.colours(node)[0] in build_grouped_dot(g, color_by="delta_time")
 
 
-
 def test_compare_refuses_bad_input_in_one_line(runs, tmp_path):
     a, b, _ = runs
-    for other, text in ((tmp_path, "not a run directory (no summary.json"),
-                        (tmp_path / "missing", "not a run directory (no such directory)")):
+    for other, text in (
+        (tmp_path, "not a run directory (no summary.json"),
+        (tmp_path / "missing", "not a run directory (no such directory)"),
+    ):
         out = tmp_path / "out1"
         proc = _job(REPO / "pipelines" / "compare.py", a, other, "--out", out)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
@@ -161,7 +167,7 @@ def test_run_page_answers_first_and_fits_the_screen(runs):
             page.screenshot(path=str(SCREENS / f"run_page_{w}x{h}.png"))
             # a click on the chart's measured bar of SAM opens SAM's node with its figures
             sam = next(n for n in grouped.nodes if n.pattern == "model.sam_model")
-            page.click(f"#timechart rect[data-row='prefill/sam'][data-series='measured']")
+            page.click("#timechart rect[data-row='prefill/sam'][data-series='measured']")
             panel = page.inner_text("#panel-body")
             assert "ImageEncoderViT" in panel and "model.sam_model" in panel and "measured time" in panel, panel[:500]
             assert page.get_attribute("#panel-body", "data-node") == sam.id

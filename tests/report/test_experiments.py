@@ -1,5 +1,6 @@
 """The ready sweeps in conf/experiment/ and the page presets in conf/page/ compose, validate and expand
 to the jobs they promise (page shapes as (width, height) pairs, not a cartesian product)."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,9 +14,16 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.runs.launchers import check_launcher
 
 MODES = list(mode_names())
-PAGES = {"letter_portrait": (1700, 2200), "letter_landscape": (2200, 1700), "a4_portrait": (1654, 2339),
-         "a4_landscape": (2339, 1654), "square": (1600, 1600), "slide": (1920, 1080), "receipt": (800, 3000),
-         "small": (600, 500)}
+PAGES = {
+    "letter_portrait": (1700, 2200),
+    "letter_landscape": (2200, 1700),
+    "a4_portrait": (1654, 2339),
+    "a4_landscape": (2339, 1654),
+    "square": (1600, 1600),
+    "slide": (1920, 1080),
+    "receipt": (800, 3000),
+    "small": (600, 500),
+}
 
 
 def compose_cfg(*overrides: str, hydra: bool = False):
@@ -24,8 +32,9 @@ def compose_cfg(*overrides: str, hydra: bool = False):
 
 def planned(cfg, *cli: str) -> list[list[str]]:
     """The jobs of `--multirun CLI...` with cfg's sweeper params (compose() refuses sweep syntax itself)."""
-    multirun = OmegaConf.create({"hydra": {"sweeper": OmegaConf.to_container(cfg.hydra.sweeper),
-                                           "overrides": {"task": list(cli)}}})
+    multirun = OmegaConf.create(
+        {"hydra": {"sweeper": OmegaConf.to_container(cfg.hydra.sweeper), "overrides": {"task": list(cli)}}}
+    )
     return planned_jobs(multirun)
 
 
@@ -73,11 +82,18 @@ def test_expansion_matches_the_jobs_hydra_launched(ok_sweep, failing_sweep):
 
 
 def test_expansion_keeps_the_last_value_of_a_repeated_key_and_gives_up_on_other_sweepers():
-    cfg = OmegaConf.create({"hydra": {"sweeper": {"params": {"workload": "tiny,base"}},
-                                      "overrides": {"task": ["workload=gundam", "page=slide,receipt"]}}})
+    cfg = OmegaConf.create(
+        {
+            "hydra": {
+                "sweeper": {"params": {"workload": "tiny,base"}},
+                "overrides": {"task": ["workload=gundam", "page=slide,receipt"]},
+            }
+        }
+    )
     assert planned_jobs(cfg) == [["workload=gundam", "page=slide"], ["workload=gundam", "page=receipt"]]
-    other = OmegaConf.create({"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.OptunaSweeper"},
-                                        "overrides": {"task": ["a=1,2"]}}})
+    other = OmegaConf.create(
+        {"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.OptunaSweeper"}, "overrides": {"task": ["a=1,2"]}}}
+    )
     assert planned_jobs(other) is None
     ranged = OmegaConf.create({"hydra": {"overrides": {"task": ["x=interval(0,1)"]}}})
     assert planned_jobs(ranged) is None
@@ -89,12 +105,15 @@ def test_free_command_line_sweeps_expand():
     assert len(jobs) == 8 and ["workload.base_size=1024", "workload.crop_mode=False", "page=receipt"] in jobs
 
 
-@pytest.mark.parametrize("target, refused", [
-    ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", False),
-    ("hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher", False),
-    ("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", False),
-    ("hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher", True),
-])
+@pytest.mark.parametrize(
+    "target, refused",
+    [
+        ("hydra._internal.core_plugins.basic_launcher.BasicLauncher", False),
+        ("hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher", False),
+        ("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", False),
+        ("hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher", True),
+    ],
+)
 def test_check_launcher(target, refused):
     cfg = compose_cfg(f"hydra.launcher._target_={target}", hydra=True)
     if refused:

@@ -1,6 +1,7 @@
 """Report columns of a model family's own (`ModelFamily.report_columns`, `report.table.family_columns`): a sweep of
 DeepSeek-OCR 2 runs shows its encoder columns with the values its pages give; a v1 sweep does not show them; in a
 report over jobs of both families, a v1 job's cell of an OCR-2 column is empty."""
+
 from __future__ import annotations
 
 import csv
@@ -8,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from shared_runs import run_job_script
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,14 @@ def _rows(csv_path: Path) -> list[dict[str, str]]:
 def two_sweeps(tmp_path_factory):
     root = tmp_path_factory.mktemp("family_columns")
     widths = ",".join(str(w) for w, _ in OCR2_PAGES.values())  # one height: the sweep is over widths only
-    ocr2 = run_sweep(root / "ocr2", "model=ocr2_twin_tiny", "workload=ocr2/default", *FAST,
-                     f"workload.page.width={widths}", "workload.page.height=768")
+    ocr2 = run_sweep(
+        root / "ocr2",
+        "model=ocr2_twin_tiny",
+        "workload=ocr2/default",
+        *FAST,
+        f"workload.page.width={widths}",
+        "workload.page.height=768",
+    )
     assert ocr2.returncode == 0, ocr2.stderr[-3000:]
     v1 = run_sweep(root / "v1", "model=twin_tiny", "workload=small", *FAST)
     assert v1.returncode == 0, v1.stderr[-3000:]
@@ -62,8 +68,9 @@ def test_ocr2_sweep_report_has_the_encoder_query_column(two_sweeps):
         assert int(row["encoder_positions"]) == 2 * (per_global + per_crop * crops)
         checked += 1
     assert checked == len(OCR2_PAGES) and {r["grid"] for r in rows} == {"1x1", "2x1"}
-    header = next(line for line in (ocr2 / "report.md").read_text(encoding="utf-8").splitlines()
-                  if line.startswith("| job"))
+    header = next(
+        line for line in (ocr2 / "report.md").read_text(encoding="utf-8").splitlines() if line.startswith("| job")
+    )
     assert "encoder queries" in header and "encoder positions" not in header  # the CSV has both
 
 
@@ -75,7 +82,9 @@ def test_v1_sweep_report_has_no_ocr2_column_and_mixed_jobs_leave_it_empty(two_sw
     proc = run_report(v1, "--no-plots")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = _rows(v1 / "report.csv")
-    assert len(rows) == 1 and "encoder_queries" not in rows[0] and "encoder queries" not in (v1 / "report.md").read_text()
+    assert (
+        len(rows) == 1 and "encoder_queries" not in rows[0] and "encoder queries" not in (v1 / "report.md").read_text()
+    )
     # one directory holding a v1 job and an OCR-2 job: the column comes from the OCR-2 job's family only
     mixed = tmp_path / "mixed"
     shutil.copytree(v1 / "0", mixed / "0")

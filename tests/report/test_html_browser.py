@@ -2,14 +2,16 @@
 with no console errors, every plot renders with a real size and its text, the PNG files it links load as
 images, the job table is there, and a screenshot of it is not blank. See `browser.py` for which chromium
 runs and when a missing one skips."""
+
 from __future__ import annotations
-from llm_perf_opt.dsocr.family import FAMILY
 
 from pathlib import Path
 
+from browser import browser_page
+
+from llm_perf_opt.dsocr.family import FAMILY
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
 
-from browser import browser_page
 from .conftest import run_report
 
 # Run in the page after it loaded: loads every linked PNG as an <img> and reports what rendered.
@@ -69,8 +71,10 @@ def test_sweep_report_renders_in_chromium(ok_sweep):
 
 def test_the_probe_sees_a_broken_image(tmp_path):
     page = tmp_path / "broken.html"
-    page.write_text('<html><body><figure><svg width="200" height="200"><text>x</text></svg></figure>'
-                    '<a href="missing.png">png</a></body></html>')
+    page.write_text(
+        '<html><body><figure><svg width="200" height="200"><text>x</text></svg></figure>'
+        '<a href="missing.png">png</a></body></html>'
+    )
     seen, _ = probe(page)
     assert seen["broken"] == ["missing.png"] and seen["sized"] == 1
 

@@ -1,4 +1,5 @@
 """A real sweep of the trace job and its report: files, one row per job, CSV columns, failures, progress."""
+
 from __future__ import annotations
 
 import csv
@@ -7,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from shared_runs import SMALL_SWEEP_PAGE
 
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ExitCode
@@ -14,14 +16,30 @@ from llm_perf_opt.report.serving_report import SERVING_COLUMNS
 from llm_perf_opt.report.table import job_columns
 from llm_perf_opt.run_artifacts import load_error
 
-from shared_runs import SMALL_SWEEP_PAGE
-
 from .conftest import REPO_ROOT, job_script, run_report, run_sweep
 
 EXPECTED_COLUMNS = {
-    "job", "status", "model", "mode", "page", "grid", "views", "image_tokens", "seq_len", "params", "ops",
-    "module_calls", "flops_vision_measured", "flops_vision_analytic", "rel_error_vision", "flops_prefill_measured",
-    "flops_prefill_analytic", "rel_error_prefill", "activation_bytes_prefill", "capture_s", "grouped_svg",
+    "job",
+    "status",
+    "model",
+    "mode",
+    "page",
+    "grid",
+    "views",
+    "image_tokens",
+    "seq_len",
+    "params",
+    "ops",
+    "module_calls",
+    "flops_vision_measured",
+    "flops_vision_analytic",
+    "rel_error_vision",
+    "flops_prefill_measured",
+    "flops_prefill_analytic",
+    "rel_error_prefill",
+    "activation_bytes_prefill",
+    "capture_s",
+    "grouped_svg",
 }
 WORKLOADS = {"tiny": VisionWorkload(512, 512, False), "gundam": VisionWorkload(1024, 640, True)}
 
@@ -46,9 +64,11 @@ def test_report_files_and_one_row_per_job(ok_sweep):
     # h100_sxm; report.sweep_hardware: the ideal TTFT, the eager TTFT and decode step), then the serving columns
     # (the jobs ran with hardware=measured, so each wrote serving.json)
     v1_parts = ("sam", "clip", "projector", "decoder", "lm_head")
-    assert list(rows[0]) == ([c.key for c in job_columns(v1_parts)]
-                             + ["ttft_h100_sxm_s", "ttft_eager_h100_sxm_s", "decode_eager_h100_sxm_s"]
-                             + [c.key for c in SERVING_COLUMNS])
+    assert list(rows[0]) == (
+        [c.key for c in job_columns(v1_parts)]
+        + ["ttft_h100_sxm_s", "ttft_eager_h100_sxm_s", "decode_eager_h100_sxm_s"]
+        + [c.key for c in SERVING_COLUMNS]
+    )
     by_mode = {r["mode"]: r for r in rows}
     assert set(by_mode) == {"tiny", "gundam"}
     for mode, row in by_mode.items():
@@ -121,8 +141,12 @@ def test_report_of_a_directory_that_is_no_sweep(tmp_path):
 
 def test_joblib_launcher_is_refused_before_any_job(tmp_path):
     sweep = tmp_path / "joblib"
-    proc = run_sweep(sweep, "model=twin_tiny", "workload=tiny,gundam",
-                     "hydra.launcher._target_=hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher")
+    proc = run_sweep(
+        sweep,
+        "model=twin_tiny",
+        "workload=tiny,gundam",
+        "hydra.launcher._target_=hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+    )
     assert proc.returncode == 2
     assert "error: hydra.launcher=hydra_plugins.hydra_joblib_launcher" in proc.stderr
     assert "is not supported" in proc.stderr and "TorchLens" in proc.stderr and "submitit_local" in proc.stderr
@@ -133,8 +157,14 @@ def test_joblib_launcher_is_refused_before_any_job(tmp_path):
 def test_submitit_local_launcher(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the 'cluster' extra is not installed")
     sweep = tmp_path / "submitit"
-    proc = run_sweep(sweep, "hydra/launcher=submitit_local", "model=twin_tiny", "trace=forward_only", "profile=off",
-                     "workload=tiny,small")
+    proc = run_sweep(
+        sweep,
+        "hydra/launcher=submitit_local",
+        "model=twin_tiny",
+        "trace=forward_only",
+        "profile=off",
+        "workload=tiny,small",
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (sweep / ".submitit").is_dir()
     assert "sweep done: 2 jobs (2 ok, 0 failed or unfinished)" in proc.stderr
@@ -147,17 +177,31 @@ def test_submitit_local_launcher(tmp_path):
 def test_slurm_launcher_config_composes():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the 'cluster' extra is not installed")
     proc = subprocess.run(
-        [*job_script("trace"), "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
-         "--cfg", "hydra", "-p", "hydra.launcher"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        [
+            *job_script("trace"),
+            "hydra/launcher=slurm",
+            "hydra.launcher.partition=gpu",
+            "--cfg",
+            "hydra",
+            "-p",
+            "hydra.launcher",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "SlurmLauncher" in proc.stdout and "partition: gpu" in proc.stdout and "timeout_min: 120" in proc.stdout
 
 
 def test_reading_a_sweep_does_not_import_torch(ok_sweep):
-    code = ("import sys; from llm_perf_opt.report.collect import collect_sweep; "
-            "from llm_perf_opt.report.table import build_rows; "
-            f"rows = build_rows(collect_sweep({str(ok_sweep[0])!r}).jobs); "
-            "print(len(rows), 'torch' in sys.modules)")
+    code = (
+        "import sys; from llm_perf_opt.report.collect import collect_sweep; "
+        "from llm_perf_opt.report.table import build_rows; "
+        f"rows = build_rows(collect_sweep({str(ok_sweep[0])!r}).jobs); "
+        "print(len(rows), 'torch' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["2", "False"]

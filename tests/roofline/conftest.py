@@ -1,4 +1,5 @@
 """Roofline test support: helpers on the import path, a fixture asserting nothing was written."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Helpers of the roofline tests: composing the analyze config, running a pipeline as the CLI does."""
+
 from __future__ import annotations
 
 import subprocess
@@ -21,7 +22,11 @@ def run_job(job: str, run_dir: Path, *overrides: str, env: dict | None = None) -
     """`pipelines/<job>.py` in the repository root, as `./dev <job>` runs it."""
     return subprocess.run(
         [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), f"hydra.run.dir={run_dir}", *overrides],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        env=env,
     )
 
 

@@ -1,22 +1,28 @@
 """`hardware=measured`: calibration runs on this CPU (tiny sizes here), is cached per device and reused,
 and fails with one line naming what went wrong, writing nothing."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import torch
+from roofline_helpers import compose_cfg
 
 from llm_perf_opt.analytic.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.schemas import RuntimeConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import (
-    CALIBRATION_SCHEMA, CalibrationPlan, calibrate, hardware_for, load_calibration, load_or_calibrate,
-    measured_hardware, roof_for,
+    CALIBRATION_SCHEMA,
+    CalibrationPlan,
+    calibrate,
+    hardware_for,
+    load_calibration,
+    load_or_calibrate,
+    measured_hardware,
+    roof_for,
 )
-
-from roofline_helpers import compose_cfg
 
 QUICK = CalibrationPlan.default("cpu", quick=True)
 
@@ -30,7 +36,7 @@ def test_cpu_calibration_measures_every_figure():
         assert "time.perf_counter" in m.timer
     n = int(cal.matmul["float32"].op.split("(")[1].split("x")[0])
     assert QUICK.gemm_min_n <= n <= QUICK.gemm_max_n
-    assert cal.matmul["float32"].work == 2 * n ** 3  # 2 x n^3 FLOPs per n x n GEMM
+    assert cal.matmul["float32"].work == 2 * n**3  # 2 x n^3 FLOPs per n x n GEMM
     assert cal.bandwidth.work == 2 * QUICK.copy_bytes  # read + write
     assert cal.threads == torch.get_num_threads()
     hw = cal.hardware()
@@ -94,21 +100,26 @@ def test_a_median_era_cache_is_measured_again(tmp_path):
 
 
 def test_measured_config_gives_the_roof_of_the_runtime_dtype(tmp_path):
-    cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}",
-                                      "runtime=cpu_bf16"))
+    cfg = to_typed_config(
+        compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}", "runtime=cpu_bf16")
+    )
     hw = hardware_for(cfg)
     roof = roof_for(cfg, hw)
     assert roof.kind == "measured" and roof.dtype == "bfloat16" and roof.matmul_flops == hw.matmul_flops["bfloat16"]
     assert len(list(tmp_path.glob("*.json"))) == 1
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["hardware.dtype=float16"], "hardware.dtype='float16' is invalid: measured has no matmul peak for float16"),
-    (["hardware.allow_tf32=true"], "hardware.allow_tf32=True is invalid: measured has no matmul peak for tf32"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["hardware.dtype=float16"], "hardware.dtype='float16' is invalid: measured has no matmul peak for float16"),
+        (["hardware.allow_tf32=true"], "hardware.allow_tf32=True is invalid: measured has no matmul peak for tf32"),
+    ],
+)
 def test_a_dtype_the_cpu_roof_has_no_peak_for(tmp_path, overrides, needle):
-    cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}",
-                                      *overrides))
+    cfg = to_typed_config(
+        compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={tmp_path}", *overrides)
+    )
     with pytest.raises(ConfigError) as err:
         roof_for(cfg, hardware_for(cfg))
     assert needle in str(err.value)
@@ -127,8 +138,9 @@ def test_calibration_failure_is_one_line_and_writes_nothing(tmp_path, no_files_u
 def test_an_unwritable_cache_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    hw_cfg = to_typed_config(compose_cfg("hardware=measured", "hardware.quick=true",
-                                         f"hardware.cache_dir={blocker}")).hardware
+    hw_cfg = to_typed_config(
+        compose_cfg("hardware=measured", "hardware.quick=true", f"hardware.cache_dir={blocker}")
+    ).hardware
     with pytest.raises(ConfigError, match=r"^hardware=measured: calibrating runtime.device='cpu' failed: "):
         measured_hardware(hw_cfg, RuntimeConfig())
     assert blocker.read_text() == "not a directory"

@@ -1,5 +1,6 @@
 """`./dev analyze` and `./dev calibrate` as the user runs them (subprocesses): predictions printed and
 written, bad input as one line with nothing written."""
+
 from __future__ import annotations
 
 import fcntl
@@ -10,16 +11,15 @@ import threading
 
 import pytest
 import torch
+from roofline_helpers import REPO_ROOT, error_lines, run_job
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import load_roofline
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.measure.calibrate import load_calibration
-
-from roofline_helpers import REPO_ROOT, error_lines, run_job
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +31,17 @@ def _outputs(run_dir):
 def imported_modules(stderr: str) -> list[str]:
     """The modules a process imported by import statements (`importlib.import_module` is not timed), from its
     `-X importtime` lines (PYTHONPROFILEIMPORTTIME=1) on stderr."""
-    return [line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
-            and not line.rstrip().endswith("| package")]
+    return [
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and not line.rstrip().endswith("| package")
+    ]
 
 
 def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
-    proc = run_job("analyze", tmp_path, "hardware=h100_sxm", "workload=gundam",
-                   env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    proc = run_job(
+        "analyze", tmp_path, "hardware=h100_sxm", "workload=gundam", env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # no model is built, so none of the model stack is imported (start-up in a fraction of a second)
     imported = imported_modules(proc.stderr)
@@ -71,11 +75,14 @@ def test_analyze_takes_the_vendor_model(tmp_path, vendor_dir):
     assert load_roofline(tmp_path / "roofline.json").roof.hardware == "h200"
 
 
-@pytest.mark.parametrize("overrides, first_words", [
-    (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
-    (["hardware=h100_sxm", "hardware.vector_tflops.value=0"], "error: hardware.vector_tflops.value=0"),
-    (["hardware=h100_sxm", "hardware.dtype=float8"], "error: hardware.dtype='float8'"),
-])
+@pytest.mark.parametrize(
+    "overrides, first_words",
+    [
+        (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
+        (["hardware=h100_sxm", "hardware.vector_tflops.value=0"], "error: hardware.vector_tflops.value=0"),
+        (["hardware=h100_sxm", "hardware.dtype=float8"], "error: hardware.dtype='float8'"),
+    ],
+)
 def test_bad_hardware_is_one_line_and_writes_nothing(tmp_path, overrides, first_words):
     proc = run_job("analyze", tmp_path / "run", *overrides)
     assert proc.returncode == 2
@@ -85,8 +92,14 @@ def test_bad_hardware_is_one_line_and_writes_nothing(tmp_path, overrides, first_
 
 
 def test_measured_without_the_dtype_is_one_line(tmp_path):
-    proc = run_job("analyze", tmp_path / "run", "hardware=measured", "hardware.quick=true",
-                   f"hardware.cache_dir={tmp_path / 'cache'}", "hardware.dtype=float16")
+    proc = run_job(
+        "analyze",
+        tmp_path / "run",
+        "hardware=measured",
+        "hardware.quick=true",
+        f"hardware.cache_dir={tmp_path / 'cache'}",
+        "hardware.dtype=float16",
+    )
     assert proc.returncode == 2
     lines = error_lines(proc)
     assert len(lines) == 1 and "hardware.dtype='float16' is invalid: measured has no matmul peak" in lines[0]
@@ -95,8 +108,9 @@ def test_measured_without_the_dtype_is_one_line(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the failure on a machine without CUDA")
 def test_measured_where_calibration_fails_is_one_line(tmp_path, no_files_under):
-    proc = run_job("analyze", tmp_path / "run", "hardware=measured", "runtime=cuda",
-                   f"hardware.cache_dir={tmp_path / 'cache'}")
+    proc = run_job(
+        "analyze", tmp_path / "run", "hardware=measured", "runtime=cuda", f"hardware.cache_dir={tmp_path / 'cache'}"
+    )
     assert proc.returncode == 2
     lines = error_lines(proc)
     assert len(lines) == 1 and lines[0].startswith("error: hardware=measured: runtime.device='cuda'"), proc.stderr
@@ -115,10 +129,19 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
     # another process holding the cache's lock (as while it calibrates): the job waits for it, then reuses the file
     with open(f"{cached[0]}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        waiting = subprocess.Popen([sys.executable, str(REPO_ROOT / "pipelines" / "calibrate.py"),
-                                    f"hydra.run.dir={tmp_path / 'waits'}", *args], cwd=REPO_ROOT, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        waiting = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO_ROOT / "pipelines" / "calibrate.py"),
+                f"hydra.run.dir={tmp_path / 'waits'}",
+                *args,
+            ],
+            cwd=REPO_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         watchdog = threading.Timer(300, waiting.kill)  # a job that blocks without saying so fails, never hangs
         watchdog.start()
         seen = []
@@ -138,4 +161,3 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
     assert load_calibration(tmp_path / "two" / "calibration.json").to_dict() == copy.to_dict()
     third = run_job("calibrate", tmp_path / "three", *args, "hardware.recalibrate=true")
     assert third.returncode == 0 and "wrote " + str(cached[0]) in third.stderr
-

@@ -1,5 +1,6 @@
 """conf/hardware/: every datasheet loads, every number has a source that states it, bad input is one
 ConfigError naming the field."""
+
 from __future__ import annotations
 
 import re
@@ -8,16 +9,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from roofline_helpers import compose_cfg
 
 from llm_perf_opt.analytic.hardware import (
-    Hardware, datasheet_names, hardware_names, load_hardware, load_hardware_config,
+    Hardware,
+    datasheet_names,
+    hardware_names,
+    load_hardware,
+    load_hardware_config,
 )
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.config.schemas import HardwareConfig, HardwareFigure
 from llm_perf_opt.errors import ConfigError
-
-from roofline_helpers import compose_cfg
 
 REQUIRED = ("h100_sxm", "h100_pcie", "h200", "a100_80gb", "l40s", "rtx4090", "rtx5090")
 
@@ -44,8 +48,9 @@ def test_every_figure_has_a_source_that_states_it(name):
         # the value is the quoted number itself, half of it (dense from a sparse figure) or TB/s as GB/s
         candidates = [x * k for x in _numbers(fig.quote) for k in (1, 0.5, 1000)]
         assert any(abs(fig.value - c) <= 1e-6 * fig.value for c in candidates), (path, fig.value, fig.quote)
-        if any(abs(fig.value - x * 0.5) <= 1e-6 * fig.value for x in _numbers(fig.quote)) and \
-                not any(abs(fig.value - x) <= 1e-6 * fig.value for x in _numbers(fig.quote)):
+        if any(abs(fig.value - x * 0.5) <= 1e-6 * fig.value for x in _numbers(fig.quote)) and not any(
+            abs(fig.value - x) <= 1e-6 * fig.value for x in _numbers(fig.quote)
+        ):
             assert fig.note and "/ 2" in fig.note, f"{path}: halved without saying so"
 
 
@@ -67,7 +72,10 @@ def test_geforce_cards_use_the_fp32_accumulate_rate():
     for name in ("rtx4090", "rtx5090"):
         fig = load_hardware_config(name).matmul_tflops["float16"]
         assert "FP32 Accumulate" in fig.quote and "FP16 Accumulate" in fig.quote
-        fp32_acc, fp16_acc = _numbers(fig.quote.split("(with FP16")[0])[-2], _numbers(fig.quote.split("(with FP16")[1])[0]
+        fp32_acc, fp16_acc = (
+            _numbers(fig.quote.split("(with FP16")[0])[-2],
+            _numbers(fig.quote.split("(with FP16")[1])[0],
+        )
         assert fig.value == fp32_acc and fp16_acc == pytest.approx(2 * fp32_acc, rel=1e-3)  # 330.3 vs 2 x 165.2
 
 
@@ -96,14 +104,17 @@ def test_analyze_defaults_to_the_full_model_without_hardware_and_trace_to_the_me
 
 
 # ------------------------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("overrides, needle", [
-    (["hardware=h100_sxm", "hardware.matmul_tflops.bfloat16.value=0"], "hardware.matmul_tflops.bfloat16.value=0"),
-    (["hardware=h100_sxm", "hardware.vector_tflops.value=-67"], "hardware.vector_tflops.value=-67"),
-    (["hardware=a100_80gb", "hardware.memory_bandwidth_gbs.value=0"], "hardware.memory_bandwidth_gbs.value=0"),
-    (["hardware=l40s", "hardware.dtype=float8"], "hardware.dtype='float8'"),
-    (["hardware=h200", "hardware.kind=guess"], "hardware.kind='guess'"),
-    (["hardware=rtx4090", "hardware.memory_gb.doc=blog"], "hardware.memory_gb.doc='blog'"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["hardware=h100_sxm", "hardware.matmul_tflops.bfloat16.value=0"], "hardware.matmul_tflops.bfloat16.value=0"),
+        (["hardware=h100_sxm", "hardware.vector_tflops.value=-67"], "hardware.vector_tflops.value=-67"),
+        (["hardware=a100_80gb", "hardware.memory_bandwidth_gbs.value=0"], "hardware.memory_bandwidth_gbs.value=0"),
+        (["hardware=l40s", "hardware.dtype=float8"], "hardware.dtype='float8'"),
+        (["hardware=h200", "hardware.kind=guess"], "hardware.kind='guess'"),
+        (["hardware=rtx4090", "hardware.memory_gb.doc=blog"], "hardware.memory_gb.doc='blog'"),
+    ],
+)
 def test_bad_values_name_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:
         to_typed_config(compose_cfg(*overrides))
@@ -135,6 +146,7 @@ def test_a_figure_without_a_quote_is_refused(tmp_path):
 def test_a_dtype_without_a_peak_names_the_field(tmp_path):
     def only_bf16(d):
         d["matmul_tflops"] = {"bfloat16": d["matmul_tflops"]["bfloat16"]}
+
     conf = _conf_with(tmp_path, "l40s", only_bf16)
     hw = Hardware.from_config(load_hardware_config("l40s", conf))
     with pytest.raises(ConfigError, match=r"hardware\.dtype='float16' is invalid: l40s has no matmul peak for float16"):
@@ -145,6 +157,7 @@ def test_a_dtype_without_a_peak_names_the_field(tmp_path):
     def bf16_default_fp16(d):
         only_bf16(d)
         d["dtype"] = "float16"
+
     conf = _conf_with(tmp_path / "b", "l40s", bf16_default_fp16)
     with pytest.raises(ConfigError, match=r"hardware\.dtype='float16'"):
         load_hardware_config("l40s", conf)
@@ -164,8 +177,14 @@ def test_unknown_group_options_are_found_before_hydra():
     from llm_perf_opt.config.options import unknown_group_option
 
     assert unknown_group_option(["hardware=h100_sxm", "workload=gundam", "model=twin_tiny"]) is None
-    assert unknown_group_option(["hardware=null", "hydra/launcher=submitit_local", "hardware.dtype=x",
-                                 "+extra=1", "hardware=glob(*)"]) is None
+    assert (
+        unknown_group_option(
+            ["hardware=null", "hydra/launcher=submitit_local", "hardware.dtype=x", "+extra=1", "hardware=glob(*)"]
+        )
+        is None
+    )
     problem = unknown_group_option(["workload=tiny,gundam", "hardware=h100_sxm,h999"])
     assert str(problem).startswith("hardware='h999' is invalid: one of a100_80gb, custom, h100_pcie")
-    assert str(unknown_group_option(["model=huge"])).startswith("model='huge' is invalid: one of ocr2_twin, ocr2_twin_tiny, ocr2_vendor, twin, twin_tiny")
+    assert str(unknown_group_option(["model=huge"])).startswith(
+        "model='huge' is invalid: one of ocr2_twin, ocr2_twin_tiny, ocr2_vendor, twin, twin_tiny"
+    )

@@ -1,5 +1,6 @@
 """Roofline predictions: one layer by hand (FLOPs / peak vs bytes / bandwidth, as products of named
 dimensions), bound classification, stage sums, the stage figures, the roofline.json artifact."""
+
 from __future__ import annotations
 
 import json
@@ -8,13 +9,13 @@ import math
 import pytest
 
 from llm_perf_opt.analytic import LayerCost
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import Roof, load_hardware
 from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, estimate, predict, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import ROOFLINE_SCHEMA, load_roofline, write_roofline
+from llm_perf_opt.artifacts import to_jsonable
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
-from llm_perf_opt.artifacts import to_jsonable
 from llm_perf_opt.errors import ArtifactError
 
 GUNDAM = VisionWorkload(1024, 640, True)

@@ -1,4 +1,5 @@
 """The serving math against independent derivations (named dimensions of the tiny and full specs)."""
+
 from __future__ import annotations
 
 import math
@@ -6,16 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model
-from llm_perf_opt.analytic.batch_cost import DecodeTable, UnitTable
+from llm_perf_opt.analytic.batch_cost import UnitTable
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
 from llm_perf_opt.analytic.moe_batch import MoEShape, expected_distinct
 from llm_perf_opt.analytic.roofline import predict
 from llm_perf_opt.analytic.serving import serving_point, serving_points
 from llm_perf_opt.analytic.sizing import Targets, size
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
@@ -79,8 +80,11 @@ def test_decode_weights_at_batch(tiny):
     w1 = tiny.decode(tiny.seq_len).weight_bytes
     row = d.hidden_size * 2
     for b in (1, 2, 3, 8):
-        expected = (w1 - row - moe_layers * d.num_experts_per_tok * expert) + b * row \
+        expected = (
+            (w1 - row - moe_layers * d.num_experts_per_tok * expert)
+            + b * row
             + moe_layers * expected_distinct(d.n_routed_experts, d.num_experts_per_tok, b) * expert
+        )
         assert table.weight_bytes_at(np.array([b]), moe)[0] == pytest.approx(expected)
     assert table.flops == pytest.approx(tiny.decode(tiny.seq_len).flops)
 
@@ -118,8 +122,12 @@ def test_memory_terms(tiny):
 
 
 def test_batching_buys_throughput(tiny, roof):
-    points = serving_points(serving_model(DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), GUNDAM, 1700,
-                                                                            2200)), roof, [1, 8, 64], 1000)
+    points = serving_points(
+        serving_model(DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), GUNDAM, 1700, 2200)),
+        roof,
+        [1, 8, 64],
+        1000,
+    )
     tps = [p.static.tokens_per_s for p in points]
     steps = [p.step_s for p in points]
     assert tps[0] < tps[1] < tps[2]

@@ -1,5 +1,6 @@
 """Serving in the reports: the design-space view (a Hydra multirun of ./dev size over a hardware figure into the
 sweep report), the latency-vs-throughput plot beside curve.csv, and pages/day per GPU in the analytic sweep."""
+
 from __future__ import annotations
 
 import csv
@@ -7,21 +8,39 @@ import subprocess
 import sys
 from pathlib import Path
 
-from llm_perf_opt.analytic.serving_file import load_serving
 from shared_runs import load_benchmark
+
+from llm_perf_opt.analytic.serving_file import load_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 BANDWIDTHS = (1000, 4000)
-CUSTOM = ["hardware=custom", "hardware.matmul_tflops.bfloat16.value=500", "hardware.vector_tflops.value=60",
-          "hardware.memory_gb.value=96"]
+CUSTOM = [
+    "hardware=custom",
+    "hardware.matmul_tflops.bfloat16.value=500",
+    "hardware.vector_tflops.value=60",
+    "hardware.memory_gb.value=96",
+]
 
 
 def test_size_multirun_over_bandwidth_into_the_sweep_report(tmp_path):
     sweep_dir = tmp_path / "sweep"
-    r = subprocess.run([sys.executable, str(ROOT / "pipelines" / "size.py"), "--multirun", *CUSTOM,
-                        f"hardware.memory_bandwidth_gbs.value={','.join(map(str, BANDWIDTHS))}", "tpot_s=0.02",
-                        "ttft_s=1", "pages_per_day=1000000", f"hydra.sweep.dir={sweep_dir}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "pipelines" / "size.py"),
+            "--multirun",
+            *CUSTOM,
+            f"hardware.memory_bandwidth_gbs.value={','.join(map(str, BANDWIDTHS))}",
+            "tpot_s=0.02",
+            "ttft_s=1",
+            "pages_per_day=1000000",
+            f"hydra.sweep.dir={sweep_dir}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     for job in ("0", "1"):  # the curve's plot beside its CSV
         assert {"curve.csv", "curve.svg", "curve.png", "serving.json"} <= {p.name for p in (sweep_dir / job).iterdir()}
@@ -55,20 +74,18 @@ def test_size_multirun_over_bandwidth_into_the_sweep_report(tmp_path):
 def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
     """pages/day per GPU = continuous batching at the largest batch that fits: checked against the per-point
     serving figures (analytic.serving.serving_point) and the memory bound at that batch and the next."""
-    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.analytic.hardware import load_hardware
     from llm_perf_opt.analytic.memory_model import memory_use
     from llm_perf_opt.analytic.serving import serving_point
+    from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.layout import compute_view_layout
+    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.dsocr.spec import ModelSpec
+    from llm_perf_opt.families import family
     from llm_perf_opt.report.analytic_sweep import SERVE_OUTPUT_TOKENS, build_analytic_report, load_modes
 
-    from llm_perf_opt.families import family
-
     v1 = family("dsocr")
-    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=3, plots=False, hardware=["a100_80gb"],
-                                family=v1)
+    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=3, plots=False, hardware=["a100_80gb"], family=v1)
     rows = list(csv.DictReader(rep.csv.open()))
     hw = load_hardware("a100_80gb")
     roof, spec, modes = hw.roof("bfloat16"), ModelSpec.named("deepseek_ocr"), load_modes(v1, ["tiny", "gundam"])
@@ -95,9 +112,19 @@ def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
     from llm_perf_opt.run_artifacts import load_summary
 
     out = tmp_path / "run"
-    r = subprocess.run([sys.executable, str(ROOT / "pipelines" / "trace.py"), "trace.enabled=false",
-                        "hardware=a100_80gb", f"hydra.run.dir={out}"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "pipelines" / "trace.py"),
+            "trace.enabled=false",
+            "hardware=a100_80gb",
+            f"hydra.run.dir={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_serving(out)
     assert s.job == "trace" and s.batch == 1 and s.hardware["name"] == "a100_80gb"
@@ -105,7 +132,7 @@ def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
     assert summary.serving == json.loads(json.dumps(s.summary()))
     assert summary.serving["serve_ttft_s"] == s.point["static"]["ttft_s"] > 0
     page = (out / "run.html").read_text()
-    section = page[page.index('id="serving"'):page.index("<h2>Artifacts</h2>")]
+    section = page[page.index('id="serving"') : page.index("<h2>Artifacts</h2>")]
     assert "static batching" in section and "continuous batching" in section and "<svg" in section
     assert "ideal level" in section
     job = read_job(out, tmp_path)

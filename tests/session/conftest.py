@@ -1,4 +1,5 @@
 """Fixtures shared by the session tests."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """`dsocr.random_weights`: one seeding rule for the twin and the vendor fill; every seed its own weights."""
+
 from __future__ import annotations
 
 import torch

@@ -1,6 +1,7 @@
 """Loading the vendor code: every problem is one ConfigError / PatchError naming it, and leaves nothing behind.
 
 The fake vendor directories here are small files written for the test (no vendor code)."""
+
 from __future__ import annotations
 
 import json
@@ -19,29 +20,39 @@ from llm_perf_opt.errors import ConfigError, PatchError
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="eager")
 
 LANGUAGE = {  # small decoder dimensions of our own; only what ModelSpec.from_config_dict needs
-    "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
-    "moe_intermediate_size": 32, "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
-    "first_k_dense_replace": 1, "vocab_size": 130000, "use_mla": False,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+    "vocab_size": 130000,
+    "use_mla": False,
 }
-AUTO_MAP = {"AutoConfig": "modeling_deepseekocr.DeepseekOCRConfig",
-            "AutoModel": "modeling_deepseekocr.DeepseekOCRForCausalLM"}
+AUTO_MAP = {
+    "AutoConfig": "modeling_deepseekocr.DeepseekOCRConfig",
+    "AutoModel": "modeling_deepseekocr.DeepseekOCRForCausalLM",
+}
 
-CONFIG_ONLY = '''
+CONFIG_ONLY = """
 from transformers import PretrainedConfig
 
 
 class DeepseekOCRConfig(PretrainedConfig):
     model_type = "{model_type}"
-'''
+"""
 
-MISSING_PACKAGE = '''
+MISSING_PACKAGE = """
 import package_that_does_not_exist_llm_perf_opt
 from transformers import PretrainedConfig
 
 
 class DeepseekOCRConfig(PretrainedConfig):
     model_type = "fake_missing_pkg"
-'''
+"""
 
 
 def model_cfg_for(path) -> ModelConfig:
@@ -64,11 +75,23 @@ def write_fake_vendor(path, modeling_source: str, config: dict | None = None):
 @pytest.fixture
 def clean_process():
     """Process-wide state that a failed load must leave unchanged."""
-    before = (vars(torch.Tensor).get("cuda"), nn.Linear.reset_parameters, nn.LayerNorm.reset_parameters,
-              nn.Module.register_parameter, torch.get_default_dtype(), sys.modules.get("torchvision"))
+    before = (
+        vars(torch.Tensor).get("cuda"),
+        nn.Linear.reset_parameters,
+        nn.LayerNorm.reset_parameters,
+        nn.Module.register_parameter,
+        torch.get_default_dtype(),
+        sys.modules.get("torchvision"),
+    )
     yield
-    after = (vars(torch.Tensor).get("cuda"), nn.Linear.reset_parameters, nn.LayerNorm.reset_parameters,
-             nn.Module.register_parameter, torch.get_default_dtype(), sys.modules.get("torchvision"))
+    after = (
+        vars(torch.Tensor).get("cuda"),
+        nn.Linear.reset_parameters,
+        nn.LayerNorm.reset_parameters,
+        nn.Module.register_parameter,
+        torch.get_default_dtype(),
+        sys.modules.get("torchvision"),
+    )
     assert after == before
 
 
@@ -148,11 +171,21 @@ def test_check_vendor_modules_names_each_missing_name():
             return None
 
     modules = {
-        "modeling_deepseekocr": module("modeling_deepseekocr", DeepseekOCRModel=DeepseekOCRModel,
-                                       DeepseekOCRConfig=object, DeepseekOCRForCausalLM=object),
+        "modeling_deepseekocr": module(
+            "modeling_deepseekocr",
+            DeepseekOCRModel=DeepseekOCRModel,
+            DeepseekOCRConfig=object,
+            DeepseekOCRForCausalLM=object,
+        ),
         "modeling_deepseekv2": module("modeling_deepseekv2"),
-        "deepencoder": module("deepencoder", ImageEncoderViT=object, VitModel=object, MlpProjector=object,
-                              Block=object, NoTPTransformerBlock=object),
+        "deepencoder": module(
+            "deepencoder",
+            ImageEncoderViT=object,
+            VitModel=object,
+            MlpProjector=object,
+            Block=object,
+            NoTPTransformerBlock=object,
+        ),
     }
     with pytest.raises(PatchError) as info:
         check_vendor_modules(modules, "DIR")

@@ -1,16 +1,16 @@
 """The session stage on the tiny twin: open, forward, decode, parameter counts, and a clean close."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 import torch
 from torch import nn
 
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
-from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr import attention
 from llm_perf_opt.dsocr.attention import resolve_attn_implementation
+from llm_perf_opt.dsocr.inputs import build_inputs
+from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.process_state import ProcessStateGuard
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession, parameter_counts
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -18,7 +18,6 @@ from llm_perf_opt.errors import ConfigError, PipelineError
 
 TINY = ModelConfig(name="twin_tiny", source="twin", spec="tiny")
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="sdpa")
-
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +73,17 @@ def test_greedy_decode(session, small_inputs):
 def test_parameter_counts(session):
     counts = parameter_counts(session.model)
     assert counts["total"] == sum(p.numel() for p in session.model.parameters())
-    parts = ["embed_tokens", "sam_model", "vision_model", "projector", "layers", "norm", "lm_head",
-             "image_newline+view_seperator"]  # dsocr.parts, in forward order
-    assert list(counts)[:len(parts)] == parts
+    parts = [
+        "embed_tokens",
+        "sam_model",
+        "vision_model",
+        "projector",
+        "layers",
+        "norm",
+        "lm_head",
+        "image_newline+view_seperator",
+    ]  # dsocr.parts, in forward order
+    assert list(counts)[: len(parts)] == parts
     assert sum(counts[p] for p in parts) == counts["total"]
     d = session.spec.decoder
     assert counts["embed_tokens"] == d.vocab_size * d.hidden_size
@@ -137,7 +144,8 @@ def test_autocast_context(small_inputs):
     with DeepSeekOCRSession.open(TINY, RuntimeConfig(device="cpu", dtype="bfloat16", autocast=True)) as s:
         assert s.required_patches == ("autocast",)
         hook = s.model.lm_head.register_forward_hook(
-            lambda m, i, o: seen.update(autocast=torch.is_autocast_enabled("cpu"), dtype=o.dtype))
+            lambda m, i, o: seen.update(autocast=torch.is_autocast_enabled("cpu"), dtype=o.dtype)
+        )
         try:
             out = s.forward(small_inputs)
         finally:

@@ -1,5 +1,6 @@
 """The vendor code at full size on CPU (needs DSOCR_MODEL_PATH; slow: about a minute per test, bf16 ~7 GB,
 float32 ~14 GB). Run with `DSOCR_MODEL_PATH=models/deepseek-ocr pytest -m vendor -s` to see the timings."""
+
 from __future__ import annotations
 
 import gc
@@ -20,9 +21,8 @@ pytestmark = pytest.mark.vendor
 FULL_SIZE_PARAMETERS = 3_336_106_240  # measured on the vendor code (random weights, no checkpoint)
 
 
-
 def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # Linux: KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # Linux: KiB
 
 
 @pytest.mark.slow
@@ -76,7 +76,10 @@ def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast, process_s
         assert [v["vision"] for v in log.events("vision_inputs")] == [True, False, False]
         L = inputs.seq_len
         assert [(e["num_layers"], e["seq_len"], e["past_len"], e["step"]) for e in log.events("llm_stack")] == [
-            (12, L, 0, 0), (12, 1, L, 1), (12, 1, L + 1, 2)]
+            (12, L, 0, 0),
+            (12, 1, L, 1),
+            (12, 1, L + 1, 2),
+        ]
         assert [e["context_len"] for e in log.events("decode_step")] == [L + 1, L + 2]
         assert process_state() == before
         assert "print" not in vars(session.vendor_modules["modeling_deepseekocr"])  # quiet_prints undone
@@ -86,5 +89,7 @@ def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast, process_s
         del session
         gc.collect()
     assert process_state() == before
-    print(f"\nvendor {dtype} autocast={autocast}: open {t_open:.1f} s, Tiny-mode prefill ({inputs.seq_len} tokens) + 2 decode steps "
-          f"{t_forward:.1f} s, peak RSS {peak_rss_gb():.2f} GiB")
+    print(
+        f"\nvendor {dtype} autocast={autocast}: open {t_open:.1f} s, Tiny-mode prefill ({inputs.seq_len} tokens) + 2 decode steps "
+        f"{t_forward:.1f} s, peak RSS {peak_rss_gb():.2f} GiB"
+    )

@@ -1,5 +1,6 @@
 """Timing test support: the default trace job (the session's, run once: profile + roofline), a profiled tiny
 twin, the helpers on the import path."""
+
 from __future__ import annotations
 
 import sys

@@ -1,16 +1,16 @@
 """Bad input to the trace job's timing stages: one line naming the field, exit status 2, nothing written;
 and the same rules as functions (the validation step runs them before any work)."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from timing_helpers import error_lines, files_under, run_pipeline
 
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import check_hardware
 from llm_perf_opt.trace.validate import validate
-
-from timing_helpers import error_lines, files_under, run_pipeline
 
 
 def _compose(*overrides: str):
@@ -24,8 +24,10 @@ def _compose(*overrides: str):
 
 CASES = [
     (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
-    (["hardware.dtype=float16"], "error: hardware.dtype='float16' is invalid: measured has no matmul peak for "
-                                 "float16 on cpu"),
+    (
+        ["hardware.dtype=float16"],
+        "error: hardware.dtype='float16' is invalid: measured has no matmul peak for float16 on cpu",
+    ),
     (["hardware.allow_tf32=true"], "error: hardware.allow_tf32=True is invalid: measured has no matmul peak for tf32"),
     (["hardware=h100_sxm", "hardware.dtype=float8"], "error: hardware.dtype='float8' is invalid"),
     (["profile.repeats=0"], "error: profile.repeats=0 is invalid: must be an integer >= 1"),

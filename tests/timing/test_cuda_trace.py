@@ -1,16 +1,16 @@
 """The trace job's timing stages on CUDA: GPU kernel time per module (attributed to the module range that
 launched it), NVTX ranges allowed, the calibrated roof with the GPU's datasheet beside it. Skipped without
 a CUDA GPU."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from timing_helpers import run_pipeline
 
 from llm_perf_opt.analytic.hardware import datasheet_for_device
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.run_artifacts import load, load_summary
-
-from timing_helpers import run_pipeline
 
 pytestmark = [
     pytest.mark.cuda,
@@ -22,8 +22,15 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def cuda_trace(tmp_path_factory):
     root = tmp_path_factory.mktemp("cuda_trace")
-    proc = run_pipeline("trace", f"hydra.run.dir={root / 'run'}", f"hardware.cache_dir={root / 'calibration'}",
-                        "runtime=cuda", "runtime.attn_implementation=sdpa", "profile.nvtx=true", timeout=1200)
+    proc = run_pipeline(
+        "trace",
+        f"hydra.run.dir={root / 'run'}",
+        f"hardware.cache_dir={root / 'calibration'}",
+        "runtime=cuda",
+        "runtime.attn_implementation=sdpa",
+        "profile.nvtx=true",
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return root / "run"
 

@@ -1,5 +1,6 @@
 """benchmarks/cuda_validation.py refuses in one line (exit 2, nothing written) without CUDA, and its table reads a
 run directory's summary.json (here the CPU run of a tiny-twin trace job: the same fields)."""
+
 from __future__ import annotations
 
 import subprocess

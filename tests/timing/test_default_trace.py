@@ -1,6 +1,7 @@
 """Issue 12's done-when on the default job: `./dev trace` (twin_tiny, gundam, CPU) writes per-module times
 for every called module, profile.trace.json with the module ranges, roofline.svg, and measured-vs-predicted
 rows in summary.json; the parts run inside the forward (how much of it they cover: benchmarks/profile_overhead.py)."""
+
 from __future__ import annotations
 
 import json
@@ -104,8 +105,7 @@ def test_roofline_plot_is_written(default_trace):
         assert label in text, label
     assert (run / "roofline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = load_summary(run / "summary.json")
-    assert summary.roofline.raw["files"] == {"roofline": "roofline.json", "svg": "roofline.svg",
-                                             "png": "roofline.png"}
+    assert summary.roofline.raw["files"] == {"roofline": "roofline.json", "svg": "roofline.svg", "png": "roofline.png"}
 
 
 def test_registry_loads_every_timing_artifact(default_trace):

@@ -1,5 +1,6 @@
 """Measured against predicted: the per-address tables, the per-part comparison, efficiency's definition,
 the plot drawn from a summary, and where the figures are stored (CallGraph v3, summary sections)."""
+
 from __future__ import annotations
 
 import json
@@ -8,16 +9,16 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import datasheet_for_device, load_hardware
 from llm_perf_opt.analytic.roofline import predict, predicted_time_table
 from llm_perf_opt.callgraph.schema import CallGraph, load_callgraph_json
 from llm_perf_opt.dsocr import parts
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure.efficiency import RoofEntry, compare, efficiency, efficiency_table, render_comparison
 from llm_perf_opt.measure.module_times import module_time_table
-from llm_perf_opt.trace.profile import callgraph_times, profile_figures
 from llm_perf_opt.run_artifacts import load_summary
+from llm_perf_opt.trace.profile import callgraph_times, profile_figures
 
 
 def unit_time(cost, roof) -> float:
@@ -31,8 +32,11 @@ def time_by_hand(stage, roof, under=None) -> float:
     """The unit times summed over every call of every module of the stage's cost tree at or under the path
     `under` (None: the whole stage, its root's own unit included)."""
     nodes = [("", stage.root), *stage.root.walk()]
-    return sum(unit_time(node.own, roof) for path, node in nodes
-               if under is None or path == under or path.startswith(under + "."))
+    return sum(
+        unit_time(node.own, roof)
+        for path, node in nodes
+        if under is None or path == under or path.startswith(under + ".")
+    )
 
 
 def measured_by_hand(times, *paths) -> float:
@@ -134,31 +138,44 @@ def test_callgraph_v3_keeps_module_times_and_v2_files_load(tmp_path, small_times
     cg = CallGraph(**graph, module_times=table, module_times_method=method)
     back = load_callgraph_json(cg.save(tmp_path / "cg.json"))
     assert back.module_times == json.loads(json.dumps(table)) and back.module_times_method["repeats"] == 3
-    (tmp_path / "v2.json").write_text(json.dumps({"schema": "llm_perf_opt.callgraph", "schema_version": 2,
-                                                  "producer": {}, "data": graph}))
+    (tmp_path / "v2.json").write_text(
+        json.dumps({"schema": "llm_perf_opt.callgraph", "schema_version": 2, "producer": {}, "data": graph})
+    )
     old = load_callgraph_json(tmp_path / "v2.json")
     assert old.module_times == {} and old.module_times_method == {}
     bad = dict(graph, module_times=[1, 2])
-    (tmp_path / "bad.json").write_text(json.dumps({"schema": "llm_perf_opt.callgraph", "schema_version": 3,
-                                                   "producer": {}, "data": bad}))
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"schema": "llm_perf_opt.callgraph", "schema_version": 3, "producer": {}, "data": bad})
+    )
     with pytest.raises(ArtifactError, match="field 'module_times' must be an object"):
         load_callgraph_json(tmp_path / "bad.json")
 
 
 def _summary_data(times) -> dict:
-    return {"model": {"name": "m", "source": "twin", "spec": "tiny"},
-            "workload": {"mode": "tiny", "base_size": 512, "image_size": 512, "crop_mode": False, "tile_size": 640},
-            "page": {"width": 1, "height": 1, "image": None},
-            "layout": {"page_width": 1, "page_height": 1, "w_crop": 1, "h_crop": 1, "num_crops": 0, "num_views": 1,
-                       "image_tokens": 73},
-            "tokens": {"image": 73, "prompt": 4, "sequence": 78, "prompt_source": "fallback", "batch": 1,
-                       "lengths": [78]},
-            "tensors": {}, "runtime": {"device": "cpu", "dtype": "float32", "attn_implementation": "eager",
-                                       "autocast": False},
-            "status": "ok",
-            "profile": profile_figures(times).raw,
-            "roofline": {"primary": "measured", "roofs": {"measured": {"figures": {"ttft_s": 0.5}}},
-                         "rows": [{"name": "forward", "measured_s": 1.0}]}}
+    return {
+        "model": {"name": "m", "source": "twin", "spec": "tiny"},
+        "workload": {"mode": "tiny", "base_size": 512, "image_size": 512, "crop_mode": False, "tile_size": 640},
+        "page": {"width": 1, "height": 1, "image": None},
+        "layout": {
+            "page_width": 1,
+            "page_height": 1,
+            "w_crop": 1,
+            "h_crop": 1,
+            "num_crops": 0,
+            "num_views": 1,
+            "image_tokens": 73,
+        },
+        "tokens": {"image": 73, "prompt": 4, "sequence": 78, "prompt_source": "fallback", "batch": 1, "lengths": [78]},
+        "tensors": {},
+        "runtime": {"device": "cpu", "dtype": "float32", "attn_implementation": "eager", "autocast": False},
+        "status": "ok",
+        "profile": profile_figures(times).raw,
+        "roofline": {
+            "primary": "measured",
+            "roofs": {"measured": {"figures": {"ttft_s": 0.5}}},
+            "rows": [{"name": "forward", "measured_s": 1.0}],
+        },
+    }
 
 
 def test_summary_sections_round_trip_and_name_a_missing_field(tmp_path, small_times):
@@ -182,13 +199,24 @@ def test_summary_sections_round_trip_and_name_a_missing_field(tmp_path, small_ti
             load_summary(path)
 
 
-@pytest.mark.parametrize("name, sheet", [
-    ("NVIDIA H100 80GB HBM3", "h100_sxm"), ("NVIDIA H100 PCIe", "h100_pcie"), ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-80GB", "a100_80gb"), ("NVIDIA L40S", "l40s"), ("NVIDIA GeForce RTX 4090", "rtx4090"),
-    ("NVIDIA GeForce RTX 5090", "rtx5090"),
-    ("NVIDIA GH200 480GB", None), ("NVIDIA H200 NVL", None), ("NVIDIA H100 NVL", None),
-    ("NVIDIA A100 80GB PCIe", None), ("NVIDIA GeForce RTX 4090 D", None), ("Tesla T4", None),
-])
+@pytest.mark.parametrize(
+    "name, sheet",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+        ("NVIDIA H100 PCIe", "h100_pcie"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-80GB", "a100_80gb"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("NVIDIA GeForce RTX 5090", "rtx5090"),
+        ("NVIDIA GH200 480GB", None),
+        ("NVIDIA H200 NVL", None),
+        ("NVIDIA H100 NVL", None),
+        ("NVIDIA A100 80GB PCIe", None),
+        ("NVIDIA GeForce RTX 4090 D", None),
+        ("Tesla T4", None),
+    ],
+)
 def test_datasheet_found_by_the_cuda_device_name(name, sheet):
     assert datasheet_for_device(name) == sheet
 
@@ -196,19 +224,50 @@ def test_datasheet_found_by_the_cuda_device_name(name, sheet):
 def test_roofline_plot_from_a_summary_section(tmp_path):
     from llm_perf_opt.report.roofline_plot import plot_from_summary
 
-    cpu = {"hardware": "measured", "label": "a CPU", "kind": "measured", "dtype": "float32",
-           "matmul_peak": "float32", "matmul_flops": 1e11, "vector_flops": 2e10, "bandwidth_bytes_per_s": 1e10,
-           "ridge_intensity": 10.0, "sources": {}}
-    gpu = dict(cpu, hardware="h100_sxm", label="an H100", kind="datasheet", matmul_flops=1e15,
-               bandwidth_bytes_per_s=3e12, ridge_intensity=333.0)
-    rows = [{"name": "forward", "kind": "stage", "intensity": 12.0, "achieved_flops": 4e10,
-             "predicted": {"measured": {"attainable_flops": 9e10}}},
-            {"name": "sam", "kind": "part", "intensity": 9.0, "achieved_flops": 3e10,
-             "predicted": {"measured": {"attainable_flops": 8e10}}},
-            {"name": "embedding", "kind": "part", "intensity": 0.0, "achieved_flops": 0.0, "predicted": {}}]
-    section = {"primary": "measured", "rows": rows, "measured_by": "how it was measured",
-               "roofs": {"measured": {"roof": cpu, "same_device": True},
-                         "h100_sxm": {"roof": gpu, "same_device": False}}}
+    cpu = {
+        "hardware": "measured",
+        "label": "a CPU",
+        "kind": "measured",
+        "dtype": "float32",
+        "matmul_peak": "float32",
+        "matmul_flops": 1e11,
+        "vector_flops": 2e10,
+        "bandwidth_bytes_per_s": 1e10,
+        "ridge_intensity": 10.0,
+        "sources": {},
+    }
+    gpu = dict(
+        cpu,
+        hardware="h100_sxm",
+        label="an H100",
+        kind="datasheet",
+        matmul_flops=1e15,
+        bandwidth_bytes_per_s=3e12,
+        ridge_intensity=333.0,
+    )
+    rows = [
+        {
+            "name": "forward",
+            "kind": "stage",
+            "intensity": 12.0,
+            "achieved_flops": 4e10,
+            "predicted": {"measured": {"attainable_flops": 9e10}},
+        },
+        {
+            "name": "sam",
+            "kind": "part",
+            "intensity": 9.0,
+            "achieved_flops": 3e10,
+            "predicted": {"measured": {"attainable_flops": 8e10}},
+        },
+        {"name": "embedding", "kind": "part", "intensity": 0.0, "achieved_flops": 0.0, "predicted": {}},
+    ]
+    section = {
+        "primary": "measured",
+        "rows": rows,
+        "measured_by": "how it was measured",
+        "roofs": {"measured": {"roof": cpu, "same_device": True}, "h100_sxm": {"roof": gpu, "same_device": False}},
+    }
     from llm_perf_opt.families import family
 
     parts = family("dsocr").parts  # the plot names the family's parts

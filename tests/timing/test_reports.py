@@ -1,29 +1,36 @@
 """Predicted times in the reports: the analytic page sweep and the sweep report get time-to-first-token
 columns and plots for one or more GPUs; the sweep report also the jobs' own measured-vs-predicted figures."""
+
 from __future__ import annotations
-from llm_perf_opt.dsocr.family import FAMILY
 
 import csv
 import subprocess
 import sys
 
 import pytest
+from timing_helpers import REPO_ROOT, error_lines, run_pipeline
 
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.roofline import predict
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.family import FAMILY
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.report.analytic_sweep import build_analytic_report
 from llm_perf_opt.run_artifacts import load_summary
 
-from timing_helpers import REPO_ROOT, error_lines, run_pipeline
-
 
 def test_analytic_report_predicts_ttft_on_several_gpus(tmp_path):
-    rep = build_analytic_report(tmp_path, modes=["tiny", "gundam"], n=3, min_side=400, max_side=2400,
-                                hardware=["h100_sxm", "rtx5090"], family=FAMILY)
+    rep = build_analytic_report(
+        tmp_path,
+        modes=["tiny", "gundam"],
+        n=3,
+        min_side=400,
+        max_side=2400,
+        hardware=["h100_sxm", "rtx5090"],
+        family=FAMILY,
+    )
     with open(rep.csv, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {"ttft_h100_sxm_s", "decode_h100_sxm_s", "ttft_rtx5090_s", "decode_rtx5090_s"} <= set(rows[0])
@@ -56,12 +63,17 @@ def test_analytic_report_hardware_options(tmp_path):
 
 def test_report_cli_hardware_flag(tmp_path):
     cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "report.py"), "--analytic"]
-    ok = subprocess.run([*cmd, tmp_path / "a", "--modes", "tiny", "--n", "2", "--no-plots", "--hardware",
-                         "h100_sxm,l40s"], capture_output=True, text=True, cwd=REPO_ROOT)
+    ok = subprocess.run(
+        [*cmd, tmp_path / "a", "--modes", "tiny", "--n", "2", "--no-plots", "--hardware", "h100_sxm,l40s"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert ok.returncode == 0, ok.stderr
     assert "ttft_l40s_s" in (tmp_path / "a" / "analytic.csv").read_text().splitlines()[0]
-    bad = subprocess.run([*cmd, tmp_path / "b", "--n", "2", "--hardware", "h999"], capture_output=True, text=True,
-                         cwd=REPO_ROOT)
+    bad = subprocess.run(
+        [*cmd, tmp_path / "b", "--n", "2", "--hardware", "h999"], capture_output=True, text=True, cwd=REPO_ROOT
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error: --hardware='h999' is invalid: one of a100_80gb")
     assert not (tmp_path / "b").exists()
 
@@ -97,7 +109,9 @@ def test_sweep_report_columns_and_plots(timed_sweep, tmp_path):
         for gpu in ("h100_sxm", "rtx5090"):
             assert row[f"ttft_{gpu}_s"] is None
     header = rep.csv.read_text().splitlines()[0].split(",")
-    assert {"ttft_predicted_s", "efficiency_prefill", "ttft_h100_sxm_s", "ttft_rtx5090_s", "efficiency_sam"} <= set(header)
+    assert {"ttft_predicted_s", "efficiency_prefill", "ttft_h100_sxm_s", "ttft_rtx5090_s", "efficiency_sam"} <= set(
+        header
+    )
     stems = {p.stem for p in rep.plots}
     assert "prefill_measured_vs_predicted" in stems
 
@@ -111,5 +125,6 @@ def test_sweep_report_default_hardware_and_bad_hardware(timed_sweep, tmp_path):
     proc = run_pipeline("report", timed_sweep, "--out", tmp_path / "bad", "--hardware", "h999")
     assert proc.returncode == 2 and error_lines(proc) == [
         "error: --hardware='h999' is invalid: one of a100_80gb, h100_pcie, h100_sxm, h200, l40s, rtx4090, rtx5090 "
-        "(datasheets)"]
+        "(datasheets)"
+    ]
     assert not (tmp_path / "bad").exists()

@@ -1,4 +1,5 @@
 """Helpers of the timing tests: running a pipeline as `./dev` does, reading its one-line errors."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,14 +11,22 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def run_pipeline(job: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`pipelines/<job>.py ARGS` from the repository root (what `./dev <job>` runs)."""
-    return subprocess.run([sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), *map(str, args)],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=timeout,
+    )
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     """stderr lines that are neither progress lines ([HH:MM:SS] ...) nor torch's profiler chatter."""
-    return [line for line in proc.stderr.splitlines()
-            if line.strip() and not line.startswith("[") and not line.startswith("USDT:")]
+    return [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip() and not line.startswith("[") and not line.startswith("USDT:")
+    ]
 
 
 def files_under(path: Path) -> list[str]:
@@ -27,5 +36,8 @@ def files_under(path: Path) -> list[str]:
 
     if not path.exists():
         return []
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*")
-                  if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and p.name != LOCK_FILE)
+    return sorted(
+        str(p.relative_to(path))
+        for p in path.rglob("*")
+        if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and p.name != LOCK_FILE
+    )

@@ -1,4 +1,5 @@
 """Fixtures for the twin tests: the tiny twin (built once per session)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """`twin_tiny` forwards: every workload preset, call pattern of the vision stack and the MoE, KV-cache
 decode, bf16 autocast, the sdpa attention, and the patchable `quick_gelu`."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,13 +8,13 @@ from collections import Counter, defaultdict
 
 import pytest
 import torch
+from twin_testlib import WORKLOADS
 
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.dsocr.twin import clip as twin_clip
 from llm_perf_opt.dsocr.twin.decoder import DeepseekV2MoE
-from twin_testlib import WORKLOADS
 
 VISION = ("model.sam_model", "model.vision_model", "model.projector")
 
@@ -32,13 +33,22 @@ def recorded_calls(model):
     for layer_idx, layer in enumerate(model.model.layers):
         if not isinstance(layer.mlp, DeepseekV2MoE):
             continue
-        handles.append(layer.mlp.gate.register_forward_hook(
-            lambda mod, args, out, i=layer_idx: rec["gate"].setdefault(i, []).append(out[0].clone())))
+        handles.append(
+            layer.mlp.gate.register_forward_hook(
+                lambda mod, args, out, i=layer_idx: rec["gate"].setdefault(i, []).append(out[0].clone())
+            )
+        )
         for e, expert in enumerate(layer.mlp.experts):
-            handles.append(expert.register_forward_hook(
-                lambda mod, args, out, i=layer_idx, e=e: rec["experts"][i].append((e, args[0].shape[0]))))
-        handles.append(layer.mlp.shared_experts.register_forward_hook(
-            lambda mod, args, out, i=layer_idx: rec["shared"][i].append(args[0].shape[:-1].numel())))
+            handles.append(
+                expert.register_forward_hook(
+                    lambda mod, args, out, i=layer_idx, e=e: rec["experts"][i].append((e, args[0].shape[0]))
+                )
+            )
+        handles.append(
+            layer.mlp.shared_experts.register_forward_hook(
+                lambda mod, args, out, i=layer_idx: rec["shared"][i].append(args[0].shape[:-1].numel())
+            )
+        )
     try:
         yield rec
     finally:
@@ -85,8 +95,10 @@ def test_tiny_forward_for_every_workload(twin_tiny, tiny_spec, preset):
     g = layout.global_grid
     if layout.num_crops:
         c = layout.crop_grid
-        assert sam_in == [(layout.num_crops, 3, layout.crop_side, layout.crop_side), (1, 3, layout.global_side,
-                                                                                       layout.global_side)]
+        assert sam_in == [
+            (layout.num_crops, 3, layout.crop_side, layout.crop_side),
+            (1, 3, layout.global_side, layout.global_side),
+        ]
         assert clip_out == [(layout.num_crops, c * c + 1, tiny_spec.clip.width), (1, g * g + 1, tiny_spec.clip.width)]
     else:
         assert sam_in == [(1, 3, layout.global_side, layout.global_side)]
@@ -130,8 +142,9 @@ def test_decode_step_with_a_dynamic_cache_object(twin_tiny, tiny_spec):
     inputs = build_inputs(tiny_spec, WORKLOADS["tiny"])
     cache = DynamicCache()
     with torch.inference_mode():
-        prefill = twin_tiny(**{**inputs.forward_kwargs(dtype=torch.float32), "use_cache": True,
-                               "past_key_values": cache})
+        prefill = twin_tiny(
+            **{**inputs.forward_kwargs(dtype=torch.float32), "use_cache": True, "past_key_values": cache}
+        )
         assert prefill.past_key_values is cache and cache.get_seq_length() == inputs.seq_len
         step = twin_tiny(input_ids=torch.tensor([[7]]), past_key_values=cache, use_cache=True)
         reference = twin_tiny(**_extended(inputs, 7))

@@ -1,4 +1,5 @@
 """The full-size twin, built on the meta device, against the vendor's measured module tree."""
+
 from __future__ import annotations
 
 import json
@@ -6,11 +7,11 @@ import time
 
 import pytest
 import torch
+from twin_testlib import MODULE_TREE
 
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ConfigError
-from twin_testlib import MODULE_TREE
 
 FULL_PARAMS = 3_336_106_240
 
@@ -26,8 +27,10 @@ def test_full_twin_on_meta_has_the_vendor_module_tree(twin_meta):
     model, _ = twin_meta
     tree = json.loads(MODULE_TREE.read_text())
     expected = [tuple(row) for row in tree["modules"]]
-    got = [(name, type(mod).__name__, sum(p.numel() for p in mod.parameters(recurse=False)))
-           for name, mod in model.named_modules()]
+    got = [
+        (name, type(mod).__name__, sum(p.numel() for p in mod.parameters(recurse=False)))
+        for name, mod in model.named_modules()
+    ]
     assert len(expected) == tree["n_named_modules"] == 4083
     ref, mine = {r[0]: r[1:] for r in expected}, {g[0]: g[1:] for g in got}
     diffs = sorted((n, ref.get(n), mine.get(n)) for n in set(ref) | set(mine) if ref.get(n) != mine.get(n))
@@ -81,9 +84,10 @@ def test_config_attributes(twin_meta):
 
 
 def test_attention_implementations_choose_the_transformers_classes(tiny_spec):
-    names = {impl: type(build_twin(tiny_spec, device="meta", attn_implementation=impl)
-                        .model.layers[0].self_attn).__name__
-             for impl in ("eager", "sdpa")}
+    names = {
+        impl: type(build_twin(tiny_spec, device="meta", attn_implementation=impl).model.layers[0].self_attn).__name__
+        for impl in ("eager", "sdpa")
+    }
     assert names == {"eager": "LlamaAttention", "sdpa": "LlamaSdpaAttention"}
     with pytest.raises(ConfigError, match="runtime.attn_implementation"):
         build_twin(tiny_spec, device="meta", attn_implementation="flash_attention_2")  # no flash_attn / CPU

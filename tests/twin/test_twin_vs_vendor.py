@@ -5,19 +5,26 @@ the vendor model (strict), the same logits on CPU in float32. The vendor hard-co
 projector at full size, so the fast checks keep the full vision stack and shrink only the decoder
 (2 layers, 8 experts, top-2); the full model is compared in Tiny mode (about 13 GB, shared by both).
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import torch
+from twin_testlib import (
+    WORKLOADS,
+    cuda_calls_are_noops,
+    load_into_vendor,
+    reduced_config_and_spec,
+    vendor_modeling,
+    vendor_on_meta,
+)
 
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from twin_testlib import (WORKLOADS, cuda_calls_are_noops, load_into_vendor, reduced_config_and_spec,
-                          vendor_modeling, vendor_on_meta)
 
 pytestmark = pytest.mark.vendor
 
@@ -55,8 +62,9 @@ def test_module_tree_and_state_dict_keys_match_the_vendor(vendor, vendor_dir):
     config = vendor.DeepseekOCRConfig.from_pretrained(str(vendor_dir))
     ref = vendor_on_meta(vendor, config)
     twin = build_twin(ModelSpec.from_config_json(vendor_dir), device="meta")
-    assert [(n, type(m).__name__) for n, m in twin.named_modules()] == \
-           [(n, type(m).__name__) for n, m in ref.named_modules()]
+    assert [(n, type(m).__name__) for n, m in twin.named_modules()] == [
+        (n, type(m).__name__) for n, m in ref.named_modules()
+    ]
     ref_sd, twin_sd = ref.state_dict(), twin.state_dict()
     assert {k: tuple(v.shape) for k, v in twin_sd.items()} == {k: tuple(v.shape) for k, v in ref_sd.items()}
     assert {k: v.dtype for k, v in twin_sd.items()} == {k: v.dtype for k, v in ref_sd.items()}
@@ -94,8 +102,12 @@ def test_same_decode_step_as_the_vendor(reduced_pair):
     steps = []
     for model in (twin, ref):
         prefill = _logits(model, kw)
-        steps.append(_logits(model, {"input_ids": torch.tensor([[1234]]), "use_cache": True,
-                                     "past_key_values": prefill.past_key_values}))
+        steps.append(
+            _logits(
+                model,
+                {"input_ids": torch.tensor([[1234]]), "use_cache": True, "past_key_values": prefill.past_key_values},
+            )
+        )
     (a, b) = steps
     assert len(a.past_key_values) == len(b.past_key_values) == spec.decoder.num_layers
     assert a.past_key_values[0][0].shape == b.past_key_values[0][0].shape
@@ -121,8 +133,10 @@ def test_same_logits_as_the_vendor_full_size_tiny_mode(vendor, vendor_dir, dtype
         a = _logits(twin, kw).logits
         b = _logits(ref, kw).logits
     diff = (a - b).abs().max().item()
-    print(f"[full size, tiny mode, {dtype}] max |logit diff| twin vs vendor: {diff:.3g} "
-          f"(max |logit| {b.abs().max().item():.3g})")
+    print(
+        f"[full size, tiny mode, {dtype}] max |logit diff| twin vs vendor: {diff:.3g} "
+        f"(max |logit| {b.abs().max().item():.3g})"
+    )
     assert a.shape == b.shape == (1, inputs.seq_len, 129280)
     assert torch.isfinite(a).all()
     tol = 1e-4 if dtype == torch.float32 else 2e-2

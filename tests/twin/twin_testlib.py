@@ -1,4 +1,5 @@
 """Helpers for the twin tests (a uniquely named module, so test files can import it)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,9 +10,8 @@ from pathlib import Path
 
 import torch
 
-from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
-
 from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 
 # Every named module of the vendor model (name, class, direct parameter count), measured on the vendor
 # code with transformers 4.46.3.
@@ -41,8 +41,9 @@ def vendor_modeling(path: Path, module: str = "modeling_deepseekocr"):
     """
     import transformers  # noqa: F401 - imported before the stand-in exists, so it is never probed
 
-    spec = importlib.util.spec_from_file_location(VENDOR_PACKAGE, path / "__init__.py",
-                                                  submodule_search_locations=[str(path)])
+    spec = importlib.util.spec_from_file_location(
+        VENDOR_PACKAGE, path / "__init__.py", submodule_search_locations=[str(path)]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules[VENDOR_PACKAGE] = package
     try:
@@ -55,8 +56,9 @@ def vendor_modeling(path: Path, module: str = "modeling_deepseekocr"):
             sys.modules.pop(k, None)
 
 
-def reduced_config_and_spec(config_class, spec_class, vendor_dir: Path, layers: int = 2, experts: int = 8,
-                            top_k: int = 2):
+def reduced_config_and_spec(
+    config_class, spec_class, vendor_dir: Path, layers: int = 2, experts: int = 8, top_k: int = 2
+):
     """(vendor config, twin spec) from one config.json with the decoder shrunk alike: `layers` decoder layers,
     `experts` routed experts, top-`top_k` (the vision stacks stay full size: the vendor code hard-codes them)."""
     import dataclasses
@@ -94,6 +96,7 @@ def load_into_vendor(vendor, state_dict) -> None:
             inv_freq, _ = module.rope_init_fn(module.config, torch.device("cpu"), **module.rope_kwargs)
             module.register_buffer("inv_freq", inv_freq, persistent=False)
             module.original_inv_freq = inv_freq
-    leftovers = [n for n, b in vendor.named_buffers() if b.is_meta] + [n for n, p in vendor.named_parameters()
-                                                                       if p.is_meta]
+    leftovers = [n for n, b in vendor.named_buffers() if b.is_meta] + [
+        n for n, p in vendor.named_parameters() if p.is_meta
+    ]
     assert not leftovers, f"vendor tensors still on meta: {leftovers[:5]}"

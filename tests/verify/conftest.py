@@ -1,12 +1,12 @@
 """Real runs of the verification gate (`pipelines/verify.py`, what ./dev verify runs), once per test session:
 the quick matrix as it is (`quick_gate`, shared by the session: tests/conftest.py), a real divergence of one
 job, and a moved pin judged alone."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from shared_runs import GateRun, made_once, run_gate  # the quick gate itself is the session's (tests/conftest.py)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -17,8 +17,11 @@ ONE_JOB = "verify.sweep.workload=[tiny]"  # the quick matrix narrowed to its che
 def spec_divergence_gate(tmp_path_factory) -> GateRun:
     """The analytic model built from another spec than the model that ran: 3 routed experts per token in
     the analytic model, 2 in the tiny twin that ran."""
-    return made_once(tmp_path_factory, "spec_gate", lambda d: run_gate(
-        d / "spec", "verify=quick", ONE_JOB, "+verify.analytic_spec.decoder.num_experts_per_tok=3"))
+    return made_once(
+        tmp_path_factory,
+        "spec_gate",
+        lambda d: run_gate(d / "spec", "verify=quick", ONE_JOB, "+verify.analytic_spec.decoder.num_experts_per_tok=3"),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -39,5 +42,8 @@ def changed_expected(tmp_path_factory) -> tuple[Path, int, int]:
 def pin_divergence_gate(tmp_path_factory, changed_expected) -> GateRun:
     """The gate judging the pins only (`verify.pins_only=true`: no job runs) against the changed file."""
     path, _, _ = changed_expected
-    return made_once(tmp_path_factory, "pins_gate",
-                     lambda d: run_gate(d / "pins", "verify=quick", "verify.pins_only=true", f"verify.expected={path}"))
+    return made_once(
+        tmp_path_factory,
+        "pins_gate",
+        lambda d: run_gate(d / "pins", "verify=quick", "verify.pins_only=true", f"verify.expected={path}"),
+    )

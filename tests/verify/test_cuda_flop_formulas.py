@@ -7,6 +7,7 @@ schema and the same (batch, seq, heads, dim) layout is registered on CPU under a
 counted through the real FlopCounterMode path. On a CUDA machine, the real kernels are counted against
 the math backend.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,11 @@ from torch.utils import flop_counter as fc
 from llm_perf_opt.measure import flop_counter_adapter as A
 from llm_perf_opt.measure.flops import count_flops, is_matmul_like
 
-CUDA_SDPA_OPS = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                 "_scaled_dot_product_cudnn_attention")
+CUDA_SDPA_OPS = (
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+)
 TEST_NS = "llm_perf_opt_flash_test"
 
 
@@ -52,8 +56,11 @@ def test_cuda_sdpa_kernels_are_counted_by_torch_itself():
 
 def test_flash_attn_op_names_are_matmul_like():
     """A flash-attn op running without a formula is FLOPs lost: verification must flag it, not skip it."""
-    for name in ("flash_attn._flash_attn_forward", "flashattn._flash_attn_varlen_forward",
-                 "flash_attn_3._flash_attn_forward"):
+    for name in (
+        "flash_attn._flash_attn_forward",
+        "flashattn._flash_attn_varlen_forward",
+        "flash_attn_3._flash_attn_forward",
+    ):
         assert is_matmul_like(name), name
 
 
@@ -71,23 +78,44 @@ def stand_in_ops():
     """`<TEST_NS>::_flash_attn_forward` and `::_flash_attn_varlen_forward` with flash-attn's schemas, on CPU."""
 
     @torch.library.custom_op(f"{TEST_NS}::_flash_attn_forward", mutates_args=(), device_types="cpu")
-    def dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float, softmax_scale: float,
-              causal: bool, window_size_left: int, window_size_right: int, softcap: float,
-              alibi_slopes: Optional[torch.Tensor], return_softmax: bool
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def dense(
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        dropout_p: float,
+        softmax_scale: float,
+        causal: bool,
+        window_size_left: int,
+        window_size_right: int,
+        softcap: float,
+        alibi_slopes: Optional[torch.Tensor],
+        return_softmax: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         out = _attention_bshd(q, k, v, causal)
         return out, q.new_zeros(q.shape[0], q.shape[2], q.shape[1]), q.new_empty(0), q.new_zeros(2)
 
     @torch.library.custom_op(f"{TEST_NS}::_flash_attn_varlen_forward", mutates_args=(), device_types="cpu")
-    def varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
-               cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, dropout_p: float,
-               softmax_scale: float, causal: bool, window_size_left: int = -1, window_size_right: int = -1,
-               softcap: float = 0.0, alibi_slopes: Optional[torch.Tensor] = None, return_softmax: bool = False
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def varlen(
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        cu_seqlens_q: torch.Tensor,
+        cu_seqlens_k: torch.Tensor,
+        max_seqlen_q: int,
+        max_seqlen_k: int,
+        dropout_p: float,
+        softmax_scale: float,
+        causal: bool,
+        window_size_left: int = -1,
+        window_size_right: int = -1,
+        softcap: float = 0.0,
+        alibi_slopes: Optional[torch.Tensor] = None,
+        return_softmax: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         pieces = []
         bq, bk = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
         for i in range(len(bq) - 1):
-            qi, ki, vi = q[bq[i]:bq[i + 1]], k[bk[i]:bk[i + 1]], v[bk[i]:bk[i + 1]]
+            qi, ki, vi = q[bq[i] : bq[i + 1]], k[bk[i] : bk[i + 1]], v[bk[i] : bk[i + 1]]
             pieces.append(_attention_bshd(qi[None], ki[None], vi[None], causal)[0])
         return torch.cat(pieces), q.new_zeros(q.shape[1], q.shape[0]), q.new_empty(0), q.new_zeros(2)
 
@@ -101,7 +129,7 @@ def test_flash_attn_dense_formula_counts_once_through_flop_counter_mode(stand_in
     q, k, v = torch.randn(b, lq, h, e), torch.randn(b, lk, hk, e), torch.randn(b, lk, hk, e)
     counter = A.RecordingFlopCounter(formulas)
     with torch.no_grad(), counter:
-        stand_in_ops._flash_attn_forward(q, k, v, 0.0, e ** -0.5, True, -1, -1, 0.0, None, False)
+        stand_in_ops._flash_attn_forward(q, k, v, 0.0, e**-0.5, True, -1, -1, 0.0, None, False)
     # Q·Kᵀ + P·V over every (query, key) pair and every query head; no causal discount (torch's convention)
     assert counter.get_total_flops() == 2 * b * h * lq * lk * e * 2
     # counted as the one op it is: the SDPA inside the stand-in's body is not seen a second time
@@ -116,7 +144,7 @@ def test_flash_attn_varlen_formula_sums_the_packed_sequences(stand_in_ops):
     cu_q, cu_k = torch.tensor([0, 3, 8], dtype=torch.int32), torch.tensor([0, 4, 10], dtype=torch.int32)
     counter = A.RecordingFlopCounter(A.flash_attn_formulas((TEST_NS,)))
     with torch.no_grad(), counter:
-        stand_in_ops._flash_attn_varlen_forward(q, k, v, cu_q, cu_k, 5, 6, 0.0, e ** -0.5, False)
+        stand_in_ops._flash_attn_varlen_forward(q, k, v, cu_q, cu_k, 5, 6, 0.0, e**-0.5, False)
     assert counter.get_total_flops() == sum(2 * h * a * c * e * 2 for a, c in zip(lq, lk))
 
 
@@ -124,16 +152,18 @@ def test_count_flops_uses_the_flash_formulas_of_registered_ops(stand_in_ops, mon
     """`count_flops` (what the trace job calls) picks up flash-attn's ops when they are registered."""
     monkeypatch.setattr(A, "FLASH_ATTN_NAMESPACES", (*A.FLASH_ATTN_NAMESPACES, TEST_NS))
     q = torch.randn(1, 7, 2, 8)
-    measured, _ = count_flops(lambda: stand_in_ops._flash_attn_forward(q, q, q, 0.0, 1.0, False, -1, -1, 0.0,
-                                                                        None, False))
+    measured, _ = count_flops(
+        lambda: stand_in_ops._flash_attn_forward(q, q, q, 0.0, 1.0, False, -1, -1, 0.0, None, False)
+    )
     assert measured.total == 2 * 2 * 7 * 7 * 8 * 2
     assert not measured.matmul_like_without_formula
 
 
 def test_without_a_formula_a_flash_op_is_reported_lost(stand_in_ops):
     q = torch.randn(1, 3, 2, 8)
-    measured, _ = count_flops(lambda: stand_in_ops._flash_attn_forward(q, q, q, 0.0, 1.0, False, -1, -1, 0.0,
-                                                                        None, False))
+    measured, _ = count_flops(
+        lambda: stand_in_ops._flash_attn_forward(q, q, q, 0.0, 1.0, False, -1, -1, 0.0, None, False)
+    )
     assert measured.total == 0
     assert measured.matmul_like_without_formula == {f"{TEST_NS}._flash_attn_forward": 1}
 
@@ -144,12 +174,15 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 
 @cuda
 @pytest.mark.cuda
-@pytest.mark.parametrize("backend,dtype,mask", [
-    (SDPBackend.FLASH_ATTENTION, torch.bfloat16, False),
-    (SDPBackend.EFFICIENT_ATTENTION, torch.float32, True),
-    (SDPBackend.EFFICIENT_ATTENTION, torch.bfloat16, False),
-    (SDPBackend.CUDNN_ATTENTION, torch.bfloat16, False),
-])
+@pytest.mark.parametrize(
+    "backend,dtype,mask",
+    [
+        (SDPBackend.FLASH_ATTENTION, torch.bfloat16, False),
+        (SDPBackend.EFFICIENT_ATTENTION, torch.float32, True),
+        (SDPBackend.EFFICIENT_ATTENTION, torch.bfloat16, False),
+        (SDPBackend.CUDNN_ATTENTION, torch.bfloat16, False),
+    ],
+)
 def test_cuda_sdpa_kernel_counts_equal_the_math_backend(backend, dtype, mask):
     b, h, lq, lk, e = 2, 4, 64, 96, 64
     dev = torch.device("cuda")
@@ -173,8 +206,10 @@ def test_flash_attn_package_ops_are_counted_once():
     flash_attn = pytest.importorskip("flash_attn", reason="flash-attn is not installed (the gpu extra)")
     formulas = A.flash_attn_formulas()
     if not formulas:
-        pytest.fail(f"flash-attn {flash_attn.__version__} registers no torch custom op: its kernels are invisible "
-                    "to FlopCounterMode (use runtime.attn_implementation=sdpa, or flash-attn >= 2.7)")
+        pytest.fail(
+            f"flash-attn {flash_attn.__version__} registers no torch custom op: its kernels are invisible "
+            "to FlopCounterMode (use runtime.attn_implementation=sdpa, or flash-attn >= 2.7)"
+        )
     b, s, h, e = 1, 128, 8, 64
     q, k, v = (torch.randn(b, s, h, e, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     measured, _ = count_flops(lambda: flash_attn.flash_attn_func(q, k, v, causal=True))

@@ -1,4 +1,5 @@
 """conf/verify/expected.yaml: the pinned analytic totals of the full model, their comparison and their update."""
+
 from __future__ import annotations
 
 import subprocess
@@ -40,7 +41,10 @@ def test_compare_names_every_moved_number_with_old_and_new(committed):
     old["huge"] = old["tiny"]
     changes = {(c.mode, c.page, c.stage, c.count): c for c in pins.compare(old, table)}
     moved = changes[("base", "slide", "decode", "flops")]
-    assert (moved.old, moved.new) == (table["base"]["slide"]["decode"]["flops"] + 10, table["base"]["slide"]["decode"]["flops"])
+    assert (moved.old, moved.new) == (
+        table["base"]["slide"]["decode"]["flops"] + 10,
+        table["base"]["slide"]["decode"]["flops"],
+    )
     assert moved.change.startswith("-10 (-")
     assert changes[("large", "slide", "prefill", "flops_matmul")].change == "not pinned in the file"
     assert changes[("huge", "slide", "prefill", "flops")].change == "pinned, but this mode or page no longer exists"
@@ -74,6 +78,10 @@ def test_a_missing_or_malformed_file_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match=r"no such file; create it with \./dev verify verify.update_expected=true"):
         pins.load(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
-    bad.write_text("pages: [letter_portrait]\npins:\n  tiny:\n    letter_portrait:\n      prefill: {flops_matmul: 1.5}\n")
-    with pytest.raises(ConfigError, match=r"pins.tiny.letter_portrait.prefill.flops_matmul must be an integer, found 1.5"):
+    bad.write_text(
+        "pages: [letter_portrait]\npins:\n  tiny:\n    letter_portrait:\n      prefill: {flops_matmul: 1.5}\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"pins.tiny.letter_portrait.prefill.flops_matmul must be an integer, found 1.5"
+    ):
         pins.load(bad)

@@ -1,6 +1,7 @@
 """The gate's verdict on real run directories (copies of the quick gate's jobs), altered the way a broken
 run would leave them: a grouping check that mismatched, a job that failed, files that are missing. The
 files are written and read with the project's own artifact writers and loaders."""
+
 from __future__ import annotations
 
 import shutil
@@ -10,9 +11,9 @@ import pytest
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.errors import TraceError
+from llm_perf_opt.gate.judge import judge_job, judge_sweep
 from llm_perf_opt.measure import load_verification, write_verification
 from llm_perf_opt.measure.agreement import VerificationRow
-from llm_perf_opt.gate.judge import judge_job, judge_sweep
 from llm_perf_opt.report.collect import collect_sweep
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
@@ -49,7 +50,8 @@ def test_a_grouping_mismatch_is_one_line(sweep_copy):
     assert [f.kind for f in verdict.findings] == ["GroupingMismatch"]
     assert verdict.findings[0].line() == (
         f"FAIL job 1 [workload=gundam] | stage grouping | part {check['name']} | runtime log 12 | grouped graph 11 | "
-        "error mismatch: 12 SAM blocks logged, 11 grouped")
+        "error mismatch: 12 SAM blocks logged, 11 grouped"
+    )
     case = verdict.junit_case("verify.quick")
     assert case.status == "failure" and case.failures[0].kind == "GroupingMismatch"
 
@@ -60,8 +62,9 @@ def test_a_row_beyond_rtol_is_judged_by_the_gates_rtol(sweep_copy):
     v = load_verification(path)
     check = v.checks[1]
     row = check.rows[0]
-    bumped = VerificationRow(row.stage, row.part, row.analytic + row.measured // 100, row.measured, 0.01, True,
-                             row.label, row.fvcore)  # 1% off, yet marked ok by a lax writer
+    bumped = VerificationRow(
+        row.stage, row.part, row.analytic + row.measured // 100, row.measured, 0.01, True, row.label, row.fvcore
+    )  # 1% off, yet marked ok by a lax writer
     check.rows[0] = bumped
     write_verification(path, v)
     verdict = judge_job(job(sweep_copy, 0), "workload=tiny", RTOL)
@@ -82,7 +85,8 @@ def test_a_failed_job_is_a_junit_error_with_its_status(sweep_copy):
     assert not verdict.ran
     assert [f.line() for f in verdict.findings] == [
         "FAIL job 1 [workload=gundam] | stage job | part — | analytic — | measured — | "
-        "error failed: TraceError: TorchLens refused the capture"]
+        "error failed: TraceError: TorchLens refused the capture"
+    ]
     case = verdict.junit_case("verify.quick")
     assert case.status == "error" and "Traceback" in case.errors[0].detail
 

@@ -2,6 +2,7 @@
 divergences: an analytic model of another spec than the model that ran, and a changed expected.yaml (judged
 alone, `verify.pins_only=true`).
 Every JUnit file is validated against the XSD and read back with junitparser."""
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,10 @@ from llm_perf_opt.gate.junit import SCHEMA_FILE
 pytestmark = pytest.mark.slow
 
 # job, stage, part, then the two numbers with their labels, then the error
-LINE = re.compile(r"^FAIL (?P<job>.+?) \| stage (?P<stage>.+?) \| part (?P<part>.+?) \| (?P<left>analytic|pinned|runtime log) "
-                  r"(?P<a>.+?) \| (?P<right>measured|now|grouped graph) (?P<m>.+?) \| error (?P<error>.+)$")
+LINE = re.compile(
+    r"^FAIL (?P<job>.+?) \| stage (?P<stage>.+?) \| part (?P<part>.+?) \| (?P<left>analytic|pinned|runtime log) "
+    r"(?P<a>.+?) \| (?P<right>measured|now|grouped graph) (?P<m>.+?) \| error (?P<error>.+)$"
+)
 
 
 def junit_of(out: Path) -> JUnitXml:
@@ -50,8 +53,11 @@ def test_quick_junit_has_one_case_per_job_and_per_pinned_mode(quick_gate):
     suite = next(iter(xml))
     assert (suite.name, suite.failures, suite.errors) == ("verify.quick", 0, 0)
     by_name = cases(xml)
-    assert set(by_name) == {"job 0: workload=tiny", "job 1: workload=gundam",
-                            *(f"pinned analytic totals: {m}" for m in mode_names())}
+    assert set(by_name) == {
+        "job 0: workload=tiny",
+        "job 1: workload=gundam",
+        *(f"pinned analytic totals: {m}" for m in mode_names()),
+    }
     job = by_name["job 1: workload=gundam"]
     assert job.classname == "verify.quick" and job.time > 0 and job.is_passed
     assert "max relative error 0%" in job.system_out and "grouping runtime checks: 9 ok" in job.system_out
@@ -92,7 +98,11 @@ def test_a_moved_pin_fails_the_gate_with_old_and_new_numbers(pin_divergence_gate
     assert m, lines[0]
     assert (m["job"], m["stage"], m["part"]) == ("pins tiny/letter_portrait", "prefill", "flops_matmul")
     assert (m["left"], m["a"], m["right"], m["m"]) == ("pinned", f"{pinned:,}", "now", f"{actual:,}")
-    assert f"{actual - pinned:+,}" in m["error"] and "verify.update_expected=true" in m["error"] and str(path) in m["error"]
+    assert (
+        f"{actual - pinned:+,}" in m["error"]
+        and "verify.update_expected=true" in m["error"]
+        and str(path) in m["error"]
+    )
     assert "verify quick: FAILED: pins only (no job run), pinned totals " in proc.stdout
     by_name = cases(junit_of(pin_divergence_gate.out))
     assert set(by_name) == {f"pinned analytic totals: {m}" for m in mode_names()}  # no job ran

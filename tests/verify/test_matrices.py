@@ -1,5 +1,6 @@
 """The verification matrices (conf/verify/) and the gate's plan: which jobs, which overrides, what is refused.
 Nothing here runs a job; the plan composes and validates each job's config as the gate does."""
+
 from __future__ import annotations
 
 import json
@@ -50,14 +51,27 @@ def test_quick_matrix_is_the_tiny_twin_on_cpu(tmp_path):
     assert [gate.label(j) for j in gate.jobs] == ["workload=tiny", "workload=gundam"]
     for raw in (compose(job) for job in gate.jobs):
         cfg = to_typed_config(raw)
-        assert (cfg.model.name, cfg.runtime.device, cfg.verify.name, cfg.verify.rtol) == ("twin_tiny", "cpu", "quick", 1e-3)
+        assert (cfg.model.name, cfg.runtime.device, cfg.verify.name, cfg.verify.rtol) == (
+            "twin_tiny",
+            "cpu",
+            "quick",
+            1e-3,
+        )
         assert cfg.trace.verify and cfg.trace.capture
 
 
 def test_command_line_overrides_reach_every_job_and_gate_knobs_do_not(tmp_path):
     out = tmp_path / "out"
-    gate = plan(["verify=quick", "verify.rtol=0.01", "workload.page.width=900", f"verify.out_dir={out}",
-                 "page=slide,small", "hydra/launcher=submitit_local"])
+    gate = plan(
+        [
+            "verify=quick",
+            "verify.rtol=0.01",
+            "workload.page.width=900",
+            f"verify.out_dir={out}",
+            "page=slide,small",
+            "hydra/launcher=submitit_local",
+        ]
+    )
     assert len(gate.jobs) == 4  # the matrix's 2 modes x the 2 pages added on the command line
     assert all("verify.rtol=0.01" in job and "workload.page.width=900" in job for job in gate.jobs)
     assert not any(o.startswith("verify.out_dir") for job in gate.jobs for o in job)
@@ -82,14 +96,22 @@ def test_verify_rtol_still_drives_the_trace_job():
     assert cfg.verify.rtol == 0.05 and cfg.verify.name is None
 
 
-@pytest.mark.parametrize("args,message", [
-    (["verify=quick", "verify.rtoll=1"], "Could not override 'verify.rtoll': Key 'rtoll' not in 'VerifyConfig'"),
-    (["verify=quick", "verify.rtol=2"], "verify.rtol=2.0 is invalid: must be in [0, 1)"),
-    (["verify=quick", "workload.base_size=1000"], "verify=quick job 0 (workload=tiny): workload.base_size=1000 is invalid"),
-    (["verify=quick", "+verify.analytic_spec.decoder.experts=3"],
-     "verify=quick job 0 (workload=tiny): verify.analytic_spec.decoder.experts=3 is invalid: not a field of DecoderSpec"),
-    (["verify=null"], "verify=null chooses no verification matrix"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["verify=quick", "verify.rtoll=1"], "Could not override 'verify.rtoll': Key 'rtoll' not in 'VerifyConfig'"),
+        (["verify=quick", "verify.rtol=2"], "verify.rtol=2.0 is invalid: must be in [0, 1)"),
+        (
+            ["verify=quick", "workload.base_size=1000"],
+            "verify=quick job 0 (workload=tiny): workload.base_size=1000 is invalid",
+        ),
+        (
+            ["verify=quick", "+verify.analytic_spec.decoder.experts=3"],
+            "verify=quick job 0 (workload=tiny): verify.analytic_spec.decoder.experts=3 is invalid: not a field of DecoderSpec",
+        ),
+        (["verify=null"], "verify=null chooses no verification matrix"),
+    ],
+)
 def test_bad_input_is_one_config_error(tmp_path, args, message):
     with pytest.raises(ConfigError) as err:
         plan([*args, f"verify.out_dir={tmp_path}"])
@@ -106,8 +128,10 @@ def test_vendor_matrix_without_the_vendor_directory_says_what_is_missing(tmp_pat
     monkeypatch.delenv("DSOCR_MODEL_PATH", raising=False)
     with pytest.raises(ConfigError) as err:
         plan(["verify=vendor", f"verify.out_dir={tmp_path}"])
-    assert str(err.value) == ("verify=vendor job 0 (workload=tiny): model.path is required for model=vendor: "
-                              "pass model.path=DIR or set DSOCR_MODEL_PATH")
+    assert str(err.value) == (
+        "verify=vendor job 0 (workload=tiny): model.path is required for model=vendor: "
+        "pass model.path=DIR or set DSOCR_MODEL_PATH"
+    )
 
 
 @pytest.mark.vendor
@@ -125,22 +149,36 @@ def test_an_out_dir_holding_a_sweep_is_refused(tmp_path):
         plan(["verify=quick", f"verify.out_dir={tmp_path}"])
 
 
-@pytest.mark.parametrize("args,line", [
-    (["verify=nosuch"], "error: verify='nosuch' is invalid: one of default, quick, vendor"),
-    (["verify=quick", "verify.rtol=abc"],
-     "error: Error merging override verify.rtol=abc: Value 'abc' of type 'str' could not be converted to Float"),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["verify=nosuch"], "error: verify='nosuch' is invalid: one of default, quick, vendor"),
+        (
+            ["verify=quick", "verify.rtol=abc"],
+            "error: Error merging override verify.rtol=abc: Value 'abc' of type 'str' could not be converted to Float",
+        ),
+    ],
+)
 def test_the_command_prints_one_line_and_exits_2(tmp_path, args, line):
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *args,
-                           f"verify.out_dir={tmp_path}"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *args, f"verify.out_dir={tmp_path}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == line and proc.stdout == ""
     assert not (tmp_path / "sweep").exists()  # nothing ran
 
 
 def test_help_names_the_exit_codes():
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), "--help"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "Exit status: 0" in proc.stdout and "2 bad input" in proc.stdout
 
 

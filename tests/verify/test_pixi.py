@@ -6,6 +6,7 @@
 * the extras are ./dev's defaults (DEV_EXTRAS) and exist in pyproject;
 * any PyPI package named in both files has the same version specifier (flash-attn: the `gpu` extra).
 """
+
 from __future__ import annotations
 
 import re
@@ -55,7 +56,9 @@ def pixi_pypi_specs() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for table in tables:
         for name, spec in table.items():
-            out.setdefault(canonicalize_name(name), []).append(spec if isinstance(spec, str) else spec.get("version", ""))
+            out.setdefault(canonicalize_name(name), []).append(
+                spec if isinstance(spec, str) else spec.get("version", "")
+            )
     return out
 
 
@@ -67,16 +70,31 @@ def pyproject_specs() -> dict[str, str]:
 
 
 def test_dev_tasks_are_found():
-    assert {"trace", "analyze", "calibrate", "export", "sweep", "group", "report", "verify", "test", "bench",
-            "python", "help"} <= dev_tasks()
+    assert {
+        "trace",
+        "analyze",
+        "calibrate",
+        "export",
+        "sweep",
+        "group",
+        "report",
+        "verify",
+        "test",
+        "bench",
+        "python",
+        "help",
+    } <= dev_tasks()
 
 
 def test_every_dev_task_has_a_pixi_task_doing_the_same():
     tasks = pixi()["tasks"]
     for task in sorted(dev_tasks() - set(NOT_PIXI_TASKS)):
         assert task in tasks, f"./dev {task} has no pixi task"
-    jobs = re.search(r"^\s{2}([\w|]+)\)\n\s+ensure_venv; ensure_dot\n(?:\s+[^\n]*\n)*?\s+run_py \"pipelines/\$task.py\"",
-                     dev_script(), re.M)
+    jobs = re.search(
+        r"^\s{2}([\w|]+)\)\n\s+ensure_venv; ensure_dot\n(?:\s+[^\n]*\n)*?\s+run_py \"pipelines/\$task.py\"",
+        dev_script(),
+        re.M,
+    )
     assert jobs, "./dev's job dispatch changed"
     for job in jobs.group(1).split("|"):
         assert tasks[job] == f"python pipelines/{job}.py"
@@ -122,7 +140,9 @@ def test_python_is_one_pyproject_allows():
     python = pixi()["dependencies"]["python"]
     version = python.rstrip(".*")
     assert version in SpecifierSet(pyproject()["project"]["requires-python"]), python
-    assert re.search(r'python-version: "' + re.escape(version) + '"', (REPO_ROOT / ".github/workflows/ci.yml").read_text())
+    assert re.search(
+        r'python-version: "' + re.escape(version) + '"', (REPO_ROOT / ".github/workflows/ci.yml").read_text()
+    )
 
 
 def test_the_environments_are_the_ones_the_workflow_uses():

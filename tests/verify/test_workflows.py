@@ -1,6 +1,7 @@
 """The GitHub workflows are valid YAML and name the jobs and steps the README promises: ci.yml runs the
 README's test command (.ci/run -> ./dev test) on a CPU runner; gpu-verify.yml runs the gate with pixi on a
 self-hosted GPU runner and keeps the JUnit XML and the report."""
+
 from __future__ import annotations
 
 import json
@@ -90,4 +91,6 @@ def test_the_upload_paths_are_where_the_gate_writes():
     doc = load("gpu-verify.yml")
     commands = runs(steps(doc, "verify"))
     assert '"verify.out_dir=$OUT/$MATRIX"' in commands
-    assert f"${{{{ env.OUT }}}}/*/{JUNIT_FILE}" in uses(steps(doc, "verify"), "actions/upload-artifact")[0]["with"]["path"]
+    assert (
+        f"${{{{ env.OUT }}}}/*/{JUNIT_FILE}" in uses(steps(doc, "verify"), "actions/upload-artifact")[0]["with"]["path"]
+    )

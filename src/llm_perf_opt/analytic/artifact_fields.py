@@ -2,6 +2,7 @@
 by name when unknown. Generic (no analytic knowledge): it belongs in `llm_perf_opt.artifacts` once the
 project's artifact registry lands there.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,9 @@ from typing import Any, Iterable, Mapping
 from llm_perf_opt.artifacts import read_artifact, read_json
 
 
-def read_known(path: str | os.PathLike, reads: Mapping[str, Iterable[int]],
-               required: Iterable[str] = ()) -> tuple[str, int, dict[str, Any]]:
+def read_known(
+    path: str | os.PathLike, reads: Mapping[str, Iterable[int]], required: Iterable[str] = ()
+) -> tuple[str, int, dict[str, Any]]:
     """Load an artifact whose schema is one of `reads` ({schema name: versions this reader knows}; the
     first is the current name). Returns (schema, schema_version, data); rejects anything else by name."""
     doc = read_json(path)

@@ -22,6 +22,7 @@ Time levels (`LEVELS`): a level maps (table, batches, roof) to per-batch time. `
 (weights read + B·(inputs + outputs))/bandwidth), summed over units. The kernel and eager levels of the
 time model plug in under their names with `register_level`. Pure Python + numpy; no torch, no family.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -101,9 +102,17 @@ class UnitTable:
     def _from_merged(cls, name: str, tokens: int, merged: Mapping[tuple[LayerCost, int], int]) -> "UnitTable":
         keys = list(merged)
         f = lambda get: np.array([get(c) for c, _ in keys], dtype=float)  # noqa: E731
-        return cls(name, tokens, np.array([merged[k] for k in keys], dtype=float), np.array([k for _, k in keys]),
-                   f(lambda c: c.flops_matmul), f(lambda c: c.flops_other), f(lambda c: c.weight_bytes),
-                   f(lambda c: c.input_bytes + c.output_bytes), f(lambda c: c.input_bytes + c.activation_bytes))
+        return cls(
+            name,
+            tokens,
+            np.array([merged[k] for k in keys], dtype=float),
+            np.array([k for _, k in keys]),
+            f(lambda c: c.flops_matmul),
+            f(lambda c: c.flops_other),
+            f(lambda c: c.weight_bytes),
+            f(lambda c: c.input_bytes + c.output_bytes),
+            f(lambda c: c.input_bytes + c.activation_bytes),
+        )
 
     # ------------------------------------------------------------------ totals at batch 1
     @property
@@ -164,8 +173,13 @@ class DecodeTable:
         def arr(get, which):
             return np.array([get(k[which]) for k in keys], dtype=float)
 
-        getters = (lambda c: c.flops_matmul, lambda c: c.flops_other, lambda c: c.weight_bytes,
-                   lambda c: c.input_bytes + c.output_bytes, lambda c: c.input_bytes + c.activation_bytes)
+        getters = (
+            lambda c: c.flops_matmul,
+            lambda c: c.flops_other,
+            lambda c: c.weight_bytes,
+            lambda c: c.input_bytes + c.output_bytes,
+            lambda c: c.input_bytes + c.activation_bytes,
+        )
         va = [arr(g, 0) for g in getters]
         vs = [(arr(g, 1) - arr(g, 0)) / span for g in getters]
         t_a = UnitTable(step_a.stage, 1, count, kinds, *va)
@@ -175,8 +189,17 @@ class DecodeTable:
     def at(self, context: float) -> UnitTable:
         d = float(context) - self.c0
         a, s = self.at_c0, self.slope
-        return UnitTable(a.stage, 1, a.count, a.kind, a.fm + d * s.fm, a.fo + d * s.fo, a.w + d * s.w,
-                         a.io + d * s.io, a.live + d * s.live)
+        return UnitTable(
+            a.stage,
+            1,
+            a.count,
+            a.kind,
+            a.fm + d * s.fm,
+            a.fo + d * s.fo,
+            a.w + d * s.w,
+            a.io + d * s.io,
+            a.live + d * s.live,
+        )
 
 
 # --------------------------------------------------------------------------------------- time levels
@@ -197,8 +220,8 @@ Level = Callable[[UnitTable, np.ndarray, Roof, Optional[MoEShape]], LevelTimes]
 
 LEVEL_CONVENTIONS: dict[str, str] = {
     IDEAL: "roofline, the speed of light: per unit max(B x (flops_matmul / matmul peak + flops_other / "
-           "vector peak), (weights read once per step + B x (inputs + outputs)) / bandwidth), summed over units; "
-           "no kernel efficiency, launch or host time",
+    "vector peak), (weights read once per step + B x (inputs + outputs)) / bandwidth), summed over units; "
+    "no kernel efficiency, launch or host time",
 }
 
 
@@ -226,8 +249,9 @@ def register_level(name: str, level: Level, convention: str) -> None:
     LEVEL_CONVENTIONS[name] = convention
 
 
-def level_times(table: UnitTable, batches: Sequence[float], roof: Roof, moe: Optional[MoEShape] = None,
-                level: str = IDEAL) -> LevelTimes:
+def level_times(
+    table: UnitTable, batches: Sequence[float], roof: Roof, moe: Optional[MoEShape] = None, level: str = IDEAL
+) -> LevelTimes:
     if level not in LEVELS:
         raise ConfigError.field("serve.level", level, f"one of {', '.join(LEVELS)} (the levels available here)")
     return LEVELS[level](table, np.asarray(batches, dtype=float), roof, moe)

@@ -35,6 +35,7 @@ Every function carries a one-line derivation for each formula. An unknown op var
 or an interpolation mode without a formula) and an unknown module class (`analytic.registry`) raise
 `UnsupportedLayerError`: nothing is ever silently counted as zero.
 """
+
 from __future__ import annotations
 
 import math
@@ -152,8 +153,10 @@ class Kernels:
         return f"Kernels({self.count} launches: {self.by_kind()})"
 
     def to_list(self) -> list[dict[str, int | str]]:
-        return [{"kind": k, "m": m, "flops": f, "bytes": b, "out": o, "count": n}
-                for (k, m, f, b, o), n in sorted(self.counts.items())]
+        return [
+            {"kind": k, "m": m, "flops": f, "bytes": b, "out": o, "count": n}
+            for (k, m, f, b, o), n in sorted(self.counts.items())
+        ]
 
 
 NO_KERNELS = Kernels()
@@ -212,9 +215,14 @@ class LayerCost(UnitViews):
     def times(self, n: int) -> "LayerCost":
         """The cost of `n` identical calls."""
         return LayerCost(
-            self.flops_matmul * n, self.flops_other * n, self.weight_bytes * n,
-            self.input_bytes * n, self.output_bytes * n, self.activation_bytes * n,
-            self.kernels.times(n), self.syncs * n,
+            self.flops_matmul * n,
+            self.flops_other * n,
+            self.weight_bytes * n,
+            self.input_bytes * n,
+            self.output_bytes * n,
+            self.activation_bytes * n,
+            self.kernels.times(n),
+            self.syncs * n,
         )
 
     def with_kernels(self, kernels: Kernels, syncs: int = 0) -> "LayerCost":
@@ -235,14 +243,20 @@ class LayerCost(UnitViews):
 
     def to_dict(self) -> dict[str, int]:
         return {
-            "flops": self.flops, "flops_matmul": self.flops_matmul, "flops_other": self.flops_other,
-            "io_bytes": self.io_bytes, "weight_bytes": self.weight_bytes, "input_bytes": self.input_bytes,
-            "output_bytes": self.output_bytes, "activation_bytes": self.activation_bytes,
+            "flops": self.flops,
+            "flops_matmul": self.flops_matmul,
+            "flops_other": self.flops_other,
+            "io_bytes": self.io_bytes,
+            "weight_bytes": self.weight_bytes,
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "activation_bytes": self.activation_bytes,
         }
 
 
 ZERO = LayerCost()
 COST_FIELDS = tuple(f.name for f in fields(LayerCost) if f.name not in ("kernels", "syncs"))
+
 
 def _pos(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -262,8 +276,13 @@ def linear(tokens: int, in_features: int, out_features: int, bias: bool = True, 
         output_bytes=t * o * b,
         activation_bytes=t * o * b,
         # one addmm (mm without bias): M = tokens rows
-        kernels=K("gemm", 2 * t * i * o + (t * o if bias else 0), (i * o + (o if bias else 0) + t * i + t * o) * b, m=t,
-                  out=t * o * b),
+        kernels=K(
+            "gemm",
+            2 * t * i * o + (t * o if bias else 0),
+            (i * o + (o if bias else 0) + t * i + t * o) * b,
+            m=t,
+            out=t * o * b,
+        ),
     )
 
 
@@ -272,8 +291,18 @@ def conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def conv2d(batch: int, in_channels: int, out_channels: int, in_h: int, in_w: int, kernel: int,
-           stride: int = 1, padding: int = 0, bias: bool = False, dtype_bytes: int = 2) -> LayerCost:
+def conv2d(
+    batch: int,
+    in_channels: int,
+    out_channels: int,
+    in_h: int,
+    in_w: int,
+    kernel: int,
+    stride: int = 1,
+    padding: int = 0,
+    bias: bool = False,
+    dtype_bytes: int = 2,
+) -> LayerCost:
     """nn.Conv2d with a square kernel, dilation 1, groups 1."""
     ho, wo = conv_out(in_h, kernel, stride, padding), conv_out(in_w, kernel, stride, padding)
     out = batch * out_channels * ho * wo
@@ -285,9 +314,13 @@ def conv2d(batch: int, in_channels: int, out_channels: int, in_h: int, in_w: int
         input_bytes=batch * in_channels * in_h * in_w * b,
         output_bytes=out * b,
         activation_bytes=out * b,
-        kernels=K("conv", 2 * out * in_channels * kernel * kernel + (out if bias else 0),
-                  (out_channels * in_channels * kernel * kernel + batch * in_channels * in_h * in_w + out) * b,
-                  m=batch * ho * wo, out=out * b),  # one convolution kernel
+        kernels=K(
+            "conv",
+            2 * out * in_channels * kernel * kernel + (out if bias else 0),
+            (out_channels * in_channels * kernel * kernel + batch * in_channels * in_h * in_w + out) * b,
+            m=batch * ho * wo,
+            out=out * b,
+        ),  # one convolution kernel
     )
 
 
@@ -316,8 +349,10 @@ def layer_norm2d(batch: int, channels: int, h: int, w: int, dtype_bytes: int = 2
         # x-u, (x-u)², x-u again, divide, scale, shift: 6 full tensors; u, s, s+eps, sqrt: 4 per pixel
         activation_bytes=6 * n * b + 4 * pixels * b,
         # mean, x-u, pow, mean, +eps, sqrt, x-u again, divide, x weight, + bias: 10 eager ops
-        kernels=K("reduction", n, (n + pixels) * b, 2) + K("elementwise", n, 3 * n * b, 5)
-        + K("elementwise", pixels, 2 * pixels * b, 2) + K("elementwise", n, 2 * n * b, 1),
+        kernels=K("reduction", n, (n + pixels) * b, 2)
+        + K("elementwise", n, 3 * n * b, 5)
+        + K("elementwise", pixels, 2 * pixels * b, 2)
+        + K("elementwise", n, 2 * n * b, 1),
     )
 
 
@@ -334,8 +369,11 @@ def rms_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
         # pow(2) and x·rsqrt in float32, mean/+eps/rsqrt per row (3 float32 scalars), weight product
         activation_bytes=upcast + 2 * n * 4 + 3 * tokens * 4 + downcast + n * b,
         # pow, mean, +eps, rsqrt, x·rsqrt, weight·x; the .to(float32) and .to(dtype) casts when b != 4
-        kernels=K("elementwise", n, 8 * n, 1) + K("reduction", n, 4 * n + 4 * tokens, 1)
-        + K("elementwise", tokens, 8 * tokens, 2) + K("elementwise", n, 12 * n, 1) + K("elementwise", n, 2 * n * b + dim * b, 1)
+        kernels=K("elementwise", n, 8 * n, 1)
+        + K("reduction", n, 4 * n + 4 * tokens, 1)
+        + K("elementwise", tokens, 8 * tokens, 2)
+        + K("elementwise", n, 12 * n, 1)
+        + K("elementwise", n, 2 * n * b + dim * b, 1)
         + (K("copy", 0, n * (b + 4), 2) if b != 4 else NO_KERNELS),
     )
 
@@ -363,8 +401,13 @@ def elementwise(numel: int, op: str = "add", inputs: int = 1, dtype_bytes: int =
         output_bytes=numel * b,
         activation_bytes=numel * b,
         # one pointwise kernel; quick_gelu (x·sigmoid(1.702x), a scripted function) runs as three
-        kernels=K("elementwise", ELEMENTWISE_FLOPS[op] * numel // ELEMENTWISE_KERNELS.get(op, 1),
-                  (inputs + 1) * numel * b, ELEMENTWISE_KERNELS.get(op, 1), out=numel * b),
+        kernels=K(
+            "elementwise",
+            ELEMENTWISE_FLOPS[op] * numel // ELEMENTWISE_KERNELS.get(op, 1),
+            (inputs + 1) * numel * b,
+            ELEMENTWISE_KERNELS.get(op, 1),
+            out=numel * b,
+        ),
     )
 
 
@@ -372,13 +415,18 @@ def softmax(rows: int, cols: int, dtype_bytes: int = 2) -> LayerCost:
     n = rows * cols
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS["softmax"] * n,  # max, subtract, exp, sum, divide
-        input_bytes=n * dtype_bytes, output_bytes=n * dtype_bytes, activation_bytes=n * dtype_bytes,
-        kernels=K("reduction", ELEMENTWISE_FLOPS["softmax"] * n, 2 * n * dtype_bytes, out=n * dtype_bytes),  # one softmax
+        input_bytes=n * dtype_bytes,
+        output_bytes=n * dtype_bytes,
+        activation_bytes=n * dtype_bytes,
+        kernels=K(
+            "reduction", ELEMENTWISE_FLOPS["softmax"] * n, 2 * n * dtype_bytes, out=n * dtype_bytes
+        ),  # one softmax
     )
 
 
-def interpolate(channels: int, in_size: tuple[int, ...], out_size: tuple[int, ...], mode: str = "bicubic",
-                dtype_bytes: int = 4) -> LayerCost:
+def interpolate(
+    channels: int, in_size: tuple[int, ...], out_size: tuple[int, ...], mode: str = "bicubic", dtype_bytes: int = 4
+) -> LayerCost:
     """F.interpolate (position-table resizing). Not a matmul in torch's counter: flops_other only.
 
     The vendor upcasts the table to float32 before resizing, hence the float32 default.
@@ -392,12 +440,24 @@ def interpolate(channels: int, in_size: tuple[int, ...], out_size: tuple[int, ..
         input_bytes=n_in * dtype_bytes,
         output_bytes=n_out * dtype_bytes,
         activation_bytes=n_out * dtype_bytes,
-        kernels=K("elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes, out=n_out * dtype_bytes),  # one upsample
+        kernels=K(
+            "elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes, out=n_out * dtype_bytes
+        ),  # one upsample
     )
 
 
-def sdpa(batch: int, heads: int, q_len: int, kv_len: int, head_dim: int, v_head_dim: int | None = None,
-         kv_heads: int | None = None, mask: bool = False, fused: bool = True, dtype_bytes: int = 2) -> LayerCost:
+def sdpa(
+    batch: int,
+    heads: int,
+    q_len: int,
+    kv_len: int,
+    head_dim: int,
+    v_head_dim: int | None = None,
+    kv_heads: int | None = None,
+    mask: bool = False,
+    fused: bool = True,
+    dtype_bytes: int = 2,
+) -> LayerCost:
     """Attention core softmax(Q·Kᵀ·scale + mask)·V, fused (F.scaled_dot_product_attention) or eager.
 
     Eager (transformers' LlamaAttention) materialises the scores, their scaled and masked copies, the
@@ -416,21 +476,34 @@ def sdpa(batch: int, heads: int, q_len: int, kv_len: int, head_dim: int, v_head_
     q_bytes = batch * q_len * heads * head_dim * b
     kv_bytes = batch * kv_len * kvh * (head_dim + ev) * b
     if fused:  # one scaled_dot_product_attention
-        kernels = K("attention", 2 * scores * (head_dim + ev) + scores * (1 + mask + ELEMENTWISE_FLOPS["softmax"]),
-                    q_bytes + kv_bytes + out * b + (scores * b if mask else 0), m=q_len, out=out * b)
+        kernels = K(
+            "attention",
+            2 * scores * (head_dim + ev) + scores * (1 + mask + ELEMENTWISE_FLOPS["softmax"]),
+            q_bytes + kv_bytes + out * b + (scores * b if mask else 0),
+            m=q_len,
+            out=out * b,
+        )
     else:  # matmul, / sqrt(d), + mask, float32 softmax, .to(dtype) when b != 4 (dropout in eval: none), matmul
         s4 = scores * 4
-        kernels = (K("gemm", 2 * scores * head_dim, q_bytes + batch * kv_len * kvh * head_dim * b + scores * b, m=q_len,
-                     out=scores * b)
-                   + K("elementwise", scores, 2 * scores * b, 1 + (1 if mask else 0), out=scores * b)
-                   + K("reduction", 5 * scores, scores * b + s4, out=s4)
-                   + (K("copy", 0, s4 + scores * b, out=scores * b) if b != 4 else NO_KERNELS)
-                   + K("gemm", 2 * scores * ev, scores * b + batch * kv_len * kvh * ev * b + out * b, m=q_len, out=out * b))
+        kernels = (
+            K(
+                "gemm",
+                2 * scores * head_dim,
+                q_bytes + batch * kv_len * kvh * head_dim * b + scores * b,
+                m=q_len,
+                out=scores * b,
+            )
+            + K("elementwise", scores, 2 * scores * b, 1 + (1 if mask else 0), out=scores * b)
+            + K("reduction", 5 * scores, scores * b + s4, out=s4)
+            + (K("copy", 0, s4 + scores * b, out=scores * b) if b != 4 else NO_KERNELS)
+            + K("gemm", 2 * scores * ev, scores * b + batch * kv_len * kvh * ev * b + out * b, m=q_len, out=out * b)
+        )
     return LayerCost(
         kernels=kernels,
         flops_matmul=2 * scores * head_dim + 2 * scores * ev,  # Q·Kᵀ: scores × d MACs; P·V: (B·H·Lq·Ev) × Lk MACs
         flops_other=scores * (1 + (1 if mask else 0) + ELEMENTWISE_FLOPS["softmax"]),  # scale, mask add, softmax
-        input_bytes=batch * q_len * heads * head_dim * b + batch * kv_len * kvh * (head_dim + ev) * b
+        input_bytes=batch * q_len * heads * head_dim * b
+        + batch * kv_len * kvh * (head_dim + ev) * b
         + (scores * b if mask else 0),
         output_bytes=out * b,
         activation_bytes=act,
@@ -453,10 +526,15 @@ def rotary_table(batch: int, tokens: int, head_dim: int, dtype_bytes: int = 2) -
         output_bytes=2 * table * b,
         # position_ids.float(), float32 freqs, cat, cos, sin (and ×attention_scaling, which makes two more),
         # cast to dtype
-        activation_bytes=batch * tokens * 4 + batch * half * tokens * 4 + 5 * table * 4 + (2 * table * b if b != 4 else 0),
+        activation_bytes=batch * tokens * 4
+        + batch * half * tokens * 4
+        + 5 * table * 4
+        + (2 * table * b if b != 4 else 0),
         # position_ids.float(), the bmm, cat, cos, sin, x attention_scaling twice; the casts to dtype when b != 4
-        kernels=K("copy", 0, batch * tokens * 12) + K("gemm", 2 * batch * half * tokens, batch * (half + 2 * half * tokens) * 4, m=half)
-        + K("copy", 0, 2 * table * 4) + K("elementwise", table, 2 * table * 4, 4)
+        kernels=K("copy", 0, batch * tokens * 12)
+        + K("gemm", 2 * batch * half * tokens, batch * (half + 2 * half * tokens) * 4, m=half)
+        + K("copy", 0, 2 * table * 4)
+        + K("elementwise", table, 2 * table * 4, 4)
         + (K("copy", 0, table * (4 + b), 2) if b != 4 else NO_KERNELS),
     )
 
@@ -473,7 +551,8 @@ def rope_apply(batch: int, tokens: int, heads: int, kv_heads: int, head_dim: int
         # x·cos, cat (rotate_half), ·sin and the sum are q- and k-sized; -x2 negates only the second half
         activation_bytes=(9 * rotated * b) // 2,
         # per q and k: x·cos, -x2, cat (rotate_half), ·sin, the sum: 5 eager ops each
-        kernels=K("elementwise", rotated // 2, 3 * rotated * b // 2, 6) + K("elementwise", rotated // 2, rotated * b // 2, 2)
+        kernels=K("elementwise", rotated // 2, 3 * rotated * b // 2, 6)
+        + K("elementwise", rotated // 2, rotated * b // 2, 2)
         + K("copy", 0, rotated * b, 2),
     )
 
@@ -482,5 +561,11 @@ def kv_cache_bytes(batch: int, kv_heads: int, tokens: int, head_dim: int, dtype_
     """Bytes one attention layer's KV cache holds for `tokens` cached positions (not a cost of a call:
     the state a decode step reads and leaves behind). Keys and values, each (B, kv_heads, tokens, d)
     in the cache's element type: 2·B·kv_heads·tokens·d·dtype_bytes."""
-    return 2 * _pos("batch", batch) * _pos("kv_heads", kv_heads) * max(int(tokens), 0) * _pos("head_dim", head_dim) \
+    return (
+        2
+        * _pos("batch", batch)
+        * _pos("kv_heads", kv_heads)
+        * max(int(tokens), 0)
+        * _pos("head_dim", head_dim)
         * dtype_bytes
+    )

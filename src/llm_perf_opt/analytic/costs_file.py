@@ -3,6 +3,7 @@
 Version 2 (`llm_perf_opt.costs`) has exactly the data of version 1 (written as `costs`); the loader
 reads both. Byte figures follow `analytic.costs`; the file's `conventions` say so in words.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,16 @@ COSTS_SCHEMA = "llm_perf_opt.costs"
 COSTS_SCHEMA_VERSION = 2
 COSTS_READS = {COSTS_SCHEMA: (2,), "costs": (1,)}  # version 1: the same data under its old schema name
 
-_DATA_FIELDS = ("model", "layout", "seq_len", "context_len", "dtype_bytes", "decoder_attention", "conventions",
-                "stages")
+_DATA_FIELDS = (
+    "model",
+    "layout",
+    "seq_len",
+    "context_len",
+    "dtype_bytes",
+    "decoder_attention",
+    "conventions",
+    "stages",
+)
 _STAGE_FIELDS = ("stage", "roots", "shapes", "total", "units", "summary")
 _COST_KEYS = ("flops", *COST_FIELDS, "io_bytes")
 
@@ -87,8 +96,12 @@ def _stage(raw: Any, name: str, path: str | os.PathLike) -> StageCosts:
     where = f"data.stages.{name}"
     s = require(raw, _STAGE_FIELDS, where, path)
     return StageCosts(
-        stage=s["stage"], roots=tuple(s["roots"]), shapes=s["shapes"], total=_cost(s["total"], f"{where}.total", path),
-        units=s["units"], summary=_costs(s["summary"], f"{where}.summary", path),
+        stage=s["stage"],
+        roots=tuple(s["roots"]),
+        shapes=s["shapes"],
+        total=_cost(s["total"], f"{where}.total", path),
+        units=s["units"],
+        summary=_costs(s["summary"], f"{where}.summary", path),
         parts=_costs(s["parts"], f"{where}.parts", path) if "parts" in s else None,
         containers=frozenset(s["containers"]) if "containers" in s else None,
     )
@@ -100,9 +113,14 @@ def load_costs(path: str | os.PathLike) -> Costs:
     _, version, data = read_known(path, COSTS_READS, _DATA_FIELDS)
     stages = require(data["stages"], STAGES, "data.stages", path)
     return Costs(
-        schema_version=version, model=data["model"], layout=data["layout"], seq_len=data["seq_len"],
-        context_len=data["context_len"], dtype_bytes=data["dtype_bytes"],
-        decoder_attention=data["decoder_attention"], conventions=data["conventions"],
+        schema_version=version,
+        model=data["model"],
+        layout=data["layout"],
+        seq_len=data["seq_len"],
+        context_len=data["context_len"],
+        dtype_bytes=data["dtype_bytes"],
+        decoder_attention=data["decoder_attention"],
+        conventions=data["conventions"],
         stages={name: _stage(raw, name, path) for name, raw in stages.items()},
     )
 

@@ -1,4 +1,5 @@
 """Element sizes of the dtypes the analytic models count bytes in (every family's)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -6,9 +7,19 @@ from typing import Any
 from llm_perf_opt.errors import ConfigError
 
 _DTYPE_BYTES = {
-    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-    "float32": 4, "fp32": 4, "float": 4, "float64": 8, "double": 8,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "float32": 4,
+    "fp32": 4,
+    "float": 4,
+    "float64": 8,
+    "double": 8,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "fp8": 1,
 }
 
 

@@ -6,6 +6,7 @@ document and what it says (`kind="datasheet"`, from `conf/hardware/<name>.yaml`)
 prediction in that dtype uses — one matmul peak, the vector peak, the bandwidth — as a `Roof`, which
 every prediction carries. Pure Python: no torch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,17 +47,31 @@ class Roof:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "hardware": self.hardware, "label": self.label, "kind": self.kind, "dtype": self.dtype,
-            "matmul_peak": self.matmul_key, "matmul_flops": self.matmul_flops, "vector_flops": self.vector_flops,
-            "bandwidth_bytes_per_s": self.bandwidth, "ridge_intensity": self.ridge_intensity,
+            "hardware": self.hardware,
+            "label": self.label,
+            "kind": self.kind,
+            "dtype": self.dtype,
+            "matmul_peak": self.matmul_key,
+            "matmul_flops": self.matmul_flops,
+            "vector_flops": self.vector_flops,
+            "bandwidth_bytes_per_s": self.bandwidth,
+            "ridge_intensity": self.ridge_intensity,
             "sources": dict(self.sources),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Roof":
-        return cls(data["hardware"], data["label"], data["kind"], data["dtype"], data["matmul_peak"],
-                   float(data["matmul_flops"]), float(data["vector_flops"]), float(data["bandwidth_bytes_per_s"]),
-                   tuple(dict(data.get("sources", {})).items()))
+        return cls(
+            data["hardware"],
+            data["label"],
+            data["kind"],
+            data["dtype"],
+            data["matmul_peak"],
+            float(data["matmul_flops"]),
+            float(data["vector_flops"]),
+            float(data["bandwidth_bytes_per_s"]),
+            tuple(dict(data.get("sources", {})).items()),
+        )
 
 
 @dataclass(frozen=True)
@@ -93,32 +108,48 @@ class Hardware:
         key = "tf32" if dtype == "float32" and tf32 else dtype
         if key not in self.matmul_flops:
             field_name, value = ("hardware.allow_tf32", tf32) if key == "tf32" else ("hardware.dtype", dtype)
-            raise ConfigError.field(field_name, value, f"{self.name} has no matmul peak for {key} "
-                                    f"(it has: {', '.join(self.matmul_flops)})")
+            raise ConfigError.field(
+                field_name, value, f"{self.name} has no matmul peak for {key} (it has: {', '.join(self.matmul_flops)})"
+            )
         return key
 
     def roof(self, dtype: Optional[str] = None, allow_tf32: Optional[bool] = None) -> Roof:
         """The roof of a prediction in `dtype` (default: the hardware's own default dtype)."""
         dtype = dtype or self.default_dtype
         if dtype is None:
-            raise ConfigError(f"hardware.dtype is not set for {self.name}: name the prediction dtype "
-                              f"({', '.join(PREDICTION_DTYPES)})")
+            raise ConfigError(
+                f"hardware.dtype is not set for {self.name}: name the prediction dtype ({', '.join(PREDICTION_DTYPES)})"
+            )
         key = self.matmul_key(dtype, allow_tf32)
-        sources = (("matmul", self.sources.get(f"matmul.{key}", "")), ("vector", self.sources.get("vector", "")),
-                   ("bandwidth", self.sources.get("bandwidth", "")))
-        return Roof(self.name, self.label, self.kind, dtype, key, float(self.matmul_flops[key]),
-                    float(self.vector_flops), float(self.bandwidth), sources)
+        sources = (
+            ("matmul", self.sources.get(f"matmul.{key}", "")),
+            ("vector", self.sources.get("vector", "")),
+            ("bandwidth", self.sources.get("bandwidth", "")),
+        )
+        return Roof(
+            self.name,
+            self.label,
+            self.kind,
+            dtype,
+            key,
+            float(self.matmul_flops[key]),
+            float(self.vector_flops),
+            float(self.bandwidth),
+            sources,
+        )
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_config(cls, cfg: HardwareConfig) -> "Hardware":
         """A datasheet `HardwareConfig` (already validated) in SI units, each figure with its source."""
         if cfg.kind == "measured":
-            raise ConfigError(f"hardware={cfg.name} is a measured roof: it comes from calibration "
-                              "(llm_perf_opt.measure.calibrate), not from figures")
+            raise ConfigError(
+                f"hardware={cfg.name} is a measured roof: it comes from calibration "
+                "(llm_perf_opt.measure.calibrate), not from figures"
+            )
 
         def src(fig: HardwareFigure) -> str:
-            text = f"{cfg.documents[fig.doc]}: \"{fig.quote}\""
+            text = f'{cfg.documents[fig.doc]}: "{fig.quote}"'
             return f"{text} ({fig.note})" if fig.note else text
 
         sources = {f"matmul.{k}": src(v) for k, v in cfg.matmul_tflops.items()}
@@ -127,19 +158,32 @@ class Hardware:
         if cfg.memory_gb is not None:
             sources["memory"] = src(cfg.memory_gb)
         return cls(
-            name=cfg.name, label=cfg.label or cfg.name, kind=cfg.kind,
+            name=cfg.name,
+            label=cfg.label or cfg.name,
+            kind=cfg.kind,
             matmul_flops={k: v.value * TERA for k, v in cfg.matmul_tflops.items()},
-            vector_flops=cfg.vector_tflops.value * TERA, bandwidth=cfg.memory_bandwidth_gbs.value * GIGA,
+            vector_flops=cfg.vector_tflops.value * TERA,
+            bandwidth=cfg.memory_bandwidth_gbs.value * GIGA,
             memory_bytes=cfg.memory_gb.value * GIGA if cfg.memory_gb is not None else None,
-            sources=sources, default_dtype=cfg.dtype, allow_tf32=cfg.allow_tf32, notes=tuple(cfg.notes),
+            sources=sources,
+            default_dtype=cfg.dtype,
+            allow_tf32=cfg.allow_tf32,
+            notes=tuple(cfg.notes),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "label": self.label, "kind": self.kind, "matmul_flops": dict(self.matmul_flops),
-            "vector_flops": self.vector_flops, "bandwidth_bytes_per_s": self.bandwidth,
-            "memory_bytes": self.memory_bytes, "sources": dict(self.sources), "default_dtype": self.default_dtype,
-            "allow_tf32": self.allow_tf32, "notes": list(self.notes),
+            "name": self.name,
+            "label": self.label,
+            "kind": self.kind,
+            "matmul_flops": dict(self.matmul_flops),
+            "vector_flops": self.vector_flops,
+            "bandwidth_bytes_per_s": self.bandwidth,
+            "memory_bytes": self.memory_bytes,
+            "sources": dict(self.sources),
+            "default_dtype": self.default_dtype,
+            "allow_tf32": self.allow_tf32,
+            "notes": list(self.notes),
         }
 
 
@@ -192,10 +236,15 @@ def datasheet_for_device(device_name: str, conf: Optional[Path] = None) -> Optio
     silently drop the datasheet (or pick one by file order)."""
     import re
 
-    found = [name for name in datasheet_names(conf)
-             if any(re.search(p, device_name, re.IGNORECASE) for p in load_hardware_config(name, conf).device_names)]
+    found = [
+        name
+        for name in datasheet_names(conf)
+        if any(re.search(p, device_name, re.IGNORECASE) for p in load_hardware_config(name, conf).device_names)
+    ]
     if len(found) > 1:
         files = " and ".join(str(hardware_dir(conf) / f"{name}.yaml") for name in found)
-        raise ConfigError(f"device {device_name!r} matches the device_names of {len(found)} datasheets ({files}): "
-                          "make the patterns specific enough that one datasheet matches")
+        raise ConfigError(
+            f"device {device_name!r} matches the device_names of {len(found)} datasheets ({files}): "
+            "make the patterns specific enough that one datasheet matches"
+        )
     return found[0] if found else None

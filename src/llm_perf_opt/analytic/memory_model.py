@@ -16,6 +16,7 @@ Convention (`CONVENTION`, in every output):
 Everything but the weights and the fixed workspace grows linearly with B, so the largest batch that fits
 is found exactly by a search over B.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,9 +38,9 @@ CONVENTION = {
     "weights": "every parameter as stored, once per replica",
     "kv_cache": "batch x cached positions x KV bytes per token (all layers, keys and values)",
     "inputs": "prefill batch x the forward's inputs of one sequence (pixel values of every view, token ids, "
-              "masks), held through the generation",
+    "masks), held through the generation",
     "activations": "peak live bytes of a stage: the largest unit's inputs + every tensor it produces, x batch "
-                   "(units the forward runs once per sample: one sample's)",
+    "(units the forward runs once per sample: one sample's)",
     "phases": "static batching: max(prefill: KV of the prompt + prefill peak, last decode step: KV of prompt + output + its peak); continuous batching: the same with the prefill at batch 1 (one page prefilled while B slots hold KV of prompt + output, an upper bound)",
     "allowance": "workspace (fixed) + fragmentation x (KV cache + inputs + activations)",
 }
@@ -49,8 +50,10 @@ CONVENTION = {
 class Allowance:
     workspace_bytes: float = DEFAULT_WORKSPACE_GB * GB
     fragmentation: float = DEFAULT_FRAGMENTATION
-    note: str = (f"default: {DEFAULT_WORKSPACE_GB:g} GB workspace (runtime context, library workspaces) + "
-                 f"{DEFAULT_FRAGMENTATION:.0%} of KV cache and activations (allocator rounding and fragmentation)")
+    note: str = (
+        f"default: {DEFAULT_WORKSPACE_GB:g} GB workspace (runtime context, library workspaces) + "
+        f"{DEFAULT_FRAGMENTATION:.0%} of KV cache and activations (allocator rounding and fragmentation)"
+    )
 
     def __post_init__(self) -> None:
         if not self.workspace_bytes >= 0:
@@ -81,19 +84,40 @@ class MemoryUse:
 
     @property
     def dominant(self) -> str:
-        terms = {"weights": self.weights, "kv_cache": self.kv_cache, "inputs": self.inputs, "activations": self.activations,
-                 "allowance": self.allowance}
+        terms = {
+            "weights": self.weights,
+            "kv_cache": self.kv_cache,
+            "inputs": self.inputs,
+            "activations": self.activations,
+            "allowance": self.allowance,
+        }
         return max(terms, key=terms.__getitem__)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"batch": self.batch, "output_tokens": self.output_tokens, "weights_bytes": self.weights,
-                "kv_cache_bytes": self.kv_cache, "input_bytes": self.inputs, "activation_bytes": self.activations,
-                "allowance_bytes": self.allowance, "total_bytes": self.total, "phase": self.phase,
-                "dominant": self.dominant, "capacity_bytes": self.capacity, "fits": self.fits}
+        return {
+            "batch": self.batch,
+            "output_tokens": self.output_tokens,
+            "weights_bytes": self.weights,
+            "kv_cache_bytes": self.kv_cache,
+            "input_bytes": self.inputs,
+            "activation_bytes": self.activations,
+            "allowance_bytes": self.allowance,
+            "total_bytes": self.total,
+            "phase": self.phase,
+            "dominant": self.dominant,
+            "capacity_bytes": self.capacity,
+            "fits": self.fits,
+        }
 
 
-def memory_use(model: ServingModel, batch: int, output_tokens: int, allowance: Allowance = Allowance(),
-               capacity: Optional[float] = None, prefill_batch: Optional[int] = None) -> MemoryUse:
+def memory_use(
+    model: ServingModel,
+    batch: int,
+    output_tokens: int,
+    allowance: Allowance = Allowance(),
+    capacity: Optional[float] = None,
+    prefill_batch: Optional[int] = None,
+) -> MemoryUse:
     """`prefill_batch`: the batch the prefill runs at (static batching: `batch`, the default; continuous
     batching: 1, one page prefilled between decode steps while the other slots hold their KV cache)."""
     pb = batch if prefill_batch is None else prefill_batch
@@ -110,16 +134,38 @@ def memory_use(model: ServingModel, batch: int, output_tokens: int, allowance: A
         kv, act, phase = kv_decode, act_decode, "decode"
     inputs = pb * model.input_bytes
     extra = allowance.workspace_bytes + allowance.fragmentation * (kv + inputs + act)
-    return MemoryUse(batch, output_tokens, float(model.weight_bytes), float(kv), float(inputs), float(act),
-                     float(extra), phase, capacity)
+    return MemoryUse(
+        batch,
+        output_tokens,
+        float(model.weight_bytes),
+        float(kv),
+        float(inputs),
+        float(act),
+        float(extra),
+        phase,
+        capacity,
+    )
 
 
-def max_batch(model: ServingModel, output_tokens: int, capacity: float, allowance: Allowance = Allowance(),
-              continuous: bool = False) -> int:
+def max_batch(
+    model: ServingModel,
+    output_tokens: int,
+    capacity: float,
+    allowance: Allowance = Allowance(),
+    continuous: bool = False,
+) -> int:
     """The largest batch whose memory fits `capacity` bytes (0: not even one sequence fits); `continuous`:
     prefills at batch 1 (continuous batching), else at the batch (static)."""
-    fits = lambda b: memory_use(model, b, output_tokens, allowance, prefill_batch=1 if continuous else None  # noqa: E731
-                                ).total <= capacity
+    fits = lambda b: (
+        memory_use(
+            model,
+            b,
+            output_tokens,
+            allowance,
+            prefill_batch=1 if continuous else None,  # noqa: E731
+        ).total
+        <= capacity
+    )
     if not fits(1):
         return 0
     hi = 1

@@ -15,10 +15,11 @@ experts touched, per MoE layer:
 
 Pure Python: no torch, no model family (the family passes its MoE dimensions as a `MoEShape`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 from llm_perf_opt.errors import ConfigError
 
@@ -57,9 +58,11 @@ class MoEShape:
 
     def __post_init__(self) -> None:
         if self.popularity and len(self.popularity) != self.layers:
-            raise ConfigError.field("routing.layers", len(self.popularity),
-                                    f"the routing record covers {len(self.popularity)} MoE layers; the model has "
-                                    f"{self.layers}")
+            raise ConfigError.field(
+                "routing.layers",
+                len(self.popularity),
+                f"the routing record covers {len(self.popularity)} MoE layers; the model has {self.layers}",
+            )
 
     @property
     def routing(self) -> str:
@@ -86,14 +89,17 @@ class MoEShape:
         """Routed expert weight bytes one step reads (all MoE layers): touched experts × bytes per expert."""
         return self.touched(tokens) * self.expert_bytes
 
-    def with_routing(self, per_layer_tokens_per_expert: Sequence[Mapping[int, int]], tokens: Sequence[int],
-                     note: str = "") -> "MoEShape":
+    def with_routing(
+        self, per_layer_tokens_per_expert: Sequence[Mapping[int, int]], tokens: Sequence[int], note: str = ""
+    ) -> "MoEShape":
         """This shape with the measured popularity of a routing record: for each MoE layer (in order), the
         tokens each expert received in one gate call of `tokens[i]` tokens."""
         if len(per_layer_tokens_per_expert) != self.layers or len(tokens) != self.layers:
-            raise ConfigError.field("routing.layers", len(per_layer_tokens_per_expert),
-                                    f"the routing record covers {len(per_layer_tokens_per_expert)} MoE layers; "
-                                    f"the model has {self.layers}")
+            raise ConfigError.field(
+                "routing.layers",
+                len(per_layer_tokens_per_expert),
+                f"the routing record covers {len(per_layer_tokens_per_expert)} MoE layers; the model has {self.layers}",
+            )
         popularity = []
         for counts, t in zip(per_layer_tokens_per_expert, tokens):
             if t <= 0:
@@ -102,11 +108,19 @@ class MoEShape:
         return MoEShape(self.layers, self.n_experts, self.top_k, self.expert_bytes, tuple(popularity), MEASURED, note)
 
     def describe(self) -> dict[str, Any]:
-        return {"layers": self.layers, "n_experts": self.n_experts, "top_k": self.top_k,
-                "expert_bytes": self.expert_bytes, "routing": self.routing, "note": self.note,
-                "convention": ("experts touched per MoE layer and step: E·(1-(1-k/E)^T) for T tokens (uniform), or "
-                               "Σ_e 1-(1-p_e)^T with p_e the measured share of tokens choosing expert e; each touched "
-                               "expert's weights read once per step")}
+        return {
+            "layers": self.layers,
+            "n_experts": self.n_experts,
+            "top_k": self.top_k,
+            "expert_bytes": self.expert_bytes,
+            "routing": self.routing,
+            "note": self.note,
+            "convention": (
+                "experts touched per MoE layer and step: E·(1-(1-k/E)^T) for T tokens (uniform), or "
+                "Σ_e 1-(1-p_e)^T with p_e the measured share of tokens choosing expert e; each touched "
+                "expert's weights read once per step"
+            ),
+        }
 
 
 def batch_curve(shape: MoEShape, batches: Sequence[int], tokens_per_sequence: int = 1) -> list[dict[str, float]]:
@@ -115,7 +129,13 @@ def batch_curve(shape: MoEShape, batches: Sequence[int], tokens_per_sequence: in
     for b in batches:
         t = b * tokens_per_sequence
         read = shape.bytes_read(t)
-        out.append({"batch": b, "tokens": t, "experts_per_layer": shape.touched_per_layer(t),
-                    "routed_bytes": read, "routed_bytes_per_sequence": read / b if b else 0.0})
+        out.append(
+            {
+                "batch": b,
+                "tokens": t,
+                "experts_per_layer": shape.touched_per_layer(t),
+                "routed_bytes": read,
+                "routed_bytes_per_sequence": read / b if b else 0.0,
+            }
+        )
     return out
-

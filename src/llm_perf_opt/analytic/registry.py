@@ -20,6 +20,7 @@ classes under its namespace (`dsocr.Block`, in `dsocr.costs`), so two families' 
 collide. Formulas with many shapes take one named dataclass (`dsocr.costs.ForwardShape`). Nodes are
 cached (bounded; `clear_caches`), so identical blocks share one node.
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -26,6 +26,7 @@ token), decode time per token at the decode stage's context, tokens per second. 
 predictions of cost nodes are cached per roof (identical blocks share one node), so a sweep over
 thousands of pages costs microseconds per page.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,11 +40,11 @@ from llm_perf_opt.analytic.stage import CostNode, StageCost
 
 CONVENTION: dict[str, str] = {
     "unit": "one LayerCost of the analytic model (a leaf module call, or a module's own work outside its "
-            "children); units run one after another, parts and stages sum their units' times",
+    "children); units run one after another, parts and stages sum their units' times",
     "compute_time": "flops_matmul / matmul peak (dense tensor-core peak of the dtype; float32 uses the "
-                    "CUDA-core FP32 peak unless allow_tf32) + flops_other / vector (non-tensor) peak",
+    "CUDA-core FP32 peak unless allow_tf32) + flops_other / vector (non-tensor) peak",
     "memory_time": "io_bytes / bandwidth; io_bytes = weights read + inputs read + outputs written, once per "
-                   "call (materialised intermediates, activation_bytes, are not counted)",
+    "call (materialised intermediates, activation_bytes, are not counted)",
     "time": "max(compute time, memory time) per unit",
     "bound": "compute if compute time >= memory time else memory; for sums, the bound holding most of the time",
     "intensity": "(flops_matmul + flops_other) / io_bytes, FLOPs per byte",
@@ -67,9 +68,14 @@ class Estimate:
 
     def __add__(self, other: "Estimate") -> "Estimate":
         return Estimate(
-            self.flops_matmul + other.flops_matmul, self.flops_other + other.flops_other,
-            self.io_bytes + other.io_bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s,
-            self.time_s + other.time_s, self.compute_bound_s + other.compute_bound_s, self.units + other.units,
+            self.flops_matmul + other.flops_matmul,
+            self.flops_other + other.flops_other,
+            self.io_bytes + other.io_bytes,
+            self.compute_s + other.compute_s,
+            self.memory_s + other.memory_s,
+            self.time_s + other.time_s,
+            self.compute_bound_s + other.compute_bound_s,
+            self.units + other.units,
         )
 
     @property
@@ -94,17 +100,24 @@ class Estimate:
 
     @property
     def bound(self) -> str:
-        """"compute" or "memory" (the one holding most of the predicted time); "none" for no work."""
+        """ "compute" or "memory" (the one holding most of the predicted time); "none" for no work."""
         if self.time_s <= 0:
             return "none"
         return "compute" if self.compute_bound_s * 2 >= self.time_s else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "flops": self.flops, "flops_matmul": self.flops_matmul, "flops_other": self.flops_other,
-            "io_bytes": self.io_bytes, "intensity": self.intensity, "compute_s": self.compute_s,
-            "memory_s": self.memory_s, "time_s": self.time_s, "bound": self.bound,
-            "compute_bound_fraction": self.compute_bound_fraction, "attainable_flops": self.attainable_flops,
+            "flops": self.flops,
+            "flops_matmul": self.flops_matmul,
+            "flops_other": self.flops_other,
+            "io_bytes": self.io_bytes,
+            "intensity": self.intensity,
+            "compute_s": self.compute_s,
+            "memory_s": self.memory_s,
+            "time_s": self.time_s,
+            "bound": self.bound,
+            "compute_bound_fraction": self.compute_bound_fraction,
+            "attainable_flops": self.attainable_flops,
             "units": self.units,
         }
 
@@ -118,8 +131,16 @@ def estimate(cost: LayerCost, roof: Roof) -> Estimate:
     io = cost.io_bytes
     memory = io / roof.bandwidth
     time = compute if compute >= memory else memory
-    return Estimate(cost.flops_matmul, cost.flops_other, io, compute, memory, time,
-                    time if compute >= memory and time > 0 else 0.0, 1)
+    return Estimate(
+        cost.flops_matmul,
+        cost.flops_other,
+        io,
+        compute,
+        memory,
+        time,
+        time if compute >= memory and time > 0 else 0.0,
+        1,
+    )
 
 
 class Predictor:
@@ -222,15 +243,23 @@ class StagePrediction:
         leaves = {path for path, node in self.cost.root.walk() if not node.children}
         alias = self.cost.vocabulary.alias if self.cost.vocabulary is not None else str
         return [
-            {"path": path, "alias": alias(path), "depth": path.count(".") + 1, "leaf": path in leaves,
-             "container": path in containers, **e.to_dict()}
+            {
+                "path": path,
+                "alias": alias(path),
+                "depth": path.count(".") + 1,
+                "leaf": path in leaves,
+                "container": path in containers,
+                **e.to_dict(),
+            }
             for path, e in self.parts.items()
         ]
 
     def to_dict(self, with_parts: bool = True, with_roof: bool = True) -> dict[str, Any]:
         """JSON-able: the stage's figures, with the roof and the convention unless a caller holds them."""
         out: dict[str, Any] = {
-            "stage": self.stage, "shapes": dict(self.cost.shapes), "total": self.total.to_dict(),
+            "stage": self.stage,
+            "shapes": dict(self.cost.shapes),
+            "total": self.total.to_dict(),
             "summary": {k: v.to_dict() for k, v in self.summary().items()},
         }
         if with_roof:
@@ -285,13 +314,20 @@ class LatencyPrediction:
         return {"vision": self.vision, "prefill": self.prefill, "decode": self.decode}
 
     def figures(self) -> dict[str, Any]:
-        return {"vision_s": self.vision_s, "prefill_s": self.prefill_s, "ttft_s": self.ttft_s,
-                "decode_s_per_token": self.decode_s, "decode_context_len": self.context_len,
-                "tokens_per_s": self.tokens_per_s}
+        return {
+            "vision_s": self.vision_s,
+            "prefill_s": self.prefill_s,
+            "ttft_s": self.ttft_s,
+            "decode_s_per_token": self.decode_s,
+            "decode_context_len": self.context_len,
+            "tokens_per_s": self.tokens_per_s,
+        }
 
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         return {
-            "roof": self.roof.to_dict(), "convention": dict(CONVENTION), "figures": self.figures(),
+            "roof": self.roof.to_dict(),
+            "convention": dict(CONVENTION),
+            "figures": self.figures(),
             "stages": {name: s.to_dict(with_parts, with_roof=False) for name, s in self.stages().items()},
         }
 

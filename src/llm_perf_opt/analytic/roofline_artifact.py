@@ -10,6 +10,7 @@ order), `absent_levels` ({level: reason}), `time_model` (device and host figures
 `decode_context_len`); the prefill's `parts` rows (one per module path) carry `kernel_s` and `eager_s`. Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the
 others absent with the reason `ABSENT_V1`.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,12 +32,18 @@ _FIGURES = ("vision_s", "prefill_s", "ttft_s", "decode_s_per_token", "decode_con
 _STAGES = ("vision", "prefill", "decode")
 
 
-def roofline_dict(model: Any, latency: LatencyPrediction, hardware: Hardware,
-                  with_parts: bool = True) -> dict[str, Any]:
+def roofline_dict(
+    model: Any, latency: LatencyPrediction, hardware: Hardware, with_parts: bool = True
+) -> dict[str, Any]:
     return {
-        "model": model.spec.name, "layout": model.layout.as_dict(), "seq_len": model.seq_len,
-        "context_len": model.context_len, "dtype": latency.roof.dtype, "dtype_bytes": model.dtype_bytes,
-        "decoder_attention": model.decoder_attention, "hardware": hardware.to_dict(),
+        "model": model.spec.name,
+        "layout": model.layout.as_dict(),
+        "seq_len": model.seq_len,
+        "context_len": model.context_len,
+        "dtype": latency.roof.dtype,
+        "dtype_bytes": model.dtype_bytes,
+        "decoder_attention": model.decoder_attention,
+        "hardware": hardware.to_dict(),
         **latency.to_dict(with_parts=with_parts),
     }
 
@@ -47,8 +54,12 @@ def with_levels(data: dict[str, Any], payload: Optional[Mapping[str, Any]]) -> d
     from llm_perf_opt.analytic.time_levels import LEVELS
 
     if payload is None:
-        payload = {"levels": ["ideal"], "absent_levels": {lv: "not computed for this roofline.json" for lv in LEVELS
-                                                          if lv != "ideal"}, "time_model": None, "stages": {}}
+        payload = {
+            "levels": ["ideal"],
+            "absent_levels": {lv: "not computed for this roofline.json" for lv in LEVELS if lv != "ideal"},
+            "time_model": None,
+            "stages": {},
+        }
     out = dict(data)
     out["levels"] = list(payload["levels"])
     out["absent_levels"] = dict(payload["absent_levels"])
@@ -78,12 +89,23 @@ def with_levels(data: dict[str, Any], payload: Optional[Mapping[str, Any]]) -> d
     return out
 
 
-def write_roofline(path: str | os.PathLike, model: Any, latency: LatencyPrediction,
-                   hardware: Hardware, config: Any = None, levels: Optional[Mapping[str, Any]] = None) -> Path:
+def write_roofline(
+    path: str | os.PathLike,
+    model: Any,
+    latency: LatencyPrediction,
+    hardware: Hardware,
+    config: Any = None,
+    levels: Optional[Mapping[str, Any]] = None,
+) -> Path:
     """roofline.json (schema version 2); `levels` = `analytic.time_levels.levels_payload(...)` (None: the ideal
     level only, the others absent)."""
-    return write_artifact(path, ROOFLINE_SCHEMA, ROOFLINE_SCHEMA_VERSION,
-                          with_levels(roofline_dict(model, latency, hardware), levels), config=config)
+    return write_artifact(
+        path,
+        ROOFLINE_SCHEMA,
+        ROOFLINE_SCHEMA_VERSION,
+        with_levels(roofline_dict(model, latency, hardware), levels),
+        config=config,
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,17 @@ def load_roofline(path: str | os.PathLike) -> RooflineArtifact:
         from llm_perf_opt.analytic.time_levels import LEVELS
 
         levels, absent = ("ideal",), {lv: ABSENT_V1 for lv in LEVELS if lv != "ideal"}
-    return RooflineArtifact(data["model"], data["dtype"], roof, data["hardware"], data["convention"],
-                            data["figures"], data["stages"], data.get("layout"), int(version), levels, absent,
-                            data.get("time_model"))
+    return RooflineArtifact(
+        data["model"],
+        data["dtype"],
+        roof,
+        data["hardware"],
+        data["convention"],
+        data["figures"],
+        data["stages"],
+        data.get("layout"),
+        int(version),
+        levels,
+        absent,
+        data.get("time_model"),
+    )

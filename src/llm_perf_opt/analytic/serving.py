@@ -23,6 +23,7 @@ The curve over B (`latency_curve`) marks its knee: the batch where the decode st
 memory if that comes first; if neither happens in the range, throughput is still bandwidth-bound there.
 A host-bound knee needs the eager level.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,13 +49,13 @@ CONVENTION = {
     "page": "one sequence: the prefill yields the first token, N - 1 decode steps the rest",
     "decode_step": "at the mean context of the N - 1 steps (prompt + (N - 2) / 2); units are affine in the context",
     "static": "B pages together: TTFT = prefill(B), TPOT = step(B), batch time = TTFT + (N - 1) TPOT, "
-              "pages/s = B / batch time, tokens/s = B N / batch time",
+    "pages/s = B / batch time, tokens/s = B N / batch time",
     "continuous": "steady state, B slots full, each finished slot refilled by a batch-1 prefill between decode "
-                  "steps: pages/s = B / (B prefill(1) + (N - 1) step(B)), TPOT = step(B) + B prefill(1) / (N - 1), "
-                  "TTFT = prefill(1) + step(B) (no queueing)",
+    "steps: pages/s = B / (B prefill(1) + (N - 1) step(B)), TPOT = step(B) + B prefill(1) / (N - 1), "
+    "TTFT = prefill(1) + step(B) (no queueing)",
     "pages_per_day": "pages/s x 86400",
     "knee": "the batch where the decode step turns compute-bound, or the largest batch that fits in memory if "
-            "smaller; none in range: still bandwidth-bound",
+    "smaller; none in range: still bandwidth-bound",
     "memory": "; ".join(f"{k}: {v}" for k, v in MEMORY_CONVENTION.items()),
 }
 
@@ -79,8 +80,13 @@ class Figures:
         return self.pages_per_s * SECONDS_PER_DAY
 
     def to_dict(self) -> dict[str, float]:
-        return {"ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "pages_per_s": self.pages_per_s,
-                "tokens_per_s": self.tokens_per_s, "pages_per_day": self.pages_per_day}
+        return {
+            "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "pages_per_s": self.pages_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "pages_per_day": self.pages_per_day,
+        }
 
 
 @dataclass(frozen=True)
@@ -100,12 +106,21 @@ class ServingPoint:
     experts_per_layer: Optional[float] = None  # routed experts a decode step touches per MoE layer
 
     def to_dict(self) -> dict[str, Any]:
-        return {"batch": self.batch, "output_tokens": self.output_tokens, "level": self.level,
-                "prefill_s": self.prefill_s, "prefill_batch1_s": self.prefill_1_s, "decode_step_s": self.step_s,
-                "decode_bound": self.step_bound, "prefill_bound": self.prefill_bound,
-                "static": self.static.to_dict(), "continuous": self.continuous.to_dict(),
-                "memory": self.memory.to_dict(),
-                "memory_continuous": self.memory_continuous.to_dict(), "experts_per_layer": self.experts_per_layer}
+        return {
+            "batch": self.batch,
+            "output_tokens": self.output_tokens,
+            "level": self.level,
+            "prefill_s": self.prefill_s,
+            "prefill_batch1_s": self.prefill_1_s,
+            "decode_step_s": self.step_s,
+            "decode_bound": self.step_bound,
+            "prefill_bound": self.prefill_bound,
+            "static": self.static.to_dict(),
+            "continuous": self.continuous.to_dict(),
+            "memory": self.memory.to_dict(),
+            "memory_continuous": self.memory_continuous.to_dict(),
+            "experts_per_layer": self.experts_per_layer,
+        }
 
 
 def _figures(model: ServingModel, roof: Roof, batches: np.ndarray, output_tokens: int, level: str):
@@ -116,9 +131,15 @@ def _figures(model: ServingModel, roof: Roof, batches: np.ndarray, output_tokens
     return pre, pre1, step
 
 
-def serving_points(model: ServingModel, roof: Roof, batches: Sequence[int], output_tokens: int,
-                   allowance: Allowance = Allowance(), capacity: Optional[float] = None,
-                   level: str = IDEAL) -> list[ServingPoint]:
+def serving_points(
+    model: ServingModel,
+    roof: Roof,
+    batches: Sequence[int],
+    output_tokens: int,
+    allowance: Allowance = Allowance(),
+    capacity: Optional[float] = None,
+    level: str = IDEAL,
+) -> list[ServingPoint]:
     """Static and continuous figures at each batch (vectorised over the batches)."""
     for b in batches:
         check_batch(b)
@@ -135,15 +156,35 @@ def serving_points(model: ServingModel, roof: Roof, batches: Sequence[int], outp
         tpot_cb = s + (b * pre1 / (n - 1) if n > 1 else 0.0)
         continuous = Figures(pre1 + s, tpot_cb, b / cycle, b * n / cycle)
         experts = model.moe.touched_per_layer(b) if model.moe else None
-        out.append(ServingPoint(b, n, level, p, float(pre1), s, step.bound(i), pre.bound(i), static, continuous,
-                                memory_use(model, b, n, allowance, capacity),
-                                memory_use(model, b, n, allowance, capacity, prefill_batch=1), experts))
+        out.append(
+            ServingPoint(
+                b,
+                n,
+                level,
+                p,
+                float(pre1),
+                s,
+                step.bound(i),
+                pre.bound(i),
+                static,
+                continuous,
+                memory_use(model, b, n, allowance, capacity),
+                memory_use(model, b, n, allowance, capacity, prefill_batch=1),
+                experts,
+            )
+        )
     return out
 
 
-def serving_point(model: ServingModel, roof: Roof, batch: int, output_tokens: int,
-                  allowance: Allowance = Allowance(), capacity: Optional[float] = None,
-                  level: str = IDEAL) -> ServingPoint:
+def serving_point(
+    model: ServingModel,
+    roof: Roof,
+    batch: int,
+    output_tokens: int,
+    allowance: Allowance = Allowance(),
+    capacity: Optional[float] = None,
+    level: str = IDEAL,
+) -> ServingPoint:
     return serving_points(model, roof, [batch], output_tokens, allowance, capacity, level)[0]
 
 
@@ -162,19 +203,38 @@ def find_knee(points: Sequence[ServingPoint], fit_batch: Optional[int]) -> Knee:
     if fit_batch is not None and (compute is None or fit_batch < compute):
         if fit_batch == 0:
             return Knee(0, "memory", "not even one page fits in the device's memory")
-        return Knee(fit_batch, "memory", f"memory capacity: the largest batch that fits is {fit_batch}; the decode "
-                                         "step is still bandwidth-bound there, so more memory would buy throughput")
+        return Knee(
+            fit_batch,
+            "memory",
+            f"memory capacity: the largest batch that fits is {fit_batch}; the decode "
+            "step is still bandwidth-bound there, so more memory would buy throughput",
+        )
     if compute is not None:
-        return Knee(compute, "compute", f"the decode step turns compute-bound at batch {compute}: beyond it "
-                                        "throughput gains flatten and latency grows about linearly with the batch")
+        return Knee(
+            compute,
+            "compute",
+            f"the decode step turns compute-bound at batch {compute}: beyond it "
+            "throughput gains flatten and latency grows about linearly with the batch",
+        )
     last = points[-1].batch if points else None
-    return Knee(None, "bandwidth", f"no knee up to batch {last}: the decode step is still bandwidth-bound "
-                                   "(weights and KV reads dominate), so larger batches still buy throughput")
+    return Knee(
+        None,
+        "bandwidth",
+        f"no knee up to batch {last}: the decode step is still bandwidth-bound "
+        "(weights and KV reads dominate), so larger batches still buy throughput",
+    )
 
 
-def latency_curve(model: ServingModel, roof: Roof, output_tokens: int, batches: Sequence[int] = DEFAULT_CURVE_BATCHES,
-                  allowance: Allowance = Allowance(), capacity: Optional[float] = None,
-                  level: str = IDEAL, continuous: bool = False) -> tuple[list[ServingPoint], Knee, Optional[int]]:
+def latency_curve(
+    model: ServingModel,
+    roof: Roof,
+    output_tokens: int,
+    batches: Sequence[int] = DEFAULT_CURVE_BATCHES,
+    allowance: Allowance = Allowance(),
+    capacity: Optional[float] = None,
+    level: str = IDEAL,
+    continuous: bool = False,
+) -> tuple[list[ServingPoint], Knee, Optional[int]]:
     """The points over `batches` (up to the largest that fits, and that one too, when a capacity is given),
     the knee, and the largest batch that fits (None without a capacity; `continuous`: with prefills at
     batch 1, else static batching's)."""
@@ -184,29 +244,57 @@ def latency_curve(model: ServingModel, roof: Roof, output_tokens: int, batches: 
     return points, find_knee(points, fit), fit
 
 
-CURVE_COLUMNS = ("batch", "level", "ttft_static_s", "tpot_static_s", "tokens_per_s_static", "pages_per_day_static",
-                 "ttft_continuous_s", "tpot_continuous_s", "tokens_per_s_continuous", "pages_per_day_continuous",
-                 "decode_step_s", "decode_bound", "experts_per_layer", "memory_bytes", "memory_dominant", "fits")
+CURVE_COLUMNS = (
+    "batch",
+    "level",
+    "ttft_static_s",
+    "tpot_static_s",
+    "tokens_per_s_static",
+    "pages_per_day_static",
+    "ttft_continuous_s",
+    "tpot_continuous_s",
+    "tokens_per_s_continuous",
+    "pages_per_day_continuous",
+    "decode_step_s",
+    "decode_bound",
+    "experts_per_layer",
+    "memory_bytes",
+    "memory_dominant",
+    "fits",
+)
 
 
 def curve_rows(points: Sequence[ServingPoint]) -> list[dict[str, Any]]:
-    return [{"batch": p.batch, "level": p.level, "ttft_static_s": p.static.ttft_s, "tpot_static_s": p.static.tpot_s,
-             "tokens_per_s_static": p.static.tokens_per_s, "pages_per_day_static": p.static.pages_per_day,
-             "ttft_continuous_s": p.continuous.ttft_s, "tpot_continuous_s": p.continuous.tpot_s,
-             "tokens_per_s_continuous": p.continuous.tokens_per_s,
-             "pages_per_day_continuous": p.continuous.pages_per_day, "decode_step_s": p.step_s,
-             "decode_bound": p.step_bound, "experts_per_layer": p.experts_per_layer,
-             "memory_bytes": p.memory.total, "memory_dominant": p.memory.dominant, "fits": p.memory.fits}
-            for p in points]
+    return [
+        {
+            "batch": p.batch,
+            "level": p.level,
+            "ttft_static_s": p.static.ttft_s,
+            "tpot_static_s": p.static.tpot_s,
+            "tokens_per_s_static": p.static.tokens_per_s,
+            "pages_per_day_static": p.static.pages_per_day,
+            "ttft_continuous_s": p.continuous.ttft_s,
+            "tpot_continuous_s": p.continuous.tpot_s,
+            "tokens_per_s_continuous": p.continuous.tokens_per_s,
+            "pages_per_day_continuous": p.continuous.pages_per_day,
+            "decode_step_s": p.step_s,
+            "decode_bound": p.step_bound,
+            "experts_per_layer": p.experts_per_layer,
+            "memory_bytes": p.memory.total,
+            "memory_dominant": p.memory.dominant,
+            "fits": p.memory.fits,
+        }
+        for p in points
+    ]
 
 
 def conventions(level: str) -> dict[str, str]:
     return {"level": LEVEL_CONVENTIONS.get(level, level), **CONVENTION}
 
 
-
-def pages_per_day(model: ServingModel, roof: Roof, batches: Sequence[float], output_tokens: int,
-                  level: str = IDEAL) -> tuple[np.ndarray, np.ndarray]:
+def pages_per_day(
+    model: ServingModel, roof: Roof, batches: Sequence[float], output_tokens: int, level: str = IDEAL
+) -> tuple[np.ndarray, np.ndarray]:
     """(static, continuous) pages/day at each batch, vectorised (the sweep and the sizing benchmark's path;
     `serving_points` gives the same figures with memory and bounds, one object per batch)."""
     bs = np.asarray(batches, dtype=float)

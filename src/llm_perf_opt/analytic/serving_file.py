@@ -7,6 +7,7 @@
 `sizing` (`analytic.sizing.Sizing.to_dict()`, or null) and `conventions`. `load_serving` rejects another
 schema, an unknown version or a missing field by name.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,21 @@ SERVING_FILE = "serving.json"
 SERVING_SCHEMA = "llm_perf_opt.serving"
 SERVING_VERSION = 1
 SERVING_READS = (1,)
-SERVING_FIELDS = ("job", "level", "level_convention", "hardware", "model", "batch", "output_tokens", "point",
-                  "curve", "knee", "max_fit_batch", "sizing", "conventions")
+SERVING_FIELDS = (
+    "job",
+    "level",
+    "level_convention",
+    "hardware",
+    "model",
+    "batch",
+    "output_tokens",
+    "point",
+    "curve",
+    "knee",
+    "max_fit_batch",
+    "sizing",
+    "conventions",
+)
 
 
 @dataclass(frozen=True)
@@ -45,21 +59,32 @@ class Serving:
 
     def summary(self) -> dict[str, Any]:
         """The flat fields summary.json and the report's columns carry."""
-        out: dict[str, Any] = {"serve_level": self.level, "serve_batch": self.batch,
-                               "serve_output_tokens": self.output_tokens, "serve_hardware": self.hardware.get("name")}
+        out: dict[str, Any] = {
+            "serve_level": self.level,
+            "serve_batch": self.batch,
+            "serve_output_tokens": self.output_tokens,
+            "serve_hardware": self.hardware.get("name"),
+        }
         if self.point:
             p = self.point
-            out |= {"serve_ttft_s": p["static"]["ttft_s"], "serve_tpot_s": p["static"]["tpot_s"],
-                    "serve_tokens_per_s": p["static"]["tokens_per_s"],
-                    "serve_pages_per_day": p["static"]["pages_per_day"],
-                    "serve_pages_per_day_continuous": p["continuous"]["pages_per_day"],
-                    "serve_memory_bytes": p["memory"]["total_bytes"], "serve_memory_fits": p["memory"]["fits"],
-                    "serve_bound": p["decode_bound"]}
+            out |= {
+                "serve_ttft_s": p["static"]["ttft_s"],
+                "serve_tpot_s": p["static"]["tpot_s"],
+                "serve_tokens_per_s": p["static"]["tokens_per_s"],
+                "serve_pages_per_day": p["static"]["pages_per_day"],
+                "serve_pages_per_day_continuous": p["continuous"]["pages_per_day"],
+                "serve_memory_bytes": p["memory"]["total_bytes"],
+                "serve_memory_fits": p["memory"]["fits"],
+                "serve_bound": p["decode_bound"],
+            }
         if self.sizing:
             s = self.sizing
-            out |= {"size_replicas": s["replicas"], "size_batch": s["batch"],
-                    "size_pages_per_day_per_device": s["pages_per_day_per_device"],
-                    "size_binds": f"{s['binding']['target']}: {s['binding']['resource']}"}
+            out |= {
+                "size_replicas": s["replicas"],
+                "size_batch": s["batch"],
+                "size_pages_per_day_per_device": s["pages_per_day_per_device"],
+                "size_binds": f"{s['binding']['target']}: {s['binding']['resource']}",
+            }
         return out
 
 

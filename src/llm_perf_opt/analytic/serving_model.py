@@ -5,6 +5,7 @@ units (vision + the whole prompt, one sequence), a decode step's units as an aff
 the prompt length, the model's position limit, its parameter bytes, KV-cache bytes per token and its MoE
 shape. `serving`, `memory_model` and `sizing` read nothing else.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,9 +41,12 @@ class ServingModel:
         if isinstance(output_tokens, bool) or not isinstance(output_tokens, int) or output_tokens < 1:
             raise ConfigError.field(name, output_tokens, "must be a positive integer (tokens generated per page)")
         if output_tokens > self.max_output_tokens():
-            raise ConfigError.field(name, output_tokens,
-                                    f"the prompt holds {self.prompt_tokens} positions and the model has "
-                                    f"{self.max_positions}: at most {self.max_output_tokens()} tokens can be generated")
+            raise ConfigError.field(
+                name,
+                output_tokens,
+                f"the prompt holds {self.prompt_tokens} positions and the model has "
+                f"{self.max_positions}: at most {self.max_output_tokens()} tokens can be generated",
+            )
         return output_tokens
 
     @staticmethod
@@ -58,11 +62,18 @@ class ServingModel:
         return level_times(self.decode.at(context), batches, roof, self.moe, level)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "prompt_tokens": self.prompt_tokens, "max_positions": self.max_positions,
-                "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
-                "input_bytes": self.input_bytes,
-                "dtype": self.dtype, "moe": self.moe.describe() if self.moe else None, "shapes": dict(self.shapes),
-                "notes": list(self.notes)}
+        return {
+            "name": self.name,
+            "prompt_tokens": self.prompt_tokens,
+            "max_positions": self.max_positions,
+            "weight_bytes": self.weight_bytes,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "input_bytes": self.input_bytes,
+            "dtype": self.dtype,
+            "moe": self.moe.describe() if self.moe else None,
+            "shapes": dict(self.shapes),
+            "notes": list(self.notes),
+        }
 
 
 def as_batches(batches) -> np.ndarray:

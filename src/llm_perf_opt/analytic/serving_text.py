@@ -1,4 +1,5 @@
 """The printed serving and sizing figures (`./dev analyze hardware=...`, `./dev size`): plain text lines."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,12 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
         f"{p.continuous.tokens_per_s:,.0f} tokens/s | {p.continuous.pages_per_s:,.2f} pages/s | "
         f"{p.continuous.pages_per_day:,.0f} pages/day",
         f"  decode step {p.step_s * 1e3:,.3f} ms ({p.step_bound}-bound); prefill {p.prefill_s * 1e3:,.2f} ms "
-        f"({p.prefill_bound}-bound)" + (f"; routed experts touched per MoE layer and step: {p.experts_per_layer:.1f}"
-                                        if p.experts_per_layer is not None else ""),
+        f"({p.prefill_bound}-bound)"
+        + (
+            f"; routed experts touched per MoE layer and step: {p.experts_per_layer:.1f}"
+            if p.experts_per_layer is not None
+            else ""
+        ),
         f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + inputs {_gb(m.inputs)} + activations "
         f"{_gb(m.activations)} + allowance {_gb(m.allowance)} = {_gb(m.total)}{cap}; dominant: {m.dominant}"
         + (f"; largest batch that fits: {fit}" if fit is not None else ""),
@@ -51,32 +56,42 @@ def binding(p: ServingPoint, capacity: Optional[float]) -> str:
 
 def render_curve(points: Sequence[ServingPoint], knee: Knee, continuous: bool = False) -> str:
     scheme = "continuous batching" if continuous else "static batching"
-    rows = [f"  {'batch':>6} {'TTFT ms':>10} {'TPOT ms':>9} {'tokens/s':>11} {'pages/day':>12} {'step bound':>10} "
-            f"{'memory GB':>10}  ({scheme})"]
+    rows = [
+        f"  {'batch':>6} {'TTFT ms':>10} {'TPOT ms':>9} {'tokens/s':>11} {'pages/day':>12} {'step bound':>10} "
+        f"{'memory GB':>10}  ({scheme})"
+    ]
     for p in points:
         f, m = (p.continuous, p.memory_continuous) if continuous else (p.static, p.memory)
-        rows.append(f"  {p.batch:>6} {f.ttft_s * 1e3:>10,.1f} {f.tpot_s * 1e3:>9,.3f} "
-                    f"{f.tokens_per_s:>11,.0f} {f.pages_per_day:>12,.0f} {p.step_bound:>10} "
-                    f"{m.total / GB:>10,.2f}")
+        rows.append(
+            f"  {p.batch:>6} {f.ttft_s * 1e3:>10,.1f} {f.tpot_s * 1e3:>9,.3f} "
+            f"{f.tokens_per_s:>11,.0f} {f.pages_per_day:>12,.0f} {p.step_bound:>10} "
+            f"{m.total / GB:>10,.2f}"
+        )
     rows.append(f"  knee: {knee.batch if knee.batch is not None else 'none'} ({knee.reason}): {knee.note}")
     return "\n".join(rows)
 
 
 def render_sizing(s: Sizing) -> str:
     t = s.targets
-    lines = [f"sizing against {s.hardware} [{s.level} level: {LEVEL_CONVENTIONS.get(s.level, s.level)}], "
-             f"{t.output_tokens} output tokens per page",
-             f"  {'target':<22} {'this device':>14} {'matmul TFLOP/s':>16} {'bandwidth GB/s':>16} {'memory GB':>10}  binds"]
+    lines = [
+        f"sizing against {s.hardware} [{s.level} level: {LEVEL_CONVENTIONS.get(s.level, s.level)}], "
+        f"{t.output_tokens} output tokens per page",
+        f"  {'target':<22} {'this device':>14} {'matmul TFLOP/s':>16} {'bandwidth GB/s':>16} {'memory GB':>10}  binds",
+    ]
     for r in s.requirements:
         value = f"{r.target}={r.value:g}"
         achieved = f"{r.achieved:,.0f}/day" if r.target == "pages_per_day" else f"{r.achieved * 1e3:,.2f} ms"
-        lines.append(f"  {value:<22} {achieved:>14} {_num(r.matmul_tflops):>16} {_num(r.bandwidth_gbs):>16} "
-                     f"{r.memory_gb:>10,.2f}  {r.binds} ({r.ratio:.2f}x of {s.hardware}'s)")
+        lines.append(
+            f"  {value:<22} {achieved:>14} {_num(r.matmul_tflops):>16} {_num(r.bandwidth_gbs):>16} "
+            f"{r.memory_gb:>10,.2f}  {r.binds} ({r.ratio:.2f}x of {s.hardware}'s)"
+        )
     if s.replicas is None:
         lines.append(f"  replicas: none: {s.hardware} misses the latency targets at every batch")
     else:
-        lines.append(f"  replicas: {s.replicas} x {s.hardware} at batch {s.batch} (continuous batching, "
-                     f"{s.pages_per_day_per_device:,.0f} pages/day each; largest batch that fits: {s.max_fit_batch})")
+        lines.append(
+            f"  replicas: {s.replicas} x {s.hardware} at batch {s.batch} (continuous batching, "
+            f"{s.pages_per_day_per_device:,.0f} pages/day each; largest batch that fits: {s.max_fit_batch})"
+        )
     b = s.binding
     lines.append(f"  binding: {b.target} on {b.binds} ({b.ratio:.2f}x of {s.hardware}'s figure)")
     return "\n".join(lines)

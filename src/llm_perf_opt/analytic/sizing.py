@@ -18,6 +18,7 @@ figures a requirement holds fixed. Conventions (`CONVENTION`, in every output):
 * a latency target no device within `max_scale` times every figure of the reference meets is refused
   (one line naming the target, the bound that holds it, and by how much).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,13 +41,13 @@ _HUGE = 1e30
 
 CONVENTION = {
     "latency_targets": "at batch 1: TTFT = prefill(1) + step(1), TPOT = step(1) + prefill(1) / (N - 1) "
-                       "(continuous batching's figures, analytic.serving)",
+    "(continuous batching's figures, analytic.serving)",
     "required_matmul": "smallest matmul peak meeting the target with the reference's vector peak and bandwidth",
     "required_bandwidth": "smallest bandwidth meeting the target with the reference's peaks",
     "required_memory": "weights + KV cache + peak activations + allowance at the batch the target is met with",
     "pages_per_day": "reference device: the batch with the most pages/day meeting TTFT and TPOT and fitting "
-                     "memory (continuous batching); replicas = ceil(target / that); one device carrying it all: "
-                     "every compute and bandwidth figure x (target / that)",
+    "memory (continuous batching); replicas = ceil(target / that); one device carrying it all: "
+    "every compute and bandwidth figure x (target / that)",
     "binds": "the resource whose requirement is largest against the reference's figure",
 }
 
@@ -82,9 +83,17 @@ class Requirement:
 
     def to_dict(self) -> dict[str, Any]:
         f = lambda x: x if math.isfinite(x) else None  # noqa: E731  JSON has no infinity
-        return {"target": self.target, "value": self.value, "achieved": self.achieved,
-                "required_matmul_tflops": f(self.matmul_tflops), "required_bandwidth_gbs": f(self.bandwidth_gbs),
-                "required_memory_gb": self.memory_gb, "batch": self.batch, "binds": self.binds, "ratio": self.ratio}
+        return {
+            "target": self.target,
+            "value": self.value,
+            "achieved": self.achieved,
+            "required_matmul_tflops": f(self.matmul_tflops),
+            "required_bandwidth_gbs": f(self.bandwidth_gbs),
+            "required_memory_gb": self.memory_gb,
+            "batch": self.batch,
+            "binds": self.binds,
+            "ratio": self.ratio,
+        }
 
 
 @dataclass(frozen=True)
@@ -104,19 +113,29 @@ class Sizing:
 
     def to_dict(self) -> dict[str, Any]:
         b = self.binding
-        return {"hardware": self.hardware, "level": self.level, "level_convention": LEVEL_CONVENTIONS.get(self.level),
-                "targets": self.targets.__dict__, "requirements": [r.to_dict() for r in self.requirements],
-                "batch": self.batch, "pages_per_day_per_device": self.pages_per_day_per_device,
-                "replicas": self.replicas, "max_fit_batch": self.max_fit_batch,
-                "binding": {"target": b.target, "resource": b.binds, "ratio": b.ratio}, "convention": dict(CONVENTION)}
+        return {
+            "hardware": self.hardware,
+            "level": self.level,
+            "level_convention": LEVEL_CONVENTIONS.get(self.level),
+            "targets": self.targets.__dict__,
+            "requirements": [r.to_dict() for r in self.requirements],
+            "batch": self.batch,
+            "pages_per_day_per_device": self.pages_per_day_per_device,
+            "replicas": self.replicas,
+            "max_fit_batch": self.max_fit_batch,
+            "binding": {"target": b.target, "resource": b.binds, "ratio": b.ratio},
+            "convention": dict(CONVENTION),
+        }
 
 
 def _latency_fns(model: ServingModel, n: int, level: str) -> dict[str, Callable[[Roof], float]]:
     ctx = model.mean_decode_context(model.prompt_tokens, n)
 
     def parts(roof: Roof) -> tuple[float, float]:
-        return (float(model.prefill_times([1.0], roof, level).time_s[0]),
-                float(model.decode_times([1.0], roof, ctx, level).time_s[0]))
+        return (
+            float(model.prefill_times([1.0], roof, level).time_s[0]),
+            float(model.decode_times([1.0], roof, ctx, level).time_s[0]),
+        )
 
     def ttft(roof: Roof) -> float:
         p, s = parts(roof)
@@ -145,12 +164,20 @@ def _smallest(fn: Callable[[float], float], target: float, ref: float) -> float:
 
 
 def _scaled(roof: Roof, k: float) -> Roof:
-    return replace(roof, matmul_flops=roof.matmul_flops * k, vector_flops=roof.vector_flops * k,
-                   bandwidth=roof.bandwidth * k)
+    return replace(
+        roof, matmul_flops=roof.matmul_flops * k, vector_flops=roof.vector_flops * k, bandwidth=roof.bandwidth * k
+    )
 
 
-def size(model: ServingModel, hardware: Hardware, roof: Roof, targets: Targets, allowance: Allowance = Allowance(),
-         level: str = IDEAL, max_scale: float = DEFAULT_MAX_SCALE) -> Sizing:
+def size(
+    model: ServingModel,
+    hardware: Hardware,
+    roof: Roof,
+    targets: Targets,
+    allowance: Allowance = Allowance(),
+    level: str = IDEAL,
+    max_scale: float = DEFAULT_MAX_SCALE,
+) -> Sizing:
     n = model.check_output_tokens(targets.output_tokens)
     capacity = hardware.memory_bytes
     mem1 = memory_use(model, 1, n, allowance, prefill_batch=1).total
@@ -159,22 +186,32 @@ def size(model: ServingModel, hardware: Hardware, roof: Roof, targets: Targets, 
         target = getattr(targets, name)
         achieved = fn(roof)
         if achieved / max_scale > target:
-            est_ref = (model.prefill_times([1.0], roof, level) if name == "ttft_s"
-                       else model.decode_times([1.0], roof, model.mean_decode_context(model.prompt_tokens, n), level))
+            est_ref = (
+                model.prefill_times([1.0], roof, level)
+                if name == "ttft_s"
+                else model.decode_times([1.0], roof, model.mean_decode_context(model.prompt_tokens, n), level)
+            )
             bound = "compute" if est_ref.compute_s[0] >= est_ref.memory_s[0] else "memory bandwidth"
-            raise ConfigError.field(f"size.{name}", target,
-                                    f"no device within size.max_scale={max_scale:g}x every figure of {hardware.name} "
-                                    f"meets it: {achieved:.3g} s at batch 1 there, {achieved / target:.3g}x over "
-                                    f"({bound}-bound; {achieved / max_scale / target:.3g}x over even at {max_scale:g}x)")
+            raise ConfigError.field(
+                f"size.{name}",
+                target,
+                f"no device within size.max_scale={max_scale:g}x every figure of {hardware.name} "
+                f"meets it: {achieved:.3g} s at batch 1 there, {achieved / target:.3g}x over "
+                f"({bound}-bound; {achieved / max_scale / target:.3g}x over even at {max_scale:g}x)",
+            )
         p_req = _smallest(lambda p: fn(replace(roof, matmul_flops=p)), target, roof.matmul_flops)
         bw_req = _smallest(lambda bw: fn(replace(roof, bandwidth=bw)), target, roof.bandwidth)
-        ratios = {"compute": p_req / roof.matmul_flops, "bandwidth": bw_req / roof.bandwidth,
-                  "memory": mem1 / capacity if capacity else 0.0}
+        ratios = {
+            "compute": p_req / roof.matmul_flops,
+            "bandwidth": bw_req / roof.bandwidth,
+            "memory": mem1 / capacity if capacity else 0.0,
+        }
         # a resource that cannot meet the target alone (inf) says nothing about which binds: compare the finite ones
         finite = {k: v for k, v in ratios.items() if math.isfinite(v)} or ratios
         binds = max(finite, key=finite.__getitem__)
-        reqs.append(Requirement(name, target, achieved, p_req / TERA, bw_req / GIGA, mem1 / GIGA, 1, binds,
-                                finite[binds]))
+        reqs.append(
+            Requirement(name, target, achieved, p_req / TERA, bw_req / GIGA, mem1 / GIGA, 1, binds, finite[binds])
+        )
     # pages/day on the reference device
     fit = max_batch(model, n, capacity, allowance, continuous=True) if capacity else None
     top = min(fit if fit is not None else MAX_SEARCH_BATCH, MAX_SEARCH_BATCH)
@@ -200,10 +237,24 @@ def size(model: ServingModel, hardware: Hardware, roof: Roof, targets: Targets, 
         if binds in ("compute", "bandwidth"):  # both scale by k: name the roof the decode step sits on
             est = model.decode_times([float(best_b)], roof, model.mean_decode_context(model.prompt_tokens, n), level)
             binds = "compute" if est.compute_s[0] >= est.memory_s[0] else "bandwidth"
-        reqs.append(Requirement("pages_per_day", targets.pages_per_day, best_ppd, roof.matmul_flops * k / TERA,
-                                roof.bandwidth * k / GIGA, mem / GIGA, best_b, binds, max(ratios.values())))
+        reqs.append(
+            Requirement(
+                "pages_per_day",
+                targets.pages_per_day,
+                best_ppd,
+                roof.matmul_flops * k / TERA,
+                roof.bandwidth * k / GIGA,
+                mem / GIGA,
+                best_b,
+                binds,
+                max(ratios.values()),
+            )
+        )
     else:
         replicas = None
-        reqs.append(Requirement("pages_per_day", targets.pages_per_day, 0.0, math.inf, math.inf, mem1 / GIGA, 0,
-                                "latency", math.inf))
+        reqs.append(
+            Requirement(
+                "pages_per_day", targets.pages_per_day, 0.0, math.inf, math.inf, mem1 / GIGA, 0, "latency", math.inf
+            )
+        )
     return Sizing(hardware.name, level, targets, tuple(reqs), best_b, best_ppd, replicas, fit)

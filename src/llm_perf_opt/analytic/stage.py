@@ -13,6 +13,7 @@ does. A node marked `container` is a path that is not a module entered through `
 `ModuleList`, or CLIP's `self_attn` / `mlp`, whose `.forward` the vendor calls directly): its cost
 is the sum of its children and the work it does itself is attributed to its caller.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -127,12 +128,15 @@ class StageCost(UnitViews):
             "roots": list(self.roots),
             "shapes": dict(self.shapes),
             "total": self.total.to_dict(),
-            "units": {"tflops": self.tflops, "io_tb": self.io_tb, "weights_gb": self.weights_gb,
-                      "activations_gb": self.activations_gb},
+            "units": {
+                "tflops": self.tflops,
+                "io_tb": self.io_tb,
+                "weights_gb": self.weights_gb,
+                "activations_gb": self.activations_gb,
+            },
             "summary": {k: v.to_dict() for k, v in self.summary().items()},
         }
         if with_parts:
             out["parts"] = {k: v.to_dict() for k, v in self.parts.items()}
             out["containers"] = sorted(self.containers)
         return out
-

@@ -1,16 +1,23 @@
 """A short console table of the analytic costs: one row per stage and part (the family's parts vocabulary)."""
+
 from __future__ import annotations
+
+from typing import Any
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic.costs import LayerCost
-from typing import Any
 
 _COLUMNS = ("FLOP", "matmul FLOP", "weights", "I/O", "activations")
 
 
 def _row(label: str, c: LayerCost) -> str:
-    cells = (units.flops(c.flops), units.flops(c.flops_matmul), units.nbytes(c.weight_bytes),
-             units.nbytes(c.io_bytes), units.nbytes(c.activation_bytes))
+    cells = (
+        units.flops(c.flops),
+        units.flops(c.flops_matmul),
+        units.nbytes(c.weight_bytes),
+        units.nbytes(c.io_bytes),
+        units.nbytes(c.activation_bytes),
+    )
     return f"{label:22s} " + " ".join(f"{cell:>12s}" for cell in cells)
 
 

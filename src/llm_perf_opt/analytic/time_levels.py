@@ -22,6 +22,7 @@ graphs / torch.compile (no per-op dispatch) and a fused MoE kernel (no per-layer
 A level that lacks a figure (no calibration of the kernel-level figures, a datasheet without a minimum kernel
 time) is absent with its reason (`LevelTimes.missing`), never zero.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -44,14 +45,14 @@ GEMV_ROWS = 16  # a product of at most this many rows is GEMV-like: its bytes ar
 CONVENTION = {
     "ideal": "roofline: max(flops_matmul / matmul peak + flops_other / vector peak, io_bytes / bandwidth) per unit",
     "kernel": "per kernel max(flops / matmul rate at its FLOPs per element moved (calibrated; at its M for a "
-              "datasheet) for gemm and conv, the fused attention's own calibrated curve for attention (else the matmul "
-              "rate), or flops / vector rate; bytes / bandwidth at its size (up to "
-              f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels above it, and "
-              f"GEMV-like ones of at most {GEMV_ROWS} rows above the cache tier: a weight-streaming GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
-              "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), summed",
+    "datasheet) for gemm and conv, the fused attention's own calibrated curve for attention (else the matmul "
+    "rate), or flops / vector rate; bytes / bandwidth at its size (up to "
+    f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels above it, and "
+    f"GEMV-like ones of at most {GEMV_ROWS} rows above the cache tier: a weight-streaming GEMV's bandwidth); layout copies their own figures) + on the CPU the fresh-page cost of a result above "
+    "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), summed",
     "eager": "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
-             "async device); sync points split the forward into segments: async device: each segment max(host, "
-             "device) + sync round trip; CPU: kernel + host, serial",
+    "async device); sync points split the forward into segments: async device: each segment max(host, "
+    "device) + sync round trip; CPU: kernel + host, serial",
     "verdict": "host if the host dominates; else compute / memory / launch by the kernel time they hold",
     "overhead": "eager - kernel: removed by CUDA graphs / torch.compile and a fused MoE kernel (no host syncs)",
 }
@@ -125,8 +126,11 @@ class DeviceFigures:
         tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
         if kind == "copy" and self.copy_bw is not None:
             return self.copy_bw[tier]
-        if kind in GEMM_KINDS and self.gemm_bw_large is not None and (
-                tier == 2 or (tier == 1 and kind == "gemm" and 0 < m <= GEMV_ROWS)):
+        if (
+            kind in GEMM_KINDS
+            and self.gemm_bw_large is not None
+            and (tier == 2 or (tier == 1 and kind == "gemm" and 0 < m <= GEMV_ROWS))
+        ):
             # a GEMV-like product (a decode step's, a few rows) above the cache tier reads its weight matrix from
             # memory: each weight is read once per step, and a step's weights exceed any last-level cache
             return self.gemm_bw_large
@@ -215,9 +219,16 @@ class LevelTimes:
     def to_dict(self) -> dict[str, Any]:
         over = self.overhead_s
         return {
-            "ideal_s": self.ideal_s, "kernel_s": self.kernel_s, "eager_s": self.eager_s, "kernels": self.kernels,
-            "kernels_by_kind": dict(self.by_kind), "syncs": self.syncs, "host_s": self.host_s,
-            "kernel_bound_s": dict(self.kernel_bound_s), "verdict": self.verdict, "overhead_s": over,
+            "ideal_s": self.ideal_s,
+            "kernel_s": self.kernel_s,
+            "eager_s": self.eager_s,
+            "kernels": self.kernels,
+            "kernels_by_kind": dict(self.by_kind),
+            "syncs": self.syncs,
+            "host_s": self.host_s,
+            "kernel_bound_s": dict(self.kernel_bound_s),
+            "verdict": self.verdict,
+            "overhead_s": over,
             "overhead_share": (over / self.eager_s) if over is not None and self.eager_s else None,
             **({"missing": dict(self.missing)} if self.missing else {}),
         }
@@ -227,8 +238,9 @@ class LevelTimes:
 OVERHEAD_BOUND = 3.0  # a calibrated product faster than this many times the smallest one measures its fixed cost
 
 
-def gemm_curve(grid: Iterable[Mapping[str, Any]], floor: Optional[float] = None
-               ) -> tuple[tuple[tuple[float, float], ...], int]:
+def gemm_curve(
+    grid: Iterable[Mapping[str, Any]], floor: Optional[float] = None
+) -> tuple[tuple[tuple[float, float], ...], int]:
     """The matmul rate over x (FLOPs per element moved) from calibrated points: points whose time is under
     `OVERHEAD_BOUND` x the fastest point's (the call's fixed cost, not its throughput) left out, the faster of points
     at one x, then the running maximum over x (more work per element moved never makes a product slower to run
@@ -249,7 +261,9 @@ def gemm_curve(grid: Iterable[Mapping[str, Any]], floor: Optional[float] = None
     return tuple(curve), len(grid) - len(usable)
 
 
-def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float) -> DeviceFigures:
+def device_from_calibration(
+    levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float
+) -> DeviceFigures:
     """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`; version 1 files: the
     M-curve at one N = K, version 2: the curve over FLOPs per element moved, three sizes, fresh pages)."""
     ew, cp = levels["elementwise"], levels["copy"]
@@ -264,12 +278,17 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
             curve, _ = gemm_curve([g for g in grid if int(g["m"]) == m], floor=floor)
             rows.append((m, curve))
         layout = " in nn.Linear's layout" if version >= 5 else ""
-        axis, gemm_src = "x", (f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
-                               f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
-                               f"(log-log), running maximum over x; {dropped} shape(s) timed under "
-                               f"{OVERHEAD_BOUND:g}x the smallest product's time left out (their rate is the call's "
-                               f"fixed cost, which the eager level charges per kernel); "
-                               f"{levels.get('statistic', '')}")
+        axis, gemm_src = (
+            "x",
+            (
+                f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
+                f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
+                f"(log-log), running maximum over x; {dropped} shape(s) timed under "
+                f"{OVERHEAD_BOUND:g}x the smallest product's time left out (their rate is the call's "
+                f"fixed cost, which the eager level charges per kernel); "
+                f"{levels.get('statistic', '')}"
+            ),
+        )
         copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
         fresh = levels.get("fresh") or {}
         gemv = levels.get("gemv") or {}
@@ -277,15 +296,21 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
         for a in levels.get("attention") or ():  # points at the same x: the faster one
             x = round(float(a["x"]), 6)
             att[x] = max(att.get(x, 0.0), float(a["flops_per_s"]))
-        extra = dict(bw_medium=float(ew["medium"]["bytes_per_s"]), copy_bw=copy_bw,  # type: ignore[arg-type]
-                     fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
-                     fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
-                     gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None,
-                     attention=tuple(sorted(att.items())), gemm_rows=tuple(rows))
+        extra = dict(
+            bw_medium=float(ew["medium"]["bytes_per_s"]),
+            copy_bw=copy_bw,  # type: ignore[arg-type]
+            fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
+            fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
+            gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None,
+            attention=tuple(sorted(att.items())),
+            gemm_rows=tuple(rows),
+        )
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
-        bw_src = ("calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
-                  f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
-                  f"{FRESH_BYTES} bytes: {gemv.get('op', 'the large add (no streaming GEMV calibrated)')}")
+        bw_src = (
+            "calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
+            f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
+            f"{FRESH_BYTES} bytes: {gemv.get('op', 'the large add (no streaming GEMV calibrated)')}"
+        )
     else:
         pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
         mono, best = [], 0.0  # the curve must not fall with M (a noisy sample): the running maximum
@@ -293,16 +318,26 @@ def device_from_calibration(levels: Mapping[str, Any], label: str, synchronous: 
             best = max(best, r)
             mono.append((float(m), best))
         gemm, axis, extra = tuple(mono), "m", {}
-        gemm_src = (f"calibrated torch.matmul (M x {grid[0]['k']}) @ ({grid[0]['k']} x {grid[0]['n']}), M in "
-                    f"{[g['m'] for g in grid]}, fastest sample; running maximum over M (calibration version 1)")
+        gemm_src = (
+            f"calibrated torch.matmul (M x {grid[0]['k']}) @ ({grid[0]['k']} x {grid[0]['n']}), M in "
+            f"{[g['m'] for g in grid]}, fastest sample; running maximum over M (calibration version 1)"
+        )
         bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
         bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
         bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
     return DeviceFigures(
-        label=label, synchronous=synchronous, gemm=gemm, vector_flops=vector_flops, bw_small=bw_small,
-        bw_large=bw_large, min_kernel_s=float(levels["min_kernel_s"]), sync_s=float(levels["host"].get("sync_s", 0.0)),
+        label=label,
+        synchronous=synchronous,
+        gemm=gemm,
+        vector_flops=vector_flops,
+        bw_small=bw_small,
+        bw_large=bw_large,
+        min_kernel_s=float(levels["min_kernel_s"]),
+        sync_s=float(levels["host"].get("sync_s", 0.0)),
         sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
-        gemm_axis=axis, itemsize=itemsize, **extra,
+        gemm_axis=axis,
+        itemsize=itemsize,
+        **extra,
     )
 
 
@@ -315,19 +350,32 @@ def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
     return HostFigures(label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)")
 
 
-def device_from_datasheet(roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float],
-                          sync_s: Optional[float] = None) -> tuple[Optional[DeviceFigures], dict[str, str]]:
+def device_from_datasheet(
+    roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float], sync_s: Optional[float] = None
+) -> tuple[Optional[DeviceFigures], dict[str, str]]:
     """A GPU from its datasheet: the peak for every M (no efficiency curve: the kernel level then differs from
     the ideal only by per-kernel bytes and the minimum kernel time), one bandwidth. None + reason when the
     datasheet lacks the minimum kernel time."""
     if min_kernel_s is None:
-        return None, {"kernel": f"hardware {roof.hardware} has no min_kernel_us figure", "eager": "needs the kernel level"}
+        return None, {
+            "kernel": f"hardware {roof.hardware} has no min_kernel_us figure",
+            "eager": "needs the kernel level",
+        }
     dev = DeviceFigures(
-        label=f"{roof.label} (datasheet)", synchronous=False, gemm=((1, roof.matmul_flops),),
-        vector_flops=roof.vector_flops, bw_small=roof.bandwidth, bw_large=roof.bandwidth, min_kernel_s=min_kernel_s,
-        launch_s=launch_s or 0.0, sync_s=sync_s if sync_s is not None else 0.0,
-        sources={"gemm": "datasheet matmul peak at every M", "bandwidth": "datasheet bandwidth at every size",
-                 "min_kernel": "datasheet min_kernel_us"},
+        label=f"{roof.label} (datasheet)",
+        synchronous=False,
+        gemm=((1, roof.matmul_flops),),
+        vector_flops=roof.vector_flops,
+        bw_small=roof.bandwidth,
+        bw_large=roof.bandwidth,
+        min_kernel_s=min_kernel_s,
+        launch_s=launch_s or 0.0,
+        sync_s=sync_s if sync_s is not None else 0.0,
+        sources={
+            "gemm": "datasheet matmul peak at every M",
+            "bandwidth": "datasheet bandwidth at every size",
+            "min_kernel": "datasheet min_kernel_us",
+        },
     )
     return dev, {}
 
@@ -361,8 +409,7 @@ class LevelPredictor:
             total = n.total if total is None else total + n.total
         kernels = total.kernels if total is not None else Kernels()
         syncs = total.syncs if total is not None else 0
-        out = LevelTimes(ideal_s, None, None, kernels.count, syncs, by_kind=kernels.by_kind(),
-                         missing=dict(m.missing))
+        out = LevelTimes(ideal_s, None, None, kernels.count, syncs, by_kind=kernels.by_kind(), missing=dict(m.missing))
         if m.device is None:
             return out
         kernel_s, bound = self._kernels(kernels)
@@ -448,8 +495,13 @@ def host_from_cache(cache_dir: str) -> tuple[Optional[HostFigures], str]:
     return host_from_calibration(levels), ""
 
 
-def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Optional[Mapping[str, Any]] = None,
-                   cache_dir: str = "tmp/calibration", synchronous: bool = False) -> TimeModel:
+def time_model_for(
+    roof: Roof,
+    hardware_cfg: Any = None,
+    calibration_levels: Optional[Mapping[str, Any]] = None,
+    cache_dir: str = "tmp/calibration",
+    synchronous: bool = False,
+) -> TimeModel:
     """The levels' figures for a roof: `calibration_levels` (a measured roof: {dtype: levels}; device and host
     from it) or a datasheet `hardware_cfg` (device: its peaks + min_kernel_us / launch_us / sync_us; host: this
     host's cached CPU calibration). What is missing makes its levels absent, with the reason."""
@@ -464,9 +516,12 @@ def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Opt
         return TimeModel(roof, dev, host_from_calibration(lv))
     fig = lambda name: getattr(hardware_cfg, name, None)  # noqa: E731
     mk, ln, sy = fig("min_kernel_us"), fig("launch_us"), fig("sync_us")
-    dev, missing = device_from_datasheet(roof, mk.value * 1e-6 if mk is not None else None,
-                                         ln.value * 1e-6 if ln is not None else None,
-                                         sy.value * 1e-6 if sy is not None else None)
+    dev, missing = device_from_datasheet(
+        roof,
+        mk.value * 1e-6 if mk is not None else None,
+        ln.value * 1e-6 if ln is not None else None,
+        sy.value * 1e-6 if sy is not None else None,
+    )
     if dev is not None and ln is None:
         missing["eager"] = f"hardware {roof.hardware} has no launch_us figure"
     host, why = host_from_cache(cache_dir)
@@ -475,8 +530,9 @@ def time_model_for(roof: Roof, hardware_cfg: Any = None, calibration_levels: Opt
     return TimeModel(roof, dev, host, missing)
 
 
-def latency_paths(stages: Mapping[str, StageCost], model: TimeModel, which: Iterable[str] = ("prefill",)
-                  ) -> dict[str, dict[str, dict[str, Optional[float]]]]:
+def latency_paths(
+    stages: Mapping[str, StageCost], model: TimeModel, which: Iterable[str] = ("prefill",)
+) -> dict[str, dict[str, dict[str, Optional[float]]]]:
     """{stage: `path_levels`} for the stages named (default the prefill: what the grouped graph shows)."""
     pred = LevelPredictor(model)
     return {name: path_levels(stages[name], pred) for name in which if name in stages}
@@ -495,41 +551,72 @@ def level_entries(lt: LevelTimes, ideal_bound: Optional[str] = None) -> dict[str
     out: dict[str, dict[str, Any]] = {"ideal": {"time_s": lt.ideal_s, "bound": ideal_bound}}
     if lt.kernel_s is not None:
         kb = max(lt.kernel_bound_s.items(), key=lambda kv: kv[1])[0] if lt.kernel_bound_s else None
-        out["kernel"] = {"time_s": lt.kernel_s, "bound": kb, "kernels": lt.kernels,
-                         "kernels_by_kind": dict(lt.by_kind), "kernel_bound_s": dict(lt.kernel_bound_s)}
+        out["kernel"] = {
+            "time_s": lt.kernel_s,
+            "bound": kb,
+            "kernels": lt.kernels,
+            "kernels_by_kind": dict(lt.by_kind),
+            "kernel_bound_s": dict(lt.kernel_bound_s),
+        }
     if lt.eager_s is not None:
         over = lt.overhead_s
-        out["eager"] = {"time_s": lt.eager_s, "bound": lt.verdict, "host_s": lt.host_s, "syncs": lt.syncs,
-                        "overhead_s": over, "overhead_share": over / lt.eager_s if over is not None and lt.eager_s
-                        else None}
+        out["eager"] = {
+            "time_s": lt.eager_s,
+            "bound": lt.verdict,
+            "host_s": lt.host_s,
+            "syncs": lt.syncs,
+            "overhead_s": over,
+            "overhead_share": over / lt.eager_s if over is not None and lt.eager_s else None,
+        }
     return out
 
 
-def levels_payload(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
-                   paths: Optional[Mapping[str, Mapping[str, Mapping[str, Optional[float]]]]] = None) -> dict[str, Any]:
+def levels_payload(
+    levels: Mapping[str, Mapping[str, LevelTimes]],
+    model: TimeModel,
+    paths: Optional[Mapping[str, Mapping[str, Mapping[str, Optional[float]]]]] = None,
+) -> dict[str, Any]:
     """What roofline.json (schema version 2) adds beside the roofline: `levels` (present, in order),
     `absent_levels` ({level: reason}), `time_model` (device, host, convention), per stage / part alias the
     entries (`level_entries`) under `stages[stage].levels` ("" = the stage's total), and per stage the module
     paths' kernel and eager seconds (`paths`, from `path_levels`) under `paths[stage]`."""
-    present = [lv for lv in LEVELS if any(lv in level_entries(lt) for parts in levels.values() for lt in parts.values())]
+    present = [
+        lv for lv in LEVELS if any(lv in level_entries(lt) for parts in levels.values() for lt in parts.values())
+    ]
     absent = {lv: str(model.missing.get(lv) or "not computed") for lv in LEVELS if lv not in present}
     dev, host = model.device, model.host
     return {
-        "levels": present, "absent_levels": absent,
-        "time_model": {"label": model.label, "convention": dict(CONVENTION),
-                       "device": None if dev is None else {
-                           "label": dev.label, "synchronous": dev.synchronous, "min_kernel_s": dev.min_kernel_s,
-                           "launch_s": dev.launch_s, "sync_s": dev.sync_s, "gemm_axis": dev.gemm_axis,
-                           "fresh_s_per_byte": dev.fresh_s_per_byte, "sources": dict(dev.sources)},
-                       "host": None if host is None else {"label": host.label, "per_kernel_s": host.dispatch_s,
-                                                          "source": host.source}},
+        "levels": present,
+        "absent_levels": absent,
+        "time_model": {
+            "label": model.label,
+            "convention": dict(CONVENTION),
+            "device": None
+            if dev is None
+            else {
+                "label": dev.label,
+                "synchronous": dev.synchronous,
+                "min_kernel_s": dev.min_kernel_s,
+                "launch_s": dev.launch_s,
+                "sync_s": dev.sync_s,
+                "gemm_axis": dev.gemm_axis,
+                "fresh_s_per_byte": dev.fresh_s_per_byte,
+                "sources": dict(dev.sources),
+            },
+            "host": None
+            if host is None
+            else {"label": host.label, "per_kernel_s": host.dispatch_s, "source": host.source},
+        },
         "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
         "paths": {k: dict(v) for k, v in (paths or {}).items()},
     }
 
 
-def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeModel,
-                  measured: Optional[Mapping[str, Mapping[str, float]]] = None) -> str:
+def render_levels(
+    levels: Mapping[str, Mapping[str, LevelTimes]],
+    model: TimeModel,
+    measured: Optional[Mapping[str, Mapping[str, float]]] = None,
+) -> str:
     """A console table: per stage and summary part, ideal / kernel / eager (and measured) with kernels, syncs and
     the verdict."""
     from llm_perf_opt import units
@@ -538,8 +625,11 @@ def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMod
         return "absent" if x is None else units.seconds(x)
 
     has_m = bool(measured)
-    head = (f"{'stage / part':<20} {'ideal':>10} {'kernel':>10} {'eager':>10}" + (f" {'measured':>10} {'eager/m':>8}" if has_m else "")
-            + f" {'kernels':>8} {'syncs':>5} {'verdict':>8} {'overhead':>16}")
+    head = (
+        f"{'stage / part':<20} {'ideal':>10} {'kernel':>10} {'eager':>10}"
+        + (f" {'measured':>10} {'eager/m':>8}" if has_m else "")
+        + f" {'kernels':>8} {'syncs':>5} {'verdict':>8} {'overhead':>16}"
+    )
     lines = [f"time levels on {model.label}", head, "-" * len(head)]
     for stage, parts in levels.items():
         for alias, lt in parts.items():
@@ -551,20 +641,28 @@ def render_levels(levels: Mapping[str, Mapping[str, LevelTimes]], model: TimeMod
             if has_m:
                 ratio = f"{lt.eager_s / m:.2f}" if m and lt.eager_s else "—"
                 extra = f" {t(m) if m else '—':>10} {ratio:>8}"
-            lines.append(f"{label[:20]:<20} {t(lt.ideal_s):>10} {t(lt.kernel_s):>10} {t(lt.eager_s):>10}{extra} "
-                         f"{lt.kernels:>8,} {lt.syncs:>5} {str(lt.verdict or 'absent'):>8} {share:>16}")
+            lines.append(
+                f"{label[:20]:<20} {t(lt.ideal_s):>10} {t(lt.kernel_s):>10} {t(lt.eager_s):>10}{extra} "
+                f"{lt.kernels:>8,} {lt.syncs:>5} {str(lt.verdict or 'absent'):>8} {share:>16}"
+            )
     for level, why in model.missing.items():
         lines.append(f"{level} level absent: {why}")
     dev = model.device
     if dev is not None:
-        lines.append(f"device figures: min kernel {units.seconds(dev.min_kernel_s)}, launch {units.seconds(dev.launch_s)}, "
-                     f"sync {units.seconds(dev.sync_s)}, bandwidth small {units.si(dev.bw_small, 'B/s')} / large "
-                     f"{units.si(dev.bw_large, 'B/s')}, matmul at {dev.gemm_axis}=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at "
-                     f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
-                     f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
-                     + (f", streaming GEMV {units.si(dev.gemm_bw_large, 'B/s')}" if dev.gemm_bw_large else "")
-                     + (f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
-                        f"{dev.fresh_bytes / 2**20:g} MiB" if dev.fresh_s_per_byte else ""))
+        lines.append(
+            f"device figures: min kernel {units.seconds(dev.min_kernel_s)}, launch {units.seconds(dev.launch_s)}, "
+            f"sync {units.seconds(dev.sync_s)}, bandwidth small {units.si(dev.bw_small, 'B/s')} / large "
+            f"{units.si(dev.bw_large, 'B/s')}, matmul at {dev.gemm_axis}=1 {units.si(dev.gemm_rate(1), 'FLOP/s')}, at "
+            f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
+            f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
+            + (f", streaming GEMV {units.si(dev.gemm_bw_large, 'B/s')}" if dev.gemm_bw_large else "")
+            + (
+                f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
+                f"{dev.fresh_bytes / 2**20:g} MiB"
+                if dev.fresh_s_per_byte
+                else ""
+            )
+        )
     if model.host is not None:
         lines.append(f"host figures: {units.seconds(model.host.dispatch_s)} per kernel ({model.host.source})")
     lines.append("convention: " + "; ".join(f"{k}: {v}" for k, v in CONVENTION.items()))

@@ -48,6 +48,7 @@ module keeps its address: no wrapper module, no prefix. The root's body is an in
 the capture only, restored on every path; `stats["root_forward_calls"]` says how often the program
 ran the root's forward.
 """
+
 from __future__ import annotations
 
 import time
@@ -98,7 +99,7 @@ def _address(tl_address: str | None) -> str:
 
 
 def _call_address(call_label: str) -> str:
-    """"model.layers.0:2" -> "model.layers.0"; TorchLens' root "self:1" -> ""."""
+    """ "model.layers.0:2" -> "model.layers.0"; TorchLens' root "self:1" -> ""."""
     return _address(call_label.rpartition(":")[0])
 
 
@@ -156,8 +157,16 @@ def graph_from_trace(trace: Any) -> TraceGraph:
         nbytes = _op_output_bytes(op)
         if nbytes is not None:
             out_bytes.setdefault(address, Counter())[name] += nbytes
-    return TraceGraph(call_counts=calls, edges=edges, op_call_counts=ops, opaque_ops=opaque, num_ops=num_ops,
-                      op_output_bytes=out_bytes, op_counts=counts, op_counts_by_pass=by_pass)
+    return TraceGraph(
+        call_counts=calls,
+        edges=edges,
+        op_call_counts=ops,
+        opaque_ops=opaque,
+        num_ops=num_ops,
+        op_output_bytes=out_bytes,
+        op_counts=counts,
+        op_counts_by_pass=by_pass,
+    )
 
 
 def _pass_of(call_label: str, parent_of_call: Mapping[str, str | None], cache: dict[str, int]) -> int:
@@ -310,7 +319,7 @@ def is_descendant(address: str, ancestor: str, children: Mapping[str, list[str]]
     if ancestor == ROOT:
         rest = address
     elif address.startswith(ancestor + "."):
-        rest = address[len(ancestor) + 1:]
+        rest = address[len(ancestor) + 1 :]
     else:
         return False
     node = ancestor
@@ -403,15 +412,22 @@ def root_program(model: nn.Module, program: Program | None, counter: list[int]) 
             del model.forward
 
 
-def record(model: nn.Module, forward_args: tuple[Any, ...], forward_kwargs: Mapping[str, Any] | None, *,
-           metadata: bool, io_hooks: bool, progress: Progress | None, rescue: bool,
-           program: Program | None = None) -> Recording:
+def record(
+    model: nn.Module,
+    forward_args: tuple[Any, ...],
+    forward_kwargs: Mapping[str, Any] | None,
+    *,
+    metadata: bool,
+    io_hooks: bool,
+    progress: Progress | None,
+    rescue: bool,
+    program: Program | None = None,
+) -> Recording:
     """Step 1: the forward (or `program`'s forwards, in one root call) under TorchLens and (with
     `io_hooks`) the read-only hooks."""
     recorder = None
     if io_hooks:
-        recorder = md.CallRecorder(model, tensors=metadata,
-                                   on_call=_forward_progress(progress) if progress else None)
+        recorder = md.CallRecorder(model, tensors=metadata, on_call=_forward_progress(progress) if progress else None)
     counter = [0]
     with root_program(model, program, counter), recorder if recorder is not None else nullcontext():
         run = tl.trace_forward(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
@@ -444,8 +460,13 @@ def derive(rec: Recording, children: dict[str, list[str]], types: dict[str, str]
     return Derived(cg, graph, without_ops, bypassing, time.perf_counter() - t0)
 
 
-def attach_metadata(cg: CallGraph, model: nn.Module, rec: Recording, forward_args: tuple[Any, ...],
-                    forward_kwargs: Mapping[str, Any] | None) -> dict[str, str]:
+def attach_metadata(
+    cg: CallGraph,
+    model: nn.Module,
+    rec: Recording,
+    forward_args: tuple[Any, ...],
+    forward_kwargs: Mapping[str, Any] | None,
+) -> dict[str, str]:
     """Step 3: constructor params, tensor I/O, activation bytes and parameter counts, in place; returns
     the I/O source per address."""
     root_io = None
@@ -460,13 +481,17 @@ def check(cg: CallGraph, name: str, strict: bool) -> None:
     if not problems:
         return
     if strict:
-        raise TraceError(f"inconsistent call graph for {name}: " + "; ".join(problems[:5])
-                         + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+        raise TraceError(
+            f"inconsistent call graph for {name}: "
+            + "; ".join(problems[:5])
+            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+        )
     cg.stats["problems"] = problems
 
 
-def _stats(cg: CallGraph, rec: Recording, derived: Derived, io_sources: Mapping[str, str],
-           metadata_seconds: float) -> dict[str, Any]:
+def _stats(
+    cg: CallGraph, rec: Recording, derived: Derived, io_sources: Mapping[str, str], metadata_seconds: float
+) -> dict[str, Any]:
     types, trace = cg.module_types, rec.run.trace
     return {
         "num_ops": derived.graph.num_ops,
@@ -521,14 +546,24 @@ def capture(
     name = model_name or type(model).__name__
     children, types = module_tree(model)
     say(f"trace: capturing {name} with TorchLens ({len(types)} modules, nothing saved)")
-    rec = record(model, forward_args, forward_kwargs, metadata=metadata, io_hooks=io_hooks, progress=progress,
-                 rescue=rescue, program=program)
+    rec = record(
+        model,
+        forward_args,
+        forward_kwargs,
+        metadata=metadata,
+        io_hooks=io_hooks,
+        progress=progress,
+        rescue=rescue,
+        program=program,
+    )
     say(f"trace: TorchLens capture done in {rec.run.seconds:.1f} s")
 
     derived = derive(rec, children, types, model_name)
     cg = derived.callgraph
-    say(f"trace: graph derived in {derived.seconds:.2f} s: {derived.graph.num_ops} ops, "
-        f"{cg.total_module_calls()} module calls")
+    say(
+        f"trace: graph derived in {derived.seconds:.2f} s: {derived.graph.num_ops} ops, "
+        f"{cg.total_module_calls()} module calls"
+    )
 
     t0 = time.perf_counter()
     io_sources = attach_metadata(cg, model, rec, forward_args, forward_kwargs) if metadata else {}

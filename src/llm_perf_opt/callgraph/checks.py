@@ -7,6 +7,7 @@ runtime-log events (dicts with an `"event"` kind) and the call graph's module cl
 returns its results, one dict per check (`check_result`), which the grouped JSON keeps under `checks`.
 A check whose events are missing says "not checked", never "ok".
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence
@@ -23,8 +24,9 @@ Event = Mapping[str, Any]
 class RuntimeCheck(Protocol):
     """Compare a grouped graph with the runtime log; return one `check_result` per check."""
 
-    def __call__(self, grouped: "GroupedGraph", events: Sequence[Event],
-                 module_types: Mapping[str, str]) -> list[dict[str, Any]]: ...
+    def __call__(
+        self, grouped: "GroupedGraph", events: Sequence[Event], module_types: Mapping[str, str]
+    ) -> list[dict[str, Any]]: ...
 
 
 def check_result(name: str, status: str, expected: Any, observed: Any, detail: str, **extra: Any) -> dict[str, Any]:
@@ -42,8 +44,12 @@ def events_of(events: Sequence[Event], kind: str) -> list[Event]:
     return [e for e in events if e.get("event") == kind]
 
 
-def run_checks(grouped: "GroupedGraph", events: Iterable[Any], checks: Sequence[RuntimeCheck],
-               module_types: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def run_checks(
+    grouped: "GroupedGraph",
+    events: Iterable[Any],
+    checks: Sequence[RuntimeCheck],
+    module_types: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """Every check's results, in the order of `checks` (non-dict events are ignored)."""
     usable = [e for e in events if isinstance(e, Mapping)]
     results: list[dict[str, Any]] = []

@@ -2,6 +2,7 @@
 every user text goes through `graphviz.escape`, so a backslash or a `<...>` stays literal), and `render_dot`,
 which runs Graphviz's `dot` for SVG/PNG (without `dot` the file is skipped with a note, never a crash). SVG
 nodes carry their node id (`<g id="n3">`), which the run page uses."""
+
 from __future__ import annotations
 
 import os
@@ -34,12 +35,23 @@ def dot_text(*lines: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ DOT
-_GROUPED_GRAPH = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.12", "ranksep": "0.35",
-                  "labelloc": "t"}
+_GROUPED_GRAPH = {
+    "rankdir": "TB",
+    "fontname": "Helvetica",
+    "fontsize": "12",
+    "nodesep": "0.12",
+    "ranksep": "0.35",
+    "labelloc": "t",
+}
 
 
-_GROUPED_NODE = {"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10",
-                 "margin": "0.08,0.03"}
+_GROUPED_NODE = {
+    "shape": "box",
+    "style": "rounded,filled",
+    "fontname": "Helvetica",
+    "fontsize": "10",
+    "margin": "0.08,0.03",
+}
 
 
 _GROUPED_EDGE = {"fontname": "Helvetica", "fontsize": "9", "color": "#6b7280", "arrowsize": "0.6"}
@@ -54,14 +66,21 @@ _RAW_NODE = {"shape": "box", "style": "rounded", "fontname": "Helvetica", "fonts
 _RAW_EDGE = {"fontname": "Helvetica", "fontsize": "8", "color": "#6b7280", "arrowsize": "0.5"}
 
 
-def _digraph(name: str, title: str, graph: dict[str, str], node: dict[str, str], edge: dict[str, str],
-             rankdir: str) -> graphviz.Digraph:
-    return graphviz.Digraph(name, graph_attr={**graph, "rankdir": rankdir, "label": dot_text(title)},
-                            node_attr=node, edge_attr=edge)
+def _digraph(
+    name: str, title: str, graph: dict[str, str], node: dict[str, str], edge: dict[str, str], rankdir: str
+) -> graphviz.Digraph:
+    return graphviz.Digraph(
+        name, graph_attr={**graph, "rankdir": rankdir, "label": dot_text(title)}, node_attr=node, edge_attr=edge
+    )
 
 
-def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = MAX_RANGES,
-                      rankdir: str = "TB", color_by: str = DEFAULT_COLOR_BY) -> str:
+def build_grouped_dot(
+    grouped: GroupedGraph,
+    max_depth: int | None = None,
+    max_ranges: int = MAX_RANGES,
+    rankdir: str = "TB",
+    color_by: str = DEFAULT_COLOR_BY,
+) -> str:
     shown, folded = visible_nodes(grouped, max_depth)
     ids = {n.id for n in shown}
     patterns = display_patterns(grouped, max_ranges)
@@ -72,10 +91,17 @@ def build_grouped_dot(grouped: GroupedGraph, max_depth: int | None = None, max_r
         kind = node_kind(n)
         fill, font = heat.colours(n) if heat.active else (FILL[kind], "#111827")
         style = "rounded,filled,dashed" if n.sparse else "rounded,filled"
-        dot.node(n.id, label=dot_text(*node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id], heat)),
-                 tooltip=dot_text(*node_tooltip(n, grouped).split("\n")), fillcolor=fill, fontcolor=font,
-                 color=STROKE[kind], style=style, id=n.id,
-                 **({"penwidth": "2"} if heat.active and kind in ("stack", "both", "parfor") else {}))
+        dot.node(
+            n.id,
+            label=dot_text(*node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id], heat)),
+            tooltip=dot_text(*node_tooltip(n, grouped).split("\n")),
+            fillcolor=fill,
+            fontcolor=font,
+            color=STROKE[kind],
+            style=style,
+            id=n.id,
+            **({"penwidth": "2"} if heat.active and kind in ("stack", "both", "parfor") else {}),
+        )
     for e in grouped.edges:
         if e.parent in ids and e.child in ids:
             rep = repeat_text(grouped.node(e.child))
@@ -90,8 +116,10 @@ def _legend_html(heat: Heat) -> str:
     from html import escape
 
     rows = [f'<tr><td colspan="2" align="left"><b>{escape(heat.title())}</b></td></tr>']
-    rows += [f'<tr><td bgcolor="{fill}" width="28"> </td><td align="left">{escape(text)}</td></tr>'
-             for fill, _, text in heat.legend()]
+    rows += [
+        f'<tr><td bgcolor="{fill}" width="28"> </td><td align="left">{escape(text)}</td></tr>'
+        for fill, _, text in heat.legend()
+    ]
     kinds = "border: blue = for N stack, amber = parfor, purple = both; dashed = value-dependent"
     rows.append(f'<tr><td colspan="2" align="left"><font point-size="8">{escape(kinds)}</font></td></tr>')
     return '<<table border="0" cellborder="1" cellspacing="0" cellpadding="3">' + "".join(rows) + "</table>>"
@@ -118,8 +146,10 @@ def build_raw_dot(cg: CallGraph, max_depth: int | None = None, rankdir: str = "L
     title = f"{cg.model_name or 'model'}: raw call graph ({len(shown)} modules)"
     dot = _digraph("raw_callgraph", title, _RAW_GRAPH, _RAW_NODE, _RAW_EDGE, rankdir)
     for a in shown:
-        dot.node(ids[a], label=dot_text(f"{cg.module_types.get(a, '?')} @ {a or '(root)'}",
-                                        f"calls {cg.call_counts.get(a, 0)}"))
+        dot.node(
+            ids[a],
+            label=dot_text(f"{cg.module_types.get(a, '?')} @ {a or '(root)'}", f"calls {cg.call_counts.get(a, 0)}"),
+        )
     for parent, kids in cg.edges.items():
         if parent not in ids:
             continue
@@ -138,7 +168,7 @@ def render_dot(dot_source: str, out_path: str | Path, fmt: str = "svg") -> tuple
     except graphviz.ExecutableNotFound:
         return None, f"{fmt} skipped: the Graphviz 'dot' executable is not on PATH (apt-get install graphviz)"
     except graphviz.CalledProcessError as exc:
-        err = (exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or ""))
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
         err_lines = err.strip().splitlines()
         return None, f"{fmt} skipped: dot exited {exc.returncode}" + (f" ({err_lines[-1]})" if err_lines else "")
     except OSError as exc:

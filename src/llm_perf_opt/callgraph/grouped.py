@@ -1,6 +1,7 @@
 """The grouped graph's data model and file: `GroupNode` (a `for N` / `parfor N` node with its variants and
 costs), `GroupEdge`, `GroupedGraph` (nodes, edges, runtime checks, notes) and `callgraph.grouped.json` (schema,
 versions, loader). The grouping algorithm that builds one from a `CallGraph` is `callgraph.grouping`."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -172,26 +173,35 @@ def grouped_from_dict(data: Mapping[str, Any], source: str = "grouped") -> Group
         require(raw, required, f"nodes[{i}]", source)
         kwargs = {k: v for k, v in raw.items() if k in node_fields}
         try:
-            kwargs["variants"] = [v if isinstance(v, GroupVariant) else GroupVariant(**v)
-                                  for v in kwargs.get("variants") or []]
+            kwargs["variants"] = [
+                v if isinstance(v, GroupVariant) else GroupVariant(**v) for v in kwargs.get("variants") or []
+            ]
         except TypeError:
             raise ArtifactError(f"{source}: nodes[{i}].variants must be objects with 'label' and 'members'") from None
         nodes.append(GroupNode(**kwargs))
     edges = []
     for i, raw in enumerate(data["edges"]):
         try:
-            edges.append(GroupEdge(parent=raw["parent"], child=raw["child"], calls=raw.get("calls", 0),
-                                   parfor=raw.get("parfor")))
+            edges.append(
+                GroupEdge(parent=raw["parent"], child=raw["child"], calls=raw.get("calls", 0), parfor=raw.get("parfor"))
+            )
         except (KeyError, TypeError):
             raise ArtifactError(f"{source}: edges[{i}] needs 'parent' and 'child'") from None
     ids = {n.id for n in nodes}
     if data["root"] not in ids:
         raise ArtifactError(f"{source}: root {data['root']!r} is not a node id")
-    return GroupedGraph(nodes=nodes, edges=edges, root=data["root"], checks=list(data.get("checks") or []),
-                        notes=list(data.get("notes") or []), model_name=data.get("model_name", ""),
-                        source=dict(data.get("source") or {}), metrics=list(data.get("metrics") or []),
-                        absent_metrics=dict(data.get("absent_metrics") or {}),
-                        costs_stage=str(data.get("costs_stage") or ""))
+    return GroupedGraph(
+        nodes=nodes,
+        edges=edges,
+        root=data["root"],
+        checks=list(data.get("checks") or []),
+        notes=list(data.get("notes") or []),
+        model_name=data.get("model_name", ""),
+        source=dict(data.get("source") or {}),
+        metrics=list(data.get("metrics") or []),
+        absent_metrics=dict(data.get("absent_metrics") or {}),
+        costs_stage=str(data.get("costs_stage") or ""),
+    )
 
 
 def load_grouped_json(path: str | Path) -> GroupedGraph:

@@ -42,6 +42,7 @@ The groups can be checked against the runtime log of the same forward: the model
 `group_callgraph` its `RuntimeCheck`s (`callgraph.checks`; DeepSeek-OCR's are in `dsocr.checks`). The
 grouping itself knows no model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,7 +68,6 @@ _INDEX_KEY = re.compile(r"(^|_)(idx|index|layer_id|layer_number|layer_num|block_
 _NUM = re.compile(r"^\d+$")
 
 
-
 # ---------------------------------------------------------------------------------------------- helpers
 def _components(address: str) -> list[str]:
     return address.split(".") if address else []
@@ -79,7 +79,7 @@ def _relative(child: str, parent: str) -> str:
     if parent == ROOT:
         return child
     if child.startswith(parent + "."):
-        return child[len(parent) + 1:]
+        return child[len(parent) + 1 :]
     return "/" + child
 
 
@@ -223,7 +223,10 @@ class _Grouper:
         kids = self.static_children.get(addr, [])
         own: tuple = (self.class_of(addr),)
         if with_params:
-            own += (_normalise_params(self.cg.constructor_params.get(addr)), int(self.cg.param_counts.get(addr, 0) or 0))
+            own += (
+                _normalise_params(self.cg.constructor_params.get(addr)),
+                int(self.cg.param_counts.get(addr, 0) or 0),
+            )
         sig = _hash((own, tuple((_relative(c, addr), self.static_sig(c, with_params)) for c in kids if c != addr)))
         cache[addr] = sig
         return sig
@@ -281,7 +284,7 @@ class _Grouper:
         """How many modules exist statically at `child_addr` with component `pos` set to any number."""
         comps = _components(child_addr)
         container = ".".join(comps[:pos])
-        rest = comps[pos + 1:]
+        rest = comps[pos + 1 :]
         kids = self.static_children.get(container)
         if kids is None:
             return None
@@ -309,7 +312,7 @@ class _Grouper:
             comps = _components(rel.lstrip("/"))
             for pos, comp in enumerate(comps):
                 if _NUM.match(comp):
-                    templ = comps[:pos] + ["*"] + comps[pos + 1:]
+                    templ = comps[:pos] + ["*"] + comps[pos + 1 :]
                     key = (pos, ("/" if rel.startswith("/") else "") + ".".join(templ), self.class_of(c))
                     cand.setdefault(key, []).append(i)
         assigned: dict[int, tuple] = {}
@@ -336,8 +339,7 @@ class _Grouper:
         for key, idxs in grouped:
             if key is None:
                 c, n, rel = rels[idxs[0]]
-                out.append(_Subgroup(rel, self.class_of(c), self.sig(c), Fraction(n, my_calls), False, None,
-                                     [(c, n)]))
+                out.append(_Subgroup(rel, self.class_of(c), self.sig(c), Fraction(n, my_calls), False, None, [(c, n)]))
                 continue
             pos, templ, cls = key
             abs_pos = pos + (0 if addr == ROOT or rels[idxs[0]][2].startswith("/") else len(_components(addr)))
@@ -376,11 +378,16 @@ class _Grouper:
         self._edges: list[GroupEdge] = []
         self._max_nodes = max_nodes
         self._make([ROOT], None, "", None, frozenset())
-        return GroupedGraph(nodes=self._nodes, edges=self._edges, root=self._nodes[0].id,
-                            model_name=self.cg.model_name)
+        return GroupedGraph(nodes=self._nodes, edges=self._edges, root=self._nodes[0].id, model_name=self.cg.model_name)
 
-    def _make(self, members: list[str], parent: GroupNode | None, template: str,
-              entries: list[tuple[str, _Subgroup]] | None, path: frozenset[str]) -> GroupNode:
+    def _make(
+        self,
+        members: list[str],
+        parent: GroupNode | None,
+        template: str,
+        entries: list[tuple[str, _Subgroup]] | None,
+        path: frozenset[str],
+    ) -> GroupNode:
         node = self._new_node(members, parent, template)
         distinct = list(OrderedDict.fromkeys(members))
         self._measure(node, distinct)
@@ -400,9 +407,16 @@ class _Grouper:
         if len(self._nodes) >= self._max_nodes:
             raise ArtifactError(f"grouped graph exceeds {self._max_nodes} nodes: the call graph is inconsistent")
         pattern, indices = pattern_of(members)
-        node = GroupNode(id=f"n{len(self._nodes)}", class_name=self.class_of(members[0]), pattern=pattern,
-                         members=list(members), parent=parent.id if parent else None,
-                         depth=(parent.depth + 1) if parent else 0, template=template, indices=indices)
+        node = GroupNode(
+            id=f"n{len(self._nodes)}",
+            class_name=self.class_of(members[0]),
+            pattern=pattern,
+            members=list(members),
+            parent=parent.id if parent else None,
+            depth=(parent.depth + 1) if parent else 0,
+            template=template,
+            indices=indices,
+        )
         self._nodes.append(node)
         return node
 
@@ -438,9 +452,15 @@ class _Grouper:
         out = []
         for sig, members in by_sig.items():
             differs = {_param_name(k): _short_repr(flat[sig].get(k, "<absent>")) for k in label_keys}
-            out.append(GroupVariant(
-                label=", ".join(f"{k}={v}" for k, v in differs.items()), members=members, differs=differs,
-                params=sum(self.subtree_params.get(m, 0) for m in members), signature=sig))
+            out.append(
+                GroupVariant(
+                    label=", ".join(f"{k}={v}" for k, v in differs.items()),
+                    members=members,
+                    differs=differs,
+                    params=sum(self.subtree_params.get(m, 0) for m in members),
+                    signature=sig,
+                )
+            )
         return out
 
     def _root_calls(self, node: GroupNode) -> None:
@@ -522,11 +542,21 @@ def summarize_stacks(grouped: GroupedGraph) -> list[dict[str, Any]]:
     rows = []
     for n in grouped.nodes:
         if n.is_stack or "*" in n.template:
-            rows.append({
-                "id": n.id, "class_name": n.class_name, "pattern": n.pattern, "for_n": n.for_n,
-                "for_min": n.for_min, "static_n": n.static_n, "sparse": n.sparse, "indices": n.indices,
-                "params": n.params, "calls": n.calls, "parfor": n.parfor,
-            })
+            rows.append(
+                {
+                    "id": n.id,
+                    "class_name": n.class_name,
+                    "pattern": n.pattern,
+                    "for_n": n.for_n,
+                    "for_min": n.for_min,
+                    "static_n": n.static_n,
+                    "sparse": n.sparse,
+                    "indices": n.indices,
+                    "params": n.params,
+                    "calls": n.calls,
+                    "parfor": n.parfor,
+                }
+            )
     return rows
 
 
@@ -537,9 +567,15 @@ def summarize_parfor_edges(grouped: GroupedGraph) -> list[dict[str, Any]]:
     for e in grouped.edges:
         child = idx[e.child]
         if (e.parfor or 0) > 1 or (e.parfor is None and child.calls_per_parent_call[-1] > 1):
-            rows.append({
-                "parent": idx[e.parent].pattern, "child": child.pattern, "class_name": child.class_name,
-                "parfor": e.parfor, "calls": e.calls, "parent_calls": child.parent_calls,
-                "calls_per_parent_call": child.calls_per_parent_call,
-            })
+            rows.append(
+                {
+                    "parent": idx[e.parent].pattern,
+                    "child": child.pattern,
+                    "class_name": child.class_name,
+                    "parfor": e.parfor,
+                    "calls": e.calls,
+                    "parent_calls": child.parent_calls,
+                    "calls_per_parent_call": child.calls_per_parent_call,
+                }
+            )
     return rows

@@ -7,6 +7,7 @@ without a figure for the metric is grey and says so ("no measured FLOPs"); a nod
 only some of its instances is marked with how many ("3/8 instances"). `color_by=none` keeps the node
 kinds' colours (stack, parfor) and adds no line.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,7 +34,8 @@ NO_FIGURE = ("#e5e7eb", "#374151", "no figure")
 # nodes take the bins above, faster ones these (ColorBrewer Blues), by the size of the change
 FASTER_FILLS = ("#08306b", "#08519c", "#2171b5", "#4292c6", "#6baed6", "#9ecae1", "#c6dbef", "#eff3ff")
 FASTER_BINS: tuple[tuple[float, str, str, str], ...] = tuple(
-    (lowest, fill, text, f"faster by {legend}") for (lowest, _, text, legend), fill in zip(BINS, FASTER_FILLS))
+    (lowest, fill, text, f"faster by {legend}") for (lowest, _, text, legend), fill in zip(BINS, FASTER_FILLS)
+)
 SIGNED = ("delta_time",)
 
 
@@ -93,10 +95,15 @@ class Heat:
             return None
         if not self.grouped.metrics and not self.grouped.absent_metrics:
             return None  # no costs attached at all (a bare regrouping): nothing to colour, nothing to explain
-        reasons = [f"{m}: {self.grouped.absent_metrics[m]}" for m in COLOR_BY[self.color_by]
-                   if m in self.grouped.absent_metrics]
-        return (f"color_by={self.color_by}: no {' or '.join(COLOR_BY[self.color_by])} on this graph, nodes keep "
-                f"their kind colours" + (f" ({'; '.join(reasons)})" if reasons else ""))
+        reasons = [
+            f"{m}: {self.grouped.absent_metrics[m]}"
+            for m in COLOR_BY[self.color_by]
+            if m in self.grouped.absent_metrics
+        ]
+        return (
+            f"color_by={self.color_by}: no {' or '.join(COLOR_BY[self.color_by])} on this graph, nodes keep "
+            f"their kind colours" + (f" ({'; '.join(reasons)})" if reasons else "")
+        )
 
     def figure(self, node: GroupNode) -> dict[str, Any] | None:
         return node_figure(self.grouped, node, self.metric)
@@ -168,6 +175,9 @@ class Heat:
     def legend(self) -> list[tuple[str, str, str]]:
         """(fill, text colour, text) rows, the title's meaning first."""
         if self.color_by in SIGNED:
-            return ([(fill, text, "slower by " + label) for _, fill, text, label in BINS]
-                    + [(fill, text, label) for _, fill, text, label in reversed(FASTER_BINS)] + [NO_FIGURE])
+            return (
+                [(fill, text, "slower by " + label) for _, fill, text, label in BINS]
+                + [(fill, text, label) for _, fill, text, label in reversed(FASTER_BINS)]
+                + [NO_FIGURE]
+            )
         return [(fill, text, label) for _, fill, text, label in BINS] + [NO_FIGURE]

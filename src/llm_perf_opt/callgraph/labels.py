@@ -2,6 +2,7 @@
 index lists), kind (root, stack, parfor), label lines (`Class @ pattern for N`, the metric line, variants), its
 tooltip (pattern, constructor parameters, I/O shapes, every cost) and the nodes shown at a `max_depth`. DOT
 (`callgraph.dot`) and Mermaid (`callgraph.mermaid`) both draw from here."""
+
 from __future__ import annotations
 
 import re
@@ -113,8 +114,9 @@ def for_text(node: GroupNode) -> str:
     return f"for {node.for_n}" if node.for_n == node.for_min else f"for {node.for_min}-{node.for_n}"
 
 
-def node_label_lines(node: GroupNode, folded: int = 0, max_ranges: int = MAX_RANGES,
-                     pattern: str | None = None, heat: Heat | None = None) -> list[str]:
+def node_label_lines(
+    node: GroupNode, folded: int = 0, max_ranges: int = MAX_RANGES, pattern: str | None = None, heat: Heat | None = None
+) -> list[str]:
     pattern = display_pattern(node, max_ranges) if pattern is None else pattern
     head = node.class_name if node.parent is None else f"{node.class_name} @ {pattern}"
     ft = for_text(node)
@@ -129,7 +131,9 @@ def node_label_lines(node: GroupNode, folded: int = 0, max_ranges: int = MAX_RAN
     if node.annotation.get("line"):
         lines.append(node.annotation["line"])
     for i, v in enumerate(node.variants):
-        lines.append(heat.variant_line(node, i) if heat is not None and heat.active else f"◦ {v.label} ×{len(v.members)}")
+        lines.append(
+            heat.variant_line(node, i) if heat is not None and heat.active else f"◦ {v.label} ×{len(v.members)}"
+        )
     if folded:
         lines.append(f"+{folded} folded")
     return lines
@@ -150,8 +154,9 @@ def _fmt_tensor(meta: Any) -> str:
 def node_tooltip(node: GroupNode, grouped: GroupedGraph | None = None) -> str:
     lines = [f"{node.class_name} @ {node.pattern}"]
     members = len(node.members)
-    lines.append(f"members {members}" + (f" (for {for_text(node)[4:]} of {node.static_n} static)"
-                                          if node.static_n else ""))
+    lines.append(
+        f"members {members}" + (f" (for {for_text(node)[4:]} of {node.static_n} static)" if node.static_n else "")
+    )
     if node.sparse or node.value_dependent:
         lines.append("value-dependent (only some static candidates were called)")
     lines.append(f"calls {node.calls} from {node.parent_calls} parent calls")
@@ -163,8 +168,10 @@ def node_tooltip(node: GroupNode, grouped: GroupedGraph | None = None) -> str:
         lines.append("in: " + ", ".join(_fmt_tensor(t) for t in node.input_shapes))
     if node.output_shapes:
         lines.append("out: " + ", ".join(_fmt_tensor(t) for t in node.output_shapes))
-    lines.append(f"parameters {node.params:,}; ops {node.ops_self:,} self / {node.ops_total:,} subtree; "
-                 f"outputs {node.activation_bytes:,} B")
+    lines.append(
+        f"parameters {node.params:,}; ops {node.ops_self:,} self / {node.ops_total:,} subtree; "
+        f"outputs {node.activation_bytes:,} B"
+    )
     if grouped is not None:
         lines.extend(cost_lines(node.costs, grouped))
     for v in node.variants:
@@ -192,8 +199,10 @@ def cost_lines(costs: Mapping[str, Any], grouped: GroupedGraph, brief: bool = Fa
         if fig.get("share") is not None:
             text += f" ({units.percent(fig['share'])} of the run)"
         if not brief and fig.get("instances", 1) > 1 and fig.get("mean") is not None:
-            text += (f"; per instance {format_value(fig['mean'], kind)} (min {format_value(fig['min'], kind)}, "
-                     f"max {format_value(fig['max'], kind)}, slowest {fig['slowest']})")
+            text += (
+                f"; per instance {format_value(fig['mean'], kind)} (min {format_value(fig['min'], kind)}, "
+                f"max {format_value(fig['max'], kind)}, slowest {fig['slowest']})"
+            )
         if not fig.get("complete", True):
             text += f"; {fig['with_figure']} of {fig['instances']} instances have a figure"
         if fig.get("notes"):

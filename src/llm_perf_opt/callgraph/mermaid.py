@@ -1,23 +1,53 @@
 """Mermaid flowcharts of grouped and raw call graphs: ids sanitised (`mermaid_id`), every label quoted with its
 special characters written as Mermaid entity codes (`#quot;`, `#lt;`, `#64;` ...), heat-map classes and a
 legend. `callgraph.mermaid_check.validate_mermaid` is the structural check the tests run on every diagram."""
+
 from __future__ import annotations
 
 import re
 
+from llm_perf_opt.callgraph import labels
 from llm_perf_opt.callgraph.grouped import GroupedGraph
 from llm_perf_opt.callgraph.heat import Heat
-from llm_perf_opt.callgraph import labels
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 
 _MERMAID_ENTITIES = {
-    "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#38;", "@": "#64;", "[": "#91;", "]": "#93;",
-    "{": "#123;", "}": "#125;", "(": "#40;", ")": "#41;", "|": "#124;", "`": "#96;", ";": "#59;",
+    "#": "#35;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#38;",
+    "@": "#64;",
+    "[": "#91;",
+    "]": "#93;",
+    "{": "#123;",
+    "}": "#125;",
+    "(": "#40;",
+    ")": "#41;",
+    "|": "#124;",
+    "`": "#96;",
+    ";": "#59;",
 }
 
 
-MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "class", "classdef", "click", "style", "linkstyle",
-                    "direction", "default", "call", "href", "interpolate", "accdescr", "acctitle"}
+MERMAID_RESERVED = {
+    "end",
+    "graph",
+    "subgraph",
+    "flowchart",
+    "class",
+    "classdef",
+    "click",
+    "style",
+    "linkstyle",
+    "direction",
+    "default",
+    "call",
+    "href",
+    "interpolate",
+    "accdescr",
+    "acctitle",
+}
 
 
 MERMAID_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -48,8 +78,13 @@ def mermaid_id(name: str, taken: set[str] | None = None) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ Mermaid
-def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, max_ranges: int = labels.MAX_RANGES,
-                          direction: str = "LR", color_by: str = labels.DEFAULT_COLOR_BY) -> str:
+def build_grouped_mermaid(
+    grouped: GroupedGraph,
+    max_depth: int | None = None,
+    max_ranges: int = labels.MAX_RANGES,
+    direction: str = "LR",
+    color_by: str = labels.DEFAULT_COLOR_BY,
+) -> str:
     shown, folded = labels.visible_nodes(grouped, max_depth)
     taken: set[str] = {"legend"}
     ids = {n.id: mermaid_id(n.id, taken) for n in shown}
@@ -59,8 +94,9 @@ def build_grouped_mermaid(grouped: GroupedGraph, max_depth: int | None = None, m
     by_kind: dict[str, list[str]] = {}
     by_bin: dict[str, list[str]] = {}
     for n in shown:
-        label = "<br/>".join(mermaid_escape(s) for s in labels.node_label_lines(n, folded.get(n.id, 0), max_ranges,
-                                                                         patterns[n.id], heat))
+        label = "<br/>".join(
+            mermaid_escape(s) for s in labels.node_label_lines(n, folded.get(n.id, 0), max_ranges, patterns[n.id], heat)
+        )
         lines.append(f'  {ids[n.id]}["{label}"]')
         by_kind.setdefault(labels.node_kind(n), []).append(ids[n.id])
         if heat.active:

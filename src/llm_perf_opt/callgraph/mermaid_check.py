@@ -1,6 +1,7 @@
 """A structural check of the Mermaid the project writes: every line is a node, an edge, a subgraph, a class or
 classDef line of the shapes `callgraph.mermaid` emits, ids are declared once, labels carry no character Mermaid
 would parse. The tests run it on every diagram (mermaid-cli renders them too, where installed)."""
+
 from __future__ import annotations
 
 import re

@@ -25,6 +25,7 @@ file keeps the first signature in full, how many later calls repeated it exactly
 signatures of the calls that differed, with their counts (`distinct_calls`), so `activation_bytes`
 can be recomputed from `output_metadata` alone and the file stays small.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -280,10 +281,12 @@ def torchlens_output_signature(call: Any) -> Signature:
     dtypes = list(getattr(call, "out_dtypes", None) or [])
     if len(shapes) == 1:
         return ((("out", tuple(shapes[0]), _dtype_name(dtypes[0]) if dtypes else "unknown", None)),)
-    return _cap([
-        (f"out.{i}", tuple(shape), _dtype_name(dtypes[i]) if i < len(dtypes) else "unknown", None)
-        for i, shape in enumerate(shapes)
-    ])
+    return _cap(
+        [
+            (f"out.{i}", tuple(shape), _dtype_name(dtypes[i]) if i < len(dtypes) else "unknown", None)
+            for i, shape in enumerate(shapes)
+        ]
+    )
 
 
 def torchlens_io(
@@ -340,17 +343,52 @@ def _plain_config(value: Any) -> Any:
     out = {str(k): _plain(v) for k, v in items}
     out = {k: v for k, v in out.items() if v is not _SKIP}
     return out or _SKIP
+
+
 IGNORED_ATTRIBUTES = frozenset({"training", "dump_patches", "call_super_init"})
 
 # Well-known sizes a class may expose as a property or class attribute instead of an instance attr.
 WELL_KNOWN_ATTRIBUTES = (
-    "in_features", "out_features", "in_channels", "out_channels", "kernel_size", "stride", "padding",
-    "dilation", "groups", "normalized_shape", "eps", "variance_epsilon", "num_embeddings",
-    "embedding_dim", "padding_idx", "embed_dim", "dim", "hidden_size", "intermediate_size",
-    "num_heads", "num_attention_heads", "num_key_value_heads", "head_dim", "window_size",
-    "patch_size", "num_experts", "n_routed_experts", "n_shared_experts", "top_k",
-    "num_experts_per_tok", "vocab_size", "max_position_embeddings", "rope_theta", "base", "scale",
-    "scaling", "softmax_scale", "use_rel_pos", "causal", "is_causal",
+    "in_features",
+    "out_features",
+    "in_channels",
+    "out_channels",
+    "kernel_size",
+    "stride",
+    "padding",
+    "dilation",
+    "groups",
+    "normalized_shape",
+    "eps",
+    "variance_epsilon",
+    "num_embeddings",
+    "embedding_dim",
+    "padding_idx",
+    "embed_dim",
+    "dim",
+    "hidden_size",
+    "intermediate_size",
+    "num_heads",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "window_size",
+    "patch_size",
+    "num_experts",
+    "n_routed_experts",
+    "n_shared_experts",
+    "top_k",
+    "num_experts_per_tok",
+    "vocab_size",
+    "max_position_embeddings",
+    "rope_theta",
+    "base",
+    "scale",
+    "scaling",
+    "softmax_scale",
+    "use_rel_pos",
+    "causal",
+    "is_causal",
 )
 ACTIVATION_ATTRIBUTES = ("act", "act_fn", "activation", "activation_fn", "act_layer", "hidden_act", "nonlinearity")
 COUNTED_LISTS = {"experts": "num_experts", "layers": "num_layers", "blocks": "num_blocks"}
@@ -404,7 +442,9 @@ def module_constructor_params(module: nn.Module, recorded: Mapping[str, Any] | N
     own = module._parameters
     if "bias" in own:  # a registered (possibly None) bias parameter: record its presence
         params["bias"] = own["bias"] is not None
-    elif "bias" in module.__dict__ and (module.__dict__["bias"] is None or isinstance(module.__dict__["bias"], torch.Tensor)):
+    elif "bias" in module.__dict__ and (
+        module.__dict__["bias"] is None or isinstance(module.__dict__["bias"], torch.Tensor)
+    ):
         params["bias"] = module.__dict__["bias"] is not None  # a plain tensor attribute (or None)
     shapes = {name: list(p.shape) for name, p in own.items() if p is not None}
     if shapes:

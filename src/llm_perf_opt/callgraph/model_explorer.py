@@ -20,6 +20,7 @@ node. Summing any group then gives the module's total, the same figure the group
 Op nodes are chained in call order (the forward's order of first calls), which is the only data flow
 the call graph knows.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,11 @@ GROUPED_ID = "grouped"
 RAW_ID = "raw"
 INTENSITY = "intensity_analytic"
 # Model Explorer's gradient: stop 0 = the smallest value, 1 = the largest (the heat map's palette)
-GRADIENT = [{"stop": 0, "bgColor": BINS[-1][1]}, {"stop": 0.5, "bgColor": BINS[3][1]}, {"stop": 1, "bgColor": BINS[0][1]}]
+GRADIENT = [
+    {"stop": 0, "bgColor": BINS[-1][1]},
+    {"stop": 0.5, "bgColor": BINS[3][1]},
+    {"stop": 1, "bgColor": BINS[0][1]},
+]
 
 
 def _attr(key: str, value: Any) -> dict[str, str]:
@@ -70,7 +75,8 @@ def _node_attrs(node: GroupNode, grouped: GroupedGraph) -> list[dict[str, str]]:
         attrs.append(_attr(metric["label"], _figure_text(fig, metric["kind"])))
     for v in node.variants:
         text = f"x{len(v.members)}: " + ", ".join(
-            f"{m['label']} {_figure_text(v.costs.get(m['name']) or {}, m['kind'])}" for m in grouped.metrics[:3])
+            f"{m['label']} {_figure_text(v.costs.get(m['name']) or {}, m['kind'])}" for m in grouped.metrics[:3]
+        )
         attrs.append(_attr(f"variant {v.label}", text))
     for name, reason in grouped.absent_metrics.items():
         attrs.append(_attr(name, f"— ({reason})"))
@@ -84,7 +90,9 @@ def _figure_text(fig: Mapping[str, Any], kind: str) -> str:
     if fig.get("share") is not None:
         text += f" ({units.percent(fig['share'])})"
     if fig.get("instances", 1) > 1 and fig.get("mean") is not None:
-        text += f"; per instance {format_value(fig['mean'], kind)}, max {format_value(fig['max'], kind)} ({fig['slowest']})"
+        text += (
+            f"; per instance {format_value(fig['mean'], kind)}, max {format_value(fig['max'], kind)} ({fig['slowest']})"
+        )
     if not fig.get("complete", True):
         text += f"; {fig['with_figure']}/{fig['instances']} instances"
     return text
@@ -99,8 +107,11 @@ def _namespaces(grouped: GroupedGraph) -> dict[str, str]:
             out[n.id] = ""
             continue
         parent = nodes[n.parent]
-        rel = n.pattern[len(parent.pattern) + 1:] if parent.parent is not None and n.pattern.startswith(
-            parent.pattern + ".") else n.pattern
+        rel = (
+            n.pattern[len(parent.pattern) + 1 :]
+            if parent.parent is not None and n.pattern.startswith(parent.pattern + ".")
+            else n.pattern
+        )
         seg = _segment(rel + (f" ×{n.for_n}" if n.for_n > 1 else ""))
         out[n.id] = f"{out[parent.id]}/{seg}" if out[parent.id] else seg
     return out
@@ -126,8 +137,14 @@ def grouped_collection(grouped: GroupedGraph, label: str) -> tuple[dict[str, Any
         return (n.costs.get(metric) or {}).get("total")
 
     def add(op_id: str, n: GroupNode, label_text: str, namespace: str, own: bool) -> None:
-        op_nodes.append({"id": op_id, "label": label_text, "namespace": namespace,
-                         "attrs": _node_attrs(n, grouped) if not own else [_attr("self of", n.pattern or "(root)")]})
+        op_nodes.append(
+            {
+                "id": op_id,
+                "label": label_text,
+                "namespace": namespace,
+                "attrs": _node_attrs(n, grouped) if not own else [_attr("self of", n.pattern or "(root)")],
+            }
+        )
         kids = [nodes[c] for c in n.children]
         for metric in values:
             if metric == INTENSITY:
@@ -165,7 +182,9 @@ def _chain(op_nodes: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- raw
-def raw_collection(cg: CallGraph, costs: ModuleCosts | None, label: str) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+def raw_collection(
+    cg: CallGraph, costs: ModuleCosts | None, label: str
+) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     """Every called module as a node (namespaces from the addresses), and its per-metric node data."""
     called = [a for a, n in cg.call_counts.items() if n and n > 0]
     order = _call_order(cg, called)
@@ -183,8 +202,12 @@ def raw_collection(cg: CallGraph, costs: ModuleCosts | None, label: str) -> tupl
         op_id = f"{a or 'root'}.self" if own else (a or "root")
         namespace = ns_of(a) if own else ns_of(a.rpartition(".")[0])
         cls = cg.module_types.get(a, "?")
-        attrs = [_attr("class", cls), _attr("address", a or "(root)"), _attr("calls", cg.call_counts.get(a, 0)),
-                 _attr("parameters (own)", cg.param_counts.get(a, 0))]
+        attrs = [
+            _attr("class", cls),
+            _attr("address", a or "(root)"),
+            _attr("calls", cg.call_counts.get(a, 0)),
+            _attr("parameters (own)", cg.param_counts.get(a, 0)),
+        ]
         if cg.constructor_params.get(a):
             attrs.append(_attr("constructor", cg.constructor_params[a]))
         for key in ("input_metadata", "output_metadata"):
@@ -223,12 +246,15 @@ def _call_order(cg: CallGraph, called: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------- files
 def _node_data(name: str, per_graph: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    return {gid: {"name": name, "results": {k: {"value": v} for k, v in vals.items()}, "gradient": GRADIENT}
-            for gid, vals in per_graph.items()}
+    return {
+        gid: {"name": name, "results": {k: {"value": v} for k, v in vals.items()}, "gradient": GRADIENT}
+        for gid, vals in per_graph.items()
+    }
 
 
-def write_model_explorer(grouped: GroupedGraph, cg: CallGraph | None, costs: ModuleCosts | None,
-                         out_dir: str | Path) -> dict[str, Path]:
+def write_model_explorer(
+    grouped: GroupedGraph, cg: CallGraph | None, costs: ModuleCosts | None, out_dir: str | Path
+) -> dict[str, Path]:
     """graph.json (grouped), raw.json (every module call, when `cg` is given) and one node-data file per
     metric; returns {role: path}."""
     out_dir = Path(out_dir)
@@ -248,8 +274,9 @@ def write_model_explorer(grouped: GroupedGraph, cg: CallGraph | None, costs: Mod
             per_graph[RAW_ID] = r_vals[metric]
         if not any(per_graph.values()):
             continue
-        written[f"node_data:{metric}"] = atomic_write_text(out_dir / f"{metric}.json",
-                                                           json.dumps(_node_data(labels.get(metric, metric), per_graph)))
+        written[f"node_data:{metric}"] = atomic_write_text(
+            out_dir / f"{metric}.json", json.dumps(_node_data(labels.get(metric, metric), per_graph))
+        )
     return written
 
 

@@ -16,6 +16,7 @@ did not run) is listed in `ModuleCosts.absent` with the reason, and no node carr
 
 `ModuleCosts` is the artifact `module_costs.json` (schema `llm_perf_opt.module_costs`, version 1).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,13 +66,27 @@ class MetricTable:
             self.total = self.values[ROOT]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "unit": self.unit, "kind": self.kind, "source": self.source,
-                "total": self.total, "values": dict(self.values), "notes": dict(self.notes)}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "unit": self.unit,
+            "kind": self.kind,
+            "source": self.source,
+            "total": self.total,
+            "values": dict(self.values),
+            "notes": dict(self.notes),
+        }
 
     def meta(self) -> dict[str, Any]:
         """What a grouped graph keeps of the table: everything but the values."""
-        return {"name": self.name, "label": self.label, "unit": self.unit, "kind": self.kind, "source": self.source,
-                "total": self.total}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "unit": self.unit,
+            "kind": self.kind,
+            "source": self.source,
+            "total": self.total,
+        }
 
 
 @dataclass
@@ -106,10 +121,18 @@ def module_costs_from_dict(data: Mapping[str, Any], source: str = MODULE_COSTS_F
         require(raw, _METRIC_FIELDS, f"metrics[{i}]", source)
         if not isinstance(raw["values"], Mapping):
             raise ArtifactError(f"{source}: metrics[{i}].values must be an object")
-        metrics.append(MetricTable(
-            name=raw["name"], label=raw["label"], unit=raw["unit"], kind=raw["kind"], source=raw["source"],
-            values={str(k): v for k, v in raw["values"].items()}, total=raw.get("total"),
-            notes=dict(raw.get("notes") or {})))
+        metrics.append(
+            MetricTable(
+                name=raw["name"],
+                label=raw["label"],
+                unit=raw["unit"],
+                kind=raw["kind"],
+                source=raw["source"],
+                values={str(k): v for k, v in raw["values"].items()},
+                total=raw.get("total"),
+                notes=dict(raw.get("notes") or {}),
+            )
+        )
     return ModuleCosts(stage=str(data.get("stage", "")), metrics=metrics, absent=dict(data.get("absent") or {}))
 
 
@@ -138,8 +161,13 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def member_figures(values: Mapping[str, float], members: Sequence[str], calls: int | None = None,
-                   total: float | None = None, notes: Mapping[str, str] | None = None) -> dict[str, Any]:
+def member_figures(
+    values: Mapping[str, float],
+    members: Sequence[str],
+    calls: int | None = None,
+    total: float | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The figures of a group of instances (`members`, module addresses) in one table: `total` (sum over
     the instances that have a figure), `mean` per instance, `per_call` (the total over `calls`), `min`,
     `max`, `slowest` / `fastest` instance (the largest / smallest; the first in order on a tie),
@@ -147,8 +175,12 @@ def member_figures(values: Mapping[str, float], members: Sequence[str], calls: i
     distinct = list(OrderedDict.fromkeys(members))
     per = {m: float(values[m]) for m in distinct if m in values and _finite(values[m])}
     missing = [m for m in distinct if m not in per]
-    out: dict[str, Any] = {"instances": len(distinct), "with_figure": len(per), "complete": not missing,
-                           "missing": missing}
+    out: dict[str, Any] = {
+        "instances": len(distinct),
+        "with_figure": len(per),
+        "complete": not missing,
+        "missing": missing,
+    }
     caveats = sorted({notes[m] for m in distinct if notes and m in notes})
     if caveats:
         out["notes"] = caveats
@@ -159,8 +191,12 @@ def member_figures(values: Mapping[str, float], members: Sequence[str], calls: i
     s = sum(per.values())
     lo, hi = min(per.values()), max(per.values())
     out.update(
-        total=s, mean=s / len(per), min=lo, max=hi,
-        slowest=max(per, key=lambda m: (per[m], -order[m])), fastest=min(per, key=lambda m: (per[m], order[m])),
+        total=s,
+        mean=s / len(per),
+        min=lo,
+        max=hi,
+        slowest=max(per, key=lambda m: (per[m], -order[m])),
+        fastest=min(per, key=lambda m: (per[m], order[m])),
         spread=(hi / lo) if lo > 0 else None,
         per_call=(s / calls) if calls else None,
         share=(s / total) if total else None,
@@ -180,11 +216,20 @@ def family_figures(values: Mapping[str, float], node: GroupNode, total: float | 
     if not containers or not all(c in values and _finite(values[c]) for c in containers):
         return None
     s = sum(float(values[c]) for c in containers)
-    return {"instances": len(OrderedDict.fromkeys(node.members)), "with_figure": 0, "complete": True, "missing": [],
-            "total": s, "share": (s / total) if total else None, "per_call": None,
-            "containers": containers,
-            "notes": [f"costed as a whole at {', '.join(containers[:3])}{' …' if len(containers) > 3 else ''} "
-                      "(no figure per instance)"]}
+    return {
+        "instances": len(OrderedDict.fromkeys(node.members)),
+        "with_figure": 0,
+        "complete": True,
+        "missing": [],
+        "total": s,
+        "share": (s / total) if total else None,
+        "per_call": None,
+        "containers": containers,
+        "notes": [
+            f"costed as a whole at {', '.join(containers[:3])}{' …' if len(containers) > 3 else ''} "
+            "(no figure per instance)"
+        ],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- attach
@@ -222,9 +267,14 @@ def color_metric(grouped: GroupedGraph, color_by: str) -> dict[str, Any] | None:
     """The metric description `color_by` resolves to on this graph (the first of `COLOR_BY[color_by]`
     it carries), or None when it carries none of them."""
     if color_by == "params":
-        return {"name": "params", "label": "parameters", "unit": "", "kind": "count",
-                "source": "parameters over the static subtree of every member",
-                "total": grouped.node(grouped.root).params}
+        return {
+            "name": "params",
+            "label": "parameters",
+            "unit": "",
+            "kind": "count",
+            "source": "parameters over the static subtree of every member",
+            "total": grouped.node(grouped.root).params,
+        }
     if color_by not in COLOR_BY:
         raise ArtifactError(f"color_by={color_by!r}: choose one of {', '.join(COLOR_BY)}")
     have = {m["name"]: m for m in grouped.metrics}

@@ -21,6 +21,7 @@ Two kinds of materialised bytes TorchLens cannot see, computed here from the cal
 `layer_norm_statistics` (the float32 mean and rstd per row that `aten.native_layer_norm` returns beside
 the normalised tensor; `F.layer_norm` hands back only the latter, so they are no op output).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,15 +29,62 @@ from typing import Mapping
 
 SAME_TENSOR = ":same"  # op_output_bytes key suffix: the op returned one of its inputs
 GATHER = ":gather"  # op_output_bytes key suffix: __getitem__ indexed by a tensor (a copy)
-VIEW_OPS = frozenset({
-    "adjoint", "alias", "as_strided", "conj", "detach", "expand", "flatten", "imag", "movedim", "narrow", "permute",
-    "real", "reshape", "select", "slice", "squeeze", "swapaxes", "swapdims", "t", "transpose", "unflatten",
-    "unsqueeze", "view",  # TorchLens' no-copy list (torchlens.debug._cost)
-    "unbind", "split", "split_with_sizes", "tensor_split", "chunk", "view_as", "expand_as", "unfold", "diagonal",
-    "__getitem__",  # slices and integers; with a tensor index the capture keys it `__getitem__:gather`
-})
-COPY_OPS = frozenset({"to", "float", "half", "bfloat16", "double", "long", "int", "bool", "type", "type_as",
-                      "contiguous", "clone", "cpu", "cuda", "copy"})
+VIEW_OPS = frozenset(
+    {
+        "adjoint",
+        "alias",
+        "as_strided",
+        "conj",
+        "detach",
+        "expand",
+        "flatten",
+        "imag",
+        "movedim",
+        "narrow",
+        "permute",
+        "real",
+        "reshape",
+        "select",
+        "slice",
+        "squeeze",
+        "swapaxes",
+        "swapdims",
+        "t",
+        "transpose",
+        "unflatten",
+        "unsqueeze",
+        "view",  # TorchLens' no-copy list (torchlens.debug._cost)
+        "unbind",
+        "split",
+        "split_with_sizes",
+        "tensor_split",
+        "chunk",
+        "view_as",
+        "expand_as",
+        "unfold",
+        "diagonal",
+        "__getitem__",  # slices and integers; with a tensor index the capture keys it `__getitem__:gather`
+    }
+)
+COPY_OPS = frozenset(
+    {
+        "to",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "long",
+        "int",
+        "bool",
+        "type",
+        "type_as",
+        "contiguous",
+        "clone",
+        "cpu",
+        "cuda",
+        "copy",
+    }
+)
 FAMILIES = ("compute", "copy/cast", "gather", "view", "same tensor")
 MATERIALISED = ("compute", "copy/cast", "gather")
 
@@ -80,6 +128,7 @@ def materialised(ops: Mapping[str, int]) -> int:
 def _rows_of_calls(meta: Mapping[str, object]) -> int:
     """Rows (all dims but the last) of a module's first output tensor, summed over its calls, from an
     `output_metadata` entry ({"first", "identical", "distinct", "distinct_calls"})."""
+
     def rows(sig: object) -> int:
         if not isinstance(sig, list) or not sig or not isinstance(sig[0], Mapping):
             return 0
@@ -95,8 +144,12 @@ def _rows_of_calls(meta: Mapping[str, object]) -> int:
     return total
 
 
-def layer_norm_statistics(module_types: Mapping[str, str], output_metadata: Mapping[str, Mapping[str, object]],
-                          classes: tuple[str, ...] = ("LayerNorm",), stat_bytes: int = 4) -> dict[str, int]:
+def layer_norm_statistics(
+    module_types: Mapping[str, str],
+    output_metadata: Mapping[str, Mapping[str, object]],
+    classes: tuple[str, ...] = ("LayerNorm",),
+    stat_bytes: int = 4,
+) -> dict[str, int]:
     """{address: bytes} of the mean and rstd (two float32 per row) of every `nn.LayerNorm` call."""
     out = {}
     for address, cls in module_types.items():
@@ -113,8 +166,28 @@ def layer_norm_statistics(module_types: Mapping[str, str], output_metadata: Mapp
 # dropout, or a bare allocation. A `reshape` / `flatten` of a non-contiguous tensor copies, but TorchLens
 # records it like a view: both sides count it as a view (the analytic model's convention, `analytic.costs`).
 ALLOCATION_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
-NO_OP_WHEN_SAME = frozenset({"to", "float", "half", "bfloat16", "double", "long", "int", "bool", "type", "type_as",
-                             "contiguous", "cpu", "cuda", "detach", "dropout", "dropout_", "clone", "__iter__"})
+NO_OP_WHEN_SAME = frozenset(
+    {
+        "to",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "long",
+        "int",
+        "bool",
+        "type",
+        "type_as",
+        "contiguous",
+        "cpu",
+        "cuda",
+        "detach",
+        "dropout",
+        "dropout_",
+        "clone",
+        "__iter__",
+    }
+)
 
 
 def launches_kernel(op_key: str) -> bool:

@@ -19,6 +19,7 @@ through `graphviz.escape` so a backslash or a `<...>` stays literal; `graphviz` 
 runtime checks against the runtime log, write `callgraph.grouped.json` / `.dot` / `.svg` / `.mmd`.
 Without the `dot` executable the SVG is skipped with a note (in the JSON's `notes`), never a crash.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,10 +44,16 @@ DEFAULT_FORMATS = ("dot", "svg", "mmd")
 KNOWN_FORMATS = ("dot", "svg", "png", "mmd", "raw_dot", "raw_svg", "raw_mmd")
 
 
-def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth: int | None = None,
-                          formats: Sequence[str] = DEFAULT_FORMATS, callgraph: CallGraph | None = None,
-                          config: Any = None, stem: str = GROUPED_STEM, color_by: str = DEFAULT_COLOR_BY
-                          ) -> dict[str, Path]:
+def write_grouped_outputs(
+    grouped: GroupedGraph,
+    out_dir: str | Path,
+    max_depth: int | None = None,
+    formats: Sequence[str] = DEFAULT_FORMATS,
+    callgraph: CallGraph | None = None,
+    config: Any = None,
+    stem: str = GROUPED_STEM,
+    color_by: str = DEFAULT_COLOR_BY,
+) -> dict[str, Path]:
     """Write the renderings asked for and the grouped JSON (last, with any skip notes); return the paths."""
     unknown = [f for f in formats if f not in KNOWN_FORMATS]
     if unknown:
@@ -89,10 +96,12 @@ def write_grouped_outputs(grouped: GroupedGraph, out_dir: str | Path, max_depth:
                 else:
                     grouped.notes.append(f"raw {note}")
             if "raw_mmd" in formats:
-                written["raw_mmd"] = atomic_write_text(out_dir / f"{RAW_STEM}.mmd",
-                                                       build_raw_mermaid(callgraph, max_depth=max_depth))
-    written["json"] = grouped.save(out_dir / (GROUPED_FILENAME if stem == GROUPED_STEM else f"{stem}.json"),
-                                   config=config)
+                written["raw_mmd"] = atomic_write_text(
+                    out_dir / f"{RAW_STEM}.mmd", build_raw_mermaid(callgraph, max_depth=max_depth)
+                )
+    written["json"] = grouped.save(
+        out_dir / (GROUPED_FILENAME if stem == GROUPED_STEM else f"{stem}.json"), config=config
+    )
     return written
 
 
@@ -115,6 +124,13 @@ def group_and_render(
     grouped = group_callgraph(callgraph, runtime_log=runtime_log, checks=checks)
     if costs is not None:
         attach_costs(grouped, costs)
-    written = write_grouped_outputs(grouped, out_dir, max_depth=max_depth, formats=tuple(formats),
-                                    callgraph=callgraph, config=config, color_by=color_by)
+    written = write_grouped_outputs(
+        grouped,
+        out_dir,
+        max_depth=max_depth,
+        formats=tuple(formats),
+        callgraph=callgraph,
+        config=config,
+        color_by=color_by,
+    )
     return grouped, written

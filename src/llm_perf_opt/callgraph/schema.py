@@ -30,6 +30,7 @@ performance engineers already use:
 Version 1 files (no metadata keys, or a bare dict of the five graph keys, as earlier tools wrote) load
 with empty metadata; version 2 files (no `op_output_bytes`, no `module_times`) with both empty.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -43,8 +44,16 @@ SCHEMA = "llm_perf_opt.callgraph"
 SCHEMA_VERSION = 3
 KNOWN_VERSIONS = (1, 2, 3)
 GRAPH_KEYS = ("call_counts", "edges", "op_call_counts", "module_children", "module_types")
-METADATA_KEYS = ("constructor_params", "input_metadata", "output_metadata", "activation_bytes", "param_counts",
-                 "op_output_bytes", "op_counts", "op_counts_by_pass")
+METADATA_KEYS = (
+    "constructor_params",
+    "input_metadata",
+    "output_metadata",
+    "activation_bytes",
+    "param_counts",
+    "op_output_bytes",
+    "op_counts",
+    "op_counts_by_pass",
+)
 TIMING_KEYS = ("module_times", "module_times_method")  # filled by the trace job's profile stage (version 3)
 ROOT = ""
 
@@ -112,6 +121,7 @@ def _is_count(value: Any) -> bool:
 def _check_values(graph: dict[str, Any], source: str) -> None:
     """The graph keys' values have the types the grouping computes with: counts are non-negative integers,
     children lists of addresses, types strings. ArtifactError naming the first bad entry."""
+
     def bad(where: str, value: Any, what: str) -> ArtifactError:
         return ArtifactError(f"{source}: {where} must be {what}, found {value!r}")
 

@@ -18,6 +18,7 @@ All of these were checked with the versions in `CHECKED_VERSIONS` (pyproject pin
 other version is refused with one TraceError saying so, and a private name that has moved is a
 TraceError naming it, never a silent fallback that would count hook reads as model ops.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,10 +57,12 @@ def check_version() -> str:
     if found is None:
         raise TraceError(f"TorchLens is not installed; the capture needs torchlens {checked}")
     if not any(found == v or found.startswith(v + ".") for v in CHECKED_VERSIONS):
-        raise TraceError(f"TorchLens {found} is installed, but the capture's adapter "
-                         f"(llm_perf_opt.callgraph.torchlens_adapter) was checked with {checked} only: it uses "
-                         "TorchLens' private state and display strings; install a checked version "
-                         "(pyproject pins torchlens>=2.36,<2.37) or re-check the adapter")
+        raise TraceError(
+            f"TorchLens {found} is installed, but the capture's adapter "
+            f"(llm_perf_opt.callgraph.torchlens_adapter) was checked with {checked} only: it uses "
+            "TorchLens' private state and display strings; install a checked version "
+            "(pyproject pins torchlens>=2.36,<2.37) or re-check the adapter"
+        )
     return found
 
 
@@ -71,8 +74,10 @@ def _private(module: str, name: str) -> Any:
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        raise TraceError(f"TorchLens {torchlens_version()}: {module}.{name} is gone; the capture's adapter "
-                         "(llm_perf_opt.callgraph.torchlens_adapter) must be updated") from None
+        raise TraceError(
+            f"TorchLens {torchlens_version()}: {module}.{name} is gone; the capture's adapter "
+            "(llm_perf_opt.callgraph.torchlens_adapter) must be updated"
+        ) from None
 
 
 # --------------------------------------------------------------------------- private state
@@ -100,8 +105,10 @@ def torch_is_wrapped() -> bool:
         return False
     state = _private("torchlens", "_state")
     if not hasattr(state, "_is_decorated"):
-        raise TraceError(f"TorchLens {torchlens_version()}: torchlens._state._is_decorated is gone; the "
-                         "capture's adapter (llm_perf_opt.callgraph.torchlens_adapter) must be updated")
+        raise TraceError(
+            f"TorchLens {torchlens_version()}: torchlens._state._is_decorated is gone; the "
+            "capture's adapter (llm_perf_opt.callgraph.torchlens_adapter) must be updated"
+        )
     return bool(state._is_decorated)
 
 
@@ -252,8 +259,12 @@ def _scalar_escapes(caught: Iterable[warnings.WarningMessage]) -> list[dict[str,
     for w in caught:
         if _is_scalar_escape(w):
             path, line = getattr(w.message, "file_path", None), getattr(w.message, "line_no", None)
-            out.append({"count": (getattr(w.message, "fields", None) or {}).get("count"),
-                        "location": f"{path}:{line}" if path else None})
+            out.append(
+                {
+                    "count": (getattr(w.message, "fields", None) or {}).get("count"),
+                    "location": f"{path}:{line}" if path else None,
+                }
+            )
     return out
 
 
@@ -312,9 +323,11 @@ def trace_forward(
         for text in seen:
             progress(f"trace: warning during capture: {text}")
         for e in escapes:
-            progress(f"trace: {e['count']} tensor value(s) read into Python during the forward (host syncs such as "
-                     f".item(); first at {e['location']}): recorded as `scalar_escapes`; the branch they decide is "
-                     "not part of the graph")
+            progress(
+                f"trace: {e['count']} tensor value(s) read into Python during the forward (host syncs such as "
+                f".item(); first at {e['location']}): recorded as `scalar_escapes`; the branch they decide is "
+                "not part of the graph"
+            )
     output = getattr(trace, "raw_output", None) if not rescue else None
     return TorchLensRun(trace=trace, output=output, seconds=seconds, warnings=seen, scalar_escapes=escapes)
 

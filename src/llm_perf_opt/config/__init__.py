@@ -1,4 +1,6 @@
 """Typed configuration: one dataclass schema per Hydra config group, validated in `__post_init__`."""
+
+from llm_perf_opt.config.registry import register_configs, to_typed_config  # noqa: F401
 from llm_perf_opt.config.schemas import (  # noqa: F401
     ExportConfig,
     ModelConfig,
@@ -10,4 +12,3 @@ from llm_perf_opt.config.schemas import (  # noqa: F401
     VerifyConfig,
     WorkloadConfig,
 )
-from llm_perf_opt.config.registry import register_configs, to_typed_config  # noqa: F401

@@ -4,6 +4,7 @@
 Each call initialises Hydra on `conf_dir()` and restores whatever Hydra state was there before, so it
 also works inside a running Hydra job.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -26,21 +27,25 @@ def _hydra() -> Iterator[None]:
         yield
 
 
-def compose(overrides: Sequence[str] = (), *, config_name: str = "config",
-            return_hydra_config: bool = False) -> DictConfig:
+def compose(
+    overrides: Sequence[str] = (), *, config_name: str = "config", return_hydra_config: bool = False
+) -> DictConfig:
     """`conf/<config_name>.yaml` (the trace job's `config`, or a job's own: `analyze`, `calibrate`) composed
     with `overrides`, as that job would see it (before `to_typed_config`)."""
     return compose_each([overrides], config_name=config_name, return_hydra_config=return_hydra_config)[0]
 
 
-def compose_each(override_lists: Sequence[Sequence[str]], *, config_name: str = "config",
-                 return_hydra_config: bool = False) -> list[DictConfig]:
+def compose_each(
+    override_lists: Sequence[Sequence[str]], *, config_name: str = "config", return_hydra_config: bool = False
+) -> list[DictConfig]:
     """One composed config per list of overrides (Hydra initialised once for all of them)."""
     from hydra import compose as hydra_compose
 
     with _hydra():
-        return [hydra_compose(config_name=config_name, overrides=list(o), return_hydra_config=return_hydra_config)
-                for o in override_lists]
+        return [
+            hydra_compose(config_name=config_name, overrides=list(o), return_hydra_config=return_hydra_config)
+            for o in override_lists
+        ]
 
 
 def group_options(group: str) -> list[str]:

@@ -6,6 +6,7 @@ is a directory of `conf/` and exits 2 with `error: hardware='h999' is invalid: o
 option has no YAML file. Sweep syntax (`a,b`, `choice(...)`, globs) is checked per listed value or left
 to Hydra.
 """
+
 from __future__ import annotations
 
 import sys

@@ -4,6 +4,7 @@ An editable install and a plain `pip install .` both expose it as the package `l
 (pyproject maps that package to the top-level `conf/` directory); a source checkout that was never
 installed falls back to the directory itself. Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -26,8 +27,9 @@ def conf_dir() -> Path:
     for path in candidates:
         if (path / "config.yaml").is_file():
             return path
-    raise ConfigError(f"the Hydra configuration (config.yaml) was not found in {', '.join(map(str, candidates))}: "
-                      "a broken install?")
+    raise ConfigError(
+        f"the Hydra configuration (config.yaml) was not found in {', '.join(map(str, candidates))}: a broken install?"
+    )
 
 
 # The directory the user ran the command from. `./dev` changes into the repository before it runs a job, so

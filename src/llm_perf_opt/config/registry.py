@@ -1,4 +1,5 @@
 """Registers the schemas in Hydra's ConfigStore and turns a composed DictConfig into typed, validated objects."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -58,8 +59,12 @@ def unknown_keys(cfg: DictConfig, path: str = "") -> list[tuple[str, str]]:
             found.append((dotted, ", ".join(known)))
             continue
         node = cfg._get_node(key)  # noqa: SLF001 - the node itself: no interpolation resolved
-        if isinstance(node, DictConfig) and not node._is_none() and not node._is_missing() \
-                and not node._is_interpolation():  # noqa: SLF001
+        if (
+            isinstance(node, DictConfig)
+            and not node._is_none()
+            and not node._is_missing()
+            and not node._is_interpolation()
+        ):  # noqa: SLF001
             found += unknown_keys(node, dotted + ".")
     return found
 

@@ -7,6 +7,7 @@ DeepSeek-OCR rules on top (sizes in multiples of 64, crop mode tiling at `image_
 placeholder) belong to the model family (`model.family`, default dsocr) and run in the pipeline's validation step
 (`llm_perf_opt.trace.validate`), before any work. Nothing here imports torch or a family package.
 """
+
 from __future__ import annotations
 
 import re
@@ -63,7 +64,9 @@ class ModelConfig:
         path = user_path(self.path)  # relative to where the user ran the command, not the repository
         self.path = str(path)
         if not path.is_dir():
-            raise ConfigError.field("model.path", self.path, "must be an existing directory (the vendor model directory)")
+            raise ConfigError.field(
+                "model.path", self.path, "must be an existing directory (the vendor model directory)"
+            )
         if not (path / "config.json").is_file():
             raise ConfigError.field("model.path", self.path, "must contain config.json (the vendor model directory)")
 
@@ -104,8 +107,11 @@ def page_size_of(entry: str) -> tuple[int, int]:
 
                 preset = OmegaConf.load(path)
                 return int(preset.width), int(preset.height)
-    raise ConfigError.field("workload.pages", entry, "each entry is WIDTHxHEIGHT in pixels (e.g. 1700x2200) or a "
-                            "page preset of conf/page/ (e.g. a4_portrait)")
+    raise ConfigError.field(
+        "workload.pages",
+        entry,
+        "each entry is WIDTHxHEIGHT in pixels (e.g. 1700x2200) or a page preset of conf/page/ (e.g. a4_portrait)",
+    )
 
 
 def _packaged_page_dir() -> Optional[Path]:
@@ -143,8 +149,12 @@ class WorkloadConfig:
             for entry in self.pages:
                 page_size_of(entry)  # one line naming workload.pages when an entry is neither WxH nor a preset
             if self.batch not in (1, len(self.pages)):
-                raise ConfigError.field("workload.batch", self.batch, f"workload.pages lists {len(self.pages)} pages: "
-                                        "the batch is their number (leave workload.batch out or set it equal)")
+                raise ConfigError.field(
+                    "workload.batch",
+                    self.batch,
+                    f"workload.pages lists {len(self.pages)} pages: "
+                    "the batch is their number (leave workload.batch out or set it equal)",
+                )
             self.batch = len(self.pages)
         if not isinstance(self.crop_mode, bool):
             raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
@@ -173,10 +183,15 @@ class RuntimeConfig:
         _one_of("runtime.dtype", self.dtype, DTYPES)
         _one_of("runtime.attn_implementation", self.attn_implementation, ATTN_IMPLEMENTATIONS)
         if self.device == "cpu" and self.attn_implementation == "flash_attention_2":
-            raise ConfigError.field("runtime.attn_implementation", self.attn_implementation,
-                                    "flash_attention_2 needs runtime=cuda; use eager or sdpa on CPU")
+            raise ConfigError.field(
+                "runtime.attn_implementation",
+                self.attn_implementation,
+                "flash_attention_2 needs runtime=cuda; use eager or sdpa on CPU",
+            )
         if self.device == "cpu" and self.dtype == "float16":
-            raise ConfigError.field("runtime.dtype", self.dtype, "float16 is not supported on CPU; use float32 or bfloat16")
+            raise ConfigError.field(
+                "runtime.dtype", self.dtype, "float16 is not supported on CPU; use float32 or bfloat16"
+            )
         if self.threads is not None and self.threads <= 0:
             raise ConfigError.field("runtime.threads", self.threads, "must be a positive integer or null")
 
@@ -223,15 +238,19 @@ class VerifyConfig:
         if isinstance(self.rtol, bool) or not isinstance(self.rtol, (int, float)) or not 0 <= self.rtol < 1:
             raise ConfigError.field("verify.rtol", self.rtol, "must be in [0, 1)")
         if not isinstance(self.analytic_spec, dict):
-            raise ConfigError.field("verify.analytic_spec", self.analytic_spec,
-                                    "must be a mapping of ModelSpec fields, e.g. {decoder: {num_layers: 11}}")
+            raise ConfigError.field(
+                "verify.analytic_spec",
+                self.analytic_spec,
+                "must be a mapping of ModelSpec fields, e.g. {decoder: {num_layers: 11}}",
+            )
         for key, values in self.sweep.items():
             if not values:
                 raise ConfigError.field(f"verify.sweep.{key}", values, "must list at least one value")
             for value in values:
                 if "," in str(value):
-                    raise ConfigError.field(f"verify.sweep.{key}", value,
-                                            "must list one value per entry (no commas: the list is the sweep)")
+                    raise ConfigError.field(
+                        f"verify.sweep.{key}", value, "must list one value per entry (no commas: the list is the sweep)"
+                    )
         for override in self.overrides:
             if "=" not in str(override):
                 raise ConfigError.field("verify.overrides", override, "must be key=value overrides")
@@ -275,8 +294,9 @@ class ExportConfig:
     def __post_init__(self) -> None:
         if self.submodules is not None:
             if len(self.submodules) == 0:
-                raise ConfigError.field("export.submodules", self.submodules,
-                                        "must name at least one submodule (or be null)")
+                raise ConfigError.field(
+                    "export.submodules", self.submodules, "must name at least one submodule (or be null)"
+                )
             # which names exist is the model family's rule (ModelFamily.check_export, at validation)
         if self.moe_layer is not None and self.moe_layer < 0:
             raise ConfigError.field("export.moe_layer", self.moe_layer, "must be >= 0 or null")
@@ -314,8 +334,11 @@ class ProfileConfig:
     def check_device(self, device: str) -> None:
         """NVTX ranges exist only for CUDA (Nsight Systems): refuse `profile.nvtx=true` anywhere else."""
         if self.enabled and self.nvtx and device != "cuda":
-            raise ConfigError.field("profile.nvtx", self.nvtx,
-                                    f"NVTX ranges need runtime=cuda (the run is on {device}); set profile.nvtx=false")
+            raise ConfigError.field(
+                "profile.nvtx",
+                self.nvtx,
+                f"NVTX ranges need runtime=cuda (the run is on {device}); set profile.nvtx=false",
+            )
 
 
 @dataclass
@@ -396,7 +419,6 @@ class RootConfig:
     size: Optional[SizeConfig] = None  # ./dev size only (conf/size.yaml)
 
 
-
 # ----------------------------------------------------------------------------------------------- hardware
 HARDWARE_KINDS = ("datasheet", "measured", "custom")  # custom: every figure from the command line
 PREDICTION_DTYPES = ("bfloat16", "float16", "float32")  # storage dtypes a roofline prediction can use
@@ -452,12 +474,17 @@ class HardwareConfig:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ConfigError.field("hardware.device_names", pattern, f"is not a regular expression ({exc})") from None
+                raise ConfigError.field(
+                    "hardware.device_names", pattern, f"is not a regular expression ({exc})"
+                ) from None
         figures = self.figures()
         if self.kind == "measured":
             if figures:
-                raise ConfigError.field(f"hardware.{next(iter(figures))}", "…",
-                                        "a measured roof takes no figures (calibration measures them)")
+                raise ConfigError.field(
+                    f"hardware.{next(iter(figures))}",
+                    "…",
+                    "a measured roof takes no figures (calibration measures them)",
+                )
             return
         for key in self.matmul_tflops:
             _one_of(f"hardware.matmul_tflops.{key}", key, MATMUL_PEAK_KEYS)
@@ -466,16 +493,20 @@ class HardwareConfig:
             if getattr(self, required) is None:
                 raise ConfigError(f"hardware.{required} is required for a {self.kind} roof ({self.name})")
         if not self.matmul_tflops:
-            raise ConfigError(f"hardware.matmul_tflops is required for a datasheet roof ({self.name}): "
-                              f"one dense peak per dtype ({', '.join(MATMUL_PEAK_KEYS)})")
+            raise ConfigError(
+                f"hardware.matmul_tflops is required for a datasheet roof ({self.name}): "
+                f"one dense peak per dtype ({', '.join(MATMUL_PEAK_KEYS)})"
+            )
         for path, fig in figures.items():
             value = fig.value
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-                    or value == float("inf"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
                 raise ConfigError.field(f"hardware.{path}.value", value, "must be a positive number")
             if fig.doc not in self.documents:
-                raise ConfigError.field(f"hardware.{path}.doc", fig.doc,
-                                        f"must name one of hardware.documents ({', '.join(self.documents) or 'none'})")
+                raise ConfigError.field(
+                    f"hardware.{path}.doc",
+                    fig.doc,
+                    f"must name one of hardware.documents ({', '.join(self.documents) or 'none'})",
+                )
             if not str(fig.quote).strip():
                 raise ConfigError(f"hardware.{path}.quote is empty: say what {fig.doc} states")
         if self.dtype is not None:
@@ -496,6 +527,7 @@ class HardwareConfig:
         if self.kind != "measured" and key not in self.matmul_tflops:
             field_name = "hardware.allow_tf32" if key == "tf32" else "hardware.dtype"
             value = self.allow_tf32 if key == "tf32" else dtype
-            raise ConfigError.field(field_name, value, f"{self.name} has no matmul peak for {key} "
-                                    f"(it has: {', '.join(self.matmul_tflops)})")
+            raise ConfigError.field(
+                field_name, value, f"{self.name} has no matmul peak for {key} (it has: {', '.join(self.matmul_tflops)})"
+            )
         return key

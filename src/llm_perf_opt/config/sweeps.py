@@ -7,6 +7,7 @@ the report ("not started") agree with what the sweeper launches, without Hydra's
 class. It lives in `config` so that both `pipelines` (the progress callback) and `report` (jobs that
 never started) may import it. Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -33,8 +34,11 @@ def planned_jobs(cfg: Any, config_loader: Any = None) -> Optional[list[list[str]
     params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None) or {}
     task = OmegaConf.select(cfg, "hydra.overrides.task", default=None) or []
     arguments = [f"{k}={v}" for k, v in params.items()]
-    arguments += [str(o) for o in OmegaConf.to_container(task, resolve=False)] if OmegaConf.is_config(task) \
+    arguments += (
+        [str(o) for o in OmegaConf.to_container(task, resolve=False)]
+        if OmegaConf.is_config(task)
         else [str(o) for o in task]
+    )
     try:
         overrides = OverridesParser.create(config_loader=config_loader).parse_overrides(arguments)
         choices: dict[str, list[str]] = {}  # key -> its "key=value" options, in first-seen key order

@@ -32,6 +32,7 @@ Every stage is one call of `DeepseekOCRForCausalLM` costed through the registry
 models, and a class without a formula cannot be counted. Stages are cached per spec (bounded; see
 `clear_caches`). No multipliers and no calibration: every number is a product of these shapes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
 DEFAULT_PROMPT_TOKENS = 4  # "\nFree OCR." after the image tokens: 4 tokens of the vendor's tokenizer
+
 
 @dataclass(frozen=True)
 class VisionPass:
@@ -91,37 +93,60 @@ def _batch_shapes(batch: int, more: tuple) -> dict[str, Any]:
     return {"batch": batch, "more_images": [_pass_shapes(p, t) for p, t in more]}
 
 
-def _vision_stage(spec: ModelSpec, passes: Passes, image_tokens: int, b: int, batch: int = 1,
-                  more: tuple = ()) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False,
-                                                                    batch, more, batch > 1))
-    return StageCost("vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens) | _batch_shapes(batch, more),
-                     P.VOCABULARY)
+def _vision_stage(
+    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, batch: int = 1, more: tuple = ()
+) -> StageCost:
+    root = module_cost(
+        "dsocr.DeepseekOCRForCausalLM",
+        ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False, batch, more, batch > 1),
+    )
+    return StageCost(
+        "vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens) | _batch_shapes(batch, more), P.VOCABULARY
+    )
 
 
-def _prefill_stage(spec: ModelSpec, passes: Passes, image_tokens: int, seq_len: int, b: int,
-                   attention: str, batch: int = 1, more: tuple = ()) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b,
-                                                                    True, batch, more, batch > 1))
-    shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0} \
+def _prefill_stage(
+    spec: ModelSpec,
+    passes: Passes,
+    image_tokens: int,
+    seq_len: int,
+    b: int,
+    attention: str,
+    batch: int = 1,
+    more: tuple = (),
+) -> StageCost:
+    root = module_cost(
+        "dsocr.DeepseekOCRForCausalLM",
+        ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b, True, batch, more, batch > 1),
+    )
+    shapes = (
+        _pass_shapes(passes, image_tokens)
+        | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
         | _batch_shapes(batch, more)
+    )
     return StageCost("prefill", root, ("",), shapes, P.VOCABULARY)
 
 
 def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
-    root = module_cost("dsocr.DeepseekOCRForCausalLM", ForwardShape(spec, (), 0, 1, context_len, attention, b,
-                                                                    True, batch, (), batch > 1))
+    root = module_cost(
+        "dsocr.DeepseekOCRForCausalLM",
+        ForwardShape(spec, (), 0, 1, context_len, attention, b, True, batch, (), batch > 1),
+    )
     shapes = {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1} | ({"batch": batch} if batch > 1 else {})
-    return StageCost("decode", root, ("",), shapes,
-                     P.VOCABULARY)
+    return StageCost("decode", root, ("",), shapes, P.VOCABULARY)
 
 
 class SpecStages:
     """The stages of one spec, each in a bounded cache keyed by the shapes that decide it; `vision`,
     `prefill` and `decode` are a family's stage functions, each taking the spec first."""
 
-    def __init__(self, spec: Any, vision: Callable[..., StageCost], prefill: Callable[..., StageCost],
-                 decode: Callable[..., StageCost]) -> None:
+    def __init__(
+        self,
+        spec: Any,
+        vision: Callable[..., StageCost],
+        prefill: Callable[..., StageCost],
+        decode: Callable[..., StageCost],
+    ) -> None:
         self.vision = lru_cache(maxsize=4096)(partial(vision, spec))
         self.prefill = lru_cache(maxsize=4096)(partial(prefill, spec))
         self.decode = lru_cache(maxsize=4096)(partial(decode, spec))
@@ -172,30 +197,43 @@ class DeepseekOCRAnalyticModel:
             only (fused attention does not materialise the scores), never FLOPs.
     """
 
-    def __init__(self, spec: ModelSpec, layout: ViewLayout, seq_len: int | None = None, *,
-                 prompt_tokens: int = DEFAULT_PROMPT_TOKENS, context_len: int | None = None,
-                 dtype: Any = "bfloat16", decoder_attention: str = "eager", batch: int = 1,
-                 batch_layouts: tuple[ViewLayout, ...] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        layout: ViewLayout,
+        seq_len: int | None = None,
+        *,
+        prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
+        context_len: int | None = None,
+        dtype: Any = "bfloat16",
+        decoder_attention: str = "eager",
+        batch: int = 1,
+        batch_layouts: tuple[ViewLayout, ...] | None = None,
+    ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ConfigError.field("workload.batch", batch, "must be a positive integer (pages served together)")
         # batch > 1: generate()'s batched inputs, every prompt left-padded to the longest (`seq_len`); the
         # sequences' layouts (default: `layout` for every one)
         layouts = tuple(batch_layouts) if batch_layouts else (layout,) * batch
         if len(layouts) != batch or layouts[0] != layout:
-            raise ConfigError.field("workload.batch", batch, f"{len(layouts)} page layouts given, the first must be "
-                                    "`layout`")
+            raise ConfigError.field(
+                "workload.batch", batch, f"{len(layouts)} page layouts given, the first must be `layout`"
+            )
         longest = max(lay.image_tokens for lay in layouts)
         if seq_len is None:
             seq_len = max(default_seq_len(lay, prompt_tokens) for lay in layouts)
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1 + longest:
-            raise ConfigError.field("analytic.seq_len", seq_len,
-                                    f"must be an integer >= 1 + image tokens = {1 + longest}")
+            raise ConfigError.field(
+                "analytic.seq_len", seq_len, f"must be an integer >= 1 + image tokens = {1 + longest}"
+            )
         if context_len is None:
             context_len = seq_len
         if isinstance(context_len, bool) or not isinstance(context_len, int) or context_len < 0:
             raise ConfigError.field("analytic.context_len", context_len, "must be a non-negative integer")
         if decoder_attention not in ATTENTION_CLASSES:
-            raise ConfigError.field("analytic.decoder_attention", decoder_attention, f"one of {list(ATTENTION_CLASSES)}")
+            raise ConfigError.field(
+                "analytic.decoder_attention", decoder_attention, f"one of {list(ATTENTION_CLASSES)}"
+            )
         self.spec = spec
         self.vocabulary = P.VOCABULARY
         self.layout = layout
@@ -206,14 +244,16 @@ class DeepseekOCRAnalyticModel:
         self._passes_key = tuple((p.name, p.batch, p.side) for p in vision_passes(layout))
         self.batch = batch
         self.layouts = layouts
-        self._more = tuple((tuple((p.name, p.batch, p.side) for p in vision_passes(lay)), lay.image_tokens)
-                           for lay in layouts[1:])
+        self._more = tuple(
+            (tuple((p.name, p.batch, p.side) for p in vision_passes(lay)), lay.image_tokens) for lay in layouts[1:]
+        )
         self._attention = ATTENTION_CLASSES[decoder_attention]
         self._stages = _stages_for(spec)
 
     @classmethod
-    def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
-                 **kwargs: Any) -> "DeepseekOCRAnalyticModel":
+    def for_page(
+        cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int, **kwargs: Any
+    ) -> "DeepseekOCRAnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
 
     def parameter_count(self) -> int:
@@ -235,8 +275,9 @@ class DeepseekOCRAnalyticModel:
             return self
         lay = self.layouts[i]  # the same prompt text, its own image tokens (the batch pads to the longest)
         own = self.seq_len - (max(x.image_tokens for x in self.layouts) - lay.image_tokens)
-        return DeepseekOCRAnalyticModel(self.spec, lay, own,
-                                        dtype=self.dtype_bytes, decoder_attention=self.decoder_attention)
+        return DeepseekOCRAnalyticModel(
+            self.spec, lay, own, dtype=self.dtype_bytes, decoder_attention=self.decoder_attention
+        )
 
     def moe_from_routing(self, routing_path: str) -> Any:
         """The MoE shape measured in a routing.json (`dsocr.serving.moe_from_routing`)."""
@@ -246,9 +287,16 @@ class DeepseekOCRAnalyticModel:
 
     def with_dtype(self, dtype: Any) -> "DeepseekOCRAnalyticModel":
         """The same page and prompt with bytes counted in another dtype (a roof's prediction dtype)."""
-        return DeepseekOCRAnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
-                                        dtype=dtype, decoder_attention=self.decoder_attention, batch=self.batch,
-                                        batch_layouts=self.layouts)
+        return DeepseekOCRAnalyticModel(
+            self.spec,
+            self.layout,
+            self.seq_len,
+            context_len=self.context_len,
+            dtype=dtype,
+            decoder_attention=self.decoder_attention,
+            batch=self.batch,
+            batch_layouts=self.layouts,
+        )
 
     @property
     def passes(self) -> tuple[VisionPass, ...]:
@@ -258,8 +306,15 @@ class DeepseekOCRAnalyticModel:
         return self._stages.vision(self._passes_key, self.layout.image_tokens, self.dtype_bytes, self.batch, self._more)
 
     def prefill(self) -> StageCost:
-        return self._stages.prefill(self._passes_key, self.layout.image_tokens, self.seq_len, self.dtype_bytes,
-                                    self._attention, self.batch, self._more)
+        return self._stages.prefill(
+            self._passes_key,
+            self.layout.image_tokens,
+            self.seq_len,
+            self.dtype_bytes,
+            self._attention,
+            self.batch,
+            self._more,
+        )
 
     def decode(self, context_len: int | None = None) -> StageCost:
         ctx = self.context_len if context_len is None else context_len
@@ -293,7 +348,6 @@ class DeepseekOCRAnalyticModel:
     def stages(self) -> dict[str, StageCost]:
         return {name: self.stage(name) for name in STAGES}
 
-
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         return costs_dict(self, with_parts=with_parts)
 
@@ -310,21 +364,22 @@ def costs_dict(model: DeepseekOCRAnalyticModel, with_parts: bool = True) -> dict
         "decoder_attention": model.decoder_attention,
         "conventions": {
             "flops": "2 x multiply-adds; flops_matmul is what torch.utils.flop_counter counts "
-                     "(mm/addmm/bmm/conv/sdpa/einsum), flops_other is an analytic estimate of "
-                     "elementwise, norm and softmax work (not measured)",
+            "(mm/addmm/bmm/conv/sdpa/einsum), flops_other is an analytic estimate of "
+            "elementwise, norm and softmax work (not measured)",
             "io_bytes": "weights read + inputs read + outputs written, once per layer call",
             "weight_bytes": "parameter bytes read, summed over calls (a module called twice reads twice); "
-                            "embeddings read only the gathered rows; MoE routed experts: "
-                            "min(n_routed, tokens x top_k) experts read",
+            "embeddings read only the gathered rows; MoE routed experts: "
+            "min(n_routed, tokens x top_k) experts read",
             "activation_bytes": "bytes of every tensor the eager op sequence produces (outputs and "
-                                "materialised intermediates)",
+            "materialised intermediates)",
             "units": "tflops = flops / 1e12, io_tb = io_bytes / 1e12, weights_gb and activations_gb = bytes / 1e9",
         },
         "stages": {name: stage.to_dict(with_parts=with_parts) for name, stage in model.stages().items()},
     }
 
 
-def analytic_costs(spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
-                   **kwargs: Any) -> dict[str, StageCost]:
+def analytic_costs(
+    spec: ModelSpec, workload: VisionWorkload, width: int, height: int, **kwargs: Any
+) -> dict[str, StageCost]:
     """The three stage costs of one page (convenience wrapper)."""
     return DeepseekOCRAnalyticModel.for_page(spec, workload, width, height, **kwargs).stages()

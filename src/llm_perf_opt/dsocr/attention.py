@@ -5,6 +5,7 @@ device and the `flash_attn` package; without the package the session falls back 
 while a direct `build_twin` refuses it. The config schema checks only what plain values can tell
 (a CPU runtime with flash_attention_2); everything that needs torch or an import is checked here.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,8 +31,9 @@ def flash_attn_importable() -> bool:
     return True
 
 
-def resolve_attn_implementation(requested: str, device: Optional[torch.device | str] = None, *,
-                                fallback: bool = True) -> tuple[str, list[str]]:
+def resolve_attn_implementation(
+    requested: str, device: Optional[torch.device | str] = None, *, fallback: bool = True
+) -> tuple[str, list[str]]:
     """The implementation to build with, and the fallbacks taken (as messages).
 
     `device` None skips the device rule (the caller checks it where the device is known). Without
@@ -42,8 +44,11 @@ def resolve_attn_implementation(requested: str, device: Optional[torch.device | 
     if requested != "flash_attention_2":
         return requested, []
     if device is not None and torch.device(device).type != "cuda":
-        raise ConfigError.field(FIELD, requested, f"flash_attention_2 needs runtime=cuda (device "
-                                f"{str(torch.device(device))!r}); use eager or sdpa on CPU")
+        raise ConfigError.field(
+            FIELD,
+            requested,
+            f"flash_attention_2 needs runtime=cuda (device {str(torch.device(device))!r}); use eager or sdpa on CPU",
+        )
     if flash_attn_importable():
         return requested, []
     if not fallback:

@@ -28,6 +28,7 @@ With the `routing` patch (MoE gates), also:
   (`annotation`: its bracket, experts hit over the steps, and a line with the prefill and per-step
   counts), not from its own count.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -51,16 +52,18 @@ def _short(path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- vision
-def vision_passes(grouped: GroupedGraph, events: Sequence[Event],
-                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def vision_passes(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`vision_passes:<module>` for every vision part: its calls against the logged vision passes."""
     vis_events = events_of(events, "vision_inputs")
     passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
     return [_vision_check(grouped, path, vis_events, passes, module_types) for path in parts.VISION_PATHS]
 
 
-def _vision_check(grouped: GroupedGraph, path: str, vis_events: Sequence[Event], passes: list[Any],
-                  module_types: Mapping[str, str]) -> dict[str, Any]:
+def _vision_check(
+    grouped: GroupedGraph, path: str, vis_events: Sequence[Event], passes: list[Any], module_types: Mapping[str, str]
+) -> dict[str, Any]:
     name = _short(path)
     check_name = f"vision_passes:{name}"
     nodes = [n for n in grouped.nodes if n.members and all(m == path for m in n.members)]
@@ -69,26 +72,42 @@ def _vision_check(grouped: GroupedGraph, path: str, vis_events: Sequence[Event],
     observed = sum(n.calls for n in nodes)
     found = dict(patterns=[n.pattern for n in nodes], parfor=sorted({n.parfor for n in nodes if n.parfor is not None}))
     if not vis_events:
-        return check_result(check_name, STATUS_NOT_CHECKED, None, observed,
-                            "no 'vision_inputs' event in the runtime log", **found)
+        return check_result(
+            check_name, STATUS_NOT_CHECKED, None, observed, "no 'vision_inputs' event in the runtime log", **found
+        )
     if any(not isinstance(p, int) for p in passes):
-        return check_result(check_name, STATUS_NOT_CHECKED, None, observed,
-                            "a 'vision_inputs' event lacks an integer 'vision_passes'", **found)
+        return check_result(
+            check_name,
+            STATUS_NOT_CHECKED,
+            None,
+            observed,
+            "a 'vision_inputs' event lacks an integer 'vision_passes'",
+            **found,
+        )
     expected = sum(passes)
-    return check_result(check_name, STATUS_OK if expected == observed else STATUS_MISMATCH, expected, observed,
-                        f"calls of {name} in the graph vs vision_passes summed over {len(vis_events)} vision_inputs "
-                        f"event(s)", **found)
+    return check_result(
+        check_name,
+        STATUS_OK if expected == observed else STATUS_MISMATCH,
+        expected,
+        observed,
+        f"calls of {name} in the graph vs vision_passes summed over {len(vis_events)} vision_inputs event(s)",
+        **found,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- decoder
-def decoder_stack(grouped: GroupedGraph, events: Sequence[Event],
-                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def decoder_stack(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`decoder_layers` and `decoder_layer_calls` against the `llm_stack` events."""
     stack_nodes = decoder_stack_nodes(grouped)
     if not stack_nodes:
-        return [check_result("decoder_layers", STATUS_NOT_CHECKED, None, None,
-                             f"no called stack in '{parts.DECODER_STACK}'"),
-                check_result("decoder_layer_calls", STATUS_NOT_CHECKED, None, None, "no decoder stack found")]
+        return [
+            check_result(
+                "decoder_layers", STATUS_NOT_CHECKED, None, None, f"no called stack in '{parts.DECODER_STACK}'"
+            ),
+            check_result("decoder_layer_calls", STATUS_NOT_CHECKED, None, None, "no decoder stack found"),
+        ]
     llm_events = events_of(events, "llm_stack")
     return [_layers_check(stack_nodes, llm_events), _layer_calls_check(stack_nodes, llm_events)]
 
@@ -97,28 +116,49 @@ def _layers_check(stack_nodes: list[GroupNode], llm_events: Sequence[Event]) -> 
     observed = len(OrderedDict.fromkeys(m for n in stack_nodes for m in n.members))
     groups = [{"pattern": n.pattern, "class_name": n.class_name, "for_n": n.for_n} for n in stack_nodes]
     if not llm_events:
-        return check_result("decoder_layers", STATUS_NOT_CHECKED, None, observed,
-                            "no 'llm_stack' event in the runtime log", groups=groups)
+        return check_result(
+            "decoder_layers",
+            STATUS_NOT_CHECKED,
+            None,
+            observed,
+            "no 'llm_stack' event in the runtime log",
+            groups=groups,
+        )
     nums = sorted({e.get("num_layers") for e in llm_events if isinstance(e.get("num_layers"), int)})
     if not nums:
-        return check_result("decoder_layers", STATUS_NOT_CHECKED, None, observed,
-                            "'llm_stack' events lack an integer 'num_layers'", groups=groups)
-    return check_result("decoder_layers", STATUS_OK if nums == [observed] else STATUS_MISMATCH,
-                        nums[0] if len(nums) == 1 else nums, observed,
-                        "distinct decoder layers in the stack groups (for N summed) vs llm_stack.num_layers",
-                        groups=groups)
+        return check_result(
+            "decoder_layers",
+            STATUS_NOT_CHECKED,
+            None,
+            observed,
+            "'llm_stack' events lack an integer 'num_layers'",
+            groups=groups,
+        )
+    return check_result(
+        "decoder_layers",
+        STATUS_OK if nums == [observed] else STATUS_MISMATCH,
+        nums[0] if len(nums) == 1 else nums,
+        observed,
+        "distinct decoder layers in the stack groups (for N summed) vs llm_stack.num_layers",
+        groups=groups,
+    )
 
 
 def _layer_calls_check(stack_nodes: list[GroupNode], llm_events: Sequence[Event]) -> dict[str, Any]:
     per_layer_calls = sorted({c for n in stack_nodes for c in _per_member_calls(n)})
     if not llm_events:
-        return check_result("decoder_layer_calls", STATUS_NOT_CHECKED, None, per_layer_calls,
-                            "no 'llm_stack' event in the runtime log")
+        return check_result(
+            "decoder_layer_calls", STATUS_NOT_CHECKED, None, per_layer_calls, "no 'llm_stack' event in the runtime log"
+        )
     expected = len(llm_events)
     observed: Any = per_layer_calls[0] if len(per_layer_calls) == 1 else per_layer_calls
-    return check_result("decoder_layer_calls", STATUS_OK if per_layer_calls == [expected] else STATUS_MISMATCH,
-                        expected, observed,
-                        "calls of each decoder layer vs the number of llm_stack events (one per stack run)")
+    return check_result(
+        "decoder_layer_calls",
+        STATUS_OK if per_layer_calls == [expected] else STATUS_MISMATCH,
+        expected,
+        observed,
+        "calls of each decoder layer vs the number of llm_stack events (one per stack run)",
+    )
 
 
 def _per_member_calls(node: GroupNode) -> list[int]:
@@ -128,9 +168,13 @@ def _per_member_calls(node: GroupNode) -> list[int]:
 def decoder_stack_nodes(grouped: GroupedGraph) -> list[GroupNode]:
     """The groups of the decoder layers `model.layers.<i>`: the stack groups (`layers.*`) and the
     singletons of the family (a lone dense layer 0 has a literal template), in node order."""
-    layer_nodes = [n for n in grouped.nodes if n.members
-                   and all(parts.decoder_layer_index(m) is not None for m in n.members)
-                   and (n.template.endswith("*") or len(n.members) == 1)]
+    layer_nodes = [
+        n
+        for n in grouped.nodes
+        if n.members
+        and all(parts.decoder_layer_index(m) is not None for m in n.members)
+        and (n.template.endswith("*") or len(n.members) == 1)
+    ]
     stacks = [n for n in layer_nodes if n.template.endswith("*")]
     if not stacks:
         return []
@@ -139,8 +183,9 @@ def decoder_stack_nodes(grouped: GroupedGraph) -> list[GroupNode]:
 
 
 # ---------------------------------------------------------------------------------------------- decode loop
-def decode_loop(grouped: GroupedGraph, events: Sequence[Event],
-                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def decode_loop(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`decode_loop` when the log holds decode steps (none for a prefill-only forward)."""
     llm_events = events_of(events, "llm_stack")
     if len(llm_events) < 2 and not events_of(events, "decode_step"):
@@ -148,8 +193,11 @@ def decode_loop(grouped: GroupedGraph, events: Sequence[Event],
     passes = len(llm_events)
     past = [e.get("past_len") for e in llm_events]
     fed = [e.get("seq_len") for e in llm_events]
-    expected = {"passes": passes, "past_len": [fed[0] + k - 1 if k and isinstance(fed[0], int) else 0
-                                               for k in range(passes)], "new_tokens": [fed[0]] + [1] * (passes - 1)}
+    expected = {
+        "passes": passes,
+        "past_len": [fed[0] + k - 1 if k and isinstance(fed[0], int) else 0 for k in range(passes)],
+        "new_tokens": [fed[0]] + [1] * (passes - 1),
+    }
     problems = []
     if past != expected["past_len"] or fed != expected["new_tokens"]:
         problems.append("llm_stack events do not chain (past length = prompt + step - 1, one new token per step)")
@@ -160,15 +208,24 @@ def decode_loop(grouped: GroupedGraph, events: Sequence[Event],
     observed = {"passes": sum(n.calls for n in head) if head else None, "past_len": past, "new_tokens": fed}
     if observed["passes"] != passes:
         problems.append(f"lm_head called {observed['passes']} times for {passes} llm_stack events")
-    detail = ("lm_head calls vs llm_stack events (prefill + decode steps); past length and new tokens per "
-              "step from the log")
-    return [check_result("decode_loop", STATUS_MISMATCH if problems else STATUS_OK, expected, observed,
-                         detail + ("; " + "; ".join(problems) if problems else ""))]
+    detail = (
+        "lm_head calls vs llm_stack events (prefill + decode steps); past length and new tokens per step from the log"
+    )
+    return [
+        check_result(
+            "decode_loop",
+            STATUS_MISMATCH if problems else STATUS_OK,
+            expected,
+            observed,
+            detail + ("; " + "; ".join(problems) if problems else ""),
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- routing
-def moe_routing(grouped: GroupedGraph, events: Sequence[Event],
-                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def moe_routing(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`moe_routing` when the log holds `routing` events; labels the expert nodes from that record."""
     from llm_perf_opt.dsocr import routing as R
     from llm_perf_opt.errors import ArtifactError
@@ -191,11 +248,20 @@ def moe_routing(grouped: GroupedGraph, events: Sequence[Event],
     observed = {str(i): len(called.get(i, ())) for i in record.layers}
     same = all(R.hit_over_steps(record, i) == called.get(i, set()) for i in record.layers)
     for node, layers in nodes:
-        node.annotation = {k: v for k, v in (("bracket", R.bracket(record, layers)),
-                                             ("line", R.label(record, layers))) if v}
-    return [check_result("moe_routing", STATUS_OK if same else STATUS_MISMATCH, expected, observed,
-                         "experts called in the graph vs experts the gates' top-k hit over all steps, per MoE "
-                         f"layer ({record.note})", steps=len(record.steps))]
+        node.annotation = {
+            k: v for k, v in (("bracket", R.bracket(record, layers)), ("line", R.label(record, layers))) if v
+        }
+    return [
+        check_result(
+            "moe_routing",
+            STATUS_OK if same else STATUS_MISMATCH,
+            expected,
+            observed,
+            "experts called in the graph vs experts the gates' top-k hit over all steps, per MoE "
+            f"layer ({record.note})",
+            steps=len(record.steps),
+        )
+    ]
 
 
 def _expert_of(address: str) -> tuple[int, int] | None:
@@ -211,34 +277,54 @@ def _expert_of(address: str) -> tuple[int, int] | None:
 VISION_LOOPS = ("model.sam_model.blocks", "model.vision_model.transformer.layers")
 
 
-def block_loops(grouped: GroupedGraph, events: Sequence[Event],
-                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def block_loops(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`block_loop:<loop>`: the loop's `for N` groups against the length the forward looped over."""
     loop_events = events_of(events, "block_loop")
-    return [_loop_check(grouped, loop, [e for e in loop_events if e.get("loop") == loop], module_types)
-            for loop in VISION_LOOPS]
+    return [
+        _loop_check(grouped, loop, [e for e in loop_events if e.get("loop") == loop], module_types)
+        for loop in VISION_LOOPS
+    ]
 
 
-def _loop_check(grouped: GroupedGraph, loop: str, loop_events: Sequence[Event],
-                module_types: Mapping[str, str]) -> dict[str, Any]:
+def _loop_check(
+    grouped: GroupedGraph, loop: str, loop_events: Sequence[Event], module_types: Mapping[str, str]
+) -> dict[str, Any]:
     name = f"block_loop:{loop.removeprefix('model.')}"
     prefix = loop + "."
-    nodes = [n for n in grouped.nodes if n.members and n.template.endswith("*")
-             and all(m.startswith(prefix) and m[len(prefix):].isdigit() for m in n.members)]
+    nodes = [
+        n
+        for n in grouped.nodes
+        if n.members
+        and n.template.endswith("*")
+        and all(m.startswith(prefix) and m[len(prefix) :].isdigit() for m in n.members)
+    ]
     observed = len(OrderedDict.fromkeys(m for n in nodes for m in n.members)) if nodes else None
-    found = dict(groups=[{"pattern": n.pattern, "for_n": n.for_n, "variants": [f"{v.label} x{len(v.members)}"
-                                                                              for v in n.variants]} for n in nodes])
+    found = dict(
+        groups=[
+            {"pattern": n.pattern, "for_n": n.for_n, "variants": [f"{v.label} x{len(v.members)}" for v in n.variants]}
+            for n in nodes
+        ]
+    )
     if not nodes and loop not in module_types:
         return check_result(name, STATUS_NOT_CHECKED, None, None, f"no module {loop} in the graph", **found)
     lengths = sorted({e.get("length") for e in loop_events if isinstance(e.get("length"), int)})
     if not lengths:
-        return check_result(name, STATUS_NOT_CHECKED, None, observed,
-                            f"no 'block_loop' event for {loop} in the runtime log", **found)
+        return check_result(
+            name, STATUS_NOT_CHECKED, None, observed, f"no 'block_loop' event for {loop} in the runtime log", **found
+        )
     expected = lengths[0] if len(lengths) == 1 else lengths
     ok = lengths == [observed] and len(nodes) == 1
-    return check_result(name, STATUS_OK if ok else STATUS_MISMATCH, expected, observed,
-                        f"distinct members of the {loop} stack ({len(nodes)} group(s), one expected) vs the length "
-                        f"of the list its forward loops over ({len(loop_events)} block_loop event(s))", **found)
+    return check_result(
+        name,
+        STATUS_OK if ok else STATUS_MISMATCH,
+        expected,
+        observed,
+        f"distinct members of the {loop} stack ({len(nodes)} group(s), one expected) vs the length "
+        f"of the list its forward loops over ({len(loop_events)} block_loop event(s))",
+        **found,
+    )
 
 
 RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, decoder_stack, block_loops, decode_loop, moe_routing)

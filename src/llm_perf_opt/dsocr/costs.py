@@ -6,13 +6,14 @@ Shapes follow the vendor's forward (deepencoder.py, modeling_deepseekocr.py, mod
 and transformers 4.46's LlamaAttention); `analytic.dsocr` explains the stage composition. The
 derivation of each formula is its registered one-liner; the byte conventions are `analytic.costs`'.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 from llm_perf_opt.analytic import costs as C
-from llm_perf_opt.analytic.costs import K, NO_KERNELS, ZERO, LayerCost
+from llm_perf_opt.analytic.costs import NO_KERNELS, ZERO, K, LayerCost
 from llm_perf_opt.analytic.registry import (
     Children,
     called_through_forward,
@@ -87,9 +88,12 @@ register_cost("dsocr.LayerNorm2d", "SAM's channel LayerNorm written out in eleme
 register_children("dsocr.PatchEmbed", "its proj Conv2d, then a permute (a view)")
 
 
-@register_cost("dsocr.Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj")
-def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_len: int, rel_pos_w_len: int,
-                  dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+@register_cost(
+    "dsocr.Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj"
+)
+def sam_attention(
+    batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_len: int, rel_pos_w_len: int, dtype_bytes: int = 2
+) -> tuple[LayerCost, Children]:
     """SAM `Attention` on (batch, h, w, dim).
 
     For windowed blocks the caller passes batch = B·windows and h = w = window (windows are cut from
@@ -105,15 +109,21 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         if length != 2 * size - 1:
             own = own + C.interpolate(hd, (length,), (2 * size - 1,), "linear")
             if b != 4:  # the table's .to(float32) and the resized table's .to(dtype)
-                own = own + LayerCost(activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b,
-                                      kernels=K("copy", 0, length * hd * (b + 4)) + K("copy", 0, (2 * size - 1) * hd * (4 + b)))
+                own = own + LayerCost(
+                    activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b,
+                    kernels=K("copy", 0, length * hd * (b + 4)) + K("copy", 0, (2 * size - 1) * hd * (4 + b)),
+                )
         # get_rel_pos' index: two int64 aranges, their float32 scaled copies, the float32 difference and
         # offset (size x size each) and its int64 .long() (q = k = size)
-        own = own + LayerCost(activation_bytes=2 * size * (8 + 4) + size * size * (4 + 4 + 8),
-                              # two aranges, two scalings, the difference, the offset, .long(), the table gather
-                              kernels=K("copy", 0, size * 8, 2) + K("elementwise", size, size * 12, 2)
-                              + K("elementwise", size * size, size * size * 8, 2) + K("copy", 0, size * size * 12)
-                              + K("copy", 0, size * size * (8 + 2 * hd * b)))
+        own = own + LayerCost(
+            activation_bytes=2 * size * (8 + 4) + size * size * (4 + 4 + 8),
+            # two aranges, two scalings, the difference, the offset, .long(), the table gather
+            kernels=K("copy", 0, size * 8, 2)
+            + K("elementwise", size, size * 12, 2)
+            + K("elementwise", size * size, size * size * 8, 2)
+            + K("copy", 0, size * size * 12)
+            + K("copy", 0, size * size * (8 + 2 * hd * b)),
+        )
     own = own + LayerCost(
         # einsum bhwc,hkc->bhwk (rel_h: B·heads·h·w·h outputs) and bhwc,wkc->bhwk (rel_w: ...·w outputs),
         # both lowered to bmm with hd MACs per output
@@ -125,7 +135,9 @@ def sam_attention(batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_le
         activation_bytes=(h * h + w * w) * hd * b + bh * n * (h + w) * b + bh * n * n * b,  # Rh, Rw, rel_h, rel_w, bias
         kernels=K("gemm", 2 * bh * h * w * h * hd, (bh * n * hd + h * h * hd + bh * n * h) * b, m=w)
         + K("gemm", 2 * bh * h * w * w * hd, (bh * n * hd + w * w * hd + bh * n * w) * b, m=h)
-        + K("elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b),  # two einsums, the bias sum
+        + K(
+            "elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b
+        ),  # two einsums, the bias sum
     )
     own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
     return own, (
@@ -144,8 +156,11 @@ def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[L
     )
 
 
-@register_cost("dsocr.Block", "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
-                        "residual, norm2, MLP on the unpadded grid, residual")
+@register_cost(
+    "dsocr.Block",
+    "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
+    "residual, norm2, MLP on the unpadded grid, residual",
+)
 def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """One SAM `Block` on (batch, grid, grid, width); `window` 0 for a global block."""
     b = dtype_bytes
@@ -154,17 +169,22 @@ def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int
     if window:
         padded = math.ceil(grid / window) * window  # window_partition pads H and W up to a multiple
         windows = (padded // window) ** 2
-        attn = module_cost("dsocr.Attention", batch * windows, window, window, width, sam.heads,
-                           2 * window - 1, 2 * window - 1, b)
+        attn = module_cost(
+            "dsocr.Attention", batch * windows, window, window, width, sam.heads, 2 * window - 1, 2 * window - 1, b
+        )
         pad_elems = batch * padded * padded * width
         # partition permute().contiguous() and unpartition copy; with padding also F.pad and the crop copy
         copies = 2 * pad_elems + (pad_elems + tokens * width if padded != grid else 0)
         # partition and unpartition .contiguous(); with padding F.pad and the crop's .contiguous()
-        own = own + LayerCost(activation_bytes=copies * b, kernels=K("copy", 0, 2 * pad_elems * b, 2)
-                              + (K("copy", 0, (tokens * width + pad_elems) * b, 2) if padded != grid else NO_KERNELS))
+        own = own + LayerCost(
+            activation_bytes=copies * b,
+            kernels=K("copy", 0, 2 * pad_elems * b, 2)
+            + (K("copy", 0, (tokens * width + pad_elems) * b, 2) if padded != grid else NO_KERNELS),
+        )
     else:
-        attn = module_cost("dsocr.Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1,
-                           2 * sam.pos_grid - 1, b)
+        attn = module_cost(
+            "dsocr.Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1, 2 * sam.pos_grid - 1, b
+        )
     own = own + _residuals(tokens * width, b)
     return own, (
         ("norm1", module_cost("LayerNorm", tokens, width, b)),
@@ -181,8 +201,11 @@ def sam_grids(sam: SamSpec, side: int) -> tuple[int, int, int]:
     return grid, g2, C.conv_out(g2, 3, 2, 1)
 
 
-@register_cost("dsocr.ImageEncoderViT", "SAM: patch conv, position table (bicubic resize when the grid is not the "
-                                  "pretraining one) added, blocks, neck, net_2, net_3")
+@register_cost(
+    "dsocr.ImageEncoderViT",
+    "SAM: patch conv, position table (bicubic resize when the grid is not the "
+    "pretraining one) added, blocks, neck, net_2, net_3",
+)
 def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`)."""
     b = dtype_bytes
@@ -191,23 +214,32 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     if grid != sam.pos_grid:
         own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
         # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
-        own = own + LayerCost(activation_bytes=(sam.pos_grid ** 2 * 4 + grid * grid * b) * sam.width if b != 4 else 0,
-                              kernels=K("copy", 0, (sam.pos_grid ** 2 + grid * grid) * (4 + b) * sam.width, 1)
-                              .times(2 if b != 4 else 0))
+        own = own + LayerCost(
+            activation_bytes=(sam.pos_grid**2 * 4 + grid * grid * b) * sam.width if b != 4 else 0,
+            kernels=K("copy", 0, (sam.pos_grid**2 + grid * grid) * (4 + b) * sam.width, 1).times(2 if b != 4 else 0),
+        )
     blocks = tuple(
-        (str(i), module_cost("dsocr.Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b))
+        (
+            str(i),
+            module_cost("dsocr.Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b),
+        )
         for i in range(sam.depth)
     )
     c0 = sam.out_chans
     c1, c2 = sam.downsample_channels
-    neck = children_node("Sequential", (
-        ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b)),
-        ("1", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
-        ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
-        ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
-    ))
-    own = own + LayerCost(activation_bytes=batch * c1 * g2 * g2 * b,  # x2.clone()
-                          kernels=K("copy", 0, 2 * batch * c1 * g2 * g2 * b))
+    neck = children_node(
+        "Sequential",
+        (
+            ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b)),
+            ("1", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
+            ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
+            ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
+        ),
+    )
+    own = own + LayerCost(
+        activation_bytes=batch * c1 * g2 * g2 * b,  # x2.clone()
+        kernels=K("copy", 0, 2 * batch * c1 * g2 * g2 * b),
+    )
     patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b)
     return own, (
         ("patch_embed", children_node("dsocr.PatchEmbed", (("proj", patch),))),
@@ -219,24 +251,33 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
 
 
 # ------------------------------------------------------------------------------------------- CLIP-L
-@register_cost("dsocr.CLIPVisionEmbeddings", "class token cat, the 257-entry position table (bicubic resize when "
-                                       "the grid is not 16x16) gathered and added: no matmul")
+@register_cost(
+    "dsocr.CLIPVisionEmbeddings",
+    "class token cat, the 257-entry position table (bicubic resize when "
+    "the grid is not 16x16) gathered and added: no matmul",
+)
 def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     src = math.isqrt(clip.num_positions - 1)
     tgt = math.isqrt(tokens)  # get_abs_pos: int(sqrt(N))
-    own = LayerCost(activation_bytes=batch * tokens * clip.width * b,  # cat(class token, patches)
-                    kernels=K("copy", 0, 2 * batch * tokens * clip.width * b))
+    own = LayerCost(
+        activation_bytes=batch * tokens * clip.width * b,  # cat(class token, patches)
+        kernels=K("copy", 0, 2 * batch * tokens * clip.width * b),
+    )
     if src != tgt:
         own = own + C.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
-        own = own + LayerCost(activation_bytes=tokens * clip.width * b,  # cat(cls, resized table)
-                              kernels=K("copy", 0, 2 * tokens * clip.width * b))
+        own = own + LayerCost(
+            activation_bytes=tokens * clip.width * b,  # cat(cls, resized table)
+            kernels=K("copy", 0, 2 * tokens * clip.width * b),
+        )
         # get_abs_pos: permute(...).contiguous() copy of the source grid; its .to(float32) and the
         # resized grid's .to(dtype) when b != 4
-        own = own + LayerCost(activation_bytes=src * src * clip.width * b
-                              + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0),
-                              kernels=K("copy", 0, 2 * src * src * clip.width * b)
-                              + K("copy", 0, (src * src + tgt * tgt) * (4 + b) * clip.width).times(2 if b != 4 else 0))
+        own = own + LayerCost(
+            activation_bytes=src * src * clip.width * b
+            + ((src * src * 4 + tgt * tgt * b) * clip.width if b != 4 else 0),
+            kernels=K("copy", 0, 2 * src * src * clip.width * b)
+            + K("copy", 0, (src * src + tgt * tgt) * (4 + b) * clip.width).times(2 if b != 4 else 0),
+        )
     own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
     table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
     return own, (("position_embedding", table),)
@@ -262,12 +303,17 @@ def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) 
     )
 
 
-@register_cost("dsocr.NoTPTransformerBlock", "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
-                                       "self_attn and mlp are called through .forward (their own work is the block's)")
+@register_cost(
+    "dsocr.NoTPTransformerBlock",
+    "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
+    "self_attn and mlp are called through .forward (their own work is the block's)",
+)
 def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     rows = batch * tokens
-    attn_own, attn = called_through_forward(module_cost("dsocr.NoTPAttention", batch, tokens, clip.width, clip.heads, b))
+    attn_own, attn = called_through_forward(
+        module_cost("dsocr.NoTPAttention", batch, tokens, clip.width, clip.heads, b)
+    )
     mlp_own, mlp = called_through_forward(module_cost("dsocr.NoTPFeedForward", rows, clip.width, clip.ffn_dim, b))
     return attn_own + mlp_own + _residuals(rows * clip.width, b), (
         ("layer_norm1", module_cost("LayerNorm", rows, clip.width, b)),
@@ -280,8 +326,10 @@ def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) ->
 register_children("dsocr.NoTPTransformer", "its layers, in order")
 
 
-@register_cost("dsocr.VitModel", "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; "
-                           "no work of its own")
+@register_cost(
+    "dsocr.VitModel",
+    "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; no work of its own",
+)
 def clip_model(clip: ClipSpec, batch: int, grid: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     tokens = grid * grid + 1  # class token + SAM features as patches
@@ -300,10 +348,12 @@ def projector(tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2) -
 
 
 # ------------------------------------------------------------------------------------------ decoder
-register_cost("dsocr.DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
-                                   "element")(C.rms_norm)
-register_cost("dsocr.LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos "
-                                      "and sin")(C.rotary_table)
+register_cost(
+    "dsocr.DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per element"
+)(C.rms_norm)
+register_cost(
+    "dsocr.LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos and sin"
+)(C.rotary_table)
 
 
 def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Children]:
@@ -319,14 +369,18 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
     kv_heads, head_dim, b = s.kv_heads, s.head_dim, s.dtype_bytes
     kv = past_len + q_len
     own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
-        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1 or s.masked, fused=fused, dtype_bytes=b)
+        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1 or s.masked, fused=fused, dtype_bytes=b
+    )
     if past_len:
         cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
-        own = own + LayerCost(output_bytes=cache, activation_bytes=cache,
-                              kernels=K("copy", 0, 2 * cache // 2, 2))  # the two cats (k, v)
+        own = own + LayerCost(
+            output_bytes=cache, activation_bytes=cache, kernels=K("copy", 0, 2 * cache // 2, 2)
+        )  # the two cats (k, v)
     if q_len > 1:  # out.transpose(1, 2).contiguous() copies (B, H, T, d) -> (B, T, H, d); one token is a view
-        own = own + LayerCost(activation_bytes=batch * q_len * heads * head_dim * b,
-                              kernels=K("copy", 0, 2 * batch * q_len * heads * head_dim * b))
+        own = own + LayerCost(
+            activation_bytes=batch * q_len * heads * head_dim * b,
+            kernels=K("copy", 0, 2 * batch * q_len * heads * head_dim * b),
+        )
     rows = batch * q_len
     return own, (
         ("q_proj", module_cost("Linear", rows, hidden, heads * head_dim, False, b)),
@@ -337,24 +391,32 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
     )
 
 
-@register_cost("dsocr.LlamaAttention", "eager attention: q/k/v/o projections, rotary table, RoPE, Q·Kᵀ + causal mask, "
-                                 "float32 softmax, P·V over cached + new keys (scores materialised)")
+@register_cost(
+    "dsocr.LlamaAttention",
+    "eager attention: q/k/v/o projections, rotary table, RoPE, Q·Kᵀ + causal mask, "
+    "float32 softmax, P·V over cached + new keys (scores materialised)",
+)
 def llama_attention(shape: AttentionShape) -> tuple[LayerCost, Children]:
     return _llama_attention(shape, False)
 
 
-@register_cost("dsocr.LlamaSdpaAttention", "as LlamaAttention with a fused SDPA kernel: the same FLOPs, only the output "
-                                     "of the attention core materialised")
+@register_cost(
+    "dsocr.LlamaSdpaAttention",
+    "as LlamaAttention with a fused SDPA kernel: the same FLOPs, only the output of the attention core materialised",
+)
 def llama_sdpa_attention(shape: AttentionShape) -> tuple[LayerCost, Children]:
     return _llama_attention(shape, True)
 
 
-register_cost("dsocr.LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kernel: the same FLOPs and "
-                                      "bytes)")(llama_sdpa_attention)
+register_cost("dsocr.LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kernel: the same FLOPs and bytes)")(
+    llama_sdpa_attention
+)
 
 
-@register_cost("dsocr.DeepseekV2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
-                                "activation module and one multiply")
+@register_cost(
+    "dsocr.DeepseekV2MLP",
+    "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an activation module and one multiply",
+)
 def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     return C.elementwise(tokens * intermediate, "mul", 2, b), (  # act(gate) · up
@@ -365,8 +427,10 @@ def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2)
     )
 
 
-@register_cost("dsocr.MoEGate", "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + "
-                          "float32 softmax + top-k")
+@register_cost(
+    "dsocr.MoEGate",
+    "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + float32 softmax + top-k",
+)
 def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0) -> LayerCost:
     b = dtype_bytes
     # F.linear(x.float(), w.float()): in float32 when the model is; a bf16/fp16 model runs under autocast
@@ -377,17 +441,26 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
         weight_bytes=0,
         # float32 copies of x and of the gate weight; top-k's float32 weights and int64 ids (T x k each),
         # and the weights x routed_scaling_factor (a new float32 T x k tensor, even at scale 1.0)
-        activation_bytes=(tokens * hidden * 4 if b != 4 else 0) + (hidden * n_routed * 4 if b != 4 else 0)
+        activation_bytes=(tokens * hidden * 4 if b != 4 else 0)
+        + (hidden * n_routed * 4 if b != 4 else 0)
         + tokens * top_k * (4 + 8 + 4),
         # top-k (one kernel, two outputs), × routed_scaling_factor; the two float32 casts when b != 4
-        kernels=K("reduction", 0, tokens * n_routed * 4 + tokens * top_k * 12) + K("elementwise", tokens * top_k, 8 * tokens * top_k)
-        + (K("copy", 0, tokens * hidden * (4 + b)) + K("copy", 0, hidden * n_routed * (4 + b)) if b != 4 else NO_KERNELS),
+        kernels=K("reduction", 0, tokens * n_routed * 4 + tokens * top_k * 12)
+        + K("elementwise", tokens * top_k, 8 * tokens * top_k)
+        + (
+            K("copy", 0, tokens * hidden * (4 + b)) + K("copy", 0, hidden * n_routed * (4 + b))
+            if b != 4
+            else NO_KERNELS
+        ),
     )
     return gate + C.softmax(tokens, n_routed, 4)
 
 
-@register_cost("dsocr.DeepseekV2MoE", "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
-                                "T·top_k rows, whatever the routing); shared experts on all tokens")
+@register_cost(
+    "dsocr.DeepseekV2MoE",
+    "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
+    "T·top_k rows, whatever the routing); shared experts on all tokens",
+)
 def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """DeepseekV2MoE in inference (`moe_infer`).
 
@@ -403,11 +476,17 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
     routed = layer_cost("dsocr.DeepseekV2MLP", routed_tokens, hidden, d.moe_intermediate_size, b)
     experts_read = min(d.n_routed_experts, routed_tokens)
     # the kernels: each expert that gets rows runs its MLP once (5 kernels), on about routed_tokens / experts rows
-    per_expert = layer_cost("dsocr.DeepseekV2MLP", max(1, routed_tokens // max(1, experts_read)), hidden,
-                            d.moe_intermediate_size, b)
+    per_expert = layer_cost(
+        "dsocr.DeepseekV2MLP", max(1, routed_tokens // max(1, experts_read)), hidden, d.moe_intermediate_size, b
+    )
     routed = LayerCost(
-        routed.flops_matmul, routed.flops_other, experts_read * 3 * hidden * d.moe_intermediate_size * b,
-        routed.input_bytes, routed.output_bytes, routed.activation_bytes, per_expert.kernels.times(experts_read),
+        routed.flops_matmul,
+        routed.flops_other,
+        experts_read * 3 * hidden * d.moe_intermediate_size * b,
+        routed.input_bytes,
+        routed.output_bytes,
+        routed.activation_bytes,
+        per_expert.kernels.times(experts_read),
     )
     experts = d.n_routed_experts
     own = LayerCost(
@@ -418,17 +497,29 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
         # float32 weighted copy (.type(float32): none when already float32, the multiply is in place), the
         # float32 sum over k and its cast back (when b != 4); int64 bookkeeping: the T x E hit matrix
         # (new_zeros), tokens per expert (sum), argsort of the T·k slots and their token index (// k)
-        activation_bytes=(3 * routed_tokens * hidden * b + (routed_tokens * hidden * 4 if b != 4 else 0)
-                          + tokens * hidden * 4 + (tokens * hidden * b if b != 4 else 0)
-                          + 8 * (tokens * experts + experts + 2 * routed_tokens)),
+        activation_bytes=(
+            3 * routed_tokens * hidden * b
+            + (routed_tokens * hidden * 4 if b != 4 else 0)
+            + tokens * hidden * 4
+            + (tokens * hidden * b if b != 4 else 0)
+            + 8 * (tokens * experts + experts + 2 * routed_tokens)
+        ),
         # new_zeros, scatter_, sum (load), argsort, // k, the token gather, cat of the expert outputs, the
         # scatter back (index_put), mul_ by the weights, the sum over k; the two casts (.type) when b != 4.
         # `tokens_per_expert.cpu()`: one host sync per MoE layer
-        kernels=K("copy", 0, tokens * experts * 8) + K("copy", 0, routed_tokens * 16 + tokens * experts * 8)
-        + K("reduction", tokens * experts, tokens * experts * 8) + K("reduction", 0, routed_tokens * 16)
-        + K("elementwise", routed_tokens, routed_tokens * 16) + K("copy", 0, 2 * routed_tokens * hidden * b + routed_tokens * 8, 3)
-        + K("elementwise", routed_tokens * hidden, routed_tokens * hidden * 8) + K("reduction", routed_tokens * hidden, (routed_tokens + tokens) * hidden * 4)
-        + (K("copy", 0, routed_tokens * hidden * (4 + b)) + K("copy", 0, tokens * hidden * (4 + b)) if b != 4 else NO_KERNELS),
+        kernels=K("copy", 0, tokens * experts * 8)
+        + K("copy", 0, routed_tokens * 16 + tokens * experts * 8)
+        + K("reduction", tokens * experts, tokens * experts * 8)
+        + K("reduction", 0, routed_tokens * 16)
+        + K("elementwise", routed_tokens, routed_tokens * 16)
+        + K("copy", 0, 2 * routed_tokens * hidden * b + routed_tokens * 8, 3)
+        + K("elementwise", routed_tokens * hidden, routed_tokens * hidden * 8)
+        + K("reduction", routed_tokens * hidden, (routed_tokens + tokens) * hidden * 4)
+        + (
+            K("copy", 0, routed_tokens * hidden * (4 + b)) + K("copy", 0, tokens * hidden * (4 + b))
+            if b != 4
+            else NO_KERNELS
+        ),
         syncs=1,
     )
     children: Children = (
@@ -442,15 +533,21 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
     return own, children
 
 
-@register_cost("dsocr.DeepseekV2DecoderLayer", "input RMSNorm, self-attention, residual, post-attention RMSNorm, dense "
-                                         "MLP or MoE, residual")
+@register_cost(
+    "dsocr.DeepseekV2DecoderLayer",
+    "input RMSNorm, self-attention, residual, post-attention RMSNorm, dense MLP or MoE, residual",
+)
 def decoder_layer(shape: LayerShape) -> tuple[LayerCost, Children]:
     """One decoder layer on `q_len` new tokens after `past_len` cached ones; `attention` is the class of
     its self_attn (LlamaAttention for eager, LlamaSdpaAttention, LlamaFlashAttention2)."""
     d, q_len, b = shape.decoder, shape.q_len, shape.dtype_bytes
     rows = shape.batch * q_len  # the MLP / MoE flatten the batch: every position of every sequence is a row
-    attn = module_cost(shape.attention, AttentionShape(shape.batch, q_len, shape.past_len, d.hidden_size, d.num_heads,
-                                                       d.num_kv_heads, d.head_dim, b, shape.masked))
+    attn = module_cost(
+        shape.attention,
+        AttentionShape(
+            shape.batch, q_len, shape.past_len, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim, b, shape.masked
+        ),
+    )
     if shape.moe_layer:
         mlp = module_cost("dsocr.DeepseekV2MoE", d, rows, b)
     else:
@@ -473,7 +570,9 @@ def _vision_batch(shape: ForwardShape) -> tuple[LayerCost, Children]:
     return own, children
 
 
-def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: bool = True) -> tuple[LayerCost, Children]:
+def _vision(
+    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: bool = True
+) -> tuple[LayerCost, Children]:
     """SAM → CLIP → projector for each vision pass, and the glue `DeepseekOCRModel.forward` adds. `first`:
     the batch's first image, which also carries the forward's one check of `images[0][1]`."""
     children: Children = ()
@@ -499,23 +598,32 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: b
     glue_tokens += global_newline + local_newline + 2 * image_tokens
     # kernels: the newline cats (global, and the crops'), the final cat and the cat of its one-element list;
     # the crops' re-tiling reshape copies too, but TorchLens cannot tell that reshape from a view: not listed
-    own = own + LayerCost(activation_bytes=glue_tokens * spec.decoder.hidden_size * b,
-                          kernels=K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b, 3 + (len(passes) > 1)))
+    own = own + LayerCost(
+        activation_bytes=glue_tokens * spec.decoder.hidden_size * b,
+        kernels=K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b, 3 + (len(passes) > 1)),
+    )
     # the forward's two `torch.sum(...).item()` checks (the global view, then the crops, not all zeros):
     # 0-d tensors of the image dtype; with crops, the grid's sides are 0-d int64 tensors (the crop shape),
     # so `down * side`, `across * side` (the re-tiling) and `down * side` again (the newline column) are three
     # more 0-d int64 tensors
     sums = 2 if first else 1  # the forward checks images[0][1] once per forward, each image's crops in the loop
-    own = own + LayerCost(activation_bytes=sums * b + (3 * 8 if len(passes) > 1 else 0),
-                          # the two sums, each `.item()` a host sync; the three 0-d products; the image rows
-                          # scattered into the embeddings (masked_scatter_, in place)
-                          kernels=K("reduction", 0, sums * b, sums) + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
-                          + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b), syncs=sums)
+    own = own + LayerCost(
+        activation_bytes=sums * b + (3 * 8 if len(passes) > 1 else 0),
+        # the two sums, each `.item()` a host sync; the three 0-d products; the image rows
+        # scattered into the embeddings (masked_scatter_, in place)
+        kernels=K("reduction", 0, sums * b, sums)
+        + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
+        + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b),
+        syncs=sums,
+    )
     return own, children
 
 
-@register_cost("dsocr.DeepseekOCRModel", "embed_tokens, the vision passes scattered into the embeddings, decoder layers, "
-                                   "norm; own: the vision glue, position ids and the 4-D causal mask")
+@register_cost(
+    "dsocr.DeepseekOCRModel",
+    "embed_tokens, the vision passes scattered into the embeddings, decoder layers, "
+    "norm; own: the vision glue, position ids and the 4-D causal mask",
+)
 def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
     """One forward on `q_len` new tokens after `past_len` cached ones; vision runs for the given passes
     (none in decode). `language=False`: the vision part alone (the `vision` stage)."""
@@ -525,9 +633,13 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
         return own, vision
     d = spec.decoder
     layers = tuple(
-        (str(i), module_cost("dsocr.DeepseekV2DecoderLayer",
-                             LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b, shape.batch,
-                                        shape.masked)))
+        (
+            str(i),
+            module_cost(
+                "dsocr.DeepseekV2DecoderLayer",
+                LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b, shape.batch, shape.masked),
+            ),
+        )
         for i in range(d.num_layers)
     )
     # position ids (int64), and transformers' _make_causal_mask: torch.full (float32 T x T), arange and
@@ -537,14 +649,25 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
     t, pl = q_len, past_len
     mask = t * t * 4 + 2 * t * 8 + t * t + (t * t * b if b != 4 else 0) + (t * pl * b + t * (pl + t) * b if pl else 0)
     mask = mask if t > 1 else 0
-    mask_kernels = (K("copy", 0, t * t * 4) + K("copy", 0, t * 8) + K("elementwise", t, t * 16, 2)
-                    + K("copy", 0, t * t * 5) + (K("copy", 0, t * t * (4 + b)) if b != 4 else NO_KERNELS)
-                    + (K("copy", 0, t * pl * b) + K("copy", 0, 2 * t * (pl + t) * b) if pl else NO_KERNELS)) if t > 1 else NO_KERNELS
+    mask_kernels = (
+        (
+            K("copy", 0, t * t * 4)
+            + K("copy", 0, t * 8)
+            + K("elementwise", t, t * 16, 2)
+            + K("copy", 0, t * t * 5)
+            + (K("copy", 0, t * t * (4 + b)) if b != 4 else NO_KERNELS)
+            + (K("copy", 0, t * pl * b) + K("copy", 0, 2 * t * (pl + t) * b) if pl else NO_KERNELS)
+        )
+        if t > 1
+        else NO_KERNELS
+    )
     # position ids (arange); the mask: full, arange, arange + 1 and < (elementwise), masked_fill_, .to(dtype)
     # when b != 4, with a cache zeros and cat
     if shape.masked:  # generate()'s inputs: position ids given (no arange), the 2-D mask expanded
-        own = own + LayerCost(activation_bytes=mask + _padding_mask_bytes(shape.batch, t, pl + t, b),
-                              kernels=mask_kernels + _padding_mask_kernels(shape.batch, t, pl + t, b))
+        own = own + LayerCost(
+            activation_bytes=mask + _padding_mask_bytes(shape.batch, t, pl + t, b),
+            kernels=mask_kernels + _padding_mask_kernels(shape.batch, t, pl + t, b),
+        )
     else:
         own = own + LayerCost(activation_bytes=t * 8 + mask, kernels=K("copy", 0, t * 8) + mask_kernels)
     rows = shape.batch * q_len
@@ -566,8 +689,12 @@ def _padding_mask_bytes(batch: int, t: int, kv: int, b: int) -> int:
 
 def _padding_mask_kernels(batch: int, t: int, kv: int, b: int):
     n = batch * t * kv
-    k = K("copy", 0, n * (8 + b)) + K("elementwise", n, 2 * n * b) + K("copy", 0, n * (b + 1)) \
+    k = (
+        K("copy", 0, n * (8 + b))
+        + K("elementwise", n, 2 * n * b)
+        + K("copy", 0, n * (b + 1))
         + K("copy", 0, n * (2 * b + 1))
+    )
     return k + (K("copy", 0, n * (b + 1)) + K("copy", 0, n * (2 * b + 1)) if t > 1 else NO_KERNELS)
 
 
@@ -578,7 +705,13 @@ def ocr_causal_lm(shape: ForwardShape) -> tuple[LayerCost, Children]:
     if not shape.language:
         return ZERO, (("model", model),)
     d = shape.spec.decoder
-    logits = LayerCost(input_bytes=rows * d.vocab_size * b,  # logits.float(): reads lm_head's logits
-                       activation_bytes=rows * d.vocab_size * 4,  # ... and writes a float32 copy
-                       kernels=K("copy", 0, rows * d.vocab_size * (4 + b), out=rows * d.vocab_size * 4)) if b != 4 else ZERO
+    logits = (
+        LayerCost(
+            input_bytes=rows * d.vocab_size * b,  # logits.float(): reads lm_head's logits
+            activation_bytes=rows * d.vocab_size * 4,  # ... and writes a float32 copy
+            kernels=K("copy", 0, rows * d.vocab_size * (4 + b), out=rows * d.vocab_size * 4),
+        )
+        if b != 4
+        else ZERO
+    )
     return logits, (("model", model), ("lm_head", module_cost("Linear", rows, d.hidden_size, d.vocab_size, False, b)))

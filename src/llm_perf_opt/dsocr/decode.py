@@ -18,6 +18,7 @@ forward has no KV-cache path (no `past_key_values` / `use_cache` arguments, or n
 cannot decode (`check_kv_cache_path`, and `greedy_decode` after the prefill). Each is one `ConfigError`
 naming `trace.decode_steps`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -54,12 +55,21 @@ class DecodeStep:
         return self.past_len + self.new_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"step": self.step, "past_len": self.past_len, "new_tokens": self.new_tokens, "token": self.token,
-               "next_token": self.next_token, "context_len": self.context_len,
-               "kv_cache_bytes": self.kv_cache_bytes}
+        out = {
+            "step": self.step,
+            "past_len": self.past_len,
+            "new_tokens": self.new_tokens,
+            "token": self.token,
+            "next_token": self.next_token,
+            "context_len": self.context_len,
+            "kv_cache_bytes": self.kv_cache_bytes,
+        }
         if self.batch > 1:
-            out.update(batch=self.batch, sequence_past_lens=list(self.sequence_past_lens),
-                       kv_cache_bytes_per_sequence=self.kv_cache_bytes // self.batch)
+            out.update(
+                batch=self.batch,
+                sequence_past_lens=list(self.sequence_past_lens),
+                kv_cache_bytes_per_sequence=self.kv_cache_bytes // self.batch,
+            )
         return out
 
 
@@ -86,8 +96,12 @@ def check_decode_steps(steps: Any, seq_len: int, max_positions: int) -> int:
         raise ConfigError.field(FIELD, steps, "must be a non-negative integer (0: prefill only)")
     limit = max_decode_steps(max_positions, seq_len)
     if steps > limit:
-        raise ConfigError.field(FIELD, steps, f"must be at most {limit}: the model has {max_positions} positions "
-                                              f"(max_position_embeddings) and the prompt takes {seq_len}")
+        raise ConfigError.field(
+            FIELD,
+            steps,
+            f"must be at most {limit}: the model has {max_positions} positions "
+            f"(max_position_embeddings) and the prompt takes {seq_len}",
+        )
     return steps
 
 
@@ -103,8 +117,12 @@ def check_kv_cache_path(model: Any, steps: int) -> None:
         return
     missing = [name for name in ("past_key_values", "use_cache") if name not in params]
     if missing:
-        raise ConfigError.field(FIELD, steps, f"needs a KV-cache path, but {type(model).__name__}.forward takes no "
-                                              f"{' / '.join(missing)} argument; use {FIELD}=0")
+        raise ConfigError.field(
+            FIELD,
+            steps,
+            f"needs a KV-cache path, but {type(model).__name__}.forward takes no "
+            f"{' / '.join(missing)} argument; use {FIELD}=0",
+        )
 
 
 # ---------------------------------------------------------------------------------------------- the cache
@@ -161,15 +179,23 @@ def _first(token: torch.Tensor) -> int:
 def _past_of(out: Any, steps: int) -> Any:
     past = getattr(out, "past_key_values", None)
     if past is None:
-        raise ConfigError.field(FIELD, steps, f"needs a KV-cache path, but the model's output "
-                                              f"({type(out).__name__}) has no past_key_values with use_cache=True; "
-                                              f"use {FIELD}=0")
+        raise ConfigError.field(
+            FIELD,
+            steps,
+            f"needs a KV-cache path, but the model's output "
+            f"({type(out).__name__}) has no past_key_values with use_cache=True; "
+            f"use {FIELD}=0",
+        )
     return past
 
 
-def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, steps: int,
-                  step_kwargs: Mapping[str, Any] | None = None,
-                  on_step: Callable[[DecodeStep], None] | None = None) -> DecodeResult:
+def greedy_decode(
+    run_step: Callable[[int, dict[str, Any]], Any],
+    prefill: Any,
+    steps: int,
+    step_kwargs: Mapping[str, Any] | None = None,
+    on_step: Callable[[DecodeStep], None] | None = None,
+) -> DecodeResult:
     """`steps` decode steps after `prefill` (an output with `logits` and `past_key_values`).
 
     `run_step(k, kwargs)` runs step k (1-based) with the model's keyword arguments and returns its
@@ -210,9 +236,16 @@ def greedy_decode(run_step: Callable[[int, dict[str, Any]], Any], prefill: Any, 
         past = _past_of(out, steps)
         token = next_token(out.logits)
         tokens.append(_first(token))
-        record = DecodeStep(step=step, past_len=past_len, new_tokens=int(fed.shape[-1]), token=fed_token,
-                            next_token=tokens[-1], kv_cache_bytes=kv_cache_bytes(past), batch=int(fed.shape[0]),
-                            sequence_past_lens=own_past)
+        record = DecodeStep(
+            step=step,
+            past_len=past_len,
+            new_tokens=int(fed.shape[-1]),
+            token=fed_token,
+            next_token=tokens[-1],
+            kv_cache_bytes=kv_cache_bytes(past),
+            batch=int(fed.shape[0]),
+            sequence_past_lens=own_past,
+        )
         result.steps.append(record)
         result.last = out
         if on_step is not None:
@@ -225,8 +258,12 @@ class DecodeProgram:
     traces one call of the root whose body is this loop, so the decoder's modules show 1 + steps calls
     and the vision modules one. `result` holds the `DecodeResult` after the run."""
 
-    def __init__(self, steps: int, step_kwargs: Mapping[str, Any] | None = None,
-                 on_step: Callable[[DecodeStep], None] | None = None) -> None:
+    def __init__(
+        self,
+        steps: int,
+        step_kwargs: Mapping[str, Any] | None = None,
+        on_step: Callable[[DecodeStep], None] | None = None,
+    ) -> None:
         self.steps = steps
         self.step_kwargs = step_kwargs
         self.on_step = on_step

@@ -7,6 +7,7 @@ inputs, the runtime checks and patches, the measured forward, the decode program
 that import torch are imported inside the methods, so asking for the family (a sweep, `./dev analyze`)
 imports no torch.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,8 +17,17 @@ from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.errors import ConfigError
 
 # The submodules the export stage knows for this family (llm_perf_opt.export.targets maps each to a call).
-EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
-                     "dense_layer", "moe_layer", "decode_layer")
+EXPORT_SUBMODULES = (
+    "sam.crops",
+    "sam.global",
+    "clip.crops",
+    "clip.global",
+    "projector.crops",
+    "projector.global",
+    "dense_layer",
+    "moe_layer",
+    "decode_layer",
+)
 # The workload knobs of `infer(base_size, image_size, crop_mode)` (and the tile of dynamic_preprocess).
 WORKLOAD_KNOBS = ("base_size", "image_size", "crop_mode", "tile_size")
 
@@ -48,8 +58,9 @@ class DeepSeekOCRFamily:
     def check_model(self, model_cfg: Any) -> None:
         """The model config's family-specific rules: a twin's named spec."""
         if model_cfg.source == "twin" and model_cfg.spec not in self.twin_specs:
-            raise ConfigError.field("model.spec", model_cfg.spec,
-                                    f"must be one of {', '.join(self.twin_specs)} (model.family={self.name})")
+            raise ConfigError.field(
+                "model.spec", model_cfg.spec, f"must be one of {', '.join(self.twin_specs)} (model.family={self.name})"
+            )
 
     def spec_named(self, name: str) -> Any:
         from llm_perf_opt.dsocr.spec import ModelSpec
@@ -70,8 +81,10 @@ class DeepSeekOCRFamily:
             except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a value of the wrong type or shape
                 if isinstance(exc, ConfigError):
                     raise
-                raise ConfigError(f"model.path={model_cfg.path!r}: config.json has a value of the wrong type or "
-                                  f"shape ({type(exc).__name__}: {exc})") from None
+                raise ConfigError(
+                    f"model.path={model_cfg.path!r}: config.json has a value of the wrong type or "
+                    f"shape ({type(exc).__name__}: {exc})"
+                ) from None
         return self.spec_named(model_cfg.spec)
 
     def workload_for(self, workload_cfg: Any) -> Any:
@@ -80,8 +93,9 @@ class DeepSeekOCRFamily:
 
         w = workload_cfg
         bounds = {k: getattr(w, k) for k in ("min_num", "max_num") if getattr(w, k, None) is not None}
-        return VisionWorkload(base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
-                              tile_size=w.tile_size, **bounds)
+        return VisionWorkload(
+            base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode, tile_size=w.tile_size, **bounds
+        )
 
     def layout(self, workload: Any, width: int, height: int) -> Any:
         from llm_perf_opt.dsocr.layout import compute_view_layout
@@ -103,8 +117,11 @@ class DeepSeekOCRFamily:
             if name in refused:
                 raise ConfigError.field("export.submodules", name, f"{refused[name]} (model.family={self.name})")
             if name not in self.export_submodules:
-                raise ConfigError.field("export.submodules", name,
-                                        f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})")
+                raise ConfigError.field(
+                    "export.submodules",
+                    name,
+                    f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})",
+                )
 
     def report_columns(self) -> tuple[Any, ...]:
         """The sweep report's columns of this family beyond the generic ones (`report.table.Column`s): none for
@@ -127,10 +144,14 @@ class DeepSeekOCRFamily:
         """The prompt's text tokens, after checking the decode steps fit the model's positions."""
         from llm_perf_opt.dsocr.decode import check_decode_steps
 
-        before, after, _ = self.prompt_tokens(cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor"
-                                              else None)
-        check_decode_steps(cfg.trace.decode_steps, 1 + self.layout(workload, width, height).image_tokens
-                           + len(before) + len(after), spec.decoder.max_position_embeddings)
+        before, after, _ = self.prompt_tokens(
+            cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor" else None
+        )
+        check_decode_steps(
+            cfg.trace.decode_steps,
+            1 + self.layout(workload, width, height).image_tokens + len(before) + len(after),
+            spec.decoder.max_position_embeddings,
+        )
         return len(before) + len(after)
 
     def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
@@ -209,8 +230,9 @@ class DeepSeekOCRFamily:
 
         return load_runtime_log(path)
 
-    def measure(self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (),
-                **kwargs: Any) -> Any:
+    def measure(
+        self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
+    ) -> Any:
         """Measured FLOPs of the prefill and the given decode steps (`dsocr.measure.measure_dsocr`)."""
         from llm_perf_opt.dsocr.measure import measure_dsocr
 

@@ -5,6 +5,7 @@ prepends BOS, and turns the page into a padded (or squashed) global view plus, i
 of `dynamic_preprocess`; pixels go through ToTensor + Normalize(0.5, 0.5) and become bf16. This module
 does the same with PIL and torch alone (no torchvision), for a real image file or a synthetic page.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -68,8 +69,6 @@ class Inputs:
 
     def forward_kwargs(self, device: Any = None, dtype: torch.dtype | None = None) -> dict[str, Any]:
         """Keyword arguments for `model(**kwargs)`; floating images are cast to `dtype` when given."""
-        import torch
-
 
         def move(t: torch.Tensor) -> torch.Tensor:
             if dtype is not None and t.is_floating_point():
@@ -113,7 +112,7 @@ def synthetic_page(width: int, height: int, seed: int = 0) -> Image.Image:
         right = width - margin - int(rng.integers(0, max(1, width // 4)))
         while x < right:
             word = int(rng.integers(max(2, width // 80), max(3, width // 25)))
-            page[top:top + line_h, x:min(x + word, right)] = rng.integers(10, 60)
+            page[top : top + line_h, x : min(x + word, right)] = rng.integers(10, 60)
             x += word + max(2, width // 120)
     return Image.fromarray(page, "RGB")
 
@@ -180,7 +179,8 @@ def prompt_tokens(prompt: str, model_dir: str | Path | None = None) -> tuple[lis
         before, after = FALLBACK_PROMPT_TOKENS[prompt]
         return list(before), list(after), "fallback"
     raise ConfigError.field(
-        "workload.prompt", prompt,
+        "workload.prompt",
+        prompt,
         "needs a tokenizer (a model directory with tokenizer.json); without one only the default "
         f"prompt {DEFAULT_PROMPT!r} has built-in token ids",
     )
@@ -208,9 +208,17 @@ def build_inputs(
     return page_inputs(spec, workload, compute_view_layout, width, height, image, prompt, model_dir, seed)
 
 
-def page_inputs(spec: Any, workload: Any, layout_for: Callable[[Any, int, int], ViewLayout], width: int,
-                height: int, image: str | Path | Image.Image | None, prompt: str, model_dir: str | Path | None,
-                seed: int) -> Inputs:
+def page_inputs(
+    spec: Any,
+    workload: Any,
+    layout_for: Callable[[Any, int, int], ViewLayout],
+    width: int,
+    height: int,
+    image: str | Path | Image.Image | None,
+    prompt: str,
+    model_dir: str | Path | None,
+    seed: int,
+) -> Inputs:
     """`build_inputs` under one family's layout rule `layout_for(workload, width, height)`: the page (file,
     PIL image or synthetic), BOS + prompt tokens around the image-token run, the rendered views. The pixel
     and token steps are the same code in both families' vendor files."""
@@ -263,13 +271,20 @@ def batch_inputs(samples: list[Inputs], pad_token_id: int = PAD_TOKEN_ID) -> Inp
         pad = longest - s.seq_len
         ids.append(torch.cat([torch.full((1, pad), pad_token_id, dtype=s.input_ids.dtype), s.input_ids], dim=1))
         seq_mask.append(torch.cat([torch.zeros((1, pad), dtype=torch.bool), s.images_seq_mask], dim=1))
-        attn.append(torch.cat([torch.zeros((1, pad), dtype=torch.long), torch.ones((1, s.seq_len), dtype=torch.long)],
-                              dim=1))
+        attn.append(
+            torch.cat([torch.zeros((1, pad), dtype=torch.long), torch.ones((1, s.seq_len), dtype=torch.long)], dim=1)
+        )
     mask = torch.cat(attn)
     first = samples[0]
     return Inputs(
-        input_ids=torch.cat(ids), images=[img for s in samples for img in s.images],
-        images_seq_mask=torch.cat(seq_mask), images_spatial_crop=torch.cat([s.images_spatial_crop for s in samples]),
-        layout=first.layout, prompt_token_ids=first.prompt_token_ids, prompt_source=first.prompt_source,
-        attention_mask=mask, position_ids=generate_positions(mask), layouts=tuple(s.layout for s in samples),
+        input_ids=torch.cat(ids),
+        images=[img for s in samples for img in s.images],
+        images_seq_mask=torch.cat(seq_mask),
+        images_spatial_crop=torch.cat([s.images_spatial_crop for s in samples]),
+        layout=first.layout,
+        prompt_token_ids=first.prompt_token_ids,
+        prompt_source=first.prompt_source,
+        attention_mask=mask,
+        position_ids=generate_positions(mask),
+        layouts=tuple(s.layout for s in samples),
     )

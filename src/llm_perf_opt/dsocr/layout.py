@@ -15,6 +15,7 @@ Gundam-M (base 1280, image 1024) exists only in the vendor's vLLM pipeline, whic
 `image_size`; with the HF `infer()` it would reserve 16×16 tokens per 640-pixel tile and fail in
 `masked_scatter_`. `VisionWorkload.tile_size` makes that choice explicit (default 640, as in HF).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,11 @@ class VisionWorkload:
         for name in ("base_size", "image_size", "tile_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 64:
-                raise ConfigError.field(f"workload.{name}", value, "must be a positive multiple of 64 "
-                                        "(SAM patches of 16 reduced 4x by net_2/net_3)")
+                raise ConfigError.field(
+                    f"workload.{name}",
+                    value,
+                    "must be a positive multiple of 64 (SAM patches of 16 reduced 4x by net_2/net_3)",
+                )
         for name in ("patch_size", "downsample_ratio", "min_num", "max_num"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -56,7 +60,8 @@ class VisionWorkload:
             raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
         if self.crop_mode and self.tile_size != self.image_size:
             raise ConfigError.field(
-                "workload.image_size", self.image_size,
+                "workload.image_size",
+                self.image_size,
                 f"in crop mode it must equal workload.tile_size={self.tile_size} (the crop side): infer() "
                 f"reserves ceil(image_size/64)² tokens per crop, so any other value fails in masked_scatter_",
             )
@@ -110,14 +115,25 @@ class ViewLayout:
 
     def as_dict(self) -> dict:
         return {
-            "page_width": self.page_width, "page_height": self.page_height, "base_size": self.base_size,
-            "image_size": self.image_size, "crop_mode": self.crop_mode,
-            "w_crop": self.w_crop, "h_crop": self.h_crop, "num_crops": self.num_crops,
-            "num_views": self.num_views, "vision_passes": self.vision_passes, "global_side": self.global_side,
-            "global_content": list(self.global_content), "global_squashed": self.global_squashed,
-            "crop_side": self.crop_side, "crops_resized": list(self.crops_resized),
-            "global_grid": self.global_grid, "crop_grid": self.crop_grid,
-            "global_tokens": self.global_tokens, "local_tokens": self.local_tokens,
+            "page_width": self.page_width,
+            "page_height": self.page_height,
+            "base_size": self.base_size,
+            "image_size": self.image_size,
+            "crop_mode": self.crop_mode,
+            "w_crop": self.w_crop,
+            "h_crop": self.h_crop,
+            "num_crops": self.num_crops,
+            "num_views": self.num_views,
+            "vision_passes": self.vision_passes,
+            "global_side": self.global_side,
+            "global_content": list(self.global_content),
+            "global_squashed": self.global_squashed,
+            "crop_side": self.crop_side,
+            "crops_resized": list(self.crops_resized),
+            "global_grid": self.global_grid,
+            "crop_grid": self.crop_grid,
+            "global_tokens": self.global_tokens,
+            "local_tokens": self.local_tokens,
             "image_tokens": self.image_tokens,
             "crop_tensor_shape": list(self.crop_tensor_shape),
             "global_tensor_shape": list(self.global_tensor_shape),
@@ -181,12 +197,10 @@ def contain_size(width: int, height: int, side: int) -> tuple[int, int]:
 
 def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> ViewLayout:
     """The crop grid, view sizes and token counts `infer()` produces for a `width`×`height` page."""
-    return layout_of(workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX,
-                     newline_column=True)
+    return layout_of(workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX, newline_column=True)
 
 
-def layout_of(w, width: int, height: int, *, crop_threshold: int, squash_max: int,
-              newline_column: bool) -> ViewLayout:
+def layout_of(w, width: int, height: int, *, crop_threshold: int, squash_max: int, newline_column: bool) -> ViewLayout:
     """The layout `infer()` builds, under one family's constants (v1 and DeepSeek-OCR 2 share the rules).
 
     `w` is a family's VisionWorkload (base_size, image_size, crop_mode, patch_size, downsample_ratio,
@@ -225,11 +239,24 @@ def layout_of(w, width: int, height: int, *, crop_threshold: int, squash_max: in
         crops_resized = (0, 0)
     global_tokens = global_grid * (global_grid + nl) + 1  # + nl: the newline column; + 1 view separator
     return ViewLayout(
-        page_width=width, page_height=height, base_size=w.base_size, image_size=w.image_size,
-        crop_mode=w.crop_mode, w_crop=w_crop, h_crop=h_crop, num_crops=num_crops,
-        num_views=1 + num_crops, vision_passes=2 if has_crops else 1,
-        global_side=global_side, global_content=content, global_squashed=squashed,
-        crop_side=crop_side, crops_resized=crops_resized,
-        global_grid=global_grid, crop_grid=crop_grid,
-        global_tokens=global_tokens, local_tokens=local_tokens, image_tokens=global_tokens + local_tokens,
+        page_width=width,
+        page_height=height,
+        base_size=w.base_size,
+        image_size=w.image_size,
+        crop_mode=w.crop_mode,
+        w_crop=w_crop,
+        h_crop=h_crop,
+        num_crops=num_crops,
+        num_views=1 + num_crops,
+        vision_passes=2 if has_crops else 1,
+        global_side=global_side,
+        global_content=content,
+        global_squashed=squashed,
+        crop_side=crop_side,
+        crops_resized=crops_resized,
+        global_grid=global_grid,
+        crop_grid=crop_grid,
+        global_tokens=global_tokens,
+        local_tokens=local_tokens,
+        image_tokens=global_tokens + local_tokens,
     )

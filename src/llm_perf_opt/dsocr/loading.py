@@ -1,5 +1,6 @@
 """What loading a model gives the session: `LoadedModel`, and the twin's loader (`vendor.load_vendor` is
 the vendor code's)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ def load_twin(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, 
     try:
         from llm_perf_opt.dsocr.twin import build_twin
     except ImportError as exc:
-        raise ConfigError(f"model=twin: the architecture twin (llm_perf_opt.dsocr.twin) cannot be imported: "
-                          f"{exc}") from None
+        raise ConfigError(
+            f"model=twin: the architecture twin (llm_perf_opt.dsocr.twin) cannot be imported: {exc}"
+        ) from None
     spec = ModelSpec.named(model_cfg.spec)
     with torch.random.fork_rng(devices=[]):
         model = build_twin(spec, device=device, dtype=dtype, attn_implementation=attn, seed=model_cfg.seed)

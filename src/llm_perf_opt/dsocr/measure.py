@@ -10,6 +10,7 @@ length, tokens fed, the bytes of the KV-cache tensors the model holds after it),
 counts, the FLOPs of that step alone (`FlopCounterMode` around that one forward). `kv_cache_bytes[0]`
 is the cache after the prefill (only with decode steps: the prefill runs with `use_cache=True` then).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,8 +50,12 @@ def _autocast(model: torch.nn.Module, dtype: torch.dtype | None):
     return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
 
 
-def measure_dsocr(model: torch.nn.Module, forward_kwargs: Mapping[str, Any], decode_steps: Sequence[int] = (),
-                  autocast_dtype: torch.dtype | None = None) -> DsocrMeasurement:
+def measure_dsocr(
+    model: torch.nn.Module,
+    forward_kwargs: Mapping[str, Any],
+    decode_steps: Sequence[int] = (),
+    autocast_dtype: torch.dtype | None = None,
+) -> DsocrMeasurement:
     """Count the prefill forward, then run greedy decode steps and count those in `decode_steps` (1-based)."""
     kwargs = dict(forward_kwargs)
     kwargs["use_cache"] = bool(decode_steps)

@@ -9,6 +9,7 @@ Modes are the workload presets of `conf/workload/`, read from there (not copied)
 {name: VisionWorkload} in the canonical order (no-crop modes by view size, then crop modes by tile).
 Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -18,7 +19,6 @@ from typing import Mapping, Optional
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import Part, PartVocabulary
-
 
 PARTS: tuple[Part, ...] = (  # forward order
     Part("embedding", "model.embed_tokens", "token embedding", "#9d755d", "language"),
@@ -69,8 +69,12 @@ def _modes(conf: Path) -> tuple[tuple[str, VisionWorkload], ...]:
         if not isinstance(raw, dict):
             raise ConfigError(f"{file}: expected a mapping of workload knobs")
         try:
-            workload = VisionWorkload(base_size=raw["base_size"], image_size=raw["image_size"],
-                                      crop_mode=raw["crop_mode"], tile_size=raw.get("tile_size", 640))
+            workload = VisionWorkload(
+                base_size=raw["base_size"],
+                image_size=raw["image_size"],
+                crop_mode=raw["crop_mode"],
+                tile_size=raw.get("tile_size", 640),
+            )
         except KeyError as exc:
             raise ConfigError(f"{file}: missing key {exc}") from None
         found.append((str(raw.get("name", file.stem)), workload))

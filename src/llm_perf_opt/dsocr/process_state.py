@@ -6,6 +6,7 @@ the process; building on the meta device swaps `nn.Module.register_parameter`; T
 snapshots all of these when it opens (`ProcessStateGuard`), restores them after loading and again at
 `close()`, and sets and restores `torch`'s thread count.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -13,9 +14,22 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-_INIT_FUNCTIONS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
-                   "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
-                   "sparse_")
+_INIT_FUNCTIONS = (
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "dirac_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+    "sparse_",
+)
 _MISSING = object()
 
 
@@ -37,8 +51,9 @@ class ProcessStateGuard:
     now and put back by `close()`."""
 
     def __init__(self, threads: Optional[int] = None) -> None:
-        self._attrs = [(owner, attr, label, vars(owner).get(attr, _MISSING))
-                       for owner, attr, label in _guarded_attributes()]
+        self._attrs = [
+            (owner, attr, label, vars(owner).get(attr, _MISSING)) for owner, attr, label in _guarded_attributes()
+        ]
         self._default_dtype = torch.get_default_dtype()
         self._threads_before: Optional[int] = None
         if threads is not None:
@@ -89,5 +104,8 @@ class ProcessStateGuard:
 
 def init_disabled() -> list[str]:
     """Names of `reset_parameters` methods replaced by a lambda (what the vendor's `disable_torch_init` does)."""
-    return [f"torch.nn.{cls.__name__}.reset_parameters" for cls in (nn.Linear, nn.LayerNorm)
-            if getattr(cls.reset_parameters, "__name__", "") == "<lambda>"]
+    return [
+        f"torch.nn.{cls.__name__}.reset_parameters"
+        for cls in (nn.Linear, nn.LayerNorm)
+        if getattr(cls.reset_parameters, "__name__", "") == "<lambda>"
+    ]

@@ -14,6 +14,7 @@ Embedding weights get its `initializer_range`.
 weights (99.6 % of its parameters) on the meta device and fill them once here, instead of letting the
 vendor's default path initialise every Linear twice (minutes at full size).
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,13 @@ def seeded_normal_(tensor: torch.Tensor, std: float, seed: int, name: str) -> to
     return tensor.normal_(0.0, std, generator=gen)
 
 
-def fill_in_parallel(jobs: Sequence[Job], fill: Callable[[Job], object], sizes: Callable[[Job], int],
-                     on_cpu: bool, threads: Optional[int] = None) -> list[object]:
+def fill_in_parallel(
+    jobs: Sequence[Job],
+    fill: Callable[[Job], object],
+    sizes: Callable[[Job], int],
+    on_cpu: bool,
+    threads: Optional[int] = None,
+) -> list[object]:
     """`fill(job)` for every job, biggest first, over a few threads on CPU (serially elsewhere);
     returns the results in the order run."""
     ordered = sorted(jobs, key=lambda j: -sizes(j))  # biggest first keeps the workers evenly busy
@@ -65,8 +71,12 @@ def linear_weights_on_meta() -> Iterator[None]:
     original = nn.Module.register_parameter
 
     def register_parameter(self, name, param):
-        if (param is not None and name == "weight" and isinstance(self, (nn.Linear, nn.Embedding))
-                and param.device.type != "meta"):
+        if (
+            param is not None
+            and name == "weight"
+            and isinstance(self, (nn.Linear, nn.Embedding))
+            and param.device.type != "meta"
+        ):
             param = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
         return original(self, name, param)
 
@@ -78,8 +88,9 @@ def linear_weights_on_meta() -> Iterator[None]:
 
 
 @torch.no_grad()
-def materialise_meta_parameters(model: nn.Module, device: torch.device, seed: int, std: float,
-                                threads: Optional[int] = None) -> int:
+def materialise_meta_parameters(
+    model: nn.Module, device: torch.device, seed: int, std: float, threads: Optional[int] = None
+) -> int:
     """Allocate every meta parameter on `device` and fill it with N(0, std) (Embedding padding rows 0).
     Shared parameters are filled once and stay shared. Returns the number of elements filled."""
     jobs: list[tuple[str, nn.Module, str, nn.Parameter]] = []
@@ -104,8 +115,9 @@ def materialise_meta_parameters(model: nn.Module, device: torch.device, seed: in
         module._parameters[p_name] = nn.Parameter(t, requires_grad=p.requires_grad)
         return t.numel()
 
-    filled = sum(fill_in_parallel(jobs, fill, lambda j: j[3].numel(), on_cpu=torch.device(device).type == "cpu",
-                                 threads=threads))
+    filled = sum(
+        fill_in_parallel(jobs, fill, lambda j: j[3].numel(), on_cpu=torch.device(device).type == "cpu", threads=threads)
+    )
     for module, p_name, src_module, src_name in aliases:
         module._parameters[p_name] = src_module._parameters[src_name]
     return filled

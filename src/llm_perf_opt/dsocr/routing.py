@@ -22,6 +22,7 @@ many tokens). `random_weights` and `note` say so in the file, the summary and wh
 Expert FLOPs never depend on the routing (every token visits exactly top_k experts); which experts
 are called, and so the weight bytes read, does.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,10 @@ ROUTING_SCHEMA = "llm_perf_opt.routing"
 ROUTING_VERSION = 1
 ROUTING_READS = (1,)
 
-RANDOM_WEIGHTS_NOTE = ("random weights: the gate is random, so this routing is not the trained model's "
-                       "(expert FLOPs do not depend on it; which experts are hit, and the bytes read, do)")
+RANDOM_WEIGHTS_NOTE = (
+    "random weights: the gate is random, so this routing is not the trained model's "
+    "(expert FLOPs do not depend on it; which experts are hit, and the bytes read, do)"
+)
 CHECKPOINT_NOTE = "weights from a checkpoint: the routing of those weights on this input"
 UNKNOWN_WEIGHTS_NOTE = "weights of unknown origin: if they are random, this routing is not the trained model's"
 
@@ -65,8 +68,14 @@ class GateCall:
         return max(self.tokens_per_expert, default=0) / mean if mean else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate, "layer": self.layer, "step": self.step, "tokens": self.tokens,
-                "experts": list(self.experts), "tokens_per_expert": list(self.tokens_per_expert)}
+        return {
+            "gate": self.gate,
+            "layer": self.layer,
+            "step": self.step,
+            "tokens": self.tokens,
+            "experts": list(self.experts),
+            "tokens_per_expert": list(self.tokens_per_expert),
+        }
 
 
 _CALL_FIELDS = ("gate", "layer", "step", "tokens", "experts", "tokens_per_expert")
@@ -109,8 +118,12 @@ class RoutingRecord:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_events(cls, events: Iterable[Mapping[str, Any]], random_weights: Optional[bool] = None,
-                    expert_bytes: Optional[int] = None) -> "RoutingRecord":
+    def from_events(
+        cls,
+        events: Iterable[Mapping[str, Any]],
+        random_weights: Optional[bool] = None,
+        expert_bytes: Optional[int] = None,
+    ) -> "RoutingRecord":
         """The record of a runtime log's `routing` events (other kinds are ignored). `random_weights`
         defaults to what the events say (their `weights`: "random" or "checkpoint")."""
         calls: list[GateCall] = []
@@ -126,17 +139,27 @@ class RoutingRecord:
                     raise ArtifactError(f"runtime log: routing event {i} lacks field '{key}'")
             if e["layer"] is None:
                 raise ArtifactError(f"runtime log: routing event {i}: gate {e['gate']!r} is not in a decoder layer")
-            calls.append(GateCall(e["gate"], int(e["layer"]), int(e["call"]), int(e["tokens"]),
-                                  tuple(int(x) for x in e["experts"]), tuple(int(x) for x in e["tokens_per_expert"])))
+            calls.append(
+                GateCall(
+                    e["gate"],
+                    int(e["layer"]),
+                    int(e["call"]),
+                    int(e["tokens"]),
+                    tuple(int(x) for x in e["experts"]),
+                    tuple(int(x) for x in e["tokens_per_expert"]),
+                )
+            )
             n_experts.add(int(e["n_experts"]))
             top_k.add(int(e["top_k"]))
         if len(n_experts) > 1 or len(top_k) > 1:
-            raise ArtifactError(f"runtime log: routing events disagree on the experts ({sorted(n_experts)}) or "
-                                f"top_k ({sorted(top_k)})")
+            raise ArtifactError(
+                f"runtime log: routing events disagree on the experts ({sorted(n_experts)}) or top_k ({sorted(top_k)})"
+            )
         if random_weights is None and len(weights) == 1:
             random_weights = {"random": True, "checkpoint": False}.get(next(iter(weights)))
-        record = cls(n_experts.pop() if n_experts else 0, top_k.pop() if top_k else 0, random_weights, calls,
-                     expert_bytes)
+        record = cls(
+            n_experts.pop() if n_experts else 0, top_k.pop() if top_k else 0, random_weights, calls, expert_bytes
+        )
         record.check()
         return record
 
@@ -151,8 +174,10 @@ class RoutingRecord:
             if len(c.experts) != len(c.tokens_per_expert):
                 raise ArtifactError(f"{where}: {len(c.experts)} experts but {len(c.tokens_per_expert)} token counts")
             if sum(c.tokens_per_expert) != c.tokens * self.top_k:
-                raise ArtifactError(f"{where}: token counts sum to {sum(c.tokens_per_expert)}, expected tokens x "
-                                    f"top_k = {c.tokens * self.top_k}")
+                raise ArtifactError(
+                    f"{where}: token counts sum to {sum(c.tokens_per_expert)}, expected tokens x "
+                    f"top_k = {c.tokens * self.top_k}"
+                )
             if any(not 0 <= x < self.n_experts for x in c.experts):
                 raise ArtifactError(f"{where}: an expert index is outside 0..{self.n_experts - 1}")
 
@@ -164,9 +189,15 @@ class RoutingRecord:
         of that step (min(E, T·k) experts), shown beside the bytes the real routing reads.
         """
         E, k = self.n_experts, self.top_k
-        out: dict[str, Any] = {"random_weights": self.random_weights, "note": self.note, "n_experts": E,
-                               "top_k": k, "layers": self.layers, "steps": len(self.steps),
-                               "expert_bytes": self.expert_bytes}
+        out: dict[str, Any] = {
+            "random_weights": self.random_weights,
+            "note": self.note,
+            "n_experts": E,
+            "top_k": k,
+            "layers": self.layers,
+            "steps": len(self.steps),
+            "expert_bytes": self.expert_bytes,
+        }
         if 0 in self.steps:
             out["prefill"] = self._prefill(analytic_expert_bytes or {})
         decode_steps = [s for s in self.steps if s > 0]
@@ -204,21 +235,33 @@ class RoutingRecord:
         for s in steps:
             tokens = self.call(self.layers[0], s).tokens
             read = self._bytes_read(s)
-            per_step.append({
-                "step": s, "tokens": tokens,
-                "distinct_experts": {str(layer): self.call(layer, s).distinct for layer in self.layers},
-                "expected_distinct_uniform": expected_distinct(E, k, tokens),
-                "expert_bytes_read": _sum(read.values()),
-                "expert_bytes_analytic": _sum((analytic.get(s) or {}).values()) if analytic.get(s) else None,
-            })
+            per_step.append(
+                {
+                    "step": s,
+                    "tokens": tokens,
+                    "distinct_experts": {str(layer): self.call(layer, s).distinct for layer in self.layers},
+                    "expected_distinct_uniform": expected_distinct(E, k, tokens),
+                    "expert_bytes_read": _sum(read.values()),
+                    "expert_bytes_analytic": _sum((analytic.get(s) or {}).values()) if analytic.get(s) else None,
+                }
+            )
         union = {str(layer): len({x for s in steps for x in self.call(layer, s).experts}) for layer in self.layers}
-        return {"steps": per_step, "distinct_over_all_steps": union,
-                "expected_distinct_over_all_steps_uniform": expected_distinct(E, k, len(steps))}
+        return {
+            "steps": per_step,
+            "distinct_over_all_steps": union,
+            "expected_distinct_over_all_steps_uniform": expected_distinct(E, k, len(steps)),
+        }
 
     # ------------------------------------------------------------------ artifact
     def to_dict(self) -> dict[str, Any]:
-        return {"n_experts": self.n_experts, "top_k": self.top_k, "random_weights": self.random_weights,
-                "note": self.note, "expert_bytes": self.expert_bytes, "calls": [c.to_dict() for c in self.calls]}
+        return {
+            "n_experts": self.n_experts,
+            "top_k": self.top_k,
+            "random_weights": self.random_weights,
+            "note": self.note,
+            "expert_bytes": self.expert_bytes,
+            "calls": [c.to_dict() for c in self.calls],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = ROUTING_FILE) -> "RoutingRecord":
@@ -230,8 +273,16 @@ class RoutingRecord:
         calls = []
         for i, raw in enumerate(data["calls"]):
             require(raw, _CALL_FIELDS, f"data.calls[{i}]", source)
-            calls.append(GateCall(raw["gate"], int(raw["layer"]), int(raw["step"]), int(raw["tokens"]),
-                                  tuple(raw["experts"]), tuple(raw["tokens_per_expert"])))
+            calls.append(
+                GateCall(
+                    raw["gate"],
+                    int(raw["layer"]),
+                    int(raw["step"]),
+                    int(raw["tokens"]),
+                    tuple(raw["experts"]),
+                    tuple(raw["tokens_per_expert"]),
+                )
+            )
         random_weights = data["random_weights"]
         if random_weights is not None and not isinstance(random_weights, bool):
             raise ArtifactError(f"{source}: data.random_weights must be true, false or null")

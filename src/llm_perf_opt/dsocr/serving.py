@@ -8,6 +8,7 @@
 * KV cache per token: every decoder layer keeps keys and values of kv_heads × head_dim (`costs.kv_cache_bytes`).
 * The decode step is costed at two contexts (the prompt and the prompt + 1024) and interpolated exactly.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -15,10 +16,10 @@ from typing import Any, Optional
 
 from llm_perf_opt.analytic.batch_cost import BatchRules, DecodeTable, UnitTable
 from llm_perf_opt.analytic.costs import kv_cache_bytes
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.analytic.moe_batch import MoEShape
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.spec import ModelSpec
 
 _LOOPED = tuple(P.VISION_PATHS)
@@ -32,11 +33,14 @@ def _routed(path: str, module: str) -> bool:
 def batch_rules(looped: tuple[str, ...] = _LOOPED, labels: str = "SAM, CLIP and the projector") -> BatchRules:
     """The batch rules of a family whose vision parts (`looped`, module paths) run once per image."""
     return BatchRules(
-        lambda path, module: path in looped or module == "Embedding", _routed,
-        {"per_sequence": f"{labels} (the vendor's forward loops over the images) and the token "
-                         "embedding (one row per token)",
-         "routed": "model.layers.<i>.mlp.experts: the experts the batch's tokens touch (analytic.moe_batch)",
-         "batched": "everything else: weights read once per step, the rest x batch"},
+        lambda path, module: path in looped or module == "Embedding",
+        _routed,
+        {
+            "per_sequence": f"{labels} (the vendor's forward loops over the images) and the token "
+            "embedding (one row per token)",
+            "routed": "model.layers.<i>.mlp.experts: the experts the batch's tokens touch (analytic.moe_batch)",
+            "batched": "everything else: weights read once per step, the rest x batch",
+        },
     )
 
 
@@ -46,7 +50,7 @@ BATCH_RULES = batch_rules()
 def sam_parameters(s: Any) -> int:
     """SAM ViT-B's parameters (a `SamSpec`): patch conv, positions, blocks, neck, the stride-2 convs."""
     w, hd = s.width, s.head_dim
-    sam = 3 * s.patch_size ** 2 * w + w + s.pos_grid ** 2 * w  # patch conv (bias), absolute position table
+    sam = 3 * s.patch_size**2 * w + w + s.pos_grid**2 * w  # patch conv (bias), absolute position table
     for i in range(s.depth):
         size = s.pos_grid if i in s.global_attn_indexes else s.window_size
         sam += 2 * w + (w * 3 * w + 3 * w) + (w * w + w) + 2 * (2 * size - 1) * hd  # norm1, qkv, proj, rel_pos h/w
@@ -81,9 +85,10 @@ def parameter_count(spec: ModelSpec) -> int:
     """Every parameter of the model, module by module (weights and biases as the vendor declares them)."""
     c, p = spec.clip, spec.projector
     W = c.width
-    clip = W + 3 * c.patch_size ** 2 * W + c.num_positions * W + 2 * W  # class token, patch conv, positions, pre-LN
-    clip += c.layers * (2 * W + (W * 3 * W + 3 * W) + (W * W + W) + 2 * W + (W * c.ffn_dim + c.ffn_dim)
-                        + (c.ffn_dim * W + W))
+    clip = W + 3 * c.patch_size**2 * W + c.num_positions * W + 2 * W  # class token, patch conv, positions, pre-LN
+    clip += c.layers * (
+        2 * W + (W * 3 * W + 3 * W) + (W * W + W) + 2 * W + (W * c.ffn_dim + c.ffn_dim) + (c.ffn_dim * W + W)
+    )
     proj = p.input_dim * p.n_embed + p.n_embed + 2 * p.n_embed  # linear + image_newline + view_seperator
     return sam_parameters(spec.sam) + clip + proj + language_parameters(spec.decoder)
 
@@ -93,39 +98,74 @@ def moe_shape(spec: ModelSpec, dtype_bytes: int) -> Optional[MoEShape]:
     layers = sum(1 for i in range(d.num_layers) if d.is_moe_layer(i))
     if not layers:
         return None
-    return MoEShape(layers, d.n_routed_experts, d.num_experts_per_tok, 3 * d.hidden_size * d.moe_intermediate_size
-                    * dtype_bytes)
+    return MoEShape(
+        layers, d.n_routed_experts, d.num_experts_per_tok, 3 * d.hidden_size * d.moe_intermediate_size * dtype_bytes
+    )
 
 
 DECODE_SPAN = 1024
 
 
-def serving_model(model: DeepseekOCRAnalyticModel, moe: Optional[MoEShape] = None,
-                  dtype: str = "bfloat16") -> ServingModel:
+def serving_model(
+    model: DeepseekOCRAnalyticModel, moe: Optional[MoEShape] = None, dtype: str = "bfloat16"
+) -> ServingModel:
     """The `ServingModel` of one analytic model (one page shape, one dtype). `moe`: a shape with measured
     routing (`MoEShape.with_routing`); default: uniform routing."""
-    return _cached(model.spec, model.layout, model.seq_len, model.dtype_bytes, model.decoder_attention, dtype,
-                   moe if moe is not None else moe_shape(model.spec, model.dtype_bytes), model)
+    return _cached(
+        model.spec,
+        model.layout,
+        model.seq_len,
+        model.dtype_bytes,
+        model.decoder_attention,
+        dtype,
+        moe if moe is not None else moe_shape(model.spec, model.dtype_bytes),
+        model,
+    )
 
 
 @lru_cache(maxsize=1024)
-def _cached(spec: ModelSpec, layout: Any, seq_len: int, b: int, attention: str, dtype: str, moe: Optional[MoEShape],
-            model: DeepseekOCRAnalyticModel) -> ServingModel:
+def _cached(
+    spec: ModelSpec,
+    layout: Any,
+    seq_len: int,
+    b: int,
+    attention: str,
+    dtype: str,
+    moe: Optional[MoEShape],
+    model: DeepseekOCRAnalyticModel,
+) -> ServingModel:
     d = spec.decoder
     rules = model.batch_rules() if hasattr(model, "batch_rules") else BATCH_RULES
     prefill = UnitTable.build(model.prefill(), rules, seq_len)
-    decode = DecodeTable.build(model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), rules, seq_len,
-                               seq_len + DECODE_SPAN)
+    decode = DecodeTable.build(
+        model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), rules, seq_len, seq_len + DECODE_SPAN
+    )
     kv = kv_cache_bytes(1, d.num_kv_heads, 1, d.head_dim, b) * d.num_layers
     # what infer() hands the forward for one sequence: every view's pixels in the model's dtype, input_ids
     # (int64) and images_seq_mask (bool) over the prompt (images_spatial_crop stays on the host)
     inputs = layout.pixel_values * b + seq_len * (8 + 1)
-    shapes = {"model": spec.name, "layout": layout.as_dict(), "seq_len": seq_len, "image_tokens": layout.image_tokens,
-              "dtype_bytes": b, "decoder_attention": attention}
-    return ServingModel(f"{spec.name} {layout.page_width}x{layout.page_height}" if hasattr(layout, "page_width")
-                        else spec.name, prefill, decode, seq_len, d.max_position_embeddings,
-                        model.parameter_count() * b, kv, inputs, dtype, moe, shapes,
-                        tuple(f"{k}: {v}" for k, v in rules.description.items()))
+    shapes = {
+        "model": spec.name,
+        "layout": layout.as_dict(),
+        "seq_len": seq_len,
+        "image_tokens": layout.image_tokens,
+        "dtype_bytes": b,
+        "decoder_attention": attention,
+    }
+    return ServingModel(
+        f"{spec.name} {layout.page_width}x{layout.page_height}" if hasattr(layout, "page_width") else spec.name,
+        prefill,
+        decode,
+        seq_len,
+        d.max_position_embeddings,
+        model.parameter_count() * b,
+        kv,
+        inputs,
+        dtype,
+        moe,
+        shapes,
+        tuple(f"{k}: {v}" for k, v in rules.description.items()),
+    )
 
 
 def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:
@@ -142,9 +182,11 @@ def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Op
     except ArtifactError as exc:
         raise ConfigError.field("serve.routing", routing_path, str(exc)) from None
     if record.n_experts != base.n_experts or record.top_k != base.top_k:
-        raise ConfigError.field("serve.routing", routing_path,
-                                f"records {record.n_experts} experts top-{record.top_k}; the model has "
-                                f"{base.n_experts} top-{base.top_k}")
+        raise ConfigError.field(
+            "serve.routing",
+            routing_path,
+            f"records {record.n_experts} experts top-{record.top_k}; the model has {base.n_experts} top-{base.top_k}",
+        )
     calls = [record.call(layer, 0) for layer in record.layers]
     counts = [dict(zip(c.experts, c.tokens_per_expert)) for c in calls]
     return base.with_routing(counts, [c.tokens for c in calls], note=record.note)

@@ -19,6 +19,7 @@ reversible, and `close()` (or leaving the `with` block) leaves the process as it
 4. Loading must not leave process-wide state changed: checked and restored after loading and again at
    `close()` (`process_state.ProcessStateGuard`).
 """
+
 from __future__ import annotations
 
 import gc
@@ -47,8 +48,12 @@ NO_IMAGES = {"images": None, "images_seq_mask": None, "images_spatial_crop": Non
 def resolve_device(runtime: RuntimeConfig) -> torch.device:
     if runtime.device == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError.field("runtime.device", "cuda", "needs a CUDA GPU, but torch.cuda.is_available() is "
-                                    "false (this torch is " + torch.__version__ + "); use runtime=cpu")
+            raise ConfigError.field(
+                "runtime.device",
+                "cuda",
+                "needs a CUDA GPU, but torch.cuda.is_available() is "
+                "false (this torch is " + torch.__version__ + "); use runtime=cpu",
+            )
         return torch.device("cuda", torch.cuda.current_device())
     if runtime.device != "cpu":
         raise ConfigError.field("runtime.device", runtime.device, "one of cpu, cuda")
@@ -103,9 +108,15 @@ def parameter_counts(model: nn.Module, part_list: Any = None) -> dict[str, int]:
 class DeepSeekOCRSession:
     """The loaded model (vendor or twin) and how to run it; open with `DeepSeekOCRSession.open(...)`."""
 
-    def __init__(self, loaded: LoadedModel, *, runtime_cfg: Optional[RuntimeConfig] = None,
-                 model_cfg: Optional[ModelConfig] = None, quiet_vendor_prints: bool = True,
-                 guard: Optional[ProcessStateGuard] = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        *,
+        runtime_cfg: Optional[RuntimeConfig] = None,
+        model_cfg: Optional[ModelConfig] = None,
+        quiet_vendor_prints: bool = True,
+        guard: Optional[ProcessStateGuard] = None,
+    ) -> None:
         runtime_cfg = runtime_cfg if runtime_cfg is not None else RuntimeConfig()
         self.model = loaded.model
         self.spec = loaded.spec
@@ -129,9 +140,15 @@ class DeepSeekOCRSession:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def open(cls, model_cfg: ModelConfig, runtime_cfg: Optional[RuntimeConfig] = None, *,
-             quiet_vendor_prints: bool = True, loaders: Optional[Mapping[str, Any]] = None,
-             part_list: Any = None) -> "DeepSeekOCRSession":
+    def open(
+        cls,
+        model_cfg: ModelConfig,
+        runtime_cfg: Optional[RuntimeConfig] = None,
+        *,
+        quiet_vendor_prints: bool = True,
+        loaders: Optional[Mapping[str, Any]] = None,
+        part_list: Any = None,
+    ) -> "DeepSeekOCRSession":
         """Load the twin or the vendor model as `model_cfg` says, on the device/dtype `runtime_cfg` says.
         `loaders` ({source: loader}) and `part_list` (the parts parameters are counted by): another family's."""
         runtime_cfg = runtime_cfg if runtime_cfg is not None else RuntimeConfig()
@@ -143,9 +160,12 @@ class DeepSeekOCRSession:
         attn, notes = resolve_attn_implementation(runtime_cfg.attn_implementation, device)
         disabled = init_disabled()
         if disabled:
-            warnings.warn(f"weight initialisation is already disabled in this process ({', '.join(disabled)}; "
-                          "the vendor's infer() does that); the session keeps that state", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"weight initialisation is already disabled in this process ({', '.join(disabled)}; "
+                "the vendor's infer() does that); the session keeps that state",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         start = time.perf_counter()
         guard = ProcessStateGuard(threads=runtime_cfg.threads)
         try:
@@ -160,15 +180,19 @@ class DeepSeekOCRSession:
             warnings.warn(note, RuntimeWarning, stacklevel=2)
         loaded.measures[:0] = notes
         loaded.load_seconds = time.perf_counter() - start
-        session = cls(loaded, runtime_cfg=runtime_cfg, model_cfg=model_cfg, quiet_vendor_prints=quiet_vendor_prints,
-                      guard=guard)
+        session = cls(
+            loaded, runtime_cfg=runtime_cfg, model_cfg=model_cfg, quiet_vendor_prints=quiet_vendor_prints, guard=guard
+        )
         session.part_list = part_list
         if session.device.type != "cuda" and session.source == "vendor":
-            session.measures.append("Tensor.cuda() -> Tensor.to(cpu) while a session forward runs "
-                                    "(patch cuda_to_device)")
+            session.measures.append(
+                "Tensor.cuda() -> Tensor.to(cpu) while a session forward runs (patch cuda_to_device)"
+            )
         if session.autocast:
-            session.measures.append(f"torch.autocast({session.device.type!r}, {session.autocast_dtype}) around "
-                                    "session forwards (patch autocast)")
+            session.measures.append(
+                f"torch.autocast({session.device.type!r}, {session.autocast_dtype}) around "
+                "session forwards (patch autocast)"
+            )
         return session
 
     # ------------------------------------------------------------------ lifetime
@@ -185,8 +209,11 @@ class DeepSeekOCRSession:
         self.closed = True
         restored = self._guard.close()
         if restored:
-            warnings.warn(f"session close restored {', '.join(restored)} (changed while the session was open)",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"session close restored {', '.join(restored)} (changed while the session was open)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return restored
 
     def release(self) -> None:
@@ -285,6 +312,8 @@ class DeepSeekOCRSession:
         }
 
     def __repr__(self) -> str:
-        return (f"DeepSeekOCRSession(source={self.source}, spec={self.spec.name}, device={self.device}, "
-                f"dtype={self.dtype}, attn={self.attn_implementation}, autocast={self.autocast}, "
-                f"weights={self.weights}{', closed' if self.closed else ''})")
+        return (
+            f"DeepSeekOCRSession(source={self.source}, spec={self.spec.name}, device={self.device}, "
+            f"dtype={self.dtype}, attn={self.attn_implementation}, autocast={self.autocast}, "
+            f"weights={self.weights}{', closed' if self.closed else ''})"
+        )

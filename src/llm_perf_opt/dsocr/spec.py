@@ -6,6 +6,7 @@ on the vendor code (`ModelSpec.deepseek_ocr()`). The vendor's
 `deepencoder.py`, so they come from the built-in values unless the JSON's `vision_config` names them.
 `ModelSpec.tiny()` is the narrow, few-layer copy with the same structure, used by `twin_tiny` and tests.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,15 +61,17 @@ def sam_from_widths(sam: "SamSpec", widths: Mapping[str, Any], *, downsample_cha
         more["downsample_channels"] = tuple(sam_raw.get("downsample_channels", sam.downsample_channels))
     return replace(
         sam,
-        width=sam_raw.get("width", sam.width), depth=sam_raw.get("layers", sam.depth),
+        width=sam_raw.get("width", sam.width),
+        depth=sam_raw.get("layers", sam.depth),
         heads=sam_raw.get("heads", sam.heads),
         global_attn_indexes=tuple(sam_raw.get("global_attn_indexes", sam.global_attn_indexes)),
         **more,
     )
 
 
-def projector_from_config(raw: Mapping[str, Any], source: str, *, input_dim: int, n_embed: int,
-                          released: str) -> "ProjectorSpec":
+def projector_from_config(
+    raw: Mapping[str, Any], source: str, *, input_dim: int, n_embed: int, released: str
+) -> "ProjectorSpec":
     """`projector_config` of a vendor config (defaults `input_dim`, `n_embed`, type linear); only the
     linear projector is modelled (`released` names the model in the error)."""
     proj_raw = raw.get("projector_config", {})
@@ -80,8 +83,10 @@ def projector_from_config(raw: Mapping[str, Any], source: str, *, input_dim: int
         projector_type=proj_raw.get("projector_type", "linear"),
     )
     if projector.projector_type != "linear":
-        raise ConfigError(f"{source}: projector_config.projector_type={projector.projector_type!r} "
-                          f"is not modelled (only 'linear', as released{released})")
+        raise ConfigError(
+            f"{source}: projector_config.projector_type={projector.projector_type!r} "
+            f"is not modelled (only 'linear', as released{released})"
+        )
     return projector
 
 
@@ -98,16 +103,36 @@ def language_checks(spec: Any) -> list[tuple[bool, str, Any, str]]:
     s, p, d = spec.sam, spec.projector, spec.decoder
     return [
         (p.n_embed == d.hidden_size, "projector.n_embed", p.n_embed, f"decoder.hidden_size={d.hidden_size}"),
-        (all(0 <= i < s.depth for i in s.global_attn_indexes), "sam.global_attn_indexes",
-         s.global_attn_indexes, f"indices in [0, {s.depth})"),
-        (d.hidden_size % d.num_heads == 0, "decoder.hidden_size", d.hidden_size,
-         f"a multiple of decoder.num_heads={d.num_heads}"),
-        (d.num_experts_per_tok <= max(d.n_routed_experts, 1), "decoder.num_experts_per_tok",
-         d.num_experts_per_tok, f"at most n_routed_experts={d.n_routed_experts}"),
-        (d.num_heads % max(d.num_kv_heads, 1) == 0, "decoder.num_kv_heads", d.num_kv_heads,
-         f"a divisor of num_heads={d.num_heads}"),
-        (max(spec.image_token_id, spec.bos_token_id, spec.eos_token_id) < d.vocab_size,
-         "image_token_id", spec.image_token_id, f"token ids below vocab_size={d.vocab_size}"),
+        (
+            all(0 <= i < s.depth for i in s.global_attn_indexes),
+            "sam.global_attn_indexes",
+            s.global_attn_indexes,
+            f"indices in [0, {s.depth})",
+        ),
+        (
+            d.hidden_size % d.num_heads == 0,
+            "decoder.hidden_size",
+            d.hidden_size,
+            f"a multiple of decoder.num_heads={d.num_heads}",
+        ),
+        (
+            d.num_experts_per_tok <= max(d.n_routed_experts, 1),
+            "decoder.num_experts_per_tok",
+            d.num_experts_per_tok,
+            f"at most n_routed_experts={d.n_routed_experts}",
+        ),
+        (
+            d.num_heads % max(d.num_kv_heads, 1) == 0,
+            "decoder.num_kv_heads",
+            d.num_kv_heads,
+            f"a divisor of num_heads={d.num_heads}",
+        ),
+        (
+            max(spec.image_token_id, spec.bos_token_id, spec.eos_token_id) < d.vocab_size,
+            "image_token_id",
+            spec.image_token_id,
+            f"token ids below vocab_size={d.vocab_size}",
+        ),
     ]
 
 
@@ -210,15 +235,20 @@ class DecoderSpec:
     def tiny(cls) -> "DecoderSpec":
         """The tiny twins' decoder (both families): 3 layers of width 64, a dense layer then MoE layers with
         8 routed experts (top 2) and 2 shared ones, the real vocabulary."""
-        return cls(hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=4, intermediate_size=128,
-                   moe_intermediate_size=32, n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2)
+        return cls(
+            hidden_size=64,
+            num_layers=3,
+            num_heads=4,
+            num_kv_heads=4,
+            intermediate_size=128,
+            moe_intermediate_size=32,
+            n_routed_experts=8,
+            n_shared_experts=2,
+            num_experts_per_tok=2,
+        )
 
     def is_moe_layer(self, index: int) -> bool:
-        return (
-            self.n_routed_experts > 0
-            and index >= self.first_k_dense_replace
-            and index % self.moe_layer_freq == 0
-        )
+        return self.n_routed_experts > 0 and index >= self.first_k_dense_replace and index % self.moe_layer_freq == 0
 
 
 class SpecReading:
@@ -247,15 +277,26 @@ class ModelSpec(SpecReading):
 
     def __post_init__(self) -> None:
         s, c, p = self.sam, self.clip, self.projector
-        raise_failed([
-            (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
-            (c.width % c.heads == 0, "clip.width", c.width, f"a multiple of clip.heads={c.heads}"),
-            (s.out_dim == c.width, "sam.downsample_channels", s.downsample_channels,
-             f"last entry equal to clip.width={c.width} (SAM features are CLIP's patch embeddings)"),
-            (p.input_dim == c.width + s.out_dim, "projector.input_dim", p.input_dim,
-             f"clip.width + sam output = {c.width + s.out_dim}"),
-            *language_checks(self),
-        ], "model spec ")
+        raise_failed(
+            [
+                (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
+                (c.width % c.heads == 0, "clip.width", c.width, f"a multiple of clip.heads={c.heads}"),
+                (
+                    s.out_dim == c.width,
+                    "sam.downsample_channels",
+                    s.downsample_channels,
+                    f"last entry equal to clip.width={c.width} (SAM features are CLIP's patch embeddings)",
+                ),
+                (
+                    p.input_dim == c.width + s.out_dim,
+                    "projector.input_dim",
+                    p.input_dim,
+                    f"clip.width + sam output = {c.width + s.out_dim}",
+                ),
+                *language_checks(self),
+            ],
+            "model spec ",
+        )
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -272,8 +313,9 @@ class ModelSpec(SpecReading):
         """
         return cls(
             name="deepseek-ocr-tiny",
-            sam=SamSpec(width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16,
-                        downsample_channels=(32, 64)),
+            sam=SamSpec(
+                width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16, downsample_channels=(32, 64)
+            ),
             clip=ClipSpec(width=64, layers=2, heads=4, ffn_dim=128),
             projector=ProjectorSpec(input_dim=128, n_embed=64),
             decoder=DecoderSpec.tiny(),
@@ -301,8 +343,10 @@ class ModelSpec(SpecReading):
 
         where = "language_config." if "language_config" in raw else ""
         if lang.get("use_mla", False):
-            raise ConfigError(f"{source}: '{where}use_mla' is true; only the plain-attention decoder (use_mla: false) "
-                              "of DeepSeek-OCR is modelled")
+            raise ConfigError(
+                f"{source}: '{where}use_mla' is true; only the plain-attention decoder (use_mla: false) "
+                "of DeepSeek-OCR is modelled"
+            )
         dec_defaults = DecoderSpec()
         n_heads = need(lang, "num_attention_heads", int, where)
         decoder = DecoderSpec(
@@ -323,25 +367,32 @@ class ModelSpec(SpecReading):
             vocab_size=need(lang, "vocab_size", int, where),
             rope_theta=float(opt(lang, "rope_theta", float, dec_defaults.rope_theta, where)),
             rms_norm_eps=float(opt(lang, "rms_norm_eps", float, dec_defaults.rms_norm_eps, where)),
-            max_position_embeddings=opt(lang, "max_position_embeddings", int, dec_defaults.max_position_embeddings,
-                                        where),
+            max_position_embeddings=opt(
+                lang, "max_position_embeddings", int, dec_defaults.max_position_embeddings, where
+            ),
             tie_word_embeddings=bool(lang.get("tie_word_embeddings", False)),
         )
-        projector = projector_from_config(raw, source, input_dim=ProjectorSpec.input_dim,
-                                          n_embed=decoder.hidden_size, released="")
+        projector = projector_from_config(
+            raw, source, input_dim=ProjectorSpec.input_dim, n_embed=decoder.hidden_size, released=""
+        )
         widths = vision_widths(raw, source)
         sam = sam_from_widths(SamSpec(), widths, downsample_channels=True)
         clip, clip_raw = ClipSpec(), widths.get("clip-l-14-224")
         if isinstance(clip_raw, Mapping):
             clip = replace(
                 clip,
-                width=clip_raw.get("width", clip.width), layers=clip_raw.get("layers", clip.layers),
-                heads=clip_raw.get("heads", clip.heads), image_size=clip_raw.get("image_size", clip.image_size),
+                width=clip_raw.get("width", clip.width),
+                layers=clip_raw.get("layers", clip.layers),
+                heads=clip_raw.get("heads", clip.heads),
+                image_size=clip_raw.get("image_size", clip.image_size),
                 patch_size=clip_raw.get("patch_size", clip.patch_size),
             )
         return cls(
             name=str(raw.get("_name_or_path", "deepseek-ocr")).split("/")[-1] or "deepseek-ocr",
-            sam=sam, clip=clip, projector=projector, decoder=decoder,
+            sam=sam,
+            clip=clip,
+            projector=projector,
+            decoder=decoder,
             bos_token_id=lang.get("bos_token_id", raw.get("bos_token_id", 0)),
             eos_token_id=lang.get("eos_token_id", raw.get("eos_token_id", 1)),
         )

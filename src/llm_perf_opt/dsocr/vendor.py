@@ -12,6 +12,7 @@ Without a checkpoint (`*.safetensors`) or with `model.weights=random`, Linear an
 initializer_range), the distribution the vendor's `_init_weights` gives them (`random_weights`); every
 other parameter and buffer comes from the vendor's own constructors under a seeded, forked RNG.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,12 +33,22 @@ SUPPORTED_TRANSFORMERS = "4.46"
 # What the pipeline relies on in the vendor code, by module: the classes the twin mirrors and the patch
 # points. A missing name means the vendor code changed; the session refuses it with a PatchError.
 REQUIRED_VENDOR_NAMES: dict[str, tuple[str, ...]] = {
-    "modeling_deepseekocr": ("DeepseekOCRForCausalLM", "DeepseekOCRModel", "DeepseekOCRConfig",
-                             "DeepseekOCRModel.forward"),
-    "modeling_deepseekv2": ("DeepseekV2Model", "DeepseekV2Model.forward", "DeepseekV2DecoderLayer",
-                            "DeepseekV2MoE", "MoEGate", "DeepseekV2MLP", "DeepseekV2RMSNorm"),
-    "deepencoder": ("ImageEncoderViT", "VitModel", "MlpProjector", "quick_gelu", "Block",
-                    "NoTPTransformerBlock"),
+    "modeling_deepseekocr": (
+        "DeepseekOCRForCausalLM",
+        "DeepseekOCRModel",
+        "DeepseekOCRConfig",
+        "DeepseekOCRModel.forward",
+    ),
+    "modeling_deepseekv2": (
+        "DeepseekV2Model",
+        "DeepseekV2Model.forward",
+        "DeepseekV2DecoderLayer",
+        "DeepseekV2MoE",
+        "MoEGate",
+        "DeepseekV2MLP",
+        "DeepseekV2RMSNorm",
+    ),
+    "deepencoder": ("ImageEncoderViT", "VitModel", "MlpProjector", "quick_gelu", "Block", "NoTPTransformerBlock"),
 }
 _MISSING = object()
 
@@ -55,13 +66,17 @@ def read_vendor_config(path: Path) -> dict[str, Any]:
     raw = read_config_json(cfg_file)
     auto_map = raw.get("auto_map")
     if not isinstance(auto_map, dict) or "AutoConfig" not in auto_map or "AutoModel" not in auto_map:
-        raise ConfigError(f"{cfg_file}: no auto_map with AutoConfig and AutoModel entries: not the DeepSeek-OCR "
-                          "vendor directory (its config.json maps them to modeling_deepseekocr)")
+        raise ConfigError(
+            f"{cfg_file}: no auto_map with AutoConfig and AutoModel entries: not the DeepSeek-OCR "
+            "vendor directory (its config.json maps them to modeling_deepseekocr)"
+        )
     for key in ("AutoConfig", "AutoModel"):
         module_name = str(auto_map[key]).split("--")[-1].rpartition(".")[0]
         if not (path / f"{module_name}.py").is_file():
-            raise ConfigError(f"{cfg_file}: auto_map.{key} names {auto_map[key]!r}, but {path / (module_name + '.py')} "
-                              "does not exist (the vendor .py files must sit beside config.json)")
+            raise ConfigError(
+                f"{cfg_file}: auto_map.{key} names {auto_map[key]!r}, but {path / (module_name + '.py')} "
+                "does not exist (the vendor .py files must sit beside config.json)"
+            )
     return raw
 
 
@@ -71,9 +86,11 @@ def check_transformers() -> str:
 
     version = getattr(transformers, "__version__", "unknown")
     if not (version == SUPPORTED_TRANSFORMERS or version.startswith(SUPPORTED_TRANSFORMERS + ".")):
-        raise ConfigError(f"the vendor DeepSeek-OCR code needs transformers {SUPPORTED_TRANSFORMERS}.x, found "
-                          f"{version} (5.x cannot import it: LlamaFlashAttention2, is_torch_fx_available); "
-                          f"install transformers=={SUPPORTED_TRANSFORMERS}.3 or use model=twin")
+        raise ConfigError(
+            f"the vendor DeepSeek-OCR code needs transformers {SUPPORTED_TRANSFORMERS}.x, found "
+            f"{version} (5.x cannot import it: LlamaFlashAttention2, is_torch_fx_available); "
+            f"install transformers=={SUPPORTED_TRANSFORMERS}.3 or use model=twin"
+        )
     return version
 
 
@@ -86,8 +103,12 @@ def _has(module: ModuleType, qualname: str) -> bool:
     return True
 
 
-def check_vendor_modules(modules: Mapping[str, ModuleType], where: str,
-                         required: Mapping[str, tuple[str, ...]] | None = None, family: str = "DeepSeek-OCR") -> None:
+def check_vendor_modules(
+    modules: Mapping[str, ModuleType],
+    where: str,
+    required: Mapping[str, tuple[str, ...]] | None = None,
+    family: str = "DeepSeek-OCR",
+) -> None:
     """PatchError naming every class/function the pipeline needs that the vendor code no longer has
     (`required`: a family's names by module; v1's by default)."""
     problems = []
@@ -100,23 +121,37 @@ def check_vendor_modules(modules: Mapping[str, ModuleType], where: str,
         if missing:
             problems.append(f"{key} has no {', '.join(missing)}")
     if problems:
-        raise PatchError(f"vendor code at {where} is not the {family} code this pipeline knows: "
-                         + "; ".join(problems) + " (the vendor code changed?)")
+        raise PatchError(
+            f"vendor code at {where} is not the {family} code this pipeline knows: "
+            + "; ".join(problems)
+            + " (the vendor code changed?)"
+        )
 
 
 def package_modules(package: str) -> dict[str, ModuleType]:
     """The imported modules directly inside `package`, by short name (`transformers_modules.x.deepencoder`
     -> "deepencoder"); the vendor's code is loaded dynamically, so they are found in `sys.modules`."""
     prefix = package + "."
-    return {name[len(prefix):]: mod for name, mod in list(sys.modules.items())
-            if name.startswith(prefix) and "." not in name[len(prefix):] and isinstance(mod, ModuleType)}
+    return {
+        name[len(prefix) :]: mod
+        for name, mod in list(sys.modules.items())
+        if name.startswith(prefix) and "." not in name[len(prefix) :] and isinstance(mod, ModuleType)
+    }
 
 
 # ---------------------------------------------------------------------------------------------- loading
-def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str, *,
-                required: Mapping[str, tuple[str, ...]] | None = None, model_module: str = "modeling_deepseekocr",
-                model_class: str = "DeepseekOCRForCausalLM", spec_from: Any = None,
-                family: str = "DeepSeek-OCR") -> LoadedModel:
+def load_vendor(
+    model_cfg: ModelConfig,
+    device: torch.device,
+    dtype: torch.dtype,
+    attn: str,
+    *,
+    required: Mapping[str, tuple[str, ...]] | None = None,
+    model_module: str = "modeling_deepseekocr",
+    model_class: str = "DeepseekOCRForCausalLM",
+    spec_from: Any = None,
+    family: str = "DeepSeek-OCR",
+) -> LoadedModel:
     """Build `DeepseekOCRForCausalLM` from the vendor code at `model.path` (checkpoint or random weights).
     Another family passes its `required` names, its model's module and class, and its `spec_from` (raw, source)."""
     if not model_cfg.path:
@@ -127,20 +162,30 @@ def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype
     spec = (spec_from or ModelSpec.from_config_dict)(raw, source=str(path / "config.json"))
     from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
 
-    loaded = LoadedModel(model=None, spec=spec, source="vendor", device=device, dtype=dtype,  # type: ignore[arg-type]
-                         attn_implementation=attn)
+    loaded = LoadedModel(
+        model=None,
+        spec=spec,
+        source="vendor",
+        device=device,
+        dtype=dtype,  # type: ignore[arg-type]
+        attn_implementation=attn,
+    )
     with torchvision_stand_in() as stand_in:
         if stand_in:
-            loaded.measures.append("torchvision stand-in (ToTensor, Normalize, Compose, InterpolationMode) in "
-                                   "sys.modules while the vendor code was imported, removed afterwards")
+            loaded.measures.append(
+                "torchvision stand-in (ToTensor, Normalize, Compose, InterpolationMode) in "
+                "sys.modules while the vendor code was imported, removed afterwards"
+            )
         config = _vendor_config(path)
         loaded.vendor_modules = package_modules(type(config).__module__.rpartition(".")[0])
         check_vendor_modules(loaded.vendor_modules, str(path), required, family)
         model_cls = getattr(loaded.vendor_modules[model_module], model_class)
         if attn == "sdpa" and not getattr(model_cls, "_supports_sdpa", False):
-            loaded.warnings.append("runtime.attn_implementation=sdpa: the vendor decoder has no SDPA attention "
-                                   "(its ATTENTION_CLASSES hold eager and flash_attention_2 only); using eager. "
-                                   "SAM and CLIP call scaled_dot_product_attention either way")
+            loaded.warnings.append(
+                "runtime.attn_implementation=sdpa: the vendor decoder has no SDPA attention "
+                "(its ATTENTION_CLASSES hold eager and flash_attention_2 only); using eager. "
+                "SAM and CLIP call scaled_dot_product_attention either way"
+            )
             loaded.measures.append("decoder attention sdpa -> eager (vendor has no SDPA path)")
             loaded.attn_implementation = "eager"
         checkpoint = bool(sorted(path.glob("*.safetensors"))) and model_cfg.weights == "auto"
@@ -149,8 +194,10 @@ def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype
         except (ImportError, AttributeError, KeyError, ValueError, TypeError, RuntimeError) as exc:
             raise ConfigError(f"vendor model at {path} could not be built: {type(exc).__name__}: {exc}") from None
     if not isinstance(model, model_cls):
-        raise PatchError(f"vendor model at {path} is a {type(model).__qualname__}, expected "
-                         f"{model_class} (config.json auto_map.AutoModel)")
+        raise PatchError(
+            f"vendor model at {path} is a {type(model).__qualname__}, expected "
+            f"{model_class} (config.json auto_map.AutoModel)"
+        )
     loaded.model = model.to(device).eval()
     return loaded
 
@@ -176,15 +223,22 @@ def _build(path: Path, config: Any, seed: int, loaded: LoadedModel, checkpoint: 
     attn, dtype = loaded.attn_implementation, loaded.dtype
     if checkpoint:
         loaded.weights = "checkpoint"
-        return AutoModel.from_pretrained(str(path), config=config, trust_remote_code=True, torch_dtype=dtype,
-                                         attn_implementation=attn, low_cpu_mem_usage=True)
+        return AutoModel.from_pretrained(
+            str(path),
+            config=config,
+            trust_remote_code=True,
+            torch_dtype=dtype,
+            attn_implementation=attn,
+            low_cpu_mem_usage=True,
+        )
     std = float(getattr(config, "initializer_range", 0.02))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         with linear_weights_on_meta():
             model = AutoModel.from_config(config, trust_remote_code=True, torch_dtype=dtype, attn_implementation=attn)
         materialise_meta_parameters(model, loaded.device, seed, std)
-    loaded.measures.append(f"random weights: Linear/Embedding weights built on meta, filled with "
-                           f"N(0, {std}) seeded from model.seed={seed}")
+    loaded.measures.append(
+        f"random weights: Linear/Embedding weights built on meta, filled with N(0, {std}) seeded from model.seed={seed}"
+    )
     loaded.weights = "random"
     return model

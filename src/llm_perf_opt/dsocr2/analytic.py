@@ -15,11 +15,14 @@ decode: v1's decode stage (vision is skipped for one-token steps).
 
 Formulas: `dsocr2.cost_formulas` (registered as `dsocr2.<class>`). No multipliers, no calibration.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
 
+from llm_perf_opt.analytic.registry import module_cost
+from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr.analytic import (
     DEFAULT_PROMPT_TOKENS,
     STAGES,
@@ -30,16 +33,22 @@ from llm_perf_opt.dsocr.analytic import (
     default_seq_len,
     vision_passes,
 )
-from llm_perf_opt.analytic.registry import module_cost
-from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.dsocr2 import cost_formulas as F
-from llm_perf_opt.dsocr2.parts import VOCABULARY
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr2.parts import VOCABULARY
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.errors import ConfigError
 
-__all__ = ["DeepseekOCR2AnalyticModel", "STAGES", "VISION_PATHS", "VisionPass", "analytic_costs",
-           "default_seq_len", "vision_passes", "DEFAULT_PROMPT_TOKENS"]
+__all__ = [
+    "DeepseekOCR2AnalyticModel",
+    "STAGES",
+    "VISION_PATHS",
+    "VisionPass",
+    "analytic_costs",
+    "default_seq_len",
+    "vision_passes",
+    "DEFAULT_PROMPT_TOKENS",
+]
 
 ROOT = F.PREFIX + "DeepseekOCR2ForCausalLM"
 VISION_PATHS = ("model.sam_model", "model.qwen2_model", "model.projector")
@@ -57,8 +66,9 @@ def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int, batch: int
     return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens), VOCABULARY)
 
 
-def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str,
-                   batch: int = 1, more: tuple = ()) -> StageCost:
+def _prefill_stage(
+    spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str, batch: int = 1, more: tuple = ()
+) -> StageCost:
     _single(batch)
     root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b)
     shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
@@ -68,8 +78,9 @@ def _prefill_stage(spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: 
 def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
     _single(batch)
     root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b)
-    return StageCost("decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1},
-                     VOCABULARY)
+    return StageCost(
+        "decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1}, VOCABULARY
+    )
 
 
 @lru_cache(maxsize=8)
@@ -88,8 +99,14 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         self._stages = _stages_for(spec)
 
     def with_dtype(self, dtype: Any) -> "DeepseekOCR2AnalyticModel":
-        return DeepseekOCR2AnalyticModel(self.spec, self.layout, self.seq_len, context_len=self.context_len,
-                                         dtype=dtype, decoder_attention=self.decoder_attention)
+        return DeepseekOCR2AnalyticModel(
+            self.spec,
+            self.layout,
+            self.seq_len,
+            context_len=self.context_len,
+            dtype=dtype,
+            decoder_attention=self.decoder_attention,
+        )
 
     def parameter_count(self) -> int:
         """Every parameter of DeepSeek-OCR 2 from the spec: SAM and the decoder as v1 counts them
@@ -99,8 +116,14 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
 
         e, p = self.spec.encoder, self.spec.projector
         kv = e.num_kv_heads * e.head_dim
-        layer = (e.hidden_size * e.hidden_size + e.hidden_size + 2 * (e.hidden_size * kv + kv)  # q, k, v (bias)
-                 + e.hidden_size * e.hidden_size + 3 * e.hidden_size * e.intermediate_size + 2 * e.hidden_size)
+        layer = (
+            e.hidden_size * e.hidden_size
+            + e.hidden_size
+            + 2 * (e.hidden_size * kv + kv)  # q, k, v (bias)
+            + e.hidden_size * e.hidden_size
+            + 3 * e.hidden_size * e.intermediate_size
+            + 2 * e.hidden_size
+        )
         encoder = e.num_layers * layer + e.hidden_size + sum(e.bank_sizes) * e.hidden_size
         projector = p.input_dim * p.n_embed + p.n_embed + p.n_embed  # linear (bias) + view_seperator
         return sam_parameters(self.spec.sam) + encoder + projector + language_parameters(self.spec.decoder)
@@ -111,12 +134,14 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         return batch_rules(VISION_PATHS, "SAM, the encoder and the projector")
 
     @classmethod
-    def for_page(cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
-                 **kwargs: Any) -> "DeepseekOCR2AnalyticModel":
+    def for_page(
+        cls, spec: ModelSpec, workload: VisionWorkload, width: int, height: int, **kwargs: Any
+    ) -> "DeepseekOCR2AnalyticModel":
         return cls(spec, compute_view_layout(workload, width, height), **kwargs)
 
 
-def analytic_costs(spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
-                   **kwargs: Any) -> dict[str, StageCost]:
+def analytic_costs(
+    spec: ModelSpec, workload: VisionWorkload, width: int, height: int, **kwargs: Any
+) -> dict[str, StageCost]:
     """The three stage costs of one page (convenience wrapper)."""
     return DeepseekOCR2AnalyticModel.for_page(spec, workload, width, height, **kwargs).stages()

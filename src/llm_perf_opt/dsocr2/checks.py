@@ -8,6 +8,7 @@ v1's checks (`dsocr.checks`) over v2's parts, against the events of `dsocr2.patc
 * `block_loop:<loop>` for SAM's blocks (`for 12` at full size) and the encoder's layers
   (`qwen2_model.model.model.layers`, `for 24`).
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -18,22 +19,38 @@ from llm_perf_opt.dsocr import checks as V1
 from llm_perf_opt.dsocr2.parts import VISION_LOOPS, VISION_PATHS
 
 
-def vision_passes(grouped: GroupedGraph, events: Sequence[Event],
-                  module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def vision_passes(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`vision_passes:<module>` for SAM, the encoder and the projector."""
     vis_events = events_of(events, "vision_inputs")
     passes = [0 if e.get("vision") is False else e.get("vision_passes") for e in vis_events]
-    return [V1._vision_check(grouped, path, vis_events, passes, module_types)  # noqa: SLF001
-            for path in VISION_PATHS]
+    return [
+        V1._vision_check(grouped, path, vis_events, passes, module_types)  # noqa: SLF001
+        for path in VISION_PATHS
+    ]
 
 
-def block_loops(grouped: GroupedGraph, events: Sequence[Event],
-                module_types: Mapping[str, str]) -> list[dict[str, Any]]:
+def block_loops(
+    grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
+) -> list[dict[str, Any]]:
     """`block_loop:<loop>` for SAM's blocks and the encoder's layers."""
     loop_events = events_of(events, "block_loop")
-    return [V1._loop_check(grouped, loop, [e for e in loop_events if e.get("loop") == loop],  # noqa: SLF001
-                           module_types) for loop in VISION_LOOPS]
+    return [
+        V1._loop_check(
+            grouped,
+            loop,
+            [e for e in loop_events if e.get("loop") == loop],  # noqa: SLF001
+            module_types,
+        )
+        for loop in VISION_LOOPS
+    ]
 
 
-RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (vision_passes, V1.decoder_stack, block_loops, V1.decode_loop,
-                                            V1.moe_routing)
+RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (
+    vision_passes,
+    V1.decoder_stack,
+    block_loops,
+    V1.decode_loop,
+    V1.moe_routing,
+)

@@ -7,13 +7,14 @@ entries, costed under their bare names.
 Shapes follow the vendor's forward (deepencoderv2.py; transformers 4.46's Qwen2Model with its SDPA
 attention; modeling_deepseekocr2.py); each formula carries its derivation as its registered one-liner.
 """
+
 from __future__ import annotations
 
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
-from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
+from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
 
 PREFIX = "dsocr2."
@@ -38,18 +39,27 @@ def _residuals(numel: int, b: int) -> LayerCost:
 
 
 # ------------------------------------------------------------------------------------------- encoder
-register_cost(PREFIX + "Qwen2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per "
-                                       "element")(C.rms_norm)
-register_cost(PREFIX + "Qwen2RotaryEmbedding", "cos/sin table for positions (1, T), built once per encoder call: "
-                                               "one bmm (1, d/2, 1)·(1, 1, T), then cos and sin")(C.rotary_table)
-register_cost(PREFIX + "Qwen2MLP", "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an "
-                                   "activation module and one multiply")(gated_mlp)
+register_cost(
+    PREFIX + "Qwen2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per element"
+)(C.rms_norm)
+register_cost(
+    PREFIX + "Qwen2RotaryEmbedding",
+    "cos/sin table for positions (1, T), built once per encoder call: one bmm (1, d/2, 1)·(1, 1, T), then cos and sin",
+)(C.rotary_table)
+register_cost(
+    PREFIX + "Qwen2MLP",
+    "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an activation module and one multiply",
+)(gated_mlp)
 
 
-@register_cost(PREFIX + "Qwen2SdpaAttention", "q/k/v (with bias) and o projections, RoPE from the model's table, "
-                                              "KV heads repeated to all heads, SDPA with the float mask over T keys")
-def qwen2_sdpa_attention(batch: int, tokens: int, hidden: int, heads: int, kv_heads: int, head_dim: int,
-                         dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+@register_cost(
+    PREFIX + "Qwen2SdpaAttention",
+    "q/k/v (with bias) and o projections, RoPE from the model's table, "
+    "KV heads repeated to all heads, SDPA with the float mask over T keys",
+)
+def qwen2_sdpa_attention(
+    batch: int, tokens: int, hidden: int, heads: int, kv_heads: int, head_dim: int, dtype_bytes: int = 2
+) -> tuple[LayerCost, Children]:
     """Bidirectional-plus-causal attention of the encoder: every query row scores all T keys (the mask is
     added, nothing is skipped). The per-layer `rotary_emb` is not called (the model passes cos/sin)."""
     b = dtype_bytes
@@ -67,22 +77,30 @@ def qwen2_sdpa_attention(batch: int, tokens: int, hidden: int, heads: int, kv_he
     )
 
 
-@register_cost(PREFIX + "Qwen2DecoderLayer", "input RMSNorm, SDPA self-attention, residual, post-attention RMSNorm, "
-                                             "gated MLP, residual")
+@register_cost(
+    PREFIX + "Qwen2DecoderLayer",
+    "input RMSNorm, SDPA self-attention, residual, post-attention RMSNorm, gated MLP, residual",
+)
 def qwen2_layer(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b, e = dtype_bytes, encoder
     rows = batch * tokens
     return _residuals(rows * e.hidden_size, b), (
         ("input_layernorm", module_cost(PREFIX + "Qwen2RMSNorm", rows, e.hidden_size, b)),
-        ("self_attn", module_cost(PREFIX + "Qwen2SdpaAttention", batch, tokens, e.hidden_size, e.num_heads,
-                                  e.num_kv_heads, e.head_dim, b)),
+        (
+            "self_attn",
+            module_cost(
+                PREFIX + "Qwen2SdpaAttention", batch, tokens, e.hidden_size, e.num_heads, e.num_kv_heads, e.head_dim, b
+            ),
+        ),
         ("post_attention_layernorm", module_cost(PREFIX + "Qwen2RMSNorm", rows, e.hidden_size, b)),
         ("mlp", module_cost(PREFIX + "Qwen2MLP", rows, e.hidden_size, e.intermediate_size, b)),
     )
 
 
-@register_cost(PREFIX + "CustomQwen2ModelInner", "positions, the token-type mask, the RoPE table once, the layers, "
-                                                 "the final RMSNorm")
+@register_cost(
+    PREFIX + "CustomQwen2ModelInner",
+    "positions, the token-type mask, the RoPE table once, the layers, the final RMSNorm",
+)
 def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """The stack over (batch, T = 2n) tokens, n SAM tokens then n queries. Own: the int64 positions (arange)
     and the (B, 1, T, T) float mask (`dsocr2.twin.encoder.encoder_mask`, the vendor's ops), per batch element:
@@ -96,14 +114,19 @@ def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int 
     per_view = LayerCost(
         flops_other=2 * t,  # the two tests
         activation_bytes=t2 * b + 2 * t + 2 * 8 * n,
-        kernels=(K("copy", 0, t2 * b) + K("elementwise", t, 9 * t, 2) + K("reduction", 0, t + 8 * n, 2)
-                 + K("copy", 0, n * n * b + 2 * 8 * n) + K("copy", 0, n * (b + 8), n)
-                 + K("copy", 0, (n + 1) * (b + 8) // 2, n)),  # row i writes i + 1 columns: (n + 1) / 2 on average
+        kernels=(
+            K("copy", 0, t2 * b)
+            + K("elementwise", t, 9 * t, 2)
+            + K("reduction", 0, t + 8 * n, 2)
+            + K("copy", 0, n * n * b + 2 * 8 * n)
+            + K("copy", 0, n * (b + 8), n)
+            + K("copy", 0, (n + 1) * (b + 8) // 2, n)
+        ),  # row i writes i + 1 columns: (n + 1) / 2 on average
         syncs=2,
     )
     own = per_view.times(batch) + LayerCost(
-        activation_bytes=t * 8 + batch * t2 * b,
-        kernels=K("copy", 0, t * 8) + K("copy", 0, 2 * batch * t2 * b))
+        activation_bytes=t * 8 + batch * t2 * b, kernels=K("copy", 0, t * 8) + K("copy", 0, 2 * batch * t2 * b)
+    )
     layer = module_cost(PREFIX + "Qwen2DecoderLayer", e, batch, t, b)
     layers = children_node("ModuleList", tuple((str(i), layer) for i in range(e.num_layers)), container=True)
     return own, (
@@ -116,16 +139,22 @@ def qwen2_stack(encoder: EncoderSpec, batch: int, tokens: int, dtype_bytes: int 
 register_children(PREFIX + "CustomQwen2Decoder", "the vendor's wrapper: calls its `model` (the Qwen2 stack)")
 
 
-@register_cost(PREFIX + "Qwen2Decoder2Encoder", "SAM tokens flattened, the query bank appended (cat), token types, "
-                                                "the stack; the query positions returned (a view)")
+@register_cost(
+    PREFIX + "Qwen2Decoder2Encoder",
+    "SAM tokens flattened, the query bank appended (cat), token types, "
+    "the stack; the query positions returned (a view)",
+)
 def qwen2_encoder(encoder: EncoderSpec, batch: int, n_tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     """One encoder call on `batch` views of `n_tokens` SAM tokens each (T = 2·n_tokens with the queries)."""
     b, e = dtype_bytes, encoder
     t = 2 * n_tokens
     # cat(tokens, queries) (B, T, C); int64 zeros and ones (B, n) and their cat (B, T)
-    own = LayerCost(activation_bytes=batch * t * e.hidden_size * b + 2 * batch * n_tokens * 8 + batch * t * 8,
-                    kernels=K("copy", 0, 2 * batch * t * e.hidden_size * b) + K("copy", 0, batch * n_tokens * 8, 2)
-                    + K("copy", 0, 2 * batch * t * 8))
+    own = LayerCost(
+        activation_bytes=batch * t * e.hidden_size * b + 2 * batch * n_tokens * 8 + batch * t * 8,
+        kernels=K("copy", 0, 2 * batch * t * e.hidden_size * b)
+        + K("copy", 0, batch * n_tokens * 8, 2)
+        + K("copy", 0, 2 * batch * t * 8),
+    )
     inner = module_cost(PREFIX + "CustomQwen2ModelInner", e, batch, t, b)
     return own, (("model", children_node(PREFIX + "CustomQwen2Decoder", (("model", inner),))),)
 
@@ -151,16 +180,31 @@ def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple
     crops = pixels[0] if len(pixels) > 1 else glob  # the crop batch, or the all-zero crop tensor of a page without
     # kernels: the two sums (the global view in forward, the crop tensor in the image's branch), the two cats, and
     # masked_scatter_ of the image rows into the embeddings (in place: no new tensor)
-    kernels = (K("reduction", glob, glob + b) + K("reduction", crops, crops + b) + K("copy", 0, 2 * rows, 2)
-               + K("copy", 0, 2 * rows))
+    kernels = (
+        K("reduction", glob, glob + b)
+        + K("reduction", crops, crops + b)
+        + K("copy", 0, 2 * rows, 2)
+        + K("copy", 0, 2 * rows)
+    )
     own = LayerCost(activation_bytes=2 * rows + 2 * b, kernels=kernels)
     return own, children
 
 
-@register_cost(PREFIX + "DeepseekOCR2Model", "embed_tokens, the vision passes scattered into the embeddings, decoder "
-                                             "layers, norm; own: the vision glue, position ids and the 4-D causal mask")
-def ocr2_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
-               dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+@register_cost(
+    PREFIX + "DeepseekOCR2Model",
+    "embed_tokens, the vision passes scattered into the embeddings, decoder "
+    "layers, norm; own: the vision glue, position ids and the 4-D causal mask",
+)
+def ocr2_model(
+    spec: ModelSpec,
+    passes: Passes,
+    image_tokens: int,
+    q_len: int,
+    past_len: int,
+    attention: str,
+    dtype_bytes: int = 2,
+    language: bool = True,
+) -> tuple[LayerCost, Children]:
     """One forward on `q_len` new tokens after `past_len` cached ones; vision for the given passes (none in
     decode). The language part is v1's `DeepseekOCRModel` formula without vision (the same vendor code)."""
     b = dtype_bytes
@@ -177,16 +221,30 @@ def ocr2_model(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, p
     )
 
 
-@register_cost(PREFIX + "DeepseekOCR2ForCausalLM", "the model, then lm_head over every new position and "
-                                                   "logits.float()")
-def ocr2_causal_lm(spec: ModelSpec, passes: Passes, image_tokens: int, q_len: int, past_len: int, attention: str,
-                   dtype_bytes: int = 2, language: bool = True) -> tuple[LayerCost, Children]:
+@register_cost(PREFIX + "DeepseekOCR2ForCausalLM", "the model, then lm_head over every new position and logits.float()")
+def ocr2_causal_lm(
+    spec: ModelSpec,
+    passes: Passes,
+    image_tokens: int,
+    q_len: int,
+    past_len: int,
+    attention: str,
+    dtype_bytes: int = 2,
+    language: bool = True,
+) -> tuple[LayerCost, Children]:
     b = dtype_bytes
-    model = module_cost(PREFIX + "DeepseekOCR2Model", spec, passes, image_tokens, q_len, past_len, attention, b,
-                        language)
+    model = module_cost(
+        PREFIX + "DeepseekOCR2Model", spec, passes, image_tokens, q_len, past_len, attention, b, language
+    )
     if not language:
         return ZERO, (("model", model),)
     d = spec.decoder
-    logits = LayerCost(activation_bytes=q_len * d.vocab_size * 4,  # logits.float(): one cast kernel (as v1's)
-                       kernels=K("copy", 0, q_len * d.vocab_size * (4 + b), out=q_len * d.vocab_size * 4)) if b != 4 else ZERO
+    logits = (
+        LayerCost(
+            activation_bytes=q_len * d.vocab_size * 4,  # logits.float(): one cast kernel (as v1's)
+            kernels=K("copy", 0, q_len * d.vocab_size * (4 + b), out=q_len * d.vocab_size * 4),
+        )
+        if b != 4
+        else ZERO
+    )
     return logits, (("model", model), ("lm_head", module_cost("Linear", q_len, d.hidden_size, d.vocab_size, False, b)))

@@ -8,6 +8,7 @@ the workload knobs and their rules (768/1024 views, 2-6 crops of 768), the layou
 the runtime patches and checks (SAM's blocks and the encoder's layers as `for N` loops), the vendor code
 it recognises (`DeepseekOCR2ForCausalLM`). Modules that import torch are imported inside the methods.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

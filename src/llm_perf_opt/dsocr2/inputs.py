@@ -9,6 +9,7 @@ Normalize(0.5, 0.5) and become bf16; without crops `images_crop` is a float32 ze
 `[[w_crop, h_crop]]`. The pixel and token helpers are v1's (the same code in both vendor files); only the
 layout differs (`dsocr2.layout`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

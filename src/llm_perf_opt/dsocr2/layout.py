@@ -16,6 +16,7 @@ Pure Python, no torch. Read in the vendor's `modeling_deepseekocr2.py` (`infer`,
 `ViewLayout` is v1's dataclass (same fields), filled with v2's rules: `global_tokens` = grid² + 1
 (no newline column), `local_tokens` = 144 per crop.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,32 +59,47 @@ class VisionWorkload:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError.field(f"workload.{name}", value, f"must be a positive integer ({FAMILY})")
         if (self.patch_size, self.downsample_ratio) != (16, 4):
-            raise ConfigError.field("workload.patch_size", (self.patch_size, self.downsample_ratio),
-                                    f"{FAMILY} uses SAM patches of 16 reduced 4x (16, 4)")
+            raise ConfigError.field(
+                "workload.patch_size",
+                (self.patch_size, self.downsample_ratio),
+                f"{FAMILY} uses SAM patches of 16 reduced 4x (16, 4)",
+            )
         for name in ("min_num", "max_num"):
             value = getattr(self, name)
             if not MIN_CROPS <= value <= MAX_CROPS:
-                raise ConfigError.field(f"workload.{name}", value,
-                                        f"{FAMILY} crops a page into {MIN_CROPS} to {MAX_CROPS} tiles "
-                                        "(dynamic_preprocess); a crop count outside that range has no meaning")
+                raise ConfigError.field(
+                    f"workload.{name}",
+                    value,
+                    f"{FAMILY} crops a page into {MIN_CROPS} to {MAX_CROPS} tiles "
+                    "(dynamic_preprocess); a crop count outside that range has no meaning",
+                )
         if self.max_num < self.min_num:
             raise ConfigError.field("workload.max_num", self.max_num, f"must be >= workload.min_num={self.min_num}")
         if self.tile_size != TILE:
-            raise ConfigError.field("workload.tile_size", self.tile_size,
-                                    f"{FAMILY} tiles are {TILE} pixels (dynamic_preprocess's default); "
-                                    f"tile_size {self.tile_size} is {V1_ONLY}")
+            raise ConfigError.field(
+                "workload.tile_size",
+                self.tile_size,
+                f"{FAMILY} tiles are {TILE} pixels (dynamic_preprocess's default); "
+                f"tile_size {self.tile_size} is {V1_ONLY}",
+            )
         for name in ("base_size", "image_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value not in VIEW_SIDES:
-                raise ConfigError.field(f"workload.{name}", value,
-                                        f"{FAMILY} views are {VIEW_SIDES[0]} or {VIEW_SIDES[1]} pixels (its "
-                                        f"encoder has query banks for 144 and 256 tokens only); other sizes "
-                                        f"such as 640, 512 or 1280 are {V1_ONLY} (its modes tiny/small/large/gundam)")
+                raise ConfigError.field(
+                    f"workload.{name}",
+                    value,
+                    f"{FAMILY} views are {VIEW_SIDES[0]} or {VIEW_SIDES[1]} pixels (its "
+                    f"encoder has query banks for 144 and 256 tokens only); other sizes "
+                    f"such as 640, 512 or 1280 are {V1_ONLY} (its modes tiny/small/large/gundam)",
+                )
         if self.crop_mode and self.image_size != TILE:
-            raise ConfigError.field("workload.image_size", self.image_size,
-                                    f"in crop mode it must be {TILE} for {FAMILY}: infer() reserves "
-                                    f"(image_size/64)² tokens per {TILE}-pixel crop, any other value fails "
-                                    "in masked_scatter_")
+            raise ConfigError.field(
+                "workload.image_size",
+                self.image_size,
+                f"in crop mode it must be {TILE} for {FAMILY}: infer() reserves "
+                f"(image_size/64)² tokens per {TILE}-pixel crop, any other value fails "
+                "in masked_scatter_",
+            )
 
     @property
     def mode_tokens_side(self) -> int:
@@ -94,15 +110,24 @@ class VisionWorkload:
 def compute_view_layout(workload: VisionWorkload, width: int, height: int) -> ViewLayout:
     """The crop grid, view sizes and token counts DeepSeek-OCR 2's `infer()` produces for a page."""
     if not isinstance(workload, VisionWorkload):
-        raise ConfigError.field("workload", type(workload).__name__,
-                                f"must be a {FAMILY} VisionWorkload (llm_perf_opt.dsocr2.layout), not v1's")
-    return layout_of(workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX,
-                     newline_column=False)
+        raise ConfigError.field(
+            "workload",
+            type(workload).__name__,
+            f"must be a {FAMILY} VisionWorkload (llm_perf_opt.dsocr2.layout), not v1's",
+        )
+    return layout_of(
+        workload, width, height, crop_threshold=CROP_THRESHOLD, squash_max=SQUASH_MAX, newline_column=False
+    )
 
 
 def workload_from_config(cfg) -> VisionWorkload:
     """A `VisionWorkload` from a workload config (any object with base_size, image_size, crop_mode and an
     optional tile_size); a v1-only value fails with one ConfigError naming the field and the family."""
     bounds = {k: getattr(cfg, k) for k in ("min_num", "max_num") if getattr(cfg, k, None) is not None}
-    return VisionWorkload(base_size=cfg.base_size, image_size=cfg.image_size, crop_mode=cfg.crop_mode,
-                          tile_size=getattr(cfg, "tile_size", TILE), **bounds)
+    return VisionWorkload(
+        base_size=cfg.base_size,
+        image_size=cfg.image_size,
+        crop_mode=cfg.crop_mode,
+        tile_size=getattr(cfg, "tile_size", TILE),
+        **bounds,
+    )

@@ -4,15 +4,29 @@ Module paths are the vendor's (`model.sam_model`, `model.qwen2_model`, `model.la
 uses the same tree: v1's parts with CLIP-L replaced by the encoder, the same `model.layers` decoder stack; the
 lookups (`path`, `alias`, ...) are its `PartVocabulary`'s. Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 from llm_perf_opt.dsocr import parts as v1
 from llm_perf_opt.dsocr.parts import DECODER_STACK, LAYER_ALIAS_PREFIX  # the same vendor decoder code and path
 from llm_perf_opt.family import Part, PartVocabulary
 
-__all__ = ["PARTS", "REPORTED", "VOCABULARY", "VISION_PATHS", "ENCODER_STACK", "SAM_BLOCKS", "VISION_LOOPS",
-           "DECODER_STACK", "Part", "alias", "encoder_layer_path", "ENCODER_LAYER", "EXPORT_SUBMODULES",
-           "EXPORT_REFUSED"]
+__all__ = [
+    "PARTS",
+    "REPORTED",
+    "VOCABULARY",
+    "VISION_PATHS",
+    "ENCODER_STACK",
+    "SAM_BLOCKS",
+    "VISION_LOOPS",
+    "DECODER_STACK",
+    "Part",
+    "alias",
+    "encoder_layer_path",
+    "ENCODER_LAYER",
+    "EXPORT_SUBMODULES",
+    "EXPORT_REFUSED",
+]
 
 ENCODER = Part("encoder", "model.qwen2_model", "DeepEncoder V2 (Qwen2)", "#f58518", "vision")
 PARTS: tuple[Part, ...] = tuple(ENCODER if p.alias == "clip" else p for p in v1.PARTS)  # v1's, CLIP -> encoder
@@ -39,9 +53,19 @@ ENCODER_LAYER = Part("encoder_layer", encoder_layer_path(0), "encoder layer 0 (Q
 # over the query rows), and torch.export refuses the data-dependent size (GuardOnDataDependentSymNode in
 # `encoder_mask`, torch 2.13); its layers take the mask as an input and export.
 EXPORT_SUBMODULES: tuple[str, ...] = (
-    "sam.crops", "sam.global", "encoder_layer.crops", "encoder_layer.global",
-    "projector.crops", "projector.global", "dense_layer", "moe_layer", "decode_layer")
-_WHOLE_ENCODER = ("torch.export refuses the whole encoder (its mask is built from data-dependent nonzero() "
-                  "positions, row by row, as the vendor builds it): export encoder_layer.{view} (one layer, the "
-                  "mask as an input)")
+    "sam.crops",
+    "sam.global",
+    "encoder_layer.crops",
+    "encoder_layer.global",
+    "projector.crops",
+    "projector.global",
+    "dense_layer",
+    "moe_layer",
+    "decode_layer",
+)
+_WHOLE_ENCODER = (
+    "torch.export refuses the whole encoder (its mask is built from data-dependent nonzero() "
+    "positions, row by row, as the vendor builds it): export encoder_layer.{view} (one layer, the "
+    "mask as an input)"
+)
 EXPORT_REFUSED = {f"encoder.{view}": _WHOLE_ENCODER.format(view=view) for view in ("crops", "global")}

@@ -16,6 +16,7 @@ checks read them the same way; only the targets differ:
 
 The twin package `llm_perf_opt.dsocr2.twin` is registered to reach v1's twin modules too (`sam`, `decoder`).
 """
+
 from __future__ import annotations
 
 from llm_perf_opt.dsocr.patches import builtin as B
@@ -34,30 +35,57 @@ def _register(patch: Patch) -> None:
         register_patch(patch)
 
 
-_register(Patch(
-    name=PREFIX + "vision_inputs",
-    summary="log num_images, crop grid, views and vision passes at DeepseekOCR2Model.forward",
-    apply=B._apply_vision_inputs,  # noqa: SLF001 - v1's patch body, v2's target
-    targets={"vendor": (VENDOR_MODEL, "DeepseekOCR2Model.forward"), "twin": ("model", "DeepseekOCR2Model.forward")},
-))
-_register(Patch(
-    name=PREFIX + "llm_stack",
-    summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
-    apply=B._apply_llm_stack,  # noqa: SLF001
-    targets={"vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"), "twin": ("model", "DeepseekOCR2Model._decode")},
-))
-_register(B._loop_patch(PREFIX + "sam_blocks", SAM_BLOCKS, "blocks", {  # noqa: SLF001
-    "vendor": (VENDOR_ENCODER, "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")}))
-_register(B._loop_patch(PREFIX + "encoder_layers", ENCODER_STACK, "model.layers", {  # noqa: SLF001
-    "vendor": (VENDOR_ENCODER, "CustomQwen2Decoder.forward"), "twin": ("encoder", "CustomQwen2Decoder.forward")}))
+_register(
+    Patch(
+        name=PREFIX + "vision_inputs",
+        summary="log num_images, crop grid, views and vision passes at DeepseekOCR2Model.forward",
+        apply=B._apply_vision_inputs,  # noqa: SLF001 - v1's patch body, v2's target
+        targets={"vendor": (VENDOR_MODEL, "DeepseekOCR2Model.forward"), "twin": ("model", "DeepseekOCR2Model.forward")},
+    )
+)
+_register(
+    Patch(
+        name=PREFIX + "llm_stack",
+        summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
+        apply=B._apply_llm_stack,  # noqa: SLF001
+        targets={
+            "vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"),
+            "twin": ("model", "DeepseekOCR2Model._decode"),
+        },
+    )
+)
+_register(
+    B._loop_patch(
+        PREFIX + "sam_blocks",
+        SAM_BLOCKS,
+        "blocks",
+        {  # noqa: SLF001
+            "vendor": (VENDOR_ENCODER, "ImageEncoderViT.forward"),
+            "twin": ("sam", "ImageEncoderViT.forward"),
+        },
+    )
+)
+_register(
+    B._loop_patch(
+        PREFIX + "encoder_layers",
+        ENCODER_STACK,
+        "model.layers",
+        {  # noqa: SLF001
+            "vendor": (VENDOR_ENCODER, "CustomQwen2Decoder.forward"),
+            "twin": ("encoder", "CustomQwen2Decoder.forward"),
+        },
+    )
+)
 
-_register(Patch(
-    name=PREFIX + "quiet_prints",
-    summary="silence the debugging print() calls of the vendor's DeepseekOCR2Model.forward",
-    apply=B._apply_quiet_prints,  # noqa: SLF001
-    targets={"vendor": (VENDOR_MODEL, "print"), "twin": ("model", "print")},
-    create=True,
-))
+_register(
+    Patch(
+        name=PREFIX + "quiet_prints",
+        summary="silence the debugging print() calls of the vendor's DeepseekOCR2Model.forward",
+        apply=B._apply_quiet_prints,  # noqa: SLF001
+        targets={"vendor": (VENDOR_MODEL, "print"), "twin": ("model", "print")},
+        create=True,
+    )
+)
 
 # the session's required patches that are v1's by name (`DeepSeekOCRSession.patch_names`)
 SESSION_PATCH_NAMES = {"quiet_prints": PREFIX + "quiet_prints"}

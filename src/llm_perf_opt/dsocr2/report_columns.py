@@ -7,6 +7,7 @@ tokens; 144 per 768-px crop: 12x12) and returns only the query positions, so a p
 global_grid² + crops x crop_grid² (256 + 144 n); its layers run over each view's SAM tokens and queries, twice
 that many positions.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -30,10 +31,21 @@ def encoder_positions(job: JobRecord) -> Optional[int]:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("encoder_queries", "encoder queries", "count",
-           "DeepSeek-OCR 2: query tokens DeepEncoder V2 returns per page, one per SAM token of each view "
-           "(256 for the 1024-px global view + 144 per 768-px crop), from the job's layout", encoder_queries),
-    Column("encoder_positions", "encoder positions", "count",
-           "DeepSeek-OCR 2: positions the encoder's layers run over per page, each view's SAM tokens and as many "
-           "queries (2 x encoder queries), from the job's layout", encoder_positions, False),
+    Column(
+        "encoder_queries",
+        "encoder queries",
+        "count",
+        "DeepSeek-OCR 2: query tokens DeepEncoder V2 returns per page, one per SAM token of each view "
+        "(256 for the 1024-px global view + 144 per 768-px crop), from the job's layout",
+        encoder_queries,
+    ),
+    Column(
+        "encoder_positions",
+        "encoder positions",
+        "count",
+        "DeepSeek-OCR 2: positions the encoder's layers run over per page, each view's SAM tokens and as many "
+        "queries (2 x encoder queries), from the job's layout",
+        encoder_positions,
+        False,
+    ),
 )

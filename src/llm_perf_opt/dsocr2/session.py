@@ -1,6 +1,7 @@
 """DeepSeek-OCR 2's loaders for v1's session (`dsocr.session.DeepSeekOCRSession`): the twin by `model.spec`
 (`dsocr2.twin.build_twin`) and the vendor code (`modeling_deepseekocr2`, `deepencoderv2`, v1's
 `modeling_deepseekv2`) through v1's `vendor.load_vendor` with v2's class names and spec."""
+
 from __future__ import annotations
 
 import torch
@@ -11,12 +12,29 @@ from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 
 # What the pipeline relies on in the vendor code, by module (the classes the twin mirrors, the patch points).
 REQUIRED_VENDOR_NAMES: dict[str, tuple[str, ...]] = {
-    "modeling_deepseekocr2": ("DeepseekOCR2ForCausalLM", "DeepseekOCR2Model", "DeepseekOCR2Config",
-                              "DeepseekOCR2Model.forward"),
-    "modeling_deepseekv2": ("DeepseekV2Model", "DeepseekV2Model.forward", "DeepseekV2DecoderLayer",
-                            "DeepseekV2MoE", "MoEGate", "DeepseekV2MLP", "DeepseekV2RMSNorm"),
-    "deepencoderv2": ("ImageEncoderViT", "ImageEncoderViT.forward", "Qwen2Decoder2Encoder", "CustomQwen2Decoder",
-                      "CustomQwen2Decoder.forward", "MlpProjector"),
+    "modeling_deepseekocr2": (
+        "DeepseekOCR2ForCausalLM",
+        "DeepseekOCR2Model",
+        "DeepseekOCR2Config",
+        "DeepseekOCR2Model.forward",
+    ),
+    "modeling_deepseekv2": (
+        "DeepseekV2Model",
+        "DeepseekV2Model.forward",
+        "DeepseekV2DecoderLayer",
+        "DeepseekV2MoE",
+        "MoEGate",
+        "DeepseekV2MLP",
+        "DeepseekV2RMSNorm",
+    ),
+    "deepencoderv2": (
+        "ImageEncoderViT",
+        "ImageEncoderViT.forward",
+        "Qwen2Decoder2Encoder",
+        "CustomQwen2Decoder",
+        "CustomQwen2Decoder.forward",
+        "MlpProjector",
+    ),
 }
 
 
@@ -34,9 +52,17 @@ def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype
     """`DeepseekOCR2ForCausalLM` from the vendor code at `model.path` (checkpoint or random weights)."""
     from llm_perf_opt.dsocr import vendor
 
-    return vendor.load_vendor(model_cfg, device, dtype, attn, required=REQUIRED_VENDOR_NAMES,
-                              model_module="modeling_deepseekocr2", model_class="DeepseekOCR2ForCausalLM",
-                              spec_from=ModelSpec.from_config_dict, family=FAMILY)
+    return vendor.load_vendor(
+        model_cfg,
+        device,
+        dtype,
+        attn,
+        required=REQUIRED_VENDOR_NAMES,
+        model_module="modeling_deepseekocr2",
+        model_class="DeepseekOCR2ForCausalLM",
+        spec_from=ModelSpec.from_config_dict,
+        family=FAMILY,
+    )
 
 
 LOADERS = {"twin": load_twin, "vendor": load_vendor}

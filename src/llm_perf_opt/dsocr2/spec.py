@@ -16,6 +16,7 @@ Read in the vendor code (`sen-ye/DeepSeek-OCR2-query-ablation` at d397ea1, the H
 `ModelSpec.tiny()` is the narrow, few-layer copy with the same structure (windowed and global SAM
 blocks, a GQA encoder with both query banks, a dense decoder layer then MoE layers).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -70,9 +71,11 @@ class EncoderSpec:
         for name, n in self.query_banks:
             if n == tokens:
                 return name
-        raise ConfigError.field("workload.image_size", tokens,
-                                f"{FAMILY} has query banks only for {list(self.bank_sizes)} SAM tokens "
-                                "(768- and 1024-pixel views)")
+        raise ConfigError.field(
+            "workload.image_size",
+            tokens,
+            f"{FAMILY} has query banks only for {list(self.bank_sizes)} SAM tokens (768- and 1024-pixel views)",
+        )
 
 
 @dataclass(frozen=True)
@@ -89,18 +92,37 @@ class ModelSpec(SpecReading):
 
     def __post_init__(self) -> None:
         s, e, p = self.sam, self.encoder, self.projector
-        raise_failed([
-            (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
-            (e.hidden_size % e.num_heads == 0, "encoder.hidden_size", e.hidden_size,
-             f"a multiple of encoder.num_heads={e.num_heads}"),
-            (e.num_heads % max(e.num_kv_heads, 1) == 0, "encoder.num_kv_heads", e.num_kv_heads,
-             f"a divisor of encoder.num_heads={e.num_heads}"),
-            (s.out_dim == e.hidden_size, "sam.downsample_channels", s.downsample_channels,
-             f"last entry equal to encoder.hidden_size={e.hidden_size} (SAM features are the encoder's tokens)"),
-            (p.input_dim == e.hidden_size, "projector.input_dim", p.input_dim,
-             f"encoder.hidden_size={e.hidden_size}"),
-            *language_checks(self),
-        ], f"model spec ({FAMILY}) ")
+        raise_failed(
+            [
+                (s.width % s.heads == 0, "sam.width", s.width, f"a multiple of sam.heads={s.heads}"),
+                (
+                    e.hidden_size % e.num_heads == 0,
+                    "encoder.hidden_size",
+                    e.hidden_size,
+                    f"a multiple of encoder.num_heads={e.num_heads}",
+                ),
+                (
+                    e.num_heads % max(e.num_kv_heads, 1) == 0,
+                    "encoder.num_kv_heads",
+                    e.num_kv_heads,
+                    f"a divisor of encoder.num_heads={e.num_heads}",
+                ),
+                (
+                    s.out_dim == e.hidden_size,
+                    "sam.downsample_channels",
+                    s.downsample_channels,
+                    f"last entry equal to encoder.hidden_size={e.hidden_size} (SAM features are the encoder's tokens)",
+                ),
+                (
+                    p.input_dim == e.hidden_size,
+                    "projector.input_dim",
+                    p.input_dim,
+                    f"encoder.hidden_size={e.hidden_size}",
+                ),
+                *language_checks(self),
+            ],
+            f"model spec ({FAMILY}) ",
+        )
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -118,8 +140,9 @@ class ModelSpec(SpecReading):
         """
         return cls(
             name="deepseek-ocr-2-tiny",
-            sam=SamSpec(width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16,
-                        downsample_channels=(32, 48)),
+            sam=SamSpec(
+                width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16, downsample_channels=(32, 48)
+            ),
             encoder=EncoderSpec(hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=96),
             projector=ProjectorSpec(input_dim=48, n_embed=64),
             decoder=DecoderSpec.tiny(),
@@ -133,7 +156,8 @@ class ModelSpec(SpecReading):
             raise ConfigError(
                 f"model.path: {source} is not a {FAMILY} config (vision_config.model_name="
                 f"{vision.get('model_name')!r}, encoders {sorted(widths)}; {FAMILY} has model_name "
-                f"{ENCODER_MODEL_NAME!r} and a {ENCODER_WIDTH_KEY!r} encoder): use the other family's model")
+                f"{ENCODER_MODEL_NAME!r} and a {ENCODER_WIDTH_KEY!r} encoder): use the other family's model"
+            )
         # the decoder as v1 reads it (the same DeepSeek-V2 code and keys)
         v1 = V1ModelSpec.from_config_dict({"language_config": raw.get("language_config", raw)}, source)
         encoder = EncoderSpec()
@@ -141,18 +165,26 @@ class ModelSpec(SpecReading):
         if isinstance(enc_raw, Mapping) and enc_raw.get("dim") is not None:
             dim = enc_raw["dim"]
             if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
-                raise ConfigError(f"{source}: key 'vision_config.width.{ENCODER_WIDTH_KEY}.dim' must be a positive "
-                                  f"integer, found {dim!r}")
+                raise ConfigError(
+                    f"{source}: key 'vision_config.width.{ENCODER_WIDTH_KEY}.dim' must be a positive "
+                    f"integer, found {dim!r}"
+                )
             encoder = replace(encoder, hidden_size=dim)
         # net_3 ends at the encoder width; the config's downsample_channels is not read by the vendor code
-        sam = sam_from_widths(SamSpec(downsample_channels=(512, encoder.hidden_size)), widths,
-                              downsample_channels=False)
-        projector = projector_from_config(raw, source, input_dim=encoder.hidden_size,
-                                          n_embed=v1.decoder.hidden_size, released=f" in {FAMILY}")
+        sam = sam_from_widths(
+            SamSpec(downsample_channels=(512, encoder.hidden_size)), widths, downsample_channels=False
+        )
+        projector = projector_from_config(
+            raw, source, input_dim=encoder.hidden_size, n_embed=v1.decoder.hidden_size, released=f" in {FAMILY}"
+        )
         return cls(
             name=str(raw.get("_name_or_path", "deepseek-ocr-2")).split("/")[-1] or "deepseek-ocr-2",
-            sam=sam, encoder=encoder, projector=projector, decoder=v1.decoder,
-            bos_token_id=v1.bos_token_id, eos_token_id=v1.eos_token_id,
+            sam=sam,
+            encoder=encoder,
+            projector=projector,
+            decoder=v1.decoder,
+            bos_token_id=v1.bos_token_id,
+            eos_token_id=v1.eos_token_id,
         )
 
     @classmethod

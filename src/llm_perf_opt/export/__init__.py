@@ -9,6 +9,7 @@ its KV cache as tensors), `moe` (the fixed-routing remedy for data-dependent MoE
 counts vs TorchLens, decompositions), `onnx_files` (ONNX + checker + ONNX Runtime), `summary`
 (`export/summary.json`), `stage` (all of it).
 """
+
 # The names below load on first use (PEP 562): importing a submodule does not import torch.export.
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from llm_perf_opt.lazy import lazy_attributes, lazy_names
 _LAZY = {
     "llm_perf_opt.export.stage": ("EXPORT_DIR", "run_export_stage"),
     "llm_perf_opt.export.summary": (
-        "EXPORT_SCHEMA", "EXPORT_SCHEMA_VERSION", "ExportSummary", "SubmoduleExport", "load_export_summary",
+        "EXPORT_SCHEMA",
+        "EXPORT_SCHEMA_VERSION",
+        "ExportSummary",
+        "SubmoduleExport",
+        "load_export_summary",
     ),
     "llm_perf_opt.export.targets": ("ExportPlan", "ExportTarget", "plan_targets"),
 }

@@ -12,6 +12,7 @@ Each record also carries what the node came from: the innermost module (`nn_modu
 export-IR op it was decomposed from (`from_node`), and the torch-level call that produced it
 (`torch_fn`), which is the level TorchLens records.
 """
+
 from __future__ import annotations
 
 import operator
@@ -144,11 +145,20 @@ def graph_ops(program: Any, relative: Callable[[str], Optional[str]] = lambda p:
         inputs = list(args) + list(_val(node.kwargs).values())
         fn, call = _torch_fn(node)
         source, source_node = _source(node, op)
-        ops.append(GraphOp(
-            node=node.name, op=op, input_shapes=tuple(_shape(a) for a in args), dtypes=_dtypes(inputs),
-            flops=node_flops(node, registry), modules=_modules(node, relative), source=source, source_node=source_node, torch_fn=fn,
-            torch_call=call,
-        ))
+        ops.append(
+            GraphOp(
+                node=node.name,
+                op=op,
+                input_shapes=tuple(_shape(a) for a in args),
+                dtypes=_dtypes(inputs),
+                flops=node_flops(node, registry),
+                modules=_modules(node, relative),
+                source=source,
+                source_node=source_node,
+                torch_fn=fn,
+                torch_call=call,
+            )
+        )
     return ops
 
 

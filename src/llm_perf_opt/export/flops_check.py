@@ -9,6 +9,7 @@ They are compared in total, per module (paths relative to the submodule) and per
 convolution, attention), where export's SDPA decomposition (two `bmm`) is put back under attention by
 the op it came from. Any difference is listed per module with the ops that make it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,8 +20,13 @@ from llm_perf_opt.export.flops import GraphOp, flops_by_module, total_flops
 from llm_perf_opt.export.targets import ExportTarget
 
 MATMUL_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._scaled_mm")
-CONV_OPS = ("aten.convolution", "aten._convolution", "aten.cudnn_convolution", "aten.convolution_overrideable",
-            "aten._slow_conv2d_forward")
+CONV_OPS = (
+    "aten.convolution",
+    "aten._convolution",
+    "aten.cudnn_convolution",
+    "aten.convolution_overrideable",
+    "aten._slow_conv2d_forward",
+)
 
 
 @dataclass
@@ -43,7 +49,7 @@ def _relative(parts: Mapping[str, LayerCost], root: str) -> dict[str, LayerCost]
         if path == root:
             out[""] = cost
         elif path.startswith(root + "."):
-            out[path[len(root) + 1:]] = cost
+            out[path[len(root) + 1 :]] = cost
     return out
 
 
@@ -53,8 +59,15 @@ def _single_view_parts(family: Any, spec: Any, side: int, layout: Any) -> dict[s
     return family.analytic_model(spec, single).vision().parts
 
 
-def analytic_reference(family: Any, target: ExportTarget, spec: Any, layout: Any, seq_len: int,
-                       dtype: Any = "float32", decoder_attention: str = "eager") -> AnalyticReference:
+def analytic_reference(
+    family: Any,
+    target: ExportTarget,
+    spec: Any,
+    layout: Any,
+    seq_len: int,
+    dtype: Any = "float32",
+    decoder_attention: str = "eager",
+) -> AnalyticReference:
     """The analytic model's cost of the one call `target` is (same spec, layout, sequence, attention), from the
     model family's analytic model."""
     model = family.analytic_model(spec, layout, seq_len, dtype=dtype, decoder_attention=decoder_attention)
@@ -63,13 +76,15 @@ def analytic_reference(family: Any, target: ExportTarget, spec: Any, layout: Any
         containers = frozenset(stage.containers)
         glob = _relative(_single_view_parts(family, spec, layout.global_side, layout), target.path)
         if target.view == "global":
-            how = (f"vision stage of a one-view layout of side {layout.global_side} (the global view's call "
-                   f"of {target.path})")
+            how = (
+                f"vision stage of a one-view layout of side {layout.global_side} (the global view's call "
+                f"of {target.path})"
+            )
             parts = glob
         else:
             both = _relative(stage.parts, target.path)
             parts = {k: _minus(v, glob[k]) if k in glob else v for k, v in both.items()}
-            how = (f"vision stage of this layout ({target.path} on crops + global) minus the global view's call")
+            how = f"vision stage of this layout ({target.path} on crops + global) minus the global view's call"
     elif target.stage == "decode":
         stage = model.decode(target.context)
         containers = frozenset(stage.containers)
@@ -115,16 +130,22 @@ class FlopsCheck:
     @property
     def agree(self) -> bool:
         values = [v for v in (self.exported, self.eager, self.analytic) if v is not None]
-        return len(set(values)) == 1 and not self.eager_matmul_without_formula \
-            and not self.exported_matmul_without_formula
+        return (
+            len(set(values)) == 1 and not self.eager_matmul_without_formula and not self.exported_matmul_without_formula
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "exported": self.exported, "eager": self.eager, "analytic": self.analytic, "agree": self.agree,
+            "exported": self.exported,
+            "eager": self.eager,
+            "analytic": self.analytic,
+            "agree": self.agree,
             "exported_minus_analytic": None if self.analytic is None else self.exported - self.analytic,
             "exported_minus_eager": None if self.eager is None else self.exported - self.eager,
-            "analytic_how": self.analytic_how, "explanation": list(self.explanation),
-            "by_family": self.by_family, "by_module": self.by_module,
+            "analytic_how": self.analytic_how,
+            "explanation": list(self.explanation),
+            "by_family": self.by_family,
+            "by_module": self.by_module,
             "eager_matmul_without_formula": dict(self.eager_matmul_without_formula),
             "exported_matmul_without_formula": dict(self.exported_matmul_without_formula),
         }
@@ -153,8 +174,9 @@ def _fmt_ops(ops: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])) or "none"
 
 
-def check_flops(ops: list[GraphOp], eager: Any | None, analytic: AnalyticReference | None,
-                relative: Any = lambda p: p) -> FlopsCheck:
+def check_flops(
+    ops: list[GraphOp], eager: Any | None, analytic: AnalyticReference | None, relative: Any = lambda p: p
+) -> FlopsCheck:
     """Compare the graph's FLOPs with FlopCounterMode's (`MeasuredFlops` of the eager call, or None)
     and the analytic reference; `relative` maps eager module paths to paths relative to the submodule."""
     exported = total_flops(ops)
@@ -172,8 +194,11 @@ def check_flops(ops: list[GraphOp], eager: Any | None, analytic: AnalyticReferen
         ana_mod = {p: c.flops_matmul for p, c in analytic.parts.items() if p not in analytic.containers}
     rows = []
     for path in sorted(set(exp_mod) | set(eager_mod) | set(ana_mod), key=lambda p: (p.count("."), p)):
-        values = {"exported": exp_mod.get(path, 0), "eager": eager_mod.get(path) if eager is not None else None,
-                  "analytic": ana_mod.get(path) if analytic is not None else None}
+        values = {
+            "exported": exp_mod.get(path, 0),
+            "eager": eager_mod.get(path) if eager is not None else None,
+            "analytic": ana_mod.get(path) if analytic is not None else None,
+        }
         if not any(values.values()):
             continue
         present = [v or 0 for v in values.values() if v is not None]
@@ -183,18 +208,29 @@ def check_flops(ops: list[GraphOp], eager: Any | None, analytic: AnalyticReferen
     families = []
     for fam in sorted(set(exp_fam) | set(eag_fam)):
         e, g = sum(exp_fam.get(fam, {}).values()), sum(eag_fam.get(fam, {}).values())
-        families.append({"family": fam, "exported": e, "eager": g if eager is not None else None,
-                         "exported_ops": exp_fam.get(fam, {}), "eager_ops": eag_fam.get(fam, {}),
-                         "ok": eager is None or e == g})
+        families.append(
+            {
+                "family": fam,
+                "exported": e,
+                "eager": g if eager is not None else None,
+                "exported_ops": exp_fam.get(fam, {}),
+                "eager_ops": eag_fam.get(fam, {}),
+                "ok": eager is None or e == g,
+            }
+        )
     explanation: list[str] = []
     for fam in families:
         renamed = [k for k in fam["exported_ops"] if "<-" in k]
         if renamed and fam["ok"] and eager is not None:
-            explanation.append(f"{fam['family']}: same FLOPs, other ops: export counts {_fmt_ops(fam['exported_ops'])}"
-                               f"; FlopCounterMode counts {_fmt_ops(fam['eager_ops'])} (export decomposes the op)")
+            explanation.append(
+                f"{fam['family']}: same FLOPs, other ops: export counts {_fmt_ops(fam['exported_ops'])}"
+                f"; FlopCounterMode counts {_fmt_ops(fam['eager_ops'])} (export decomposes the op)"
+            )
         elif not fam["ok"]:
-            explanation.append(f"{fam['family']}: exported {fam['exported']:,} ({_fmt_ops(fam['exported_ops'])}) vs "
-                               f"eager {fam['eager']:,} ({_fmt_ops(fam['eager_ops'])})")
+            explanation.append(
+                f"{fam['family']}: exported {fam['exported']:,} ({_fmt_ops(fam['exported_ops'])}) vs "
+                f"eager {fam['eager']:,} ({_fmt_ops(fam['eager_ops'])})"
+            )
     leaf_rows = [r for r in rows if not r["ok"]]
     for r in leaf_rows:
         path = r["module"]
@@ -209,9 +245,13 @@ def check_flops(ops: list[GraphOp], eager: Any | None, analytic: AnalyticReferen
             line += f"; analytic {r['analytic']:,}"
         explanation.append(line)
     return FlopsCheck(
-        exported=exported, eager=eager.total if eager is not None else None,
-        analytic=analytic.flops if analytic is not None else None, by_module=rows, by_family=families,
-        explanation=explanation, analytic_how=analytic.how if analytic is not None else "",
+        exported=exported,
+        eager=eager.total if eager is not None else None,
+        analytic=analytic.flops if analytic is not None else None,
+        by_module=rows,
+        by_family=families,
+        explanation=explanation,
+        analytic_how=analytic.how if analytic is not None else "",
         eager_matmul_without_formula=dict(eager.matmul_like_without_formula) if eager is not None else {},
         exported_matmul_without_formula={o.op: 1 for o in ops if o.flops is None and o.matmul_like},
     )

@@ -11,6 +11,7 @@ cache, then greedy decode steps run until the cache has that length, and only th
 A transformers `Cache` argument is recorded as a `CacheSnapshot` of the layer's key and value tensors
 taken before the call (the call appends to them).
 """
+
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -74,8 +75,9 @@ def _copy(value: Any, layer_idx: Optional[int]) -> Any:
     if isinstance(key_cache, list):  # a transformers Cache: keep this layer's tensors only
         if layer_idx is None or layer_idx >= len(key_cache) or not isinstance(key_cache[layer_idx], torch.Tensor):
             raise TraceError(f"a KV cache was passed without an entry for layer {layer_idx}: cannot record it")
-        return CacheSnapshot(layer_idx, key_cache[layer_idx].detach().clone(),
-                             value.value_cache[layer_idx].detach().clone())
+        return CacheSnapshot(
+            layer_idx, key_cache[layer_idx].detach().clone(), value.value_cache[layer_idx].detach().clone()
+        )
     return value
 
 
@@ -127,8 +129,9 @@ class _Recorder:
             target = wanted.get(n)
             if target is not None:
                 layer_idx = _layer_index(module)
-                self.active[path] = RecordedCall(target=target, args=_copy(tuple(args), layer_idx),
-                                                 kwargs=_copy(dict(kwargs), layer_idx))
+                self.active[path] = RecordedCall(
+                    target=target, args=_copy(tuple(args), layer_idx), kwargs=_copy(dict(kwargs), layer_idx)
+                )
             return None
 
         return hook
@@ -159,17 +162,22 @@ class _Recorder:
 def _check(recorded: dict[str, RecordedCall], targets: list[ExportTarget], calls: dict[str, int]) -> None:
     for t in targets:
         if t.name not in recorded:
-            raise TraceError(f"export: {t.name} ({t.path}) was called {calls.get(t.path, 0)} time(s) in the "
-                             f"{t.stage} forward; its call #{t.call + 1} never happened")
+            raise TraceError(
+                f"export: {t.name} ({t.path}) was called {calls.get(t.path, 0)} time(s) in the "
+                f"{t.stage} forward; its call #{t.call + 1} never happened"
+            )
         rec = recorded[t.name]
         first = next((a for a in rec.args if isinstance(a, torch.Tensor)), None)
         if t.expected_batch is not None and first is not None and int(first.shape[0]) != t.expected_batch:
-            raise TraceError(f"export: {t.name} got a batch of {int(first.shape[0])} in the real forward, the "
-                             f"layout says {t.expected_batch} (layout and forward disagree)")
+            raise TraceError(
+                f"export: {t.name} got a batch of {int(first.shape[0])} in the real forward, the "
+                f"layout says {t.expected_batch} (layout and forward disagree)"
+            )
 
 
-def record_calls(session: Any, inputs: Any, targets: Iterable[ExportTarget],
-                 progress: Progress | None = None) -> dict[str, RecordedCall]:
+def record_calls(
+    session: Any, inputs: Any, targets: Iterable[ExportTarget], progress: Progress | None = None
+) -> dict[str, RecordedCall]:
     """Run the session's forward once (plus decode steps when a target needs them) and return the
     recorded call of every target, by name."""
     say = progress or (lambda _msg: None)
@@ -187,8 +195,10 @@ def record_calls(session: Any, inputs: Any, targets: Iterable[ExportTarget],
             pre.install(stack)
             with session.forward_context():
                 kwargs = session.forward_kwargs(inputs)
-                say(f"export: recording submodule inputs from the real forward "
-                    f"({int(kwargs['input_ids'].shape[1])} tokens)")
+                say(
+                    f"export: recording submodule inputs from the real forward "
+                    f"({int(kwargs['input_ids'].shape[1])} tokens)"
+                )
                 model(**kwargs)
         _check(pre.recorded, prefill, pre.calls)
         recorded.update(pre.recorded)
@@ -206,14 +216,22 @@ def record_calls(session: Any, inputs: Any, targets: Iterable[ExportTarget],
                 with ExitStack() as stack:
                     if step == steps:
                         dec.install(stack)
-                    out = model(input_ids=token, past_key_values=out.past_key_values, use_cache=True,
-                                images=None, images_seq_mask=None, images_spatial_crop=None)
+                    out = model(
+                        input_ids=token,
+                        past_key_values=out.past_key_values,
+                        use_cache=True,
+                        images=None,
+                        images_seq_mask=None,
+                        images_spatial_crop=None,
+                    )
         _check(dec.recorded, decode, dec.calls)
         for name, rec in dec.recorded.items():
             cache = rec.kwargs.get("past_key_value")
             if not isinstance(cache, CacheSnapshot) or cache.context != rec.target.context:
                 got = cache.context if isinstance(cache, CacheSnapshot) else None
-                raise TraceError(f"export: {name} was to see a KV cache of {rec.target.context} tokens, the "
-                                 f"real decode step passed {got}")
+                raise TraceError(
+                    f"export: {name} was to see a KV cache of {rec.target.context} tokens, the "
+                    f"real decode step passed {got}"
+                )
         recorded.update(dec.recorded)
     return recorded

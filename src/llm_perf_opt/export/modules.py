@@ -6,6 +6,7 @@ its KV cache as a transformers `Cache` object, which a static graph cannot take 
 inputs (and the updated ones outputs), rebuilding a `DynamicCache` around them inside the forward.
 The layer itself runs unchanged, including its own cache update (a concatenation).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,7 @@ class DecodeLayerWithCache(nn.Module):
         self.layer = layer
         self.layer_idx = layer_idx
 
-    def forward(self, hidden_states: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor,
-                **kwargs: Any):
+    def forward(self, hidden_states: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor, **kwargs: Any):
         from transformers.cache_utils import DynamicCache
 
         cache = DynamicCache()
@@ -60,7 +60,7 @@ class ExportCall:
         if path == self.prefix:
             return ""
         if path.startswith(self.prefix + "."):
-            return path[len(self.prefix) + 1:]
+            return path[len(self.prefix) + 1 :]
         return None
 
 

@@ -13,6 +13,7 @@ and has exactly the FLOPs of that forward. One guard is added: the counts the gr
 gate are compared with the recorded ones (`aten._assert_async`), so running the exported program on an
 input that routes differently fails instead of silently mixing up experts.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -48,8 +49,10 @@ def _fixed_forward(moe: nn.Module, loads: Sequence[int], run_experts_by_load: Ca
         counts = topk_ids.new_zeros((topk_ids.shape[0], n_experts))
         counts.scatter_(1, topk_ids, 1)
         per_expert = counts.sum(dim=0)
-        torch._assert_async(torch.eq(per_expert, per_expert.new_tensor(loads)).all(),
-                            "MoE routing differs from the recorded one this program was exported with")
+        torch._assert_async(
+            torch.eq(per_expert, per_expert.new_tensor(loads)).all(),
+            "MoE routing differs from the recorded one this program was exported with",
+        )
         order = topk_ids.view(-1).argsort()
         grouped = x[order // k]
         y = run_experts_by_load(moe.experts, grouped, loads, order, topk_weight).view(*shape)
@@ -61,7 +64,9 @@ def _fixed_forward(moe: nn.Module, loads: Sequence[int], run_experts_by_load: Ca
 
 
 @contextmanager
-def fixed_routing(moe: nn.Module, loads: Sequence[int], run_experts: Callable[..., torch.Tensor]) -> Iterator[nn.Module]:
+def fixed_routing(
+    moe: nn.Module, loads: Sequence[int], run_experts: Callable[..., torch.Tensor]
+) -> Iterator[nn.Module]:
     """While the block runs, `moe(x)` computes with the per-expert token counts fixed to `loads`; `run_experts`:
     the family's grouped expert loop (v1: `dsocr.twin.decoder.run_experts_by_load`, via the family object)."""
     if not is_moe(moe):

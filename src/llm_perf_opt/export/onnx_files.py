@@ -8,6 +8,7 @@ match the eager module's output within `|ort - eager| <= atol + rtol * |eager|` 
 onnx, onnxscript and onnxruntime are the optional extra `onnx` (`pip install 'llm-perf-opt[onnx]'`,
 naming the installed torch in the same command); without them `onnx_unavailable()` says so in one line.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -34,8 +35,10 @@ def onnx_unavailable() -> Optional[str]:
         except Exception:  # noqa: BLE001 - a broken install is as good as a missing one
             missing.append(name)
     if missing:
-        return (f"{', '.join(missing)} not installed: pip install 'llm-perf-opt[onnx]' torch==<your torch> "
-                "(./dev installs the extra)")
+        return (
+            f"{', '.join(missing)} not installed: pip install 'llm-perf-opt[onnx]' torch==<your torch> "
+            "(./dev installs the extra)"
+        )
     return None
 
 
@@ -68,8 +71,9 @@ def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, at
     t0 = time.perf_counter()
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        onnx_program = torch.onnx.export(program, tuple(call.args), kwargs=dict(call.kwargs), dynamo=True,
-                                         verbose=False)
+        onnx_program = torch.onnx.export(
+            program, tuple(call.args), kwargs=dict(call.kwargs), dynamo=True, verbose=False
+        )
         onnx_program.save(str(tmp))
         tmp.replace(path)
     except Exception as exc:  # noqa: BLE001 - the translation refused: say why in one line
@@ -92,8 +96,9 @@ def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, at
             record.update(ok=False, error=f"ONNX input {inp.name!r} is not an input of the exported program")
             return record
         feeds[inp.name] = values[inp.name].detach().cpu().numpy()
-    record["onnx_inputs"] = [{"name": i.name, "shape": list(feeds[i.name].shape), "type": i.type}
-                             for i in session.get_inputs()]
+    record["onnx_inputs"] = [
+        {"name": i.name, "shape": list(feeds[i.name].shape), "type": i.type} for i in session.get_inputs()
+    ]
     t1 = time.perf_counter()
     got = session.run(None, feeds)
     record["ort_seconds"] = round(time.perf_counter() - t1, 3)
@@ -104,6 +109,10 @@ def write_onnx(program: Any, call: ExportCall, path: str | Path, rtol: float, at
         return record
     diffs = [float(np.max(np.abs(g - w))) if g.size else 0.0 for g, w in zip(got, want)]
     close = all(g.shape == w.shape and np.allclose(g, w, rtol=rtol, atol=atol) for g, w in zip(got, want))
-    record.update(ort_provider="CPUExecutionProvider", max_abs_diff=max(diffs, default=0.0),
-                  max_abs_eager=max((float(np.max(np.abs(w))) for w in want if w.size), default=0.0), ok=close)
+    record.update(
+        ort_provider="CPUExecutionProvider",
+        max_abs_diff=max(diffs, default=0.0),
+        max_abs_eager=max((float(np.max(np.abs(w))) for w in want if w.size), default=0.0),
+        ok=close,
+    )
     return record

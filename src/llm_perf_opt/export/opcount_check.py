@@ -8,6 +8,7 @@ calls counted the same way, function by function when the TorchLens trace is at 
 difference left is explained (or reported as not reconciled). Lowering to core ATen then decomposes
 some ops (`decompositions`) and drops no-ops (`removed_by_decomposition`).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -59,8 +60,13 @@ class TorchCalls:
         return sum(self.by_module.get(path, {}).values())
 
 
-NOOP_CANDIDATES = ("aten.to.dtype", "aten.to.dtype_layout", "aten.to.device", "aten.contiguous.default",
-                   "aten.type_as.default")
+NOOP_CANDIDATES = (
+    "aten.to.dtype",
+    "aten.to.dtype_layout",
+    "aten.to.device",
+    "aten.contiguous.default",
+    "aten.type_as.default",
+)
 
 
 def _parameter_noop(node: Any, weights: set[str]) -> bool:
@@ -111,9 +117,13 @@ def torch_calls(programs: Iterable[Any], relative: Any = lambda p: p) -> TorchCa
         fns[fn] = fns.get(fn, 0) + n
         if n > 1:
             multi[fn] += n - 1
-    return TorchCalls(by_module={m: dict(sorted(f.items())) for m, f in by_module.items()},
-                      higher_order=dict(higher), bookkeeping=bookkeeping, multi_output=dict(multi),
-                      parameter_noops=dict(noops))
+    return TorchCalls(
+        by_module={m: dict(sorted(f.items())) for m, f in by_module.items()},
+        higher_order=dict(higher),
+        bookkeeping=bookkeeping,
+        multi_output=dict(multi),
+        parameter_noops=dict(noops),
+    )
 
 
 def decompositions(ops: Iterable[GraphOp]) -> dict[str, dict[str, int]]:
@@ -150,6 +160,7 @@ def torchlens_functions(trace: Any) -> dict[str, dict[str, int]]:
     """{module address: {function: ops}} of a TorchLens trace, by the call graph's rules for
     `op_call_counts` (boundary placeholders left out; an op belongs to its innermost module call; a tensor
     TorchLens did not see being made counts as one `<opaque>` op of the caller of the call it entered)."""
+
     def address(call_label: Optional[str]) -> str:  # "model.layers.0:2" -> "model.layers.0"; root "self:1" -> ""
         head = (call_label or "").rpartition(":")[0]
         return "" if head in ("", "self") else head
@@ -181,11 +192,15 @@ def _explain(diffs: Mapping[str, int], moe_remedy: bool, remedy_module: bool) ->
         elif moe_remedy and d < 0 and fn in REMEDY_GUARD_OPS:
             explained[fn] = "the fixed-routing remedy's guard (routing equals the recorded one)"
         elif moe_remedy and d > 0 and fn in MOE_HOST_FUNCTIONS:
-            explained[fn] = "the real MoE forward copies the tokens per expert to the host; the fixed-routing " \
-                            "graph has them as constants"
+            explained[fn] = (
+                "the real MoE forward copies the tokens per expert to the host; the fixed-routing "
+                "graph has them as constants"
+            )
         elif remedy_module:
-            explained[fn] = "the MoE module's own ops are the fixed-routing forward's (export.moe), written after " \
-                            "the vendor's moe_infer but not identical to it"
+            explained[fn] = (
+                "the MoE module's own ops are the fixed-routing forward's (export.moe), written after "
+                "the vendor's moe_infer but not identical to it"
+            )
         else:
             unexplained[fn] = d
     return explained, unexplained
@@ -205,10 +220,14 @@ class OpCountCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "torchlens_ops": self.torchlens_ops, "graph_ops": self.graph_ops,
-            "difference": self.torchlens_ops - self.graph_ops, "reconciled": self.reconciled,
+            "source": self.source,
+            "torchlens_ops": self.torchlens_ops,
+            "graph_ops": self.graph_ops,
+            "difference": self.torchlens_ops - self.graph_ops,
+            "reconciled": self.reconciled,
             "unreconciled_modules": [r["module"] for r in self.by_module if not r["reconciled"]],
-            "notes": list(self.notes), "by_module": self.by_module,
+            "notes": list(self.notes),
+            "by_module": self.by_module,
         }
 
 
@@ -218,10 +237,15 @@ def _fold(path: str, known: set[str]) -> str:
     return path
 
 
-def check_op_counts(programs: Iterable[Any], torchlens_by_module: Mapping[str, int], source: str,
-                    relative: Any = lambda p: p,
-                    torchlens_by_function: Optional[Mapping[str, Mapping[str, int]]] = None,
-                    moe_remedy: bool = False, remedy_modules: Iterable[str] = ()) -> OpCountCheck:
+def check_op_counts(
+    programs: Iterable[Any],
+    torchlens_by_module: Mapping[str, int],
+    source: str,
+    relative: Any = lambda p: p,
+    torchlens_by_function: Optional[Mapping[str, Mapping[str, int]]] = None,
+    moe_remedy: bool = False,
+    remedy_modules: Iterable[str] = (),
+) -> OpCountCheck:
     """TorchLens ops per module (innermost module, as the call graph counts them) against the torch-level
     calls of the export-IR graph(s) of the same call(s), module by module, and function by function when
     `torchlens_by_function` is given (a capture of the submodule alone).
@@ -252,47 +276,79 @@ def check_op_counts(programs: Iterable[Any], torchlens_by_module: Mapping[str, i
     for path in sorted(set(tl) | set(calls.by_module), key=lambda p: (p.count("."), p)):
         fns = calls.by_module.get(path, {})
         graph = sum(fns.values())
-        row: dict[str, Any] = {"module": path, "torchlens": tl.get(path, 0), "graph": graph,
-                               "difference": tl.get(path, 0) - graph, "graph_functions": fns}
+        row: dict[str, Any] = {
+            "module": path,
+            "torchlens": tl.get(path, 0),
+            "graph": graph,
+            "difference": tl.get(path, 0) - graph,
+            "graph_functions": fns,
+        }
         if torchlens_by_function is not None:
             mine = tl_fns.get(path, Counter())
             diffs = {fn: mine.get(fn, 0) - fns.get(fn, 0) for fn in sorted(set(mine) | set(fns))}
             diffs = {fn: d for fn, d in diffs.items() if d}
             explained, unexplained = _explain(diffs, moe_remedy, path in set(remedy_modules))
-            row.update(torchlens_functions=dict(sorted(mine.items())), function_differences=diffs,
-                       explained=explained, unexplained=unexplained, reconciled=not unexplained)
+            row.update(
+                torchlens_functions=dict(sorted(mine.items())),
+                function_differences=diffs,
+                explained=explained,
+                unexplained=unexplained,
+                reconciled=not unexplained,
+            )
         elif row["difference"] and path in set(remedy_modules):
-            row.update(reconciled=True, explained={"total": (
-                "the MoE module's own ops are the fixed-routing forward's (it adds the guard "
-                f"{', '.join(REMEDY_GUARD_OPS)}; the real forward copies the counts to the host); per-function "
-                "detail needs a capture of the submodule alone")})
+            row.update(
+                reconciled=True,
+                explained={
+                    "total": (
+                        "the MoE module's own ops are the fixed-routing forward's (it adds the guard "
+                        f"{', '.join(REMEDY_GUARD_OPS)}; the real forward copies the counts to the host); per-function "
+                        "detail needs a capture of the submodule alone"
+                    )
+                },
+            )
         else:
             row["reconciled"] = row["difference"] == 0
         rows.append(row)
     notes = []
     if calls.multi_output:
-        notes.append("multi-output functions count once per output, as TorchLens records them: "
-                     + ", ".join(f"{k} +{v}" for k, v in sorted(calls.multi_output.items())))
+        notes.append(
+            "multi-output functions count once per output, as TorchLens records them: "
+            + ", ".join(f"{k} +{v}" for k, v in sorted(calls.multi_output.items()))
+        )
     if calls.bookkeeping:
-        notes.append(f"{calls.bookkeeping} _assert_tensor_metadata node(s) (export's check after a .to() call) "
-                     "are not ops")
+        notes.append(
+            f"{calls.bookkeeping} _assert_tensor_metadata node(s) (export's check after a .to() call) are not ops"
+        )
     if calls.parameter_noops:
-        notes.append("conversions of a parameter to its own dtype return the parameter itself, which TorchLens "
-                     "does not record: " + ", ".join(f"{k} x{v}" for k, v in sorted(calls.parameter_noops.items())))
+        notes.append(
+            "conversions of a parameter to its own dtype return the parameter itself, which TorchLens "
+            "does not record: " + ", ".join(f"{k} x{v}" for k, v in sorted(calls.parameter_noops.items()))
+        )
     if calls.higher_order:
-        notes.append("higher-order op wrappers are not ops, their bodies are counted: "
-                     + ", ".join(f"{k} x{v}" for k, v in sorted(calls.higher_order.items()))
-                     + " (a forward under torch.no_grad / autocast)")
+        notes.append(
+            "higher-order op wrappers are not ops, their bodies are counted: "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(calls.higher_order.items()))
+            + " (a forward under torch.no_grad / autocast)"
+        )
     if folded:
-        notes.append("modules TorchLens names but the graph never enters (called through .forward, no module "
-                     "call) folded into their caller: " + ", ".join(f"{a} -> {b or '<root>'}" for a, b in folded.items()))
+        notes.append(
+            "modules TorchLens names but the graph never enters (called through .forward, no module "
+            "call) folded into their caller: " + ", ".join(f"{a} -> {b or '<root>'}" for a, b in folded.items())
+        )
     for r in rows:
         for fn, why in r.get("explained", {}).items():
             d = r["function_differences"][fn] if "function_differences" in r else r["difference"]
             notes.append(f"{r['module'] or '<root>'}: {fn} {d:+d}: {why}")
         if not r["reconciled"]:
             detail = r.get("unexplained") or {"total": r["difference"]}
-            notes.append(f"NOT reconciled: {r['module'] or '<root>'}: TorchLens minus graph "
-                         + ", ".join(f"{k} {v:+d}" for k, v in detail.items()))
-    return OpCountCheck(source=source, torchlens_ops=sum(tl.values()), graph_ops=sum(r["graph"] for r in rows),
-                        by_module=rows, notes=notes)
+            notes.append(
+                f"NOT reconciled: {r['module'] or '<root>'}: TorchLens minus graph "
+                + ", ".join(f"{k} {v:+d}" for k, v in detail.items())
+            )
+    return OpCountCheck(
+        source=source,
+        torchlens_ops=sum(tl.values()),
+        graph_ops=sum(r["graph"] for r in rows),
+        by_module=rows,
+        notes=notes,
+    )

@@ -6,6 +6,7 @@ came from (the export-IR ops they were decomposed from, and the torch functions 
 Rows of one op are adjacent (sorted by op, then by FLOPs); `op_totals` folds them into one entry per
 op for the summary. `write_csv` writes `export/<name>.ops.csv` atomically.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,8 +18,18 @@ from typing import Any, Iterable, Optional
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.export.flops import GraphOp
 
-COLUMNS = ("op", "count", "input_shapes", "dtypes", "flops_per_call", "flops", "has_formula", "decomposed_from",
-           "torch_functions", "modules")
+COLUMNS = (
+    "op",
+    "count",
+    "input_shapes",
+    "dtypes",
+    "flops_per_call",
+    "flops",
+    "has_formula",
+    "decomposed_from",
+    "torch_functions",
+    "modules",
+)
 
 
 @dataclass
@@ -38,16 +49,22 @@ class OpRow:
 
     def csv_row(self) -> dict[str, Any]:
         return {
-            "op": self.op, "count": self.count, "input_shapes": format_shapes(self.input_shapes),
-            "dtypes": " ".join(self.dtypes), "flops_per_call": "" if self.flops_per_call is None else self.flops_per_call,
-            "flops": "" if self.flops is None else self.flops, "has_formula": self.flops_per_call is not None,
-            "decomposed_from": " ".join(self.sources), "torch_functions": " ".join(self.torch_functions),
+            "op": self.op,
+            "count": self.count,
+            "input_shapes": format_shapes(self.input_shapes),
+            "dtypes": " ".join(self.dtypes),
+            "flops_per_call": "" if self.flops_per_call is None else self.flops_per_call,
+            "flops": "" if self.flops is None else self.flops,
+            "has_formula": self.flops_per_call is not None,
+            "decomposed_from": " ".join(self.sources),
+            "torch_functions": " ".join(self.torch_functions),
             "modules": " ".join(m or "<root>" for m in self.modules),
         }
 
 
 def format_shapes(shapes: Iterable[Any]) -> str:
     """[1, 908, 64] x [64, 192]; tensor lists in parentheses; non-tensor inputs left out."""
+
     def one(shape: Any) -> str:
         if shape and isinstance(shape[0], tuple):
             return "(" + ", ".join(one(s) for s in shape) + ")"
@@ -63,12 +80,18 @@ def op_rows(ops: Iterable[GraphOp]) -> list[OpRow]:
         groups.setdefault((o.op, o.input_shapes, o.dtypes, o.flops), []).append(o)
     rows = []
     for (op, shapes, dtypes, flops), members in groups.items():
-        rows.append(OpRow(
-            op=op, input_shapes=shapes, dtypes=dtypes, count=len(members), flops_per_call=flops,
-            sources=tuple(sorted({m.source for m in members if m.source != op})),
-            torch_functions=tuple(sorted({m.torch_fn for m in members if m.torch_fn})),
-            modules=tuple(sorted({m.module for m in members})),
-        ))
+        rows.append(
+            OpRow(
+                op=op,
+                input_shapes=shapes,
+                dtypes=dtypes,
+                count=len(members),
+                flops_per_call=flops,
+                sources=tuple(sorted({m.source for m in members if m.source != op})),
+                torch_functions=tuple(sorted({m.torch_fn for m in members if m.torch_fn})),
+                modules=tuple(sorted({m.module for m in members})),
+            )
+        )
     return sorted(rows, key=lambda r: (r.op, -(r.flops or 0), -r.count, format_shapes(r.input_shapes)))
 
 

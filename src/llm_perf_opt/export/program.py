@@ -10,6 +10,7 @@ core graph, and the difference between the two is the list of ops export decompo
 
 A refusal is caught and turned into one line (`ExportRefused`), never a traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,12 @@ def model_frame(exc: BaseException) -> str:
     import traceback
 
     torch_dir = os.path.dirname(torch.__file__)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(torch_dir)
-              and os.sep + "llm_perf_opt" + os.sep + "export" + os.sep not in f.filename]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(torch_dir)
+        and os.sep + "llm_perf_opt" + os.sep + "export" + os.sep not in f.filename
+    ]
     if not frames:
         return ""
     f = frames[-1]
@@ -71,7 +76,7 @@ def export_graphs(call: ExportCall, context: ContextManager[Any] | None = None) 
     was_training = module.training
     module.eval()
     try:
-        with _quiet(), (context or contextlib.nullcontext()):
+        with _quiet(), context or contextlib.nullcontext():
             t0 = time.perf_counter()
             try:
                 program = torch.export.export(module, tuple(call.args), dict(call.kwargs), strict=False)
@@ -91,5 +96,5 @@ def export_graphs(call: ExportCall, context: ContextManager[Any] | None = None) 
 
 def run_program(graphs: ExportedGraphs, call: ExportCall, context: ContextManager[Any] | None = None) -> Any:
     """Run the core-ATen program on the recorded inputs (no grad)."""
-    with torch.no_grad(), (context or contextlib.nullcontext()):
+    with torch.no_grad(), context or contextlib.nullcontext():
         return graphs.core.module()(*call.args, **call.kwargs)

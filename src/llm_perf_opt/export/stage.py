@@ -12,6 +12,7 @@ TorchLens (`export.opcount_check`), and the exported program's output against th
 `export.onnx`, a CLIP block and the dense layer are also written as ONNX and checked
 (`export.onnx_files`). Everything ends in `export/summary.json` (`export.summary`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,7 +53,10 @@ def _compare(got: Any, want: Any, dtype: str) -> dict[str, Any]:
     g, w = flat_tensors(got), flat_tensors(want)
     tol = OUTPUT_TOLERANCE.get(dtype, OUTPUT_TOLERANCE["float32"])
     if len(g) != len(w) or any(a.shape != b.shape for a, b in zip(g, w)):
-        return {"ok": False, "error": f"outputs {[list(t.shape) for t in g]} vs the forward's {[list(t.shape) for t in w]}"}
+        return {
+            "ok": False,
+            "error": f"outputs {[list(t.shape) for t in g]} vs the forward's {[list(t.shape) for t in w]}",
+        }
     rel, diffs = [], []
     for a, b in zip(g, w):
         a, b = a.double(), b.double()
@@ -62,16 +66,28 @@ def _compare(got: Any, want: Any, dtype: str) -> dict[str, Any]:
         elif not torch.equal(a, b):
             rel.append(float("inf"))
     worst = max(rel, default=0.0)
-    return {"ok": worst <= tol, "rel_l2_error": worst, "max_abs_diff": max(diffs, default=0.0),
-            "max_abs_reference": max((float(b.double().abs().max()) for b in w if b.numel()), default=0.0),
-            "tolerance": {"rel_l2": tol}}
+    return {
+        "ok": worst <= tol,
+        "rel_l2_error": worst,
+        "max_abs_diff": max(diffs, default=0.0),
+        "max_abs_reference": max((float(b.double().abs().max()) for b in w if b.numel()), default=0.0),
+        "tolerance": {"rel_l2": tol},
+    }
 
 
 class _Exporter:
     """Exports the recorded calls of one session; holds what every target shares."""
 
-    def __init__(self, cfg: Any, session: Any, inputs: Any, out_dir: Path, plan: ExportPlan,
-                 callgraph: Any = None, progress: Optional[Progress] = None) -> None:
+    def __init__(
+        self,
+        cfg: Any,
+        session: Any,
+        inputs: Any,
+        out_dir: Path,
+        plan: ExportPlan,
+        callgraph: Any = None,
+        progress: Optional[Progress] = None,
+    ) -> None:
         self.cfg = cfg
         self.export_cfg = cfg.export
         self.session = session
@@ -87,19 +103,26 @@ class _Exporter:
         return self.session.autocast_context()
 
     # ------------------------------------------------------------------ one target
-    def export(self, target: ExportTarget, rec: RecordedCall
-               ) -> tuple[SubmoduleExport, Optional[ExportedGraphs], ExportCall, list]:
+    def export(
+        self, target: ExportTarget, rec: RecordedCall
+    ) -> tuple[SubmoduleExport, Optional[ExportedGraphs], ExportCall, list]:
         """Export one recorded call; (summary entry, graphs or None when refused, the call, its op records)."""
         call = call_for(self.session.model, rec)
         entry = SubmoduleExport(
-            name=target.name, path=target.path, part=target.part, stage=target.stage,
-            description=target.description, status="refused",
+            name=target.name,
+            path=target.path,
+            part=target.part,
+            stage=target.stage,
+            description=target.description,
+            status="refused",
             inputs=[_describe(n, t) for n, t in rec.tensor_inputs()],
             outputs=[_describe(f"out[{i}]", t) for i, t in enumerate(flat_tensors(rec.output))],
         )
         if self.session.attn_implementation == "flash_attention_2" and target.layer is not None:
-            entry.reason = ("the session's decoder attention is flash_attention_2 (custom CUDA ops, not "
-                            "exportable): run the export job, which opens the model with sdpa/eager")
+            entry.reason = (
+                "the session's decoder attention is flash_attention_2 (custom CUDA ops, not "
+                "exportable): run the export job, which opens the model with sdpa/eager"
+            )
             return entry, None, call, []
         graphs: Optional[ExportedGraphs] = None
         try:
@@ -115,8 +138,9 @@ class _Exporter:
         ops = self._tables_and_checks(target, rec, call, graphs, entry)
         return entry, graphs, call, ops
 
-    def _remedy(self, target: ExportTarget, rec: RecordedCall, call: ExportCall,
-                entry: SubmoduleExport) -> Optional[ExportedGraphs]:
+    def _remedy(
+        self, target: ExportTarget, rec: RecordedCall, call: ExportCall, entry: SubmoduleExport
+    ) -> Optional[ExportedGraphs]:
         layer = self.session.model.get_submodule(target.path)  # call.module may be a wrapper (decode)
         moe = getattr(layer, "mlp", None) if target.layer is not None else None
         if moe is None or not target.moe:
@@ -125,11 +149,14 @@ class _Exporter:
         if self.export_cfg.moe_remedy == "none":
             entry.remedy = {"kind": None, "note": "export.moe_remedy=none"}
             return None
-        entry.remedy = {"kind": "fixed_routing", "routing": rec.routing,
-                        "experts_called": sum(1 for n in rec.routing or [] if n),
-                        "guard_ops": list(REMEDY_GUARD_OPS),
-                        "note": "MoE forward with the per-expert token counts of the real forward as constants "
-                                "(export.moe); the program is valid for inputs that route the same way (guarded)"}
+        entry.remedy = {
+            "kind": "fixed_routing",
+            "routing": rec.routing,
+            "experts_called": sum(1 for n in rec.routing or [] if n),
+            "guard_ops": list(REMEDY_GUARD_OPS),
+            "note": "MoE forward with the per-expert token counts of the real forward as constants "
+            "(export.moe); the program is valid for inputs that route the same way (guarded)",
+        }
         if rec.routing is None:
             entry.remedy["error"] = "no routing was recorded for this call"
             return None
@@ -144,31 +171,44 @@ class _Exporter:
             return None
         entry.remedy["eager_matches_forward"] = _compare(wrapped, rec.output, self.dtype)
         entry.status = "exported_with_remedy"
-        self.say(f"export: {target.name}: exported with fixed routing ({entry.remedy['experts_called']} experts "
-                 f"called)")
+        self.say(
+            f"export: {target.name}: exported with fixed routing ({entry.remedy['experts_called']} experts called)"
+        )
         return graphs
 
-    def _tables_and_checks(self, target: ExportTarget, rec: RecordedCall, call: ExportCall, graphs: ExportedGraphs,
-                           entry: SubmoduleExport) -> list:
+    def _tables_and_checks(
+        self, target: ExportTarget, rec: RecordedCall, call: ExportCall, graphs: ExportedGraphs, entry: SubmoduleExport
+    ) -> list:
         cfg = self.export_cfg
         ops = graph_ops(graphs.core, call.relative_path)
         rows = op_rows(ops)
         csv_path = write_csv(self.out_dir / EXPORT_DIR / f"{target.name}.ops.csv", rows)
         entry.ops_csv = csv_path.name
         ir = opcount_check.export_ir_counts(graphs.program)
-        entry.ops = {"core_aten_nodes": len(ops), "export_ir_nodes": sum(ir.values()),
-                     "core_aten": op_totals(rows), "export_ir": dict(sorted(ir.items())),
-                     "decomposed": opcount_check.decompositions(ops),
-                     "removed_by_decomposition": opcount_check.removed_by_decomposition(graphs.program, ops),
-                     "matmul_like_without_formula": matmul_like_without_formula(ops)}
+        entry.ops = {
+            "core_aten_nodes": len(ops),
+            "export_ir_nodes": sum(ir.values()),
+            "core_aten": op_totals(rows),
+            "export_ir": dict(sorted(ir.items())),
+            "decomposed": opcount_check.decompositions(ops),
+            "removed_by_decomposition": opcount_check.removed_by_decomposition(graphs.program, ops),
+            "matmul_like_without_formula": matmul_like_without_formula(ops),
+        }
         from llm_perf_opt.measure import count_flops
 
         t0 = time.perf_counter()
         with self.context():
             eager, _ = count_flops(call.run, call.module, label=target.name)
         entry.seconds["eager_count"] = round(time.perf_counter() - t0, 3)
-        analytic = flops_check.analytic_reference(self.session.family, target, self.session.spec, self.inputs.layout, self.plan.seq_len,
-                                                 dtype=self.dtype, decoder_attention=self.attention)
+        analytic = flops_check.analytic_reference(
+            self.session.family,
+            target,
+            self.session.spec,
+            self.inputs.layout,
+            self.plan.seq_len,
+            dtype=self.dtype,
+            decoder_attention=self.attention,
+        )
         entry.flops = flops_check.check_flops(ops, eager, analytic, relative=call.relative_path).to_dict()
         if cfg.check_outputs:
             t0 = time.perf_counter()
@@ -181,21 +221,27 @@ class _Exporter:
             entry.op_counts = self._torchlens_alone(target, call, graphs, entry.status == "exported_with_remedy")
         return ops
 
-    def _torchlens_alone(self, target: ExportTarget, call: ExportCall, graphs: ExportedGraphs,
-                         remedy: bool) -> dict:
+    def _torchlens_alone(self, target: ExportTarget, call: ExportCall, graphs: ExportedGraphs, remedy: bool) -> dict:
         from llm_perf_opt.callgraph.capture import capture
+
         t0 = time.perf_counter()
         source = "TorchLens capture of the submodule alone (quick_gelu patch on)"
         try:
             with torch.no_grad(), self.context(), self.session.family.runtime_patches(self.session, ("quick_gelu",)):
-                result = capture(call.module, call.kwargs, forward_args=call.args, model_name=target.name,
-                                 keep_trace=True)
+                result = capture(
+                    call.module, call.kwargs, forward_args=call.args, model_name=target.name, keep_trace=True
+                )
         except PipelineError as exc:
             return {"source": source, "error": one_line(exc)}
         check = opcount_check.check_op_counts(
-            [graphs.program], result.callgraph.op_call_counts, source, relative=call.relative_path,
-            torchlens_by_function=opcount_check.torchlens_functions(result.trace), moe_remedy=remedy,
-            remedy_modules=("mlp",) if remedy else ())
+            [graphs.program],
+            result.callgraph.op_call_counts,
+            source,
+            relative=call.relative_path,
+            torchlens_by_function=opcount_check.torchlens_functions(result.trace),
+            moe_remedy=remedy,
+            remedy_modules=("mlp",) if remedy else (),
+        )
         out = check.to_dict()
         out["capture_seconds"] = round(time.perf_counter() - t0, 3)
         if remedy:
@@ -212,21 +258,33 @@ class _Exporter:
             if e.stage == "prefill" and e.exported:
                 by_path.setdefault(e.path, []).append(e)
             elif e.exported:
-                e.op_counts = {"source": "trace callgraph.json", "note": "the trace job's call graph holds the "
-                               "prefill only: no counterpart for a decode-step call"}
+                e.op_counts = {
+                    "source": "trace callgraph.json",
+                    "note": "the trace job's call graph holds the prefill only: no counterpart for a decode-step call",
+                }
         for path, group in by_path.items():
             calls = int(cg.call_counts.get(path, 0))
             if calls != len(group):
                 for e in group:
-                    e.op_counts = {"source": "trace callgraph.json", "note": f"the call graph sums {calls} call(s) "
-                                   f"of {path}; {len(group)} of them exported: not comparable one to one"}
+                    e.op_counts = {
+                        "source": "trace callgraph.json",
+                        "note": f"the call graph sums {calls} call(s) "
+                        f"of {path}; {len(group)} of them exported: not comparable one to one",
+                    }
                 continue
-            tl = {a[len(path) + 1:] if a != path else "": n for a, n in cg.op_call_counts.items()
-                  if a == path or a.startswith(path + ".")}
+            tl = {
+                a[len(path) + 1 :] if a != path else "": n
+                for a, n in cg.op_call_counts.items()
+                if a == path or a.startswith(path + ".")
+            }
             remedy = any(e.status == "exported_with_remedy" for e in group)
-            checks = opcount_check.check_op_counts([graphs[e.name][0].program for e in group], tl,
-                                                f"trace callgraph.json ({calls} call(s) of {path} summed)",
-                                                moe_remedy=remedy, remedy_modules=("mlp",) if remedy else ())
+            checks = opcount_check.check_op_counts(
+                [graphs[e.name][0].program for e in group],
+                tl,
+                f"trace callgraph.json ({calls} call(s) of {path} summed)",
+                moe_remedy=remedy,
+                remedy_modules=("mlp",) if remedy else (),
+            )
             for e in group:
                 e.op_counts = dict(checks.to_dict(), exported_together=[g.name for g in group])
 
@@ -239,8 +297,11 @@ class _Exporter:
             if reason:
                 record.update(ok=False, error=reason)
             elif self.dtype != "float32":
-                record.update(ok=False, error=f"runtime dtype {self.dtype}: ONNX files are written from float32 "
-                                              "sessions only (runtime=cpu)")
+                record.update(
+                    ok=False,
+                    error=f"runtime dtype {self.dtype}: ONNX files are written from float32 "
+                    "sessions only (runtime=cpu)",
+                )
             elif target.name not in recorded:
                 record.update(ok=False, error="the call was not recorded")
             else:
@@ -257,8 +318,15 @@ class _Exporter:
                         out.append(record)
                         continue
                 self.say(f"export: ONNX for {target.name}")
-                record.update(write_onnx(graphs.program, call, self.out_dir / EXPORT_DIR / f"{target.name}.onnx",
-                                         rtol=self.export_cfg.onnx_rtol, atol=self.export_cfg.onnx_atol))
+                record.update(
+                    write_onnx(
+                        graphs.program,
+                        call,
+                        self.out_dir / EXPORT_DIR / f"{target.name}.onnx",
+                        rtol=self.export_cfg.onnx_rtol,
+                        atol=self.export_cfg.onnx_atol,
+                    )
+                )
             out.append(record)
         return out
 
@@ -270,17 +338,21 @@ def family_onnx_targets(family: Any, layout: Any, seq_len: int) -> list[ExportTa
 
 
 def print_table(summary: ExportSummary) -> None:
-    head = f"{'submodule':<20} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} " \
-           f"{'analytic':>11}  agree  {'export s':>8}"
+    head = (
+        f"{'submodule':<20} {'status':<20} {'first input':<22} {'nodes':>6} {'exported':>11} {'eager':>11} "
+        f"{'analytic':>11}  agree  {'export s':>8}"
+    )
     print(head)
     print("-" * len(head))
     for s in summary.submodules:
         first = s.inputs[0]["shape"] if s.inputs else []
         f = s.flops or {}
         agree = "" if s.flops is None else ("yes" if f.get("agree") else "NO")
-        print(f"{s.name:<20} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
-              f"{units.flops(f.get('exported')):>11} {units.flops(f.get('eager')):>11} "
-              f"{units.flops(f.get('analytic')):>11}  {agree:<5}  {s.seconds.get('export', ''):>8}")
+        print(
+            f"{s.name:<20} {s.status:<20} {str(first):<22} {s.ops.get('core_aten_nodes', ''):>6} "
+            f"{units.flops(f.get('exported')):>11} {units.flops(f.get('eager')):>11} "
+            f"{units.flops(f.get('analytic')):>11}  {agree:<5}  {s.seconds.get('export', ''):>8}"
+        )
         if s.reason:
             print(f"    {'refused' if not s.exported else 'plain export refused'}: {s.reason}")
         if s.remedy and s.remedy.get("error"):
@@ -289,14 +361,24 @@ def print_table(summary: ExportSummary) -> None:
         print(f"note: {note}")
     for rec in summary.onnx:
         state = "ok" if rec.get("ok") else f"FAILED: {rec.get('error') or rec.get('checker')}"
-        extra = f" (checker {rec.get('checker')}, max |ort - eager| {rec.get('max_abs_diff'):.2e})" \
-            if rec.get("max_abs_diff") is not None else ""
+        extra = (
+            f" (checker {rec.get('checker')}, max |ort - eager| {rec.get('max_abs_diff'):.2e})"
+            if rec.get("max_abs_diff") is not None
+            else ""
+        )
         print(f"onnx {rec['name']}: {state}{extra}")
 
 
-def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, raw_cfg: Any = None,
-                     callgraph: Any = None, progress: Optional[Progress] = None,
-                     plan: Optional[ExportPlan] = None) -> dict[str, Any]:
+def run_export_stage(
+    cfg: Any,
+    session: Any,
+    inputs: Any,
+    out_dir: str | Path,
+    raw_cfg: Any = None,
+    callgraph: Any = None,
+    progress: Optional[Progress] = None,
+    plan: Optional[ExportPlan] = None,
+) -> dict[str, Any]:
     """Export the submodules `cfg.export` asks for from the open `session` on `inputs`; write
     `out_dir/export/` (op tables, ONNX, summary.json). `callgraph`: the trace job's CallGraph (or the path
     of its callgraph.json), used for the op-count reconciliation instead of a TorchLens capture of each
@@ -308,8 +390,9 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
 
         callgraph = load_callgraph_json(callgraph)
     if plan is None:
-        plan = plan_targets(cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
-                            family=session.family)
+        plan = plan_targets(
+            cfg.export, session.spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name, family=session.family
+        )
     exporter = _Exporter(cfg, session, inputs, out_dir, plan, callgraph=callgraph, progress=say)
     wanted = {t.name: t for t in plan.targets}
     if cfg.export.onnx:
@@ -327,18 +410,29 @@ def run_export_stage(cfg: Any, session: Any, inputs: Any, out_dir: str | Path, r
     if callgraph is not None and cfg.export.callgraph:
         exporter.reconcile_with_callgraph(entries, {k: (v[0], v[1]) for k, v in exported.items()})
     onnx_names = {t.name for t in family_onnx_targets(session.family, inputs.layout, plan.seq_len)}
-    onnx = exporter.onnx(recorded, {k: v for k, v in exported.items() if k in onnx_names}) \
-        if cfg.export.onnx else []
+    onnx = exporter.onnx(recorded, {k: v for k, v in exported.items() if k in onnx_names}) if cfg.export.onnx else []
     layout = inputs.layout
     summary = ExportSummary(
         model={"name": cfg.model.name, "source": session.source, "spec": session.spec.name},
-        workload={"mode": cfg.workload.name, "base_size": cfg.workload.base_size,
-                  "image_size": cfg.workload.image_size, "crop_mode": cfg.workload.crop_mode},
-        layout=layout.as_dict(), seq_len=plan.seq_len, decode_context=plan.decode_context,
-        runtime={"device": str(session.device), "dtype": exporter.dtype,
-                 "attn_implementation": session.attn_implementation, "autocast": session.autocast,
-                 "torch": torch.__version__},
-        submodules=entries, onnx=onnx, notes=list(plan.notes),
+        workload={
+            "mode": cfg.workload.name,
+            "base_size": cfg.workload.base_size,
+            "image_size": cfg.workload.image_size,
+            "crop_mode": cfg.workload.crop_mode,
+        },
+        layout=layout.as_dict(),
+        seq_len=plan.seq_len,
+        decode_context=plan.decode_context,
+        runtime={
+            "device": str(session.device),
+            "dtype": exporter.dtype,
+            "attn_implementation": session.attn_implementation,
+            "autocast": session.autocast,
+            "torch": torch.__version__,
+        },
+        submodules=entries,
+        onnx=onnx,
+        notes=list(plan.notes),
     )
     path = summary.save(out_dir / EXPORT_DIR / "summary.json", config=raw_cfg)
     print_table(summary)

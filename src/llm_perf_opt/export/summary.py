@@ -7,6 +7,7 @@ op and node counts, the FLOPs cross-check (exported graph vs FlopCounterMode vs 
 and op family), the op-count reconciliation against TorchLens and the check of the exported program's
 output against the real forward's.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -23,16 +24,16 @@ STATUSES = ("exported", "exported_with_remedy", "refused")
 
 CONVENTIONS = {
     "flops": "2 x multiply-adds of matmul-class ops (mm, addmm, bmm, baddbmm, convolution, SDPA), as "
-             "torch.utils.flop_counter counts them; exported = torch's formulas applied to each node of the "
-             "core-ATen graph with the shapes torch.export recorded; eager = FlopCounterMode on the module "
-             "run once on the recorded inputs; analytic = DeepseekOCRAnalyticModel flops_matmul of that call",
+    "torch.utils.flop_counter counts them; exported = torch's formulas applied to each node of the "
+    "core-ATen graph with the shapes torch.export recorded; eager = FlopCounterMode on the module "
+    "run once on the recorded inputs; analytic = DeepseekOCRAnalyticModel flops_matmul of that call",
     "op_table": "one row per aten op and input signature of the core-ATen graph (ExportedProgram."
-                "run_decompositions()); count = nodes, flops = count x flops_per_call",
+    "run_decompositions()); count = nodes, flops = count x flops_per_call",
     "op_counts": "torchlens = tensor ops TorchLens records in the module (torch-function level, innermost "
-                 "module); graph_calls = distinct torch-level calls (node.meta['torch_fn']) in the core graph",
+    "module); graph_calls = distinct torch-level calls (node.meta['torch_fn']) in the core graph",
     "output_check": "the exported program run on the recorded inputs against the output the real forward "
-                    "gave: worst relative L2 error ||exported - real|| / ||real|| over the output tensors (and the "
-                    "max absolute difference)",
+    "gave: worst relative L2 error ||exported - real|| / ||real|| over the output tensors (and the "
+    "max absolute difference)",
 }
 
 

@@ -17,6 +17,7 @@ Everything here is plain Python on the family's spec + view layout and its parts
 (the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
 the prompt) is refused before any model is built, with one line naming the field.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,8 +29,17 @@ from llm_perf_opt.family import Part, PartVocabulary
 
 # The submodules of a DeepSeek-OCR-style model (SAM / CLIP / projector views, decoder layers): the names
 # when no family is handed in; a family offers its own (`export_submodules`, checked at validation).
-EXPORT_SUBMODULES = ("sam.crops", "sam.global", "clip.crops", "clip.global", "projector.crops", "projector.global",
-                     "dense_layer", "moe_layer", "decode_layer")
+EXPORT_SUBMODULES = (
+    "sam.crops",
+    "sam.global",
+    "clip.crops",
+    "clip.global",
+    "projector.crops",
+    "projector.global",
+    "dense_layer",
+    "moe_layer",
+    "decode_layer",
+)
 ViewLayout = Any
 ModelSpec = Any
 
@@ -65,9 +75,18 @@ class ExportTarget:
         return self.vocabulary.alias(self.path) if self.vocabulary is not None else self.path
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": self.path, "part": self.part, "stage": self.stage, "call": self.call,
-                "view": self.view, "context": self.context, "layer": self.layer, "moe": self.moe,
-                "description": self.description}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "part": self.part,
+            "stage": self.stage,
+            "call": self.call,
+            "view": self.view,
+            "context": self.context,
+            "layer": self.layer,
+            "moe": self.moe,
+            "description": self.description,
+        }
 
 
 @dataclass
@@ -81,18 +100,30 @@ class ExportPlan:
         return [t.name for t in self.targets]
 
 
-def _vision_target(alias: str, view: str, layout: ViewLayout, parts: PartVocabulary,
-                   blocks: Mapping[str, Part] = {}) -> ExportTarget:  # noqa: B006 - read only
+def _vision_target(
+    alias: str, view: str, layout: ViewLayout, parts: PartVocabulary, blocks: Mapping[str, Part] = {}
+) -> ExportTarget:  # noqa: B006 - read only
     part = blocks.get(alias) or parts.by_alias[alias]
     if view == "crops":
         return ExportTarget(
-            name=f"{alias}.crops", path=part.path, stage="prefill", call=0, view="crops",
-            expected_batch=layout.num_crops, vocabulary=parts,
+            name=f"{alias}.crops",
+            path=part.path,
+            stage="prefill",
+            call=0,
+            view="crops",
+            expected_batch=layout.num_crops,
+            vocabulary=parts,
             description=f"{part.label} on the crop batch ({layout.num_crops} x {layout.crop_side}x{layout.crop_side})",
         )
     return ExportTarget(
-        name=f"{alias}.global", path=part.path, stage="prefill", call=1 if layout.num_crops else 0, view="global",
-        expected_batch=1, vocabulary=parts, description=f"{part.label} on the global view ({layout.global_side}x{layout.global_side})",
+        name=f"{alias}.global",
+        path=part.path,
+        stage="prefill",
+        call=1 if layout.num_crops else 0,
+        view="global",
+        expected_batch=1,
+        vocabulary=parts,
+        description=f"{part.label} on the global view ({layout.global_side}x{layout.global_side})",
     )
 
 
@@ -100,8 +131,15 @@ def first_moe_layer(spec: ModelSpec) -> Optional[int]:
     return next((i for i in range(spec.decoder.num_layers) if spec.decoder.is_moe_layer(i)), None)
 
 
-def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len: int,
-                 mode: str = "", vocabulary: Optional[PartVocabulary] = None, family: Any = None) -> ExportPlan:
+def plan_targets(
+    cfg: ExportConfig,
+    spec: ModelSpec,
+    layout: ViewLayout,
+    seq_len: int,
+    mode: str = "",
+    vocabulary: Optional[PartVocabulary] = None,
+    family: Any = None,
+) -> ExportPlan:
     """The targets `cfg` asks for, checked against what this model, workload and page produce. `family`: the
     model family (its parts, `export_submodules` and `export_blocks`); without it, `vocabulary` and the
     DeepSeek-OCR names (`EXPORT_SUBMODULES`)."""
@@ -131,67 +169,122 @@ def plan_targets(cfg: ExportConfig, spec: ModelSpec, layout: ViewLayout, seq_len
     moe_index = cfg.moe_layer if cfg.moe_layer is not None else first_moe_layer(spec)
     if cfg.moe_layer is not None and not (0 <= cfg.moe_layer < d.num_layers and d.is_moe_layer(cfg.moe_layer)):
         moe_layers = [i for i in range(d.num_layers) if d.is_moe_layer(i)]
-        raise ConfigError.field("export.moe_layer", cfg.moe_layer,
-                                f"must be a MoE decoder layer of {spec.name} (one of {moe_layers or 'none'})")
+        raise ConfigError.field(
+            "export.moe_layer",
+            cfg.moe_layer,
+            f"must be a MoE decoder layer of {spec.name} (one of {moe_layers or 'none'})",
+        )
     if not 0 <= cfg.decode_layer < d.num_layers:
-        raise ConfigError.field("export.decode_layer", cfg.decode_layer,
-                                f"must be a decoder layer index of {spec.name} (0..{d.num_layers - 1})")
+        raise ConfigError.field(
+            "export.decode_layer",
+            cfg.decode_layer,
+            f"must be a decoder layer index of {spec.name} (0..{d.num_layers - 1})",
+        )
     context = seq_len if cfg.decode_context is None else cfg.decode_context
     if context < seq_len:
-        raise ConfigError.field("export.decode_context", cfg.decode_context,
-                                f"must be >= the prompt length {seq_len} of this {where}: the KV cache "
-                                "holds the whole prompt after the prefill, so no decode step sees a shorter one")
+        raise ConfigError.field(
+            "export.decode_context",
+            cfg.decode_context,
+            f"must be >= the prompt length {seq_len} of this {where}: the KV cache "
+            "holds the whole prompt after the prefill, so no decode step sees a shorter one",
+        )
 
     for name in names:
         alias, _, view = name.partition(".")
         if view in VISION_VIEWS:
             if view == "crops" and not layout.num_crops:
-                why = ("crop_mode is false" if not layout.crop_mode
-                       else f"the page is not tiled (grid {layout.w_crop}x{layout.h_crop})")
+                why = (
+                    "crop_mode is false"
+                    if not layout.crop_mode
+                    else f"the page is not tiled (grid {layout.w_crop}x{layout.h_crop})"
+                )
                 if explicit:
-                    raise ConfigError.field("export.submodules", name,
-                                            f"needs the crop batch, but the {where} has none ({why})")
+                    raise ConfigError.field(
+                        "export.submodules", name, f"needs the crop batch, but the {where} has none ({why})"
+                    )
                 notes.append(f"{name}: not exported: no crop batch in this {where} ({why})")
                 continue
             targets.append(_vision_target(alias, view, layout, parts, blocks))
         elif name == "dense_layer":
             if d.is_moe_layer(0):
-                raise ConfigError.field("export.submodules", name, f"layer 0 of {spec.name} is a MoE layer, "
-                                        "not dense (use moe_layer)")
-            targets.append(ExportTarget(
-                vocabulary=parts, name=name, path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
-                description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"))
+                raise ConfigError.field(
+                    "export.submodules", name, f"layer 0 of {spec.name} is a MoE layer, not dense (use moe_layer)"
+                )
+            targets.append(
+                ExportTarget(
+                    vocabulary=parts,
+                    name=name,
+                    path=parts.decoder_layer_path(0),
+                    stage="prefill",
+                    call=0,
+                    layer=0,
+                    description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)",
+                )
+            )
         elif name == "moe_layer":
             if moe_index is None:
                 if explicit:
                     raise ConfigError.field("export.submodules", name, f"{spec.name} has no MoE decoder layer")
                 notes.append(f"{name}: not exported: {spec.name} has no MoE decoder layer")
                 continue
-            targets.append(ExportTarget(
-                vocabulary=parts, name=name, path=parts.decoder_layer_path(moe_index), stage="prefill", call=0, layer=moe_index,
-                moe=True, description=f"MoE decoder layer {moe_index} over the prompt ({seq_len} tokens)"))
+            targets.append(
+                ExportTarget(
+                    vocabulary=parts,
+                    name=name,
+                    path=parts.decoder_layer_path(moe_index),
+                    stage="prefill",
+                    call=0,
+                    layer=moe_index,
+                    moe=True,
+                    description=f"MoE decoder layer {moe_index} over the prompt ({seq_len} tokens)",
+                )
+            )
         elif name == "decode_layer":
             i = cfg.decode_layer
-            targets.append(ExportTarget(
-                vocabulary=parts, name=name, path=parts.decoder_layer_path(i), stage="decode", call=0, layer=i, context=context,
-                moe=d.is_moe_layer(i),
-                description=f"decoder layer {i}, one token over a KV cache of {context} tokens"))
+            targets.append(
+                ExportTarget(
+                    vocabulary=parts,
+                    name=name,
+                    path=parts.decoder_layer_path(i),
+                    stage="decode",
+                    call=0,
+                    layer=i,
+                    context=context,
+                    moe=d.is_moe_layer(i),
+                    description=f"decoder layer {i}, one token over a KV cache of {context} tokens",
+                )
+            )
     return ExportPlan(targets=targets, seq_len=seq_len, decode_context=context, notes=notes)
 
 
-def onnx_targets(layout: ViewLayout, seq_len: int, parts: PartVocabulary,
-                 block: Optional[Part] = None) -> list[ExportTarget]:
+def onnx_targets(
+    layout: ViewLayout, seq_len: int, parts: PartVocabulary, block: Optional[Part] = None
+) -> list[ExportTarget]:
     """The calls written as ONNX: one vision block on the global view (the family's `onnx_block`, named as its
     export target `<alias>.global`; default the first CLIP block, `clip.block`) and the dense layer 0."""
     if block is None:
         name, block = CLIP_BLOCK, Part(CLIP_BLOCK, clip_block_path(parts), "CLIP block 0", "", "vision")
-        tokens = f"{layout.global_grid ** 2 + 1} tokens"
+        tokens = f"{layout.global_grid**2 + 1} tokens"
     else:
         name, tokens = f"{block.alias}.global", f"{layout.global_side}x{layout.global_side}"
     return [
-        ExportTarget(name=name, path=block.path, vocabulary=parts, stage="prefill",
-                     call=1 if layout.num_crops else 0, view="global", expected_batch=1,
-                     description=f"{block.label} on the global view ({tokens})"),
-        ExportTarget(name="dense_layer", path=parts.decoder_layer_path(0), stage="prefill", call=0, layer=0,
-                     vocabulary=parts, description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)"),
+        ExportTarget(
+            name=name,
+            path=block.path,
+            vocabulary=parts,
+            stage="prefill",
+            call=1 if layout.num_crops else 0,
+            view="global",
+            expected_batch=1,
+            description=f"{block.label} on the global view ({tokens})",
+        ),
+        ExportTarget(
+            name="dense_layer",
+            path=parts.decoder_layer_path(0),
+            stage="prefill",
+            call=0,
+            layer=0,
+            vocabulary=parts,
+            description=f"dense decoder layer 0 over the prompt ({seq_len} tokens)",
+        ),
     ]

@@ -14,6 +14,7 @@ error (or a part's activation bytes) exceeds the gate's `verify.rtol`, when KV-c
 FLOPs sit in a module the analytic model does not name or cost, when a grouping runtime check says
 `mismatch`, or when the job left no verification or grouped graph to judge.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,12 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_perf_opt import units
+from llm_perf_opt import families, units
 from llm_perf_opt.callgraph.checks import STATUS_MISMATCH, STATUS_OK
-from llm_perf_opt import families
 from llm_perf_opt.errors import PipelineError
-from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.gate.junit import JUnitCase, Problem
+from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.run_artifacts import load, run_file
 
 NONE = "—"
@@ -47,8 +47,10 @@ class Finding:
     order: tuple = ()  # console order within a job: totals first, then parts, then everything else
 
     def line(self) -> str:
-        return (f"FAIL {self.job} | stage {self.stage} | part {self.part} | {self.labels[0]} {self.analytic} | "
-                f"{self.labels[1]} {self.measured} | error {self.error}")
+        return (
+            f"FAIL {self.job} | stage {self.stage} | part {self.part} | {self.labels[0]} {self.analytic} | "
+            f"{self.labels[1]} {self.measured} | error {self.error}"
+        )
 
 
 @dataclass
@@ -70,9 +72,12 @@ class JobVerdict:
         return not self.findings
 
     def junit_case(self, classname: str) -> JUnitCase:
-        case = JUnitCase(name=f"job {self.job.num}: {self.label}", classname=classname,
-                         seconds=self.job.summary.job_seconds if self.job.summary is not None else None,
-                         stdout="\n".join(self.notes))
+        case = JUnitCase(
+            name=f"job {self.job.num}: {self.label}",
+            classname=classname,
+            seconds=self.job.summary.job_seconds if self.job.summary is not None else None,
+            stdout="\n".join(self.notes),
+        )
         if self.findings:
             lines = [f.line() for f in self.findings]
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
@@ -106,8 +111,17 @@ def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Fi
     try:
         v = load("verification", job_dir)
     except PipelineError as exc:
-        return [Finding("Missing", who, "verify", run_file("verification").file, NONE, NONE,
-                        f"{exc}: the job left no FLOPs verification to judge")], []
+        return [
+            Finding(
+                "Missing",
+                who,
+                "verify",
+                run_file("verification").file,
+                NONE,
+                NONE,
+                f"{exc}: the job left no FLOPs verification to judge",
+            )
+        ], []
     findings: list[Finding] = []
     rows = 0
     vocabulary = families.for_run_dir(job_dir).parts
@@ -118,38 +132,97 @@ def verification_findings(job_dir: Path, who: str, rtol: float) -> tuple[list[Fi
             if r.rel_error <= rtol:
                 continue
             rank = 0 if r.part == "" else 1 if vocabulary.is_part(r.part) else 2
-            findings.append(Finding("Divergence", who, stage, part_name(r.part, vocabulary), _flops(r.analytic),
-                                    _flops(r.measured), _error_text(r.rel_error, rtol), order=(rank, s, r.part)))
+            findings.append(
+                Finding(
+                    "Divergence",
+                    who,
+                    stage,
+                    part_name(r.part, vocabulary),
+                    _flops(r.analytic),
+                    _flops(r.measured),
+                    _error_text(r.rel_error, rtol),
+                    order=(rank, s, r.part),
+                )
+            )
         for op, calls in sorted(check.matmul_like_without_formula.items()):
-            findings.append(Finding("NoFormula", who, stage, op, NONE, f"not counted ({calls} calls)",
-                                    "a matmul-like op ran without a FLOP formula: its FLOPs are lost", order=(0, s, op)))
+            findings.append(
+                Finding(
+                    "NoFormula",
+                    who,
+                    stage,
+                    op,
+                    NONE,
+                    f"not counted ({calls} calls)",
+                    "a matmul-like op ran without a FLOP formula: its FLOPs are lost",
+                    order=(0, s, op),
+                )
+            )
         for path, flops in sorted(check.unmatched_measured.items()):
-            findings.append(Finding("Unmodelled", who, stage, path, f"{NONE} (not in the analytic model)",
-                                    _flops(flops), "measured FLOPs in a module the analytic model does not name",
-                                    order=(1, s, path)))
+            findings.append(
+                Finding(
+                    "Unmodelled",
+                    who,
+                    stage,
+                    path,
+                    f"{NONE} (not in the analytic model)",
+                    _flops(flops),
+                    "measured FLOPs in a module the analytic model does not name",
+                    order=(1, s, path),
+                )
+            )
         for cls, n in sorted(check.unsupported_modules.items()):
-            findings.append(Finding("Unsupported", who, stage, cls, f"{NONE} (no cost formula)", f"{n} modules",
-                                    "a module class the analytic cost registry cannot cost", order=(1, s, cls)))
-    notes = [f"FLOPs: {rows} rows in {len(v.checks)} checks "
-             f"({', '.join(stage_name(c.stage, c.label) for c in v.checks)}); max relative error "
-             f"{units.percent(v.max_rel_error)}; rtol {units.percent(rtol)}"]
+            findings.append(
+                Finding(
+                    "Unsupported",
+                    who,
+                    stage,
+                    cls,
+                    f"{NONE} (no cost formula)",
+                    f"{n} modules",
+                    "a module class the analytic cost registry cannot cost",
+                    order=(1, s, cls),
+                )
+            )
+    notes = [
+        f"FLOPs: {rows} rows in {len(v.checks)} checks "
+        f"({', '.join(stage_name(c.stage, c.label) for c in v.checks)}); max relative error "
+        f"{units.percent(v.max_rel_error)}; rtol {units.percent(rtol)}"
+    ]
     for r in v.kv_cache:  # bytes are products of shapes: equal or wrong, whatever the rtol
         if not r.ok:
             stage = "prefill" if r.step == 0 else f"decode (step {r.step})"
-            findings.append(Finding("Divergence", who, stage, f"KV cache ({r.context_len} tokens)",
-                                    units.nbytes(r.analytic), units.nbytes(r.measured),
-                                    f"{r.measured - r.analytic:+,} B (KV-cache bytes must be equal)",
-                                    order=(1, len(v.checks), r.step)))
+            findings.append(
+                Finding(
+                    "Divergence",
+                    who,
+                    stage,
+                    f"KV cache ({r.context_len} tokens)",
+                    units.nbytes(r.analytic),
+                    units.nbytes(r.measured),
+                    f"{r.measured - r.analytic:+,} B (KV-cache bytes must be equal)",
+                    order=(1, len(v.checks), r.step),
+                )
+            )
     for r in v.activation:
         if r.rel_error > rtol:
-            findings.append(Finding("Divergence", who, "prefill (activation bytes)", part_name(r.part, vocabulary),
-                                    units.nbytes(r.analytic), units.nbytes(r.materialised + r.unseen),
-                                    _error_text(r.rel_error, rtol), order=(2, len(v.checks), r.part)))
+            findings.append(
+                Finding(
+                    "Divergence",
+                    who,
+                    "prefill (activation bytes)",
+                    part_name(r.part, vocabulary),
+                    units.nbytes(r.analytic),
+                    units.nbytes(r.materialised + r.unseen),
+                    _error_text(r.rel_error, rtol),
+                    order=(2, len(v.checks), r.part),
+                )
+            )
     if v.kv_cache:
         notes.append(f"KV-cache bytes: {sum(r.ok for r in v.kv_cache)}/{len(v.kv_cache)} steps equal")
     if v.activation:
-        notes.append(f"activation bytes: {sum(r.rel_error <= rtol for r in v.activation)}/{len(v.activation)} "
-                     f"parts within rtol")
+        notes.append(
+            f"activation bytes: {sum(r.rel_error <= rtol for r in v.activation)}/{len(v.activation)} parts within rtol"
+        )
     return findings, notes
 
 
@@ -163,17 +236,36 @@ def grouping_findings(job_dir: Path, who: str) -> tuple[list[Finding], list[str]
     try:
         grouped = load("grouped", job_dir)
     except PipelineError as exc:
-        return [Finding("Missing", who, "grouping", run_file("grouped").file, NONE, NONE,
-                        f"{exc}: the job left no grouped call graph to check")], []
+        return [
+            Finding(
+                "Missing",
+                who,
+                "grouping",
+                run_file("grouped").file,
+                NONE,
+                NONE,
+                f"{exc}: the job left no grouped call graph to check",
+            )
+        ], []
     findings = []
     counts: dict[str, int] = {}
     for c in grouped.checks:
         status = str(c.get("status"))
         counts[status] = counts.get(status, 0) + 1
         if status == STATUS_MISMATCH:
-            findings.append(Finding("GroupingMismatch", who, "grouping", str(c.get("name")), _value(c.get("expected")),
-                                    _value(c.get("observed")), f"mismatch: {c.get('detail', '')}".rstrip(": "),
-                                    labels=("runtime log", "grouped graph"), order=(0, 0, str(c.get("name")))))
+            findings.append(
+                Finding(
+                    "GroupingMismatch",
+                    who,
+                    "grouping",
+                    str(c.get("name")),
+                    _value(c.get("expected")),
+                    _value(c.get("observed")),
+                    f"mismatch: {c.get('detail', '')}".rstrip(": "),
+                    labels=("runtime log", "grouped graph"),
+                    order=(0, 0, str(c.get("name"))),
+                )
+            )
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none ran"
     notes = [f"grouping runtime checks: {summary}"]
     if counts.get(STATUS_OK, 0) == 0 and not findings:

@@ -11,6 +11,7 @@ the gate writes against it. GitLab keys a test by (classname, name) and drops re
 unique within a class: `write_junit` refuses duplicates. XML 1.0 cannot carry most control characters
 (a traceback with terminal colours has them): text is cleaned before it is written.
 """
+
 from __future__ import annotations
 
 import re
@@ -70,13 +71,21 @@ def _seconds(value: Optional[float]) -> str:
 
 def _counts(cases: Sequence[JUnitCase]) -> dict[str, str]:
     statuses = [c.status for c in cases]
-    return {"tests": str(len(cases)), "failures": str(statuses.count("failure")),
-            "errors": str(statuses.count("error")), "skipped": str(statuses.count("skipped")),
-            "time": _seconds(sum(c.seconds or 0.0 for c in cases))}
+    return {
+        "tests": str(len(cases)),
+        "failures": str(statuses.count("failure")),
+        "errors": str(statuses.count("error")),
+        "skipped": str(statuses.count("skipped")),
+        "time": _seconds(sum(c.seconds or 0.0 for c in cases)),
+    }
 
 
-def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Optional[dict[str, str]] = None,
-              timestamp: Optional[float] = None) -> str:
+def junit_xml(
+    suite: str,
+    cases: Sequence[JUnitCase],
+    properties: Optional[dict[str, str]] = None,
+    timestamp: Optional[float] = None,
+) -> str:
     """The XML text of one suite holding `cases` (counts are per case: a case with an error counts as an
     error only, as JUnit runners count them)."""
     seen: set[tuple[str, str]] = set()
@@ -88,15 +97,21 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Optional[dict[
     counts = _counts(cases)
     root = ET.Element("testsuites", {"name": xml_text(suite), **counts})
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(timestamp if timestamp is not None else time.time()))
-    ts = ET.SubElement(root, "testsuite", {"name": xml_text(suite), **counts, "timestamp": stamp,
-                                           "hostname": socket.gethostname() or "localhost"})
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        {"name": xml_text(suite), **counts, "timestamp": stamp, "hostname": socket.gethostname() or "localhost"},
+    )
     if properties:
         props = ET.SubElement(ts, "properties")
         for key, value in properties.items():
             ET.SubElement(props, "property", {"name": xml_text(key), "value": xml_text(value)})
     for case in cases:
-        tc = ET.SubElement(ts, "testcase", {"classname": xml_text(case.classname), "name": xml_text(case.name),
-                                            "time": _seconds(case.seconds)})
+        tc = ET.SubElement(
+            ts,
+            "testcase",
+            {"classname": xml_text(case.classname), "name": xml_text(case.name), "time": _seconds(case.seconds)},
+        )
         if case.status == "skipped":
             ET.SubElement(tc, "skipped", {"message": xml_text(case.skipped or "")})
         for tag, problems in (("error", case.errors), ("failure", case.failures)):
@@ -109,7 +124,8 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Optional[dict[
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(path: str | Path, suite: str, cases: Sequence[JUnitCase],
-                properties: Optional[dict[str, str]] = None) -> Path:
+def write_junit(
+    path: str | Path, suite: str, cases: Sequence[JUnitCase], properties: Optional[dict[str, str]] = None
+) -> Path:
     """Write the suite atomically; returns the path."""
     return atomic_write_text(path, junit_xml(suite, cases, properties))

@@ -11,6 +11,7 @@ gate with the old and the new number, until the file is regenerated on purpose:
 then reviewed (`git diff conf/verify/expected.yaml`) and committed with the change that moved them.
 Integers are compared exactly: the analytic model is closed-form, so any difference is a change.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -104,8 +105,13 @@ def compute(modes: Sequence[str], pages: Sequence[str]) -> dict[str, dict[str, d
 
 
 def pins_of(table: Mapping[str, Any]) -> dict[tuple[str, str, str, str], int]:
-    return {(m, p, s, c): int(entry[s][c]) for m, by_page in table.items() for p, entry in by_page.items()
-            for s in STAGES for c in COUNTS}
+    return {
+        (m, p, s, c): int(entry[s][c])
+        for m, by_page in table.items()
+        for p, entry in by_page.items()
+        for s in STAGES
+        for c in COUNTS
+    }
 
 
 def load(path: str | Path) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
@@ -118,18 +124,23 @@ def load(path: str | Path) -> tuple[dict[str, dict[str, dict[str, Any]]], list[s
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("pins"), dict) or not isinstance(doc.get("pages"), list):
-        raise ConfigError(f"{path}: expected a mapping with 'pages' (a list) and 'pins' (mode -> page -> figures); "
-                          f"regenerate it with {UPDATE_COMMAND}")
+        raise ConfigError(
+            f"{path}: expected a mapping with 'pages' (a list) and 'pins' (mode -> page -> figures); "
+            f"regenerate it with {UPDATE_COMMAND}"
+        )
     for mode, by_page in doc["pins"].items():
         if not isinstance(by_page, dict):
             raise ConfigError(f"{path}: pins.{mode} must map page shapes to figures")
         for page, entry in by_page.items():
             for stage in STAGES:
                 for count in COUNTS:
-                    value = (entry or {}).get(stage, {}).get(count) if isinstance((entry or {}).get(stage), dict) else None
+                    value = (
+                        (entry or {}).get(stage, {}).get(count) if isinstance((entry or {}).get(stage), dict) else None
+                    )
                     if isinstance(value, bool) or not isinstance(value, int):
-                        raise ConfigError(f"{path}: pins.{mode}.{page}.{stage}.{count} must be an integer, "
-                                          f"found {value!r}")
+                        raise ConfigError(
+                            f"{path}: pins.{mode}.{page}.{stage}.{count} must be an integer, found {value!r}"
+                        )
     return doc["pins"], [str(p) for p in doc["pages"]]
 
 
@@ -144,8 +155,12 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[PinChange]:
 
 
 def render(table: Mapping[str, Any], pages: Sequence[str]) -> str:
-    body = {"model": "twin (ModelSpec.deepseek_ocr)", "overrides": list(BASE_OVERRIDES), "pages": list(pages),
-            "pins": table}
+    body = {
+        "model": "twin (ModelSpec.deepseek_ocr)",
+        "overrides": list(BASE_OVERRIDES),
+        "pages": list(pages),
+        "pins": table,
+    }
     return HEADER + yaml.safe_dump(body, sort_keys=False, width=120)
 
 

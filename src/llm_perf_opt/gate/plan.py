@@ -16,6 +16,7 @@ The job list is computed with the same expansion the basic sweeper uses (`config
 so the gate can compose and validate each job's config first: an unknown matrix, `runtime=cuda` without
 a GPU, a missing `DSOCR_MODEL_PATH` for `verify=vendor`, any bad value, is one line and no work.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,12 @@ from llm_perf_opt.gate.pins import default_path
 
 DEFAULT_MATRIX = "default"
 SWEEP_SUBDIR = "sweep"
-GATE_ONLY = ("verify.out_dir", "verify.expected", "verify.update_expected", "verify.pins_only")  # the jobs never see these
+GATE_ONLY = (
+    "verify.out_dir",
+    "verify.expected",
+    "verify.update_expected",
+    "verify.pins_only",
+)  # the jobs never see these
 
 
 @dataclass
@@ -65,8 +71,10 @@ def split_overrides(argv: Sequence[str]) -> UserOverrides:
             out.sweeps.append(str(text))
         else:
             if key == "verify" and override.value() is None:
-                raise ConfigError("verify=null chooses no verification matrix: name one of conf/verify/ "
-                                  f"(e.g. verify={DEFAULT_MATRIX})")
+                raise ConfigError(
+                    "verify=null chooses no verification matrix: name one of conf/verify/ "
+                    f"(e.g. verify={DEFAULT_MATRIX})"
+                )
             out.task.append(str(text))
             out.matrix_chosen |= key == "verify"
             if key != "verify" and key not in GATE_ONLY:
@@ -111,8 +119,15 @@ class GatePlan:
 
     def command(self) -> list[str]:
         """The child process: the trace job's multirun (what `./dev sweep` runs)."""
-        return [sys.executable, "-m", "llm_perf_opt.jobs.cli", "sweep", *self.arguments,
-                f"hydra.sweep.dir={self.sweep_dir}", *self.hydra_arguments]
+        return [
+            sys.executable,
+            "-m",
+            "llm_perf_opt.jobs.cli",
+            "sweep",
+            *self.arguments,
+            f"hydra.sweep.dir={self.sweep_dir}",
+            *self.hydra_arguments,
+        ]
 
 
 def _matrix_arguments(cfg: RootConfig) -> list[str]:
@@ -156,7 +171,9 @@ def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float
     cfg = to_typed_config(_composed([[*chosen, *user.task]])[0])
     v = cfg.verify
     if v.name is None:
-        raise ConfigError(f"the verification matrix has no name: conf/verify/ files set `name` (e.g. verify={DEFAULT_MATRIX})")
+        raise ConfigError(
+            f"the verification matrix has no name: conf/verify/ files set `name` (e.g. verify={DEFAULT_MATRIX})"
+        )
     # Relative paths mean the user's directory. `hydra.sweep.dir=DIR` puts the jobs in DIR, and, unless
     # verify.out_dir says otherwise, the gate's files (junit.xml, the report, sweep.log) beside them. The
     # default directory is unique per process (time to the microsecond and the pid), like the runs'.
@@ -175,15 +192,20 @@ def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float
     arguments = [*_matrix_arguments(cfg), *user.jobs, *user.sweeps]
     jobs = planned_jobs({"hydra": {"overrides": {"task": arguments}}})
     if not jobs:
-        raise ConfigError(f"verify={v.name}: the matrix does not expand to a list of jobs (only comma-separated "
-                          f"sweeps are supported): {' '.join(arguments)}")
+        raise ConfigError(
+            f"verify={v.name}: the matrix does not expand to a list of jobs (only comma-separated "
+            f"sweeps are supported): {' '.join(arguments)}"
+        )
     gate = GatePlan(cfg, v.name, arguments, list(user.hydra), jobs, out_dir.absolute(), expected, sweep_path)
     if v.update_expected or v.pins_only:  # no job runs: nothing of theirs to check
         return gate
     sweep_dir = gate.sweep_dir
     if sweep_dir.exists() and any(p.name != "sweep.log" for p in sweep_dir.iterdir()):
-        raise ConfigError.field("verify.out_dir", str(out_dir), f"already holds a sweep ({sweep_dir}): choose another "
-                                "directory or remove it (a gate never mixes two runs)")
+        raise ConfigError.field(
+            "verify.out_dir",
+            str(out_dir),
+            f"already holds a sweep ({sweep_dir}): choose another directory or remove it (a gate never mixes two runs)",
+        )
     if validate_jobs:
         configs = []
         for num, raw in enumerate(_composed(jobs)):

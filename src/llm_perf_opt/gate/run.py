@@ -18,6 +18,7 @@ Runs the trace job as one Hydra multirun over the matrix (`verify_plan`), then j
 Exit status: 0 every job ran, every row within verify.rtol, every grouping check matched, every pinned
 total unchanged; 1 anything else (the FAIL lines say what); 2 bad input (one `error:` line, nothing run).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -30,8 +31,8 @@ from llm_perf_opt import units
 from llm_perf_opt.errors import ConfigError, PipelineError
 from llm_perf_opt.gate import pins
 from llm_perf_opt.gate.judge import Finding, JobVerdict, judge_sweep
-from llm_perf_opt.gate.plan import GatePlan, plan
 from llm_perf_opt.gate.junit import JUnitCase, Problem, write_junit
+from llm_perf_opt.gate.plan import GatePlan, plan
 from llm_perf_opt.run_lock import claim
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -71,24 +72,39 @@ def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
     where = str(gate.expected)
     update = pins.UPDATE_COMMAND + ("" if gate.expected == pins.default_path() else f" verify.expected={where}")
     findings = [
-        Finding("PinMoved", f"pins {c.mode}/{c.page}", c.stage, c.count,
-                f"{c.old:,}" if c.old is not None else "—", f"{c.new:,}" if c.new is not None else "—",
-                f"{c.change}: a pinned analytic total of {where} moved; if intended, run {update} and commit "
-                "the file", labels=("pinned", "now"))
+        Finding(
+            "PinMoved",
+            f"pins {c.mode}/{c.page}",
+            c.stage,
+            c.count,
+            f"{c.old:,}" if c.old is not None else "—",
+            f"{c.new:,}" if c.new is not None else "—",
+            f"{c.change}: a pinned analytic total of {where} moved; if intended, run {update} and commit the file",
+            labels=("pinned", "now"),
+        )
         for c in changes
     ]
     cases = []
     for mode in dict.fromkeys([*new, *old]):
         mine = [f for f in findings if f.job.split()[1].split("/")[0] == mode]
         figures = new.get(mode, {})
-        stdout = "\n".join(f"{page}: seq_len {e['seq_len']}, prefill {units.flops(e['prefill']['flops_matmul'])} "
-                           f"(matmul) / {units.flops(e['prefill']['flops'])}, decode@{e['decode']['context']} "
-                           f"{units.flops(e['decode']['flops_matmul'])} / {units.flops(e['decode']['flops'])}"
-                           for page, e in figures.items())
-        case = JUnitCase(name=f"pinned analytic totals: {mode}", classname="verify.expected", seconds=0.0, stdout=stdout)
+        stdout = "\n".join(
+            f"{page}: seq_len {e['seq_len']}, prefill {units.flops(e['prefill']['flops_matmul'])} "
+            f"(matmul) / {units.flops(e['prefill']['flops'])}, decode@{e['decode']['context']} "
+            f"{units.flops(e['decode']['flops_matmul'])} / {units.flops(e['decode']['flops'])}"
+            for page, e in figures.items()
+        )
+        case = JUnitCase(
+            name=f"pinned analytic totals: {mode}", classname="verify.expected", seconds=0.0, stdout=stdout
+        )
         if mine:
-            case.failures.append(Problem("PinMoved", mine[0].line() + (f" (and {len(mine) - 1} more)" if len(mine) > 1
-                                                                       else ""), "\n".join(f.line() for f in mine)))
+            case.failures.append(
+                Problem(
+                    "PinMoved",
+                    mine[0].line() + (f" (and {len(mine) - 1} more)" if len(mine) > 1 else ""),
+                    "\n".join(f.line() for f in mine),
+                )
+            )
         cases.append(case)
     return findings, cases, len(pins.pins_of(new))
 
@@ -108,8 +124,10 @@ def update_expected(gate: GatePlan) -> int:
         before = "—" if c.old is None else f"{c.old:,}"
         after = "—" if c.new is None else f"{c.new:,}"
         print(f"pin {c.mode}/{c.page} {c.stage} {c.count}: {before} -> {after} ({c.change})")
-    print(f"{gate.expected}: {len(pins.pins_of(new))} pinned totals, {len(changes)} changed"
-          + ("; review with git diff and commit it" if changes else ""))
+    print(
+        f"{gate.expected}: {len(pins.pins_of(new))} pinned totals, {len(changes)} changed"
+        + ("; review with git diff and commit it" if changes else "")
+    )
     return EXIT_OK
 
 
@@ -121,8 +139,17 @@ def sweep_findings(gate: GatePlan, status: int) -> tuple[list[JobVerdict], list[
     extra: list[Finding] = []
     cases: list[JUnitCase] = []
     if status != 0:
-        extra.append(Finding("SweepFailed", "sweep", "multirun", "—", "—", "—",
-                             f"the multirun exited with status {status} (see {gate.out_dir / SWEEP_LOG})"))
+        extra.append(
+            Finding(
+                "SweepFailed",
+                "sweep",
+                "multirun",
+                "—",
+                "—",
+                "—",
+                f"the multirun exited with status {status} (see {gate.out_dir / SWEEP_LOG})",
+            )
+        )
     try:
         sweep = collect_sweep(gate.sweep_dir)
     except PipelineError as exc:
@@ -132,8 +159,9 @@ def sweep_findings(gate: GatePlan, status: int) -> tuple[list[JobVerdict], list[
     labels = [gate.label(job) for job in gate.jobs]
     verdicts = judge_sweep(sweep.jobs, labels, gate.rtol)
     if status != 0:
-        cases.append(JUnitCase("multirun process", f"verify.{gate.matrix}",
-                               errors=[Problem("SweepFailed", extra[0].line())]))
+        cases.append(
+            JUnitCase("multirun process", f"verify.{gate.matrix}", errors=[Problem("SweepFailed", extra[0].line())])
+        )
     return verdicts, extra, cases
 
 
@@ -158,24 +186,34 @@ def print_findings(verdicts: Sequence[JobVerdict], others: Sequence[Finding]) ->
 def run_gate(gate: GatePlan) -> int:
     v = gate.cfg.verify
     if not v.pins_only:
-        say(f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
-            f"{units.percent(gate.rtol)} -> {gate.out_dir}")
+        say(
+            f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
+            f"{units.percent(gate.rtol)} -> {gate.out_dir}"
+        )
     pin_list, pin_cases, n_pins = pin_findings(gate)
     pins_unchanged = f"pinned totals {n_pins - len(pin_list)}/{n_pins} unchanged"
-    say(f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged"
-        + (" (pins only: no job runs)" if v.pins_only else ""))
+    say(
+        f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged"
+        + (" (pins only: no job runs)" if v.pins_only else "")
+    )
     if v.pins_only:  # JUnit XML with one case per pinned mode, a FAIL line per moved total
         gate.out_dir.mkdir(parents=True, exist_ok=True)
-        junit = write_junit(gate.out_dir / JUNIT_FILE, f"verify.{gate.matrix}", pin_cases, properties={
-            "matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)})
+        junit = write_junit(
+            gate.out_dir / JUNIT_FILE,
+            f"verify.{gate.matrix}",
+            pin_cases,
+            properties={"matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)},
+        )
         print_findings([], pin_list)
         print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: pins only (no job run), {pins_unchanged}")
         print(f"  junit  {junit}")
         return EXIT_FAILED if pin_list else EXIT_OK
     status = run_sweep(gate)
     if status == EXIT_BAD_INPUT and not gate.sweep_dir.is_dir():
-        print(f"error: the multirun refused its configuration (exit status 2; see above and {gate.out_dir / SWEEP_LOG})",
-              file=sys.stderr)
+        print(
+            f"error: the multirun refused its configuration (exit status 2; see above and {gate.out_dir / SWEEP_LOG})",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     verdicts, sweep_list, sweep_cases = sweep_findings(gate, status)
     html, report_list = write_report(gate)
@@ -183,15 +221,26 @@ def run_gate(gate: GatePlan) -> int:
     cases = [*(v.junit_case(classname) for v in verdicts), *sweep_cases, *pin_cases]
     if report_list:
         cases.append(JUnitCase("sweep report", classname, errors=[Problem("ReportFailed", report_list[0].line())]))
-    junit = write_junit(gate.out_dir / JUNIT_FILE, classname, cases, properties={
-        "matrix": gate.matrix, "description": v.description, "rtol": str(gate.rtol),
-        "arguments": " ".join(gate.arguments), "sweep_dir": str(gate.sweep_dir), "expected": str(gate.expected)})
+    junit = write_junit(
+        gate.out_dir / JUNIT_FILE,
+        classname,
+        cases,
+        properties={
+            "matrix": gate.matrix,
+            "description": v.description,
+            "rtol": str(gate.rtol),
+            "arguments": " ".join(gate.arguments),
+            "sweep_dir": str(gate.sweep_dir),
+            "expected": str(gate.expected),
+        },
+    )
     others = [*sweep_list, *report_list, *pin_list]
     print_findings(verdicts, others)
     failed_jobs = [v for v in verdicts if not v.passed]
     passed = not failed_jobs and not others and len(verdicts) == len(gate.jobs)
-    counts = (f"{len(verdicts)} jobs ({len(verdicts) - len(failed_jobs)} passed, {len(failed_jobs)} failed), "
-              f"{pins_unchanged}")
+    counts = (
+        f"{len(verdicts)} jobs ({len(verdicts) - len(failed_jobs)} passed, {len(failed_jobs)} failed), {pins_unchanged}"
+    )
     print(f"verify {gate.matrix}: {'PASSED' if passed else 'FAILED'}: {counts}")
     print(f"  junit  {junit}")
     print(f"  report {html if html is not None else '(not written: see the FAIL report line)'}")

@@ -3,6 +3,7 @@ With `hardware=NAME` (a datasheet, `custom`, or `measured`: this machine, calibr
 vision, prefill and decode times per stage and part (roofline.json), and the serving figures at
 `workload.batch` with `serve.output_tokens` per page: TTFT, TPOT, tokens/s, pages/day, memory and the binding
 constraint, with the latency-vs-throughput curve (serving.json, curve.csv, curve.svg/.png)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -14,18 +15,18 @@ from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
 from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
-from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.analytic.serving import curve_rows
 from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
-from llm_perf_opt.analytic.serving_text import render_curve, render_point
-from llm_perf_opt.artifacts import atomic_write_text, write_artifact
 from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
-from llm_perf_opt.report.serving_report import write_curve_plot
-from llm_perf_opt.measure.calibrate import hardware_for, roof_for
-from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
+from llm_perf_opt.analytic.serving_text import render_curve, render_point
+from llm_perf_opt.analytic.table import render_costs_table
+from llm_perf_opt.artifacts import atomic_write_text, write_artifact
 from llm_perf_opt.config.options import check_group_options
-from llm_perf_opt.trace.roofline import model_for_dtype
+from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.report.serving_report import write_curve_plot
+from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 from llm_perf_opt.trace.builders import analytic_model_for
+from llm_perf_opt.trace.roofline import model_for_dtype
 from llm_perf_opt.trace.validate import validate
 
 
@@ -47,9 +48,11 @@ def main(raw: DictConfig) -> None:
         serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
-    print(f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
-          f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}"
-          + (f" | batch {model.batch} (costs of the batched forward)" if getattr(model, "batch", 1) > 1 else ""))
+    print(
+        f"{spec.name} | mode {cfg.workload.name} | page {width}x{height} | grid {lay.w_crop}x{lay.h_crop} | "
+        f"image tokens {lay.image_tokens} | sequence {model.seq_len} | bytes per element {model.dtype_bytes}"
+        + (f" | batch {model.batch} (costs of the batched forward)" if getattr(model, "batch", 1) > 1 else "")
+    )
     print(render_costs_table(model))
     progress(f"wrote {path}")
     if latency is None:
@@ -60,15 +63,23 @@ def main(raw: DictConfig) -> None:
     print()
     table, payload = _levels_table(cfg, model, latency)
     print(table)
-    progress(f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw, levels=payload)}")
+    progress(
+        f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw, levels=payload)}"
+    )
     sm, point, points, knee, fits = serving
     print()
     print(render_point(point, hardware.name, hardware.memory_bytes, fits["static"]))
     print(render_curve(points, knee))
     record = serving_record("analyze", cfg, sm, hardware, roof, point, points, knee, fits)
     atomic_write_text(run_dir() / "curve.csv", csv_text(curve_rows(points)))
-    write_curve_plot(points, knee, run_dir(), progress, f"{spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
-                     f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level")
+    write_curve_plot(
+        points,
+        knee,
+        run_dir(),
+        progress,
+        f"{spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
+        f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level",
+    )
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 
 
@@ -83,8 +94,13 @@ def _levels_table(cfg, model, latency) -> tuple[str, dict]:
 
         cal = measured_hardware(cfg.hardware, cfg.runtime)[1]
         levels = cal.levels
-    tm = TL.time_model_for(latency.roof, cfg.hardware, levels, cfg.hardware.cache_dir,
-                           synchronous=cfg.runtime.device.startswith("cpu") and levels is not None)
+    tm = TL.time_model_for(
+        latency.roof,
+        cfg.hardware,
+        levels,
+        cfg.hardware.cache_dir,
+        synchronous=cfg.runtime.device.startswith("cpu") and levels is not None,
+    )
     levels = TL.latency_levels(model.stages(), latency, tm)
     return TL.render_levels(levels, tm), TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 

@@ -3,6 +3,7 @@
 argparse prints its usage block before the error; the project's rule for bad input is one line `error: ...`
 and exit code 2, so the parser prints only the line, with a pointer to `--help` for the usage.
 """
+
 from __future__ import annotations
 
 import argparse

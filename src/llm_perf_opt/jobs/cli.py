@@ -20,6 +20,7 @@ Relative paths the user gives (directories, files) are taken from the directory 
 Exit codes (`llm_perf_opt.errors.ExitCode`): 0 ok; 1 an unexpected error (a traceback); 2 bad input, found
 by Hydra or by the project (one line `error: ...`); 3 a sweep or its report with a failed job; 130 Ctrl-C.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,13 @@ def absolute_path_overrides(args: Sequence[str]) -> list[str]:
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
-        if sep and key.lstrip("+") in PATH_OVERRIDES and value and not os.path.isabs(os.path.expanduser(value)) \
-                and not any(c in value for c in "$,()[]{}"):
+        if (
+            sep
+            and key.lstrip("+") in PATH_OVERRIDES
+            and value
+            and not os.path.isabs(os.path.expanduser(value))
+            and not any(c in value for c in "$,()[]{}")
+        ):
             arg = f"{key}={user_path(value)}"
         out.append(arg)
     return out
@@ -58,8 +64,9 @@ def hydra_error_line(exc: BaseException) -> str:
     return one_line(exc)
 
 
-def _hydra_job(module: str, *leading: str, rewrite: Optional[Callable[[list[str]], list[str]]] = None
-               ) -> Callable[[Sequence[str]], Optional[int]]:
+def _hydra_job(
+    module: str, *leading: str, rewrite: Optional[Callable[[list[str]], list[str]]] = None
+) -> Callable[[Sequence[str]], Optional[int]]:
     """A Hydra job reads its overrides from sys.argv: run it with `leading + args` there, after the
     one-line check of config-group options (`hardware=h999`) that Hydra would report in a dozen lines.
 
@@ -76,9 +83,9 @@ def _hydra_job(module: str, *leading: str, rewrite: Optional[Callable[[list[str]
             args = rewrite(list(args))
         from omegaconf.errors import OmegaConfBaseException
 
+        from llm_perf_opt.config.options import check_group_options
         from llm_perf_opt.runs import callbacks
         from llm_perf_opt.runs.entry import TASK_ERROR_FLAG
-        from llm_perf_opt.config.options import check_group_options
 
         check_group_options(args)
         main = importlib.import_module(f"llm_perf_opt.jobs.{module}").main

@@ -6,6 +6,7 @@ the nodes whose measured time changed most. Relative paths are taken from the di
 in. Exit status: 0; 2 for a directory that is not a run, an unreadable artifact or runs of incompatible
 schema versions, with one line `error: ...` and nothing written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,12 @@ from llm_perf_opt.errors import ExitCode, PipelineError
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="./dev compare", description=__doc__.split("\n\n", 1)[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="./dev compare",
+        description=__doc__.split("\n\n", 1)[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     p.add_argument("run_a", help="run directory A (the baseline)")
     p.add_argument("run_b", help="run directory B")
     p.add_argument("--out", default=None, help="output directory (default tmp/compare/<A>_vs_<B>)")
@@ -37,8 +42,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         out = output_dir(args.out or str(user_path("tmp/compare") / f"{a.name}_vs_{b.name}"), "--out")
         written = write_comparison(cmp, out)
         print(f"A: {cmp.a.label()}\nB: {cmp.b.label()}")
-        print(f"{len(cmp.nodes)} nodes matched by module path ({len(cmp.only_a)} only in A, {len(cmp.only_b)} only "
-              f"in B); {len(cmp.stages)} stages, parts and decode steps")
+        print(
+            f"{len(cmp.nodes)} nodes matched by module path ({len(cmp.only_a)} only in A, {len(cmp.only_b)} only "
+            f"in B); {len(cmp.stages)} stages, parts and decode steps"
+        )
         for r in cmp.changed_nodes("time_measured")[: args.top]:
             f = r.figure("time_measured")
             print(f"  {f.text('delta'):>12} ({f.text('ratio'):>7})  {r.key}")

@@ -7,6 +7,7 @@ serves until interrupted. A run directory without `model_explorer/` but with a `
 files made first (grouped, with `module_costs.json` when present). A missing run, a missing package or
 a port in use is one line `error: ...`, exit code 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from llm_perf_opt.jobs.args import OneLineParser
 from llm_perf_opt.callgraph.model_explorer import GROUPED_FILE, RAW_FILE, node_data_files
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, one_line_errors
+from llm_perf_opt.jobs.args import OneLineParser
 
 EXPLORER_DIR = "model_explorer"
 DEFAULT_PORT = 8080
@@ -46,12 +47,14 @@ def explorer_files(run_dir: Path) -> Path:
     if (out / GROUPED_FILE).is_file():
         return out
     if not (run_dir / "callgraph.json").is_file():
-        raise ArtifactError(f"{run_dir}: neither {EXPLORER_DIR}/{GROUPED_FILE} nor callgraph.json: run ./dev trace first")
+        raise ArtifactError(
+            f"{run_dir}: neither {EXPLORER_DIR}/{GROUPED_FILE} nor callgraph.json: run ./dev trace first"
+        )
+    from llm_perf_opt import families
     from llm_perf_opt.callgraph.grouping import group_callgraph
     from llm_perf_opt.callgraph.model_explorer import write_model_explorer
     from llm_perf_opt.callgraph.node_costs import MODULE_COSTS_FILE, attach_costs, load_module_costs
     from llm_perf_opt.callgraph.schema import load_callgraph_json
-    from llm_perf_opt import families
 
     cg = load_callgraph_json(run_dir / "callgraph.json")
     grouped = group_callgraph(cg, checks=families.for_run_dir(run_dir).runtime_checks)
@@ -96,8 +99,10 @@ def explorer_command(files: Path, host: str, port: int, grouped: bool = True, ra
     """The `model-explorer` command line serving the graphs and node data of `files`."""
     exe = shutil.which("model-explorer", path=str(Path(sys.executable).parent)) or shutil.which("model-explorer")
     if exe is None:
-        raise ConfigError("ai-edge-model-explorer is not installed: ./dev installs it (the 'explorer' extra), or "
-                          "pip install 'llm-perf-opt[explorer]' naming your torch in the same command")
+        raise ConfigError(
+            "ai-edge-model-explorer is not installed: ./dev installs it (the 'explorer' extra), or "
+            "pip install 'llm-perf-opt[explorer]' naming your torch in the same command"
+        )
     models = [files / GROUPED_FILE] if grouped else []
     if raw and (files / RAW_FILE).is_file():
         models.append(files / RAW_FILE)
@@ -143,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     return one_line_errors(lambda: run(parse_args(argv)))

@@ -10,6 +10,7 @@ on a shared machine run it under the big-run lock (`flock /tmp/llm-perf-opt-big.
 model=twin workload=gundam`). Flash attention cannot be exported: a `flash_attention_2` runtime is
 opened with `sdpa` here (the vendor decoder: eager).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,9 @@ def main(raw: DictConfig) -> None:
     job = validate(raw)  # every rule, before any work
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name,
-                        family=job.family)  # bad input: here
+    plan = plan_targets(
+        cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name, family=job.family
+    )  # bad input: here
     runtime = cfg.runtime
     if runtime.attn_implementation == "flash_attention_2":
         progress("export: flash_attention_2 is not exportable; opening the model with sdpa")

@@ -13,15 +13,16 @@ Relative paths are taken from the directory the command was run in. Exit status:
 sweep failed, was interrupted, killed or never started (so scripts and CI notice); 2 for bad arguments or
 a directory that is not a sweep (no multirun.yaml), with one line `error: ...` and nothing written.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Optional, Sequence
 
-from llm_perf_opt.jobs.args import OneLineParser
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode, one_line_errors
+from llm_perf_opt.jobs.args import OneLineParser
 
 
 def output_dir(path: str, field: str) -> str:
@@ -33,27 +34,48 @@ def output_dir(path: str, field: str) -> str:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = OneLineParser(prog="./dev report", description=__doc__.split("\n\n", 1)[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p = OneLineParser(
+        prog="./dev report",
+        description=__doc__.split("\n\n", 1)[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     p.add_argument("directory", help="the sweep directory (hydra.sweep.dir), or with --analytic the output directory")
     p.add_argument("--analytic", action="store_true", help="analytic-only page sweep into DIRECTORY (no model run)")
     p.add_argument("--out", default=None, help="write the sweep report here instead of the sweep directory")
     p.add_argument("--no-plots", action="store_true", help="tables only")
-    p.add_argument("--modes", nargs="+", default=None,
-                   help="--analytic: workload presets (default: every conf/workload/*.yaml); spaces or commas")
-    p.add_argument("--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode; at most 256)")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        default=None,
+        help="--analytic: workload presets (default: every conf/workload/*.yaml); spaces or commas",
+    )
+    p.add_argument(
+        "--n", type=int, default=48, help="--analytic: page sides per axis (n × n pages per mode; at most 256)"
+    )
     p.add_argument("--min-side", type=int, default=256, help="--analytic: smallest page side in pixels")
     p.add_argument("--max-side", type=int, default=4096, help="--analytic: largest page side in pixels")
-    p.add_argument("--model", default="deepseek_ocr",
-                   help="--analytic: named spec (deepseek_ocr, tiny) or a vendor model directory / config.json")
+    p.add_argument(
+        "--model",
+        default="deepseek_ocr",
+        help="--analytic: named spec (deepseek_ocr, tiny) or a vendor model directory / config.json",
+    )
     p.add_argument("--family", default="dsocr", help="--analytic: the model family (llm_perf_opt.families)")
-    p.add_argument("--compare", nargs="+", default=None, metavar="LABEL=FAMILY:MODEL:MODE",
-                   help="--analytic: families / models side by side at the page presets (compare.csv, compare.md), "
-                        "e.g. v1=dsocr:deepseek_ocr:gundam v1tiny=dsocr:tiny:gundam")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        default=None,
+        metavar="LABEL=FAMILY:MODEL:MODE",
+        help="--analytic: families / models side by side at the page presets (compare.csv, compare.md), "
+        "e.g. v1=dsocr:deepseek_ocr:gundam v1tiny=dsocr:tiny:gundam",
+    )
     p.add_argument("--dtype", default="bfloat16", help="--analytic: element type for byte counts")
-    p.add_argument("--hardware", nargs="+", default=None,
-                   help="datasheets (conf/hardware/) to predict time to first token on; spaces or commas; "
-                        "'none': no predictions")
+    p.add_argument(
+        "--hardware",
+        nargs="+",
+        default=None,
+        help="datasheets (conf/hardware/) to predict time to first token on; spaces or commas; 'none': no predictions",
+    )
     return p.parse_args(argv)
 
 
@@ -76,7 +98,9 @@ def compare_entries(items: Sequence[str]) -> list:
         label, eq, rest = item.partition("=")
         fields = rest.split(":") if eq else []
         if len(fields) != 3 or not label or not all(fields):
-            raise ConfigError.field("--compare", item, "must be LABEL=FAMILY:MODEL:MODE (e.g. v1=dsocr:deepseek_ocr:gundam)")
+            raise ConfigError.field(
+                "--compare", item, "must be LABEL=FAMILY:MODEL:MODE (e.g. v1=dsocr:deepseek_ocr:gundam)"
+            )
         name, model, mode = fields
         model = str(user_path(model)) if user_path(model).exists() else model
         out.append(CompareEntry(label, families.family(name), model, mode))
@@ -96,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
 
         hardware = hardware_list(args.hardware)
         csv_path, md_path, n_rows = build_family_comparison(
-            output_dir(args.directory, "OUT_DIR"), compare_entries(args.compare), dtype=args.dtype,
-            **({"hardware": hardware} if hardware is not None else {}))
+            output_dir(args.directory, "OUT_DIR"),
+            compare_entries(args.compare),
+            dtype=args.dtype,
+            **({"hardware": hardware} if hardware is not None else {}),
+        )
         print(f"{n_rows} rows side by side")
         for path in (md_path, csv_path):
             print(path)
@@ -108,10 +135,18 @@ def run(args: argparse.Namespace) -> int:
         modes = [m for item in args.modes for m in item.split(",") if m] if args.modes else None
         hardware = hardware_list(args.hardware)
         model = str(user_path(args.model)) if user_path(args.model).exists() else args.model
-        rep = build_analytic_report(output_dir(args.directory, "OUT_DIR"), modes=modes, n=args.n,
-                                    min_side=args.min_side, max_side=args.max_side, model=model,
-                                    dtype=args.dtype, plots=not args.no_plots, family=families.family(args.family),
-                                    **({"hardware": hardware} if hardware is not None else {}))
+        rep = build_analytic_report(
+            output_dir(args.directory, "OUT_DIR"),
+            modes=modes,
+            n=args.n,
+            min_side=args.min_side,
+            max_side=args.max_side,
+            model=model,
+            dtype=args.dtype,
+            plots=not args.no_plots,
+            family=families.family(args.family),
+            **({"hardware": hardware} if hardware is not None else {}),
+        )
         print(f"{rep.points:,} page layouts and cost models in {rep.seconds:.2f} s")
         for path in (rep.html, rep.markdown, rep.csv):
             print(path)
@@ -122,15 +157,22 @@ def run(args: argparse.Namespace) -> int:
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ArtifactError(f"{sweep_dir}: not a sweep directory (it is a file)")
     out = output_dir(args.out, "--out") if args.out else None
-    rep = build_sweep_report(sweep_dir, out_dir=out, plots=not args.no_plots,
-                             hardware=hardware_list(args.hardware),
-                             family=families.for_run_dir(sweep_dir / "0"),  # the colours and order of its parts
-                             family_named=families.family)  # the columns of each job's own family
+    rep = build_sweep_report(
+        sweep_dir,
+        out_dir=out,
+        plots=not args.no_plots,
+        hardware=hardware_list(args.hardware),
+        family=families.for_run_dir(sweep_dir / "0"),  # the colours and order of its parts
+        family_named=families.family,
+    )  # the columns of each job's own family
     n_failed, n_running = len(rep.failed), len(rep.running)
     expected = rep.sweep.expected
-    print(f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
-          + (f", {n_running} running or pending" if n_running else "") + ")"
-          + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else ""))
+    print(
+        f"{len(rep.rows)} jobs ({len(rep.rows) - n_failed - n_running} ok, {n_failed} failed"
+        + (f", {n_running} running or pending" if n_running else "")
+        + ")"
+        + (f" of {expected} planned" if expected is not None and expected != len(rep.rows) else "")
+    )
     for row in rep.failed:
         print(f"  job {row['job']}: {row['status']}", file=sys.stderr)
     for path in (rep.html, rep.markdown, rep.csv):

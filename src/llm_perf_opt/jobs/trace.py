@@ -1,4 +1,5 @@
 """`./dev trace`: session, inputs, forward, call graph, grouping, analytic costs and verification for one config."""
+
 from __future__ import annotations
 
 import hydra

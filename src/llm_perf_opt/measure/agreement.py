@@ -29,6 +29,7 @@ compute, copy/cast, gather, view, same tensor). Views and ops that return their 
 the analytic figure is set against the materialised families plus what TorchLens cannot see — the
 float32 mean and rstd of every LayerNorm call; what is left (`unexplained`) must be within rtol.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,9 +77,14 @@ class VerificationRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "stage": self.stage, "label": self.label, "part": self.part, "analytic": self.analytic,
-            "measured": self.measured, "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
-            "ok": self.ok, "fvcore": self.fvcore,
+            "stage": self.stage,
+            "label": self.label,
+            "part": self.part,
+            "analytic": self.analytic,
+            "measured": self.measured,
+            "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
+            "ok": self.ok,
+            "fvcore": self.fvcore,
         }
 
 
@@ -94,9 +100,14 @@ class KvCacheRow:
     ok: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "context_len": self.context_len, "analytic": self.analytic,
-                "measured": self.measured, "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
-                "ok": self.ok}
+        return {
+            "step": self.step,
+            "context_len": self.context_len,
+            "analytic": self.analytic,
+            "measured": self.measured,
+            "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
+            "ok": self.ok,
+        }
 
 
 @dataclass
@@ -119,8 +130,12 @@ class StageCheck:
 
     @property
     def passed(self) -> bool:
-        return (all(r.ok for r in self.rows) and not self.matmul_like_without_formula and not self.unmatched_measured
-                and not self.unsupported_modules)
+        return (
+            all(r.ok for r in self.rows)
+            and not self.matmul_like_without_formula
+            and not self.unmatched_measured
+            and not self.unsupported_modules
+        )
 
 
 @dataclass
@@ -166,8 +181,12 @@ class Verification:
             "context": dict(self.context),
             "stages": [
                 {
-                    "stage": c.stage, "label": c.label, "passed": c.passed, "shapes": dict(c.shapes),
-                    "analytic": c.total_row.analytic, "measured": c.total_row.measured,
+                    "stage": c.stage,
+                    "label": c.label,
+                    "passed": c.passed,
+                    "shapes": dict(c.shapes),
+                    "analytic": c.total_row.analytic,
+                    "measured": c.total_row.measured,
                     "rel_error": None if math.isinf(c.total_row.rel_error) else c.total_row.rel_error,
                     "ops_without_formula": dict(sorted(c.ops_without_formula.items())),
                     "matmul_like_without_formula": c.matmul_like_without_formula,
@@ -191,9 +210,11 @@ class Verification:
 
     def kernels_dict(self) -> dict[str, Any]:
         return {
-            "passed": self.kernels_passed, "n_rows": len(self.kernels),
+            "passed": self.kernels_passed,
+            "n_rows": len(self.kernels),
             "n_failures": sum(1 for r in self.kernels if not r.ok),
-            "convention": KERNEL_CONVENTION, "rows": [r.to_dict() for r in self.kernels],
+            "convention": KERNEL_CONVENTION,
+            "rows": [r.to_dict() for r in self.kernels],
         }
 
     @property
@@ -202,10 +223,12 @@ class Verification:
 
     def activation_dict(self) -> dict[str, Any]:
         return {
-            "stage": "prefill", "passed": self.activation_passed, "rtol": self.rtol,
+            "stage": "prefill",
+            "passed": self.activation_passed,
+            "rtol": self.rtol,
             "convention": "analytic activation_bytes vs the materialised op outputs TorchLens recorded (compute, "
-                          "copy/cast, gather) plus LayerNorm mean/rstd (float32, not op outputs); views and ops "
-                          "returning their input make no memory (callgraph.op_families)",
+            "copy/cast, gather) plus LayerNorm mean/rstd (float32, not op outputs); views and ops "
+            "returning their input make no memory (callgraph.op_families)",
             "rows": [r.to_dict() for r in self.activation],
         }
 
@@ -217,17 +240,24 @@ class Verification:
         if fv.ok and prefill is not None:
             measured = prefill.total_row.measured
             out["vs_torch_prefill"] = {
-                "fvcore": fv.total, "torch": measured, "difference": fv.total - measured,
+                "fvcore": fv.total,
+                "torch": measured,
+                "difference": fv.total - measured,
                 "rel_difference": None if measured == 0 else (fv.total - measured) / measured,
                 "note": "fvcore counts multiply-adds (shown ×2), skips scaled_dot_product_attention and "
-                        "counts norms/upsampling/some elementwise ops; see unsupported_ops and by_operator",
+                "counts norms/upsampling/some elementwise ops; see unsupported_ops and by_operator",
             }
             if self.fvcore_reconciliation is not None:
                 out["reconciliation"] = self.fvcore_reconciliation
             out["by_part"] = [
-                {"part": r.part, "torch": r.measured, "fvcore": r.fvcore,
-                 "difference": None if r.fvcore is None else r.fvcore - r.measured}
-                for r in prefill.rows if r.fvcore is not None and r.fvcore != r.measured
+                {
+                    "part": r.part,
+                    "torch": r.measured,
+                    "fvcore": r.fvcore,
+                    "difference": None if r.fvcore is None else r.fvcore - r.measured,
+                }
+                for r in prefill.rows
+                if r.fvcore is not None and r.fvcore != r.measured
             ]
         return out
 
@@ -240,8 +270,9 @@ def _children_index(names: Iterable[str]) -> dict[str, list[str]]:
     return index
 
 
-def _measured_of(path: str, measured: MeasuredFlops, containers: frozenset[str],
-                 children: Mapping[str, list[str]]) -> int:
+def _measured_of(
+    path: str, measured: MeasuredFlops, containers: frozenset[str], children: Mapping[str, list[str]]
+) -> int:
     if path == "":
         return measured.total
     if path in measured.by_module:
@@ -252,15 +283,21 @@ def _measured_of(path: str, measured: MeasuredFlops, containers: frozenset[str],
         total = 0
         prefix = path + "."
         kids = set(children.get(path, []))
-        kids.update(k for k in measured.by_module if k.startswith(prefix) and "." not in k[len(prefix):])
+        kids.update(k for k in measured.by_module if k.startswith(prefix) and "." not in k[len(prefix) :])
         for kid in kids:
             total += _measured_of(kid, measured, containers, children)
         return total
     return 0
 
 
-def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT_RTOL, label: str = "",
-                fvcore: FvcoreFlops | None = None, parts: str = "all") -> StageCheck:
+def check_stage(
+    stage: StageCost,
+    measured: MeasuredFlops,
+    rtol: float = DEFAULT_RTOL,
+    label: str = "",
+    fvcore: FvcoreFlops | None = None,
+    parts: str = "all",
+) -> StageCheck:
     """Compare one analytic stage with one measured forward. `parts`: "all" or "summary"."""
     analytic_parts = stage.parts
     containers = stage.containers
@@ -288,7 +325,9 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
     rows.append(row("", a_total, m_total, fv_total))
     for path in in_stage:
         fv = fvcore.module(path) if fvcore is not None and fvcore.ok else None
-        rows.append(row(path, analytic_parts[path].flops_matmul, _measured_of(path, measured, containers, children), fv))
+        rows.append(
+            row(path, analytic_parts[path].flops_matmul, _measured_of(path, measured, containers, children), fv)
+        )
 
     # measured FLOPs in modules the analytic tree does not name (beneath an analytic leaf is fine:
     # e.g. model.layers.1.mlp.experts.5.gate_proj under the aggregated `experts` leaf)
@@ -304,18 +343,26 @@ def check_stage(stage: StageCost, measured: MeasuredFlops, rtol: float = DEFAULT
             continue
         unmatched[path] = flops
     return StageCheck(
-        stage=stage.stage, label=label, rows=rows,
+        stage=stage.stage,
+        label=label,
+        rows=rows,
         ops_without_formula=dict(measured.ops_without_formula),
         matmul_like_without_formula=measured.matmul_like_without_formula,
-        unmatched_measured=unmatched, shapes=dict(stage.shapes),
-        unsupported_modules=registry.unsupported(measured.module_classes,
-                                                 stage.vocabulary.family if stage.vocabulary is not None else ""),
+        unmatched_measured=unmatched,
+        shapes=dict(stage.shapes),
+        unsupported_modules=registry.unsupported(
+            measured.module_classes, stage.vocabulary.family if stage.vocabulary is not None else ""
+        ),
     )
 
 
-def check_agreement(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, MeasuredFlops, str]],
-           rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
-           context: Mapping[str, Any] | None = None) -> Verification:
+def check_agreement(
+    pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[StageCost, MeasuredFlops, str]],
+    rtol: float = DEFAULT_RTOL,
+    fvcore: FvcoreFlops | None = None,
+    parts: str = "all",
+    context: Mapping[str, Any] | None = None,
+) -> Verification:
     """Verify (analytic stage, measured forward[, label]) pairs. fvcore figures join the prefill rows."""
     checks = []
     for pair in pairs:
@@ -326,10 +373,16 @@ def check_agreement(pairs: Iterable[tuple[StageCost, MeasuredFlops] | tuple[Stag
     return Verification(rtol=rtol, checks=checks, fvcore=fvcore, context=dict(context or {}))
 
 
-def check_model_agreement(model, prefill: MeasuredFlops, decode: Mapping[int, MeasuredFlops] | None = None,
-                 rtol: float = DEFAULT_RTOL, fvcore: FvcoreFlops | None = None, parts: str = "all",
-                 context: Mapping[str, Any] | None = None,
-                 kv_cache_bytes: Mapping[int, int] | None = None) -> Verification:
+def check_model_agreement(
+    model,
+    prefill: MeasuredFlops,
+    decode: Mapping[int, MeasuredFlops] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    fvcore: FvcoreFlops | None = None,
+    parts: str = "all",
+    context: Mapping[str, Any] | None = None,
+    kv_cache_bytes: Mapping[int, int] | None = None,
+) -> Verification:
     """Verify a family's analytic model (`ModelFamily.analytic_model`) against a measured prefill forward (which also gives the
     vision stage) and measured decode steps keyed by their context length (tokens in the KV cache);
     `kv_cache_bytes`: {step: bytes of the cache the model held after it} (0: the prefill)."""
@@ -361,8 +414,9 @@ def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
     for step, bytes_ in sorted(measured.items()):
         ctx = model.seq_len + step
         analytic = int(model.kv_cache_bytes(ctx))
-        rows.append(KvCacheRow(step, ctx, analytic, int(bytes_), relative_error(analytic, int(bytes_)),
-                               analytic == int(bytes_)))
+        rows.append(
+            KvCacheRow(step, ctx, analytic, int(bytes_), relative_error(analytic, int(bytes_)), analytic == int(bytes_))
+        )
     return rows
 
 
@@ -382,15 +436,27 @@ class ActivationRow:
     ok: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"part": self.part, "analytic": self.analytic, "observed": self.observed,
-                "families": dict(self.families), "materialised": self.materialised,
-                "layer_norm_statistics": self.unseen, "unexplained": self.unexplained,
-                "rel_error": None if math.isinf(self.rel_error) else self.rel_error, "ok": self.ok}
+        return {
+            "part": self.part,
+            "analytic": self.analytic,
+            "observed": self.observed,
+            "families": dict(self.families),
+            "materialised": self.materialised,
+            "layer_norm_statistics": self.unseen,
+            "unexplained": self.unexplained,
+            "rel_error": None if math.isinf(self.rel_error) else self.rel_error,
+            "ok": self.ok,
+        }
 
 
-def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Mapping[str, Mapping[str, int]],
-                    layer_norm_stats: Mapping[str, int], rtol: float = DEFAULT_RTOL,
-                    paths: Iterable[str] | None = None, program_bytes: int = 0) -> list[ActivationRow]:
+def activation_rows(
+    stage: StageCost | Sequence[StageCost],
+    op_output_bytes: Mapping[str, Mapping[str, int]],
+    layer_norm_stats: Mapping[str, int],
+    rtol: float = DEFAULT_RTOL,
+    paths: Iterable[str] | None = None,
+    program_bytes: int = 0,
+) -> list[ActivationRow]:
     """One row for the whole forward and each summary part of the first stage (or `paths`) that TorchLens
     saw. Several stages (a prefill and its decode steps, captured in one graph) sum their activation bytes
     per path, as the op outputs of all their passes do; a part a stage lacks (vision in decode) adds 0.
@@ -398,35 +464,41 @@ def activation_rows(stage: StageCost | Sequence[StageCost], op_output_bytes: Map
     to the whole-forward row."""
     stages = [stage] if isinstance(stage, StageCost) else list(stage)
     first = stages[0]
-    wanted = list(paths) if paths is not None else [""] + [p for p in first.parts if is_summary_path(p, first.vocabulary)
-                                                            and p not in first.containers]
+    wanted = (
+        list(paths)
+        if paths is not None
+        else [""] + [p for p in first.parts if is_summary_path(p, first.vocabulary) and p not in first.containers]
+    )
     rows = []
     for path in wanted:
         ops = op_families.subtree_ops(op_output_bytes, path)
         if path and not ops:
             continue
-        analytic = sum(s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0)
-                       for s in stages) + (program_bytes if path == "" else 0)
+        analytic = sum(
+            s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0)
+            for s in stages
+        ) + (program_bytes if path == "" else 0)
         fam = op_families.by_family(ops)
         mat = sum(fam[f] for f in op_families.MATERIALISED)
         head = path + "."
         unseen = sum(v for a, v in layer_norm_stats.items() if not path or a == path or a.startswith(head))
         left = analytic - mat - unseen
         err = relative_error(analytic, mat + unseen) if analytic or mat + unseen else 0.0
-        rows.append(ActivationRow(path, analytic, sum(ops.values()), fam, mat, unseen, left,
-                                  err, err <= rtol))
+        rows.append(ActivationRow(path, analytic, sum(ops.values()), fam, mat, unseen, left, err, err <= rtol))
     return rows
 
 
 # --------------------------------------------------------------------------------------------- kernels
-KERNEL_CONVENTION = ("analytic kernel count (the ops each cost formula says its module launches, analytic.costs "
-                     "KERNEL_KINDS) vs the ops TorchLens recorded that launch a kernel (callgraph.op_families."
-                     "launches_kernel: no views, no no-op casts, no allocations; a multi-output op once), per "
-                     "forward pass (the prefill; decode step k is pass k + 1); a path that is not an entered "
-                     "module (containers) counts its children only; exact: a row passes only when they are equal. "
-                     "With the capture's routing record, the routed experts' kernels are those of the experts the "
-                     "gates chose (the cost formulas assume min(E, T x top_k) experts get tokens); `unrouted` is what "
-                     "the row's analytic count took off for experts that got none")
+KERNEL_CONVENTION = (
+    "analytic kernel count (the ops each cost formula says its module launches, analytic.costs "
+    "KERNEL_KINDS) vs the ops TorchLens recorded that launch a kernel (callgraph.op_families."
+    "launches_kernel: no views, no no-op casts, no allocations; a multi-output op once), per "
+    "forward pass (the prefill; decode step k is pass k + 1); a path that is not an entered "
+    "module (containers) counts its children only; exact: a row passes only when they are equal. "
+    "With the capture's routing record, the routed experts' kernels are those of the experts the "
+    "gates chose (the cost formulas assume min(E, T x top_k) experts get tokens); `unrouted` is what "
+    "the row's analytic count took off for experts that got none"
+)
 
 
 @dataclass(frozen=True)
@@ -443,8 +515,15 @@ class KernelRow:
         return self.analytic == self.measured
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "step": self.step, "part": self.part, "analytic": self.analytic,
-                "measured": self.measured, "ok": self.ok, **({"unrouted": self.unrouted} if self.unrouted else {})}
+        return {
+            "stage": self.stage,
+            "step": self.step,
+            "part": self.part,
+            "analytic": self.analytic,
+            "measured": self.measured,
+            "ok": self.ok,
+            **({"unrouted": self.unrouted} if self.unrouted else {}),
+        }
 
 
 def _measured_kernels(path: str, ops: Mapping[str, Mapping[str, int]], containers: frozenset[str]) -> int:
@@ -454,8 +533,13 @@ def _measured_kernels(path: str, ops: Mapping[str, Mapping[str, int]], container
     return total
 
 
-def kernel_rows(stage: StageCost, ops: Mapping[str, Mapping[str, int]], step: int | None = None,
-                parts: str = "summary", program_kernels: int = 0) -> list[KernelRow]:
+def kernel_rows(
+    stage: StageCost,
+    ops: Mapping[str, Mapping[str, int]],
+    step: int | None = None,
+    parts: str = "summary",
+    program_kernels: int = 0,
+) -> list[KernelRow]:
     """Kernel counts of one analytic stage against the op counts of the forward pass it models (`ops`:
     address -> {op key: count}, `CallGraph.op_counts_by_pass[pass]`): the stage total, then every part
     (`parts="all"`) or the summary parts. `program_kernels`: kernels the captured program launches outside the
@@ -467,14 +551,27 @@ def kernel_rows(stage: StageCost, ops: Mapping[str, Mapping[str, int]], step: in
     if parts == "summary":
         in_stage = [p for p in in_stage if is_summary_path(p, stage.vocabulary)]
     if roots == ("",):
-        rows = [KernelRow(stage.stage, "", stage.total.kernel_count,
-                          op_families.subtree_kernels(ops, "") - program_kernels, step)]
+        rows = [
+            KernelRow(
+                stage.stage, "", stage.total.kernel_count, op_families.subtree_kernels(ops, "") - program_kernels, step
+            )
+        ]
     else:
-        rows = [KernelRow(stage.stage, "", sum(analytic_parts[r].kernel_count for r in roots if r in analytic_parts),
-                          sum(_measured_kernels(r, ops, containers) for r in roots), step)]
+        rows = [
+            KernelRow(
+                stage.stage,
+                "",
+                sum(analytic_parts[r].kernel_count for r in roots if r in analytic_parts),
+                sum(_measured_kernels(r, ops, containers) for r in roots),
+                step,
+            )
+        ]
     for path in in_stage:
-        rows.append(KernelRow(stage.stage, path, analytic_parts[path].kernel_count,
-                              _measured_kernels(path, ops, containers), step))
+        rows.append(
+            KernelRow(
+                stage.stage, path, analytic_parts[path].kernel_count, _measured_kernels(path, ops, containers), step
+            )
+        )
     return rows
 
 
@@ -485,8 +582,10 @@ def _flops(x: int | None) -> str:
 
 def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) -> str:
     """A short console table: per stage the total and the summary parts (or all), then failures."""
-    lines = [f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
-             f"{len(v.failures)} failing, max rel. error {units.percent(v.max_rel_error)})"]
+    lines = [
+        f"verification: {'PASS' if v.passed else 'FAIL'}  (rtol {v.rtol:g}, {len(v.rows)} rows, "
+        f"{len(v.failures)} failing, max rel. error {units.percent(v.max_rel_error)})"
+    ]
     header = f"{'stage':<12} {'part':<44} {'analytic':>14} {'measured':>14} {'rel.err':>9} {'ok':>3}"
     show_fv = v.fvcore is not None and v.fvcore.ok
     if show_fv:
@@ -495,54 +594,73 @@ def render_table(v: Verification, parts: str = "summary", max_rows: int = 60) ->
     lines.append("-" * len(header))
     shown = 0
     for check in v.checks:
-        stage_name = check.stage + (f" {check.step}" if check.step is not None else "") \
+        stage_name = (
+            check.stage
+            + (f" {check.step}" if check.step is not None else "")
             + (f"@{check.label.split()[-1]}" if check.label else "")
+        )
         for r in check.rows:
             if parts == "summary" and r.part and not is_summary_path(r.part, v.vocabulary) and r.ok:
                 continue
             if shown >= max_rows:
                 break
             name = (v.vocabulary.alias(r.part) if v.vocabulary is not None else r.part) if r.part else "(total)"
-            line = (f"{stage_name:<12} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
-                    f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
+            line = (
+                f"{stage_name:<12} {name[:44]:<44} {_flops(r.analytic):>14} {_flops(r.measured):>14} "
+                f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}"
+            )
             if show_fv:
                 line += f" {_flops(r.fvcore):>14}"
             lines.append(line)
             shown += 1
     if v.kernels:
         bad = [r for r in v.kernels if not r.ok]
-        lines.append(f"kernel counts vs TorchLens: {'PASS' if not bad else 'FAIL'} ({len(v.kernels)} rows, "
-                     f"{len(bad)} differing)")
+        lines.append(
+            f"kernel counts vs TorchLens: {'PASS' if not bad else 'FAIL'} ({len(v.kernels)} rows, {len(bad)} differing)"
+        )
         for r in [r for r in v.kernels if r.part == "" or not r.ok][:max_rows]:
             name = (v.vocabulary.alias(r.part) if v.vocabulary is not None else r.part) if r.part else "(total)"
             stage_name = r.stage + (f" {r.step}" if r.step is not None else "")
-            lines.append(f"{stage_name:<12} {name[:44]:<44} {r.analytic:>14,} {r.measured:>14,} "
-                         f"{r.measured - r.analytic:>+9,} {'ok' if r.ok else 'NO':>3}")
+            lines.append(
+                f"{stage_name:<12} {name[:44]:<44} {r.analytic:>14,} {r.measured:>14,} "
+                f"{r.measured - r.analytic:>+9,} {'ok' if r.ok else 'NO':>3}"
+            )
     for r in v.kv_cache:
-        lines.append(f"{'kv ' + str(r.step):<12} {f'KV cache, {r.context_len} tokens':<44} "
-                     f"{units.nbytes(r.analytic, 6):>14} {units.nbytes(r.measured, 6):>14} "
-                     f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}")
+        lines.append(
+            f"{'kv ' + str(r.step):<12} {f'KV cache, {r.context_len} tokens':<44} "
+            f"{units.nbytes(r.analytic, 6):>14} {units.nbytes(r.measured, 6):>14} "
+            f"{units.percent(r.rel_error):>9} {'ok' if r.ok else 'NO':>3}"
+        )
     for check in v.checks:
         if check.matmul_like_without_formula:
             lines.append(f"{check.stage}: matmul-like ops WITHOUT a FLOP formula: {check.matmul_like_without_formula}")
         if check.unmatched_measured:
-            lines.append(f"{check.stage}: measured FLOPs in modules the analytic model does not name: "
-                         f"{check.unmatched_measured}")
+            lines.append(
+                f"{check.stage}: measured FLOPs in modules the analytic model does not name: {check.unmatched_measured}"
+            )
         if check.unsupported_modules:
-            lines.append(f"{check.stage}: module classes WITHOUT an analytic cost formula (not counted): "
-                         f"{check.unsupported_modules}")
+            lines.append(
+                f"{check.stage}: module classes WITHOUT an analytic cost formula (not counted): "
+                f"{check.unsupported_modules}"
+            )
     if v.fvcore is not None:
         if v.fvcore.ok:
-            lines.append(f"fvcore (2 x MACs): total {_flops(v.fvcore.total)}; unsupported ops (skipped): "
-                         f"{v.fvcore.unsupported_ops}")
+            lines.append(
+                f"fvcore (2 x MACs): total {_flops(v.fvcore.total)}; unsupported ops (skipped): "
+                f"{v.fvcore.unsupported_ops}"
+            )
             rec = v.fvcore_reconciliation
             if rec and rec.get("ok"):
-                lines.append(f"fvcore - torch = {_flops(rec['fvcore_minus_torch'])} "
-                             f"({units.percent(rec['rel'])} of torch), by op family:")
+                lines.append(
+                    f"fvcore - torch = {_flops(rec['fvcore_minus_torch'])} "
+                    f"({units.percent(rec['rel'])} of torch), by op family:"
+                )
                 for fam in rec["families"]:
                     if fam["torch"] or fam["fvcore"]:
-                        lines.append(f"  {fam['family']:<44} torch {_flops(fam['torch']):>14}  "
-                                     f"fvcore {_flops(fam['fvcore']):>14}  diff {_flops(fam['fvcore_minus_torch']):>14}")
+                        lines.append(
+                            f"  {fam['family']:<44} torch {_flops(fam['torch']):>14}  "
+                            f"fvcore {_flops(fam['fvcore']):>14}  diff {_flops(fam['fvcore_minus_torch']):>14}"
+                        )
         else:
             lines.append(f"fvcore failed: {v.fvcore.error}")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ thread count and plan, under `hardware.cache_dir` (default `$LLM_PERF_OPT_CALIBR
 `hardware.recalibrate=true`; a cache file of an unknown schema version is measured again and replaced. Writes
 are atomic; a process finding another one calibrating the same file waits for it (a lock file beside it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,17 +90,47 @@ class CalibrationPlan:
     @classmethod
     def default(cls, device_type: str, quick: bool = False) -> "CalibrationPlan":
         if quick:  # a smoke test of the whole path, not a roof to trust
-            return cls("quick", warmup=1, repeats=3, gemm_n=None, gemm_min_n=64, gemm_max_n=256,
-                       gemm_target_s=0.002, copy_bytes=4 << 20, vector_numel=1 << 12, vector_inner=10,
-                       statistic="best")
+            return cls(
+                "quick",
+                warmup=1,
+                repeats=3,
+                gemm_n=None,
+                gemm_min_n=64,
+                gemm_max_n=256,
+                gemm_target_s=0.002,
+                copy_bytes=4 << 20,
+                vector_numel=1 << 12,
+                vector_inner=10,
+                statistic="best",
+            )
         if device_type == "cuda":
-            return cls("cuda", warmup=3, repeats=10, gemm_n=8192, gemm_min_n=8192, gemm_max_n=8192,
-                       gemm_target_s=0.0, copy_bytes=1 << 30, vector_numel=1 << 24, vector_inner=10,
-                       statistic="best")
+            return cls(
+                "cuda",
+                warmup=3,
+                repeats=10,
+                gemm_n=8192,
+                gemm_min_n=8192,
+                gemm_max_n=8192,
+                gemm_target_s=0.0,
+                copy_bytes=1 << 30,
+                vector_numel=1 << 24,
+                vector_inner=10,
+                statistic="best",
+            )
         # CPU: a few seconds in all on 2 cores (each timed sample about 50-100 ms or less)
-        return cls("cpu", warmup=2, repeats=5, gemm_n=None, gemm_min_n=256, gemm_max_n=4096,
-                   gemm_target_s=0.05, copy_bytes=256 << 20, vector_numel=1 << 16, vector_inner=200,
-                   statistic="best")
+        return cls(
+            "cpu",
+            warmup=2,
+            repeats=5,
+            gemm_n=None,
+            gemm_min_n=256,
+            gemm_max_n=4096,
+            gemm_target_s=0.05,
+            copy_bytes=256 << 20,
+            vector_numel=1 << 16,
+            vector_inner=200,
+            statistic="best",
+        )
 
 
 @dataclass(frozen=True)
@@ -128,10 +159,12 @@ class Measurement:
         from llm_perf_opt import units
 
         which = "the fastest" if self.statistic == "best" else "the median"
-        return (f"measured: {self.op}; {self.warmup} warm-up + {len(self.samples_s)} timed samples, figure from "
-                f"{which} ({units.seconds(self.sample_s)}; median {units.seconds(self.median_s)}, min "
-                f"{units.seconds(min(self.samples_s))}, max {units.seconds(max(self.samples_s))}), {self.timer}: "
-                f"{units.si(self.value, self.unit)}")
+        return (
+            f"measured: {self.op}; {self.warmup} warm-up + {len(self.samples_s)} timed samples, figure from "
+            f"{which} ({units.seconds(self.sample_s)}; median {units.seconds(self.median_s)}, min "
+            f"{units.seconds(min(self.samples_s))}, max {units.seconds(max(self.samples_s))}), {self.timer}: "
+            f"{units.si(self.value, self.unit)}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -140,8 +173,16 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Measurement":
-        return cls(float(d["value"]), d["unit"], d["op"], float(d["work"]), tuple(float(x) for x in d["samples_s"]),
-                   int(d["warmup"]), d["timer"], d.get("statistic", "median"))
+        return cls(
+            float(d["value"]),
+            d["unit"],
+            d["op"],
+            float(d["work"]),
+            tuple(float(x) for x in d["samples_s"]),
+            int(d["warmup"]),
+            d["timer"],
+            d.get("statistic", "median"),
+        )
 
 
 @dataclass(frozen=True)
@@ -172,28 +213,51 @@ class Calibration:
         sources["vector"] = self.vector.describe()
         sources["bandwidth"] = self.bandwidth.describe()
         return Hardware(
-            name="measured", label=f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)",
-            kind="measured", matmul_flops={k: m.value for k, m in self.matmul.items()},
-            vector_flops=self.vector.value, bandwidth=self.bandwidth.value,
-            memory_bytes=float(self.memory_bytes) if self.memory_bytes else None, sources=sources,
-            default_dtype=None, allow_tf32=allow_tf32,
+            name="measured",
+            label=f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)",
+            kind="measured",
+            matmul_flops={k: m.value for k, m in self.matmul.items()},
+            vector_flops=self.vector.value,
+            bandwidth=self.bandwidth.value,
+            memory_bytes=float(self.memory_bytes) if self.memory_bytes else None,
+            sources=sources,
+            default_dtype=None,
+            allow_tf32=allow_tf32,
             notes=(f"calibrated {self.created} in {self.seconds:.1f} s, plan {self.plan.name}",),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "device": self.device, "device_name": self.device_name, "torch_version": self.torch_version,
-            "threads": self.threads, "plan": asdict(self.plan), "created": self.created, "seconds": self.seconds,
-            "memory_bytes": self.memory_bytes, "matmul": {k: m.to_dict() for k, m in self.matmul.items()},
-            "bandwidth": self.bandwidth.to_dict(), "vector": self.vector.to_dict(), "levels": self.levels,
+            "device": self.device,
+            "device_name": self.device_name,
+            "torch_version": self.torch_version,
+            "threads": self.threads,
+            "plan": asdict(self.plan),
+            "created": self.created,
+            "seconds": self.seconds,
+            "memory_bytes": self.memory_bytes,
+            "matmul": {k: m.to_dict() for k, m in self.matmul.items()},
+            "bandwidth": self.bandwidth.to_dict(),
+            "vector": self.vector.to_dict(),
+            "levels": self.levels,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Calibration":
-        return cls(d["device"], d["device_name"], d["torch_version"], int(d["threads"]), CalibrationPlan(**d["plan"]),
-                   {k: Measurement.from_dict(m) for k, m in d["matmul"].items()}, Measurement.from_dict(d["bandwidth"]),
-                   Measurement.from_dict(d["vector"]), d.get("memory_bytes"), d.get("created", ""),
-                   float(d.get("seconds", 0.0)), dict(d.get("levels") or {}))
+        return cls(
+            d["device"],
+            d["device_name"],
+            d["torch_version"],
+            int(d["threads"]),
+            CalibrationPlan(**d["plan"]),
+            {k: Measurement.from_dict(m) for k, m in d["matmul"].items()},
+            Measurement.from_dict(d["bandwidth"]),
+            Measurement.from_dict(d["vector"]),
+            d.get("memory_bytes"),
+            d.get("created", ""),
+            float(d.get("seconds", 0.0)),
+            dict(d.get("levels") or {}),
+        )
 
 
 # ------------------------------------------------------------------------------------------------ timing
@@ -211,8 +275,9 @@ def _sample_times(fn: Callable[[], Any], device: torch.device, warmup: int, repe
             fn()
             end.record()
         torch.cuda.synchronize(device)
-        return [start.elapsed_time(end) / 1e3 for start, end in pairs], \
-            "torch.cuda.Event pairs (GPU time), torch.cuda.synchronize after warm-up and samples"
+        return [
+            start.elapsed_time(end) / 1e3 for start, end in pairs
+        ], "torch.cuda.Event pairs (GPU time), torch.cuda.synchronize after warm-up and samples"
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -221,8 +286,9 @@ def _sample_times(fn: Callable[[], Any], device: torch.device, warmup: int, repe
     return samples, "time.perf_counter around each sample"
 
 
-def _measure(fn: Callable[[], Any], work: float, unit: str, op: str, device: torch.device,
-             plan: CalibrationPlan) -> Measurement:
+def _measure(
+    fn: Callable[[], Any], work: float, unit: str, op: str, device: torch.device, plan: CalibrationPlan
+) -> Measurement:
     samples, timer = _sample_times(fn, device, plan.warmup, plan.repeats)
     sample = min(samples) if plan.statistic == "best" else statistics.median(samples)
     if not sample > 0:
@@ -288,7 +354,7 @@ def measure_matmul(key: str, device: torch.device, plan: CalibrationPlan) -> Mea
         b = torch.randn(n, n, device=device).to(dtype)
         c = torch.empty(n, n, device=device, dtype=dtype)
         op = f"torch.matmul ({n}x{n}) @ ({n}x{n}), {key}" + (" (allow_tf32)" if key == "tf32" else "")
-        return _measure(lambda: torch.matmul(a, b, out=c), 2.0 * n ** 3, "FLOP/s", op, device, plan)
+        return _measure(lambda: torch.matmul(a, b, out=c), 2.0 * n**3, "FLOP/s", op, device, plan)
 
 
 def measure_bandwidth(device: torch.device, plan: CalibrationPlan) -> Measurement:
@@ -302,8 +368,10 @@ def measure_bandwidth(device: torch.device, plan: CalibrationPlan) -> Measuremen
 
 
 FMA_CHAIN = 256  # multiply-adds per element of the CUDA vector kernel, all in registers
-_FMA_CHAIN_CODE = ("template <typename T> T fma_chain(T x, T a, T b) { T y = x; "
-                   f"for (int i = 0; i < {FMA_CHAIN}; ++i) {{ y = y * a + b; }} return y; }}")
+_FMA_CHAIN_CODE = (
+    "template <typename T> T fma_chain(T x, T a, T b) { T y = x; "
+    f"for (int i = 0; i < {FMA_CHAIN}; ++i) {{ y = y * a + b; }} return y; }}"
+)
 
 
 def _fma_chain_kernel() -> Optional[Callable[[torch.Tensor], torch.Tensor]]:
@@ -332,8 +400,10 @@ def measure_vector(device: torch.device, plan: CalibrationPlan) -> Measurement:
             for _ in range(inner):
                 kernel(x)
 
-        op = (f"jiterator kernel y = y*a + b repeated {FMA_CHAIN} times per element in registers "
-              f"({2 * FMA_CHAIN} FLOPs per element, 8 bytes moved), float32, {n} elements, {inner} calls per sample")
+        op = (
+            f"jiterator kernel y = y*a + b repeated {FMA_CHAIN} times per element in registers "
+            f"({2 * FMA_CHAIN} FLOPs per element, 8 bytes moved), float32, {n} elements, {inner} calls per sample"
+        )
         return _measure(chain, 2.0 * FMA_CHAIN * n * inner, "FLOP/s", op, device, plan)
     x, y, z = (torch.rand(n, device=device) for _ in range(3))
     out = torch.empty_like(x)
@@ -342,8 +412,10 @@ def measure_vector(device: torch.device, plan: CalibrationPlan) -> Measurement:
         for _ in range(inner):
             torch.addcmul(x, y, z, out=out)
 
-    op = (f"torch.addcmul(x, y, z, out=o) (o = x + y*z, 2 FLOPs per element), float32, {n} elements "
-          f"({4 * n / 2**10:g} KiB per tensor, cache-resident), {inner} calls per sample")
+    op = (
+        f"torch.addcmul(x, y, z, out=o) (o = x + y*z, 2 FLOPs per element), float32, {n} elements "
+        f"({4 * n / 2**10:g} KiB per tensor, cache-resident), {inner} calls per sample"
+    )
     return _measure(run, 2.0 * n * inner, "FLOP/s", op, device, plan)
 
 
@@ -365,8 +437,10 @@ def resolve_device(device: str) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError(f"runtime.device={device!r}: CUDA is not available (torch {torch.__version__}, "
-                              f"torch.cuda.is_available() is False)")
+            raise ConfigError(
+                f"runtime.device={device!r}: CUDA is not available (torch {torch.__version__}, "
+                f"torch.cuda.is_available() is False)"
+            )
         dev = torch.device("cuda", dev.index if dev.index is not None else torch.cuda.current_device())
     elif dev.type != "cpu":
         raise ConfigError.field("runtime.device", device, "calibration runs on cpu or cuda")
@@ -392,8 +466,12 @@ def _threads(threads: Optional[int]) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threads: Optional[int] = None,
-              matmul_keys: Optional[tuple[str, ...]] = None) -> Calibration:
+def calibrate(
+    device: str = "cpu",
+    plan: Optional[CalibrationPlan] = None,
+    threads: Optional[int] = None,
+    matmul_keys: Optional[tuple[str, ...]] = None,
+) -> Calibration:
     """Measure the roof of `device` now (no cache; see `load_or_calibrate`)."""
     import torch
 
@@ -413,8 +491,19 @@ def calibrate(device: str = "cpu", plan: Optional[CalibrationPlan] = None, threa
         levels = {key: measure_levels(dev, _torch_dtype(key), quick=plan.name == "quick") for key in level_keys}
         for figures in levels.values():
             figures["host"]["name"] = _cpu_name()
-    return Calibration(str(dev), device_name(dev), torch.__version__, n_threads, plan, matmul, bandwidth, vector,
-                       memory, seconds=time.perf_counter() - t0, levels=levels)
+    return Calibration(
+        str(dev),
+        device_name(dev),
+        torch.__version__,
+        n_threads,
+        plan,
+        matmul,
+        bandwidth,
+        vector,
+        memory,
+        seconds=time.perf_counter() - t0,
+        levels=levels,
+    )
 
 
 # ----------------------------------------------------------------------------------------------- cache
@@ -444,10 +533,15 @@ def _levels_current(cal: Calibration) -> bool:
     return bool(cal.levels) and all(int(v.get("version", 1)) >= LEVELS_VERSION for v in cal.levels.values())
 
 
-def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/calibration", *,
-                      threads: Optional[int] = None, recalibrate: bool = False,
-                      plan: Optional[CalibrationPlan] = None,
-                      log: Callable[[str], None] = lambda _: None) -> tuple[Calibration, Path, bool]:
+def load_or_calibrate(
+    device: str = "cpu",
+    cache_dir: str | os.PathLike = "tmp/calibration",
+    *,
+    threads: Optional[int] = None,
+    recalibrate: bool = False,
+    plan: Optional[CalibrationPlan] = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> tuple[Calibration, Path, bool]:
     """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`."""
     import torch
 
@@ -463,11 +557,17 @@ def load_or_calibrate(device: str = "cpu", cache_dir: str | os.PathLike = "tmp/c
             try:
                 cal = load_calibration(path)
                 if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (
-                        device_name(dev), torch.__version__, n_threads, plan) and _levels_current(cal):
+                    device_name(dev),
+                    torch.__version__,
+                    n_threads,
+                    plan,
+                ) and _levels_current(cal):
                     return cal, path, True
                 if not _levels_current(cal):
-                    log(f"{path} has no current kernel-level and host figures (version {LEVELS_VERSION}): "
-                        "calibrating again")
+                    log(
+                        f"{path} has no current kernel-level and host figures (version {LEVELS_VERSION}): "
+                        "calibrating again"
+                    )
                 else:
                     log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
             except ArtifactError as exc:
@@ -501,22 +601,30 @@ def _cache_lock(path: Path, log: Callable[[str], None]) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------------------------- config entry points
-def measured_hardware(hardware: HardwareConfig, runtime: RuntimeConfig,
-                      log: Callable[[str], None] = lambda _: None) -> tuple[Hardware, Calibration, Path, bool]:
+def measured_hardware(
+    hardware: HardwareConfig, runtime: RuntimeConfig, log: Callable[[str], None] = lambda _: None
+) -> tuple[Hardware, Calibration, Path, bool]:
     """`hardware=measured`: the calibrated roof of runtime.device (cached); any failure is one ConfigError."""
     plan = None
     try:
         dev = resolve_device(runtime.device)
         plan = CalibrationPlan.default(dev.type, quick=hardware.quick)
-        cal, path, reused = load_or_calibrate(runtime.device, hardware.cache_dir, threads=runtime.threads,
-                                              recalibrate=hardware.recalibrate, plan=plan, log=log)
+        cal, path, reused = load_or_calibrate(
+            runtime.device,
+            hardware.cache_dir,
+            threads=runtime.threads,
+            recalibrate=hardware.recalibrate,
+            plan=plan,
+            log=log,
+        )
         return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, reused
     except Exception as exc:  # noqa: BLE001 - every calibration failure is the user's one line
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, ConfigError):
             raise ConfigError(f"hardware=measured: {first}") from None
-        raise ConfigError(f"hardware=measured: calibrating runtime.device={runtime.device!r} failed: "
-                          f"{type(exc).__name__}: {first}") from None
+        raise ConfigError(
+            f"hardware=measured: calibrating runtime.device={runtime.device!r} failed: {type(exc).__name__}: {first}"
+        ) from None
 
 
 def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -> Optional[Hardware]:
@@ -552,8 +660,11 @@ def check_hardware(cfg: RootConfig) -> None:
     key = "tf32" if dtype == "float32" and hw.allow_tf32 else dtype
     if key not in keys:
         field_name, value = ("hardware.allow_tf32", True) if key == "tf32" else ("hardware.dtype", dtype)
-        raise ConfigError.field(field_name, value, f"measured has no matmul peak for {key} on {device_type} "
-                                f"(its calibration measures {', '.join(keys)})")
+        raise ConfigError.field(
+            field_name,
+            value,
+            f"measured has no matmul peak for {key} on {device_type} (its calibration measures {', '.join(keys)})",
+        )
 
 
 def prediction_dtype(cfg: RootConfig) -> str:

@@ -34,6 +34,7 @@ Measured:
   with the views and metadata ops of real module code around each kernel. The eager level charges `op_s` per
   kernel (`dispatch_s` when a calibration predates it).
 """
+
 from __future__ import annotations
 
 import platform
@@ -55,8 +56,13 @@ LEVELS_VERSION = 5  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
-ATTENTION_SHAPES = ((16, 2, 196, 64, True), (1, 2, 1024, 64, True), (1, 1, 2048, 64, True), (1, 2, 1024, 64, False),
-                    (1, 1, 2048, 64, False))
+ATTENTION_SHAPES = (
+    (16, 2, 196, 64, True),
+    (1, 2, 1024, 64, True),
+    (1, 1, 2048, 64, True),
+    (1, 2, 1024, 64, False),
+    (1, 1, 2048, 64, False),
+)
 ATTENTION_SHAPES_QUICK = ((4, 2, 196, 64, True), (1, 2, 512, 64, False))
 
 
@@ -68,9 +74,13 @@ def attention_work(b: int, h: int, n: int, d: int, mask: bool, itemsize: int) ->
     scores = b * h * n * n
     flops = 2 * scores * 2 * d + scores * (1 + int(mask) + ELEMENTWISE_FLOPS["softmax"])
     return flops, (4 * b * h * n * d + (scores if mask else 0)) * itemsize
+
+
 GEMV_SHAPE = (2048, 16384)  # (K, N) of the streaming GEMV: 128 MiB in float32, 64 MiB in bfloat16 (beyond any cache)
-STATISTIC = ("fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
-             "samples of all shapes interleaved in rounds")
+STATISTIC = (
+    "fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
+    "samples of all shapes interleaved in rounds"
+)
 
 
 def fastest_consistent(samples: Sequence[float], tolerance: float = CONSISTENT) -> float:
@@ -101,6 +111,7 @@ def flop_per_element(m: int, k: int, n: int) -> float:
 def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
     """seconds per call of fn over `inner` back-to-back calls (CUDA events on CUDA)."""
     if device.type == "cuda":
+
         def run(fn: Callable[[], Any], inner: int) -> float:
             torch.cuda.synchronize(device)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -110,6 +121,7 @@ def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
             end.record()
             torch.cuda.synchronize(device)
             return start.elapsed_time(end) / 1e3 / inner
+
         return run
 
     def run_cpu(fn: Callable[[], Any], inner: int) -> float:
@@ -117,11 +129,13 @@ def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
         for _ in range(inner):
             fn()
         return (time.perf_counter() - t0) / inner
+
     return run_cpu
 
 
-def _interleaved(cases: dict[str, Callable[[], Any]], device: torch.device, rounds: int, warmup: int,
-                 target_s: float) -> dict[str, dict[str, Any]]:
+def _interleaved(
+    cases: dict[str, Callable[[], Any]], device: torch.device, rounds: int, warmup: int, target_s: float
+) -> dict[str, dict[str, Any]]:
     """{name: {"seconds", "samples", "inner"}}: every case once per round, `inner` calls per sample sized from a
     probe to about `target_s`."""
     timer = _timer(device)
@@ -184,14 +198,17 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
             blocks(x)
 
     kernels = count_kernels(forward)
-    got = _interleaved({"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward}, torch.device("cpu"),
-                       rounds, warmup, 2e-3)
+    got = _interleaved(
+        {"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward}, torch.device("cpu"), rounds, warmup, 2e-3
+    )
     return {
-        "dispatch_s": got["dispatch"]["seconds"], "op_s": got["block"]["seconds"] / kernels,
-        "op_kernels": kernels, "op_forward_s": got["block"]["seconds"],
+        "dispatch_s": got["dispatch"]["seconds"],
+        "op_s": got["block"]["seconds"] / kernels,
+        "op_kernels": kernels,
+        "op_forward_s": got["block"]["seconds"],
         "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter",
         "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad: forward wall "
-                     f"time / its {kernels} non-view aten ops (TorchDispatchMode)",
+        f"time / its {kernels} non-view aten ops (TorchDispatchMode)",
     }
 
 
@@ -211,65 +228,93 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
         c = torch.empty(m, n, device=device, dtype=dtype)
         keep.append((a, b, c))
-        cases[f"gemm {m} {k} {n}"] = (lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
+        cases[f"gemm {m} {k} {n}"] = lambda a=a, b=b, c=c: torch.matmul(a, b, out=c)
     gk, gn = (GEMV_SHAPE[0] // 4, GEMV_SHAPE[1]) if quick else GEMV_SHAPE
     gx, gw = torch.randn(1, gk, device=device).to(dtype), torch.randn(gn, gk, device=device).to(dtype).t()
     gy = torch.empty(1, gn, device=device, dtype=dtype)
     keep.append((gx, gw, gy))
-    cases["gemv"] = (lambda x=gx, w=gw, y=gy: torch.matmul(x, w, out=y))
+    cases["gemv"] = lambda x=gx, w=gw, y=gy: torch.matmul(x, w, out=y)
     attention_shapes = ATTENTION_SHAPES_QUICK if quick else ATTENTION_SHAPES
     for b, h, n, d, masked in attention_shapes:
         q, k, v = (torch.randn(b, h, n, d, device=device).to(dtype) for _ in range(3))
         bias = torch.randn(b, h, n, n, device=device).to(dtype) if masked else None
         keep.append((q, k, v, bias))
-        cases[f"attention {b} {h} {n} {d} {masked}"] = (
-            lambda q=q, k=k, v=v, bias=bias: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias))
+        cases[f"attention {b} {h} {n} {d} {masked}"] = lambda q=q, k=k, v=v, bias=bias: (
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        )
     sizes = {"small": 1 << 16, "medium": 1 << 21, "large": (1 << 22) if quick else (1 << 25)}  # elements (x4 B)
     for label, numel in sizes.items():
         x, y = torch.rand(numel, device=device).to(dtype), torch.rand(numel, device=device).to(dtype)
         z = torch.empty_like(x)
-        side = int(numel ** 0.5)
+        side = int(numel**0.5)
         src2 = x[: side * side].view(side, side)
         dst2 = torch.empty(side, side, device=device, dtype=dtype)
         keep.append((x, y, z, src2, dst2))
-        cases[f"add {label}"] = (lambda x=x, y=y, z=z: torch.add(x, y, out=z))
-        cases[f"copy {label}"] = (lambda s=src2, d=dst2: d.copy_(s.t()))
+        cases[f"add {label}"] = lambda x=x, y=y, z=z: torch.add(x, y, out=z)
+        cases[f"copy {label}"] = lambda s=src2, d=dst2: d.copy_(s.t())
         if label == "large" and not cuda:
-            cases["add fresh"] = (lambda x=x, y=y: torch.add(x, y))
+            cases["add fresh"] = lambda x=x, y=y: torch.add(x, y)
     got = _interleaved(cases, device, rounds, warmup, target)
     gemm = []
     for m, k, n in shapes:
         t = got[f"gemm {m} {k} {n}"]["seconds"]
-        gemm.append({"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "seconds": t,
-                     "flops_per_s": 2.0 * m * k * n / t})
+        gemm.append(
+            {"m": m, "k": k, "n": n, "x": flop_per_element(m, k, n), "seconds": t, "flops_per_s": 2.0 * m * k * n / t}
+        )
     t = got["gemv"]["seconds"]
-    gemv = {"m": 1, "k": gk, "n": gn, "bytes": (gk * gn + gk + gn) * itemsize, "seconds": t,
-            "bytes_per_s": (gk * gn + gk + gn) * itemsize / t,
-            "op": f"torch.matmul (1 x {gk}) @ ({gn} x {gk})ᵀ (nn.Linear's layout), out=: a decode GEMV streaming "
-                  f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory"}
+    gemv = {
+        "m": 1,
+        "k": gk,
+        "n": gn,
+        "bytes": (gk * gn + gk + gn) * itemsize,
+        "seconds": t,
+        "bytes_per_s": (gk * gn + gk + gn) * itemsize / t,
+        "op": f"torch.matmul (1 x {gk}) @ ({gn} x {gk})ᵀ (nn.Linear's layout), out=: a decode GEMV streaming "
+        f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory",
+    }
     attention = []
     for b, h, n, d, masked in attention_shapes:
         t = got[f"attention {b} {h} {n} {d} {masked}"]["seconds"]
         flops, nbytes = attention_work(b, h, n, d, masked, itemsize)
-        attention.append({"batch": b, "heads": h, "tokens": n, "head_dim": d, "mask": masked, "seconds": t,
-                          "x": flops / (nbytes / itemsize), "flops_per_s": flops / t})
+        attention.append(
+            {
+                "batch": b,
+                "heads": h,
+                "tokens": n,
+                "head_dim": d,
+                "mask": masked,
+                "seconds": t,
+                "x": flops / (nbytes / itemsize),
+                "flops_per_s": flops / t,
+            }
+        )
     elementwise, copy = {}, {}
     for label, numel in sizes.items():
         t = got[f"add {label}"]["seconds"]
-        elementwise[label] = {"numel": numel, "bytes": 3 * numel * itemsize, "seconds": t,
-                              "bytes_per_s": 3 * numel * itemsize / t}
-        side = int(numel ** 0.5)
+        elementwise[label] = {
+            "numel": numel,
+            "bytes": 3 * numel * itemsize,
+            "seconds": t,
+            "bytes_per_s": 3 * numel * itemsize / t,
+        }
+        side = int(numel**0.5)
         t = got[f"copy {label}"]["seconds"]
-        copy[label] = {"numel": side * side, "bytes": 2 * side * side * itemsize, "seconds": t,
-                       "bytes_per_s": 2 * side * side * itemsize / t}
-    fresh = {"s_per_byte": 0.0, "min_bytes": FRESH_BYTES,
-             "op": "CUDA: 0 (the caching allocator reuses blocks)"}
+        copy[label] = {
+            "numel": side * side,
+            "bytes": 2 * side * side * itemsize,
+            "seconds": t,
+            "bytes_per_s": 2 * side * side * itemsize / t,
+        }
+    fresh = {"s_per_byte": 0.0, "min_bytes": FRESH_BYTES, "op": "CUDA: 0 (the caching allocator reuses blocks)"}
     if "add fresh" in got:
         numel = sizes["large"]
         extra = got["add fresh"]["seconds"] - got["add large"]["seconds"]
-        fresh = {"s_per_byte": max(extra, 0.0) / (numel * itemsize), "min_bytes": FRESH_BYTES,
-                 "op": f"(t(x + y) - t(torch.add(x, y, out=z))) / result bytes, {numel} elements "
-                       f"({numel * itemsize / 2**20:g} MiB result)"}
+        fresh = {
+            "s_per_byte": max(extra, 0.0) / (numel * itemsize),
+            "min_bytes": FRESH_BYTES,
+            "op": f"(t(x + y) - t(torch.add(x, y, out=z))) / result bytes, {numel} elements "
+            f"({numel * itemsize / 2**20:g} MiB result)",
+        }
     one = torch.ones(1, device=device, dtype=dtype)
     out = torch.empty_like(one)
     if cuda:
@@ -281,11 +326,30 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     sync_s = 0.0
     if cuda:
         sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
-    host.update({"sync_s": sync_s, "cpu": platform.processor() or platform.machine(),
-                 "python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads()})
+    host.update(
+        {
+            "sync_s": sync_s,
+            "cpu": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+        }
+    )
     return {
-        "version": LEVELS_VERSION, "dtype": str(dtype).removeprefix("torch."), "timer": timer,
-        "statistic": STATISTIC, "warmup": warmup, "repeats": rounds, "rounds": rounds,
-        "gemm": gemm, "gemv": gemv, "attention": attention, "elementwise": elementwise, "copy": copy, "fresh": fresh,
-        "min_kernel_s": min_kernel, "min_kernel_op": min_kernel_op, "host": host,
+        "version": LEVELS_VERSION,
+        "dtype": str(dtype).removeprefix("torch."),
+        "timer": timer,
+        "statistic": STATISTIC,
+        "warmup": warmup,
+        "repeats": rounds,
+        "rounds": rounds,
+        "gemm": gemm,
+        "gemv": gemv,
+        "attention": attention,
+        "elementwise": elementwise,
+        "copy": copy,
+        "fresh": fresh,
+        "min_kernel_s": min_kernel,
+        "min_kernel_op": min_kernel_op,
+        "host": host,
     }

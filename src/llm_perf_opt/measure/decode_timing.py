@@ -16,6 +16,7 @@ The prediction is `analytic.roofline.predict(analytic.decode(context), roof)` at
 (seq_len + k - 1 cached tokens), with the analytic bytes in the roof's dtype, under the roofline
 convention (`analytic.roofline.CONVENTION`); efficiency = predicted / measured.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, ContextManager, Mapping, Optional
@@ -47,18 +48,33 @@ def predicted_step(analytic: Any, roof: Any, context_len: int) -> dict[str, Any]
     from llm_perf_opt.analytic.roofline import predict
 
     prediction = predict(prediction_model(analytic, roof).decode(context_len), roof)
-    return {"predicted_s": prediction.time_s, "bound": prediction.total.bound,
-            "parts_predicted_s": {alias: e.time_s for alias, e in prediction.summary().items()
-                                  if not alias.startswith("decoder.layer.")},
-            "roof": roof.label, "roof_kind": roof.kind, "roof_dtype": roof.dtype}
+    return {
+        "predicted_s": prediction.time_s,
+        "bound": prediction.total.bound,
+        "parts_predicted_s": {
+            alias: e.time_s for alias, e in prediction.summary().items() if not alias.startswith("decoder.layer.")
+        },
+        "roof": roof.label,
+        "roof_kind": roof.kind,
+        "roof_dtype": roof.dtype,
+    }
 
 
-def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps: int, cfg: ProfileConfig, *,
-                      context: Callable[[], ContextManager[Any]] = torch.no_grad,
-                      device: Optional[torch.device] = None, describe: Optional[Mapping[str, Any]] = None,
-                      analytic: Any = None, roof: Any = None, progress: Optional[Progress] = None,
-                      greedy_decode: Callable[..., Any], parts: Optional[Mapping[str, str]] = None,
-                      ) -> list[dict[str, Any]]:
+def time_decode_steps(
+    model: nn.Module,
+    forward_kwargs: Mapping[str, Any],
+    steps: int,
+    cfg: ProfileConfig,
+    *,
+    context: Callable[[], ContextManager[Any]] = torch.no_grad,
+    device: Optional[torch.device] = None,
+    describe: Optional[Mapping[str, Any]] = None,
+    analytic: Any = None,
+    roof: Any = None,
+    progress: Optional[Progress] = None,
+    greedy_decode: Callable[..., Any],
+    parts: Optional[Mapping[str, str]] = None,
+) -> list[dict[str, Any]]:
     """One row per decode step: context, measured seconds (median plain forward, min, max, profiled), the
     parts' inclusive times, and with `roof` the predicted time, its bound and the efficiency."""
     from llm_perf_opt.measure.profile import ForwardCall, profile_forward
@@ -72,33 +88,50 @@ def time_decode_steps(model: nn.Module, forward_kwargs: Mapping[str, Any], steps
     def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
         step_kwargs["past_key_values"] = _legacy(step_kwargs["past_key_values"])
         past_len = seq_len + step - 1
-        call = ForwardCall(model=model, kwargs=step_kwargs, context=context, device=device,
-                           describe={**dict(describe or {}), "decode_step": step, "past_len": past_len})
+        call = ForwardCall(
+            model=model,
+            kwargs=step_kwargs,
+            context=context,
+            device=device,
+            describe={**dict(describe or {}), "decode_step": step, "past_len": past_len},
+        )
         times = profile_forward(call, cfg, parts=parts)  # parts: {alias: path}, each step's parts' times
         wall = times.wall
         row: dict[str, Any] = {
-            "step": step, "past_len": past_len,
-            "measured_s": wall["plain_s"]["median"], "min_s": wall["plain_s"]["min"],
-            "max_s": wall["plain_s"]["max"], "profiled_s": wall["profiled_s"]["median"],
+            "step": step,
+            "past_len": past_len,
+            "measured_s": wall["plain_s"]["median"],
+            "min_s": wall["plain_s"]["min"],
+            "max_s": wall["plain_s"]["max"],
+            "profiled_s": wall["profiled_s"]["median"],
             "min_cpu_s": (wall.get("plain_cpu_s") or {}).get("min"),
-            "repeats": cfg.repeats, "warmup": cfg.warmup,
+            "repeats": cfg.repeats,
+            "warmup": cfg.warmup,
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
-            "parts_min_s": {alias: r["inclusive_s"]["min"] for alias, r in times.coverage.get("parts", {}).items()
-                            if r["inclusive_s"].get("min") is not None},
+            "parts_min_s": {
+                alias: r["inclusive_s"]["min"]
+                for alias, r in times.coverage.get("parts", {}).items()
+                if r["inclusive_s"].get("min") is not None
+            },
             # the plain forwards' part clocks (CPU: no profiler cost per op; `measure.profile.PartClock`)
-            "parts_plain_min_s": {alias: r["plain_inclusive_s"]["min"]
-                                  for alias, r in times.coverage.get("parts", {}).items()
-                                  if (r.get("plain_inclusive_s") or {}).get("min") is not None},
-            "coverage": times.coverage.get("coverage"), "time_base": times.coverage.get("time_base"),
+            "parts_plain_min_s": {
+                alias: r["plain_inclusive_s"]["min"]
+                for alias, r in times.coverage.get("parts", {}).items()
+                if (r.get("plain_inclusive_s") or {}).get("min") is not None
+            },
+            "coverage": times.coverage.get("coverage"),
+            "time_base": times.coverage.get("time_base"),
             "problems": len(times.problems),
         }
         if roof is not None and analytic is not None:
             row.update(predicted_step(analytic, roof, past_len))
             row["efficiency"] = row["predicted_s"] / row["measured_s"] if row["measured_s"] > 0 else None
         rows.append(row)
-        say(f"decode timing: step {step}/{steps} (context {past_len}): {row['measured_s'] * 1e3:.2f} ms median of "
-            f"{cfg.repeats}" + (f", predicted {row['predicted_s'] * 1e3:.3f} ms on {roof.label}" if "predicted_s" in row
-                                 else ""))
+        say(
+            f"decode timing: step {step}/{steps} (context {past_len}): {row['measured_s'] * 1e3:.2f} ms median of "
+            f"{cfg.repeats}"
+            + (f", predicted {row['predicted_s'] * 1e3:.3f} ms on {roof.label}" if "predicted_s" in row else "")
+        )
         with context():
             return model(**step_kwargs)
 

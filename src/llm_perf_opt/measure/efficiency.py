@@ -12,6 +12,7 @@ predicted H100 time over measured CPU time is not an efficiency, and is left out
 a ratio. Achieved FLOP/s = the part's analytic FLOPs (every op, as the roofline counts them) / its
 measured time: the point a roofline plot puts at the part's arithmetic intensity.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -23,9 +24,11 @@ from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, StagePrediction
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.measure.module_times import ModuleTimes, path_inclusive_repeats
 
-EFFICIENCY = ("predicted / measured: 1 = at the roof, 0.25 = four times slower than the roof allows, > 1 = "
-              "faster than the roof (the roof or the cost model is wrong there); only against a roof of the "
-              "device the times were measured on")
+EFFICIENCY = (
+    "predicted / measured: 1 = at the roof, 0.25 = four times slower than the roof allows, > 1 = "
+    "faster than the roof (the roof or the cost model is wrong there); only against a roof of the "
+    "device the times were measured on"
+)
 
 
 @dataclass(frozen=True)
@@ -64,10 +67,18 @@ class ComparisonRow:
         return self.predicted.get(roof, {}).get("efficiency")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "path": self.path, "flops": self.flops,
-                "io_bytes": self.io_bytes, "intensity": self.intensity, "measured_s": self.measured_s,
-                "measured_by": self.measured_by, "achieved_flops": self.achieved_flops,
-                "predicted": {k: dict(v) for k, v in self.predicted.items()}}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "path": self.path,
+            "flops": self.flops,
+            "io_bytes": self.io_bytes,
+            "intensity": self.intensity,
+            "measured_s": self.measured_s,
+            "measured_by": self.measured_by,
+            "achieved_flops": self.achieved_flops,
+            "predicted": {k: dict(v) for k, v in self.predicted.items()},
+        }
 
 
 def efficiency(predicted_s: Optional[float], measured_s: Optional[float]) -> Optional[float]:
@@ -91,15 +102,27 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
     `cost` is the prefill the run executed (its dtype's bytes: the intensity of what actually ran);
     `roofs` the predictions to set against it; `times` the profile (None: predictions only)."""
     time_base = (times.coverage.get("time_base") if times else None) or "cpu"
-    part_by = ("device (GPU kernel) time inside the part's module ranges" if time_base == "device"
-               else "wall-clock span of the part's module ranges")
+    part_by = (
+        "device (GPU kernel) time inside the part's module ranges"
+        if time_base == "device"
+        else "wall-clock span of the part's module ranges"
+    )
     repeats = f"median of {times.repeats}" if times else ""
     rows: list[ComparisonRow] = []
 
     # the whole forward: the plain forward's wall time (no hooks, no profiler)
     forward_s = times.wall["plain_s"]["median"] if times else None
-    rows.append(ComparisonRow("forward", "stage", "", cost.total.flops, cost.total.io_bytes, forward_s,
-                              f"plain forward wall time ({repeats}, no profiler)" if times else ""))
+    rows.append(
+        ComparisonRow(
+            "forward",
+            "stage",
+            "",
+            cost.total.flops,
+            cost.total.io_bytes,
+            forward_s,
+            f"plain forward wall time ({repeats}, no profiler)" if times else "",
+        )
+    )
     # vision: SAM + CLIP + projector, summed per repeat
     vocabulary = cost.vocabulary
     vision_paths = [p for p in (vocabulary.vision_paths if vocabulary else ()) if p in cost.parts]
@@ -110,9 +133,17 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
             series = [path_inclusive_repeats(times, p) for p in vision_paths]
             if all(s is not None for s in series):
                 per_repeat = [sum(vals) for vals in zip(*series)]
-        rows.append(ComparisonRow("vision", "stage", None, vision_cost.flops, vision_cost.io_bytes,
-                                  _median(per_repeat), f"sum of SAM, CLIP and projector: {part_by} ({repeats})"
-                                  if times else ""))
+        rows.append(
+            ComparisonRow(
+                "vision",
+                "stage",
+                None,
+                vision_cost.flops,
+                vision_cost.io_bytes,
+                _median(per_repeat),
+                f"sum of SAM, CLIP and projector: {part_by} ({repeats})" if times else "",
+            )
+        )
     layers = []
     i = 0
     while vocabulary is not None and vocabulary.decoder_layer_path(i) in cost.parts:
@@ -123,8 +154,11 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
             continue
         layer = cost.parts[path]
         measured = _median(path_inclusive_repeats(times, path)) if times else None
-        rows.append(ComparisonRow(alias, "part", path, layer.flops, layer.io_bytes, measured,
-                                  f"{part_by} ({repeats})" if times else ""))
+        rows.append(
+            ComparisonRow(
+                alias, "part", path, layer.flops, layer.io_bytes, measured, f"{part_by} ({repeats})" if times else ""
+            )
+        )
 
     for roof in roofs:
         pred = roof.prefill
@@ -143,13 +177,19 @@ def compare(cost: StageCost, roofs: Sequence[RoofEntry], times: Optional[ModuleT
 
 
 def _predicted(est: Estimate, measured_s: Optional[float], same_device: bool) -> dict[str, Any]:
-    return {"time_s": est.time_s, "compute_s": est.compute_s, "memory_s": est.memory_s, "bound": est.bound,
-            "attainable_flops": est.attainable_flops,
-            "efficiency": efficiency(est.time_s, measured_s) if same_device else None}
+    return {
+        "time_s": est.time_s,
+        "compute_s": est.compute_s,
+        "memory_s": est.memory_s,
+        "bound": est.bound,
+        "attainable_flops": est.attainable_flops,
+        "efficiency": efficiency(est.time_s, measured_s) if same_device else None,
+    }
 
 
-def efficiency_table(measured: Mapping[str, Mapping[str, Any]], predicted: Mapping[str, float],
-                     containers: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+def efficiency_table(
+    measured: Mapping[str, Mapping[str, Any]], predicted: Mapping[str, float], containers: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
     """{address: {measured_s, predicted_s, efficiency, note}} for every address in either table.
 
     `measured`: `module_time_table(times)` (inclusive time per module path); `predicted`:
@@ -163,8 +203,9 @@ def efficiency_table(measured: Mapping[str, Mapping[str, Any]], predicted: Mappi
         p = predicted.get(address)
         entry: dict[str, Any] = {"measured_s": m, "predicted_s": p, "efficiency": efficiency(p, m)}
         if address in containers:
-            entry["note"] = ("predicted: its children only (its own ops are costed in its caller); measured: "
-                             "its whole range")
+            entry["note"] = (
+                "predicted: its children only (its own ops are costed in its caller); measured: its whole range"
+            )
         out[address] = entry
     return out
 
@@ -179,24 +220,30 @@ def render_comparison(rows: Sequence[ComparisonRow], roofs: Sequence[RoofEntry])
     lines = ["measured vs predicted on each roof (efficiency = predicted / measured)", head, "-" * len(head)]
     for row in rows:
         label = row.name if row.kind == "stage" else f"  {row.name}"
-        text = (f"{label:18s} {units.seconds(row.measured_s):>10s} "
-                f"{(f'{row.intensity:.3g}' if row.intensity is not None else '—'):>8s} "
-                f"{units.si(row.achieved_flops, 'FLOP/s'):>12s}")
+        text = (
+            f"{label:18s} {units.seconds(row.measured_s):>10s} "
+            f"{(f'{row.intensity:.3g}' if row.intensity is not None else '—'):>8s} "
+            f"{units.si(row.achieved_flops, 'FLOP/s'):>12s}"
+        )
         for name in names:
             pred = row.predicted.get(name)
             if pred is None:
                 text += f" | {'—':>14s} {'':>7s} {'':>6s}"
                 continue
             eff = pred["efficiency"]
-            text += (f" | {units.seconds(pred['time_s']):>14s} {pred['bound']:>7s} "
-                     f"{(units.percent(eff) if eff is not None else '—'):>6s}")
+            text += (
+                f" | {units.seconds(pred['time_s']):>14s} {pred['bound']:>7s} "
+                f"{(units.percent(eff) if eff is not None else '—'):>6s}"
+            )
         lines.append(text)
     for roof in roofs:
         r = roof.prefill.roof
-        lines.append(f"roof {roof.name}: {r.label} ({r.kind}, {r.dtype}): matmul {units.si(r.matmul_flops, 'FLOP/s')}, "
-                     f"vector {units.si(r.vector_flops, 'FLOP/s')}, bandwidth {units.si(r.bandwidth, 'B/s')}"
-                     + ("" if roof.same_device else " — not the device measured here: no efficiency")
-                     + (f"; {roof.note}" if roof.note else ""))
+        lines.append(
+            f"roof {roof.name}: {r.label} ({r.kind}, {r.dtype}): matmul {units.si(r.matmul_flops, 'FLOP/s')}, "
+            f"vector {units.si(r.vector_flops, 'FLOP/s')}, bandwidth {units.si(r.bandwidth, 'B/s')}"
+            + ("" if roof.same_device else " — not the device measured here: no efficiency")
+            + (f"; {roof.note}" if roof.note else "")
+        )
     measured_by = next((r.measured_by for r in rows if r.kind == "part" and r.measured_by), "")
     forward_by = next((r.measured_by for r in rows if r.name == "forward" and r.measured_by), "")
     if measured_by:

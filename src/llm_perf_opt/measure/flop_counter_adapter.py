@@ -14,6 +14,7 @@ hook's signature and counts one probe matmul through it. If torch moved the hook
 `FlopCounterAPIError` naming the torch version and this file; on a torch outside the checked range
 whose hook still passes the probe, it warns once and goes on.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -79,12 +80,17 @@ def check_flop_counter() -> None:
     with torch.no_grad(), probe:
         torch.mm(a, a.T)
     if probe.op_calls.get("aten.mm") != 1 or probe.get_total_flops() != 2 * 2 * 2 * 3:
-        raise _moved(f"a probe matmul went through the hook as {dict(probe.op_calls)} "
-                     f"({probe.get_total_flops()} FLOPs, expected 24)")
+        raise _moved(
+            f"a probe matmul went through the hook as {dict(probe.op_calls)} "
+            f"({probe.get_total_flops()} FLOPs, expected 24)"
+        )
     lo, hi = CHECKED_TORCH
     if not lo <= torch_version() <= hi:
-        warnings.warn(f"torch {torch.__version__} is outside the range the FlopCounterMode adapter was checked "
-                      f"with ({lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}); its probe passed", stacklevel=2)
+        warnings.warn(
+            f"torch {torch.__version__} is outside the range the FlopCounterMode adapter was checked "
+            f"with ({lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}); its probe passed",
+            stacklevel=2,
+        )
 
 
 def sdpa_flops(query_shape, key_shape, value_shape) -> int:

@@ -22,6 +22,7 @@ multiply-add; it skips `scaled_dot_product_attention` (listed in its unsupported
 upsampling and some elementwise ops that torch does not. `fvcore_flops` reports its numbers ×2 next to
 the torch ones, with its unsupported ops and any failure message; it never replaces them.
 """
+
 from __future__ import annotations
 
 import traceback
@@ -64,7 +65,9 @@ class MeasuredFlops:
 
     def to_dict(self, with_ops: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "label": self.label, "root": self.root, "total": self.total,
+            "label": self.label,
+            "root": self.root,
+            "total": self.total,
             "by_module": dict(self.by_module),
             "by_op": dict(self.by_op),
             "counted_op_calls": dict(self.counted_ops),
@@ -81,12 +84,13 @@ def _strip(name: str, root: str) -> str | None:
     if name == "Global" or name == root:
         return ""
     if name.startswith(root + "."):
-        return name[len(root) + 1:]
+        return name[len(root) + 1 :]
     return None
 
 
-def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = None, label: str = "",
-                no_grad: bool = True) -> tuple[MeasuredFlops, Any]:
+def count_flops(
+    fn: Callable[[], Any], root_module: torch.nn.Module | None = None, label: str = "", no_grad: bool = True
+) -> tuple[MeasuredFlops, Any]:
     """Run `fn()` under a recording FlopCounterMode; return (MeasuredFlops, fn's result).
 
     Module paths are relative to `root_module` (the module `fn` calls first); without it, to the
@@ -127,8 +131,9 @@ def count_flops(fn: Callable[[], Any], root_module: torch.nn.Module | None = Non
     return measured, result
 
 
-def measure_forward(model: torch.nn.Module, kwargs: Mapping[str, Any], label: str = "",
-                    autocast_dtype: torch.dtype | None = None) -> tuple[MeasuredFlops, Any]:
+def measure_forward(
+    model: torch.nn.Module, kwargs: Mapping[str, Any], label: str = "", autocast_dtype: torch.dtype | None = None
+) -> tuple[MeasuredFlops, Any]:
     """FLOPs of `model(**kwargs)` (no grad; under CPU/CUDA autocast when `autocast_dtype` is given)."""
 
     def run():
@@ -167,8 +172,12 @@ class FvcoreFlops:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "error": self.error, "unit": "FLOPs = 2 x fvcore multiply-adds", "total": self.total,
-            "by_operator": dict(self.by_operator), "unsupported_ops": dict(self.unsupported_ops),
+            "ok": self.ok,
+            "error": self.error,
+            "unit": "FLOPs = 2 x fvcore multiply-adds",
+            "total": self.total,
+            "by_operator": dict(self.by_operator),
+            "unsupported_ops": dict(self.unsupported_ops),
             "by_module": dict(self.by_module),
         }
 
@@ -206,8 +215,9 @@ def _default_output(out: Any) -> Any:
     return out
 
 
-def fvcore_flops(model: torch.nn.Module, kwargs: Mapping[str, Any],
-                 output: Callable[[Any], Any] = _default_output) -> FvcoreFlops:
+def fvcore_flops(
+    model: torch.nn.Module, kwargs: Mapping[str, Any], output: Callable[[Any], Any] = _default_output
+) -> FvcoreFlops:
     """fvcore's FlopCountAnalysis of `model(**kwargs)`; on failure, `ok=False` and the message."""
     import logging
     import warnings
@@ -239,19 +249,29 @@ def fvcore_flops(model: torch.nn.Module, kwargs: Mapping[str, Any],
         if name == "model":
             path = ""
         elif name.startswith("model."):
-            path = name[len("model."):]
+            path = name[len("model.") :]
         else:
             continue
         if path:
             by_module[path] = 2 * int(macs)
-    return FvcoreFlops(ok=True, total=2 * total, by_module=by_module, by_operator=by_operator,
-                       unsupported_ops=unsupported)
+    return FvcoreFlops(
+        ok=True, total=2 * total, by_module=by_module, by_operator=by_operator, unsupported_ops=unsupported
+    )
 
 
 # Op families for comparing torch's per-op FLOPs with fvcore's per-operator counts.
 _FAMILIES = (
-    ("convolution", ("aten.convolution", "aten._convolution", "aten.cudnn_convolution",
-                     "aten._slow_conv2d_forward", "aten.convolution_overrideable"), ("conv",)),
+    (
+        "convolution",
+        (
+            "aten.convolution",
+            "aten._convolution",
+            "aten.cudnn_convolution",
+            "aten._slow_conv2d_forward",
+            "aten.convolution_overrideable",
+        ),
+        ("conv",),
+    ),
     ("linear (mm, addmm)", ("aten.mm", "aten.addmm"), ("linear", "addmm", "mm")),
     ("batched matmul (bmm: einsum, matmul)", ("aten.bmm", "aten.baddbmm"), ("einsum", "matmul", "bmm", "baddbmm")),
 )
@@ -270,14 +290,23 @@ def reconcile_fvcore(measured: MeasuredFlops, fv: FvcoreFlops) -> dict[str, Any]
         rows.append({"family": family, "torch": t, "fvcore": f, "fvcore_minus_torch": f - t})
     attention = {k: torch_ops.pop(k) for k in list(torch_ops) if "attention" in k}
     t = sum(attention.values())
-    rows.append({"family": "attention (SDPA; fvcore skips it)", "torch": t, "fvcore": 0, "fvcore_minus_torch": -t,
-                 "ops": attention})
+    rows.append(
+        {
+            "family": "attention (SDPA; fvcore skips it)",
+            "torch": t,
+            "fvcore": 0,
+            "fvcore_minus_torch": -t,
+            "ops": attention,
+        }
+    )
     for k, v in sorted(torch_ops.items()):
         rows.append({"family": f"torch only: {k}", "torch": v, "fvcore": 0, "fvcore_minus_torch": -v})
     for k, v in sorted(fv_ops.items()):
         rows.append({"family": f"fvcore only: {k}", "torch": 0, "fvcore": v, "fvcore_minus_torch": v})
     return {
-        "ok": True, "torch_total": measured.total, "fvcore_total": fv.total,
+        "ok": True,
+        "torch_total": measured.total,
+        "fvcore_total": fv.total,
         "fvcore_minus_torch": fv.total - measured.total,
         "rel": None if not measured.total else (fv.total - measured.total) / measured.total,
         "families": rows,

@@ -4,6 +4,7 @@ The capture (`callgraph.capture`) keeps `op_counts_by_pass`: pass 1 is the prefi
 stage), pass k + 1 decode step k (context seq_len + k - 1). Each analytic stage is checked against its pass with
 `measure.agreement.kernel_rows` (exact integers: a row passes only when the counts are equal).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,8 +25,9 @@ def _routed(rows: list[KernelRow], unrouted: Mapping[str, int]) -> list[KernelRo
     return out
 
 
-def dsocr_kernel_rows(analytic: Any, cg: Any, parts: str = "all",
-                      unrouted: Optional[Mapping[int, Mapping[str, int]]] = None) -> list[KernelRow]:
+def dsocr_kernel_rows(
+    analytic: Any, cg: Any, parts: str = "all", unrouted: Optional[Mapping[int, Mapping[str, int]]] = None
+) -> list[KernelRow]:
     """Rows for the vision and prefill stages (pass 1) and every decode step the capture holds. `unrouted`:
     {step (0: the prefill): {experts container path: kernels}} the analytic list launches for experts the
     capture's routing sent no token (the family's `unrouted_expert_kernels`), taken off those rows."""
@@ -46,9 +48,19 @@ def dsocr_kernel_rows(analytic: Any, cg: Any, parts: str = "all",
         return loop + (handed if pass_ < last else 0)
 
     rows += kernel_rows(analytic.vision(), first, parts=parts)
-    rows += _routed(kernel_rows(analytic.prefill(), first, parts=parts, program_kernels=program(1)), unrouted.get(0, {}))
+    rows += _routed(
+        kernel_rows(analytic.prefill(), first, parts=parts, program_kernels=program(1)), unrouted.get(0, {})
+    )
     for key in sorted((k for k in by_pass if k != "1"), key=int):
         step = int(key) - 1
-        rows += _routed(kernel_rows(analytic.decode(analytic.seq_len + step - 1), by_pass[key], step=step, parts=parts,
-                                    program_kernels=program(int(key))), unrouted.get(step, {}))
+        rows += _routed(
+            kernel_rows(
+                analytic.decode(analytic.seq_len + step - 1),
+                by_pass[key],
+                step=step,
+                parts=parts,
+                program_kernels=program(int(key)),
+            ),
+            unrouted.get(step, {}),
+        )
     return rows

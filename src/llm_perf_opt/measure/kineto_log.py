@@ -8,6 +8,7 @@ ERROR 4, USDT 5: USDT sits above ERROR, so the one threshold that hides it (6) a
 error lines; the profile stage checks its results itself (coverage, unattributed kernels, `problems`).
 A user who sets `KINETO_LOG_LEVEL` keeps that choice (e.g. `KINETO_LOG_LEVEL=3` to see every stage).
 """
+
 from __future__ import annotations
 
 import os

@@ -11,21 +11,26 @@ per-repeat sums of SAM, CLIP and the projector; a part the fastest of its times 
 times in the profiled forwards (module ranges: on CUDA their kernel time); a decode step the fastest plain
 forward of the first timed step (the analytic decode stage's context) and its parts' fastest times, the same way.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt.analytic import time_levels as TL
 
-CPU_TIME_BY = ("process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
-               "forward's time without the waits for the core that other processes cause; with more threads the sum "
-               "over threads (not a wall time), so shown only for runtime.threads=1")
-MEASURED_BY = ("fastest run: prefill = the fastest plain forward (wall, no profiler; a forward under 50 ms re-run once "
-               "after the garbage collection, untimed, so that its caches are warm as in a generation loop); vision = "
-               "fastest per-repeat sum of SAM, CLIP, projector; parts = on the CPU the fastest plain-forward time of "
-               "the part (perf_counter hooks, no profiler), on CUDA the fastest per-repeat inclusive time of the part's "
-               "module ranges in the profiled forwards; decode = the fastest plain forward of decode step 1 and its "
-               "parts' fastest times, the same way")
+CPU_TIME_BY = (
+    "process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
+    "forward's time without the waits for the core that other processes cause; with more threads the sum "
+    "over threads (not a wall time), so shown only for runtime.threads=1"
+)
+MEASURED_BY = (
+    "fastest run: prefill = the fastest plain forward (wall, no profiler; a forward under 50 ms re-run once "
+    "after the garbage collection, untimed, so that its caches are warm as in a generation loop); vision = "
+    "fastest per-repeat sum of SAM, CLIP, projector; parts = on the CPU the fastest plain-forward time of "
+    "the part (perf_counter hooks, no profiler), on CUDA the fastest per-repeat inclusive time of the part's "
+    "module ranges in the profiled forwards; decode = the fastest plain forward of decode step 1 and its "
+    "parts' fastest times, the same way"
+)
 
 
 def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
@@ -34,8 +39,13 @@ def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
         from llm_perf_opt.measure.calibrate import measured_hardware
 
         levels = measured_hardware(cfg.hardware, cfg.runtime)[1].levels
-    return TL.time_model_for(roof, cfg.hardware, levels, getattr(cfg.hardware, "cache_dir", "tmp/calibration"),
-                             synchronous=str(cfg.runtime.device).startswith("cpu") and levels is not None)
+    return TL.time_model_for(
+        roof,
+        cfg.hardware,
+        levels,
+        getattr(cfg.hardware, "cache_dir", "tmp/calibration"),
+        synchronous=str(cfg.runtime.device).startswith("cpu") and levels is not None,
+    )
 
 
 def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]]:
@@ -52,8 +62,11 @@ def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]
     series = [path_inclusive_repeats(times, p) for p in vocabulary.vision_paths]
     if series and all(s is not None for s in series):
         out["vision"][""] = min(sum(v) for v in zip(*series))  # type: ignore[arg-type]
-    plain_runs = {alias: r["plain_inclusive_s"]["repeats"] for alias, r in (times.coverage or {}).get("parts", {}).items()
-                  if (r.get("plain_inclusive_s") or {}).get("repeats")}
+    plain_runs = {
+        alias: r["plain_inclusive_s"]["repeats"]
+        for alias, r in (times.coverage or {}).get("parts", {}).items()
+        if (r.get("plain_inclusive_s") or {}).get("repeats")
+    }
     plain = {alias: min(runs) for alias, runs in plain_runs.items()}
     for part in vocabulary.parts:
         values = path_inclusive_repeats(times, part.path)
@@ -103,10 +116,14 @@ def decode_measured(decode: Any) -> dict[str, float]:
     return out
 
 
-def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
-                   decode_times: Optional[Mapping[str, float]] = None,
-                   cpu_times: Optional[Mapping[str, Mapping[str, float]]] = None
-                   ) -> tuple[dict[str, Any], str, dict[str, Any]]:
+def levels_section(
+    cfg: Any,
+    model: Any,
+    latency: Any,
+    times: Any = None,
+    decode_times: Optional[Mapping[str, float]] = None,
+    cpu_times: Optional[Mapping[str, Mapping[str, float]]] = None,
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof."""
     cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
@@ -115,15 +132,32 @@ def levels_section(cfg: Any, model: Any, latency: Any, times: Any = None,
     if decode_times:
         measured["decode"] = dict(decode_times)
     section = {
-        "device": tm.label, "convention": dict(TL.CONVENTION), "missing": dict(tm.missing),
-        "measured_by": MEASURED_BY, **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
-        "stages": {s: {alias: {**lt.to_dict(), "measured_s": measured.get(s, {}).get(alias),
-                               "eager_over_measured": (lt.eager_s / measured[s][alias]) if lt.eager_s and
-                               measured.get(s, {}).get(alias) else None,
-                               **({"measured_cpu_s": cpu_times[s][alias],
-                                   "eager_over_cpu": lt.eager_s / cpu_times[s][alias] if lt.eager_s else None}
-                                  if alias in cpu_times.get(s, {}) else {})}
-                       for alias, lt in parts.items()} for s, parts in levels.items()},
+        "device": tm.label,
+        "convention": dict(TL.CONVENTION),
+        "missing": dict(tm.missing),
+        "measured_by": MEASURED_BY,
+        **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
+        "stages": {
+            s: {
+                alias: {
+                    **lt.to_dict(),
+                    "measured_s": measured.get(s, {}).get(alias),
+                    "eager_over_measured": (lt.eager_s / measured[s][alias])
+                    if lt.eager_s and measured.get(s, {}).get(alias)
+                    else None,
+                    **(
+                        {
+                            "measured_cpu_s": cpu_times[s][alias],
+                            "eager_over_cpu": lt.eager_s / cpu_times[s][alias] if lt.eager_s else None,
+                        }
+                        if alias in cpu_times.get(s, {})
+                        else {}
+                    ),
+                }
+                for alias, lt in parts.items()
+            }
+            for s, parts in levels.items()
+        },
     }
     text = TL.render_levels(levels, tm, measured) + f"\nmeasured: {MEASURED_BY}"
     for s, by in cpu_times.items():
@@ -147,10 +181,20 @@ def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[d
                 continue
             if alias and (not whole or m < min_share * whole):
                 continue
-            rows.append({"stage": stage, "unit": alias or "(stage)", "measured_s": m, "eager_s": e["eager_s"],
-                         "kernel_s": e.get("kernel_s"), "ideal_s": e.get("ideal_s"),
-                         "ratio": e["eager_s"] / m, "verdict": e.get("verdict"),
-                         "measured_cpu_s": e.get("measured_cpu_s"), "ratio_cpu": e.get("eager_over_cpu")})
+            rows.append(
+                {
+                    "stage": stage,
+                    "unit": alias or "(stage)",
+                    "measured_s": m,
+                    "eager_s": e["eager_s"],
+                    "kernel_s": e.get("kernel_s"),
+                    "ideal_s": e.get("ideal_s"),
+                    "ratio": e["eager_s"] / m,
+                    "verdict": e.get("verdict"),
+                    "measured_cpu_s": e.get("measured_cpu_s"),
+                    "ratio_cpu": e.get("eager_over_cpu"),
+                }
+            )
     return rows
 
 
@@ -160,5 +204,7 @@ def describe_accuracy(rows: Sequence[Mapping[str, Any]], bound: float = 0.25) ->
         return "accuracy: no unit has both a measured time and an eager prediction"
     bad = [r for r in rows if abs(r["ratio"] - 1) > bound]
     worst = max(rows, key=lambda r: abs(r["ratio"] - 1))
-    return (f"accuracy (eager / measured, fastest run): {len(rows) - len(bad)}/{len(rows)} units within "
-            f"{bound:.0%}; worst {worst['stage']} {worst['unit']} {worst['ratio']:.2f}")
+    return (
+        f"accuracy (eager / measured, fastest run): {len(rows) - len(bad)}/{len(rows)} units within "
+        f"{bound:.0%}; worst {worst['stage']} {worst['unit']} {worst['ratio']:.2f}"
+    )

@@ -1,5 +1,6 @@
 """Which aten op names do matrix-multiplication or convolution work (`is_matmul_like`): plain names, no torch,
 so readers of a finished run (`./dev group`, the costs on the graph) use them without importing torch."""
+
 from __future__ import annotations
 
 import re

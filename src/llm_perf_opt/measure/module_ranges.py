@@ -29,6 +29,7 @@ Such calls are `ModuleCall.direct`. A module whose class function is called expl
 lists any module without a range some of whose descendants ran (and containers such as `ModuleList`,
 which have no forward).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -154,8 +155,9 @@ class ModuleRanges:
     def install(self) -> None:
         try:
             for path, module in self.paths.items():
-                self._handles.append(module.register_forward_pre_hook(
-                    lambda mod, args, _path=path: self._pre(_path, mod, args)))
+                self._handles.append(
+                    module.register_forward_pre_hook(lambda mod, args, _path=path: self._pre(_path, mod, args))
+                )
                 self._handles.append(module.register_forward_hook(self._post, always_call=True))
                 if not is_container(module):
                     self._shims.append((module, module.__dict__.get("forward", _NONE)))
@@ -230,9 +232,11 @@ class Unhooked:
     def describe(self) -> str:
         if self.kind == "container":
             return "container without a forward: its time is the sum of its children's"
-        return (f"its class's forward was called explicitly (e.g. type(m).forward(m, x)), not seen by hooks or "
-                f"the forward shim: its own "
-                f"code's time is in the range of its caller {self.caller or ROOT_RANGE!r}")
+        return (
+            f"its class's forward was called explicitly (e.g. type(m).forward(m, x)), not seen by hooks or "
+            f"the forward shim: its own "
+            f"code's time is in the range of its caller {self.caller or ROOT_RANGE!r}"
+        )
 
 
 def unhooked_modules(model: nn.Module, calls: list[ModuleCall]) -> dict[str, Unhooked]:

@@ -25,6 +25,7 @@ was the innermost open range), per repeat; statistics are taken over the repeats
 `median(self) <= median(inclusive)` and a child's median never exceeds its parent's (order statistics
 keep a per-repeat ordering), while a sum of children's medians may exceed the parent's median by noise.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -91,8 +92,13 @@ class CallTimes:
         return (self.path, self.call)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"path": self.path, "call": self.call, "parent": list(self.parent) if self.parent else None,
-               "inclusive_s": self.inclusive_s.to_dict(), "self_s": self.self_s.to_dict()}
+        out = {
+            "path": self.path,
+            "call": self.call,
+            "parent": list(self.parent) if self.parent else None,
+            "inclusive_s": self.inclusive_s.to_dict(),
+            "self_s": self.self_s.to_dict(),
+        }
         if self.cpu_inclusive_s is not None:
             out["cpu_inclusive_s"] = self.cpu_inclusive_s.to_dict()
             out["cpu_self_s"] = self.cpu_self_s.to_dict() if self.cpu_self_s is not None else None
@@ -108,7 +114,8 @@ class CallTimes:
         parent = raw["parent"]
         cpu_inc, cpu_self = raw.get("cpu_inclusive_s"), raw.get("cpu_self_s")
         return cls(
-            path=str(raw["path"]), call=int(raw["call"]),
+            path=str(raw["path"]),
+            call=int(raw["call"]),
             parent=(str(parent[0]), int(parent[1])) if parent else None,
             inclusive_s=Stat.from_dict(raw["inclusive_s"], f"{where}.inclusive_s"),
             self_s=Stat.from_dict(raw["self_s"], f"{where}.self_s"),
@@ -167,12 +174,18 @@ class ModuleTimes:
         """The headline figures for a run's summary.json (medians, seconds)."""
         cov, wall = self.coverage, self.wall
         return {
-            "warmup": self.method.get("warmup"), "repeats": self.repeats, "time_base": cov.get("time_base"),
-            "plain_s": wall["plain_s"]["median"], "profiled_s": wall["profiled_s"]["median"],
-            "overhead_ratio": wall.get("overhead_ratio"), "overhead_ratio_cpu": wall.get("overhead_ratio_cpu"),
-            "coverage": cov.get("coverage"), "uncovered_s": (cov.get("uncovered_s") or {}).get("median"),
+            "warmup": self.method.get("warmup"),
+            "repeats": self.repeats,
+            "time_base": cov.get("time_base"),
+            "plain_s": wall["plain_s"]["median"],
+            "profiled_s": wall["profiled_s"]["median"],
+            "overhead_ratio": wall.get("overhead_ratio"),
+            "overhead_ratio_cpu": wall.get("overhead_ratio_cpu"),
+            "coverage": cov.get("coverage"),
+            "uncovered_s": (cov.get("uncovered_s") or {}).get("median"),
             "parts_s": {alias: row["inclusive_s"]["median"] for alias, row in cov.get("parts", {}).items()},
-            "module_calls": len(self.calls), "problems": len(self.problems),
+            "module_calls": len(self.calls),
+            "problems": len(self.problems),
         }
 
     # ------------------------------------------------------------------ artifact
@@ -203,12 +216,14 @@ class ModuleTimes:
 
         try:
             return cls(
-                method=dict(need("method", dict)), wall=dict(need("wall", dict)),
+                method=dict(need("method", dict)),
+                wall=dict(need("wall", dict)),
                 coverage=dict(need("coverage", dict)),
                 calls=[CallTimes.from_dict(c, f"{where}: calls[{i}]") for i, c in enumerate(need("calls", list))],
                 unhooked={str(k): dict(v) for k, v in need("unhooked", dict).items()},
                 problems=[str(p) for p in need("problems", list)],
-                trace_file=data.get("trace_file"), trace_repeat=data.get("trace_repeat"),
+                trace_file=data.get("trace_file"),
+                trace_repeat=data.get("trace_repeat"),
             )
         except (TypeError, ValueError, IndexError) as exc:
             raise ArtifactError(f"{where}: malformed {PROFILE_SCHEMA} data ({type(exc).__name__}: {exc})") from None
@@ -299,10 +314,22 @@ def module_time_table(times: ModuleTimes) -> dict[str, dict[str, Any]]:
     for path, calls in by_path.items():
         inc = Stat.of(_sum_repeats([c for c in calls if not recursive(c)], "inclusive_s", repeats))
         slf = Stat.of(_sum_repeats(calls, "self_s", repeats))
-        table[path] = {"inclusive_s": inc.median, "self_s": slf.median, "calls": len(calls),
-                       "min_s": inc.min, "max_s": inc.max, "source": "ranges"}
+        table[path] = {
+            "inclusive_s": inc.median,
+            "self_s": slf.median,
+            "calls": len(calls),
+            "min_s": inc.min,
+            "max_s": inc.max,
+            "source": "ranges",
+        }
     for path in times.containers:
         inc = Stat.of(_sum_repeats(outermost_calls(times, _under(path)), "inclusive_s", repeats))
-        table[path] = {"inclusive_s": inc.median, "self_s": 0.0, "calls": 0, "min_s": inc.min, "max_s": inc.max,
-                       "source": "members"}
+        table[path] = {
+            "inclusive_s": inc.median,
+            "self_s": 0.0,
+            "calls": 0,
+            "min_s": inc.min,
+            "max_s": inc.max,
+            "source": "members",
+        }
     return table

@@ -36,6 +36,7 @@ parts of the family's vocabulary) summed and set against the profiled forward's 
 remainder split into work inside the root's range but outside the parts, and time outside the root's
 range (the call into the root and its hooks; on CUDA also GPU idle time).
 """
+
 from __future__ import annotations
 
 import gc
@@ -78,10 +79,18 @@ class ForwardCall:
     @classmethod
     def from_session(cls, session: Any, inputs: Any) -> "ForwardCall":
         """A `DeepSeekOCRSession` forward on `inputs` (its kwargs, its `forward_context`)."""
-        return cls(model=session.model, kwargs=session.forward_kwargs(inputs), context=session.forward_context,
-                   device=session.device,
-                   describe={"dtype": str(session.dtype).replace("torch.", ""), "autocast": session.autocast,
-                             "attn_implementation": session.attn_implementation, "source": session.source})
+        return cls(
+            model=session.model,
+            kwargs=session.forward_kwargs(inputs),
+            context=session.forward_context,
+            device=session.device,
+            describe={
+                "dtype": str(session.dtype).replace("torch.", ""),
+                "autocast": session.autocast,
+                "attn_implementation": session.attn_implementation,
+                "source": session.source,
+            },
+        )
 
     def resolved_device(self) -> torch.device:
         if self.device is not None:
@@ -115,8 +124,11 @@ class PartClock:
         from llm_perf_opt.measure.module_ranges import is_container
 
         modules = dict(model.named_modules())
-        self.targets = {alias: (list(modules[path].children()) if is_container(modules[path]) else [modules[path]])
-                        for alias, path in parts.items() if path in modules}
+        self.targets = {
+            alias: (list(modules[path].children()) if is_container(modules[path]) else [modules[path]])
+            for alias, path in parts.items()
+            if path in modules
+        }
         self.last: dict[str, float] = {}  # the parts that ran in the last forward (a part not called: absent)
         self._totals: dict[str, float] = {}
         self._handles: list[Any] = []
@@ -129,10 +141,12 @@ class PartClock:
         for alias, modules in self.targets.items():
             for module in modules:
                 started: list[float] = []
-                self._handles.append(module.register_forward_pre_hook(
-                    lambda _m, _a, s=started: s.append(time.perf_counter())))
-                self._handles.append(module.register_forward_hook(
-                    lambda _m, _a, _o, s=started, a=alias: self._done(a, s)))
+                self._handles.append(
+                    module.register_forward_pre_hook(lambda _m, _a, s=started: s.append(time.perf_counter()))
+                )
+                self._handles.append(
+                    module.register_forward_hook(lambda _m, _a, _o, s=started, a=alias: self._done(a, s))
+                )
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -142,8 +156,9 @@ class PartClock:
         self.last = dict(self._totals)
 
 
-def _timed(call: ForwardCall, device: torch.device, rewarm: bool = False,
-           clock: Optional[PartClock] = None) -> tuple[float, float]:
+def _timed(
+    call: ForwardCall, device: torch.device, rewarm: bool = False, clock: Optional[PartClock] = None
+) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of one forward, synchronised on CUDA. A full garbage collection
     first, outside the clock: the previous profiled forward leaves thousands of profiler events with
     reference cycles, which would otherwise be collected during whichever forward comes next; the collector
@@ -191,13 +206,23 @@ def _profiled(call: ForwardCall, device: torch.device, cfg: ProfileConfig, keep:
     start = time.perf_counter()
     found = read_ranges(prof.events(), names, device=device.type == "cuda")
     postprocess = time.perf_counter() - start
-    return _Repeat(calls=list(ranges.calls), ranges=found, wall_s=wall, cpu_s=cpu, postprocess_s=postprocess,
-                   profiler=prof if keep else None)
+    return _Repeat(
+        calls=list(ranges.calls),
+        ranges=found,
+        wall_s=wall,
+        cpu_s=cpu,
+        postprocess_s=postprocess,
+        profiler=prof if keep else None,
+    )
 
 
-def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Path | None = None,
-                    parts: Optional[Mapping[str, str]] = None,
-                    progress: Optional[Callable[[str], None]] = None) -> ModuleTimes:
+def profile_forward(
+    call: ForwardCall,
+    cfg: ProfileConfig,
+    trace_path: str | Path | None = None,
+    parts: Optional[Mapping[str, str]] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> ModuleTimes:
     """Warm up, then time plain and profiled forwards (interleaved) and return the time per module call.
 
     `trace_path`: where to write the Chrome trace of the last profiled forward (None: none, also when
@@ -238,7 +263,9 @@ def profile_forward(call: ForwardCall, cfg: ProfileConfig, trace_path: str | Pat
             else:
                 repeats.append(_profiled(call, device, cfg, keep))
                 plain_forward()
-            say(f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
+            say(
+                f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s"
+            )
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
     times.coverage = coverage(times, part_paths, plain_parts)
     times.wall["plain_rewarmed"] = rewarm
@@ -258,16 +285,22 @@ def _repeat_times(rep: _Repeat, problems: list[str], r: int) -> dict[tuple[str, 
     for path, n in occurrences.items():
         got = len(rep.ranges.ranges.get(range_name(path), []))
         if got != n:
-            problems.append(f"repeat {r}: module {path or '(root)'!r} was called {n} time(s) but the profiler "
-                            f"recorded {got} range(s); its calls are left out")
+            problems.append(
+                f"repeat {r}: module {path or '(root)'!r} was called {n} time(s) but the profiler "
+                f"recorded {got} range(s); its calls are left out"
+            )
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for c in rep.calls:
         if len(rep.ranges.ranges.get(range_name(c.path), [])) != occurrences[c.path]:
             continue
         ev = rep.ranges.ranges[range_name(c.path)][c.index]
         parent = rep.calls[c.parent].key if c.parent is not None else None
-        out[c.key] = {"parent": parent, "cpu_inc": ev.cpu_us * 1e-6, "dev_self": ev.device_self_us * 1e-6,
-                      "children": []}
+        out[c.key] = {
+            "parent": parent,
+            "cpu_inc": ev.cpu_us * 1e-6,
+            "dev_self": ev.device_self_us * 1e-6,
+            "children": [],
+        }
     for key, row in out.items():
         if row["parent"] in out:
             out[row["parent"]]["children"].append(key)
@@ -278,15 +311,23 @@ def _repeat_times(rep: _Repeat, problems: list[str], r: int) -> dict[tuple[str, 
         row["dev_inc"] = row["dev_self"] + sum(k["dev_inc"] for k in kids)
         if row["cpu_self"] < 0:
             if row["cpu_self"] < -_ROUNDING_S:
-                problems.append(f"repeat {r}: call {key[1]} of {key[0] or '(root)'!r}: children's ranges add up to "
-                                f"{-row['cpu_self'] * 1e6:.3f} µs more than its own")
+                problems.append(
+                    f"repeat {r}: call {key[1]} of {key[0] or '(root)'!r}: children's ranges add up to "
+                    f"{-row['cpu_self'] * 1e6:.3f} µs more than its own"
+                )
             else:
                 row["cpu_self"] = 0.0
     return out
 
 
-def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain: list[tuple[float, float]],
-              repeats: list[_Repeat], warmup_s: float) -> ModuleTimes:
+def _assemble(
+    call: ForwardCall,
+    device: torch.device,
+    cfg: ProfileConfig,
+    plain: list[tuple[float, float]],
+    repeats: list[_Repeat],
+    warmup_s: float,
+) -> ModuleTimes:
     use_device = device.type == "cuda"
     problems: list[str] = []
     per_repeat = [_repeat_times(rep, problems, r) for r, rep in enumerate(repeats)]
@@ -296,8 +337,10 @@ def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain
             keys.setdefault(key, row["parent"])
     partial = [k for k in keys if any(k not in rows for rows in per_repeat)]
     if partial:
-        problems.append(f"{len(partial)} module call(s) did not occur in every repeat (value-dependent control "
-                        f"flow?), e.g. {partial[0][0]!r} call {partial[0][1]}; their statistics cover fewer repeats")
+        problems.append(
+            f"{len(partial)} module call(s) did not occur in every repeat (value-dependent control "
+            f"flow?), e.g. {partial[0][0]!r} call {partial[0][1]}; their statistics cover fewer repeats"
+        )
     calls: list[CallTimes] = []
     for key, parent in keys.items():
         rows = [rows[key] for rows in per_repeat if key in rows]
@@ -305,35 +348,52 @@ def _assemble(call: ForwardCall, device: torch.device, cfg: ProfileConfig, plain
         cpu_self = Stat.of(r["cpu_self"] for r in rows)
         if use_device:
             # device self = the kernels attributed to this range itself = inclusive - children's inclusive
-            calls.append(CallTimes(key[0], key[1], parent, Stat.of(r["dev_inc"] for r in rows),
-                                   Stat.of(r["dev_self"] for r in rows), cpu_inclusive_s=cpu_inc, cpu_self_s=cpu_self))
+            calls.append(
+                CallTimes(
+                    key[0],
+                    key[1],
+                    parent,
+                    Stat.of(r["dev_inc"] for r in rows),
+                    Stat.of(r["dev_self"] for r in rows),
+                    cpu_inclusive_s=cpu_inc,
+                    cpu_self_s=cpu_self,
+                )
+            )
         else:
             calls.append(CallTimes(key[0], key[1], parent, cpu_inc, cpu_self))
     for r, rep in enumerate(repeats):
         if rep.ranges.device_unattributed_us > 0:
-            problems.append(f"repeat {r}: {rep.ranges.device_unattributed_us / 1e3:.3f} ms of device time was launched "
-                            "outside every module range (not in any module's time)")
+            problems.append(
+                f"repeat {r}: {rep.ranges.device_unattributed_us / 1e3:.3f} ms of device time was launched "
+                "outside every module range (not in any module's time)"
+            )
     first = repeats[0].calls if repeats else []
-    unhooked = {path: {"kind": u.kind, "caller": u.caller, "note": u.describe()}
-                for path, u in unhooked_modules(call.model, first).items()}
+    unhooked = {
+        path: {"kind": u.kind, "caller": u.caller, "note": u.describe()}
+        for path, u in unhooked_modules(call.model, first).items()
+    }
     plain_s, profiled_s = Stat.of(w for w, _ in plain), Stat.of(rep.wall_s for rep in repeats)
     plain_cpu, profiled_cpu = Stat.of(c for _, c in plain), Stat.of(rep.cpu_s for rep in repeats)
     wall = {
-        "plain_s": plain_s.to_dict(), "profiled_s": profiled_s.to_dict(),
+        "plain_s": plain_s.to_dict(),
+        "profiled_s": profiled_s.to_dict(),
         "overhead_ratio": profiled_s.median / plain_s.median if plain_s.median > 0 else None,
         # the least disturbed forward of each kind: interference from other processes only adds time
         "overhead_ratio_min": profiled_s.min / plain_s.min if plain_s.min > 0 else None,
         # median over the rounds of profiled / plain within a round (adjacent in time: robust to slow drift)
         "overhead_ratio_paired": Stat.of(rep.wall_s / w for rep, (w, _) in zip(repeats, plain) if w > 0).median,
         # process CPU time (all threads): less sensitive than wall time to other processes on a shared machine
-        "plain_cpu_s": plain_cpu.to_dict(), "profiled_cpu_s": profiled_cpu.to_dict(),
+        "plain_cpu_s": plain_cpu.to_dict(),
+        "profiled_cpu_s": profiled_cpu.to_dict(),
         "overhead_ratio_cpu": profiled_cpu.median / plain_cpu.median if plain_cpu.median > 0 else None,
-        "warmup_s": warmup_s, "postprocess_s": Stat.of(rep.postprocess_s for rep in repeats).to_dict(),
+        "warmup_s": warmup_s,
+        "postprocess_s": Stat.of(rep.postprocess_s for rep in repeats).to_dict(),
     }
     if use_device:
         wall["device_total_s"] = Stat.of(rep.ranges.device_total_us * 1e-6 for rep in repeats).to_dict()
-    return ModuleTimes(method=_method(call, device, cfg), wall=wall, coverage={}, calls=calls, unhooked=unhooked,
-                       problems=problems)
+    return ModuleTimes(
+        method=_method(call, device, cfg), wall=wall, coverage={}, calls=calls, unhooked=unhooked, problems=problems
+    )
 
 
 def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict[str, Any]:
@@ -342,25 +402,31 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
         "warmup": cfg.warmup,
         "repeats": cfg.repeats,
         "order": "after the warm-up, one plain and one profiled forward per round, plain first in even rounds "
-                 "and profiled first in odd ones",
+        "and profiled first in odd ones",
         "statistics": "median, min and max over the repeats; self = inclusive - child calls' inclusive, per repeat",
-        "synchronisation": ("torch.cuda.synchronize() before and after each timed forward; none inside module hooks"
-                            if cuda else "none needed: CPU ops complete on the calling thread before they return"),
+        "synchronisation": (
+            "torch.cuda.synchronize() before and after each timed forward; none inside module hooks"
+            if cuda
+            else "none needed: CPU ops complete on the calling thread before they return"
+        ),
         "device": str(device),
         "device_name": device_name(device),  # as the calibration names it (the CPU model on CPU)
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "activities": ["cpu", "cuda"] if cuda else ["cpu"],
-        "time_base": ("device: GPU kernel, memcpy and memset durations, each attributed to the module range whose "
-                      "code launched it (profiler correlation id -> launching CPU op -> innermost enclosing module "
-                      "range); cpu_* fields hold the ranges' CPU spans" if cuda else
-                      "cpu: wall-clock span of each module call's record_function range on the calling thread"),
+        "time_base": (
+            "device: GPU kernel, memcpy and memset durations, each attributed to the module range whose "
+            "code launched it (profiler correlation id -> launching CPU op -> innermost enclosing module "
+            "range); cpu_* fields hold the ranges' CPU spans"
+            if cuda
+            else "cpu: wall-clock span of each module call's record_function range on the calling thread"
+        ),
         "ranges": "record_function per module call, opened in a forward pre-hook and closed in a forward hook "
-                  "(always_call); a module run through m.forward(x) gets its range from a forward shim (an instance-level "
-                  "forward, removed afterwards); modules whose class forward is called explicitly have none "
-                  "(see unhooked)",
+        "(always_call); a module run through m.forward(x) gets its range from a forward shim (an instance-level "
+        "forward, removed afterwards); modules whose class forward is called explicitly have none "
+        "(see unhooked)",
         "profiler": "torch.profiler.profile, one session per profiled forward, record_shapes/with_stack/"
-                    "profile_memory off",
+        "profile_memory off",
         "nvtx": cfg.nvtx,
         "torch": torch.__version__,
         "model": type(call.model).__name__,
@@ -369,8 +435,9 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
 
 
 # ---------------------------------------------------------------------------------------------- coverage
-def coverage(times: ModuleTimes, parts: Mapping[str, str],
-             plain_parts: Optional[list[Mapping[str, float]]] = None) -> dict[str, Any]:
+def coverage(
+    times: ModuleTimes, parts: Mapping[str, str], plain_parts: Optional[list[Mapping[str, float]]] = None
+) -> dict[str, Any]:
     """The parts' inclusive times against the profiled forward's wall time, per repeat, and what is left;
     `plain_parts`: each plain forward's part times (`PartClock`), kept per part as `plain_inclusive_s`."""
     wall = times.wall["profiled_s"]["repeats"]
@@ -386,8 +453,11 @@ def coverage(times: ModuleTimes, parts: Mapping[str, str],
             continue
         covered = [c + v for c, v in zip(covered, values)]
         stat = Stat.of(values)
-        found[alias] = {"path": path, "inclusive_s": stat.to_dict(),
-                        "share_of_wall": stat.median / Stat.of(wall).median if wall and Stat.of(wall).median else None}
+        found[alias] = {
+            "path": path,
+            "inclusive_s": stat.to_dict(),
+            "share_of_wall": stat.median / Stat.of(wall).median if wall and Stat.of(wall).median else None,
+        }
         plain = [p[alias] for p in plain_parts or [] if alias in p]
         if plain:
             found[alias]["plain_inclusive_s"] = Stat.of(plain).to_dict()
@@ -405,8 +475,9 @@ def coverage(times: ModuleTimes, parts: Mapping[str, str],
         "uncovered_s": Stat.of(w - c for w, c in zip(wall, covered)).to_dict(),
         "outside_parts_s": Stat.of(r - c for r, c in zip(root, covered)).to_dict(),
         "outside_root_s": Stat.of(w - r for w, r in zip(wall, root)).to_dict(),
-        "note": ("covered = sum of the parts' inclusive times; uncovered = wall - covered = outside_parts (work in "
-                 "the root's range outside every part) + outside_root (the call into the root module, its hooks"
-                 + ("; GPU idle time between kernels)" if times.method.get("activities") == ["cpu", "cuda"]
-                    else ")")),
+        "note": (
+            "covered = sum of the parts' inclusive times; uncovered = wall - covered = outside_parts (work in "
+            "the root's range outside every part) + outside_root (the call into the root module, its hooks"
+            + ("; GPU idle time between kernels)" if times.method.get("activities") == ["cpu", "cuda"] else ")")
+        ),
     }

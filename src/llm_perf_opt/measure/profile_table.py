@@ -1,5 +1,6 @@
 """A console table of a profile (`ModuleTimes`): how it was measured, the overhead, the coverage of the
 forward by the parts and each part's inclusive time with its spread over the repeats."""
+
 from __future__ import annotations
 
 from llm_perf_opt import units
@@ -24,12 +25,16 @@ def render_profile(times: ModuleTimes) -> str:
     ]
     for alias, row in cov.get("parts", {}).items():
         stat = row["inclusive_s"]
-        lines.append(f"{alias:12s} {units.seconds(stat['median']):>10s} {units.seconds(stat['min']):>10s} "
-                     f"{units.seconds(stat['max']):>10s} {units.percent(row.get('share_of_wall')):>7s}")
+        lines.append(
+            f"{alias:12s} {units.seconds(stat['median']):>10s} {units.seconds(stat['min']):>10s} "
+            f"{units.seconds(stat['max']):>10s} {units.percent(row.get('share_of_wall')):>7s}"
+        )
     if cov.get("absent_parts"):
         lines.append(f"parts without a time (not in this model): {', '.join(cov['absent_parts'])}")
-    lines.append(f"{len(times.calls)} module calls timed; "
-                 f"{sum(1 for u in times.unhooked.values() if u.get('kind') != 'container')} modules without a range")
+    lines.append(
+        f"{len(times.calls)} module calls timed; "
+        f"{sum(1 for u in times.unhooked.values() if u.get('kind') != 'container')} modules without a range"
+    )
     for problem in times.problems:
         lines.append(f"problem: {problem}")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ also list among a range's kernels) are excluded: they are not work.
 The FunctionEvent fields read here (`device_type`, `is_async`, `time_range`, `kernels`, `cpu_parent`)
 are stable since torch 2.0; the version gate below says which torch this adapter was written for.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,10 @@ def _torch_version() -> tuple[int, int]:
 
 def check_torch() -> None:
     if _torch_version() < MIN_TORCH:
-        raise TraceError(f"measured module times need torch >= {'.'.join(map(str, MIN_TORCH))} "
-                         f"(FunctionEvent.kernels / cpu_parent, forward hooks with always_call); found {torch.__version__}")
+        raise TraceError(
+            f"measured module times need torch >= {'.'.join(map(str, MIN_TORCH))} "
+            f"(FunctionEvent.kernels / cpu_parent, forward hooks with always_call); found {torch.__version__}"
+        )
 
 
 @dataclass
@@ -105,8 +108,9 @@ def read_ranges(events: Iterable[Any], names: set[str], device: bool) -> Profile
         else:
             own[id(node)].device_self_us += us
     ranges = {name: [rng for _, rng in sorted(pairs, key=lambda p: p[1].start_us)] for name, pairs in by_name.items()}
-    return ProfiledRanges(ranges=ranges, device=device, device_total_us=device_total,
-                          device_unattributed_us=unattributed)
+    return ProfiledRanges(
+        ranges=ranges, device=device, device_total_us=device_total, device_unattributed_us=unattributed
+    )
 
 
 def export_chrome_trace(prof: Any, path: str | os.PathLike) -> Path:

@@ -6,6 +6,7 @@ more than the 8 windowed ones, and only the per-instance min / max / slowest sho
 table `module_time_table` returns (per path: `inclusive_s`, `self_s`, ...), so it also works on that
 table once it is merged into the call graph metadata.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,12 +60,24 @@ class GroupTimes:
         return self.max_s / low if low else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "members": list(self.members), "total_s": self.total_s, "mean_s": self.mean_s,
-                "min_s": self.min_s, "max_s": self.max_s, "slowest": self.slowest, "fastest": self.fastest,
-                "spread": self.spread, "per_member_s": dict(self.per_member_s), "missing": list(self.missing)}
+        return {
+            "field": self.field,
+            "members": list(self.members),
+            "total_s": self.total_s,
+            "mean_s": self.mean_s,
+            "min_s": self.min_s,
+            "max_s": self.max_s,
+            "slowest": self.slowest,
+            "fastest": self.fastest,
+            "spread": self.spread,
+            "per_member_s": dict(self.per_member_s),
+            "missing": list(self.missing),
+        }
 
 
-def group_times(table: Mapping[str, Mapping[str, Any]], members: Sequence[str], field: str = "inclusive_s") -> GroupTimes:
+def group_times(
+    table: Mapping[str, Mapping[str, Any]], members: Sequence[str], field: str = "inclusive_s"
+) -> GroupTimes:
     """Aggregate the instances `members` (module paths) of one group over `table` (`module_time_table`)."""
     if field not in FIELDS:
         raise ConfigError.field("group time field", field, f"must be one of {', '.join(FIELDS)}")
@@ -82,7 +95,8 @@ def group_times(table: Mapping[str, Mapping[str, Any]], members: Sequence[str], 
     return GroupTimes(members=tuple(members), per_member_s=per, missing=tuple(missing), field=field)
 
 
-def group_table(table: Mapping[str, Mapping[str, Any]], groups: Mapping[str, Sequence[str]],
-                field: str = "inclusive_s") -> dict[str, GroupTimes]:
+def group_table(
+    table: Mapping[str, Mapping[str, Any]], groups: Mapping[str, Sequence[str]], field: str = "inclusive_s"
+) -> dict[str, GroupTimes]:
     """`group_times` for every group {group name: member paths}."""
     return {name: group_times(table, members, field) for name, members in groups.items()}

@@ -7,6 +7,7 @@ measured). Version 2 (`llm_perf_opt.verification`) has exactly the data of versi
 label. The loader rebuilds the `Verification` with its rows, checks, KV-cache rows and fvcore figures;
 the stored verdicts (`passed`, `n_rows`, `n_failures`) must agree with the rebuilt ones.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,8 @@ from typing import Any
 from llm_perf_opt.analytic.artifact_fields import read_known
 from llm_perf_opt.artifacts import require, write_artifact
 from llm_perf_opt.errors import ArtifactError
-from llm_perf_opt.measure.flops import FvcoreFlops
 from llm_perf_opt.measure.agreement import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow
+from llm_perf_opt.measure.flops import FvcoreFlops
 
 VERIFICATION_FILE = "verification.json"
 VERIFICATION_SCHEMA = "llm_perf_opt.verification"
@@ -26,8 +27,19 @@ VERIFICATION_SCHEMA_VERSION = 3
 VERIFICATION_READS = {VERIFICATION_SCHEMA: (2, 3), "verification": (1,)}  # version 1: version 2's data, old name
 
 _DATA_FIELDS = ("rtol", "passed", "max_rel_error", "n_rows", "n_failures", "context", "stages", "fvcore")
-_STAGE_FIELDS = ("stage", "label", "passed", "shapes", "analytic", "measured", "rel_error", "ops_without_formula",
-                 "matmul_like_without_formula", "unmatched_measured", "rows")
+_STAGE_FIELDS = (
+    "stage",
+    "label",
+    "passed",
+    "shapes",
+    "analytic",
+    "measured",
+    "rel_error",
+    "ops_without_formula",
+    "matmul_like_without_formula",
+    "unmatched_measured",
+    "rows",
+)
 _ROW_FIELDS = ("stage", "label", "part", "analytic", "measured", "rel_error", "ok", "fvcore")
 _KV_FIELDS = ("step", "context_len", "analytic", "measured", "rel_error", "ok")
 _FVCORE_FIELDS = ("ok", "error", "total", "by_operator", "unsupported_ops", "by_module")
@@ -39,8 +51,9 @@ def _error(value: float | None) -> float:
 
 def _row(raw: Any, where: str, path: str | os.PathLike) -> VerificationRow:
     r = require(raw, _ROW_FIELDS, where, path)
-    return VerificationRow(r["stage"], r["part"], r["analytic"], r["measured"], _error(r["rel_error"]), r["ok"],
-                           r["label"], r["fvcore"])
+    return VerificationRow(
+        r["stage"], r["part"], r["analytic"], r["measured"], _error(r["rel_error"]), r["ok"], r["label"], r["fvcore"]
+    )
 
 
 def _step_from_label(stage: str, label: str, shapes: Any, seq_len: Any) -> int | None:
@@ -62,10 +75,13 @@ def _check(raw: Any, where: str, path: str | os.PathLike, version: int, seq_len:
     c = require(raw, _STAGE_FIELDS + (("step",) if version >= 3 else ()), where, path)
     step = c["step"] if version >= 3 else _step_from_label(c["stage"], c["label"], c["shapes"], seq_len)
     check = StageCheck(
-        stage=c["stage"], label=c["label"],
+        stage=c["stage"],
+        label=c["label"],
         rows=[_row(r, f"{where}.rows[{i}]", path) for i, r in enumerate(c["rows"])],
-        ops_without_formula=c["ops_without_formula"], matmul_like_without_formula=c["matmul_like_without_formula"],
-        unmatched_measured=c["unmatched_measured"], shapes=c["shapes"],
+        ops_without_formula=c["ops_without_formula"],
+        matmul_like_without_formula=c["matmul_like_without_formula"],
+        unmatched_measured=c["unmatched_measured"],
+        shapes=c["shapes"],
         unsupported_modules=c.get("unsupported_modules", {}),  # written only when a class is missing
         step=step,
     )
@@ -76,8 +92,17 @@ def _check(raw: Any, where: str, path: str | os.PathLike, version: int, seq_len:
     return check
 
 
-_ACTIVATION_FIELDS = ("part", "analytic", "observed", "families", "materialised", "layer_norm_statistics",
-                      "unexplained", "rel_error", "ok")
+_ACTIVATION_FIELDS = (
+    "part",
+    "analytic",
+    "observed",
+    "families",
+    "materialised",
+    "layer_norm_statistics",
+    "unexplained",
+    "rel_error",
+    "ok",
+)
 
 
 def _activation(raw: Any, path: str | os.PathLike) -> list[ActivationRow]:
@@ -88,8 +113,19 @@ def _activation(raw: Any, path: str | os.PathLike) -> list[ActivationRow]:
     out = []
     for i, r in enumerate(rows):
         r = require(r, _ACTIVATION_FIELDS, f"data.activation_bytes.rows[{i}]", path)
-        out.append(ActivationRow(r["part"], r["analytic"], r["observed"], dict(r["families"]), r["materialised"],
-                                 r["layer_norm_statistics"], r["unexplained"], _error(r["rel_error"]), r["ok"]))
+        out.append(
+            ActivationRow(
+                r["part"],
+                r["analytic"],
+                r["observed"],
+                dict(r["families"]),
+                r["materialised"],
+                r["layer_norm_statistics"],
+                r["unexplained"],
+                _error(r["rel_error"]),
+                r["ok"],
+            )
+        )
     return out
 
 
@@ -97,8 +133,14 @@ def _fvcore(raw: Any, path: str | os.PathLike) -> FvcoreFlops | None:
     if raw is None:
         return None
     f = require(raw, _FVCORE_FIELDS, "data.fvcore", path)
-    return FvcoreFlops(ok=f["ok"], error=f["error"], total=f["total"], by_module=f["by_module"],
-                       by_operator=f["by_operator"], unsupported_ops=f["unsupported_ops"])
+    return FvcoreFlops(
+        ok=f["ok"],
+        error=f["error"],
+        total=f["total"],
+        by_module=f["by_module"],
+        by_operator=f["by_operator"],
+        unsupported_ops=f["unsupported_ops"],
+    )
 
 
 def load_verification(path: str | os.PathLike) -> Verification:
@@ -119,7 +161,8 @@ def load_verification(path: str | os.PathLike) -> Verification:
     v = Verification(
         rtol=data["rtol"],
         checks=[_check(c, f"data.stages[{i}]", path, version, seq_len) for i, c in enumerate(stages)],
-        fvcore=fv, context=data["context"],
+        fvcore=fv,
+        context=data["context"],
         fvcore_reconciliation=data["fvcore"].get("reconciliation") if fv is not None else None,
         kv_cache=[_kv_row(r, f"data.kv_cache[{i}]", path) for i, r in enumerate(kv)],
         activation=_activation(data.get("activation_bytes"), path),
@@ -133,5 +176,4 @@ def load_verification(path: str | os.PathLike) -> Verification:
 
 def write_verification(path: str | os.PathLike, verification: Verification, config: Any = None) -> Path:
     """Write `verification` atomically under the current schema."""
-    return write_artifact(path, VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, verification.to_dict(),
-                          config=config)
+    return write_artifact(path, VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, verification.to_dict(), config=config)

@@ -21,6 +21,7 @@ field named, never as silently missing values.
 
 Nothing here imports torch: a report of a thousand jobs reads JSON and YAML only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,7 +63,9 @@ class JobRecord:
     config: dict[str, Any] = field(default_factory=dict)  # .hydra/config.yaml (unresolved interpolations kept)
     choices: dict[str, Any] = field(default_factory=dict)  # hydra.runtime.choices: config group -> option
     overrides: list[str] = field(default_factory=list)  # the job's task overrides
-    files: dict[str, str] = field(default_factory=dict)  # role (run_artifacts.RUN_FILES) -> path relative to the sweep dir
+    files: dict[str, str] = field(
+        default_factory=dict
+    )  # role (run_artifacts.RUN_FILES) -> path relative to the sweep dir
     analytic_cache: Any = field(default=None, repr=False, compare=False)  # report.table.analytic()'s answer
 
     @property
@@ -122,8 +125,9 @@ def _load_yaml(path: Path) -> Any:
 
 
 def _is_job_dir(path: Path) -> bool:
-    return path.is_dir() and ((path / ".hydra").is_dir() or (path / SUMMARY_FILE).is_file()
-                              or (path / ERROR_FILE).is_file())
+    return path.is_dir() and (
+        (path / ".hydra").is_dir() or (path / SUMMARY_FILE).is_file() or (path / ERROR_FILE).is_file()
+    )
 
 
 def _job_num(path: Path, hydra_yaml: Any, fallback: int) -> int:
@@ -152,7 +156,9 @@ def read_job(path: Path, sweep_dir: Path, fallback_num: int = 0) -> JobRecord:
     overrides = _load_yaml(hydra_dir / "overrides.yaml") if (hydra_dir / "overrides.yaml").is_file() else None
     choices = (((hydra_yaml or {}).get("hydra") or {}).get("runtime") or {}).get("choices") or {}
     job = JobRecord(
-        num=_job_num(path, hydra_yaml, fallback_num), dir=path, status="ok",
+        num=_job_num(path, hydra_yaml, fallback_num),
+        dir=path,
+        status="ok",
         config=config if isinstance(config, dict) else {},
         choices={k: v for k, v in choices.items() if not str(k).startswith("hydra/")},
         overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
@@ -210,8 +216,10 @@ def unfinished_status(path: Path, stage: Optional[str], log: Optional[str]) -> s
     if holder(path) is not None:
         return f"running{where}"
     found = "summary.json says running" if stage else "no summary.json or error.json"
-    return (f"failed: no result: {found}, and no process holds the job any more: it was killed{where} "
-            f"(out of memory, time limit){f'; see {log}' if log else ''}")
+    return (
+        f"failed: no result: {found}, and no process holds the job any more: it was killed{where} "
+        f"(out of memory, time limit){f'; see {log}' if log else ''}"
+    )
 
 
 def collect_sweep(sweep_dir: str | Path) -> Sweep:
@@ -221,14 +229,19 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
         raise ArtifactError(f"{sweep_dir}: no such sweep directory")
     multirun_path = sweep_dir / "multirun.yaml"
     if not multirun_path.is_file():
-        hint = ("it is the directory of one job (it has .hydra/): pass the sweep directory above it"
-                if (sweep_dir / ".hydra").is_dir() else "pass the directory of one ./dev sweep (hydra.sweep.dir)")
+        hint = (
+            "it is the directory of one job (it has .hydra/): pass the sweep directory above it"
+            if (sweep_dir / ".hydra").is_dir()
+            else "pass the directory of one ./dev sweep (hydra.sweep.dir)"
+        )
         raise ArtifactError(f"{sweep_dir}: not a sweep (no multirun.yaml): {hint}")
     multirun = _load_yaml(multirun_path)
     if not isinstance(multirun, dict):
         raise ArtifactError(f"{multirun_path}: not a readable Hydra multirun record")
-    candidates = sorted((p for p in sweep_dir.iterdir() if _is_job_dir(p)),
-                        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    candidates = sorted(
+        (p for p in sweep_dir.iterdir() if _is_job_dir(p)),
+        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),
+    )
     jobs = [read_job(p, sweep_dir, i) for i, p in enumerate(candidates)]
     expected: Optional[int] = None
     if isinstance(multirun, dict):
@@ -239,10 +252,15 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
             live = holder(sweep_dir) is not None  # the sweep's process is still alive: the rest will come
             for num, overrides in enumerate(planned):
                 if num not in seen:
-                    jobs.append(JobRecord(
-                        num=num, dir=None, overrides=overrides,
-                        status="pending" if live else
-                        "failed: not started: no job directory (the sweep stopped before this job)",
-                    ))
+                    jobs.append(
+                        JobRecord(
+                            num=num,
+                            dir=None,
+                            overrides=overrides,
+                            status="pending"
+                            if live
+                            else "failed: not started: no job directory (the sweep stopped before this job)",
+                        )
+                    )
     jobs.sort(key=lambda j: j.num)
     return Sweep(dir=sweep_dir, jobs=jobs, multirun=multirun if isinstance(multirun, dict) else {}, expected=expected)

@@ -18,6 +18,7 @@ figure: section, key, metric, a, b, delta, ratio) and `compare.graph.svg` / `.do
 coloured by `render.color_by=delta_time` (B's measured time minus A's, per matched node; faster in blues,
 slower in reds, unmatched grey).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from llm_perf_opt import units
 from llm_perf_opt.artifacts import atomic_write_text
@@ -40,8 +41,12 @@ from llm_perf_opt.run_artifacts import RUN_FILES, Summary, load_summary
 COMPARE_HTML, COMPARE_CSV, COMPARE_STEM = "compare.html", "compare.csv", "compare.graph"
 # the per-node figures compared, when both graphs carry them (metric name, kind)
 NODE_METRICS = (
-    ("flops_analytic", "flops"), ("flops_measured", "flops"), ("io_bytes_analytic", "bytes"),
-    ("activation_bytes_observed", "bytes"), ("time_measured", "time"), ("time_predicted", "time"),
+    ("flops_analytic", "flops"),
+    ("flops_measured", "flops"),
+    ("io_bytes_analytic", "bytes"),
+    ("activation_bytes_observed", "bytes"),
+    ("time_measured", "time"),
+    ("time_predicted", "time"),
 )
 _BRACKET = re.compile(r"\[[^\]]*\]")
 
@@ -58,17 +63,22 @@ class Run:
 
     def label(self) -> str:
         s, wl = self.summary, self.summary.workload
-        return (f"{s.model.name} · {wl.mode} · {s.page.width}×{s.page.height} · {s.runtime.dtype} · "
-                f"attention {s.runtime.attn_implementation}")
+        return (
+            f"{s.model.name} · {wl.mode} · {s.page.width}×{s.page.height} · {s.runtime.dtype} · "
+            f"attention {s.runtime.attn_implementation}"
+        )
 
     def facts(self) -> dict[str, str]:
         s = self.summary
         return {
-            "directory": str(self.dir), "model": f"{s.model.name} ({s.model.source}, spec {s.model.spec})",
-            "mode": s.workload.mode, "page": f"{s.page.width} × {s.page.height}",
+            "directory": str(self.dir),
+            "model": f"{s.model.name} ({s.model.source}, spec {s.model.spec})",
+            "mode": s.workload.mode,
+            "page": f"{s.page.width} × {s.page.height}",
             "tokens": f"{s.tokens.image} image, {s.tokens.sequence} in the sequence",
             "runtime": f"{s.runtime.device}, {s.runtime.dtype}, attention {s.runtime.attn_implementation}",
-            "forward": units.seconds(s.forward.seconds) if s.forward else "—", "status": s.status,
+            "forward": units.seconds(s.forward.seconds) if s.forward else "—",
+            "status": s.status,
             "predicted on": self.times.roof,
         }
 
@@ -88,8 +98,9 @@ def open_run(path: str | Path, name: str) -> Run:
     if not p.is_dir():
         raise ConfigError(f"run {name} {p}: not a run directory ({'a file' if p.exists() else 'no such directory'})")
     if not (p / "summary.json").is_file():
-        raise ConfigError(f"run {name} {p}: not a run directory (no summary.json; a sweep directory holds one "
-                          f"run per job)")
+        raise ConfigError(
+            f"run {name} {p}: not a run directory (no summary.json; a sweep directory holds one run per job)"
+        )
     versions = {}
     for f in RUN_FILES:
         if f.is_artifact and "/" not in f.file and (p / f.file).is_file():
@@ -104,8 +115,10 @@ def open_run(path: str | Path, name: str) -> Run:
 def check_compatible(a: Run, b: Run) -> None:
     for file in sorted(set(a.versions) & set(b.versions)):
         if a.versions[file] != b.versions[file]:
-            raise ArtifactError(f"incompatible schema versions: {file} is version {a.versions[file]} in run A "
-                                f"({a.dir}) and {b.versions[file]} in run B ({b.dir})")
+            raise ArtifactError(
+                f"incompatible schema versions: {file} is version {a.versions[file]} in run A "
+                f"({a.dir}) and {b.versions[file]} in run B ({b.dir})"
+            )
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -205,9 +218,16 @@ def node_rows(a: Run, b: Run) -> tuple[list[Row], list[str], list[str]]:
         na = ka.get(key)
         if na is None:
             continue
-        rows.append(Row("node", key, f"{nb.class_name} @ {key}",
-                        [Figure(m, kind, _total(na, m), _total(nb, m)) for m, kind in metrics],
-                        a_id=na.id, b_id=nb.id))
+        rows.append(
+            Row(
+                "node",
+                key,
+                f"{nb.class_name} @ {key}",
+                [Figure(m, kind, _total(na, m), _total(nb, m)) for m, kind in metrics],
+                a_id=na.id,
+                b_id=nb.id,
+            )
+        )
     return rows, [k for k in ka if k not in kb], [k for k in kb if k not in ka]
 
 
@@ -226,10 +246,12 @@ def stage_rows(a: Run, b: Run) -> tuple[list[Row], list[str], list[str]]:
         x, y = ra.get(key), rb.get(key)
         if x is None or y is None:
             continue
-        figs = [Figure("flops_analytic", "flops", x.flops, y.flops),
-                Figure("flops_measured", "flops", x.flops_measured, y.flops_measured),
-                Figure("io_bytes_analytic", "bytes", x.io_bytes, y.io_bytes),
-                Figure("time_measured", "time", x.measured_s, y.measured_s)]
+        figs = [
+            Figure("flops_analytic", "flops", x.flops, y.flops),
+            Figure("flops_measured", "flops", x.flops_measured, y.flops_measured),
+            Figure("io_bytes_analytic", "bytes", x.io_bytes, y.io_bytes),
+            Figure("time_measured", "time", x.measured_s, y.measured_s),
+        ]
         figs += [Figure(f"time_{lv}", "time", x.predicted(lv), y.predicted(lv)) for lv in levels]
         bound = " → ".join(dict.fromkeys(filter(None, (x.bound(), y.bound()))))
         rows.append(Row(y.kind, key, y.label, figs, note=bound))
@@ -269,8 +291,11 @@ def compare_runs(dir_a: str | Path, dir_b: str | Path) -> Comparison:
     stages, s_only_a, s_only_b = stage_rows(a, b)
     notes = []
     if a.grouped is None or b.grouped is None:
-        notes.append("no callgraph.grouped.json in run " + " and ".join(r.name for r in (a, b) if r.grouped is None)
-                     + ": no node comparison")
+        notes.append(
+            "no callgraph.grouped.json in run "
+            + " and ".join(r.name for r in (a, b) if r.grouped is None)
+            + ": no node comparison"
+        )
     return Comparison(a, b, nodes, stages, only_a, only_b, s_only_a, s_only_b, level_names(a, b), notes)
 
 
@@ -307,18 +332,28 @@ def delta_graph(cmp: Comparison) -> Optional[GroupedGraph]:
         f = r.figure("time_measured")
         if f is None or f.delta is None:
             continue
-        by_id[r.b_id].costs["delta_time"] = {"total": f.delta, "share": (f.delta / base) if base else None,
-                                             "complete": True, "instances": 1, "with_figure": 1}
+        by_id[r.b_id].costs["delta_time"] = {
+            "total": f.delta,
+            "share": (f.delta / base) if base else None,
+            "complete": True,
+            "instances": 1,
+            "with_figure": 1,
+        }
         placed += 1
     if not placed:
         cmp.notes.append("no node has measured time in both runs: no graph coloured by delta_time")
         return None
-    g.metrics = list(g.metrics) + [{
-        "name": "delta_time", "label": "Δ measured time (B − A)", "unit": "s", "kind": "time",
-        "source": f"time_measured of run B ({cmp.b.dir}) minus run A ({cmp.a.dir}), per node matched by module path",
-        "total": delta(base, _total(cmp.b.grouped.node(cmp.b.grouped.root), "time_measured")),
-        "base_label": "run A",
-    }]
+    g.metrics = list(g.metrics) + [
+        {
+            "name": "delta_time",
+            "label": "Δ measured time (B − A)",
+            "unit": "s",
+            "kind": "time",
+            "source": f"time_measured of run B ({cmp.b.dir}) minus run A ({cmp.a.dir}), per node matched by module path",
+            "total": delta(base, _total(cmp.b.grouped.node(cmp.b.grouped.root), "time_measured")),
+            "base_label": "run A",
+        }
+    ]
     g.source["color_by"] = "delta_time"
     return g
 
@@ -340,7 +375,7 @@ def write_comparison(cmp: Comparison, out_dir: str | Path) -> dict[str, Path]:
         if path is not None:
             written["svg"] = path
             text = path.read_text(encoding="utf-8")
-            svg = text[text.find("<svg"):]
+            svg = text[text.find("<svg") :]
         else:
             cmp.notes.append(note)
     written["html"] = atomic_write_text(out / COMPARE_HTML, render_page("compare.html.j2", **page_data(cmp, svg)))
@@ -351,12 +386,19 @@ def page_data(cmp: Comparison, graph_svg: Optional[str]) -> dict[str, Any]:
     fa, fb = cmp.a.facts(), cmp.b.facts()
     changed = cmp.changed_nodes("time_measured", 0.0)
     return {
-        "title": f"Compare: {cmp.a.label()}  vs  {cmp.b.label()}", "cmp": cmp,
+        "title": f"Compare: {cmp.a.label()}  vs  {cmp.b.label()}",
+        "cmp": cmp,
         "facts": [(k, fa.get(k, "—"), fb.get(k, "—"), fa.get(k) != fb.get(k)) for k in dict.fromkeys([*fa, *fb])],
-        "stage_metrics": [("time_measured", "measured time")] + [(f"time_{lv}", f"{lv} (predicted)") for lv in cmp.levels]
-                         + [("flops_analytic", "analytic FLOPs"), ("flops_measured", "measured FLOPs"),
-                            ("io_bytes_analytic", "analytic I/O")],
-        "node_metrics": [(m, m.replace("_", " ")) for m, _ in NODE_METRICS
-                         if any(r.figure(m) is not None for r in cmp.nodes)],
-        "changed": changed[:15], "graph_svg": graph_svg,
+        "stage_metrics": [("time_measured", "measured time")]
+        + [(f"time_{lv}", f"{lv} (predicted)") for lv in cmp.levels]
+        + [
+            ("flops_analytic", "analytic FLOPs"),
+            ("flops_measured", "measured FLOPs"),
+            ("io_bytes_analytic", "analytic I/O"),
+        ],
+        "node_metrics": [
+            (m, m.replace("_", " ")) for m, _ in NODE_METRICS if any(r.figure(m) is not None for r in cmp.nodes)
+        ],
+        "changed": changed[:15],
+        "graph_svg": graph_svg,
     }

@@ -3,6 +3,7 @@
 SVG text stays text (`svg.fonttype = none`) so the page is searchable and small, and the files are
 reproducible (fixed hash salt, no date in the metadata).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,18 +19,21 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from llm_perf_opt import units  # noqa: E402
 
-plt.rcParams.update({
-    "svg.fonttype": "none",
-    "svg.hashsalt": "llm-perf-opt",
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-})
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",
+        "svg.hashsalt": "llm-perf-opt",
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "legend.fontsize": 8,
+        "legend.frameon": False,
+    }
+)
+
 
 def formatter(kind: str) -> Any:
     """Axis tick labels in the project's units (`llm_perf_opt.units`)."""
@@ -61,8 +65,16 @@ def save(fig: Any, out_dir: Path, stem: str) -> dict[str, Path]:
     return paths
 
 
-def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[float]]], *, title: str,
-                 ylabel: str, kind: str = "count", xlabel: str = "", logy: bool = False) -> Any:
+def grouped_bars(
+    categories: Sequence[str],
+    series: dict[str, Sequence[Optional[float]]],
+    *,
+    title: str,
+    ylabel: str,
+    kind: str = "count",
+    xlabel: str = "",
+    logy: bool = False,
+) -> Any:
     """Bars per category, one colour per series (a missing value leaves a gap)."""
     n_series = max(len(series), 1)
     width = 0.8 / n_series
@@ -74,8 +86,11 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[
         if pairs:
             ax.bar([p[0] for p in pairs], [p[1] for p in pairs], width=width * 0.95, label=label or None)
     ax.set_xticks(range(len(categories)))
-    ax.set_xticklabels(categories, rotation=30 if max((len(c) for c in categories), default=0) > 8 else 0,
-                       ha="right" if max((len(c) for c in categories), default=0) > 8 else "center")
+    ax.set_xticklabels(
+        categories,
+        rotation=30 if max((len(c) for c in categories), default=0) > 8 else 0,
+        ha="right" if max((len(c) for c in categories), default=0) > 8 else "center",
+    )
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     if xlabel:
@@ -93,8 +108,15 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[
     return fig
 
 
-def stacked_bars(labels: Sequence[str], stacks: dict[str, Sequence[Optional[float]]], *, title: str,
-                 ylabel: str, kind: str = "flops", colors: Optional[Mapping[str, str]] = None) -> Any:
+def stacked_bars(
+    labels: Sequence[str],
+    stacks: dict[str, Sequence[Optional[float]]],
+    *,
+    title: str,
+    ylabel: str,
+    kind: str = "flops",
+    colors: Optional[Mapping[str, str]] = None,
+) -> Any:
     fig_w = min(max(4.5, 1.0 + 0.45 * len(labels)), 14)
     fig, ax = plt.subplots(figsize=(fig_w, 3.6))
     bottom = [0.0] * len(labels)
@@ -112,10 +134,21 @@ def stacked_bars(labels: Sequence[str], stacks: dict[str, Sequence[Optional[floa
     return fig
 
 
-def line_plot(xs: Sequence[float], series: dict[str, Sequence[Optional[float]]], *, title: str, xlabel: str,
-              ylabel: str, kind: str = "count", logx: bool = False, logy: bool = False,
-              xticks: Optional[dict[float, str]] = None, marks: Optional[dict[str, float]] = None,
-              step: bool = False, styles: Optional[dict[str, dict[str, Any]]] = None) -> Any:
+def line_plot(
+    xs: Sequence[float],
+    series: dict[str, Sequence[Optional[float]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    kind: str = "count",
+    logx: bool = False,
+    logy: bool = False,
+    xticks: Optional[dict[float, str]] = None,
+    marks: Optional[dict[str, float]] = None,
+    step: bool = False,
+    styles: Optional[dict[str, dict[str, Any]]] = None,
+) -> Any:
     """One line per series; `styles` gives a series its matplotlib line keywords (color, linestyle)."""
     fig, ax = plt.subplots(figsize=(7.2, 3.6))
     for label, values in series.items():
@@ -137,8 +170,16 @@ def line_plot(xs: Sequence[float], series: dict[str, Sequence[Optional[float]]],
         ax.minorticks_off()
     for name, x in (marks or {}).items():
         ax.axvline(x, color="0.6", linewidth=0.7, linestyle=":")
-        ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                    color="0.35", ha="right", va="top")
+        ax.annotate(
+            name,
+            (x, 1.0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            fontsize=7,
+            color="0.35",
+            ha="right",
+            va="top",
+        )
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -150,9 +191,18 @@ def line_plot(xs: Sequence[float], series: dict[str, Sequence[Optional[float]]],
     return fig
 
 
-def heatmaps(panels: dict[str, Any], *, xs: Sequence[float], ys: Sequence[float], title: str, cbar_label: str,
-             kind: str = "count", log: bool = False, points: Optional[dict[str, tuple[float, float]]] = None,
-             ncols: int = 3) -> Any:
+def heatmaps(
+    panels: dict[str, Any],
+    *,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    title: str,
+    cbar_label: str,
+    kind: str = "count",
+    log: bool = False,
+    points: Optional[dict[str, tuple[float, float]]] = None,
+    ncols: int = 3,
+) -> Any:
     """Small multiples: one heatmap per panel (2-D arrays indexed [y][x]) on one shared colour scale."""
     import numpy as np
     from matplotlib.colors import LogNorm, Normalize
@@ -160,8 +210,15 @@ def heatmaps(panels: dict[str, Any], *, xs: Sequence[float], ys: Sequence[float]
     names = list(panels)
     nrows = max(1, math.ceil(len(names) / ncols))
     ncols = min(ncols, max(len(names), 1))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols + 1.2, 3.0 * nrows + 0.5), squeeze=False,
-                             sharex=True, sharey=True, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(3.3 * ncols + 1.2, 3.0 * nrows + 0.5),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        constrained_layout=True,
+    )
     arrays = {n: np.asarray(panels[n], dtype=float) for n in names}
     finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays.values()]) if arrays else np.array([1.0])
     vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
@@ -170,14 +227,20 @@ def heatmaps(panels: dict[str, Any], *, xs: Sequence[float], ys: Sequence[float]
     image = None
     for idx, name in enumerate(names):
         ax = axes[idx // ncols][idx % ncols]
-        image = ax.imshow(arrays[name], origin="lower", extent=extent, aspect="auto", norm=norm, cmap="viridis",
-                          interpolation="nearest")
+        image = ax.imshow(
+            arrays[name],
+            origin="lower",
+            extent=extent,
+            aspect="auto",
+            norm=norm,
+            cmap="viridis",
+            interpolation="nearest",
+        )
         ax.set_title(name)
         ax.grid(False)
         for label, (px, py) in (points or {}).items():
             if xs[0] <= px <= xs[-1] and ys[0] <= py <= ys[-1]:
-                ax.plot(px, py, marker="o", markersize=3, color="white", markeredgecolor="black",
-                        markeredgewidth=0.5)
+                ax.plot(px, py, marker="o", markersize=3, color="white", markeredgecolor="black", markeredgewidth=0.5)
         if idx % ncols == 0:
             ax.set_ylabel("page height (px)")
         if idx // ncols == nrows - 1:

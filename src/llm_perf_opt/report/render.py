@@ -5,6 +5,7 @@ CSS and SVG plots; links relative to the page, so the directory can be copied or
 The report builders (`sweep`, `analytic_sweep`) make the data (`TableView`, `PlotView` and a few plain
 values) and hand it to `render_page`; nothing here knows what a sweep or a job is.
 """
+
 from __future__ import annotations
 
 import csv
@@ -69,8 +70,11 @@ def environment(html: bool) -> Any:
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("llm_perf_opt.report", "templates"),
-        autoescape=html, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=html, lstrip_blocks=html,
+        autoescape=html,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=html,
+        lstrip_blocks=html,
     )
     env.filters["fmt"] = fmt
     env.filters["md"] = md_cell

@@ -11,6 +11,7 @@ shows the primary roof's predicted points (hollow), labelled as predictions.
 
 Works from the summary's `roofline` section (plain dicts), so it can be redrawn from summary.json alone.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,15 +25,20 @@ _ROOF_STYLES = ({"color": "#222222"}, {"color": "#4c78a8"}, {"color": "#e45756"}
 STAGE_MARKERS = {"forward": "*"}
 
 
-def _points(rows: Sequence[Mapping[str, Any]], primary: str, vocabulary: Any = None) -> tuple[list[tuple[str, float, float, str]], bool]:
+def _points(
+    rows: Sequence[Mapping[str, Any]], primary: str, vocabulary: Any = None
+) -> tuple[list[tuple[str, float, float, str]], bool]:
     """[(label, intensity, FLOP/s, kind)] of the measured points, or of the primary roof's predictions
     when nothing was measured; and whether they are measured. The forward and the parts of the family's vocabulary
     only (the vision stage sits on SAM, the decoder layers on `decoder`); a part without FLOPs
     (the embedding lookup) has no place on a log axis and is left out."""
     aliases = frozenset(vocabulary.by_alias) if vocabulary is not None else frozenset()
     rows = [r for r in rows if r.get("name") == "forward" or r.get("name") in aliases]
-    measured = [(r["name"], r["intensity"], r["achieved_flops"], r["kind"]) for r in rows
-                if r.get("achieved_flops") and r.get("intensity")]
+    measured = [
+        (r["name"], r["intensity"], r["achieved_flops"], r["kind"])
+        for r in rows
+        if r.get("achieved_flops") and r.get("intensity")
+    ]
     if measured:
         return measured, True
     predicted = []
@@ -43,16 +49,27 @@ def _points(rows: Sequence[Mapping[str, Any]], primary: str, vocabulary: Any = N
     return predicted, False
 
 
-def plot_roofline(rows: Sequence[Mapping[str, Any]], roofs: Mapping[str, Mapping[str, Any]], primary: str,
-                  out_dir: Path, *, title: str, note: str = "", stem: str = "roofline",
-                  vocabulary: Any = None) -> dict[str, Path]:
+def plot_roofline(
+    rows: Sequence[Mapping[str, Any]],
+    roofs: Mapping[str, Mapping[str, Any]],
+    primary: str,
+    out_dir: Path,
+    *,
+    title: str,
+    note: str = "",
+    stem: str = "roofline",
+    vocabulary: Any = None,
+) -> dict[str, Path]:
     """Draw `stem`.svg and `stem`.png into `out_dir` from the summary's roofline rows and roofs."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
     points, measured = _points(rows, primary, vocabulary)
-    drawn = {name: entry for name, entry in roofs.items() if entry.get("same_device")} if measured else \
-        {primary: roofs[primary]}
+    drawn = (
+        {name: entry for name, entry in roofs.items() if entry.get("same_device")}
+        if measured
+        else {primary: roofs[primary]}
+    )
     if not drawn:  # measured points but no roof of their device (cannot happen in the trace job)
         drawn = {primary: roofs[primary]}
     xs = [p[1] for p in points if p[1] > 0 and math.isfinite(p[1])]
@@ -65,41 +82,78 @@ def plot_roofline(rows: Sequence[Mapping[str, Any]], roofs: Mapping[str, Mapping
     for (name, entry), style in zip(drawn.items(), _ROOF_STYLES):
         roof = entry["roof"]
         bw, mm, vec = roof["bandwidth_bytes_per_s"], roof["matmul_flops"], roof["vector_flops"]
-        label = (f"{name} ({roof['kind']}, {roof['dtype']}): matmul {units.si(mm, 'FLOP/s')}, bandwidth "
-                 f"{units.si(bw, 'B/s')} — {roof['label']}")
+        label = (
+            f"{name} ({roof['kind']}, {roof['dtype']}): matmul {units.si(mm, 'FLOP/s')}, bandwidth "
+            f"{units.si(bw, 'B/s')} — {roof['label']}"
+        )
         ax.plot(grid, [min(mm, x * bw) for x in grid], linewidth=1.6, label=label, **style)
-        ax.plot(grid, [min(vec, x * bw) for x in grid], linewidth=1.0, linestyle=":",
-                label=f"{name}: vector peak {units.si(vec, 'FLOP/s')}", **style)
+        ax.plot(
+            grid,
+            [min(vec, x * bw) for x in grid],
+            linewidth=1.0,
+            linestyle=":",
+            label=f"{name}: vector peak {units.si(vec, 'FLOP/s')}",
+            **style,
+        )
     for label, x, y, kind in points:
-        colour = (vocabulary.color(label) if vocabulary is not None else None) or ("#000000" if kind == "stage" else "#7f7f7f")
+        colour = (vocabulary.color(label) if vocabulary is not None else None) or (
+            "#000000" if kind == "stage" else "#7f7f7f"
+        )
         marker = STAGE_MARKERS.get(label, "o")
         size = 11 if marker == "*" else 6
         if measured:
-            ax.plot(x, y, marker=marker, markersize=size, color=colour, markeredgecolor="black",
-                    markeredgewidth=0.5, linestyle="none")
+            ax.plot(
+                x,
+                y,
+                marker=marker,
+                markersize=size,
+                color=colour,
+                markeredgecolor="black",
+                markeredgewidth=0.5,
+                linestyle="none",
+            )
         else:
-            ax.plot(x, y, marker=marker, markersize=size, markerfacecolor="none", markeredgecolor=colour,
-                    linestyle="none")
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 3),
-                    fontsize=7, color="0.25")
+            ax.plot(
+                x, y, marker=marker, markersize=size, markerfacecolor="none", markeredgecolor=colour, linestyle="none"
+            )
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 3), fontsize=7, color="0.25")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of I/O, analytic)")
     ax.set_ylabel("FLOP/s")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: units.si(v, "FLOP/s")))
-    what = "achieved = analytic FLOPs / measured time" if measured else \
-        f"no measured times: predicted attainable FLOP/s on {primary} (hollow)"
+    what = (
+        "achieved = analytic FLOPs / measured time"
+        if measured
+        else f"no measured times: predicted attainable FLOP/s on {primary} (hollow)"
+    )
     ax.set_title(f"{title}\n{what}", fontsize=9)
     ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.13), fontsize=7)
     if note:
-        ax.annotate(note, (0.0, -0.13 - 0.055 * (2 * len(drawn) + 0.6)), xycoords="axes fraction", fontsize=6.5,
-                    color="0.35", ha="left", va="top", wrap=True)
+        ax.annotate(
+            note,
+            (0.0, -0.13 - 0.055 * (2 * len(drawn) + 0.6)),
+            xycoords="axes fraction",
+            fontsize=6.5,
+            color="0.35",
+            ha="left",
+            va="top",
+            wrap=True,
+        )
     return P.save(fig, out_dir, stem)
 
 
-def plot_from_summary(section: Mapping[str, Any], out_dir: Path, *, title: str,
-                      note: Optional[str] = None, vocabulary: Any = None) -> dict[str, Path]:
+def plot_from_summary(
+    section: Mapping[str, Any], out_dir: Path, *, title: str, note: Optional[str] = None, vocabulary: Any = None
+) -> dict[str, Path]:
     """The plot of a summary's `roofline` section (`RooflineFigures.raw`); `vocabulary`: the family's parts."""
-    return plot_roofline(section["rows"], section["roofs"], section["primary"], out_dir, title=title,
-                         note=note if note is not None else section.get("measured_by", ""), vocabulary=vocabulary)
+    return plot_roofline(
+        section["rows"],
+        section["roofs"],
+        section["primary"],
+        out_dir,
+        title=title,
+        note=note if note is not None else section.get("measured_by", ""),
+        vocabulary=vocabulary,
+    )

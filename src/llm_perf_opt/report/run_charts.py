@@ -9,6 +9,7 @@
   parent's left edge (what is left of a parent's width is its own time). HTML cells positioned in percent,
   so the chart is as wide as the page, never wider.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,15 +69,19 @@ def time_chart_svg(times: RunTimes, grouped: Optional[GroupedGraph] = None, widt
     series = [("measured", MEASURED_COLOUR)] + [(lv, level_colour(lv, times.levels)) for lv in times.levels]
     row_h = len(series) * bar_h + gap
     height = top + len(rows) * row_h + 24
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="timechart" viewBox="0 0 {width} {height}" '
-           f'width="100%" role="img" aria-label="measured and predicted time per stage and part" '
-           f'font-family="system-ui,sans-serif" font-size="11">']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="timechart" viewBox="0 0 {width} {height}" '
+        f'width="100%" role="img" aria-label="measured and predicted time per stage and part" '
+        f'font-family="system-ui,sans-serif" font-size="11">'
+    ]
     # decades of the log axis
     d = lo
     while d <= hi * 1.0001:
         xv = x(d)
         out.append(f'<line x1="{xv:.1f}" y1="{top - 6}" x2="{xv:.1f}" y2="{height - 20}" stroke="#e5e7eb"/>')
-        out.append(f'<text x="{xv:.1f}" y="{top - 10}" text-anchor="middle" fill="#6b7280">{escape(units.seconds(d))}</text>')
+        out.append(
+            f'<text x="{xv:.1f}" y="{top - 10}" text-anchor="middle" fill="#6b7280">{escape(units.seconds(d))}</text>'
+        )
         d *= 10
     out.append(f'<text x="{x1 + 8}" y="{top - 10}" fill="#6b7280">bound · measured / ideal</text>')
     y = top
@@ -86,23 +91,31 @@ def time_chart_svg(times: RunTimes, grouped: Optional[GroupedGraph] = None, widt
         weight = "600" if r.kind == "stage" else "400"
         if r.kind == "stage" and y > top:
             out.append(f'<line x1="0" y1="{y - gap / 2:.1f}" x2="{width}" y2="{y - gap / 2:.1f}" stroke="#d1d5db"/>')
-        out.append(f'<text x="{4 + indent}" y="{y + row_h / 2:.1f}" dominant-baseline="middle" font-weight="{weight}">'
-                   f'{escape(r.label[:28])}</text>')
+        out.append(
+            f'<text x="{4 + indent}" y="{y + row_h / 2:.1f}" dominant-baseline="middle" font-weight="{weight}">'
+            f"{escape(r.label[:28])}</text>"
+        )
         for i, (name, colour) in enumerate(series):
             v = r.measured_s if name == "measured" else r.predicted(name)
             by = y + i * bar_h
             if v is None:
                 continue
-            what = (f"{r.label}: {name} {units.seconds(v)}"
-                    + (f" ({r.measured_by})" if name == "measured" and r.measured_by else "")
-                    + (f", bound {r.levels[name]['bound']}" if name in r.levels and r.levels[name].get("bound") else ""))
+            what = (
+                f"{r.label}: {name} {units.seconds(v)}"
+                + (f" ({r.measured_by})" if name == "measured" and r.measured_by else "")
+                + (f", bound {r.levels[name]['bound']}" if name in r.levels and r.levels[name].get("bound") else "")
+            )
             attrs = f' data-node="{escape(node)}" class="bar clickable"' if node else ' class="bar"'
-            out.append(f'<rect x="{x0}" y="{by}" width="{max(x(v) - x0, 1.5):.1f}" height="{bar_h - 1}" fill="{colour}"'
-                       f' data-series="{escape(name)}" data-row="{escape(r.key)}" data-seconds="{v:.9g}"{attrs}>'
-                       f'<title>{escape(what)}</title></rect>')
+            out.append(
+                f'<rect x="{x0}" y="{by}" width="{max(x(v) - x0, 1.5):.1f}" height="{bar_h - 1}" fill="{colour}"'
+                f' data-series="{escape(name)}" data-row="{escape(r.key)}" data-seconds="{v:.9g}"{attrs}>'
+                f"<title>{escape(what)}</title></rect>"
+            )
         note = " · ".join(t for t in (r.bound() or "", _headroom_text(r)) if t)
-        out.append(f'<text x="{x1 + 8}" y="{y + row_h / 2:.1f}" dominant-baseline="middle" fill="#374151">'
-                   f'{escape(note)}</text>')
+        out.append(
+            f'<text x="{x1 + 8}" y="{y + row_h / 2:.1f}" dominant-baseline="middle" fill="#374151">'
+            f"{escape(note)}</text>"
+        )
         y += row_h
     # legend
     lx = x0
@@ -148,13 +161,27 @@ def icicle_cells(grouped: Optional[GroupedGraph], metric: str = "time_measured")
         depth_max = max(depth_max, depth)
         name = node.pattern if node.pattern else "(root)"
         parent = grouped.node(node.parent) if node.parent else None
-        short = (name[len(parent.pattern) + 1:] if parent is not None and parent.pattern
-                 and name.startswith(parent.pattern + ".") else name) if depth > 0 else "whole forward"
-        cells.append({
-            "id": node.id, "depth": depth, "left": 100 * left, "width": 100 * share, "fill": fill, "text": text,
-            "label": f"{short} {units.seconds(value)}" if share >= ICICLE_MIN_LABEL else "",
-            "title": f"{name} ({node.class_name}): {units.seconds(value)} measured, {units.percent(share)} of the forward",
-        })
+        short = (
+            (
+                name[len(parent.pattern) + 1 :]
+                if parent is not None and parent.pattern and name.startswith(parent.pattern + ".")
+                else name
+            )
+            if depth > 0
+            else "whole forward"
+        )
+        cells.append(
+            {
+                "id": node.id,
+                "depth": depth,
+                "left": 100 * left,
+                "width": 100 * share,
+                "fill": fill,
+                "text": text,
+                "label": f"{short} {units.seconds(value)}" if share >= ICICLE_MIN_LABEL else "",
+                "title": f"{name} ({node.class_name}): {units.seconds(value)} measured, {units.percent(share)} of the forward",
+            }
+        )
         x = left
         for child in node.children:
             cv = (grouped.node(child).costs.get(metric) or {}).get("total")

@@ -13,6 +13,7 @@ the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
 
 `write_run_page(run_dir)` is called by the trace job after its last stage and by `./dev group`.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,17 +82,21 @@ def part_rows(costs: Optional[ModuleCosts], vocabulary: Any = None) -> list[dict
         if path and path not in known:
             continue
         a, m = _value(costs, "flops_matmul_analytic", path), _value(costs, "flops_measured", path)
-        rows.append({
-            "path": path or "(root)", "label": label,
-            "flops_analytic": units.flops(_value(costs, "flops_analytic", path)),
-            "flops_matmul_analytic": units.flops(a), "flops_measured": units.flops(m),
-            "rel_error": units.percent(_rel(a, m)),
-            "io_bytes": units.nbytes(_value(costs, "io_bytes_analytic", path)),
-            "act_analytic": units.nbytes(_value(costs, "activation_bytes_analytic", path)),
-            "act_observed": units.nbytes(_value(costs, "activation_bytes_observed", path)),
-            "time_measured": units.seconds(_value(costs, "time_measured", path)),
-            "time_predicted": units.seconds(_value(costs, "time_predicted", path)),
-        })
+        rows.append(
+            {
+                "path": path or "(root)",
+                "label": label,
+                "flops_analytic": units.flops(_value(costs, "flops_analytic", path)),
+                "flops_matmul_analytic": units.flops(a),
+                "flops_measured": units.flops(m),
+                "rel_error": units.percent(_rel(a, m)),
+                "io_bytes": units.nbytes(_value(costs, "io_bytes_analytic", path)),
+                "act_analytic": units.nbytes(_value(costs, "activation_bytes_analytic", path)),
+                "act_observed": units.nbytes(_value(costs, "activation_bytes_observed", path)),
+                "time_measured": units.seconds(_value(costs, "time_measured", path)),
+                "time_predicted": units.seconds(_value(costs, "time_predicted", path)),
+            }
+        )
     return rows
 
 
@@ -101,15 +106,19 @@ def stage_rows(summary: Summary) -> list[dict[str, Any]]:
     flops = summary.flops or {}
     for name in list(dict.fromkeys(list(stages) + list(flops))):
         s, f = stages.get(name), flops.get(name)
-        rows.append({
-            "stage": name,
-            "flops": units.flops(s.flops if s else None), "flops_matmul": units.flops(s.flops_matmul if s else None),
-            "measured": units.flops(f.measured if f else None),
-            "rel_error": units.percent(f.rel_error if f else None),
-            "ok": "—" if f is None or f.ok is None else ("ok" if f.ok else "NO"),
-            "io": units.nbytes(s.io_bytes if s else None), "weights": units.nbytes(s.weight_bytes if s else None),
-            "activations": units.nbytes(s.activation_bytes if s else None),
-        })
+        rows.append(
+            {
+                "stage": name,
+                "flops": units.flops(s.flops if s else None),
+                "flops_matmul": units.flops(s.flops_matmul if s else None),
+                "measured": units.flops(f.measured if f else None),
+                "rel_error": units.percent(f.rel_error if f else None),
+                "ok": "—" if f is None or f.ok is None else ("ok" if f.ok else "NO"),
+                "io": units.nbytes(s.io_bytes if s else None),
+                "weights": units.nbytes(s.weight_bytes if s else None),
+                "activations": units.nbytes(s.activation_bytes if s else None),
+            }
+        )
     return rows
 
 
@@ -128,12 +137,23 @@ def _figure_row(metric: Mapping[str, Any], fig: Mapping[str, Any] | None) -> dic
     kind = metric["kind"]
     fig = fig or {}
     if fig.get("total") is None:
-        return {"label": metric["label"], "total": "—", "share": "—", "mean": "—", "min": "—", "max": "—",
-                "slowest": "", "note": fig.get("reason", "no figure") + _notes(fig)}
+        return {
+            "label": metric["label"],
+            "total": "—",
+            "share": "—",
+            "mean": "—",
+            "min": "—",
+            "max": "—",
+            "slowest": "",
+            "note": fig.get("reason", "no figure") + _notes(fig),
+        }
     incomplete = "" if fig.get("complete", True) else f"{fig['with_figure']} of {fig['instances']} instances"
     return {
-        "label": metric["label"], "total": format_value(fig["total"], kind), "share": units.percent(fig.get("share")),
-        "mean": format_value(fig.get("mean"), kind), "min": format_value(fig.get("min"), kind),
+        "label": metric["label"],
+        "total": format_value(fig["total"], kind),
+        "share": units.percent(fig.get("share")),
+        "mean": format_value(fig.get("mean"), kind),
+        "min": format_value(fig.get("min"), kind),
         "max": format_value(fig.get("max"), kind),
         "slowest": fig.get("slowest") if fig.get("instances", 1) > 1 else "",
         "note": "; ".join(x for x in (incomplete, _notes(fig).strip("; ")) if x),
@@ -148,22 +168,38 @@ def node_detail(node: GroupNode, grouped: GroupedGraph) -> dict[str, Any]:
     """Everything the grouped graph knows about one node, as text for the side panel."""
     members = node.members
     return {
-        "id": node.id, "title": f"{node.name} {for_text(node)}".strip(), "class_name": node.class_name,
-        "pattern": node.pattern or "(root)", "repeat": repeat_text(node) or "called once per parent call",
-        "calls": node.calls, "parent_calls": node.parent_calls, "params": f"{node.params:,}",
-        "instances": len(members), "members": members[:MAX_MEMBERS], "more_members": max(0, len(members) - MAX_MEMBERS),
-        "static_n": node.static_n, "sparse": node.sparse, "value_dependent": node.value_dependent,
+        "id": node.id,
+        "title": f"{node.name} {for_text(node)}".strip(),
+        "class_name": node.class_name,
+        "pattern": node.pattern or "(root)",
+        "repeat": repeat_text(node) or "called once per parent call",
+        "calls": node.calls,
+        "parent_calls": node.parent_calls,
+        "params": f"{node.params:,}",
+        "instances": len(members),
+        "members": members[:MAX_MEMBERS],
+        "more_members": max(0, len(members) - MAX_MEMBERS),
+        "static_n": node.static_n,
+        "sparse": node.sparse,
+        "value_dependent": node.value_dependent,
         "constructor": {k: json.dumps(v, default=str) for k, v in node.constructor_params.items()},
         "varying": node.varying_params,
-        "inputs": [_fmt_meta(m) for m in node.input_shapes], "outputs": [_fmt_meta(m) for m in node.output_shapes],
-        "ops": f"{node.ops_self:,} self / {node.ops_total:,} subtree", "outputs_bytes": units.nbytes(node.activation_bytes),
+        "inputs": [_fmt_meta(m) for m in node.input_shapes],
+        "outputs": [_fmt_meta(m) for m in node.output_shapes],
+        "ops": f"{node.ops_self:,} self / {node.ops_total:,} subtree",
+        "outputs_bytes": units.nbytes(node.activation_bytes),
         "costs": [_figure_row(m, node.costs.get(m["name"])) for m in grouped.metrics],
         "absent": dict(grouped.absent_metrics),
-        "variants": [{
-            "label": v.label, "count": len(v.members), "params": f"{v.params:,}",
-            "members": ", ".join(v.members[:MAX_MEMBERS]) + (" …" if len(v.members) > MAX_MEMBERS else ""),
-            "costs": [_figure_row(m, v.costs.get(m["name"])) for m in grouped.metrics],
-        } for v in node.variants],
+        "variants": [
+            {
+                "label": v.label,
+                "count": len(v.members),
+                "params": f"{v.params:,}",
+                "members": ", ".join(v.members[:MAX_MEMBERS]) + (" …" if len(v.members) > MAX_MEMBERS else ""),
+                "costs": [_figure_row(m, v.costs.get(m["name"])) for m in grouped.metrics],
+            }
+            for v in node.variants
+        ],
     }
 
 
@@ -172,15 +208,26 @@ def artifact_links(run_dir: Path) -> list[dict[str, str]]:
     for entry in RUN_FILES:
         if (run_dir / entry.file).is_file() and entry.file != RUN_PAGE:
             links.append({"href": entry.file, "name": entry.file, "doc": entry.doc})
-    extra = sorted(p for p in run_dir.glob("*") if p.is_file() and p.name not in {l["name"] for l in links}
-                   and p.name != RUN_PAGE and not p.name.startswith("."))
+    extra = sorted(
+        p
+        for p in run_dir.glob("*")
+        if p.is_file()
+        and p.name not in {l["name"] for l in links}
+        and p.name != RUN_PAGE
+        and not p.name.startswith(".")
+    )
     links += [{"href": p.name, "name": p.name, "doc": ""} for p in extra]
     explorer = run_dir / "model_explorer"
     if explorer.is_dir():
         for p in sorted(explorer.glob("*.json")):
             if p.name not in ("graph.json", "raw.json"):
-                links.append({"href": f"model_explorer/{p.name}", "name": f"model_explorer/{p.name}",
-                              "doc": "Model Explorer node data (./dev explore RUN_DIR)"})
+                links.append(
+                    {
+                        "href": f"model_explorer/{p.name}",
+                        "name": f"model_explorer/{p.name}",
+                        "doc": "Model Explorer node data (./dev explore RUN_DIR)",
+                    }
+                )
     return links
 
 
@@ -196,27 +243,53 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
     if p:
         st, cb, mem = p["static"], p["continuous"], p["memory"]
         facts += [
-            ("static batching", f"TTFT {units.seconds(st['ttft_s'])} · TPOT {units.seconds(st['tpot_s'])} · "
-                                f"{st['tokens_per_s']:,.0f} tokens/s · {st['pages_per_day']:,.0f} pages/day"),
-            ("continuous batching", f"TTFT {units.seconds(cb['ttft_s'])} · TPOT {units.seconds(cb['tpot_s'])} · "
-                                    f"{cb['tokens_per_s']:,.0f} tokens/s · {cb['pages_per_day']:,.0f} pages/day"),
-            ("decode step", f"{units.seconds(p['decode_step_s'])} ({p['decode_bound']}-bound); prefill "
-                            f"{units.seconds(p['prefill_s'])} ({p['prefill_bound']}-bound)"),
-            ("memory", f"weights {units.nbytes(mem['weights_bytes'])} + KV {units.nbytes(mem['kv_cache_bytes'])} + "
-                       + (f"inputs {units.nbytes(mem['input_bytes'])} + " if "input_bytes" in mem else "") +
-                       f"activations {units.nbytes(mem['activation_bytes'])} + allowance "
-                       f"{units.nbytes(mem['allowance_bytes'])} = {units.nbytes(mem['total_bytes'])}"
-                       + (f" of {units.nbytes(mem['capacity_bytes'])} ({'fits' if mem['fits'] else 'does not fit'})"
-                          if mem.get("capacity_bytes") else "") + f"; dominant: {mem['dominant']}"),
+            (
+                "static batching",
+                f"TTFT {units.seconds(st['ttft_s'])} · TPOT {units.seconds(st['tpot_s'])} · "
+                f"{st['tokens_per_s']:,.0f} tokens/s · {st['pages_per_day']:,.0f} pages/day",
+            ),
+            (
+                "continuous batching",
+                f"TTFT {units.seconds(cb['ttft_s'])} · TPOT {units.seconds(cb['tpot_s'])} · "
+                f"{cb['tokens_per_s']:,.0f} tokens/s · {cb['pages_per_day']:,.0f} pages/day",
+            ),
+            (
+                "decode step",
+                f"{units.seconds(p['decode_step_s'])} ({p['decode_bound']}-bound); prefill "
+                f"{units.seconds(p['prefill_s'])} ({p['prefill_bound']}-bound)",
+            ),
+            (
+                "memory",
+                f"weights {units.nbytes(mem['weights_bytes'])} + KV {units.nbytes(mem['kv_cache_bytes'])} + "
+                + (f"inputs {units.nbytes(mem['input_bytes'])} + " if "input_bytes" in mem else "")
+                + f"activations {units.nbytes(mem['activation_bytes'])} + allowance "
+                f"{units.nbytes(mem['allowance_bytes'])} = {units.nbytes(mem['total_bytes'])}"
+                + (
+                    f" of {units.nbytes(mem['capacity_bytes'])} ({'fits' if mem['fits'] else 'does not fit'})"
+                    if mem.get("capacity_bytes")
+                    else ""
+                )
+                + f"; dominant: {mem['dominant']}",
+            ),
         ]
     fits = s.max_fit_batch or {}
     if any(v is not None for v in fits.values()):
         facts.append(("largest batch that fits", f"{fits.get('static')} static, {fits.get('continuous')} continuous"))
     if s.knee:
-        facts.append(("knee", f"{s.knee['batch'] if s.knee['batch'] is not None else 'none in range'} "
-                              f"({s.knee['reason']}): {s.knee['note']}"))
-    return {"level": s.level, "convention": s.level_convention, "device": s.hardware.get("name"), "facts": facts,
-            "curve_svg": _svg_markup(run_dir / "curve.svg")}
+        facts.append(
+            (
+                "knee",
+                f"{s.knee['batch'] if s.knee['batch'] is not None else 'none in range'} "
+                f"({s.knee['reason']}): {s.knee['note']}",
+            )
+        )
+    return {
+        "level": s.level,
+        "convention": s.level_convention,
+        "device": s.hardware.get("name"),
+        "facts": facts,
+        "curve_svg": _svg_markup(run_dir / "curve.svg"),
+    }
 
 
 def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
@@ -229,18 +302,28 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     times = run_times(run_dir)
     icicle, icicle_rows = icicle_cells(grouped)
     return {
-        "times": times, "time_chart_svg": time_chart_svg(times, grouped),
+        "times": times,
+        "time_chart_svg": time_chart_svg(times, grouped),
         "level_colours": {lv: level_colour(lv, times.levels) for lv in times.levels},
-        "icicle": icicle, "icicle_rows": icicle_rows,
+        "icicle": icicle,
+        "icicle_rows": icicle_rows,
         "title": f"Run: {summary.model.name} · {wl.mode} · {summary.page.width}×{summary.page.height}",
-        "summary": summary, "run_dir": str(run_dir),
+        "summary": summary,
+        "run_dir": str(run_dir),
         "facts": [
             ("model", f"{summary.model.name} ({summary.model.source}, spec {summary.model.spec})"),
             ("mode", f"{wl.mode}: base {wl.base_size}, image {wl.image_size}, crop {wl.crop_mode}"),
-            ("page", f"{summary.page.width} × {summary.page.height}" + (f" ({summary.page.image})" if summary.page.image else " (synthetic)")),
+            (
+                "page",
+                f"{summary.page.width} × {summary.page.height}"
+                + (f" ({summary.page.image})" if summary.page.image else " (synthetic)"),
+            ),
             ("grid", f"{lay.grid} ({lay.num_crops} crops, {lay.num_views} views)"),
             ("tokens", f"{tok.image} image, {tok.prompt} prompt, {tok.sequence} in the sequence"),
-            ("runtime", f"{summary.runtime.device}, {summary.runtime.dtype}, attention {summary.runtime.attn_implementation}"),
+            (
+                "runtime",
+                f"{summary.runtime.device}, {summary.runtime.dtype}, attention {summary.runtime.attn_implementation}",
+            ),
             ("forward", units.seconds(summary.forward.seconds) if summary.forward else "—"),
             ("status", summary.status),
         ],
@@ -249,8 +332,9 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
         "metrics": list(grouped.metrics) if grouped is not None else [],
         "absent": dict(grouped.absent_metrics) if grouped is not None else ({} if costs is None else costs.absent),
         "graph_svg": _svg_markup(run_dir / GROUPED_SVG),
-        "graph_note": None if (run_dir / GROUPED_SVG).is_file() else "no callgraph.grouped.svg in this run "
-                      "(trace.capture=false, or Graphviz' dot was missing)",
+        "graph_note": None
+        if (run_dir / GROUPED_SVG).is_file()
+        else "no callgraph.grouped.svg in this run (trace.capture=false, or Graphviz' dot was missing)",
         "legend": heat.legend() if heat is not None and heat.active else [],
         "legend_title": heat.title() if heat is not None and heat.active else "",
         "nodes": [node_detail(n, grouped) for n in grouped.nodes] if grouped is not None else [],

@@ -11,6 +11,7 @@ of one run, and the design-space plots of a multirun over hardware figures.
   device achieves and the replicas the volume needs against the swept figure, and the compute, bandwidth
   and memory each target requires against it, with the device's own figure drawn for comparison.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,9 +21,11 @@ from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.report.table import Column, other_label, sweep_axes
 
 TARGETS = ("ttft_s", "tpot_s", "pages_per_day")
-RESOURCES = (("required_matmul_tflops", "matmul TFLOP/s", "matmul_flops", 1e12),
-             ("required_bandwidth_gbs", "bandwidth GB/s", "bandwidth_bytes_per_s", 1e9),
-             ("required_memory_gb", "memory GB", "memory_bytes", 1e9))
+RESOURCES = (
+    ("required_matmul_tflops", "matmul TFLOP/s", "matmul_flops", 1e12),
+    ("required_bandwidth_gbs", "bandwidth GB/s", "bandwidth_bytes_per_s", 1e9),
+    ("required_memory_gb", "memory GB", "memory_bytes", 1e9),
+)
 
 
 def _serving(job: JobRecord) -> Any:
@@ -101,53 +104,169 @@ def _c(key: str, header: str, kind: str, doc: str, get: Callable[[JobRecord], An
 
 
 SERVING_COLUMNS: list[Column] = [
-    _c("serve_job", "serving job", "str", "the job that wrote serving.json (analyze or size)",
-       lambda j: _serving(j).job if _serving(j) is not None else None, False),
-    _c("serve_level", "time level", "str", "the time level every serving figure of the job uses (ideal = roofline)",
-       lambda j: _serving(j).level if _serving(j) is not None else None),
+    _c(
+        "serve_job",
+        "serving job",
+        "str",
+        "the job that wrote serving.json (analyze or size)",
+        lambda j: _serving(j).job if _serving(j) is not None else None,
+        False,
+    ),
+    _c(
+        "serve_level",
+        "time level",
+        "str",
+        "the time level every serving figure of the job uses (ideal = roofline)",
+        lambda j: _serving(j).level if _serving(j) is not None else None,
+    ),
     _c("serve_hardware", "device", "str", "the device of the serving figures (a datasheet, or custom)", _hw("name")),
-    _c("hw_matmul_tflops", "matmul TFLOP/s", "float", "the device's dense matmul peak in the serving dtype",
-       _hw("matmul_flops", 1e12)),
+    _c(
+        "hw_matmul_tflops",
+        "matmul TFLOP/s",
+        "float",
+        "the device's dense matmul peak in the serving dtype",
+        _hw("matmul_flops", 1e12),
+    ),
     _c("hw_vector_tflops", "vector TFLOP/s", "float", "the device's non-matmul peak", _hw("vector_flops", 1e12), False),
-    _c("hw_bandwidth_gbs", "bandwidth GB/s", "float", "the device's memory bandwidth",
-       _hw("bandwidth_bytes_per_s", 1e9)),
+    _c(
+        "hw_bandwidth_gbs",
+        "bandwidth GB/s",
+        "float",
+        "the device's memory bandwidth",
+        _hw("bandwidth_bytes_per_s", 1e9),
+    ),
     _c("hw_memory_gb", "memory GB", "float", "the device's memory capacity", _hw("memory_bytes", 1e9)),
-    _c("serve_batch", "batch", "int", "workload.batch of ./dev analyze (pages served together)",
-       lambda j: _serving(j).batch if _serving(j) is not None else None),
-    _c("serve_output_tokens", "output tokens", "int", "tokens generated per page (serve.output_tokens)",
-       lambda j: _serving(j).output_tokens if _serving(j) is not None else None, False),
-    _c("serve_ttft_s", "TTFT", "seconds", "time to first token at the job's batch, static batching",
-       _point("static", "ttft_s")),
-    _c("serve_tpot_s", "TPOT", "seconds", "time per output token at the job's batch, static batching",
-       _point("static", "tpot_s")),
-    _c("serve_tokens_per_s", "tokens/s", "float", "output tokens per second per device at the job's batch, static",
-       _point("static", "tokens_per_s")),
-    _c("serve_pages_per_day", "pages/day static", "float", "pages per day per device at the job's batch, static "
-       "batching", _point("static", "pages_per_day"), False),
-    _c("serve_pages_per_day_continuous", "pages/day continuous", "float", "pages per day per device at the job's "
-       "batch, continuous batching (steady state)", _point("continuous", "pages_per_day"), False),
-    _c("serve_memory_bytes", "memory use", "bytes", "weights + KV cache + peak activations + allowance at the "
-       "job's batch (static batching)", _point("memory", "total_bytes")),
-    _c("serve_decode_bound", "decode bound", "str", "what bounds the decode step at the job's batch",
-       _point("decode_bound"), False),
-    _c("pages_per_day_per_device", "pages/day per device", "float",
-       "size: pages/day one device serves at the best batch meeting the latency targets; analyze: continuous "
-       "batching at the job's batch", achieved_pages_per_day),
-    _c("serve_max_fit_batch", "largest batch", "int", "the largest batch that fits in the device's memory "
-       "(continuous batching; static when only that is known)", _fit, False),
-    _c("knee_batch", "knee", "int", "the batch where the latency-vs-throughput curve turns (analytic.serving)",
-       _knee("batch")),
-    _c("knee_reason", "knee reason", "str", "what makes the knee: compute, memory, bandwidth (none in range)",
-       _knee("reason")),
-    _c("size_replicas", "replicas", "int", "devices (data-parallel replicas) the daily volume needs",
-       _sizing("replicas")),
-    _c("size_batch", "sizing batch", "int", "the batch the sizing found best on the device (meets the latency "
-       "targets, fits memory)", _sizing("batch"), False),
-    _c("size_binds", "binds", "str", "the target and resource whose requirement is largest against the device's "
-       "figure, and that ratio", _binds),
-    *[_c(f"{key}_{t}", f"{what} for {t}", "float", f"the {what} a device needs to meet {t} (analytic.sizing)",
-         lambda j, t=t, k=key: requirement(j, t, k), False)
-      for t in TARGETS for key, what, _, _ in RESOURCES],
+    _c(
+        "serve_batch",
+        "batch",
+        "int",
+        "workload.batch of ./dev analyze (pages served together)",
+        lambda j: _serving(j).batch if _serving(j) is not None else None,
+    ),
+    _c(
+        "serve_output_tokens",
+        "output tokens",
+        "int",
+        "tokens generated per page (serve.output_tokens)",
+        lambda j: _serving(j).output_tokens if _serving(j) is not None else None,
+        False,
+    ),
+    _c(
+        "serve_ttft_s",
+        "TTFT",
+        "seconds",
+        "time to first token at the job's batch, static batching",
+        _point("static", "ttft_s"),
+    ),
+    _c(
+        "serve_tpot_s",
+        "TPOT",
+        "seconds",
+        "time per output token at the job's batch, static batching",
+        _point("static", "tpot_s"),
+    ),
+    _c(
+        "serve_tokens_per_s",
+        "tokens/s",
+        "float",
+        "output tokens per second per device at the job's batch, static",
+        _point("static", "tokens_per_s"),
+    ),
+    _c(
+        "serve_pages_per_day",
+        "pages/day static",
+        "float",
+        "pages per day per device at the job's batch, static batching",
+        _point("static", "pages_per_day"),
+        False,
+    ),
+    _c(
+        "serve_pages_per_day_continuous",
+        "pages/day continuous",
+        "float",
+        "pages per day per device at the job's batch, continuous batching (steady state)",
+        _point("continuous", "pages_per_day"),
+        False,
+    ),
+    _c(
+        "serve_memory_bytes",
+        "memory use",
+        "bytes",
+        "weights + KV cache + peak activations + allowance at the job's batch (static batching)",
+        _point("memory", "total_bytes"),
+    ),
+    _c(
+        "serve_decode_bound",
+        "decode bound",
+        "str",
+        "what bounds the decode step at the job's batch",
+        _point("decode_bound"),
+        False,
+    ),
+    _c(
+        "pages_per_day_per_device",
+        "pages/day per device",
+        "float",
+        "size: pages/day one device serves at the best batch meeting the latency targets; analyze: continuous "
+        "batching at the job's batch",
+        achieved_pages_per_day,
+    ),
+    _c(
+        "serve_max_fit_batch",
+        "largest batch",
+        "int",
+        "the largest batch that fits in the device's memory (continuous batching; static when only that is known)",
+        _fit,
+        False,
+    ),
+    _c(
+        "knee_batch",
+        "knee",
+        "int",
+        "the batch where the latency-vs-throughput curve turns (analytic.serving)",
+        _knee("batch"),
+    ),
+    _c(
+        "knee_reason",
+        "knee reason",
+        "str",
+        "what makes the knee: compute, memory, bandwidth (none in range)",
+        _knee("reason"),
+    ),
+    _c(
+        "size_replicas",
+        "replicas",
+        "int",
+        "devices (data-parallel replicas) the daily volume needs",
+        _sizing("replicas"),
+    ),
+    _c(
+        "size_batch",
+        "sizing batch",
+        "int",
+        "the batch the sizing found best on the device (meets the latency targets, fits memory)",
+        _sizing("batch"),
+        False,
+    ),
+    _c(
+        "size_binds",
+        "binds",
+        "str",
+        "the target and resource whose requirement is largest against the device's figure, and that ratio",
+        _binds,
+    ),
+    *[
+        _c(
+            f"{key}_{t}",
+            f"{what} for {t}",
+            "float",
+            f"the {what} a device needs to meet {t} (analytic.sizing)",
+            lambda j, t=t, k=key: requirement(j, t, k),
+            False,
+        )
+        for t in TARGETS
+        for key, what, _, _ in RESOURCES
+    ],
 ]
 
 
@@ -163,8 +282,9 @@ def write_curve_plot(points: Sequence[Any], knee: Any, out: Path, progress: Call
     progress(f"wrote {paths['svg']}")
 
 
-def curve_plot(rows: Sequence[Mapping[str, Any]], knee: Optional[Mapping[str, Any]], out_dir: Path,
-               title: str, stem: str = "curve") -> dict[str, Path]:
+def curve_plot(
+    rows: Sequence[Mapping[str, Any]], knee: Optional[Mapping[str, Any]], out_dir: Path, title: str, stem: str = "curve"
+) -> dict[str, Path]:
     """`stem`.svg / .png: TPOT (left) and TTFT (right) against pages/day per device over the batch, static
     and continuous batching; every point labelled with its batch; the knee ringed, its reason in the title."""
     from llm_perf_opt.report import plots as P
@@ -172,21 +292,31 @@ def curve_plot(rows: Sequence[Mapping[str, Any]], knee: Optional[Mapping[str, An
     plt = P.plt
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8))
     for ax, (what, label) in zip(axes, (("tpot", "time per output token"), ("ttft", "time to first token"))):
-        for scheme, style in (("continuous", {"color": "C0", "marker": "o"}), ("static", {"color": "C1", "marker": "s",
-                                                                                         "linestyle": "--"})):
+        for scheme, style in (
+            ("continuous", {"color": "C0", "marker": "o"}),
+            ("static", {"color": "C1", "marker": "s", "linestyle": "--"}),
+        ):
             xs = [r[f"pages_per_day_{scheme}"] for r in rows]
             ys = [r[f"{what}_{scheme}_s"] for r in rows]
             ax.plot(xs, ys, markersize=3.5, linewidth=1.3, label=f"{scheme} batching", **style)
             if scheme == "continuous":
                 for r, x, y in zip(rows, xs, ys):
-                    ax.annotate(str(r["batch"]), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6.5,
-                                color="0.3")
+                    ax.annotate(
+                        str(r["batch"]), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6.5, color="0.3"
+                    )
                 if knee and knee.get("batch") is not None:
                     at = [(x, y) for r, x, y in zip(rows, xs, ys) if r["batch"] == knee["batch"]]
                     if at:
-                        ax.plot(*at[0], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="C3",
-                                markeredgewidth=1.5, linestyle="none", label=f"knee: batch {knee['batch']} "
-                                                                            f"({knee['reason']})")
+                        ax.plot(
+                            *at[0],
+                            marker="o",
+                            markersize=11,
+                            markerfacecolor="none",
+                            markeredgecolor="C3",
+                            markeredgewidth=1.5,
+                            linestyle="none",
+                            label=f"knee: batch {knee['batch']} ({knee['reason']})",
+                        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         P.log_axis(ax.yaxis, "seconds")
@@ -195,8 +325,12 @@ def curve_plot(rows: Sequence[Mapping[str, Any]], knee: Optional[Mapping[str, An
         ax.set_ylabel(f"{label} (s)")
         ax.set_title(label)
         ax.legend(loc="upper left")
-    reason = f"knee: {knee['reason']}" + (f" at batch {knee['batch']}" if knee and knee.get("batch") is not None
-                                          else " (none in range)") if knee else "no knee"
+    reason = (
+        f"knee: {knee['reason']}"
+        + (f" at batch {knee['batch']}" if knee and knee.get("batch") is not None else " (none in range)")
+        if knee
+        else "no knee"
+    )
     fig.suptitle(f"{title} | {reason}", fontsize=9)
     return P.save(fig, out_dir, stem)
 
@@ -248,14 +382,26 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
         sized = any(_serving(j).sizing for j in jobs)
         for i, (label, pts) in enumerate(groups.items()):
             xs = [x for x, _ in pts]
-            a1.plot(xs, [achieved_pages_per_day(j) for _, j in pts], marker="o", color=f"C{i % 10}",
-                    label=label or "pages/day per device")
+            a1.plot(
+                xs,
+                [achieved_pages_per_day(j) for _, j in pts],
+                marker="o",
+                color=f"C{i % 10}",
+                label=label or "pages/day per device",
+            )
             if sized:
-                a2.plot(xs, [_sizing("replicas")(j) for _, j in pts], marker="o", color=f"C{i % 10}",
-                        drawstyle="steps-post", label=label or "replicas")
+                a2.plot(
+                    xs,
+                    [_sizing("replicas")(j) for _, j in pts],
+                    marker="o",
+                    color=f"C{i % 10}",
+                    drawstyle="steps-post",
+                    label=label or "replicas",
+                )
             else:
-                a2.plot(xs, [_knee("batch")(j) for _, j in pts], marker="o", color=f"C{i % 10}",
-                        label=label or "knee batch")
+                a2.plot(
+                    xs, [_knee("batch")(j) for _, j in pts], marker="o", color=f"C{i % 10}", label=label or "knee batch"
+                )
         a1.set_ylabel("pages/day per device")
         a1.yaxis.set_major_formatter(P.formatter("count"))
         a2.set_ylabel("replicas for the volume" if sized else "knee batch")
@@ -264,9 +410,15 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
             ax.legend(loc="upper left")
         fig.suptitle(f"Achieved against {name} ({', '.join(level)} level)", fontsize=9)
         paths = P.save(fig, out_dir, stem)
-        out.append((stem, f"Pages/day one device achieves ({'the best batch meeting the latency targets' if sized else 'continuous batching at the job batch'}) and "
-                          f"{'the replicas the daily volume needs' if sized else 'the knee of the latency curve'} against the "
-                          f"swept {name}; time level {', '.join(level)}.", paths))
+        out.append(
+            (
+                stem,
+                f"Pages/day one device achieves ({'the best batch meeting the latency targets' if sized else 'continuous batching at the job batch'}) and "
+                f"{'the replicas the daily volume needs' if sized else 'the knee of the latency curve'} against the "
+                f"swept {name}; time level {', '.join(level)}.",
+                paths,
+            )
+        )
         if not sized:
             continue
         fig, panels = plt.subplots(1, 3, figsize=(12, 3.6))
@@ -276,8 +428,13 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
                     ys = [requirement(j, target, key) for _, j in pts]
                     if all(v is None for v in ys):
                         continue
-                    ax.plot([x for x, _ in pts], ys, marker="o", color=f"C{t_i}",
-                            label=" · ".join(p for p in (target, label) if p))
+                    ax.plot(
+                        [x for x, _ in pts],
+                        ys,
+                        marker="o",
+                        color=f"C{t_i}",
+                        label=" · ".join(p for p in (target, label) if p),
+                    )
             for label, pts in groups.items():
                 own = [(_serving(j).hardware.get(hw_key) or 0) / scale for _, j in pts]
                 ax.plot([x for x, _ in pts], own, color="0.4", linestyle=":", label="the device's own")
@@ -286,10 +443,19 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
             ax.set_xlabel(name)
             ax.set_ylabel(f"required {what}")
             ax.legend(loc="best", fontsize=6.5)
-        fig.suptitle(f"What each target requires, against {name} ({', '.join(level)} level; the other figures "
-                     "held at the device's)", fontsize=9)
+        fig.suptitle(
+            f"What each target requires, against {name} ({', '.join(level)} level; the other figures "
+            "held at the device's)",
+            fontsize=9,
+        )
         stem_r = f"{stem}_required"
-        out.append((stem_r, f"The matmul TFLOP/s, bandwidth and memory each target needs (analytic.sizing: a latency "
-                            f"target holds the device's other figures; pages/day scales every figure) against the swept "
-                            f"{name}; dotted: the device's own figure.", P.save(fig, out_dir, stem_r)))
+        out.append(
+            (
+                stem_r,
+                f"The matmul TFLOP/s, bandwidth and memory each target needs (analytic.sizing: a latency "
+                f"target holds the device's other figures; pages/day scales every figure) against the swept "
+                f"{name}; dotted: the device's own figure.",
+                P.save(fig, out_dir, stem_r),
+            )
+        )
     return out

@@ -8,6 +8,7 @@ page): on the datasheets `hardware` names, by default the datasheets the sweep's
 (`hardware=h100_sxm` in the sweep), else `DEFAULT_HARDWARE`. A job that predicted on that roof itself
 gives its own figure; otherwise it is computed here from the job's spec and layout (pure arithmetic).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,8 @@ from llm_perf_opt.report.table import (
     Column,
     build_rows,
     family_columns,
-    mode_label,
     job_columns,
+    mode_label,
     mode_order,
     order_key,
     other_label,
@@ -139,17 +140,34 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
     for axis, x_of, hue_of, order, xlabel in views:
         cats, series = _series_table(jobs, x_of, hue_of, tokens, order)
         if series:
-            fig = P.grouped_bars(cats, series, title=f"Image tokens per {xlabel}", ylabel="image tokens",
-                                 kind="count", xlabel=xlabel)
-            out.append(Plot(f"tokens_by_{axis}", f"Image tokens per {xlabel} (global view + crops, with the "
-                            "newline and separator tokens).", P.save(fig, out_dir, f"tokens_by_{axis}")))
+            fig = P.grouped_bars(
+                cats, series, title=f"Image tokens per {xlabel}", ylabel="image tokens", kind="count", xlabel=xlabel
+            )
+            out.append(
+                Plot(
+                    f"tokens_by_{axis}",
+                    f"Image tokens per {xlabel} (global view + crops, with the newline and separator tokens).",
+                    P.save(fig, out_dir, f"tokens_by_{axis}"),
+                )
+            )
         cats, series = _series_table(jobs, x_of, hue_of, prefill, order)
         if series:
-            fig = P.grouped_bars(cats, series, title=f"Prefill FLOPs per {xlabel} (analytic)", ylabel="FLOPs",
-                                 kind="flops", xlabel=xlabel)
-            out.append(Plot(f"flops_by_{axis}", f"Prefill FLOPs per {xlabel}: analytic, matmul-class ops as "
-                            "torch's flop counter counts them (vision + language over the whole prompt).",
-                            P.save(fig, out_dir, f"flops_by_{axis}")))
+            fig = P.grouped_bars(
+                cats,
+                series,
+                title=f"Prefill FLOPs per {xlabel} (analytic)",
+                ylabel="FLOPs",
+                kind="flops",
+                xlabel=xlabel,
+            )
+            out.append(
+                Plot(
+                    f"flops_by_{axis}",
+                    f"Prefill FLOPs per {xlabel}: analytic, matmul-class ops as "
+                    "torch's flop counter counts them (vision + language over the whole prompt).",
+                    P.save(fig, out_dir, f"flops_by_{axis}"),
+                )
+            )
 
     # stacked FLOPs by part, one bar per job: measured when every job measured every part, else analytic
     parts = reported_parts(jobs)
@@ -158,12 +176,23 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
     which = "measured" if measured else "analytic"
     stacks = {p: [part_flops(j, p, which) for j in jobs] for p in parts}
     if any(v is not None for vals in stacks.values() for v in vals):
-        labels = [_join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "",
-                        other_label(j, axes)) for j in jobs]
-        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs",
-                             colors=colors)
-        out.append(Plot("flops_by_part", f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, "
-                        "lm_head; one bar per job.", P.save(fig, out_dir, "flops_by_part")))
+        labels = [
+            _join(
+                f"#{j.num}",
+                mode_label(j) if len(modes) > 1 else "",
+                page_label(j) if len(pages) > 1 else "",
+                other_label(j, axes),
+            )
+            for j in jobs
+        ]
+        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs", colors=colors)
+        out.append(
+            Plot(
+                "flops_by_part",
+                f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, lm_head; one bar per job.",
+                P.save(fig, out_dir, "flops_by_part"),
+            )
+        )
 
     # predicted time to first token per mode / page, one bar colour per GPU (and page / mode when both vary)
     for axis, x_of, hue_of, order, xlabel in views:
@@ -179,40 +208,74 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                 if values[slot] is None:
                     values[slot] = predicted_ttft(job, name)
         if any(v is not None for vals in series.values() for v in vals):
-            fig = P.grouped_bars(cats, series, title=f"Predicted time to first token per {xlabel}",
-                                 ylabel="time to first token (s)", kind="seconds", xlabel=xlabel, logy=True)
-            out.append(Plot(f"ttft_by_{axis}", f"Predicted time to first token (the prefill) per {xlabel} on "
-                            f"{', '.join(hardware)} (each datasheet's default dtype, roofline convention of "
-                            "analytic.roofline; log scale).", P.save(fig, out_dir, f"ttft_by_{axis}")))
+            fig = P.grouped_bars(
+                cats,
+                series,
+                title=f"Predicted time to first token per {xlabel}",
+                ylabel="time to first token (s)",
+                kind="seconds",
+                xlabel=xlabel,
+                logy=True,
+            )
+            out.append(
+                Plot(
+                    f"ttft_by_{axis}",
+                    f"Predicted time to first token (the prefill) per {xlabel} on "
+                    f"{', '.join(hardware)} (each datasheet's default dtype, roofline convention of "
+                    "analytic.roofline; log scale).",
+                    P.save(fig, out_dir, f"ttft_by_{axis}"),
+                )
+            )
 
     # measured vs predicted forward on the job's own device, once jobs profile
     if any(section(j, "profile") is not None and section(j, "roofline") is not None for j in jobs):
         from llm_perf_opt.report.table import job_efficiency
 
-        labels = [_join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "")
-                  for j in jobs]
+        labels = [
+            _join(f"#{j.num}", mode_label(j) if len(modes) > 1 else "", page_label(j) if len(pages) > 1 else "")
+            for j in jobs
+        ]
         measured_s = [section(j, "profile").plain_s if section(j, "profile") is not None else None for j in jobs]
         predicted_s = []
         for j in jobs:
             eff, meas = job_efficiency(j, "forward"), section(j, "profile")
             predicted_s.append(eff * meas.plain_s if eff is not None and meas is not None else None)
-        fig = P.grouped_bars(labels, {"measured": measured_s, "predicted (the job's device roof)": predicted_s},
-                             title="Prefill: measured vs predicted on the job's device", ylabel="seconds",
-                             kind="seconds", xlabel="job", logy=True)
-        out.append(Plot("prefill_measured_vs_predicted", "The forward (prefill) per job: the plain forward's wall "
-                        "time (median of the profile's repeats) and the roofline's prediction on the roof of the "
-                        "device it ran on (the calibration); efficiency = predicted / measured.",
-                        P.save(fig, out_dir, "prefill_measured_vs_predicted")))
+        fig = P.grouped_bars(
+            labels,
+            {"measured": measured_s, "predicted (the job's device roof)": predicted_s},
+            title="Prefill: measured vs predicted on the job's device",
+            ylabel="seconds",
+            kind="seconds",
+            xlabel="job",
+            logy=True,
+        )
+        out.append(
+            Plot(
+                "prefill_measured_vs_predicted",
+                "The forward (prefill) per job: the plain forward's wall "
+                "time (median of the profile's repeats) and the roofline's prediction on the roof of the "
+                "device it ran on (the calibration); efficiency = predicted / measured.",
+                P.save(fig, out_dir, "prefill_measured_vs_predicted"),
+            )
+        )
 
     # measured vs analytic, only once jobs measure
     if any(stage_flops(j, "prefill", "measured") is not None for j in jobs):
         labels = [f"#{j.num}" for j in jobs]
-        series = {"measured": [stage_flops(j, "prefill", "measured") for j in jobs],
-                  "analytic": [stage_flops(j, "prefill", "analytic") for j in jobs]}
-        fig = P.grouped_bars(labels, series, title="Prefill FLOPs: measured vs analytic", ylabel="FLOPs",
-                             kind="flops", xlabel="job")
-        out.append(Plot("flops_measured_vs_analytic", "Prefill FLOPs per job, measured (FlopCounterMode) and "
-                        "analytic.", P.save(fig, out_dir, "flops_measured_vs_analytic")))
+        series = {
+            "measured": [stage_flops(j, "prefill", "measured") for j in jobs],
+            "analytic": [stage_flops(j, "prefill", "analytic") for j in jobs],
+        }
+        fig = P.grouped_bars(
+            labels, series, title="Prefill FLOPs: measured vs analytic", ylabel="FLOPs", kind="flops", xlabel="job"
+        )
+        out.append(
+            Plot(
+                "flops_measured_vs_analytic",
+                "Prefill FLOPs per job, measured (FlopCounterMode) and analytic.",
+                P.save(fig, out_dir, "flops_measured_vs_analytic"),
+            )
+        )
     return out
 
 
@@ -225,6 +288,7 @@ def sweep_command(sweep: Sweep) -> tuple[str, str]:
 
 def _links(sweep_dir: Path, out: Path) -> dict[str, Any]:
     """Hrefs relative to the page in `out` (the sweep dir unless told otherwise)."""
+
     def rel(target: Path) -> str:
         return Path(os.path.relpath(target, out)).as_posix()
 
@@ -244,14 +308,21 @@ def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[s
         if not job.failed:
             continue
         where = job.files.get("error") or job.files.get("log")
-        items.append({"num": job.num, "overrides": " ".join(job.overrides), "status": row["status"],
-                      "href": Path(os.path.relpath(sweep.dir / where, out)).as_posix() if where else None,
-                      "link_text": Path(where).name if where else None})
+        items.append(
+            {
+                "num": job.num,
+                "overrides": " ".join(job.overrides),
+                "status": row["status"],
+                "href": Path(os.path.relpath(sweep.dir / where, out)).as_posix() if where else None,
+                "link_text": Path(where).name if where else None,
+            }
+        )
     return items
 
 
-def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path,
-              columns: Optional[list[Column]] = None) -> dict[str, Any]:
+def page_data(
+    sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path, columns: Optional[list[Column]] = None
+) -> dict[str, Any]:
     """Everything report.md and report.html show, as plain values and views."""
     columns = columns or COLUMNS
     n_ok = sum(1 for j in sweep.jobs if j.ok)
@@ -261,32 +332,58 @@ def page_data(sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: 
     models = sorted({str(r["model"]) for r in rows if r.get("model")})
     return {
         "title": f"Sweep report: {sweep.experiment or sweep.dir.name}",
-        "sweep_dir": str(sweep.dir), "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "command": command, "params": params,
-        "n_jobs": len(sweep.jobs), "n_ok": n_ok, "n_failed": n_failed,
-        "cards": [("jobs", len(sweep.jobs), ""), ("ok", n_ok, ""), ("failed", n_failed, "bad" if n_failed else ""),
-                  *([("running", n_running, "")] if n_running else []),
-                  ("model", ", ".join(models) or "—", "")],
+        "sweep_dir": str(sweep.dir),
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": command,
+        "params": params,
+        "n_jobs": len(sweep.jobs),
+        "n_ok": n_ok,
+        "n_failed": n_failed,
+        "cards": [
+            ("jobs", len(sweep.jobs), ""),
+            ("ok", n_ok, ""),
+            ("failed", n_failed, "bad" if n_failed else ""),
+            *([("running", n_running, "")] if n_running else []),
+            ("model", ", ".join(models) or "—", ""),
+        ],
         "failures": failures(sweep, rows, out),
-        "plots": [PlotView(p.paths["svg"], p.caption, f"{PLOTS_DIR}/{p.stem}.svg", f"{PLOTS_DIR}/{p.stem}.png",
-                           wide=p.stem == "flops_by_part") for p in plots],
-        "jobs": TableView([c for c in columns if c.brief and (not c.when_present or any(r.get(c.key) is not None
-                                                                                        for r in rows))],
-                          rows, _links(sweep.dir, out)),
+        "plots": [
+            PlotView(
+                p.paths["svg"],
+                p.caption,
+                f"{PLOTS_DIR}/{p.stem}.svg",
+                f"{PLOTS_DIR}/{p.stem}.png",
+                wide=p.stem == "flops_by_part",
+            )
+            for p in plots
+        ],
+        "jobs": TableView(
+            [c for c in columns if c.brief and (not c.when_present or any(r.get(c.key) is not None for r in rows))],
+            rows,
+            _links(sweep.dir, out),
+        ),
         "columns": columns,
     }
 
 
-def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = None, plots: bool = True,
-                       hardware: Optional[list[str]] = None, family: Any = None,
-                       family_named: Optional[Callable[[str], Any]] = None) -> SweepReport:
+def build_sweep_report(
+    sweep_dir: str | Path,
+    out_dir: Optional[str | Path] = None,
+    plots: bool = True,
+    hardware: Optional[list[str]] = None,
+    family: Any = None,
+    family_named: Optional[Callable[[str], Any]] = None,
+) -> SweepReport:
     """Aggregate every job of the multirun in `sweep_dir` (files are written to `out_dir`, default the sweep
     dir); predicted time to first token on `hardware` (see `sweep_hardware`). `family_named`: the family
     registry's lookup, for the columns of the jobs' own families (`family_columns`)."""
     sweep = collect_sweep(sweep_dir)
     names = sweep_hardware(sweep, hardware)
-    columns = job_columns(reported_parts(sweep.jobs)) + family_columns(sweep.jobs, family_named, family) \
+    columns = (
+        job_columns(reported_parts(sweep.jobs))
+        + family_columns(sweep.jobs, family_named, family)
         + prediction_columns(names)
+    )
     serving = any(getattr(j, "serving", None) is not None for j in sweep.jobs)
     if serving:  # jobs of ./dev analyze hardware= / ./dev size: their serving.json (report.serving_report)
         from llm_perf_opt.report.serving_report import SERVING_COLUMNS
@@ -299,8 +396,9 @@ def build_sweep_report(sweep_dir: str | Path, out_dir: Optional[str | Path] = No
     if plots and serving:
         from llm_perf_opt.report.serving_report import design_space_plots
 
-        plot_list += [Plot(stem, caption, paths) for stem, caption, paths in design_space_plots(sweep.jobs,
-                                                                                                 out / PLOTS_DIR)]
+        plot_list += [
+            Plot(stem, caption, paths) for stem, caption, paths in design_space_plots(sweep.jobs, out / PLOTS_DIR)
+        ]
     data = page_data(sweep, rows, plot_list, out, columns)
     csv_path = render.write_csv(out / "report.csv", columns, rows)
     md_path = render.write_page(out / "report.md", "sweep.md.j2", **data)

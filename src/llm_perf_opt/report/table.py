@@ -13,6 +13,7 @@ Analytic costs come from the job's summary (`analytic`, `flops.<stage>.analytic`
 when it has them; the report never recomputes the analytic model (a job without them shows "—"), and the
 `analytic_source` column says where they came from; measured values only ever come from the job.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -21,13 +22,20 @@ from typing import Any, Callable, Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
-from llm_perf_opt.errors import PipelineError
 from llm_perf_opt.report.collect import JobRecord
-from llm_perf_opt.run_artifacts import AnalyticFigures, StageFigures
+from llm_perf_opt.run_artifacts import AnalyticFigures
 
 # page presets in reading order (portrait before landscape, then the odd shapes); unknown ones follow by name
-PAGE_ORDER = ("letter_portrait", "letter_landscape", "a4_portrait", "a4_landscape", "square", "slide",
-              "receipt", "small")
+PAGE_ORDER = (
+    "letter_portrait",
+    "letter_landscape",
+    "a4_portrait",
+    "a4_landscape",
+    "square",
+    "slide",
+    "receipt",
+    "small",
+)
 MISSING = "—"
 
 
@@ -180,40 +188,96 @@ def _profile(attr: str) -> Callable[[JobRecord], Any]:
 
 def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
     cols = [
-        Column("roof", "roof", "str", "the roof of the job's predicted times (hardware=; default measured: this "
-               "device calibrated) and its dtype", job_roof_label, False),
-        Column("ttft_predicted_s", "TTFT predicted", "seconds",
-               "predicted time to first token (the prefill) on the job's roof, roofline convention",
-               lambda j: job_roof_figure(j, "ttft_s")),
-        Column("decode_predicted_s", "decode/token predicted", "seconds",
-               "predicted decode time per token at the prompt's context on the job's roof",
-               lambda j: job_roof_figure(j, "decode_s_per_token"), False),
-        Column("ttft_eager_s", "TTFT eager", "seconds",
-               "predicted time to first token at the eager level (kernels + host per op, analytic.time_levels) on the "
-               "job's roof", lambda j: job_level(j, "prefill", "eager")),
-        Column("decode_eager_s", "decode/token eager", "seconds",
-               "predicted decode step at the eager level on the job's roof", lambda j: job_level(j, "decode", "eager"),
-               False),
-        Column("prefill_measured_s", "prefill measured", "seconds",
-               "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
-               _profile("plain_s")),
-        Column("efficiency_prefill", "prefill efficiency", "ratio",
-               "predicted / measured forward time on the roof of the device it ran on (1 = at the roof)",
-               lambda j: job_efficiency(j, "forward")),
-        Column("efficiency_vision", "vision efficiency", "ratio",
-               "predicted / measured vision time (SAM + CLIP + projector) on the device's roof",
-               lambda j: job_efficiency(j, "vision"), False),
+        Column(
+            "roof",
+            "roof",
+            "str",
+            "the roof of the job's predicted times (hardware=; default measured: this device calibrated) and its dtype",
+            job_roof_label,
+            False,
+        ),
+        Column(
+            "ttft_predicted_s",
+            "TTFT predicted",
+            "seconds",
+            "predicted time to first token (the prefill) on the job's roof, roofline convention",
+            lambda j: job_roof_figure(j, "ttft_s"),
+        ),
+        Column(
+            "decode_predicted_s",
+            "decode/token predicted",
+            "seconds",
+            "predicted decode time per token at the prompt's context on the job's roof",
+            lambda j: job_roof_figure(j, "decode_s_per_token"),
+            False,
+        ),
+        Column(
+            "ttft_eager_s",
+            "TTFT eager",
+            "seconds",
+            "predicted time to first token at the eager level (kernels + host per op, analytic.time_levels) on the "
+            "job's roof",
+            lambda j: job_level(j, "prefill", "eager"),
+        ),
+        Column(
+            "decode_eager_s",
+            "decode/token eager",
+            "seconds",
+            "predicted decode step at the eager level on the job's roof",
+            lambda j: job_level(j, "decode", "eager"),
+            False,
+        ),
+        Column(
+            "prefill_measured_s",
+            "prefill measured",
+            "seconds",
+            "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
+            _profile("plain_s"),
+        ),
+        Column(
+            "efficiency_prefill",
+            "prefill efficiency",
+            "ratio",
+            "predicted / measured forward time on the roof of the device it ran on (1 = at the roof)",
+            lambda j: job_efficiency(j, "forward"),
+        ),
+        Column(
+            "efficiency_vision",
+            "vision efficiency",
+            "ratio",
+            "predicted / measured vision time (SAM + CLIP + projector) on the device's roof",
+            lambda j: job_efficiency(j, "vision"),
+            False,
+        ),
     ]
-    cols += [Column(f"efficiency_{part}", f"{part} efficiency", "ratio",
-                    f"predicted / measured time of the {part} part on the device's roof",
-                    lambda j, p=part: job_efficiency(j, p), False) for part in parts]
     cols += [
-        Column("profile_overhead", "profile overhead", "float",
-               "profiled forward / plain forward wall time (medians): what the module ranges cost",
-               _profile("overhead_ratio"), False),
-        Column("profile_coverage", "profile coverage", "ratio",
-               "the parts' inclusive times / the profiled forward's wall time (the rest is reported as uncovered)",
-               _profile("coverage"), False),
+        Column(
+            f"efficiency_{part}",
+            f"{part} efficiency",
+            "ratio",
+            f"predicted / measured time of the {part} part on the device's roof",
+            lambda j, p=part: job_efficiency(j, p),
+            False,
+        )
+        for part in parts
+    ]
+    cols += [
+        Column(
+            "profile_overhead",
+            "profile overhead",
+            "float",
+            "profiled forward / plain forward wall time (medians): what the module ranges cost",
+            _profile("overhead_ratio"),
+            False,
+        ),
+        Column(
+            "profile_coverage",
+            "profile coverage",
+            "ratio",
+            "the parts' inclusive times / the profiled forward's wall time (the rest is reported as uncovered)",
+            _profile("coverage"),
+            False,
+        ),
     ]
     return cols
 
@@ -223,17 +287,37 @@ def prediction_columns(hardware: Sequence[str]) -> list[Column]:
     level's TTFT and decode step beside it (kernels + this host's per-op cost + launches and syncs)."""
     cols = []
     for name in hardware:
-        cols.append(Column(f"ttft_{name}_s", f"TTFT {name}", "seconds",
-                           f"predicted time to first token on the {name} datasheet (its default dtype), roofline "
-                           "convention; the job's own figure when it ran with hardware=" + name + ", else computed "
-                           "from its spec and layout", lambda j, n=name: predicted_ttft(j, n)))
-        cols.append(Column(f"ttft_eager_{name}_s", f"TTFT eager {name}", "seconds",
-                           f"predicted time to first token on the {name} datasheet at the eager level "
-                           "(analytic.time_levels), when the job ran with hardware=" + name,
-                           lambda j, n=name: predicted_level_on(j, n, "prefill", "eager")))
-        cols.append(Column(f"decode_eager_{name}_s", f"decode eager {name}", "seconds",
-                           f"predicted decode step on the {name} datasheet at the eager level",
-                           lambda j, n=name: predicted_level_on(j, n, "decode", "eager"), False))
+        cols.append(
+            Column(
+                f"ttft_{name}_s",
+                f"TTFT {name}",
+                "seconds",
+                f"predicted time to first token on the {name} datasheet (its default dtype), roofline "
+                "convention; the job's own figure when it ran with hardware=" + name + ", else computed "
+                "from its spec and layout",
+                lambda j, n=name: predicted_ttft(j, n),
+            )
+        )
+        cols.append(
+            Column(
+                f"ttft_eager_{name}_s",
+                f"TTFT eager {name}",
+                "seconds",
+                f"predicted time to first token on the {name} datasheet at the eager level "
+                "(analytic.time_levels), when the job ran with hardware=" + name,
+                lambda j, n=name: predicted_level_on(j, n, "prefill", "eager"),
+            )
+        )
+        cols.append(
+            Column(
+                f"decode_eager_{name}_s",
+                f"decode eager {name}",
+                "seconds",
+                f"predicted decode step on the {name} datasheet at the eager level",
+                lambda j, n=name: predicted_level_on(j, n, "decode", "eager"),
+                False,
+            )
+        )
     return cols
 
 
@@ -250,8 +334,11 @@ def mode_label(job: JobRecord) -> str:
     """The workload preset, plus any knob the command line changed: 'gundam', 'gundam base_size=640'."""
     summary = job.summary
     name = job.choices.get("workload") or (summary.workload.mode if summary else None) or job.cfg("workload.name")
-    knobs = [f"{k.split('.', 1)[1]}={v}" for k, v in map(_split_override, job.overrides)
-             if k.startswith("workload.") and k.split(".", 1)[1] in KNOBS]
+    knobs = [
+        f"{k.split('.', 1)[1]}={v}"
+        for k, v in map(_split_override, job.overrides)
+        if k.startswith("workload.") and k.split(".", 1)[1] in KNOBS
+    ]
     if name is None and not knobs:
         return MISSING
     return " ".join([str(name or "?")] + knobs)
@@ -376,20 +463,40 @@ def _stage_columns() -> list[Column]:
     for stage in STAGES:
         brief = stage != "decode"
         cols += [
-            Column(f"flops_{stage}_measured", f"{stage} FLOPs measured", "flops",
-                   f"FLOPs of the {stage} stage counted by torch.utils.flop_counter in the job's forward",
-                   lambda j, s=stage: stage_flops(j, s, "measured"), brief),
-            Column(f"flops_{stage}_analytic", f"{stage} FLOPs analytic", "flops",
-                   f"FLOPs of the {stage} stage from the analytic model (2 × multiply-adds), counted like "
-                   "the measurement: matmul-class ops (mm, bmm, conv, sdpa, einsum)",
-                   lambda j, s=stage: stage_flops(j, s, "analytic"), brief),
-            Column(f"rel_error_{stage}", f"{stage} rel. error", "ratio",
-                   f"|measured − analytic| / measured for the {stage} stage (the job's verification)",
-                   lambda j, s=stage: rel_error(j, s), brief),
-            Column(f"flops_{stage}_analytic_total", f"{stage} FLOPs analytic total", "flops",
-                   f"analytic FLOPs of the {stage} stage including elementwise, norm and softmax work "
-                   "(an estimate no counter measures)",
-                   lambda j, s=stage: stage_flops(j, s, "analytic_total"), False),
+            Column(
+                f"flops_{stage}_measured",
+                f"{stage} FLOPs measured",
+                "flops",
+                f"FLOPs of the {stage} stage counted by torch.utils.flop_counter in the job's forward",
+                lambda j, s=stage: stage_flops(j, s, "measured"),
+                brief,
+            ),
+            Column(
+                f"flops_{stage}_analytic",
+                f"{stage} FLOPs analytic",
+                "flops",
+                f"FLOPs of the {stage} stage from the analytic model (2 × multiply-adds), counted like "
+                "the measurement: matmul-class ops (mm, bmm, conv, sdpa, einsum)",
+                lambda j, s=stage: stage_flops(j, s, "analytic"),
+                brief,
+            ),
+            Column(
+                f"rel_error_{stage}",
+                f"{stage} rel. error",
+                "ratio",
+                f"|measured − analytic| / measured for the {stage} stage (the job's verification)",
+                lambda j, s=stage: rel_error(j, s),
+                brief,
+            ),
+            Column(
+                f"flops_{stage}_analytic_total",
+                f"{stage} FLOPs analytic total",
+                "flops",
+                f"analytic FLOPs of the {stage} stage including elementwise, norm and softmax work "
+                "(an estimate no counter measures)",
+                lambda j, s=stage: stage_flops(j, s, "analytic_total"),
+                False,
+            ),
         ]
     return cols
 
@@ -398,9 +505,16 @@ def _part_columns(parts: Sequence[str] = ()) -> list[Column]:
     cols = []
     for part in parts:
         for which in ("measured", "analytic"):
-            cols.append(Column(f"flops_{part}_{which}", f"{part} FLOPs {which}", "flops",
-                               f"{which} FLOPs of the {part} part in the prefill forward",
-                               lambda j, p=part, w=which: part_flops(j, p, w), False))
+            cols.append(
+                Column(
+                    f"flops_{part}_{which}",
+                    f"{part} FLOPs {which}",
+                    "flops",
+                    f"{which} FLOPs of the {part} part in the prefill forward",
+                    lambda j, p=part, w=which: part_flops(j, p, w),
+                    False,
+                )
+            )
     return cols
 
 
@@ -431,27 +545,71 @@ def _steps_verified(job: JobRecord) -> Optional[str]:
 
 def _decode_columns() -> list[Column]:
     return [
-        Column("decode_steps", "decode steps", "int", "greedy decode steps after the prefill (trace.decode_steps)",
-               _get("decode", "steps"), when_present=True),
-        Column("decode_steps_verified", "decode steps verified", "str",
-               "decode steps whose FLOPs (every part and layer) and KV-cache bytes match the analytic model / all",
-               _steps_verified, when_present=True),
-        Column("decode_flops_per_step", "FLOPs per decode step", "flops_list",
-               "FLOPs of each decode step, measured (FlopCounterMode around that step's forward)",
-               _per_step("flops_measured"), when_present=True),
-        Column("decode_flops_per_step_analytic", "FLOPs per decode step analytic", "flops_list",
-               "FLOPs of each decode step from the analytic model at its context", _per_step("flops_analytic"), False),
-        Column("kv_bytes_per_step", "KV cache per step", "bytes_list",
-               "bytes of the KV-cache tensors the model holds after each decode step (measured)",
-               _per_step("kv_bytes_measured"), when_present=True),
-        Column("kv_bytes_per_step_analytic", "KV cache per step analytic", "bytes_list",
-               "KV-cache bytes after each decode step from the analytic model (2 x layers x kv heads x tokens x "
-               "head dim x dtype bytes)", _per_step("kv_bytes_analytic"), False),
-        Column("decode_s_per_step", "time per decode step", "seconds_list",
-               "measured time of each decode step (median plain forward of the profile stage's repeats)",
-               _per_step("measured_s"), False),
-        Column("decode_predicted_s_per_step", "predicted per decode step", "seconds_list",
-               "roofline prediction of each decode step on the job's hardware= roof", _per_step("predicted_s"), False),
+        Column(
+            "decode_steps",
+            "decode steps",
+            "int",
+            "greedy decode steps after the prefill (trace.decode_steps)",
+            _get("decode", "steps"),
+            when_present=True,
+        ),
+        Column(
+            "decode_steps_verified",
+            "decode steps verified",
+            "str",
+            "decode steps whose FLOPs (every part and layer) and KV-cache bytes match the analytic model / all",
+            _steps_verified,
+            when_present=True,
+        ),
+        Column(
+            "decode_flops_per_step",
+            "FLOPs per decode step",
+            "flops_list",
+            "FLOPs of each decode step, measured (FlopCounterMode around that step's forward)",
+            _per_step("flops_measured"),
+            when_present=True,
+        ),
+        Column(
+            "decode_flops_per_step_analytic",
+            "FLOPs per decode step analytic",
+            "flops_list",
+            "FLOPs of each decode step from the analytic model at its context",
+            _per_step("flops_analytic"),
+            False,
+        ),
+        Column(
+            "kv_bytes_per_step",
+            "KV cache per step",
+            "bytes_list",
+            "bytes of the KV-cache tensors the model holds after each decode step (measured)",
+            _per_step("kv_bytes_measured"),
+            when_present=True,
+        ),
+        Column(
+            "kv_bytes_per_step_analytic",
+            "KV cache per step analytic",
+            "bytes_list",
+            "KV-cache bytes after each decode step from the analytic model (2 x layers x kv heads x tokens x "
+            "head dim x dtype bytes)",
+            _per_step("kv_bytes_analytic"),
+            False,
+        ),
+        Column(
+            "decode_s_per_step",
+            "time per decode step",
+            "seconds_list",
+            "measured time of each decode step (median plain forward of the profile stage's repeats)",
+            _per_step("measured_s"),
+            False,
+        ),
+        Column(
+            "decode_predicted_s_per_step",
+            "predicted per decode step",
+            "seconds_list",
+            "roofline prediction of each decode step on the job's hardware= roof",
+            _per_step("predicted_s"),
+            False,
+        ),
     ]
 
 
@@ -459,60 +617,152 @@ def job_columns(parts: Sequence[str] = ()) -> list[Column]:
     """The columns of a sweep's jobs, with per-part columns for `parts` (`reported_parts(jobs)`)."""
     return [
         Column("job", "job", "int", "job number (its directory under the sweep dir)", lambda j: j.num),
-        Column("status", "status", "str", "ok, or 'failed: <type>: <message>' from the job's error.json", lambda j: j.status),
-        Column("overrides", "overrides", "str", "the job's command-line overrides", lambda j: " ".join(j.overrides), False),
-        Column("model", "model", "str", "model config (twin, twin_tiny, vendor)",
-               _model_name),
+        Column(
+            "status",
+            "status",
+            "str",
+            "ok, or 'failed: <type>: <message>' from the job's error.json",
+            lambda j: j.status,
+        ),
+        Column(
+            "overrides", "overrides", "str", "the job's command-line overrides", lambda j: " ".join(j.overrides), False
+        ),
+        Column("model", "model", "str", "model config (twin, twin_tiny, vendor)", _model_name),
         Column("mode", "mode", "str", "workload preset, plus any knob changed on the command line", mode_label),
-        Column("base_size", "base", "int", "global view side in crop mode (infer(base_size=))",
-               _workload("base_size"), False),
-        Column("image_size", "image", "int", "crop side in crop mode, the single view's side otherwise (infer(image_size=))",
-               _workload("image_size"), False),
-        Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))",
-               _workload("crop_mode"), False),
-        Column("page", "page", "str", "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)", page_label),
+        Column(
+            "base_size",
+            "base",
+            "int",
+            "global view side in crop mode (infer(base_size=))",
+            _workload("base_size"),
+            False,
+        ),
+        Column(
+            "image_size",
+            "image",
+            "int",
+            "crop side in crop mode, the single view's side otherwise (infer(image_size=))",
+            _workload("image_size"),
+            False,
+        ),
+        Column("crop_mode", "crop", "bool", "crop mode (infer(crop_mode=))", _workload("crop_mode"), False),
+        Column(
+            "page",
+            "page",
+            "str",
+            "page preset (conf/page/), else WIDTHxHEIGHT in pixels (or the image file name)",
+            page_label,
+        ),
         Column("page_width", "width", "int", "page width in pixels", lambda j: page_size(j)[0], False),
         Column("page_height", "height", "int", "page height in pixels", lambda j: page_size(j)[1], False),
         Column("grid", "grid", "str", "crop grid, tiles across x down (1x1: no crops)", _grid),
-        Column("views", "views", "int", "images the vision stack sees: 1 global view + the crops",
-               _get("layout", "num_views")),
-        Column("image_tokens", "image tokens", "count", "image-token positions in the sequence (global + local)",
-               _get("tokens", "image")),
-        Column("seq_len", "sequence", "count", "prompt length fed to the prefill: BOS + image tokens + text tokens",
-               _get("tokens", "sequence")),
-        Column("params", "params", "count", "model parameters (all of them, including every expert)",
-               _get("params", "total")),
+        Column(
+            "views",
+            "views",
+            "int",
+            "images the vision stack sees: 1 global view + the crops",
+            _get("layout", "num_views"),
+        ),
+        Column(
+            "image_tokens",
+            "image tokens",
+            "count",
+            "image-token positions in the sequence (global + local)",
+            _get("tokens", "image"),
+        ),
+        Column(
+            "seq_len",
+            "sequence",
+            "count",
+            "prompt length fed to the prefill: BOS + image tokens + text tokens",
+            _get("tokens", "sequence"),
+        ),
+        Column(
+            "params",
+            "params",
+            "count",
+            "model parameters (all of them, including every expert)",
+            _get("params", "total"),
+        ),
         Column("ops", "ops", "count", "tensor operations in the TorchLens call graph", _get("trace", "num_ops")),
-        Column("module_calls", "module calls", "count", "module calls in the call graph",
-               _get("trace", "module_calls")),
+        Column(
+            "module_calls", "module calls", "count", "module calls in the call graph", _get("trace", "module_calls")
+        ),
         *_stage_columns(),
-        Column("flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified),
+        Column(
+            "flops_verified", "FLOPs verified", "str", "stages and parts within verify.rtol / all checked", _verified
+        ),
         *_decode_columns(),
-        Column("activation_bytes_prefill", "prefill activations", "bytes",
-               "bytes of every tensor the prefill's eager op sequence produces (analytic)",
-               lambda j: stage_bytes(j, "prefill", "activation_bytes")),
-        Column("weight_bytes_prefill", "prefill weights read", "bytes", "parameter bytes read by the prefill (analytic)",
-               lambda j: stage_bytes(j, "prefill", "weight_bytes"), False),
-        Column("io_bytes_prefill", "prefill I/O", "bytes", "weights + inputs read + outputs written by the prefill (analytic)",
-               lambda j: stage_bytes(j, "prefill", "io_bytes"), False),
-        Column("analytic_source", "analytic from", "str",
-               "where the analytic numbers come from: 'job' (its summary; the report never recomputes them)",
-               lambda j: analytic(j)[1], False),
+        Column(
+            "activation_bytes_prefill",
+            "prefill activations",
+            "bytes",
+            "bytes of every tensor the prefill's eager op sequence produces (analytic)",
+            lambda j: stage_bytes(j, "prefill", "activation_bytes"),
+        ),
+        Column(
+            "weight_bytes_prefill",
+            "prefill weights read",
+            "bytes",
+            "parameter bytes read by the prefill (analytic)",
+            lambda j: stage_bytes(j, "prefill", "weight_bytes"),
+            False,
+        ),
+        Column(
+            "io_bytes_prefill",
+            "prefill I/O",
+            "bytes",
+            "weights + inputs read + outputs written by the prefill (analytic)",
+            lambda j: stage_bytes(j, "prefill", "io_bytes"),
+            False,
+        ),
+        Column(
+            "analytic_source",
+            "analytic from",
+            "str",
+            "where the analytic numbers come from: 'job' (its summary; the report never recomputes them)",
+            lambda j: analytic(j)[1],
+            False,
+        ),
         *_part_columns(parts),
-        Column("forward_s", "forward", "seconds", "wall time of one plain forward (no capture)",
-               _get("forward", "seconds")),
-        Column("peak_rss_bytes", "peak RSS", "bytes",
-               "the job's own peak resident memory (VmHWM, reset when the job started; jobs written before the memory "
-               "section: the process's peak after the forward)", _peak_rss),
-        Column("peak_cuda_bytes", "peak CUDA", "bytes", "the job's peak CUDA memory (torch.cuda.max_memory_allocated, "
-               "peak statistics reset when the job started)", _get("memory", "peak_cuda_bytes"), False),
+        Column(
+            "forward_s", "forward", "seconds", "wall time of one plain forward (no capture)", _get("forward", "seconds")
+        ),
+        Column(
+            "peak_rss_bytes",
+            "peak RSS",
+            "bytes",
+            "the job's own peak resident memory (VmHWM, reset when the job started; jobs written before the memory "
+            "section: the process's peak after the forward)",
+            _peak_rss,
+        ),
+        Column(
+            "peak_cuda_bytes",
+            "peak CUDA",
+            "bytes",
+            "the job's peak CUDA memory (torch.cuda.max_memory_allocated, peak statistics reset when the job started)",
+            _get("memory", "peak_cuda_bytes"),
+            False,
+        ),
         *_timing_columns(parts),
-        Column("capture_s", "capture", "seconds", "wall time of the TorchLens capture",
-               _get("trace", "capture_seconds")),
-        Column("grouping_checks", "graph checks", "str", "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
-               _checks, False),
-        Column("grouped_svg", "graph", "str", "the job's grouped call graph (callgraph.grouped.svg), relative to the sweep dir",
-               lambda j: j.files.get("grouped_svg")),
+        Column(
+            "capture_s", "capture", "seconds", "wall time of the TorchLens capture", _get("trace", "capture_seconds")
+        ),
+        Column(
+            "grouping_checks",
+            "graph checks",
+            "str",
+            "grouped-graph checks passed / run (for N / parfor N vs the runtime log)",
+            _checks,
+            False,
+        ),
+        Column(
+            "grouped_svg",
+            "graph",
+            "str",
+            "the job's grouped call graph (callgraph.grouped.svg), relative to the sweep dir",
+            lambda j: j.files.get("grouped_svg"),
+        ),
         Column("job_dir", "dir", "str", "the job's directory", lambda j: str(j.dir) if j.dir else None, False),
     ]
 
@@ -527,8 +777,9 @@ def job_family(job: JobRecord) -> Optional[str]:
     return str(name) if name else None
 
 
-def family_columns(jobs: Sequence[JobRecord], family_named: Optional[Callable[[str], Any]],
-                   default: Any = None) -> list[Column]:
+def family_columns(
+    jobs: Sequence[JobRecord], family_named: Optional[Callable[[str], Any]], default: Any = None
+) -> list[Column]:
     """The columns the jobs' model families offer (`ModelFamily.report_columns()`: `Column`s reading a job's
     summary), each family once, in the order of its first job; a family's column is None ("—") for a job of
     another family. `family_named`: the family registry's lookup, handed in by the caller (the report never
@@ -542,7 +793,7 @@ def family_columns(jobs: Sequence[JobRecord], family_named: Optional[Callable[[s
         found[name] = family_named(name) if family_named is not None else (default if name == default_name else None)
     out: dict[str, Column] = {}
     for name, fam in found.items():
-        for col in (getattr(fam, "report_columns", lambda: ())() if fam is not None else ()):
+        for col in getattr(fam, "report_columns", lambda: ())() if fam is not None else ():
             if col.key in out:
                 continue
 

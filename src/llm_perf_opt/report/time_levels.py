@@ -12,6 +12,7 @@ Sources:
 - FLOPs and bytes: the same `roofline.json` entries (analytic); the decode steps' analytic and measured FLOPs
   from `verification.json`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -127,8 +128,11 @@ def run_times(run_dir: str | Path) -> RunTimes:
     verification = _read(run_dir, VERIFICATION_FILE)
     measured = _measured(summary)
     step_times = _step_times(summary)
-    sources = [n for n, d in ((ROOFLINE_FILE, roof), (SUMMARY_FILE, summary), (VERIFICATION_FILE, verification))
-               if d is not None]
+    sources = [
+        n
+        for n, d in ((ROOFLINE_FILE, roof), (SUMMARY_FILE, summary), (VERIFICATION_FILE, verification))
+        if d is not None
+    ]
     rows: list[TimeRow] = []
     found: list[str] = []
 
@@ -146,8 +150,13 @@ def run_times(run_dir: str | Path) -> RunTimes:
         if not isinstance(s, Mapping):
             continue
         m = measured.get(STAGE_OF_MEASURED.get(stage, stage))
-        row = TimeRow(key=stage, label=stage if stage != "decode" else f"decode @ ctx "
-                      f"{(s.get('shapes') or {}).get('past_len', '?')}", kind="stage", stage=stage, path="")
+        row = TimeRow(
+            key=stage,
+            label=stage if stage != "decode" else f"decode @ ctx {(s.get('shapes') or {}).get('past_len', '?')}",
+            kind="stage",
+            stage=stage,
+            path="",
+        )
         if m is not None:
             row.measured_s, row.measured_by = m.get("measured_s"), str(m.get("measured_by", ""))
         elif stage == "decode" and step_times.get(1) is not None:  # the roofline's decode stage is step 1's context
@@ -157,17 +166,28 @@ def run_times(run_dir: str | Path) -> RunTimes:
         if stage == "vision":
             continue  # its parts are the prefill's own SAM, CLIP and projector rows
         for alias, entry in (s.get("summary") or {}).items():
-            part = TimeRow(key=f"{stage}/{alias}", label=alias, kind="part", stage=stage,
-                           path=paths.get(alias) or _row_path(measured.get(alias)))
+            part = TimeRow(
+                key=f"{stage}/{alias}",
+                label=alias,
+                kind="part",
+                stage=stage,
+                path=paths.get(alias) or _row_path(measured.get(alias)),
+            )
             mp = measured.get(alias) if stage == "prefill" else None
             if mp is not None:
                 part.measured_s, part.measured_by = mp.get("measured_s"), str(mp.get("measured_by", ""))
             add(part, entry)
     for st in (verification or {}).get("stages") or []:
         if isinstance(st, Mapping) and st.get("stage") == "decode" and st.get("step") is not None:
-            step = TimeRow(key=f"decode step {st['step']}", label=f"decode {st.get('label') or st['step']}",
-                           kind="step", stage="decode", path=None, flops=st.get("analytic"),
-                           flops_measured=st.get("measured"))
+            step = TimeRow(
+                key=f"decode step {st['step']}",
+                label=f"decode {st.get('label') or st['step']}",
+                kind="step",
+                stage="decode",
+                path=None,
+                flops=st.get("analytic"),
+                flops_measured=st.get("measured"),
+            )
             if step_times.get(st["step"]) is not None:
                 step.measured_s, step.measured_by = step_times[st["step"]], STEP_MEASURED_BY
             if st["step"] == 1 and isinstance(stages.get("decode"), Mapping):  # the decode stage's context
@@ -177,14 +197,21 @@ def run_times(run_dir: str | Path) -> RunTimes:
     levels = [str(x) for x in listed] if isinstance(listed, list) else found
     levels = [lv for lv in KNOWN_LEVELS if lv in levels] + [lv for lv in levels if lv not in KNOWN_LEVELS]
     reasons = (roof or {}).get("absent_levels") or {}
-    absent = {lv: str(reasons.get(lv, NOT_IN_RUN if roof is not None else "no roofline.json in this run"))
-              for lv in KNOWN_LEVELS if lv not in levels}
+    absent = {
+        lv: str(reasons.get(lv, NOT_IN_RUN if roof is not None else "no roofline.json in this run"))
+        for lv in KNOWN_LEVELS
+        if lv not in levels
+    }
     r = (roof or {}).get("roof") or {}
-    roof_text = (f"{r.get('label', r.get('hardware', '?'))} ({r.get('kind', '?')}, {r.get('dtype', '?')})"
-                 if r else "—")
-    return RunTimes(rows=rows, levels=levels, absent=absent, roof=roof_text,
-                    convention={str(k): str(v) for k, v in ((roof or {}).get("convention") or {}).items()},
-                    sources=sources)
+    roof_text = f"{r.get('label', r.get('hardware', '?'))} ({r.get('kind', '?')}, {r.get('dtype', '?')})" if r else "—"
+    return RunTimes(
+        rows=rows,
+        levels=levels,
+        absent=absent,
+        roof=roof_text,
+        convention={str(k): str(v) for k, v in ((roof or {}).get("convention") or {}).items()},
+        sources=sources,
+    )
 
 
 def _step_times(summary: Optional[Mapping[str, Any]]) -> dict[int, float]:

@@ -15,6 +15,7 @@ and refuses, before any job starts, a launcher that cannot run the trace job (se
 Stage lines printed by a job through `runs.entry.progress` can carry the same "job i/n" tag via
 `current_job()`. A callback never fails a job: anything unexpected in the bookkeeping is ignored.
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,8 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from llm_perf_opt.config.sweeps import planned_jobs
 from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError
-from llm_perf_opt.runs.launchers import check_launcher, launcher_target
 from llm_perf_opt.run_artifacts import load_error, load_summary, run_file
+from llm_perf_opt.runs.launchers import check_launcher, launcher_target
 from llm_perf_opt.units import clock
 
 _CURRENT_JOB: Optional[str] = None

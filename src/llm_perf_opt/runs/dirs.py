@@ -16,6 +16,7 @@ e.g. the trace job's `validate`) on the composed config, and `on_multirun_start`
 sweep (a value of the wrong type, an unknown key) before the sweeper writes `multirun.yaml`. An empty
 `hydra.run.dir` / `hydra.sweep.dir` is refused too (it would mean the current directory).
 """
+
 from __future__ import annotations
 
 import copy
@@ -48,8 +49,11 @@ def task_config(config: DictConfig) -> DictConfig:
 def _check_directory(config: DictConfig, key: str) -> None:
     value = OmegaConf.select(config, key)
     if value is None or not str(value).strip():
-        raise ConfigError.field(key, "" if value is None else str(value),
-                                "must name a directory (empty would write the run's files into the current directory)")
+        raise ConfigError.field(
+            key,
+            "" if value is None else str(value),
+            "must name a directory (empty would write the run's files into the current directory)",
+        )
 
 
 def _check_run(config: DictConfig) -> None:

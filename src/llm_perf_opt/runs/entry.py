@@ -1,5 +1,6 @@
 """What every Hydra entry point shares: config registration, the run directory, progress lines, and how a
 job ends (one-line errors, Ctrl-C, exit codes, memory handed back)."""
+
 from __future__ import annotations
 
 import functools
@@ -15,10 +16,10 @@ from omegaconf import DictConfig
 from llm_perf_opt.config import register_configs
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.errors import ExitCode, PipelineError
+from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 from llm_perf_opt.runs import memory as job_memory
 from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.job_run import JobRun
-from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 
 CONF_DIR = str(conf_dir())  # for @hydra.main(config_path=...)
 LOGGER = logging.getLogger("llm_perf_opt")
@@ -60,8 +61,9 @@ def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-def reports_errors(task: Callable[[DictConfig], Any] | None = None, *,
-                   check: Callable[[DictConfig], Any] | None = None) -> Any:
+def reports_errors(
+    task: Callable[[DictConfig], Any] | None = None, *, check: Callable[[DictConfig], Any] | None = None
+) -> Any:
     """How a job ends, whatever happens in it (`@reports_errors`, or `@reports_errors(check=validate)`):
 
     * `check(cfg)` (default: the schemas, `to_typed_config`) runs on the composed config before the run
@@ -104,16 +106,21 @@ def reports_errors(task: Callable[[DictConfig], Any] | None = None, *,
             job = current_job()
             signum = signals.signal_of(exc)
             by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
-            print(f"interrupted{by} at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"interrupted{by} at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
             raise SystemExit(ExitCode.INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised or reported
             run.stopped(exc)
             expected = isinstance(exc, PipelineError)
             if multirun:
                 write_error(exc, cfg)
-                progress(f"job failed at stage {run.stage}: {type(exc).__name__}: {exc} "
-                         "(error.json written; the sweep goes on)")
+                progress(
+                    f"job failed at stage {run.stage}: {type(exc).__name__}: {exc} "
+                    "(error.json written; the sweep goes on)"
+                )
                 return None
             if not expected:
                 setattr(exc, TASK_ERROR_FLAG, True)

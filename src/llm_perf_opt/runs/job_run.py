@@ -10,6 +10,7 @@ shows it as failed.
 `runs.entry.reports_errors` begins a `JobRun` for every Hydra job; code that runs a job directly
 (tests, benchmarks) gets one from `JobRun.current_or_new`.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.run_artifacts import JobError, JobMemoryFigures, Summary
 from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.memory import JobMemory
-from llm_perf_opt.run_artifacts import JobError, JobMemoryFigures, Summary
 
 _CURRENT: Optional["JobRun"] = None
 
@@ -49,8 +50,10 @@ class JobRun:
         held = os.fstat(self._dir_fd)
         now = _identity(self.out_dir)
         if held.st_nlink == 0 or now != (held.st_dev, held.st_ino):
-            raise ArtifactError(f"{self.out_dir}: the run directory was removed or replaced during stage "
-                                f"{self.stage}: the run's files are gone, so the run cannot end ok")
+            raise ArtifactError(
+                f"{self.out_dir}: the run directory was removed or replaced during stage "
+                f"{self.stage}: the run's files are gone, so the run cannot end ok"
+            )
 
     # ------------------------------------------------------------------ the current job
     @classmethod
@@ -96,8 +99,13 @@ class JobRun:
 
     def memory_figures(self) -> JobMemoryFigures:
         p = self.memory.peak()
-        return JobMemoryFigures(peak_rss_bytes=p.peak_rss_bytes, method=p.method, rss_start_bytes=p.rss_start_bytes,
-                                peak_cuda_bytes=p.peak_cuda_bytes, cuda_method=p.cuda_method)
+        return JobMemoryFigures(
+            peak_rss_bytes=p.peak_rss_bytes,
+            method=p.method,
+            rss_start_bytes=p.rss_start_bytes,
+            peak_cuda_bytes=p.peak_cuda_bytes,
+            cuda_method=p.cuda_method,
+        )
 
     def save(self) -> None:
         if self.summary is not None and self._save is not None:
@@ -129,8 +137,10 @@ class JobRun:
         try:
             self.save()
         except Exception as write_error:  # noqa: BLE001
-            print(f"warning: could not record the {status} status in {self.out_dir / 'summary.json'}: "
-                  f"{write_error}", file=sys.stderr)
+            print(
+                f"warning: could not record the {status} status in {self.out_dir / 'summary.json'}: {write_error}",
+                file=sys.stderr,
+            )
 
 
 def _identity(path: Path) -> Optional[tuple[int, int]]:

@@ -9,6 +9,7 @@
   start (the `SweepProgress` callback calls it in `on_multirun_start`) and, as a second line of defence,
   at job start.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -61,6 +62,4 @@ def check_launcher(cfg: Any = None) -> None:
         return
     for key, why in REFUSED_LAUNCHERS.items():
         if key in target.lower():
-            raise ConfigError(
-                f"hydra.launcher={target} is not supported: {why}. Instead, {SUPPORTED_HINT}."
-            )
+            raise ConfigError(f"hydra.launcher={target} is not supported: {why}. Instead, {SUPPORTED_HINT}.")

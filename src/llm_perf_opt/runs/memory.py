@@ -11,6 +11,7 @@ glibc's malloc keeps the freed memory in its arenas, so the process's RSS stays 
 peak and a sweep of full-size jobs runs out of memory. `release()` collects garbage, then hands free
 arena memory back to the kernel (`malloc_trim(0)`, glibc only) and empties PyTorch's CUDA cache.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -98,10 +99,13 @@ class JobMemory:
 
     def peak(self) -> JobPeak:
         cuda = _cuda()
-        return JobPeak(peak_rss_bytes=self.peak_rss(), rss_start_bytes=self.rss_start,
-                       method=HWM_METHOD if self.per_job else RUSAGE_METHOD,
-                       peak_cuda_bytes=int(cuda.cuda.max_memory_allocated()) if cuda is not None else None,
-                       cuda_method=CUDA_METHOD if cuda is not None else None)
+        return JobPeak(
+            peak_rss_bytes=self.peak_rss(),
+            rss_start_bytes=self.rss_start,
+            method=HWM_METHOD if self.per_job else RUSAGE_METHOD,
+            peak_cuda_bytes=int(cuda.cuda.max_memory_allocated()) if cuda is not None else None,
+            cuda_method=CUDA_METHOD if cuda is not None else None,
+        )
 
 
 @lru_cache(maxsize=1)

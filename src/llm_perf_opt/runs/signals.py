@@ -9,6 +9,7 @@ A KeyboardInterrupt raised while a finalizer runs (a weakref callback, `__del__`
 (`pending()`), and the job's bookkeeping raises it again at the next stage boundary and before it writes
 `ok` (`raise_pending`).
 """
+
 from __future__ import annotations
 
 import signal

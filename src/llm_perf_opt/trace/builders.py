@@ -1,6 +1,7 @@
 """What every job builds the same way from a validated job: the analytic model with exactly the knobs the trace
 job runs, and the inputs the vendor's `infer()` builds. The trace job, `analyze`, `export` and the gate's pins
 all call these, so a number means the same thing in each."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,12 +19,18 @@ def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | No
     batch = {}
     if cfg.workload.batch > 1:  # the batch's layouts, the first being (width, height)'s
         sizes = [(width, height)] + list(job.page_sizes[1:])
-        batch = {"batch": cfg.workload.batch,
-                 "batch_layouts": tuple([layout] + [family.layout(job.workload, w, h) for w, h in sizes[1:]])}
+        batch = {
+            "batch": cfg.workload.batch,
+            "batch_layouts": tuple([layout] + [family.layout(job.workload, w, h) for w, h in sizes[1:]]),
+        }
     return family.analytic_model(
-        job.analytic, layout, seq_len,
-        prompt_tokens=job.prompt_tokens if seq_len is None else 0, dtype=cfg.runtime.dtype,
-        decoder_attention="eager" if eager else "sdpa", **batch,
+        job.analytic,
+        layout,
+        seq_len,
+        prompt_tokens=job.prompt_tokens if seq_len is None else 0,
+        dtype=cfg.runtime.dtype,
+        decoder_attention="eager" if eager else "sdpa",
+        **batch,
     )
 
 
@@ -32,8 +39,15 @@ def build_job_inputs(job: ValidJob) -> Any:
     for each), batched as generate() takes them (the family's `batch_inputs`)."""
     w = job.cfg.workload
     build = lambda width, height, seed: job.family.build_inputs(  # noqa: E731
-        job.spec, job.workload, width=width, height=height, image=w.page.image, prompt=w.prompt,
-        model_dir=tokenizer_dir(job.cfg), seed=seed)
+        job.spec,
+        job.workload,
+        width=width,
+        height=height,
+        image=w.page.image,
+        prompt=w.prompt,
+        model_dir=tokenizer_dir(job.cfg),
+        seed=seed,
+    )
     if w.batch == 1:
         return build(w.page.width, w.page.height, 0)
     return job.family.batch_inputs([build(width, height, i) for i, (width, height) in enumerate(job.page_sizes)])

@@ -24,6 +24,7 @@ subtree, summed over its calls):
   the kernel and eager levels of the same parts (`analytic.time_levels`, roofline.json version 2).
 A metric whose source is absent is listed with the reason in `ModuleCosts.absent`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,10 +43,14 @@ if TYPE_CHECKING:  # torch: `./dev group` reads a finished run without it
 
 PROFILE_FILE = "profile.json"
 ROOFLINE_FILE = "roofline.json"
-ANALYTIC_SOURCE = ("analytic prefill stage (DeepseekOCRAnalyticModel.prefill().parts): {what}; "
-                   "FLOPs are 2 x multiply-adds, bytes at {dtype_bytes} B per element")
-CONTAINER_NOTE = ("called through .forward() (not a module call of its own): its figure is the sum of its "
-                  "children, the ops it runs itself count in its caller")
+ANALYTIC_SOURCE = (
+    "analytic prefill stage (DeepseekOCRAnalyticModel.prefill().parts): {what}; "
+    "FLOPs are 2 x multiply-adds, bytes at {dtype_bytes} B per element"
+)
+CONTAINER_NOTE = (
+    "called through .forward() (not a module call of its own): its figure is the sum of its "
+    "children, the ops it runs itself count in its caller"
+)
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -54,21 +59,55 @@ def analytic_tables(stage: StageCost, dtype_bytes: int) -> list[MetricTable]:
     parts = stage.parts
     notes = {p: CONTAINER_NOTE for p in stage.containers}
     specs = (
-        ("flops_analytic", "analytic FLOPs", "FLOP", "flops", "flops", "every op (matmul-class + elementwise estimate)"),
-        ("flops_matmul_analytic", "analytic matmul FLOPs", "FLOP", "flops", "flops_matmul",
-         "matmul-class ops only (what torch's FlopCounterMode counts)"),
-        ("io_bytes_analytic", "analytic I/O bytes", "B", "bytes", "io_bytes",
-         "weights read + inputs read + outputs written, once per call"),
+        (
+            "flops_analytic",
+            "analytic FLOPs",
+            "FLOP",
+            "flops",
+            "flops",
+            "every op (matmul-class + elementwise estimate)",
+        ),
+        (
+            "flops_matmul_analytic",
+            "analytic matmul FLOPs",
+            "FLOP",
+            "flops",
+            "flops_matmul",
+            "matmul-class ops only (what torch's FlopCounterMode counts)",
+        ),
+        (
+            "io_bytes_analytic",
+            "analytic I/O bytes",
+            "B",
+            "bytes",
+            "io_bytes",
+            "weights read + inputs read + outputs written, once per call",
+        ),
         ("weight_bytes_analytic", "analytic weight bytes", "B", "bytes", "weight_bytes", "parameter bytes read"),
-        ("activation_bytes_analytic", "analytic activation bytes", "B", "bytes", "activation_bytes",
-         "bytes of every tensor the eager op sequence materialises (views and in-place ops: none)"),
+        (
+            "activation_bytes_analytic",
+            "analytic activation bytes",
+            "B",
+            "bytes",
+            "activation_bytes",
+            "bytes of every tensor the eager op sequence materialises (views and in-place ops: none)",
+        ),
     )
     out = []
     for name, label, unit, kind, attr, what in specs:
         values = {p: getattr(c, attr) for p, c in parts.items()}
         values[ROOT] = getattr(stage.total, attr)
-        out.append(MetricTable(name, label, unit, kind, ANALYTIC_SOURCE.format(what=what, dtype_bytes=dtype_bytes),
-                               values, notes=dict(notes)))
+        out.append(
+            MetricTable(
+                name,
+                label,
+                unit,
+                kind,
+                ANALYTIC_SOURCE.format(what=what, dtype_bytes=dtype_bytes),
+                values,
+                notes=dict(notes),
+            )
+        )
     return out
 
 
@@ -95,7 +134,7 @@ def measured_flops_table(measured: MeasuredFlops, cg: CallGraph, containers: Ite
         if path in values:
             continue
         head = path + "."
-        kids = [k for k in values if k.startswith(head) and "." not in k[len(head):]]
+        kids = [k for k in values if k.startswith(head) and "." not in k[len(head) :]]
         if kids:
             values[path] = sum(values[k] for k in kids)
             notes[path] = CONTAINER_NOTE
@@ -103,17 +142,24 @@ def measured_flops_table(measured: MeasuredFlops, cg: CallGraph, containers: Ite
         if not n or address in values:
             continue
         if address in bypassing:
-            notes[address] = ("called through .forward(): FlopCounterMode's module tracker never entered it, its "
-                              "FLOPs count in its caller")
+            notes[address] = (
+                "called through .forward(): FlopCounterMode's module tracker never entered it, its "
+                "FLOPs count in its caller"
+            )
         elif not _runs_matmul(cg.op_output_bytes, address):
             values[address] = 0  # entered, nothing countable ran (norms, activations, embeddings)
         else:
             notes[address] = "not entered by the counted forward (routing may differ between forwards)"
     return MetricTable(
-        "flops_measured", "measured FLOPs", "FLOP", "flops",
+        "flops_measured",
+        "measured FLOPs",
+        "FLOP",
+        "flops",
         "torch.utils.flop_counter.FlopCounterMode on the prefill forward (2 x multiply-adds of mm/addmm/bmm/conv/"
         f"SDPA; {', '.join(measured.extra_formulas) or 'no'} extra formulas), per module by its ModuleTracker",
-        values, notes=notes)
+        values,
+        notes=notes,
+    )
 
 
 def observed_bytes_table(cg: CallGraph) -> MetricTable | None:
@@ -126,10 +172,15 @@ def observed_bytes_table(cg: CallGraph) -> MetricTable | None:
     values = {a: inclusive.get(a, 0.0) for a, n in cg.call_counts.items() if n}
     values[ROOT] = inclusive.get(ROOT, 0.0)
     return MetricTable(
-        "activation_bytes_observed", "activation bytes observed", "B", "bytes",
+        "activation_bytes_observed",
+        "activation bytes observed",
+        "B",
+        "bytes",
         "TorchLens capture of the prefill forward: shape x element size of every op output that is a new tensor "
         "(compute and copy/cast ops; views, indexing and ops returning their input left out: callgraph.op_families), "
-        "summed over the module's subtree and calls", values)
+        "summed over the module's subtree and calls",
+        values,
+    )
 
 
 def time_tables(profile: Any) -> list[MetricTable]:
@@ -138,17 +189,30 @@ def time_tables(profile: Any) -> list[MetricTable]:
 
     table = module_time_table(profile)
     m = profile.method
-    how = (f"torch.profiler ranges per module call ({m.get('time_base', '?')}); {m.get('warmup')} warm-up, "
-           f"{m.get('repeats')} repeats, median of the summed calls; synchronisation: {m.get('synchronisation')}")
-    notes = {p: f"no range of its own ({u.get('kind', 'unhooked')}): its time is in its caller's self time"
-             for p, u in profile.unhooked.items() if p not in table}
+    how = (
+        f"torch.profiler ranges per module call ({m.get('time_base', '?')}); {m.get('warmup')} warm-up, "
+        f"{m.get('repeats')} repeats, median of the summed calls; synchronisation: {m.get('synchronisation')}"
+    )
+    notes = {
+        p: f"no range of its own ({u.get('kind', 'unhooked')}): its time is in its caller's self time"
+        for p, u in profile.unhooked.items()
+        if p not in table
+    }
     inclusive = {p: row["inclusive_s"] for p, row in table.items()}
     self_s = {p: row["self_s"] for p, row in table.items() if row.get("source") == "ranges"}
     total = inclusive.get(ROOT) or profile.wall.get("profiled_s", {}).get("median")
     return [
         MetricTable("time_measured", "measured time", "s", "time", how, inclusive, total=total, notes=notes),
-        MetricTable("time_measured_self", "measured self time", "s", "time", how + " (self: minus child calls)",
-                    self_s, total=total, notes=notes),
+        MetricTable(
+            "time_measured_self",
+            "measured self time",
+            "s",
+            "time",
+            how + " (self: minus child calls)",
+            self_s,
+            total=total,
+            notes=notes,
+        ),
     ]
 
 
@@ -159,8 +223,10 @@ def predicted_time_table(roofline: Any) -> MetricTable:
     values[ROOT] = stage["total"]["time_s"]
     roof = roofline.roof
     label = roofline.hardware.get("label") or roofline.hardware.get("name") or "?"
-    source = (f"roofline on {label} ({roofline.dtype}): max(compute, memory) per analytic unit, summed; "
-              f"{roof.to_dict()}; convention in roofline.json")
+    source = (
+        f"roofline on {label} ({roofline.dtype}): max(compute, memory) per analytic unit, summed; "
+        f"{roof.to_dict()}; convention in roofline.json"
+    )
     return MetricTable("time_predicted", "predicted time", "s", "time", source, values)
 
 
@@ -175,21 +241,30 @@ def level_time_tables(roofline: Any) -> tuple[list[MetricTable], dict[str, str]]
     model = getattr(roofline, "time_model", None) or {}
     total_levels = roofline.unit_levels("prefill")
     for level, name in LEVEL_TABLES.items():
-        values = {row["path"]: row[f"{level}_s"] for row in stage.get("parts", [])
-                  if "path" in row and row.get(f"{level}_s") is not None}
+        values = {
+            row["path"]: row[f"{level}_s"]
+            for row in stage.get("parts", [])
+            if "path" in row and row.get(f"{level}_s") is not None
+        }
         if level in total_levels and total_levels[level].get("time_s") is not None:
             values[ROOT] = total_levels[level]["time_s"]
         if not values:
             absent[name] = str((getattr(roofline, "absent_levels", {}) or {}).get(level) or "not in roofline.json")
             continue
-        source = (f"time level {level} on {model.get('label', '?')}: {(model.get('convention') or {}).get(level, '')}")
+        source = f"time level {level} on {model.get('label', '?')}: {(model.get('convention') or {}).get(level, '')}"
         tables.append(MetricTable(name, f"predicted time ({level})", "s", "time", source, values))
     return tables, absent
 
 
-def module_costs(cg: CallGraph, analytic: StageCost | None = None, dtype_bytes: int | None = None,
-                 measured: MeasuredFlops | None = None, profile: Any = None, roofline: Any = None,
-                 reasons: Mapping[str, str] | None = None) -> ModuleCosts:
+def module_costs(
+    cg: CallGraph,
+    analytic: StageCost | None = None,
+    dtype_bytes: int | None = None,
+    measured: MeasuredFlops | None = None,
+    profile: Any = None,
+    roofline: Any = None,
+    reasons: Mapping[str, str] | None = None,
+) -> ModuleCosts:
     """Every table the run can give; `reasons` says why a source is missing (by metric family)."""
     reasons = dict(reasons or {})
     metrics: list[MetricTable] = []
@@ -227,8 +302,10 @@ def roofline_mismatch(roofline: Any, run: Mapping[str, Any] | None) -> str | Non
     if roofline is None or not run:
         return None
     data_layout = roofline.layout or {}
-    for key, theirs, ours in (("model", roofline.model, run.get("model")),
-                              ("layout", {k: data_layout.get(k) for k in (run.get("layout") or {})}, run.get("layout"))):
+    for key, theirs, ours in (
+        ("model", roofline.model, run.get("model")),
+        ("layout", {k: data_layout.get(k) for k in (run.get("layout") or {})}, run.get("layout")),
+    ):
         if ours is not None and theirs != ours:
             return f"roofline.json describes another run ({key} {theirs!r}, this run {ours!r}): not used"
     return None
@@ -244,7 +321,7 @@ def add_run_tables(costs: ModuleCosts, out_dir: Path, run: Mapping[str, Any] | N
         roofline = None
     added: list[str] = []
     have = set(costs.names())
-    new = (time_tables(profile) if profile is not None and "time_measured" not in have else [])
+    new = time_tables(profile) if profile is not None and "time_measured" not in have else []
     new += [predicted_time_table(roofline)] if roofline is not None and "time_predicted" not in have else []
     if roofline is not None:
         level_tables, level_absent = level_time_tables(roofline)
@@ -283,30 +360,66 @@ def run_identity(out_dir: Path) -> dict[str, Any] | None:
     return {"model": summary.model.spec, "layout": dict(summary.layout.raw)}
 
 
-def costs_on_graph(out_dir: Path, cg: CallGraph, *, analytic: StageCost | None, dtype_bytes: int | None,
-                   measured: MeasuredFlops | None, max_depth: int | None, formats: Any, color_by: str,
-                   config: Any = None, progress: Callable[[str], None] = lambda _m: None,
-                   checks: Any = None) -> dict[str, Any]:
+def costs_on_graph(
+    out_dir: Path,
+    cg: CallGraph,
+    *,
+    analytic: StageCost | None,
+    dtype_bytes: int | None,
+    measured: MeasuredFlops | None,
+    max_depth: int | None,
+    formats: Any,
+    color_by: str,
+    config: Any = None,
+    progress: Callable[[str], None] = lambda _m: None,
+    checks: Any = None,
+) -> dict[str, Any]:
     """module_costs.json, the grouped graph with costs on every node (JSON, DOT, SVG, Mermaid) and
     model_explorer/; returns the summary section (metrics, nodes covered, files)."""
     profile, roofline = load_optional(out_dir)
     mismatch = roofline_mismatch(roofline, run_identity(out_dir))
-    costs = module_costs(cg, analytic, dtype_bytes, measured, profile, None if mismatch else roofline,
-                         reasons={"roofline": mismatch} if mismatch else None)
+    costs = module_costs(
+        cg,
+        analytic,
+        dtype_bytes,
+        measured,
+        profile,
+        None if mismatch else roofline,
+        reasons={"roofline": mismatch} if mismatch else None,
+    )
     costs.save(out_dir / MODULE_COSTS_FILE, config=config)
-    grouped, files = group_and_render(cg, out_dir, max_depth=max_depth, formats=formats, runtime_log=cg.runtime_log,
-                                      checks=checks, config=config, costs=costs, color_by=color_by)
+    grouped, files = group_and_render(
+        cg,
+        out_dir,
+        max_depth=max_depth,
+        formats=formats,
+        runtime_log=cg.runtime_log,
+        checks=checks,
+        config=config,
+        costs=costs,
+        color_by=color_by,
+    )
     explorer = write_model_explorer(grouped, cg, costs, out_dir / "model_explorer")
-    covered = {m.name: sum(1 for n in grouped.nodes if (n.costs.get(m.name) or {}).get("total") is not None)
-               for m in costs.metrics}
-    progress(f"costs on the graph: {', '.join(f'{k} on {v}/{len(grouped.nodes)} nodes' for k, v in covered.items())}"
-             + (f"; absent: {', '.join(costs.absent)}" if costs.absent else ""))
+    covered = {
+        m.name: sum(1 for n in grouped.nodes if (n.costs.get(m.name) or {}).get("total") is not None)
+        for m in costs.metrics
+    }
+    progress(
+        f"costs on the graph: {', '.join(f'{k} on {v}/{len(grouped.nodes)} nodes' for k, v in covered.items())}"
+        + (f"; absent: {', '.join(costs.absent)}" if costs.absent else "")
+    )
     return {
-        "metrics": costs.names(), "absent": dict(costs.absent), "nodes": len(grouped.nodes),
-        "nodes_with_figure": covered, "color_by": color_by,
+        "metrics": costs.names(),
+        "absent": dict(costs.absent),
+        "nodes": len(grouped.nodes),
+        "nodes_with_figure": covered,
+        "color_by": color_by,
         "stacks": [n.name + f" for {n.for_n}" for n in grouped.stacks()],
         "variants": {n.name: [f"{v.label} x{len(v.members)}" for v in n.variants] for n in grouped.nodes if n.variants},
-        "files": {**{fmt: p.name for fmt, p in files.items()}, MODULE_COSTS_FILE: MODULE_COSTS_FILE,
-                  **{k: str(p.relative_to(out_dir)) for k, p in explorer.items()}},
+        "files": {
+            **{fmt: p.name for fmt, p in files.items()},
+            MODULE_COSTS_FILE: MODULE_COSTS_FILE,
+            **{k: str(p.relative_to(out_dir)) for k, p in explorer.items()},
+        },
         "notes": list(grouped.notes),
     }

@@ -1,4 +1,5 @@
 """The trace job's stages in order; each stage reads and writes typed artifacts in the run directory."""
+
 from __future__ import annotations
 
 import time
@@ -20,20 +21,9 @@ from llm_perf_opt.family import ModelFamily
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     VERIFICATION_SCHEMA_VERSION,
-    render_table,
     check_model_agreement,
+    render_table,
 )
-from llm_perf_opt.runs import job_run
-from llm_perf_opt.runs.entry import progress
-from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
-from llm_perf_opt.trace.graph import costs_on_graph
-from llm_perf_opt.runs.memory import JobMemory, rss_bytes
-from llm_perf_opt.runs.job_run import JobRun
-from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
-from llm_perf_opt.trace.roofline import run_roofline_stage
-from llm_perf_opt.trace.serving import serving_stage
-from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
-from llm_perf_opt.trace.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -55,6 +45,17 @@ from llm_perf_opt.run_artifacts import (
     WorkloadInfo,
     typed,
 )
+from llm_perf_opt.runs import job_run
+from llm_perf_opt.runs.entry import progress
+from llm_perf_opt.runs.job_run import JobRun
+from llm_perf_opt.runs.memory import JobMemory, rss_bytes
+from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
+from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
+from llm_perf_opt.trace.graph import costs_on_graph
+from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
+from llm_perf_opt.trace.roofline import run_roofline_stage
+from llm_perf_opt.trace.serving import serving_stage
+from llm_perf_opt.trace.validate import ValidJob, validate
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
@@ -78,15 +79,21 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     inputs = build_job_inputs(job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
     family = job.family
-    export_plan = plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family=family) \
-        if cfg.trace.export else None
+    export_plan = (
+        plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family=family)
+        if cfg.trace.export
+        else None
+    )
     summary = base_summary(cfg, job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
     run.attach(summary, lambda: summary.save(out_dir / "summary.json", config=raw_cfg))
     print_summary(summary)
     run.step("analytic")
-    analytic = analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height,
-                                  seq_len=inputs.seq_len) if cfg.trace.analytic else None
+    analytic = (
+        analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height, seq_len=inputs.seq_len)
+        if cfg.trace.analytic
+        else None
+    )
     if analytic is not None:
         write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, analytic.to_dict(), config=raw_cfg)
         summary.analytic = analytic_figures(analytic, family)
@@ -97,7 +104,9 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
         run.step("session")
         progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
         with family.open_session(cfg.model, cfg.runtime) as session:
-            family.check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
+            family.check_kv_cache_path(
+                session.model, cfg.trace.decode_steps
+            )  # decode needs one: refused before any work
             summary.session = session.describe()
             summary.params = typed(ParamCounts, session.parameter_counts(), "params")
             run.step("forward")
@@ -116,15 +125,17 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
                     run.step(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
 
                 patches, program = capture_plan(cfg, session, family, on_step=on_step)
-                stats, grouping = trace_and_group(cfg, session, inputs, out_dir, raw_cfg, times, patches, program,
-                                                  family=family)
+                stats, grouping = trace_and_group(
+                    cfg, session, inputs, out_dir, raw_cfg, times, patches, program, family=family
+                )
                 summary.trace = typed(TraceStats, stats, "trace")
                 summary.grouping = typed(GroupingSummary, grouping, "grouping")
                 summary.routing = routing_stage(session, out_dir, family, analytic, raw_cfg)
             if cfg.trace.verify and analytic is not None:
                 run.step("verify")
-                flops, parts, verification, measured = check_against_measured(cfg, session, inputs, analytic, out_dir, raw_cfg,
-                                                                               family)
+                flops, parts, verification, measured = check_against_measured(
+                    cfg, session, inputs, analytic, out_dir, raw_cfg, family
+                )
                 summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
                 summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
                 summary.verification = typed(VerificationFigures, verification, "verification")
@@ -136,15 +147,29 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
             if export_plan is not None:
                 run.step("export")
                 summary.export = run_export_stage(
-                    cfg, session, inputs, out_dir, raw_cfg=raw_cfg, plan=export_plan, progress=progress,
-                    callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None)
+                    cfg,
+                    session,
+                    inputs,
+                    out_dir,
+                    raw_cfg=raw_cfg,
+                    plan=export_plan,
+                    progress=progress,
+                    callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None,
+                )
         session.release()  # drop the model now: nothing the job built outlives it
     if analytic is not None and cfg.hardware is not None:
         run.step("roofline")
-        summary.roofline = run_roofline_stage(cfg, analytic, times, out_dir, raw_cfg, progress=progress,
-                                              decode=summary.decode,
-                                              title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
-                                                    f"page {inputs.layout.page_width}x{inputs.layout.page_height}")
+        summary.roofline = run_roofline_stage(
+            cfg,
+            analytic,
+            times,
+            out_dir,
+            raw_cfg,
+            progress=progress,
+            decode=summary.decode,
+            title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
+            f"page {inputs.layout.page_width}x{inputs.layout.page_height}",
+        )
         run.step("serving")
         summary.serving = serving_stage(cfg, analytic, out_dir, raw_cfg, progress)
     if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
@@ -162,25 +187,42 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
     w = cfg.workload
     return Summary(
         model=ModelInfo(name=cfg.model.name, source=cfg.model.source, spec=job.spec.name),
-        workload=WorkloadInfo(mode=w.name, base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode,
-                              tile_size=w.tile_size),
+        workload=WorkloadInfo(
+            mode=w.name, base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode, tile_size=w.tile_size
+        ),
         page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
         layout=typed(LayoutView, layout.as_dict(), "layout"),
-        tokens=TokenCounts(image=layout.image_tokens, prompt=len(inputs.prompt_token_ids), sequence=inputs.seq_len,
-                           prompt_source=inputs.prompt_source, batch=inputs.batch, lengths=list(inputs.lengths)),
+        tokens=TokenCounts(
+            image=layout.image_tokens,
+            prompt=len(inputs.prompt_token_ids),
+            sequence=inputs.seq_len,
+            prompt_source=inputs.prompt_source,
+            batch=inputs.batch,
+            lengths=list(inputs.lengths),
+        ),
         tensors=inputs.shapes(),
-        runtime=RuntimeInfo(device=cfg.runtime.device, dtype=cfg.runtime.dtype,
-                            attn_implementation=cfg.runtime.attn_implementation, autocast=cfg.runtime.autocast),
+        runtime=RuntimeInfo(
+            device=cfg.runtime.device,
+            dtype=cfg.runtime.dtype,
+            attn_implementation=cfg.runtime.attn_implementation,
+            autocast=cfg.runtime.autocast,
+        ),
         status="running",
     )
 
 
 def analytic_figures(analytic: Any, family: ModelFamily) -> AnalyticFigures:
     """Per stage: flops, flops_matmul, io/weight/activation bytes; per reported part: prefill matmul FLOPs."""
-    stages = {name: StageFigures(flops=stage.total.flops, flops_matmul=stage.total.flops_matmul,
-                                 io_bytes=stage.total.io_bytes, weight_bytes=stage.total.weight_bytes,
-                                 activation_bytes=stage.total.activation_bytes)
-              for name, stage in analytic.stages().items()}
+    stages = {
+        name: StageFigures(
+            flops=stage.total.flops,
+            flops_matmul=stage.total.flops_matmul,
+            io_bytes=stage.total.io_bytes,
+            weight_bytes=stage.total.weight_bytes,
+            activation_bytes=stage.total.activation_bytes,
+        )
+        for name, stage in analytic.stages().items()
+    }
     prefill = analytic.prefill()
     return AnalyticFigures(stages, {part: prefill.part(part).flops_matmul for part in family.parts.reported})
 
@@ -224,9 +266,18 @@ def peak_rss_bytes() -> int:
     return (run.memory if run is not None else JobMemory()).peak_rss()
 
 
-def trace_and_group(cfg: RootConfig, session: Any, inputs: Any, out_dir: Path,
-                    raw_cfg: DictConfig, times: Any = None, patches: tuple[str, ...] | None = None,
-                    program: Any = None, *, family: ModelFamily) -> tuple[dict[str, Any], dict[str, Any]]:
+def trace_and_group(
+    cfg: RootConfig,
+    session: Any,
+    inputs: Any,
+    out_dir: Path,
+    raw_cfg: DictConfig,
+    times: Any = None,
+    patches: tuple[str, ...] | None = None,
+    program: Any = None,
+    *,
+    family: ModelFamily,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """TorchLens capture under the logging patches -> callgraph.json (with the profile's per-module times
     when `times`, a ModuleTimes, is given), runtime_log.json, grouped graphs. `program`: the prefill and
     the decode steps in one traced call (`decode_stage.capture_plan`)."""
@@ -235,30 +286,41 @@ def trace_and_group(cfg: RootConfig, session: Any, inputs: Any, out_dir: Path,
     kwargs = session.forward_kwargs(inputs, use_cache=True) if program is not None else session.forward_kwargs(inputs)
     patches = family.trace_patches if patches is None else patches
     with session.forward_context(), family.runtime_patches(session, patches) as log:
-        cg = capture_callgraph(session.model, kwargs, model_name=cfg.model.name, progress=progress,
-                               program=program)
+        cg = capture_callgraph(session.model, kwargs, model_name=cfg.model.name, progress=progress, program=program)
     cg.runtime_log = log.events()
     if times is not None:
         cg.module_times, cg.module_times_method = callgraph_times(times)
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
     log.save(out_dir / "runtime_log.json", config=raw_cfg)
-    progress(f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
-             f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s")
-    grouped, files = group_and_render(cg, out_dir, max_depth=cfg.render.max_depth, formats=cfg.render.formats,
-                                      runtime_log=cg.runtime_log, checks=family.runtime_checks, config=raw_cfg)
+    progress(
+        f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
+        f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s"
+    )
+    grouped, files = group_and_render(
+        cg,
+        out_dir,
+        max_depth=cfg.render.max_depth,
+        formats=cfg.render.formats,
+        runtime_log=cg.runtime_log,
+        checks=family.runtime_checks,
+        config=raw_cfg,
+    )
     grouping = grouped.summary()
     grouping["files"] = {fmt: path.name for fmt, path in files.items()}
     grouping["notes"] = grouped.notes
     bad = grouping["mismatches"]
-    progress(f"grouped graph: {grouping['nodes']} nodes; runtime checks {grouping['checks']}"
-             + (f"; MISMATCH: {bad}" if bad else ""))
+    progress(
+        f"grouped graph: {grouping['nodes']} nodes; runtime checks {grouping['checks']}"
+        + (f"; MISMATCH: {bad}" if bad else "")
+    )
     stats = {k: v for k, v in cg.stats.items() if isinstance(v, (int, float, str, bool)) or v is None}
     stats.update(num_ops=cg.total_ops(), module_calls=cg.total_module_calls())
     return stats, grouping
 
 
-def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic: Any,
-                 out_dir: Path, raw_cfg: DictConfig, family: ModelFamily) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
+def check_against_measured(
+    cfg: RootConfig, session: Any, inputs: Any, analytic: Any, out_dir: Path, raw_cfg: DictConfig, family: ModelFamily
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
     """Measured FLOPs (the prefill and each decode step, at least the first; with verify.fvcore also fvcore's
     count of the prefill), KV-cache bytes and activation bytes against the analytic model ->
     verification.json; also returns the prefill's MeasuredFlops."""
@@ -274,8 +336,9 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
         with session.forward_context():
             fv = fvcore_flops(session.model, session.forward_kwargs(inputs, use_cache=False))
         progress(f"fvcore: {'ok' if fv.ok else 'FAILED: ' + str(fv.error)}")
-    v = check_model_agreement(analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv,
-                     kv_cache_bytes=meas.kv_cache_bytes)
+    v = check_model_agreement(
+        analytic, meas.prefill, meas.decode, rtol=cfg.verify.rtol, fvcore=fv, kv_cache_bytes=meas.kv_cache_bytes
+    )
     if (out_dir / "callgraph.json").is_file():  # activation bytes against the op outputs TorchLens recorded
         cg = load_callgraph_json(out_dir / "callgraph.json")
         v.activation = activation_bytes_rows(analytic, cg, v.rtol)
@@ -283,8 +346,9 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
 
         unrouted = getattr(family, "unrouted_expert_kernels", None)
         v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=unrouted(analytic, out_dir) if unrouted else None)
-    write_artifact(out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(),
-                   config=raw_cfg)
+    write_artifact(
+        out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(), config=raw_cfg
+    )
     print(render_table(v))
     flops: dict[str, Any] = {}
     parts: dict[str, Any] = {}
@@ -294,13 +358,24 @@ def check_against_measured(cfg: RootConfig, session: Any, inputs: Any, analytic:
         if row.part == "":
             flops.setdefault(row.stage, entry)  # decode: the first step (the analytic decode stage's context)
         elif row.stage == "prefill" and row.part in part_paths:
-            parts[part_paths[row.part]] = {"flops_analytic": row.analytic, "flops_measured": row.measured,
-                                           "rel_error": row.rel_error, "ok": row.ok}
-    verification = {"passed": v.passed, "rtol": v.rtol, "rows": len(v.rows), "failures": len(v.failures),
-                    "max_rel_error": v.max_rel_error, "ops_without_formula": meas.prefill.matmul_like_without_formula,
-                    "activation_passed": v.activation_passed,
-                    "activation_failures": sum(1 for r in v.activation if not r.ok),
-                    "kernels_passed": v.kernels_passed, "kernel_failures": sum(1 for r in v.kernels if not r.ok)}
+            parts[part_paths[row.part]] = {
+                "flops_analytic": row.analytic,
+                "flops_measured": row.measured,
+                "rel_error": row.rel_error,
+                "ok": row.ok,
+            }
+    verification = {
+        "passed": v.passed,
+        "rtol": v.rtol,
+        "rows": len(v.rows),
+        "failures": len(v.failures),
+        "max_rel_error": v.max_rel_error,
+        "ops_without_formula": meas.prefill.matmul_like_without_formula,
+        "activation_passed": v.activation_passed,
+        "activation_failures": sum(1 for r in v.activation if not r.ok),
+        "kernels_passed": v.kernels_passed,
+        "kernel_failures": sum(1 for r in v.kernels if not r.ok),
+    }
     return flops, parts, verification, meas.prefill
 
 
@@ -313,23 +388,38 @@ def activation_bytes_rows(analytic: Any, cg: Any, rtol: float) -> list[Any]:
     # the capture holds the prefill and the decode steps the job traced (decode step k: context seq_len + k - 1)
     steps = max(int(cg.stats.get("root_forward_calls") or 1) - 1, 0)
     stages = [analytic.prefill()] + [analytic.decode(analytic.seq_len + k - 1) for k in range(1, steps + 1)]
-    loop = 8 * getattr(analytic, "batch", 1) * (steps + 1) if steps else 0  # the greedy loop's argmax after each pass: one int64 token per sequence
-    rows = activation_rows(stages, cg.op_output_bytes,
-                           layer_norm_statistics(cg.module_types, cg.output_metadata), rtol, program_bytes=loop)
+    loop = (
+        8 * getattr(analytic, "batch", 1) * (steps + 1) if steps else 0
+    )  # the greedy loop's argmax after each pass: one int64 token per sequence
+    rows = activation_rows(
+        stages, cg.op_output_bytes, layer_norm_statistics(cg.module_types, cg.output_metadata), rtol, program_bytes=loop
+    )
     bad = [r for r in rows if not r.ok]
-    progress(f"activation bytes vs TorchLens: {len(rows) - len(bad)}/{len(rows)} parts within rtol"
-             + (f"; off: {', '.join(f'{r.part or chr(40) + chr(41)} {r.unexplained:+,} B' for r in bad)}" if bad else ""))
+    progress(
+        f"activation bytes vs TorchLens: {len(rows) - len(bad)}/{len(rows)} parts within rtol"
+        + (f"; off: {', '.join(f'{r.part or chr(40) + chr(41)} {r.unexplained:+,} B' for r in bad)}" if bad else "")
+    )
     return rows
 
 
-def graph_costs(cfg: RootConfig, analytic: Any, measured: Any, out_dir: Path,
-                raw_cfg: DictConfig, family: ModelFamily) -> GraphFigures:
+def graph_costs(
+    cfg: RootConfig, analytic: Any, measured: Any, out_dir: Path, raw_cfg: DictConfig, family: ModelFamily
+) -> GraphFigures:
     """Costs on every grouped node (module_costs.json), the renderings and model_explorer/ (graph_stage)."""
     cg = load_callgraph_json(out_dir / "callgraph.json")
-    section = costs_on_graph(out_dir, cg, analytic=analytic.prefill() if analytic is not None else None,
-                             dtype_bytes=analytic.dtype_bytes if analytic is not None else None, measured=measured,
-                             max_depth=cfg.render.max_depth, formats=cfg.render.formats, color_by=cfg.render.color_by,
-                             config=raw_cfg, progress=progress, checks=family.runtime_checks)
+    section = costs_on_graph(
+        out_dir,
+        cg,
+        analytic=analytic.prefill() if analytic is not None else None,
+        dtype_bytes=analytic.dtype_bytes if analytic is not None else None,
+        measured=measured,
+        max_depth=cfg.render.max_depth,
+        formats=cfg.render.formats,
+        color_by=cfg.render.color_by,
+        config=raw_cfg,
+        progress=progress,
+        checks=family.runtime_checks,
+    )
     return typed(GraphFigures, section, "graph")
 
 

@@ -5,6 +5,7 @@ Writes `profile.json` (every module call, how it was measured, the overhead and 
 the per-part table, and returns the `ModuleTimes` for the stages after it: the per-module table goes
 into `callgraph.json` (`module_times`), the parts' times into the roofline stage's comparison.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,38 +18,67 @@ from llm_perf_opt.measure.profile_table import render_profile
 from llm_perf_opt.run_artifacts import ProfileFigures, typed
 
 
-def run_profile_stage(cfg: RootConfig, session: Any, inputs: Any, out_dir: Path, raw_cfg: Any = None,
-                      progress: Optional[Callable[[str], None]] = None, parts: Any = None) -> ModuleTimes:
+def run_profile_stage(
+    cfg: RootConfig,
+    session: Any,
+    inputs: Any,
+    out_dir: Path,
+    raw_cfg: Any = None,
+    progress: Optional[Callable[[str], None]] = None,
+    parts: Any = None,
+) -> ModuleTimes:
     """Profile the session's forward on `inputs` (cfg.profile: warm-up, repeats, NVTX, Chrome trace); `parts`:
     the family's vocabulary (the parts whose time coverage is reported)."""
     say = progress or (lambda _msg: None)
     cfg.profile.check_device(session.device.type)
-    say(f"profiling the forward: {cfg.profile.warmup} warm-up, {cfg.profile.repeats} plain + "
-        f"{cfg.profile.repeats} profiled forwards, one range per module call")
-    times = profile_forward(ForwardCall.from_session(session, inputs), cfg.profile, trace_path=out_dir / TRACE_FILE,
-                            progress=say, parts=default_parts(session.model, parts))
+    say(
+        f"profiling the forward: {cfg.profile.warmup} warm-up, {cfg.profile.repeats} plain + "
+        f"{cfg.profile.repeats} profiled forwards, one range per module call"
+    )
+    times = profile_forward(
+        ForwardCall.from_session(session, inputs),
+        cfg.profile,
+        trace_path=out_dir / TRACE_FILE,
+        progress=say,
+        parts=default_parts(session.model, parts),
+    )
     times.write(out_dir / PROFILE_FILE, config=raw_cfg)
     print(render_profile(times))
     s = times.summary()
-    say(f"profile: overhead {s['overhead_ratio']:.3f}x, parts cover {s['coverage']:.1%} of the forward; "
-        f"wrote {PROFILE_FILE}" + (f" and {TRACE_FILE}" if times.trace_file else ""))
+    say(
+        f"profile: overhead {s['overhead_ratio']:.3f}x, parts cover {s['coverage']:.1%} of the forward; "
+        f"wrote {PROFILE_FILE}" + (f" and {TRACE_FILE}" if times.trace_file else "")
+    )
     return times
 
 
 def profile_figures(times: ModuleTimes) -> ProfileFigures:
     """summary.json's `profile` section."""
-    return typed(ProfileFigures, {**times.summary(), "file": PROFILE_FILE, "trace_file": times.trace_file},
-                 "profile")
+    return typed(ProfileFigures, {**times.summary(), "file": PROFILE_FILE, "trace_file": times.trace_file}, "profile")
 
 
 def callgraph_times(times: ModuleTimes) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """(`module_times`, `module_times_method`) for callgraph.json: the per-module table and how it was
     measured."""
     m = times.method
-    method = {key: m.get(key) for key in ("warmup", "repeats", "device", "device_name", "threads", "activities",
-                                          "time_base", "synchronisation", "statistics")}
+    method = {
+        key: m.get(key)
+        for key in (
+            "warmup",
+            "repeats",
+            "device",
+            "device_name",
+            "threads",
+            "activities",
+            "time_base",
+            "synchronisation",
+            "statistics",
+        )
+    }
     method["file"] = PROFILE_FILE
-    method["fields"] = ("inclusive_s / self_s: seconds, median over the repeats of the module's calls summed; "
-                        "min_s / max_s: of the inclusive sum; calls: calls in the forward; source: ranges, or "
-                        "members for a container (the sum of its members' calls)")
+    method["fields"] = (
+        "inclusive_s / self_s: seconds, median over the repeats of the module's calls summed; "
+        "min_s / max_s: of the inclusive sum; calls: calls in the forward; source: ranges, or "
+        "members for a container (the sum of its members' calls)"
+    )
     return module_time_table(times), method

@@ -17,6 +17,7 @@ does); the rows' intensities and achieved FLOP/s use the dtype the run executed.
 Writes `roofline.json` (the primary roof), `roofline.svg` and `roofline.png` (`report.roofline_plot`),
 prints the measured-vs-predicted table, and returns summary.json's `roofline` section.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,28 +79,49 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
         if match is not None:
             sheet = load_hardware(match)
             try:
-                roofs.append(JobRoof(match, sheet, sheet.roof(primary.dtype, cfg.hardware.allow_tf32), True,
-                                     f"datasheet of {gpu} (matched by name)"))
+                roofs.append(
+                    JobRoof(
+                        match,
+                        sheet,
+                        sheet.roof(primary.dtype, cfg.hardware.allow_tf32),
+                        True,
+                        f"datasheet of {gpu} (matched by name)",
+                    )
+                )
             except ConfigError as exc:
                 log(f"no datasheet roof beside the calibration: {exc}")
         elif gpu:
             log(f"no datasheet in conf/hardware/ matches {gpu!r}: the calibrated roof only")
         return roofs
     same = gpu is not None and datasheet_for_device(gpu) == primary_hw.name
-    note = (f"datasheet of {gpu}" if same else
-            f"not the device measured here ({gpu or cfg.runtime.device}): predictions only")
+    note = (
+        f"datasheet of {gpu}"
+        if same
+        else f"not the device measured here ({gpu or cfg.runtime.device}): predictions only"
+    )
     roofs.append(JobRoof(primary_hw.name, primary_hw, primary, same, note))
     if profiled:
         measured_cfg = load_hardware_config("measured")
         hw, _, _, _ = measured_hardware(measured_cfg, cfg.runtime, log)
-        roofs.append(JobRoof("measured", hw, hw.roof(cfg.runtime.dtype), True,
-                             "calibrated on the run's device, for the efficiencies"))
+        roofs.append(
+            JobRoof(
+                "measured", hw, hw.roof(cfg.runtime.dtype), True, "calibrated on the run's device, for the efficiencies"
+            )
+        )
     return roofs
 
 
-def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTimes],
-                       out_dir: Path, raw_cfg: Any = None, *, title: str = "",
-                       progress: Optional[Callable[[str], None]] = None, decode: Any = None) -> RooflineFigures:
+def run_roofline_stage(
+    cfg: RootConfig,
+    analytic: Any,
+    times: Optional[ModuleTimes],
+    out_dir: Path,
+    raw_cfg: Any = None,
+    *,
+    title: str = "",
+    progress: Optional[Callable[[str], None]] = None,
+    decode: Any = None,
+) -> RooflineFigures:
     """Predict on the job's roofs, compare with the profile, write roofline.json and the plot."""
     from llm_perf_opt.report.roofline_plot import plot_from_summary
 
@@ -113,9 +135,16 @@ def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTim
     rows = compare(analytic.prefill(), entries, times)
     section = {
         "primary": roofs[0].name,
-        "roofs": {r.name: {"roof": r.roof.to_dict(), "same_device": r.same_device, "note": r.note,
-                           "hardware_notes": list(r.hardware.notes), "figures": latencies[r.name].figures()}
-                  for r in roofs},
+        "roofs": {
+            r.name: {
+                "roof": r.roof.to_dict(),
+                "same_device": r.same_device,
+                "note": r.note,
+                "hardware_notes": list(r.hardware.notes),
+                "figures": latencies[r.name].figures(),
+            }
+            for r in roofs
+        },
         "rows": [row.to_dict() for row in rows],
         "convention": {**CONVENTION, "efficiency": EFFICIENCY},
         "measured_by": _measured_by(times),
@@ -128,15 +157,26 @@ def run_roofline_stage(cfg: RootConfig, analytic: Any, times: Optional[ModuleTim
 
     primary = model_for_dtype(analytic, roofs[0].roof.dtype)
     section["levels"], levels_table, payload = LS.levels_section(
-        cfg, primary, latencies[roofs[0].name], times, LS.decode_measured(decode),
-        LS.cpu_time_measured(times, decode, _threads(times)))
-    write_roofline(out_dir / ROOFLINE_FILE, primary, latencies[roofs[0].name], roofs[0].hardware, config=raw_cfg,
-                   levels=payload)
+        cfg,
+        primary,
+        latencies[roofs[0].name],
+        times,
+        LS.decode_measured(decode),
+        LS.cpu_time_measured(times, decode, _threads(times)),
+    )
+    write_roofline(
+        out_dir / ROOFLINE_FILE, primary, latencies[roofs[0].name], roofs[0].hardware, config=raw_cfg, levels=payload
+    )
     section["levels"]["accuracy"] = LS.accuracy_rows(section["levels"])
     print(levels_table)
     print(LS.describe_accuracy(section["levels"]["accuracy"]))
-    plot_from_summary(section, out_dir, title=title or f"Roofline: {analytic.spec.name}", note=section["measured_by"],
-                      vocabulary=analytic.vocabulary)
+    plot_from_summary(
+        section,
+        out_dir,
+        title=title or f"Roofline: {analytic.spec.name}",
+        note=section["measured_by"],
+        vocabulary=analytic.vocabulary,
+    )
     say(f"wrote {ROOFLINE_FILE}, {PLOT_STEM}.svg and {PLOT_STEM}.png (roofs: {', '.join(r.name for r in roofs)})")
     return typed(RooflineFigures, section, "roofline")
 
@@ -150,6 +190,8 @@ def _measured_by(times: Optional[ModuleTimes]) -> str:
         return "not measured (profile=off, or no forward ran): predictions only"
     m = times.method
     base = "GPU kernel time" if times.coverage.get("time_base") == "device" else "CPU wall-clock spans"
-    return (f"measured: {m.get('warmup')} warm-up, {times.repeats} plain + {times.repeats} profiled forwards on "
-            f"{m.get('device')} ({m.get('device_name')}, {m.get('threads')} threads), medians; forward = the plain "
-            f"forward's wall time, parts = {base} of their module ranges; {m.get('synchronisation')}")
+    return (
+        f"measured: {m.get('warmup')} warm-up, {times.repeats} plain + {times.repeats} profiled forwards on "
+        f"{m.get('device')} ({m.get('device_name')}, {m.get('threads')} threads), medians; forward = the plain "
+        f"forward's wall time, parts = {base} of their module ranges; {m.get('synchronisation')}"
+    )

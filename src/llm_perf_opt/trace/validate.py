@@ -13,6 +13,7 @@ pipeline patches). `./dev analyze` builds no pixels and no model, so it takes an
 Every violation is one `ConfigError` (or `PatchError`) line naming the field; nothing is built or
 written before it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -100,9 +101,13 @@ def check_page_pixels(cfg: RootConfig, width: int, height: int) -> None:
         return
     image = cfg.workload.page.image
     field, value = ("workload.page.image", image) if image else ("workload.page.width/height", f"{width}x{height}")
-    raise ConfigError.field(field, value, f"the page has {width}x{height} = {width * height:,} pixels, above the limit "
-                            f"of {MAX_PAGE_PIXELS:,} (the page is built in memory at full size); ./dev analyze "
-                            "computes the costs of any page size without pixels")
+    raise ConfigError.field(
+        field,
+        value,
+        f"the page has {width}x{height} = {width * height:,} pixels, above the limit "
+        f"of {MAX_PAGE_PIXELS:,} (the page is built in memory at full size); ./dev analyze "
+        "computes the costs of any page size without pixels",
+    )
 
 
 def check_device(cfg: RootConfig) -> None:
@@ -112,8 +117,12 @@ def check_device(cfg: RootConfig) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise ConfigError.field("runtime.device", "cuda", "needs a CUDA GPU, but torch.cuda.is_available() is false "
-                                f"(this torch is {torch.__version__}); use runtime=cpu")
+        raise ConfigError.field(
+            "runtime.device",
+            "cuda",
+            "needs a CUDA GPU, but torch.cuda.is_available() is false "
+            f"(this torch is {torch.__version__}); use runtime=cpu",
+        )
 
 
 def check_vendor_code(cfg: RootConfig) -> None:
@@ -146,7 +155,9 @@ def changed_spec(spec: Any, changes: Mapping[str, Any], where: str = "verify.ana
             current = getattr(obj, key)
             if is_dataclass(current):
                 if not isinstance(value, Mapping):
-                    raise ConfigError.field(f"{path}.{key}", value, f"must be a mapping of {type(current).__name__} fields")
+                    raise ConfigError.field(
+                        f"{path}.{key}", value, f"must be a mapping of {type(current).__name__} fields"
+                    )
                 updates[key] = apply(current, value, f"{path}.{key}")
             elif isinstance(current, tuple):
                 updates[key] = tuple(value) if isinstance(value, (list, tuple)) else (value,)
@@ -192,9 +203,12 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
         for w, h in sizes:
             check_page_pixels(cfg, w, h)
         if cfg.workload.batch != 1 and not hasattr(family, "batch_inputs"):
-            raise ConfigError.field("workload.batch", cfg.workload.batch,
-                                    f"the {family.name} family runs batch 1 only (no batched inputs); ./dev analyze "
-                                    "and ./dev size take any batch")
+            raise ConfigError.field(
+                "workload.batch",
+                cfg.workload.batch,
+                f"the {family.name} family runs batch 1 only (no batched inputs); ./dev analyze "
+                "and ./dev size take any batch",
+            )
     prompt = family.check_run(cfg, spec, workload, width, height)
     for w, h in sizes[1:]:  # every page's prompt plus the decode steps within the model's positions
         family.check_run(cfg, spec, workload, w, h)
@@ -215,6 +229,7 @@ def batch_page_sizes(cfg: RootConfig, width: int, height: int) -> list[tuple[int
     refused (the list's pages are synthetic)."""
     w = cfg.workload
     if w.pages and w.page.image is not None:
-        raise ConfigError.field("workload.pages", list(w.pages), "lists synthetic pages; it cannot be combined with "
-                                "workload.page.image")
+        raise ConfigError.field(
+            "workload.pages", list(w.pages), "lists synthetic pages; it cannot be combined with workload.page.image"
+        )
     return w.page_sizes() if w.pages else [(width, height)] * w.batch

@@ -7,6 +7,7 @@
 
 See `framework` (targets, registry, restoration) and `builtin` (the named patches).
 """
+
 # The names below load on first use (PEP 562): reading a run's runtime_log.json (`./dev group`,
 # `patches.runtime_log`) imports no torch. Any of them loads `builtin` first, which registers the patches.
 from __future__ import annotations
@@ -17,14 +18,31 @@ from llm_perf_opt.lazy import lazy_attributes, lazy_names
 
 _LAZY = {
     "llm_perf_opt.dsocr.patches.framework": (
-        "PATCHES", "ModelCode", "Patch", "PatchContext", "PatchTarget", "available_patches", "check_patches",
-        "get_patch", "model_code", "register_patch", "runtime_patches", "untracked",
+        "PATCHES",
+        "ModelCode",
+        "Patch",
+        "PatchContext",
+        "PatchTarget",
+        "available_patches",
+        "check_patches",
+        "get_patch",
+        "model_code",
+        "register_patch",
+        "runtime_patches",
+        "untracked",
     ),
     "llm_perf_opt.dsocr.patches.runtime_log": (
-        "RUNTIME_LOG_FILE", "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION", "RuntimeLog", "load_runtime_log",
+        "RUNTIME_LOG_FILE",
+        "RUNTIME_LOG_SCHEMA",
+        "RUNTIME_LOG_VERSION",
+        "RuntimeLog",
+        "load_runtime_log",
     ),
     "llm_perf_opt.dsocr.patches.builtin": (
-        "DEFAULT_TRACE_PATCHES", "LOOP_PATCHES", "TRACE_PATCHES", "quick_gelu_eager",
+        "DEFAULT_TRACE_PATCHES",
+        "LOOP_PATCHES",
+        "TRACE_PATCHES",
+        "quick_gelu_eager",
     ),
 }
 

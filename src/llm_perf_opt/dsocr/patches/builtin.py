@@ -29,6 +29,7 @@ Run-time measures (what the vendor code needs to run off CUDA):
   autocast; on CPU the equivalent is CPU bf16 autocast).
 * `quiet_prints`: silences the vendor forward's debugging `print`s (shadows `print` in its module).
 """
+
 from __future__ import annotations
 
 import functools
@@ -55,12 +56,14 @@ def _apply_quick_gelu(ctx: PatchContext) -> None:
     ctx.replace(ctx.target(), quick_gelu_eager)
 
 
-register_patch(Patch(
-    name="quick_gelu",
-    summary="CLIP's TorchScript quick_gelu -> an equivalent plain function (visible ops)",
-    apply=_apply_quick_gelu,
-    targets={"vendor": ("deepencoder", "quick_gelu"), "twin": ("clip", "quick_gelu")},
-))
+register_patch(
+    Patch(
+        name="quick_gelu",
+        summary="CLIP's TorchScript quick_gelu -> an equivalent plain function (visible ops)",
+        apply=_apply_quick_gelu,
+        targets={"vendor": ("deepencoder", "quick_gelu"), "twin": ("clip", "quick_gelu")},
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -100,8 +103,11 @@ def _crop_grid(images_spatial_crop: Any, n: int) -> list[list[int]]:
         return [[1, 1]] * n
     if isinstance(images_spatial_crop, torch.Tensor):
         with untracked():
-            rows = images_spatial_crop.detach().cpu().tolist() if images_spatial_crop.device.type != "cpu" \
+            rows = (
+                images_spatial_crop.detach().cpu().tolist()
+                if images_spatial_crop.device.type != "cpu"
                 else images_spatial_crop.tolist()
+            )
     else:
         rows = [list(r) for r in images_spatial_crop]
     return [[int(v) for v in row] for row in rows]
@@ -161,13 +167,17 @@ def _apply_vision_inputs(ctx: PatchContext) -> None:
     _wrap_with_log(ctx, lambda model, arguments: ctx.log.record("vision_inputs", **_vision_event(model, arguments)))
 
 
-register_patch(Patch(
-    name="vision_inputs",
-    summary="log num_images, crop grid, views and vision passes at DeepseekOCRModel.forward",
-    apply=_apply_vision_inputs,
-    targets={"vendor": ("modeling_deepseekocr", "DeepseekOCRModel.forward"),
-             "twin": ("model", "DeepseekOCRModel.forward")},
-))
+register_patch(
+    Patch(
+        name="vision_inputs",
+        summary="log num_images, crop grid, views and vision passes at DeepseekOCRModel.forward",
+        apply=_apply_vision_inputs,
+        targets={
+            "vendor": ("modeling_deepseekocr", "DeepseekOCRModel.forward"),
+            "twin": ("model", "DeepseekOCRModel.forward"),
+        },
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------- llm_stack
@@ -182,23 +192,34 @@ def _apply_llm_stack(ctx: PatchContext) -> None:
         seq_len = _seq_len(arguments)
         past_len = _past_len(arguments.get("past_key_values"))
         layers = getattr(stack, "layers", None)
-        log.record("llm_stack", num_layers=len(layers) if layers is not None else None,
-                   seq_len=seq_len, past_len=past_len, step=step, use_cache=arguments.get("use_cache"),
-                   new_tokens=seq_len)
+        log.record(
+            "llm_stack",
+            num_layers=len(layers) if layers is not None else None,
+            seq_len=seq_len,
+            past_len=past_len,
+            step=step,
+            use_cache=arguments.get("use_cache"),
+            new_tokens=seq_len,
+        )
         if past_len > 0:
-            log.record("decode_step", step=step, new_tokens=seq_len, past_len=past_len,
-                       context_len=past_len + (seq_len or 0))
+            log.record(
+                "decode_step", step=step, new_tokens=seq_len, past_len=past_len, context_len=past_len + (seq_len or 0)
+            )
 
     _wrap_with_log(ctx, on_call)
 
 
-register_patch(Patch(
-    name="llm_stack",
-    summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
-    apply=_apply_llm_stack,
-    targets={"vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"),
-             "twin": ("model", "DeepseekOCRModel._decode")},
-))
+register_patch(
+    Patch(
+        name="llm_stack",
+        summary="log num_layers, seq_len, past_len and step at the decoder stack; decode_step with a past cache",
+        apply=_apply_llm_stack,
+        targets={
+            "vendor": ("modeling_deepseekv2", "DeepseekV2Model.forward"),
+            "twin": ("model", "DeepseekOCRModel._decode"),
+        },
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------- block loops
@@ -211,19 +232,37 @@ def _loop_patch(name: str, loop: str, attribute: str, targets: dict[str, tuple[s
             items = module
             for name_ in attribute.split("."):  # a dotted attribute: `model.layers` of a wrapper
                 items = getattr(items, name_, None)
-            ctx.log.record("block_loop", loop=loop, owner_class=type(module).__name__, attribute=attribute,
-                           length=len(items) if items is not None else None)
+            ctx.log.record(
+                "block_loop",
+                loop=loop,
+                owner_class=type(module).__name__,
+                attribute=attribute,
+                length=len(items) if items is not None else None,
+            )
 
         _wrap_with_log(ctx, on_call)
 
-    return Patch(name=name, summary=f"log the length of the loop over {loop} (block_loop events)", apply=apply,
-                 targets=targets)
+    return Patch(
+        name=name, summary=f"log the length of the loop over {loop} (block_loop events)", apply=apply, targets=targets
+    )
 
 
-register_patch(_loop_patch("sam_blocks", "model.sam_model.blocks", "blocks", {
-    "vendor": ("deepencoder", "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")}))
-register_patch(_loop_patch("clip_layers", "model.vision_model.transformer.layers", "layers", {
-    "vendor": ("deepencoder", "NoTPTransformer.forward"), "twin": ("clip", "NoTPTransformer.forward")}))
+register_patch(
+    _loop_patch(
+        "sam_blocks",
+        "model.sam_model.blocks",
+        "blocks",
+        {"vendor": ("deepencoder", "ImageEncoderViT.forward"), "twin": ("sam", "ImageEncoderViT.forward")},
+    )
+)
+register_patch(
+    _loop_patch(
+        "clip_layers",
+        "model.vision_model.transformer.layers",
+        "layers",
+        {"vendor": ("deepencoder", "NoTPTransformer.forward"), "twin": ("clip", "NoTPTransformer.forward")},
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------- run-time measures
@@ -237,12 +276,14 @@ def _apply_cuda_to_device(ctx: PatchContext) -> None:
     ctx.replace(ctx.target(), cuda)
 
 
-register_patch(Patch(
-    name="cuda_to_device",
-    summary="Tensor.cuda() -> Tensor.to(session device) (the vendor forward's hard-coded .cuda())",
-    apply=_apply_cuda_to_device,
-    targets={"*": ("torch", "Tensor.cuda")},
-))
+register_patch(
+    Patch(
+        name="cuda_to_device",
+        summary="Tensor.cuda() -> Tensor.to(session device) (the vendor forward's hard-coded .cuda())",
+        apply=_apply_cuda_to_device,
+        targets={"*": ("torch", "Tensor.cuda")},
+    )
+)
 
 
 def _apply_autocast(ctx: PatchContext) -> None:
@@ -258,11 +299,13 @@ def ctx_error(name: str, message: str):
     return PatchError(f"patch {name!r}: {message}")
 
 
-register_patch(Patch(
-    name="autocast",
-    summary="torch.autocast(session device, bf16) around the block when the session asks for autocast",
-    apply=_apply_autocast,
-))
+register_patch(
+    Patch(
+        name="autocast",
+        summary="torch.autocast(session device, bf16) around the block when the session asks for autocast",
+        apply=_apply_autocast,
+    )
+)
 
 
 def _silent_print(*args, **kwargs) -> None:
@@ -273,13 +316,15 @@ def _apply_quiet_prints(ctx: PatchContext) -> None:
     ctx.replace(ctx.target(), _silent_print, create=True)
 
 
-register_patch(Patch(
-    name="quiet_prints",
-    summary="silence the debugging print() calls of the vendor's DeepseekOCRModel.forward",
-    apply=_apply_quiet_prints,
-    targets={"vendor": ("modeling_deepseekocr", "print"), "twin": ("model", "print")},
-    create=True,
-))
+register_patch(
+    Patch(
+        name="quiet_prints",
+        summary="silence the debugging print() calls of the vendor's DeepseekOCRModel.forward",
+        apply=_apply_quiet_prints,
+        targets={"vendor": ("modeling_deepseekocr", "print"), "twin": ("model", "print")},
+        create=True,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------- routing
@@ -309,13 +354,20 @@ def routing_event(path: str, call: int, gate: Any, topk_ids: Any) -> dict[str, A
         rows = topk_ids.tolist() if isinstance(topk_ids, torch.Tensor) else list(topk_ids)
     counts: dict[int, int] = {}
     for row in rows:
-        for expert in (row if isinstance(row, list) else [row]):
+        for expert in row if isinstance(row, list) else [row]:
             counts[int(expert)] = counts.get(int(expert), 0) + 1
     experts = sorted(counts)
     top_k = int(getattr(gate, "top_k", 0) or (len(rows[0]) if rows and isinstance(rows[0], list) else 1))
-    return {"gate": path, "layer": _layer_of(path), "call": call, "tokens": len(rows), "top_k": top_k,
-            "n_experts": int(getattr(gate, "n_routed_experts", 0) or 0), "experts": experts,
-            "tokens_per_expert": [counts[e] for e in experts]}
+    return {
+        "gate": path,
+        "layer": _layer_of(path),
+        "call": call,
+        "tokens": len(rows),
+        "top_k": top_k,
+        "n_experts": int(getattr(gate, "n_routed_experts", 0) or 0),
+        "experts": experts,
+        "tokens_per_expert": [counts[e] for e in experts],
+    }
 
 
 def _apply_routing(ctx: PatchContext) -> None:
@@ -340,9 +392,11 @@ def _apply_routing(ctx: PatchContext) -> None:
     ctx.wrap(ctx.target(), factory)
 
 
-register_patch(Patch(
-    name="routing",
-    summary="log, per MoE gate call, the experts its top-k selected and the tokens each got (read-only)",
-    apply=_apply_routing,
-    targets={"vendor": ("modeling_deepseekv2", "MoEGate.forward"), "twin": ("decoder", "MoEGate.forward")},
-))
+register_patch(
+    Patch(
+        name="routing",
+        summary="log, per MoE gate call, the experts its top-k selected and the tokens each got (read-only)",
+        apply=_apply_routing,
+        targets={"vendor": ("modeling_deepseekv2", "MoEGate.forward"), "twin": ("decoder", "MoEGate.forward")},
+    )
+)

@@ -14,6 +14,7 @@ Every replaced attribute is restored when the block exits, in reverse order, als
 applying a later patch) raises; nothing on disk is touched. A missing target (the vendor code changed)
 raises `PatchError` naming it; an unknown patch name raises `PatchError` listing the known ones.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -55,8 +56,10 @@ class ModelCode:
 
             return torch
         if key not in self.modules:
-            raise PatchError(f"{self.source} code ({self.package}) has no module {key!r} "
-                             f"(loaded: {sorted(self.modules) or 'none'}); the code changed?")
+            raise PatchError(
+                f"{self.source} code ({self.package}) has no module {key!r} "
+                f"(loaded: {sorted(self.modules) or 'none'}); the code changed?"
+            )
         return self.modules[key]
 
 
@@ -75,8 +78,10 @@ def model_code(obj: Any) -> ModelCode:
     vendor_modules = getattr(obj, "vendor_modules", None) if obj is not model else None
     package = module_name.rpartition(".")[0]
     if not package:
-        raise PatchError(f"model class {type(model).__qualname__} lives in a top-level module {module_name!r}; "
-                         "expected the vendor package (transformers_modules.<dir>) or the twin")
+        raise PatchError(
+            f"model class {type(model).__qualname__} lives in a top-level module {module_name!r}; "
+            "expected the vendor package (transformers_modules.<dir>) or the twin"
+        )
     return ModelCode("vendor", package, dict(vendor_modules) if vendor_modules else package_modules(package))
 
 
@@ -104,12 +109,16 @@ class PatchTarget:
         for i, part in enumerate(parts[:-1]):
             owner = getattr(owner, part, _MISSING)
             if owner is _MISSING:
-                raise PatchError(f"patch target {self.label} is missing: {'.'.join(parts[:i + 1])} does not exist "
-                                 "(the model code changed?)")
+                raise PatchError(
+                    f"patch target {self.label} is missing: {'.'.join(parts[: i + 1])} does not exist "
+                    "(the model code changed?)"
+                )
         attr = parts[-1]
         if not create and getattr(owner, attr, _MISSING) is _MISSING:
-            raise PatchError(f"patch target {self.label} is missing: {type(owner).__name__ if not isinstance(owner, (type, ModuleType)) else owner.__name__} "
-                             f"has no attribute {attr!r} (the model code changed?)")
+            raise PatchError(
+                f"patch target {self.label} is missing: {type(owner).__name__ if not isinstance(owner, (type, ModuleType)) else owner.__name__} "
+                f"has no attribute {attr!r} (the model code changed?)"
+            )
         return owner, attr
 
     def current(self) -> Any:
@@ -179,8 +188,9 @@ class PatchContext:
             raise PatchError("no patch is being applied")
         spec = patch.targets.get(self.code.source) or patch.targets.get(ANY_SOURCE)
         if spec is None:
-            raise PatchError(f"patch {patch.name!r} has no target for {self.code.source} models "
-                             f"(it knows {sorted(patch.targets)})")
+            raise PatchError(
+                f"patch {patch.name!r} has no target for {self.code.source} models (it knows {sorted(patch.targets)})"
+            )
         key, qualname = spec
         root = self.code.module(key)
         label = f"{key}.{qualname}" if key != "torch" else f"torch.{qualname}"
@@ -198,8 +208,12 @@ class PatchContext:
 
         def restore() -> None:
             if vars(owner).get(attr, _MISSING) is not replacement:
-                warnings.warn(f"runtime patch: {target.label} was changed by someone else while patched; "
-                              "restoring the original anyway", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"runtime patch: {target.label} was changed by someone else while patched; "
+                    "restoring the original anyway",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             if raw is _MISSING:
                 if attr in vars(owner):
                     delattr(owner, attr)
@@ -257,7 +271,9 @@ def runtime_patches(
                 patch.apply(ctx)
             except PatchError as exc:
                 msg = str(exc)
-                raise PatchError(msg if msg.startswith(f"patch {patch.name!r}") else f"patch {patch.name!r}: {msg}") from None
+                raise PatchError(
+                    msg if msg.startswith(f"patch {patch.name!r}") else f"patch {patch.name!r}: {msg}"
+                ) from None
             log.note_patch(patch.name, ctx.replaced[before:])
         ctx._current = None
         yield log

@@ -5,6 +5,7 @@ in the order they were recorded (0, 1, 2, ...), so interleaved kinds (`vision_in
 `decode_step`) keep their order. The log also keeps which patches were active (`patches`), so a reader
 knows what the events can contain. Saved as the `llm_perf_opt.runtime_log` artifact (schema version 1).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ class RuntimeLog:
     def _append(self, event: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             if self._events and "seq" in event and event["seq"] <= self._events[-1]["seq"]:
-                raise ArtifactError(f"runtime log: event seq {event['seq']} does not increase "
-                                    f"(previous {self._events[-1]['seq']})")
+                raise ArtifactError(
+                    f"runtime log: event seq {event['seq']} does not increase (previous {self._events[-1]['seq']})"
+                )
             event.setdefault("seq", self._events[-1]["seq"] + 1 if self._events else 0)
             # keep `seq` and `event` first, for readable JSON
             ordered = {"seq": event.pop("seq"), "event": event.pop("event")}
@@ -103,8 +105,11 @@ class RuntimeLog:
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
-        return {"patches": [dict(p) for p in self.patches], "counts": self.counts(),
-                "events": [dict(e) for e in self.events()]}
+        return {
+            "patches": [dict(p) for p in self.patches],
+            "counts": self.counts(),
+            "events": [dict(e) for e in self.events()],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "runtime log") -> "RuntimeLog":

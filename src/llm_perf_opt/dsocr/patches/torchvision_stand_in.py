@@ -9,6 +9,7 @@ references (so `infer()`'s transform still works), nothing else in the process s
 The stand-in implements the four names with torch alone (ToTensor: HWC uint8 → CHW float in [0, 1];
 Normalize: (x − mean) / std per channel; Compose: apply in order).
 """
+
 from __future__ import annotations
 
 import enum

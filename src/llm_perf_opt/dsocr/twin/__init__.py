@@ -6,6 +6,7 @@ narrow copy for tests. Modules by idea: `sam` (SAM ViT-B), `clip` (CLIP-L fed wi
 `projector`, `decoder` (DeepSeek-V2 with Llama attention and MoE), `model` (assembly, forward,
 `build_twin`), `weights` (seeded initialisation), `config` (`TwinConfig`).
 """
+
 from llm_perf_opt.dsocr.twin.config import TwinConfig
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM, DeepseekOCRModel, build_twin
 

@@ -13,6 +13,7 @@ Kept as the vendor runs it, because each point shows up in a trace or in the FLO
 * the MLP activation is `quick_gelu`, a TorchScript function looked up as a module global at call time,
   so a runtime patch can replace `llm_perf_opt.dsocr.twin.clip.quick_gelu` with a plain function.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,15 +53,17 @@ def resize_abs_pos_clip(table: torch.Tensor, n_tokens: int) -> torch.Tensor:
 class CLIPVisionEmbeddings(nn.Module):
     """Class token + given patch embeddings + (resized) learned positions."""
 
-    def __init__(self, hidden_size: int = 1024, image_size: int = 224, patch_size: int = 14,
-                 num_channels: int = 3) -> None:
+    def __init__(
+        self, hidden_size: int = 1024, image_size: int = 224, patch_size: int = 14, num_channels: int = 3
+    ) -> None:
         super().__init__()
         self.embed_dim = hidden_size
         self.image_size = image_size
         self.patch_size = patch_size
         self.class_embedding = nn.Parameter(torch.zeros(hidden_size))
-        self.patch_embedding = nn.Conv2d(num_channels, hidden_size, kernel_size=patch_size, stride=patch_size,
-                                         bias=False)
+        self.patch_embedding = nn.Conv2d(
+            num_channels, hidden_size, kernel_size=patch_size, stride=patch_size, bias=False
+        )
         self.num_patches = (image_size // patch_size) ** 2
         self.num_positions = self.num_patches + 1
         self.position_embedding = nn.Embedding(self.num_positions, hidden_size)
@@ -98,8 +101,14 @@ class NoTPFeedForward(nn.Module):
 class NoTPAttention(nn.Module):
     """Fused qkv projection, unmasked `scaled_dot_product_attention`, output projection."""
 
-    def __init__(self, hidden_size: int, num_heads: int, seq_length: int = 256, attention_dropout: float = 0.0,
-                 use_flash_attn: bool = False) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        seq_length: int = 256,
+        attention_dropout: float = 0.0,
+        use_flash_attn: bool = False,
+    ) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.n_local_heads = num_heads
@@ -160,8 +169,9 @@ class VitModel(nn.Module):
     def __init__(self, spec: ClipSpec) -> None:
         super().__init__()
         self.spec = spec
-        self.embeddings = CLIPVisionEmbeddings(hidden_size=spec.width, image_size=spec.image_size,
-                                               patch_size=spec.patch_size)
+        self.embeddings = CLIPVisionEmbeddings(
+            hidden_size=spec.width, image_size=spec.image_size, patch_size=spec.patch_size
+        )
         self.transformer = NoTPTransformer(spec)
         self.pre_layrnorm = nn.LayerNorm(spec.width, eps=spec.layer_norm_eps)
 

@@ -4,6 +4,7 @@ The vendor's model is a transformers `PreTrainedModel` with a `DeepseekV2Config`
 `nn.Module`, so it carries this small object with the same attribute names (`_attn_implementation`,
 `use_cache`, `vocab_size`, `num_hidden_layers`, `output_attentions`, `use_return_dict`, ...).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -12,6 +13,7 @@ from typing import Any
 from llm_perf_opt.dsocr.attention import resolve_attn_implementation
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+
 
 @dataclass
 class TwinConfig:
@@ -65,19 +67,33 @@ class TwinConfig:
     def from_spec(cls, spec: ModelSpec, attn_implementation: str = "eager") -> "TwinConfig":
         d = spec.decoder
         if d.topk_method != "greedy":
-            raise ConfigError.field("model spec decoder.topk_method", d.topk_method,
-                                    "must be 'greedy' (the released DeepSeek-OCR gate)")
+            raise ConfigError.field(
+                "model spec decoder.topk_method", d.topk_method, "must be 'greedy' (the released DeepSeek-OCR gate)"
+            )
         return cls(
-            vocab_size=d.vocab_size, hidden_size=d.hidden_size, intermediate_size=d.intermediate_size,
-            moe_intermediate_size=d.moe_intermediate_size, num_hidden_layers=d.num_layers,
-            num_attention_heads=d.num_heads, num_key_value_heads=d.num_kv_heads,
-            n_routed_experts=d.n_routed_experts, n_shared_experts=d.n_shared_experts,
-            num_experts_per_tok=d.num_experts_per_tok, first_k_dense_replace=d.first_k_dense_replace,
-            moe_layer_freq=d.moe_layer_freq, topk_method=d.topk_method, norm_topk_prob=d.norm_topk_prob,
-            routed_scaling_factor=d.routed_scaling_factor, scoring_func="softmax", rope_theta=d.rope_theta,
-            rms_norm_eps=d.rms_norm_eps, max_position_embeddings=d.max_position_embeddings,
-            tie_word_embeddings=d.tie_word_embeddings, bos_token_id=spec.bos_token_id,
-            eos_token_id=spec.eos_token_id, image_token_id=spec.image_token_id,
+            vocab_size=d.vocab_size,
+            hidden_size=d.hidden_size,
+            intermediate_size=d.intermediate_size,
+            moe_intermediate_size=d.moe_intermediate_size,
+            num_hidden_layers=d.num_layers,
+            num_attention_heads=d.num_heads,
+            num_key_value_heads=d.num_kv_heads,
+            n_routed_experts=d.n_routed_experts,
+            n_shared_experts=d.n_shared_experts,
+            num_experts_per_tok=d.num_experts_per_tok,
+            first_k_dense_replace=d.first_k_dense_replace,
+            moe_layer_freq=d.moe_layer_freq,
+            topk_method=d.topk_method,
+            norm_topk_prob=d.norm_topk_prob,
+            routed_scaling_factor=d.routed_scaling_factor,
+            scoring_func="softmax",
+            rope_theta=d.rope_theta,
+            rms_norm_eps=d.rms_norm_eps,
+            max_position_embeddings=d.max_position_embeddings,
+            tie_word_embeddings=d.tie_word_embeddings,
+            bos_token_id=spec.bos_token_id,
+            eos_token_id=spec.eos_token_id,
+            image_token_id=spec.image_token_id,
             _attn_implementation=resolve_attn_implementation(attn_implementation, fallback=False)[0],
         )
 

@@ -16,6 +16,7 @@ Behaviour a profiler depends on, reproduced from the vendor + transformers 4.46 
   tokens. In training mode every expert is called on its (possibly empty) share, as in the vendor,
   but no auxiliary loss is computed.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,7 +64,7 @@ class LlamaRotaryEmbedding(nn.Module):
         # every device, and no arithmetic on meta while the twin is built there (meta's Python references import
         # torch._dynamo on first use, about a second of every job's start).
         cpu = torch.arange(0, self.dim, 2, dtype=torch.int64, device="cpu").float() / self.dim
-        return (1.0 / (self.base ** cpu)).to(torch.get_default_device() if device is None else device)
+        return (1.0 / (self.base**cpu)).to(torch.get_default_device() if device is None else device)
 
     def reset_buffers(self, device=None) -> None:
         """Recompute `inv_freq` in float32 (after `to_empty`, or after a dtype cast of the module)."""
@@ -107,9 +108,21 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     return x[:, :, None, :, :].expand(b, kv, n_rep, s, d).reshape(b, kv * n_rep, s, d)
 
 
-def init_gqa_attention(attn: nn.Module, layer_idx: int, *, hidden_size: int, num_heads: int, head_dim: int,
-                       num_kv_heads: int, max_position_embeddings: int, rope_theta: float, attention_dropout: float,
-                       qkv_bias: bool, o_bias: bool, rotary_class: type[nn.Module]) -> None:
+def init_gqa_attention(
+    attn: nn.Module,
+    layer_idx: int,
+    *,
+    hidden_size: int,
+    num_heads: int,
+    head_dim: int,
+    num_kv_heads: int,
+    max_position_embeddings: int,
+    rope_theta: float,
+    attention_dropout: float,
+    qkv_bias: bool,
+    o_bias: bool,
+    rotary_class: type[nn.Module],
+) -> None:
     """The attributes and modules of a transformers-style grouped-query attention, in its order: q/k/v/o
     projections and a per-layer `rotary_emb` (of `rotary_class`, so the module tree names the vendor's
     class). The DeepSeek-V2 decoder's `LlamaAttention` and DeepSeek-OCR 2's encoder attention share it."""
@@ -130,8 +143,9 @@ def init_gqa_attention(attn: nn.Module, layer_idx: int, *, hidden_size: int, num
     attn.rotary_emb = rotary_class(head_dim, base=rope_theta, max_position_embeddings=max_position_embeddings)
 
 
-def sdpa_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None,
-              n_rep: int, dropout_p: float) -> torch.Tensor:
+def sdpa_core(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None, n_rep: int, dropout_p: float
+) -> torch.Tensor:
     """transformers' SDPA attention core: the KV heads repeated `n_rep` times, the additive 4-D mask cut to
     the keys, contiguous inputs on CUDA with a mask (the memory-efficient kernel wants them), causal only
     without a mask and with more than one query; (B, heads, S, d) -> (B, S, heads·d)."""
@@ -143,8 +157,9 @@ def sdpa_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask:
         mask = mask[:, :, :, : k.shape[-2]]
     if q.device.type == "cuda" and mask is not None:
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                         is_causal=mask is None and q_len > 1)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and q_len > 1
+    )
     return out.transpose(1, 2).contiguous().view(q.shape[0], q_len, -1)
 
 
@@ -154,11 +169,20 @@ class LlamaAttention(nn.Module):
     def __init__(self, config: TwinConfig, layer_idx: int) -> None:
         super().__init__()
         self.config = config
-        init_gqa_attention(self, layer_idx, hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
-                           head_dim=config.head_dim, num_kv_heads=config.num_key_value_heads,
-                           max_position_embeddings=config.max_position_embeddings, rope_theta=config.rope_theta,
-                           attention_dropout=config.attention_dropout, qkv_bias=config.attention_bias,
-                           o_bias=config.attention_bias, rotary_class=LlamaRotaryEmbedding)
+        init_gqa_attention(
+            self,
+            layer_idx,
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            head_dim=config.head_dim,
+            num_kv_heads=config.num_key_value_heads,
+            max_position_embeddings=config.max_position_embeddings,
+            rope_theta=config.rope_theta,
+            attention_dropout=config.attention_dropout,
+            qkv_bias=config.attention_bias,
+            o_bias=config.attention_bias,
+            rotary_class=LlamaRotaryEmbedding,
+        )
 
     def _project(self, hidden_states, position_ids, past_key_value, cache_position, position_embeddings):
         """q/k/v projections, RoPE, cache update: q (B, heads, S, d), k and v (B, kv_heads, S_total, d)."""
@@ -175,14 +199,23 @@ class LlamaAttention(nn.Module):
             cos, sin = position_embeddings
         q, k = apply_rotary(q, k, cos, sin)
         if past_key_value is not None:
-            k, v = past_key_value.update(k, v, self.layer_idx,
-                                         {"sin": sin, "cos": cos, "cache_position": cache_position})
+            k, v = past_key_value.update(
+                k, v, self.layer_idx, {"sin": sin, "cos": cos, "cache_position": cache_position}
+            )
         return q, k, v
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, past_key_value=None, output_attentions: bool = False,
-                use_cache: bool = False, cache_position: torch.Tensor | None = None,
-                position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None, **kwargs):
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_value=None,
+        output_attentions: bool = False,
+        use_cache: bool = False,
+        cache_position: torch.Tensor | None = None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **kwargs,
+    ):
         bsz, q_len, _ = hidden_states.size()
         q, k, v = self._project(hidden_states, position_ids, past_key_value, cache_position, position_embeddings)
         k = repeat_kv(k, self.num_key_value_groups)
@@ -195,8 +228,10 @@ class LlamaAttention(nn.Module):
         probs = F.dropout(probs, p=self.attention_dropout, training=self.training)
         out = torch.matmul(probs, v)
         if out.size() != (bsz, self.num_heads, q_len, self.head_dim):
-            raise ValueError(f"attention output has shape {tuple(out.size())}, expected "
-                             f"{(bsz, self.num_heads, q_len, self.head_dim)}")
+            raise ValueError(
+                f"attention output has shape {tuple(out.size())}, expected "
+                f"{(bsz, self.num_heads, q_len, self.head_dim)}"
+            )
         out = out.transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
         out = self.o_proj(out)
         return out, (probs if output_attentions else None), past_key_value
@@ -205,16 +240,33 @@ class LlamaAttention(nn.Module):
 class LlamaSdpaAttention(LlamaAttention):
     """Same weights; the core is one `scaled_dot_product_attention` call with the additive 4-D mask."""
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, past_key_value=None, output_attentions: bool = False,
-                use_cache: bool = False, cache_position: torch.Tensor | None = None,
-                position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None, **kwargs):
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_value=None,
+        output_attentions: bool = False,
+        use_cache: bool = False,
+        cache_position: torch.Tensor | None = None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **kwargs,
+    ):
         if output_attentions:  # SDPA cannot return the weights: fall back to eager, as transformers does
-            return super().forward(hidden_states, attention_mask, position_ids, past_key_value,
-                                   output_attentions, use_cache, cache_position, position_embeddings)
+            return super().forward(
+                hidden_states,
+                attention_mask,
+                position_ids,
+                past_key_value,
+                output_attentions,
+                use_cache,
+                cache_position,
+                position_embeddings,
+            )
         q, k, v = self._project(hidden_states, position_ids, past_key_value, cache_position, position_embeddings)
-        out = sdpa_core(q, k, v, attention_mask, self.num_key_value_groups,
-                        self.attention_dropout if self.training else 0.0)
+        out = sdpa_core(
+            q, k, v, attention_mask, self.num_key_value_groups, self.attention_dropout if self.training else 0.0
+        )
         return self.o_proj(out), None, past_key_value
 
 
@@ -227,10 +279,18 @@ class LlamaFlashAttention2(LlamaAttention):
 
         self._flash_attn_uses_top_left_mask = not is_flash_attn_greater_or_equal_2_10()
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, past_key_value=None, output_attentions: bool = False,
-                use_cache: bool = False, cache_position: torch.Tensor | None = None,
-                position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None, **kwargs):
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_value=None,
+        output_attentions: bool = False,
+        use_cache: bool = False,
+        cache_position: torch.Tensor | None = None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **kwargs,
+    ):
         from transformers.modeling_flash_attention_utils import _flash_attention_forward
 
         bsz, q_len, _ = hidden_states.size()
@@ -243,9 +303,15 @@ class LlamaFlashAttention2(LlamaAttention):
                 target = self.q_proj.weight.dtype
             q, k, v = q.to(target), k.to(target), v.to(target)
         out = _flash_attention_forward(
-            q, k, v, attention_mask, q_len, position_ids=position_ids,
+            q,
+            k,
+            v,
+            attention_mask,
+            q_len,
+            position_ids=position_ids,
             dropout=self.attention_dropout if self.training else 0.0,
-            use_top_left_mask=self._flash_attn_uses_top_left_mask, is_causal=self.is_causal,
+            use_top_left_mask=self._flash_attn_uses_top_left_mask,
+            is_causal=self.is_causal,
         )
         out = out.reshape(bsz, q_len, -1).contiguous()
         return self.o_proj(out), None, past_key_value
@@ -280,8 +346,10 @@ class MoEGate(nn.Module):
     def __init__(self, config: TwinConfig) -> None:
         super().__init__()
         if config.topk_method != "greedy" or config.scoring_func != "softmax":
-            raise ConfigError(f"MoEGate models only greedy top-k over softmax scores, not "
-                              f"{config.topk_method!r} over {config.scoring_func!r}")
+            raise ConfigError(
+                f"MoEGate models only greedy top-k over softmax scores, not "
+                f"{config.topk_method!r} over {config.scoring_func!r}"
+            )
         self.top_k = config.num_experts_per_tok
         self.n_routed_experts = config.n_routed_experts
         self.routed_scaling_factor = config.routed_scaling_factor
@@ -319,8 +387,9 @@ class DeepseekV2MoE(nn.Module):
         )
         self.gate = MoEGate(config)
         if config.n_shared_experts:
-            self.shared_experts = DeepseekV2MLP(config.hidden_size,
-                                                config.moe_intermediate_size * config.n_shared_experts)
+            self.shared_experts = DeepseekV2MLP(
+                config.hidden_size, config.moe_intermediate_size * config.n_shared_experts
+            )
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         residual_in = hidden_states
@@ -354,8 +423,9 @@ class DeepseekV2MoE(nn.Module):
         return run_experts_by_load(self.experts, grouped, load, slot_order, topk_weight)
 
 
-def run_experts_by_load(experts: nn.ModuleList, grouped: torch.Tensor, load, slot_order: torch.Tensor,
-                        topk_weight: torch.Tensor) -> torch.Tensor:
+def run_experts_by_load(
+    experts: nn.ModuleList, grouped: torch.Tensor, load, slot_order: torch.Tensor, topk_weight: torch.Tensor
+) -> torch.Tensor:
     """The vendor's `moe_infer` after the host copy of the counts: each expert with work runs once on its
     slice of `grouped` (the (token, slot) rows sorted by expert, `load[i]` rows for expert i), the results go
     back to slot order and are weighted and summed per token. Shared with the export's fixed-routing remedy
@@ -366,7 +436,7 @@ def run_experts_by_load(experts: nn.ModuleList, grouped: torch.Tensor, load, slo
     for expert_id, count in enumerate(load):
         if count == 0:
             continue
-        results.append(experts[expert_id](grouped[begin:begin + count]))
+        results.append(experts[expert_id](grouped[begin : begin + count]))
         begin += count
 
     stacked = torch.cat(results, dim=0) if results else grouped.new_empty(0)
@@ -387,14 +457,25 @@ class DeepseekV2DecoderLayer(nn.Module):
         self.input_layernorm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.post_attention_layernorm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, past_key_value=None, output_attentions: bool = False,
-                use_cache: bool = False, **kwargs):
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_value=None,
+        output_attentions: bool = False,
+        use_cache: bool = False,
+        **kwargs,
+    ):
         residual = hidden_states
         hidden_states, attn_weights, present = self.self_attn(
-            hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
-            position_ids=position_ids, past_key_value=past_key_value, output_attentions=output_attentions,
-            use_cache=use_cache, **kwargs,
+            hidden_states=self.input_layernorm(hidden_states),
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_value=past_key_value,
+            output_attentions=output_attentions,
+            use_cache=use_cache,
+            **kwargs,
         )
         hidden_states = residual + hidden_states
         residual = hidden_states

@@ -21,6 +21,7 @@ of (key, value) per layer, each (B, kv_heads, S, head_dim); with a `Cache` objec
 updated. A decode step is `model(input_ids=next_token (1, 1), past_key_values=prev.past_key_values,
 use_cache=True)`: the vision branch is skipped (one column) and positions continue after the cache.
 """
+
 from __future__ import annotations
 
 import torch
@@ -48,8 +49,7 @@ def init_language_side(model: nn.Module, config: TwinConfig, spec) -> None:
     model.vocab_size = config.vocab_size
     model.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, model.padding_idx)
     model.layers = nn.ModuleList(
-        DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i))
-        for i in range(config.num_hidden_layers)
+        DeepseekV2DecoderLayer(config, i, moe=spec.decoder.is_moe_layer(i)) for i in range(config.num_hidden_layers)
     )
     model._use_flash_attention_2 = config._attn_implementation == "flash_attention_2"
     model.norm = DeepseekV2RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
@@ -103,9 +103,9 @@ class DeepseekOCRModel(nn.Module):
             local = self._encode_view(crops)
             glob = self._encode_view(global_view)
             _, n_glob, dim = glob.shape
-            side = int(n_glob ** 0.5)
+            side = int(n_glob**0.5)
             _, n_loc, dim_loc = local.shape
-            side_loc = int(n_loc ** 0.5)
+            side_loc = int(n_loc**0.5)
             across, down = crop_shape[0], crop_shape[1]  # tensors, as the vendor keeps them
             glob = glob.view(side, side, dim)
             glob = torch.cat([glob, self.image_newline[None, None, :].expand(side, 1, dim)], dim=1)
@@ -118,7 +118,7 @@ class DeepseekOCRModel(nn.Module):
             return torch.cat([local, glob, self.view_seperator[None, :]], dim=0)
         glob = self._encode_view(global_view)
         _, n_glob, dim = glob.shape
-        side = int(n_glob ** 0.5)
+        side = int(n_glob**0.5)
         glob = glob.view(side, side, dim)
         glob = torch.cat([glob, self.image_newline[None, None, :].expand(side, 1, dim)], dim=1)
         glob = glob.view(-1, dim)
@@ -161,11 +161,28 @@ class DeepseekOCRModel(nn.Module):
             and torch.sum(images[0][1]).item() != 0
         ):
             self._scatter_images(inputs_embeds, images, images_seq_mask, images_spatial_crop)
-        return self._decode(inputs_embeds, attention_mask, position_ids, past_key_values, use_cache,
-                            output_attentions, output_hidden_states, return_dict)
+        return self._decode(
+            inputs_embeds,
+            attention_mask,
+            position_ids,
+            past_key_values,
+            use_cache,
+            output_attentions,
+            output_hidden_states,
+            return_dict,
+        )
 
-    def _decode(self, inputs_embeds, attention_mask, position_ids, past_key_values, use_cache,
-                output_attentions, output_hidden_states, return_dict):
+    def _decode(
+        self,
+        inputs_embeds,
+        attention_mask,
+        position_ids,
+        past_key_values,
+        use_cache,
+        output_attentions,
+        output_hidden_states,
+        return_dict,
+    ):
         """The DeepSeek-V2 decoder stack over ready embeddings (the vendor's `DeepseekV2Model.forward`)."""
         cfg = self.config
         output_attentions = cfg.output_attentions if output_attentions is None else output_attentions
@@ -182,8 +199,9 @@ class DeepseekOCRModel(nn.Module):
                 past_key_values = DynamicCache.from_legacy_cache(past_key_values)
             past_len = past_key_values.get_usable_length(seq)
         if position_ids is None:
-            position_ids = torch.arange(past_len, seq + past_len, dtype=torch.long,
-                                        device=inputs_embeds.device).unsqueeze(0)
+            position_ids = torch.arange(
+                past_len, seq + past_len, dtype=torch.long, device=inputs_embeds.device
+            ).unsqueeze(0)
         if self._use_flash_attention_2:
             # flash takes the 2-D padding mask, and only when there is padding
             attention_mask = attention_mask if (attention_mask is not None and 0 in attention_mask) else None
@@ -197,8 +215,14 @@ class DeepseekOCRModel(nn.Module):
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden += (hidden,)
-            out = layer(hidden, attention_mask=attention_mask, position_ids=position_ids,
-                        past_key_value=past_key_values, output_attentions=output_attentions, use_cache=use_cache)
+            out = layer(
+                hidden,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_value=past_key_values,
+                output_attentions=output_attentions,
+                use_cache=use_cache,
+            )
             hidden = out[0]
             if use_cache:
                 next_cache = out[2 if output_attentions else 1]
@@ -213,8 +237,9 @@ class DeepseekOCRModel(nn.Module):
             cache_out = next_cache.to_legacy_cache() if legacy_cache else next_cache
         if not return_dict:
             return tuple(v for v in (hidden, cache_out, all_hidden, all_attn) if v is not None)
-        return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=cache_out,
-                                       hidden_states=all_hidden, attentions=all_attn)
+        return BaseModelOutputWithPast(
+            last_hidden_state=hidden, past_key_values=cache_out, hidden_states=all_hidden, attentions=all_attn
+        )
 
 
 class DeepseekOCRForCausalLM(nn.Module):
@@ -266,14 +291,22 @@ class DeepseekOCRForCausalLM(nn.Module):
         return_dict: bool | None = None,
     ):
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
-        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
-                                else output_hidden_states)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         return_dict = self.config.use_return_dict if return_dict is None else return_dict
         outputs = self.model(
-            input_ids=input_ids, past_key_values=past_key_values, attention_mask=attention_mask,
-            position_ids=position_ids, inputs_embeds=inputs_embeds, use_cache=use_cache,
-            output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-            images=images, images_seq_mask=images_seq_mask, images_spatial_crop=images_spatial_crop,
+            input_ids=input_ids,
+            past_key_values=past_key_values,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            images=images,
+            images_seq_mask=images_seq_mask,
+            images_spatial_crop=images_spatial_crop,
             return_dict=return_dict,
         )
         logits = self.lm_head(outputs[0]).float()  # every position, as the vendor's prefill
@@ -287,8 +320,13 @@ class DeepseekOCRForCausalLM(nn.Module):
         if not return_dict:
             rest = (logits,) + tuple(outputs[1:])
             return (loss,) + rest if loss is not None else rest
-        return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=outputs.past_key_values,
-                                      hidden_states=outputs.hidden_states, attentions=outputs.attentions)
+        return CausalLMOutputWithPast(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
 
 
 def build_twin(
@@ -311,12 +349,21 @@ def build_twin(
 
     if not isinstance(spec, ModelSpec):
         raise ConfigError.field("model spec", type(spec).__name__, "must be a ModelSpec")
-    return build_root(DeepseekOCRForCausalLM, spec, device=device, dtype=dtype,
-                      attn_implementation=attn_implementation, seed=seed)
+    return build_root(
+        DeepseekOCRForCausalLM, spec, device=device, dtype=dtype, attn_implementation=attn_implementation, seed=seed
+    )
 
 
-def build_root(root_class: type[nn.Module], spec, *, device: str | torch.device, dtype: torch.dtype,
-               attn_implementation: str, seed: int, model_type: str | None = None) -> nn.Module:
+def build_root(
+    root_class: type[nn.Module],
+    spec,
+    *,
+    device: str | torch.device,
+    dtype: torch.dtype,
+    attn_implementation: str,
+    seed: int,
+    model_type: str | None = None,
+) -> nn.Module:
     """`root_class(config, spec)` (a family's causal-LM root, its `TwinConfig` made from `spec`, with
     `model_type` when given) built on meta, cast to `dtype`, materialised once on `device`, its buffers
     refilled and its weights seeded by `initialise_weights` (one rule for every family); in eval mode.

@@ -4,6 +4,7 @@ Input: concat(CLIP output without the class token, flattened SAM features), widt
 `clip.width + sam.out_dim`; output: the decoder width. The vendor keeps the linear layer in an attribute
 named `layers`, so the state-dict key is `model.projector.layers.weight`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,8 +20,11 @@ class MlpProjector(nn.Module):
     def __init__(self, spec: ProjectorSpec) -> None:
         super().__init__()
         if spec.projector_type != "linear":
-            raise ConfigError.field("model spec projector.projector_type", spec.projector_type,
-                                    "must be 'linear' (the released DeepSeek-OCR projector)")
+            raise ConfigError.field(
+                "model spec projector.projector_type",
+                spec.projector_type,
+                "must be 'linear' (the released DeepSeek-OCR projector)",
+            )
         self.spec = spec
         self.layers = nn.Linear(spec.input_dim, spec.n_embed)
 

@@ -14,6 +14,7 @@ What a profiler sees here, and why it is kept exactly:
 
 Attribute names and class names are those of the vendor's module tree, so the vendor's state dict loads.
 """
+
 from __future__ import annotations
 
 import torch
@@ -103,8 +104,9 @@ def decomposed_rel_pos(
 class PatchEmbed(nn.Module):
     """Non-overlapping patch convolution; output channels-last (B, H/16, W/16, C) for the blocks."""
 
-    def __init__(self, kernel_size=(16, 16), stride=(16, 16), padding=(0, 0), in_chans: int = 3,
-                 embed_dim: int = 768) -> None:
+    def __init__(
+        self, kernel_size=(16, 16), stride=(16, 16), padding=(0, 0), in_chans: int = 3, embed_dim: int = 768
+    ) -> None:
         super().__init__()
         self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=kernel_size, stride=stride, padding=padding)
 
@@ -149,12 +151,18 @@ class Attention(nn.Module):
     pretraining length L (14 for windowed blocks, the 64-patch grid for global ones).
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, qkv_bias: bool = True, use_rel_pos: bool = True,
-                 input_size: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        qkv_bias: bool = True,
+        use_rel_pos: bool = True,
+        input_size: tuple[int, int] | None = None,
+    ) -> None:
         super().__init__()
         self.num_heads = num_heads
         head_dim = dim // num_heads
-        self.scale = head_dim ** -0.5  # informational: SDPA applies the same default scale
+        self.scale = head_dim**-0.5  # informational: SDPA applies the same default scale
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
         self.use_rel_pos = use_rel_pos
@@ -192,13 +200,25 @@ class Attention(nn.Module):
 class Block(nn.Module):
     """Pre-norm transformer block; `window_size` > 0 attends inside padded windows, 0 attends globally."""
 
-    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True,
-                 norm_eps: float = 1e-6, act_layer: type[nn.Module] = nn.GELU, use_rel_pos: bool = True,
-                 window_size: int = 0, input_size: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        norm_eps: float = 1e-6,
+        act_layer: type[nn.Module] = nn.GELU,
+        use_rel_pos: bool = True,
+        window_size: int = 0,
+        input_size: tuple[int, int] | None = None,
+    ) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=norm_eps)
         self.attn = Attention(
-            dim, num_heads=num_heads, qkv_bias=qkv_bias, use_rel_pos=use_rel_pos,
+            dim,
+            num_heads=num_heads,
+            qkv_bias=qkv_bias,
+            use_rel_pos=use_rel_pos,
             input_size=input_size if window_size == 0 else (window_size, window_size),
         )
         self.norm2 = nn.LayerNorm(dim, eps=norm_eps)
@@ -227,14 +247,21 @@ class ImageEncoderViT(nn.Module):
         self.img_size = spec.img_size
         grid = spec.pos_grid
         self.patch_embed = PatchEmbed(
-            kernel_size=(spec.patch_size, spec.patch_size), stride=(spec.patch_size, spec.patch_size),
-            in_chans=in_chans, embed_dim=spec.width,
+            kernel_size=(spec.patch_size, spec.patch_size),
+            stride=(spec.patch_size, spec.patch_size),
+            in_chans=in_chans,
+            embed_dim=spec.width,
         )
         self.pos_embed = nn.Parameter(torch.zeros(1, grid, grid, spec.width))
         self.blocks = nn.ModuleList(
             Block(
-                spec.width, spec.heads, mlp_ratio=spec.mlp_ratio, qkv_bias=True, norm_eps=spec.layer_norm_eps,
-                use_rel_pos=True, window_size=0 if i in spec.global_attn_indexes else spec.window_size,
+                spec.width,
+                spec.heads,
+                mlp_ratio=spec.mlp_ratio,
+                qkv_bias=True,
+                norm_eps=spec.layer_norm_eps,
+                use_rel_pos=True,
+                window_size=0 if i in spec.global_attn_indexes else spec.window_size,
                 input_size=(grid, grid),
             )
             for i in range(spec.depth)
@@ -247,8 +274,11 @@ class ImageEncoderViT(nn.Module):
             LayerNorm2d(c),
         )
         if len(spec.downsample_channels) != 2:
-            raise ConfigError.field("model spec sam.downsample_channels", spec.downsample_channels,
-                                    "must have two entries (net_2 and net_3)")
+            raise ConfigError.field(
+                "model spec sam.downsample_channels",
+                spec.downsample_channels,
+                "must have two entries (net_2 and net_3)",
+            )
         c2, c3 = spec.downsample_channels
         self.net_2 = nn.Conv2d(c, c2, kernel_size=3, stride=2, padding=1, bias=False)
         self.net_3 = nn.Conv2d(c2, c3, kernel_size=3, stride=2, padding=1, bias=False)

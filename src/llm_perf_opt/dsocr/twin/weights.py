@@ -8,6 +8,7 @@ position tables, relative-position tables, class token) normal with std 0.02.
 The normal draws follow the project's one seeding rule (`dsocr.random_weights`): a generator per
 tensor, seeded from (seed, parameter name), so the fill can spread over threads.
 """
+
 from __future__ import annotations
 
 import torch
@@ -57,5 +58,6 @@ def initialise_weights(model: nn.Module, seed: int = 0, threads: int | None = No
         else:
             seeded_normal_(tensor, value, seed, name)
 
-    fill_in_parallel(jobs, run, lambda j: j[1].numel(), on_cpu=all(t.device.type == "cpu" for _, t, _, _ in jobs),
-                     threads=threads)
+    fill_in_parallel(
+        jobs, run, lambda j: j[1].numel(), on_cpu=all(t.device.type == "cpu" for _, t, _, _ in jobs), threads=threads
+    )

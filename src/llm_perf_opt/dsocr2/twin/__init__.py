@@ -5,6 +5,7 @@ named modules, the 2,707 names of the vendor's weight index); `build_twin(ModelS
 for tests. SAM, the projector and the DeepSeek-V2 decoder are v1's modules (`dsocr.twin`); `encoder` is
 DeepEncoder V2; `model` the assembly.
 """
+
 from llm_perf_opt.dsocr2.twin.model import DeepseekOCR2ForCausalLM, DeepseekOCR2Model, build_twin
 
 __all__ = ["build_twin", "DeepseekOCR2ForCausalLM", "DeepseekOCR2Model"]

@@ -23,6 +23,7 @@ fills a `DynamicCache` (appends only: no op, no FLOP) that nothing reads. The ma
 vendor's ops, its row loop included (two index assignments per query row: 2·n in-place ops per view), so
 kernel counts and host syncs are the vendor's.
 """
+
 from __future__ import annotations
 
 import torch
@@ -58,13 +59,27 @@ class Qwen2SdpaAttention(nn.Module):
     def __init__(self, spec: EncoderSpec, layer_idx: int) -> None:
         super().__init__()
         # the per-layer rotary_emb is present in transformers 4.46's Qwen2Attention; the model-level table is used
-        init_gqa_attention(self, layer_idx, hidden_size=spec.hidden_size, num_heads=spec.num_heads,
-                           head_dim=spec.head_dim, num_kv_heads=spec.num_kv_heads,
-                           max_position_embeddings=spec.max_position_embeddings, rope_theta=spec.rope_theta,
-                           attention_dropout=0.0, qkv_bias=True, o_bias=False, rotary_class=Qwen2RotaryEmbedding)
+        init_gqa_attention(
+            self,
+            layer_idx,
+            hidden_size=spec.hidden_size,
+            num_heads=spec.num_heads,
+            head_dim=spec.head_dim,
+            num_kv_heads=spec.num_kv_heads,
+            max_position_embeddings=spec.max_position_embeddings,
+            rope_theta=spec.rope_theta,
+            attention_dropout=0.0,
+            qkv_bias=True,
+            o_bias=False,
+            rotary_class=Qwen2RotaryEmbedding,
+        )
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None,
-                position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
         bsz, q_len, _ = hidden_states.size()
         q = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
@@ -86,8 +101,12 @@ class Qwen2DecoderLayer(nn.Module):
         self.input_layernorm = Qwen2RMSNorm(spec.hidden_size, eps=spec.rms_norm_eps)
         self.post_attention_layernorm = Qwen2RMSNorm(spec.hidden_size, eps=spec.rms_norm_eps)
 
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None,
-                position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor]:
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor],
+    ) -> tuple[torch.Tensor]:
         residual = hidden_states
         hidden_states = self.self_attn(self.input_layernorm(hidden_states), attention_mask, position_embeddings)
         hidden_states = residual + hidden_states
@@ -132,12 +151,14 @@ class CustomQwen2ModelInner(nn.Module):
         self.layers = nn.ModuleList(Qwen2DecoderLayer(spec, i) for i in range(spec.num_layers))
         self._attn_implementation = "sdpa"
         self.norm = Qwen2RMSNorm(spec.hidden_size, eps=spec.rms_norm_eps)
-        self.rotary_emb = Qwen2RotaryEmbedding(spec.head_dim, base=spec.rope_theta,
-                                               max_position_embeddings=spec.max_position_embeddings)
+        self.rotary_emb = Qwen2RotaryEmbedding(
+            spec.head_dim, base=spec.rope_theta, max_position_embeddings=spec.max_position_embeddings
+        )
         self.gradient_checkpointing = False
 
-    def forward(self, inputs_embeds: torch.Tensor, token_type_ids: torch.Tensor,
-                return_dict: bool = True) -> BaseModelOutputWithPast | tuple:
+    def forward(
+        self, inputs_embeds: torch.Tensor, token_type_ids: torch.Tensor, return_dict: bool = True
+    ) -> BaseModelOutputWithPast | tuple:
         seq = inputs_embeds.shape[1]
         cache_position = torch.arange(0, seq, device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
@@ -160,8 +181,9 @@ class CustomQwen2Decoder(nn.Module):
         self.model = CustomQwen2ModelInner(spec)
 
     def forward(self, inputs_embeds: torch.Tensor, token_type_ids: torch.Tensor, **kwargs):
-        return self.model(inputs_embeds=inputs_embeds, token_type_ids=token_type_ids,
-                          return_dict=kwargs.get("return_dict", True))
+        return self.model(
+            inputs_embeds=inputs_embeds, token_type_ids=token_type_ids, return_dict=kwargs.get("return_dict", True)
+        )
 
 
 class Qwen2Decoder2Encoder(nn.Module):
@@ -180,8 +202,8 @@ class Qwen2Decoder2Encoder(nn.Module):
         bank = getattr(self, self.spec.bank_for(n_query)).weight
         queries = bank.unsqueeze(0).expand(bs, -1, -1)
         combined = torch.cat([x, queries], dim=1)
-        token_type_ids = torch.cat([torch.zeros(bs, n_query, dtype=torch.long),
-                                    torch.ones(bs, n_query, dtype=torch.long)], dim=1)
+        token_type_ids = torch.cat(
+            [torch.zeros(bs, n_query, dtype=torch.long), torch.ones(bs, n_query, dtype=torch.long)], dim=1
+        )
         outputs = self.model(combined, token_type_ids, return_dict=True)
         return outputs[0][:, n_query:, :]
-

@@ -12,6 +12,7 @@ The forward follows the vendor's `DeepseekOCR2Model.forward` step for step:
 4. the DeepSeek-V2 decoder, its norm, `lm_head` over every position and `logits.float()`: v1's code
    (`dsocr.twin`), which is the same vendor file (`modeling_deepseekv2.py`, blob ff008470).
 """
+
 from __future__ import annotations
 
 import torch
@@ -89,8 +90,14 @@ class DeepseekOCR2ForCausalLM(nn.Module):
                 module.reset_buffers()
 
 
-def build_twin(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-               attn_implementation: str = "eager", seed: int = 0) -> DeepseekOCR2ForCausalLM:
+def build_twin(
+    spec: ModelSpec,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    attn_implementation: str = "eager",
+    seed: int = 0,
+) -> DeepseekOCR2ForCausalLM:
     """The DeepSeek-OCR 2 twin for `spec`, in eval mode, with seeded random weights (none on meta).
 
     Built on the meta device, cast, materialised once on `device` and filled by v1's
@@ -101,5 +108,12 @@ def build_twin(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: to
 
     if not isinstance(spec, ModelSpec):
         raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
-    return build_root(DeepseekOCR2ForCausalLM, spec, device=device, dtype=dtype,
-                      attn_implementation=attn_implementation, seed=seed, model_type="deepseek_ocr2_twin")
+    return build_root(
+        DeepseekOCR2ForCausalLM,
+        spec,
+        device=device,
+        dtype=dtype,
+        attn_implementation=attn_implementation,
+        seed=seed,
+        model_type="deepseek_ocr2_twin",
+    )
