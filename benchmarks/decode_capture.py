@@ -134,10 +134,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print()
     print(f"plain decode step (median of {n}):            {step_plain * 1e3:8.0f} ms")
     print(
-        f"decode step inside the traced forward (median): {step_traced * 1e3:8.0f} ms  ({step_traced / step_plain:.0f}x)"
+        f"decode step inside the traced forward (median): {step_traced * 1e3:8.0f} ms  "
+        f"({step_traced / step_plain:.0f}x)"
     )
     print(
-        f"capture time per decode step, whole capture:    {step_capture * 1e3:8.0f} ms  ({step_capture / step_plain:.0f}x)"
+        f"capture time per decode step, whole capture:    {step_capture * 1e3:8.0f} ms  "
+        f"({step_capture / step_plain:.0f}x)"
         f"  = (capture of prefill + {n} steps {w_cap:.1f} s - capture of prefill {w_cap0:.1f} s) / {n}"
     )
     print(f"ops per decode step in the call graph:          {ops_per_step:8.0f}")

@@ -100,9 +100,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         )
     if fv is not None and fv.ok:
         print(f"fvcore by operator (x2): {fv.by_operator}")
+        gap = fv.total - measured.prefill.total
         print(
             f"fvcore total {fv.total:,} vs torch {measured.prefill.total:,}: "
-            f"difference {fv.total - measured.prefill.total:,} ({(fv.total - measured.prefill.total) / measured.prefill.total:+.2%})"
+            f"difference {gap:,} ({gap / measured.prefill.total:+.2%})"
         )
     if args.json:
         write_verification(args.json, v)

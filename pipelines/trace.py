@@ -1,4 +1,5 @@
-"""`./dev trace [overrides]`: session, inputs, forward, profile, call graph, grouping, costs, verification and roofline for one config."""
+"""`./dev trace [overrides]`: session, inputs, forward, profile, call graph, grouping, costs, verification and
+roofline for one config."""
 
 import sys
 

@@ -71,11 +71,11 @@ class ExitCode:
     _MEANINGS = {
         "OK": "the job, sweep or report finished, and every job in it is `ok`",
         "ERROR": "an unexpected error (a bug): Python's traceback",
-        "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project (a value "
-        "out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
+        "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project "
+        "(a value out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
         "a sweep): one line `error: ...`, nothing written",
-        "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, killed or "
-        "never started)",
+        "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, "
+        "killed or never started)",
         "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR`",
     }
 

@@ -238,8 +238,8 @@ def test_nested_stacks():
     for s in range(2):
         mods += [(f"stack.{s}", "Stage", 0), (f"stack.{s}.layers", "ModuleList", 0)]
         calls.append(("", f"stack.{s}", 1))
-        for l in range(3):
-            lp = f"stack.{s}.layers.{l}"
+        for layer in range(3):
+            lp = f"stack.{s}.layers.{layer}"
             mods += [(lp, "Layer", 0), (f"{lp}.blocks", "ModuleList", 0)]
             calls.append((f"stack.{s}", lp, 1))
             for b in range(4):
@@ -266,7 +266,7 @@ def test_non_contiguous_called_experts():
     assert e.sparse and e.value_dependent and e.static_n == 16
     assert (e.for_min, e.for_n) == (5, 7)
     assert e.indices == [[1, 2], sorted(set(called[1]) | set(called[2]))]
-    assert e.members == [f"model.layers.{l}.mlp.experts.{x}" for l in (1, 2) for x in called[l]]
+    assert e.members == [f"model.layers.{i}.mlp.experts.{x}" for i in (1, 2) for x in called[i]]
     assert e.pattern == "model.layers.[1-2].mlp.experts.[0-1,3-9,12,15]"
     assert e.params == 12 * 32
     assert all(c.value_dependent for c in g.descendants(e.id))

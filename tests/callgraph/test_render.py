@@ -226,7 +226,8 @@ def test_group_cli_as_a_module(tmp_path):
 #
 # The golden files hold the normalised structure only: one line per node, indented under its parent,
 # with the node's first label line (class @ pattern, for N), its variants (`{window_size=14 ×2 | ...}`)
-# and the label of the edge from its parent (parfor N), then the runtime checks' names and statuses. No op counts, bytes, parameter counts or
+# and the label of the edge from its parent (parfor N), then the runtime checks' names and statuses. No op counts,
+# bytes, parameter counts or
 # shapes (they move with dtype and versions), and no expert ranges: which experts are called depends
 # on the routing, so `experts.[...]`, its `for N` and the labels of edges into it are masked. The DOT
 # and Mermaid renderings are checked to draw exactly that structure.

@@ -1,4 +1,5 @@
-"""compute_view_layout against worked examples of the vendor's infer(), PIL's own geometry, invariants, and (opt-in) the vendor."""
+"""compute_view_layout against worked examples of the vendor's infer(), PIL's own geometry, invariants, and (opt-in)
+the vendor."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_dot_heat_map_labels_legend_and_tooltips():
     g = grouped_with_costs()
     dot = build_grouped_dot(g, color_by="flops")
     blocks = next(n for n in g.nodes if n.pattern == "enc.blocks.[0-5]")
-    line = next(l for l in dot.splitlines() if l.startswith(f"\t{blocks.id} "))
+    line = next(row for row in dot.splitlines() if row.startswith(f"\t{blocks.id} "))
     # 1000 of 1200 FLOP: 83.3 %, the darkest bin, white text; the variants with their own costs
     assert "Block @ enc.blocks.[0-5] for 6\\n1 kFLOP · 83.3%" in line
     assert "◦ window_size=14 ×4: 400 FLOP · 33.3%" in line and "◦ window_size=0 ×2: 600 FLOP · 50%" in line
@@ -60,7 +60,7 @@ def test_dot_heat_map_labels_legend_and_tooltips():
     dot_t = build_grouped_dot(g, color_by="time")
     assert "900 ms · 45% (5/6 instances)" in dot_t
     attn = next(n for n in g.nodes if n.pattern == "enc.blocks.[0-5].attn")
-    attn_line = next(l for l in dot_t.splitlines() if l.startswith(f"\t{attn.id} "))
+    attn_line = next(row for row in dot_t.splitlines() if row.startswith(f"\t{attn.id} "))
     assert "no measured time" in attn_line and f'fillcolor="{NO_FIGURE[0]}"' in attn_line
 
 

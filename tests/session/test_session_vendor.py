@@ -90,6 +90,7 @@ def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast, process_s
         gc.collect()
     assert process_state() == before
     print(
-        f"\nvendor {dtype} autocast={autocast}: open {t_open:.1f} s, Tiny-mode prefill ({inputs.seq_len} tokens) + 2 decode steps "
+        f"\nvendor {dtype} autocast={autocast}: open {t_open:.1f} s, "
+        f"Tiny-mode prefill ({inputs.seq_len} tokens) + 2 decode steps "
         f"{t_forward:.1f} s, peak RSS {peak_rss_gb():.2f} GiB"
     )

@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # --import-mode=importlib: make twin_testlib importable
     sys.path.insert(0, str(HERE))
 
-from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.dsocr.spec import ModelSpec  # noqa: E402 (after the sys.path line above)
 
 
 @pytest.fixture(scope="session")

@@ -107,7 +107,8 @@ def test_verify_rtol_still_drives_the_trace_job():
         ),
         (
             ["verify=quick", "+verify.analytic_spec.decoder.experts=3"],
-            "verify=quick job 0 (workload=tiny): verify.analytic_spec.decoder.experts=3 is invalid: not a field of DecoderSpec",
+            "verify=quick job 0 (workload=tiny): verify.analytic_spec.decoder.experts=3 is invalid: "
+            "not a field of DecoderSpec",
         ),
         (["verify=null"], "verify=null chooses no verification matrix"),
     ],

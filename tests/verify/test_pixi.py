@@ -80,6 +80,7 @@ def test_dev_tasks_are_found():
         "report",
         "verify",
         "test",
+        "lint",
         "bench",
         "python",
         "help",
@@ -100,6 +101,7 @@ def test_every_dev_task_has_a_pixi_task_doing_the_same():
         assert tasks[job] == f"python pipelines/{job}.py"
         assert (REPO_ROOT / "pipelines" / f"{job}.py").is_file()
     assert tasks["test"] == "python -m pytest" and '"$VENV/bin/python" -m pytest' in dev_script()
+    assert tasks["lint"] == "ruff format --check . && ruff check ." and '"$VENV/bin/ruff" check "$@" .' in dev_script()
     assert "benchmarks/{{ name }}.py" in tasks["bench"]["cmd"] and tasks["bench"]["args"][0] == "name"
 
 

@@ -7,7 +7,8 @@ whole number per parent call) and the parameter count, and one line per variant 
 ×4: 1.7 TFLOP · 38%`). Long index lists print as `[k of K]`. Tooltips (SVG `<title>`s) carry the exact
 pattern, the constructor parameters, the I/O shapes and dtypes of the first call, and every cost the
 node carries (total, per instance, min/max and the slowest instance, share), per variant too. SVG
-nodes carry their node id (`<g id="n3">`), which the run page uses. `max_depth` folds everything below that depth of the grouped tree into its ancestor (the
+nodes carry their node id (`<g id="n3">`), which the run page uses. `max_depth` folds everything below that depth
+of the grouped tree into its ancestor (the
 ancestor's sums already cover its subtree). Mermaid ids are sanitised and every label is quoted with
 its special characters written as Mermaid entity codes (`#quot;`, `#lt;`, `#64;` ...);
 `validate_mermaid` is the structural check the tests run on every diagram.

@@ -7,10 +7,12 @@ job adds (per decode step, per stage) are gated without a change here.
 
 A finding is one line, always the same six fields:
 
-    FAIL job 1 [workload=gundam] | stage prefill | part decoder.layer.1 | analytic 8.99 MFLOP | measured 8.03 MFLOP | error 11.9% > rtol 0.1%
+    FAIL job 1 [workload=gundam] | stage prefill | part decoder.layer.1 | analytic 8.99 MFLOP |
+      measured 8.03 MFLOP | error 11.9% > rtol 0.1%     (one line in the output)
 
 A job fails when it did not finish (`error.json`, no result, not started), when a FLOPs row's relative
-error (or a part's activation bytes) exceeds the gate's `verify.rtol`, when KV-cache bytes differ at all, when a matmul-like op ran without a FLOP formula or measured
+error (or a part's activation bytes) exceeds the gate's `verify.rtol`, when KV-cache bytes differ at all, when a
+matmul-like op ran without a FLOP formula or measured
 FLOPs sit in a module the analytic model does not name or cost, when a grouping runtime check says
 `mismatch`, or when the job left no verification or grouped graph to judge.
 """

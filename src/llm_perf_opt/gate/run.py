@@ -13,7 +13,8 @@ Runs the trace job as one Hydra multirun over the matrix (`verify_plan`), then j
 `report.{html,md,csv}` + `report_plots/` (the sweep report), `sweep/` (the jobs' run directories) and
 `sweep.log` (the multirun's output). Each failure is one line on stdout:
 
-    FAIL job 1 [workload=gundam] | stage prefill | part decoder | analytic 25.9 MFLOP | measured 24 MFLOP | error 7.99% > rtol 0.1%
+    FAIL job 1 [workload=gundam] | stage prefill | part decoder | analytic 25.9 MFLOP | measured 24 MFLOP |
+      error 7.99% > rtol 0.1%     (one line in the output)
 
 Exit status: 0 every job ran, every row within verify.rtol, every grouping check matched, every pinned
 total unchanged; 1 anything else (the FAIL lines say what); 2 bad input (one `error:` line, nothing run).

@@ -383,8 +383,8 @@ def check_model_agreement(
     context: Mapping[str, Any] | None = None,
     kv_cache_bytes: Mapping[int, int] | None = None,
 ) -> Verification:
-    """Verify a family's analytic model (`ModelFamily.analytic_model`) against a measured prefill forward (which also gives the
-    vision stage) and measured decode steps keyed by their context length (tokens in the KV cache);
+    """Verify a family's analytic model (`ModelFamily.analytic_model`) against a measured prefill forward (which
+    also gives the vision stage) and measured decode steps keyed by their context length (tokens in the KV cache);
     `kv_cache_bytes`: {step: bytes of the cache the model held after it} (0: the prefill)."""
     pairs: list[tuple] = [(model.vision(), prefill, ""), (model.prefill(), prefill, "")]
     steps: list[int | None] = [None, None]

@@ -264,7 +264,8 @@ def profile_forward(
                 repeats.append(_profiled(call, device, cfg, keep))
                 plain_forward()
             say(
-                f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s"
+                f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, "
+                f"profiled {repeats[-1].wall_s:.3f} s"
             )
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
     times.coverage = coverage(times, part_paths, plain_parts)

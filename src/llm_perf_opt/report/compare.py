@@ -349,7 +349,8 @@ def delta_graph(cmp: Comparison) -> Optional[GroupedGraph]:
             "label": "Δ measured time (B − A)",
             "unit": "s",
             "kind": "time",
-            "source": f"time_measured of run B ({cmp.b.dir}) minus run A ({cmp.a.dir}), per node matched by module path",
+            "source": f"time_measured of run B ({cmp.b.dir}) minus run A ({cmp.a.dir}), "
+            "per node matched by module path",
             "total": delta(base, _total(cmp.b.grouped.node(cmp.b.grouped.root), "time_measured")),
             "base_label": "run A",
         }

@@ -179,7 +179,8 @@ def icicle_cells(grouped: Optional[GroupedGraph], metric: str = "time_measured")
                 "fill": fill,
                 "text": text,
                 "label": f"{short} {units.seconds(value)}" if share >= ICICLE_MIN_LABEL else "",
-                "title": f"{name} ({node.class_name}): {units.seconds(value)} measured, {units.percent(share)} of the forward",
+                "title": f"{name} ({node.class_name}): {units.seconds(value)} measured, "
+                f"{units.percent(share)} of the forward",
             }
         )
         x = left

@@ -8,7 +8,8 @@ grouped graph knows about it (`callgraph.grouped.json`: pattern, for / parfor, c
 constructor parameters, I/O shapes and dtypes, every cost with its per-instance figures, the variants);
 the runtime checks; at the top, time per stage, part and decode step, measured and predicted at each time
 level the run has (`report.time_levels`, drawn by `report.run_charts`), and an icicle of measured time over
-the grouped call tree (a click on a bar or a cell opens the node's panel); the roofline plot when the run has one (`roofline.svg`); links to every artifact of
+the grouped call tree (a click on a bar or a cell opens the node's panel); the roofline plot when the run has
+one (`roofline.svg`); links to every artifact of
 the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
 
 `write_run_page(run_dir)` is called by the trace job after its last stage and by `./dev group`.
@@ -212,7 +213,7 @@ def artifact_links(run_dir: Path) -> list[dict[str, str]]:
         p
         for p in run_dir.glob("*")
         if p.is_file()
-        and p.name not in {l["name"] for l in links}
+        and p.name not in {link["name"] for link in links}
         and p.name != RUN_PAGE
         and not p.name.startswith(".")
     )

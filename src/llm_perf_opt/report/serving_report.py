@@ -413,7 +413,9 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
         out.append(
             (
                 stem,
-                f"Pages/day one device achieves ({'the best batch meeting the latency targets' if sized else 'continuous batching at the job batch'}) and "
+                "Pages/day one device achieves ("
+                + ("the best batch meeting the latency targets" if sized else "continuous batching at the job batch")
+                + ") and "
                 f"{'the replicas the daily volume needs' if sized else 'the knee of the latency curve'} against the "
                 f"swept {name}; time level {', '.join(level)}.",
                 paths,
