@@ -29,7 +29,6 @@ from llm_perf_opt.errors import ArtifactError, PipelineError
 from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
     ERROR_SCHEMA,
     ERROR_VERSION,
-    RUN_FILES,
     SUMMARY_SCHEMA,
     SUMMARY_VERSION,
     RunFile,
@@ -38,6 +37,15 @@ from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
     run_file,
 )
 from llm_perf_opt.typecheck import _check, _data, _type_name, typed  # noqa: F401 - re-exported
+
+
+def __getattr__(name: str) -> Any:
+    """`RUN_FILES`, re-exported from `run_files` when first read (the registry finds its declarations then)."""
+    if name == "RUN_FILES":
+        from llm_perf_opt.run_files import registered
+
+        return registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------- sections the job writes
