@@ -1,18 +1,21 @@
 """Imports point down the stages: no module imports a package above its own (docs/extending.md, "Layout of the code").
 
-The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the
-seam's interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
-directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a
-plug-in above the generic layers it uses); families (the registry, which names them by import string); trace
-(the trace job's stages and the builders every job shares); gate (the verification gate); jobs (the entry
-points). A module may import its own layer or any layer below, and no module outside a family package imports a
-family package (by name: the registry loads them from strings). Read from the source with `ast`, so an import
-inside a function counts too.
+The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the seam's
+interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
+directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a plug-in
+above the generic layers it uses); families (the registry, which names them by import string); prepare (the
+validation and the builders every job shares); trace (the trace job's stages); gate (the verification gate); jobs
+(the entry points). A module may import its own layer or any layer below, and no module outside a family package
+imports a family package (by name: the registry loads them from strings). Read from the source with `ast`, so an
+import inside a function counts too, and so does a `"module:function"` string (a loader or a plug-in named for a
+later `importlib` call, as the run-file entries name their loaders): the module it names is imported when it is
+used. The one module that names family packages by such strings is their registry, `families`.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
@@ -37,9 +40,10 @@ LAYERS = {
     "runs": 7,
     "dsocr": 8,
     "families": 9,
-    "trace": 10,
-    "gate": 11,
-    "jobs": 12,
+    "prepare": 10,
+    "trace": 11,
+    "gate": 12,
+    "jobs": 13,
 }
 FAMILY_LAYER = LAYERS["dsocr"]
 
@@ -56,13 +60,21 @@ def layer(name: str, families: set[str]) -> int:
     return FAMILY_LAYER if name in families else LAYERS[name]
 
 
-def project_imports(path: Path) -> list[tuple[int, str]]:
+IMPORT_STRING = re.compile(r"(llm_perf_opt(?:\.\w+)+):\w+(?:\.\w+)*")  # "module:function", imported when used
+
+
+def project_imports(path: Path, strings: bool = True) -> list[tuple[int, str]]:
+    """(line, module) of every import of a project module in `path`, and with `strings` of every module a
+    `"module:function"` string names (the whole string constant must be one such name: prose does not count)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = IMPORT_STRING.fullmatch(node.value.strip())
+            names = [found.group(1)] if found else []
         else:
             continue
         out += [(node.lineno, n) for n in names if n.startswith("llm_perf_opt.")]
@@ -87,7 +99,7 @@ def family_imports(root: Path = SRC) -> list[str]:
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
         own = path.relative_to(root).parts[0].removesuffix(".py")
-        for line, name in project_imports(path):
+        for line, name in project_imports(path, strings=own != "families"):  # the registry names them by string
             target = name.split(".")[1]
             if target in families and own not in families:  # a family may build on another (v2 on v1)
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the family package {name}")
@@ -168,3 +180,24 @@ def test_the_new_layers_are_ordered(tmp_path):
         "runs/m.py:1 (runs) imports llm_perf_opt.trace (trace)",
         "trace/m.py:1 (trace) imports llm_perf_opt.gate (gate)",
     ]
+
+
+def test_a_module_function_string_counts_as_an_import(tmp_path):
+    """A loader named as `"module:function"` (imported by `importlib` when used) is an import for both checks;
+    prose that merely mentions such a name, or a string that is not one, is not; the families registry may name
+    a family package by string, and nothing else may."""
+    (tmp_path / "dsocr").mkdir()
+    (tmp_path / "dsocr" / "family.py").write_text("")
+    (tmp_path / "run_files.py").write_text(
+        'LOADER = "llm_perf_opt.measure.module_times:load_module_times"\n'
+        'DOC = "see llm_perf_opt.measure.module_times:load_module_times for the loader"\n'
+        'PLAIN = "llm_perf_opt.measure"\n'
+    )
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "m.py").write_text('FAMILY = "llm_perf_opt.dsocr.family:FAMILY"\n')
+    (tmp_path / "families.py").write_text('FAMILIES = {"dsocr": "llm_perf_opt.dsocr.family:FAMILY"}\n')
+    assert upward_imports(tmp_path) == [
+        "report/m.py:1 (report) imports llm_perf_opt.dsocr.family (dsocr)",
+        "run_files.py:1 (run_files) imports llm_perf_opt.measure.module_times (measure)",
+    ]
+    assert family_imports(tmp_path) == ["report/m.py:1 (report) imports the family package llm_perf_opt.dsocr.family"]

@@ -5,7 +5,7 @@ Hydra composes YAML into these types (so a misspelt key or a wrong type is refus
 plain values and check plain rules only (types, ranges, one-of choices, files that must exist); the
 DeepSeek-OCR rules on top (sizes in multiples of 64, crop mode tiling at `image_size`, the `<image>`
 placeholder) belong to the model family (`model.family`, default dsocr) and run in the pipeline's validation step
-(`llm_perf_opt.trace.validate`), before any work. Nothing here imports torch or a family package.
+(`llm_perf_opt.prepare.validate`), before any work. Nothing here imports torch or a family package.
 """
 
 from __future__ import annotations

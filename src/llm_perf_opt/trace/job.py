@@ -24,6 +24,8 @@ from llm_perf_opt.measure import (
     check_model_agreement,
     render_table,
 )
+from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs
+from llm_perf_opt.prepare.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
     AnalyticFigures,
@@ -49,13 +51,11 @@ from llm_perf_opt.runs import job_run
 from llm_perf_opt.runs.entry import progress
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.runs.memory import JobMemory, rss_bytes
-from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
 from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
 from llm_perf_opt.trace.graph import costs_on_graph
 from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.trace.roofline import run_roofline_stage
 from llm_perf_opt.trace.serving import serving_stage
-from llm_perf_opt.trace.validate import ValidJob, validate
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
