@@ -60,6 +60,17 @@ def layer(name: str, families: set[str]) -> int:
     return FAMILY_LAYER if name in families else LAYERS[name]
 
 
+def is_config_section(parts: list[str] | tuple[str, ...]) -> bool:
+    """A stage package's config section, `<package>/<name>_config.py` (as path parts or a dotted name's parts):
+    it sits on the config layer, whatever its package's layer, so `config.schemas` composes it into `RootConfig`."""
+    return len(parts) == 2 and parts[1].removesuffix(".py").endswith("_config")
+
+
+def module_layer(parts: list[str] | tuple[str, ...], families: set[str]) -> int:
+    """The layer of a module given by its parts under `llm_perf_opt` (`("measure", "profile_config.py")`)."""
+    return LAYERS["config"] if is_config_section(parts) else layer(parts[0].removesuffix(".py"), families)
+
+
 IMPORT_STRING = re.compile(r"(llm_perf_opt(?:\.\w+)+):\w+(?:\.\w+)*")  # "module:function", imported when used
 
 
@@ -85,10 +96,11 @@ def upward_imports(root: Path = SRC) -> list[str]:
     bad = []
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
-        own = path.relative_to(root).parts[0].removesuffix(".py")
+        parts = path.relative_to(root).parts
+        own = parts[0].removesuffix(".py")
         for line, name in project_imports(path):
             target = name.split(".")[1]
-            if layer(target, families) > layer(own, families):
+            if module_layer(name.split(".")[1:], families) > module_layer(parts, families):
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports {name} ({target})")
     return bad
 
@@ -201,3 +213,19 @@ def test_a_module_function_string_counts_as_an_import(tmp_path):
         "run_files.py:1 (run_files) imports llm_perf_opt.measure.module_times (measure)",
     ]
     assert family_imports(tmp_path) == ["report/m.py:1 (report) imports the family package llm_perf_opt.dsocr.family"]
+
+
+def test_a_stage_packages_config_section_sits_on_the_config_layer(tmp_path):
+    """`measure/profile_config.py` is the profile stage's section: config may import it, and it may import only
+    the base and config layers (so composing the configuration never imports a stage's code)."""
+    for pkg in ("config", "measure"):
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "config" / "schemas.py").write_text("from llm_perf_opt.measure.profile_config import ProfileConfig\n")
+    (tmp_path / "config" / "other.py").write_text("from llm_perf_opt.measure.profile import profile_forward\n")
+    (tmp_path / "measure" / "profile_config.py").write_text(
+        "from llm_perf_opt.config.fields import _one_of\nfrom llm_perf_opt.callgraph import grouped\n"
+    )
+    assert upward_imports(tmp_path) == [
+        "config/other.py:1 (config) imports llm_perf_opt.measure.profile (measure)",
+        "measure/profile_config.py:2 (measure) imports llm_perf_opt.callgraph (callgraph)",
+    ]
