@@ -1,11 +1,11 @@
 """MkDocs hook: the reference tables of the docs, generated from the code at build time so they cannot drift.
 
 A page holds a marker on a line of its own, `<!-- ref:NAME -->`; `on_page_markdown` replaces it with the table
-`TABLES[NAME]()` renders from the code: the run directory's files (`RUN_FILES`), the report's columns
-(`COLUMNS`), the exit codes (`ExitCode`), the cost registry's formulas with their derivations, the config
-schemas (every field, its type, default and the comment beside it in `config/schemas.py` or the stage's section module), the hardware
-datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the
-build, as a broken link does under `mkdocs build --strict`.
+`TABLES[NAME]()` renders from the code: the run directory's files (`RUN_FILES`), the report's columns (`COLUMNS`),
+the exit codes (`ExitCode`), the cost registry's formulas with their derivations, the config schemas (every field,
+its type, default and the comment beside it in `config/schemas.py` or the stage's section module), the hardware
+datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the build,
+as a broken link does under `mkdocs build --strict`.
 """
 
 from __future__ import annotations
