@@ -66,8 +66,16 @@ def is_config_section(parts: list[str] | tuple[str, ...]) -> bool:
     return len(parts) == 2 and parts[1].removesuffix(".py").endswith("_config")
 
 
+def is_summary_section(parts: list[str] | tuple[str, ...]) -> bool:
+    """A stage package's section of summary.json, `<package>/<name>_summary.py`: it sits on the base layer, so
+    `run_artifacts` composes it into `Summary`."""
+    return len(parts) == 2 and parts[1].removesuffix(".py").endswith("_summary")
+
+
 def module_layer(parts: list[str] | tuple[str, ...], families: set[str]) -> int:
     """The layer of a module given by its parts under `llm_perf_opt` (`("measure", "profile_config.py")`)."""
+    if is_summary_section(parts):
+        return LAYERS["run_artifacts"]
     return LAYERS["config"] if is_config_section(parts) else layer(parts[0].removesuffix(".py"), families)
 
 
@@ -213,6 +221,19 @@ def test_a_module_function_string_counts_as_an_import(tmp_path):
         "run_files.py:1 (run_files) imports llm_perf_opt.measure.module_times (measure)",
     ]
     assert family_imports(tmp_path) == ["report/m.py:1 (report) imports the family package llm_perf_opt.dsocr.family"]
+
+
+def test_a_stage_packages_summary_section_sits_on_the_base_layer(tmp_path):
+    """`measure/profile_summary.py` is the profile stage's section of summary.json: `run_artifacts` may import it,
+    and it may import only the base layer (not even config)."""
+    (tmp_path / "measure").mkdir()
+    (tmp_path / "run_artifacts.py").write_text("from llm_perf_opt.measure.profile_summary import ProfileFigures\n")
+    (tmp_path / "measure" / "profile_summary.py").write_text(
+        "from llm_perf_opt.typecheck import typed\nfrom llm_perf_opt.config import fields\n"
+    )
+    assert upward_imports(tmp_path) == [
+        "measure/profile_summary.py:2 (measure) imports llm_perf_opt.config (config)",
+    ]
 
 
 def test_a_stage_packages_config_section_sits_on_the_config_layer(tmp_path):

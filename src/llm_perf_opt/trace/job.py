@@ -11,9 +11,11 @@ import torch
 from omegaconf import DictConfig
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
+from llm_perf_opt.analytic.analytic_summary import AnalyticFigures, StageFigures
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
+from llm_perf_opt.callgraph.capture_summary import GroupingSummary, TraceStats
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
@@ -25,26 +27,18 @@ from llm_perf_opt.measure import (
     check_model_agreement,
     render_table,
 )
+from llm_perf_opt.measure.verify_summary import FlopsCheck, PartFlops, VerificationFigures
 from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs
 from llm_perf_opt.prepare.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
-    AnalyticFigures,
-    FlopsCheck,
-    ForwardFigures,
-    GraphFigures,
-    GroupingSummary,
     LayoutView,
     ModelInfo,
     PageInfo,
     ParamCounts,
-    PartFlops,
     RuntimeInfo,
-    StageFigures,
     Summary,
     TokenCounts,
-    TraceStats,
-    VerificationFigures,
     WorkloadInfo,
     typed,
 )
@@ -58,6 +52,7 @@ from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_pro
 from llm_perf_opt.trace.roofline import run_roofline_stage
 from llm_perf_opt.trace.serving import serving_stage
 from llm_perf_opt.trace.stage import Stage, TraceRun, run_stages
+from llm_perf_opt.trace.trace_summary import ForwardFigures, GraphFigures
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:

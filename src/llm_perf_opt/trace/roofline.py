@@ -34,7 +34,9 @@ from llm_perf_opt.measure.calibrate import hardware_for, measured_hardware, roof
 from llm_perf_opt.measure.efficiency import EFFICIENCY, RoofEntry, compare, render_comparison
 from llm_perf_opt.measure.module_times import ModuleTimes
 from llm_perf_opt.prepare.builders import model_for_dtype
-from llm_perf_opt.run_artifacts import RooflineFigures, run_file, typed
+from llm_perf_opt.run_files import run_file
+from llm_perf_opt.trace.trace_summary import RooflineFigures
+from llm_perf_opt.typecheck import typed
 
 ROOFLINE_FILE = run_file("roofline").file
 PLOT_STEM = Path(run_file("roofline_svg").file).stem
