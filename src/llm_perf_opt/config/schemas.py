@@ -17,6 +17,9 @@ Every other section is owned by its stage package, next to the code that reads i
 | `serve`, `size` | `analytic/serve_config.py` |
 
 The names the sections define are re-exported here, so `config.schemas.ProfileConfig` is the profile stage's.
+`RootConfig` composes them by name, statically (not from a registry filled at run time), so Hydra, OmegaConf and a
+reader see every field and its type in one place; the section modules import nothing above the config layer, which
+is what lets this low layer import them (the import-layer test checks it).
 
 Hydra composes YAML into these types (so a misspelt key or a wrong type is refused by OmegaConf), and
 `to_typed_config` instantiates them, running each `__post_init__` on the final values. The schemas hold
