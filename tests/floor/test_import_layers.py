@@ -9,7 +9,10 @@ validation and the builders every job shares); trace (the trace job's stages); g
 imports a family package (by name: the registry loads them from strings). Read from the source with `ast`, so an
 import inside a function counts too, and so does a `"module:function"` string (a loader or a plug-in named for a
 later `importlib` call, as the run-file entries name their loaders): the module it names is imported when it is
-used. The one module that names family packages by such strings is their registry, `families`.
+used. The one module that names family packages by such strings is their registry, `families`. Two kinds of module
+sit on a lower layer than their package: a stage package's config section (`<package>/<name>_config.py`, the config
+layer, composed by `config.schemas`) and its section of summary.json (`<package>/<name>_summary.py`, the base layer,
+composed by `run_artifacts`).
 """
 
 from __future__ import annotations
