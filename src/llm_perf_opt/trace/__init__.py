@@ -24,6 +24,8 @@ the run page (`report.run_page`). The validation and the builders every job shar
 |---|---|
 | `job.py` | the stage list and the stages written in the job itself (inputs, analytic, forward, capture, verify) |
 | `stage.py` | `Stage`, the job's state `TraceRun`, and `run_stages` (the run control, written once) |
+| `trace_config.py` | the `trace` config section (which stages run) |
+| `trace_summary.py` | summary.json's sections the stages write themselves: forward, decode, roofline, graph |
 | `profile.py`, `roofline.py`, `serving.py`, `graph.py` | one stage each |
 | `decode.py` | the decode stage, the capture's plan and the routing record |
 """
