@@ -4,7 +4,8 @@ The registry is what the report and the jobs agree on: `RUN_FILES` names each fi
 it with its typed loader. No list here names the stages' files: each package that writes files into a run
 directory declares them in its own `run_files.py` (a `RUN_FILES` tuple of `RunFile`, next to the writer and its
 loader: `analytic/run_files.py`, `measure/run_files.py`, `callgraph/run_files.py`, a model family's, ...), and
-the registry finds those modules by that name the first time it is read. Only the job's own files (summary.json,
+the registry finds those modules by that name the first time it is read (a package outside `llm_perf_opt`, such as a
+family plugged in from elsewhere, names its module with `register`). Only the job's own files (summary.json,
 error.json, the log, the lock) are declared here (`BASE_FILES`).
 
 A declaration names its loader as `"module:function"` and the registry imports it only when a file is loaded,
@@ -96,13 +97,24 @@ def declaring_modules(root: Path = Path(__file__).resolve().parent) -> list[str]
     ]
 
 
+_PLUGGED_IN: list[str] = []  # declaring modules outside this package's tree (`register`)
+
+
+def register(module: str) -> None:
+    """Add a declaring module that lives outside `llm_perf_opt` (a model family plugged in from elsewhere): its
+    `RUN_FILES` join the registry after the ones found by name."""
+    if module not in _PLUGGED_IN:
+        _PLUGGED_IN.append(module)
+        registered.cache_clear()
+
+
 @functools.lru_cache(maxsize=None)
 def registered() -> tuple[RunFile, ...]:
-    """Every file of a run directory: `BASE_FILES`, then each declaring module's `RUN_FILES`. A role or a file
-    declared twice is refused, naming both declarations."""
+    """Every file of a run directory: `BASE_FILES`, then each declaring module's `RUN_FILES` (those found by name,
+    then those `register`ed). A role or a file declared twice is refused, naming both declarations."""
     found: dict[str, tuple[RunFile, str]] = {}
     for module, files in [(__name__, BASE_FILES)] + [
-        (m, importlib.import_module(m).RUN_FILES) for m in declaring_modules()
+        (m, importlib.import_module(m).RUN_FILES) for m in declaring_modules() + _PLUGGED_IN
     ]:
         for entry in files:
             for key in ("role", "file"):

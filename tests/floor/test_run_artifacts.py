@@ -229,3 +229,27 @@ def test_a_file_declared_twice_is_refused(monkeypatch):
         monkeypatch.undo()
         run_files.registered.cache_clear()
     assert run_file("costs").file == "costs.json"
+
+
+def test_a_package_outside_the_tree_registers_its_run_files(monkeypatch):
+    """A family plugged in from elsewhere names its declaring module; its files then load like any other."""
+    import sys
+    import types
+
+    from llm_perf_opt import run_files
+
+    fake = types.ModuleType("plugged_in_family_run_files")
+    fake.RUN_FILES = (run_files.RunFile("toy_notes", "toy_notes.txt", "a plugged-in family", "its own notes"),)
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setattr(run_files, "_PLUGGED_IN", [])
+    run_files.registered.cache_clear()
+    try:
+        assert "toy_notes" not in {f.role for f in run_files.registered()}
+        run_files.register(fake.__name__)
+        assert run_file("toy_notes").file == "toy_notes.txt"
+        assert [f.role for f in run_files.registered()][-1] == "toy_notes"
+    finally:
+        monkeypatch.undo()
+        run_files.registered.cache_clear()
+    with pytest.raises(KeyError, match="no run file with role 'toy_notes'"):
+        run_file("toy_notes")
