@@ -23,8 +23,8 @@ from llm_perf_opt.export.hooks import record_calls
 from llm_perf_opt.export.modules import call_for
 from llm_perf_opt.export.moe import fixed_routing
 from llm_perf_opt.export.program import ExportRefused, export_graphs
-from llm_perf_opt.trace.builders import build_job_inputs
-from llm_perf_opt.trace.validate import validate
+from llm_perf_opt.prepare.builders import build_job_inputs
+from llm_perf_opt.prepare.validate import validate
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

@@ -89,9 +89,9 @@ def predict(run: Path) -> dict:
 
     from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
     from llm_perf_opt.dsocr.serving import serving_model
+    from llm_perf_opt.prepare.builders import analytic_model_for
+    from llm_perf_opt.prepare.validate import validate
     from llm_perf_opt.report.collect import read_job
-    from llm_perf_opt.trace.builders import analytic_model_for
-    from llm_perf_opt.trace.validate import validate
 
     job = read_job(run, run.parent)
     s = job.summary

@@ -1,11 +1,11 @@
 """MkDocs hook: the reference tables of the docs, generated from the code at build time so they cannot drift.
 
 A page holds a marker on a line of its own, `<!-- ref:NAME -->`; `on_page_markdown` replaces it with the table
-`TABLES[NAME]()` renders from the code: the run directory's files (`RUN_FILES`), the report's columns
-(`COLUMNS`), the exit codes (`ExitCode`), the cost registry's formulas with their derivations, the config
-schemas (every field, its type, default and the comment beside it in `config/schemas.py`), the hardware
-datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the
-build, as a broken link does under `mkdocs build --strict`.
+`TABLES[NAME]()` renders from the code: the run directory's files (`RUN_FILES`), the report's columns (`COLUMNS`),
+the exit codes (`ExitCode`), the cost registry's formulas with their derivations, the config schemas (every field,
+its type, default and the comment beside it in `config/schemas.py` or the stage's section module), the hardware
+datasheets (`conf/hardware/`), the jobs (`jobs.cli.JOBS`) and the model families. An unknown marker fails the build,
+as a broken link does under `mkdocs build --strict`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import io
 import re
+import sys
 import tokenize
 from pathlib import Path
 from typing import Callable
@@ -115,13 +116,14 @@ def _field_comments(source: str) -> dict[tuple[str, str], str]:
 def config_schemas() -> str:
     from llm_perf_opt.config import schemas
 
-    comments = _field_comments(Path(schemas.__file__).read_text(encoding="utf-8"))
     root = {f.name: f for f in dataclasses.fields(schemas.RootConfig)}
     parts = []
     for group, f in root.items():
         cls = _dataclass_of(f.type, schemas)
         if cls is None:
             continue
+        # the section's own module (config.schemas, or the stage package's `<name>_config.py`)
+        comments = _field_comments(Path(sys.modules[cls.__module__].__file__).read_text(encoding="utf-8"))
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         rows = []
         for sub in dataclasses.fields(cls):

@@ -1,9 +1,20 @@
 """The typed artifacts the jobs themselves write: `summary.json` (`Summary`) and `error.json` (`ErrorRecord`).
 
-`Summary` is the trace job's `summary.json`. Sections the job writes itself (model, workload, page,
-tokens, runtime, analytic, forward, flops, parts, verification) are dataclasses; sections that are
-another stage's own summary (the view layout, the capture statistics, the grouping summary, the
-parameter counts) are typed views that keep that stage's mapping verbatim, so the file round-trips
+`Summary` is the trace job's `summary.json`. The sections of the job itself (model, workload, page, tokens,
+runtime) are defined here; each stage's section is defined by its stage package, in a base-layer module
+`<package>/<name>_summary.py`, and re-exported here:
+
+| section | owner |
+|---|---|
+| `analytic` | `analytic/analytic_summary.py` (`AnalyticFigures`, `StageFigures`) |
+| `flops`, `parts`, `verification` | `measure/verify_summary.py` (`FlopsCheck`, `PartFlops`, `VerificationFigures`) |
+| `profile` | `measure/profile_summary.py` (`ProfileFigures`) |
+| `trace`, `grouping` | `callgraph/capture_summary.py` (`TraceStats`, `GroupingSummary`) |
+| `forward`, `decode`, `roofline`, `graph` | `trace/trace_summary.py` (the trace stages' own) |
+| `memory`, `error` | `runs/run_summary.py` (`JobMemoryFigures`, `JobError`) |
+
+Sections that are another stage's own summary (the view layout, the capture statistics, the grouping summary,
+the parameter counts) are typed views that keep that stage's mapping verbatim, so the file round-trips
 exactly while the fields the report relies on are checked by name. A missing optional section is None;
 a malformed one is an `ArtifactError` naming the file, the section and the field. The view layout's own
 fields (crops, grid) are the model family's: `LayoutView` checks the generic ones and reads the rest from
@@ -12,7 +23,8 @@ the layout as the family wrote it.
 The file registry is `run_files` and the section type checker `typecheck` (one idea each); their names are
 re-exported here for the modules that import them from this one.
 
-Layer: this module imports `artifacts`, `errors`, `run_files` and `typecheck` only.
+Layer: this module imports `artifacts`, `errors`, `run_files`, `typecheck` and the stages' `*_summary` modules
+(themselves base-layer) only.
 """
 
 from __future__ import annotations
@@ -24,12 +36,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from llm_perf_opt.analytic.analytic_summary import AnalyticFigures, StageFigures  # noqa: F401 - re-exported
 from llm_perf_opt.artifacts import read_artifact, read_json, to_jsonable, write_artifact
+from llm_perf_opt.callgraph.capture_summary import GroupingSummary, TraceStats  # noqa: F401 - re-exported
 from llm_perf_opt.errors import ArtifactError, PipelineError
+from llm_perf_opt.measure.profile_summary import ProfileFigures  # noqa: F401 - re-exported
+from llm_perf_opt.measure.verify_summary import FlopsCheck, PartFlops, VerificationFigures  # noqa: F401 - re-exported
 from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
     ERROR_SCHEMA,
     ERROR_VERSION,
-    RUN_FILES,
     SUMMARY_SCHEMA,
     SUMMARY_VERSION,
     RunFile,
@@ -37,7 +52,23 @@ from llm_perf_opt.run_files import (  # noqa: F401 - re-exported
     loader,
     run_file,
 )
+from llm_perf_opt.runs.run_summary import JobError, JobMemoryFigures  # noqa: F401 - re-exported
+from llm_perf_opt.trace.trace_summary import (  # noqa: F401 - re-exported
+    DecodeSummary,
+    ForwardFigures,
+    GraphFigures,
+    RooflineFigures,
+)
 from llm_perf_opt.typecheck import _check, _data, _type_name, typed  # noqa: F401 - re-exported
+
+
+def __getattr__(name: str) -> Any:
+    """`RUN_FILES`, re-exported from `run_files` when first read (the registry finds its declarations then)."""
+    if name == "RUN_FILES":
+        from llm_perf_opt.run_files import registered
+
+        return registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------- sections the job writes
@@ -87,105 +118,6 @@ class RuntimeInfo:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class StageFigures:
-    """Analytic totals of one stage (vision, prefill, decode)."""
-
-    flops: int  # every op, elementwise / norm / softmax estimates included
-    flops_matmul: int  # matmul-class ops, as torch's flop counter counts
-    io_bytes: int
-    weight_bytes: int
-    activation_bytes: int
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AnalyticFigures:
-    """`{stage: StageFigures, ..., "parts": {part alias: prefill matmul FLOPs}}`."""
-
-    stages: dict[str, StageFigures]
-    parts: dict[str, int]
-
-    @classmethod
-    def from_data(cls, data: Any, where: str = "analytic") -> "AnalyticFigures":
-        if not isinstance(data, Mapping):
-            raise ArtifactError(f"{where} must be an object, found {type(data).__name__}")
-        if "parts" not in data:
-            raise ArtifactError(f"{where} lacks required field 'parts'")
-        stages = {k: typed(StageFigures, v, f"{where}.{k}") for k, v in data.items() if k != "parts"}
-        return cls(stages, _check(data["parts"], dict[str, int], f"{where}.parts"))
-
-    def to_data(self) -> dict[str, Any]:
-        return {**{k: _data(v) for k, v in self.stages.items()}, "parts": dict(self.parts)}
-
-
-@dataclass(frozen=True)
-class ForwardFigures:
-    """One plain forward: wall time (perf_counter around it, CUDA synchronised), peak memory, logits."""
-
-    seconds: float
-    logits_shape: list
-    logits_finite: bool
-    peak_rss_bytes: int
-    peak_cuda_bytes: Optional[int]
-    extra: dict = field(default_factory=dict)
-    rss_before_bytes: Optional[int] = None  # resident memory when the forward started (its inputs built)
-
-
-@dataclass(frozen=True)
-class FlopsCheck:
-    """Analytic against measured FLOPs of one stage."""
-
-    analytic: Optional[int]
-    measured: Optional[int]
-    rel_error: Optional[float]
-    ok: Optional[bool]
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PartFlops:
-    """Analytic against measured prefill FLOPs of one part."""
-
-    flops_analytic: Optional[int]
-    flops_measured: Optional[int]
-    rel_error: Optional[float] = None
-    ok: Optional[bool] = None
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class VerificationFigures:
-    passed: bool
-    rtol: float
-    rows: int
-    failures: int
-    max_rel_error: Optional[float]
-    ops_without_formula: dict
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class JobMemoryFigures:
-    """The job's own peak memory (not the process's running maximum: see `runs.memory`)."""
-
-    peak_rss_bytes: int
-    method: str  # how the peak was measured (VmHWM reset at job start, or ru_maxrss where it cannot be)
-    rss_start_bytes: Optional[int] = None  # resident memory when the job started
-    peak_cuda_bytes: Optional[int] = None
-    cuda_method: Optional[str] = None
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class JobError:
-    """Why a job stopped (status failed / interrupted): the exception's type and message."""
-
-    type: str
-    message: str
-    extra: dict = field(default_factory=dict)
-
-
 # ------------------------------------------------------------------ other stages' summaries, kept verbatim
 @dataclass(frozen=True)
 class LayoutView:
@@ -224,83 +156,6 @@ class ParamCounts:
 
 
 @dataclass(frozen=True)
-class TraceStats:
-    """The capture's statistics (`CallGraph.stats`) plus the op and module-call counts."""
-
-    num_ops: int
-    module_calls: int
-    capture_seconds: Optional[float] = None
-    raw: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GroupingSummary:
-    """`GroupedGraph.summary()` plus the files written and the notes."""
-
-    nodes: int
-    checks: Any  # {status: count} (today) or [{name, status, ...}] (the report reads both)
-    raw: dict = field(default_factory=dict)
-
-    def check_counts(self) -> dict[str, int]:
-        """{status: count} whichever form `checks` has."""
-        if isinstance(self.checks, Mapping):
-            return {str(k): int(v) for k, v in self.checks.items()}
-        if isinstance(self.checks, list):
-            counts: dict[str, int] = {}
-            for i, c in enumerate(self.checks):
-                if not isinstance(c, Mapping) or "status" not in c:
-                    raise ArtifactError(f"grouping.checks[{i}] must be an object with a 'status'")
-                counts[str(c["status"])] = counts.get(str(c["status"]), 0) + 1
-            return counts
-        raise ArtifactError(f"grouping.checks must be an object or a list, found {type(self.checks).__name__}")
-
-
-@dataclass(frozen=True)
-class ProfileFigures:
-    """`measure.module_times.ModuleTimes.summary()`: the profile's headline figures (medians, seconds);
-    profile.json has every module call."""
-
-    repeats: int
-    plain_s: float  # the plain forward's wall time
-    profiled_s: float  # the profiled forward's wall time
-    overhead_ratio: Optional[float]  # profiled / plain
-    coverage: Optional[float]  # the parts' inclusive times / the profiled forward's wall time
-    module_calls: int
-    raw: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DecodeSummary:
-    """The decode steps of a trace job (`trace.decode`): `steps` (N), per step in `rows`: step,
-    past and context length, new tokens, FLOPs analytic / measured / ok, KV-cache bytes analytic /
-    measured / ok, and with the profile stage the measured and predicted time; `raw` is all of it."""
-
-    steps: int
-    rows: list
-    raw: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RooflineFigures:
-    """The trace job's roofline stage (`trace.roofline`): the roofs it predicted on (each with
-    its stage figures and whether it is the device the times were measured on) and one row per stage and
-    part with the measured time and, per roof, the predicted time and efficiency = predicted / measured."""
-
-    primary: str  # the roof hardware= chose (its figures are roofline.json's)
-    roofs: dict  # roof name -> {roof, same_device, figures, note, ...}
-    rows: list  # measure.efficiency.ComparisonRow.to_dict()
-    raw: dict = field(default_factory=dict)
-
-    def figures(self, roof: Optional[str] = None) -> dict:
-        """The stage figures (vision_s, ttft_s, decode_s_per_token, ...) on `roof` (default: the primary)."""
-        entry = self.roofs.get(roof or self.primary)
-        return dict(entry.get("figures") or {}) if isinstance(entry, Mapping) else {}
-
-    def row(self, name: str) -> Optional[dict]:
-        return next((r for r in self.rows if isinstance(r, Mapping) and r.get("name") == name), None)
-
-
-@dataclass(frozen=True)
 class RoutingSummary:
     """`dsocr.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
     bytes read, the uniform-routing expectation; `random_weights`/`note` say whose routing it is."""
@@ -309,17 +164,6 @@ class RoutingSummary:
     top_k: int
     random_weights: Optional[bool]
     note: str
-    raw: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GraphFigures:
-    """`trace.graph.costs_on_graph()`: the metrics on the grouped graph's nodes, the ones absent
-    (with the reason), how many nodes carry each, the files written."""
-
-    metrics: list
-    absent: dict
-    nodes: int
     raw: dict = field(default_factory=dict)
 
 

@@ -1,20 +1,28 @@
-"""Every file a run directory holds: one registry of (role, file, schema, version, loader).
+"""Every file a run directory holds: one registry of (role, file, schema, version, loader), filled by the stages.
 
-The registry is what the report and the jobs agree on: `RUN_FILES` names each file once; `load(role,
-path)` reads it with its typed loader. Artifacts of the stages (call graph, grouped graph, runtime log,
-costs, verification) keep their dataclasses and loaders in their own packages; the registry names the
-loader as `"module:function"` and imports it only when a file is loaded, so reading a thousand
-summaries never imports torch (nor, at import time, a model family's package). `schema`/`version` are what
-is written today; a stage's loader may read older names and versions too (`versions` lists the current
-name's). A stage without a typed loader (`loader=None`) gets an envelope check (schema, known version)
-returning the raw `data`: the hook for its owner to fill. A test checks the entries against the owning
-modules' constants.
+The registry is what the report and the jobs agree on: `RUN_FILES` names each file once; `load(role, path)` reads
+it with its typed loader. No list here names the stages' files: each package that writes files into a run
+directory declares them in its own `run_files.py` (a `RUN_FILES` tuple of `RunFile`, next to the writer and its
+loader: `analytic/run_files.py`, `measure/run_files.py`, `callgraph/run_files.py`, a model family's, ...), and
+the registry finds those modules by that name the first time it is read (a package outside `llm_perf_opt`, such as a
+family plugged in from elsewhere, names its module with `register`). Only the job's own files (summary.json,
+error.json, the log, the lock) are declared here (`BASE_FILES`).
 
-Layer: this module imports `artifacts` and `errors` only.
+A declaration names its loader as `"module:function"` and the registry imports it only when a file is loaded,
+so reading a thousand summaries never imports torch; the declaring modules import nothing but `RunFile`.
+`schema`/`version` are what is written today; a stage's loader may read older names and versions too
+(`versions` lists the current name's). A stage without a typed loader (`loader=None`) gets an envelope check
+(schema, known version) returning the raw `data`. A test checks the entries against the owning modules'
+constants; the import-layer test follows the loader strings like imports.
+
+Order: the base files, then each declaring package's in the order of its package name.
+
+Layer: this module imports `artifacts` and `errors` only (the declaring modules are found by file name).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from dataclasses import dataclass
@@ -47,7 +55,7 @@ class RunFile:
 SUMMARY_SCHEMA, SUMMARY_VERSION = "llm_perf_opt.summary", 1
 ERROR_SCHEMA, ERROR_VERSION = "llm_perf_opt.error", 1
 
-RUN_FILES: tuple[RunFile, ...] = (
+BASE_FILES: tuple[RunFile, ...] = (
     RunFile(
         "summary",
         "summary.json",
@@ -68,130 +76,6 @@ RUN_FILES: tuple[RunFile, ...] = (
         (0, 1),
         "llm_perf_opt.run_artifacts:load_error",
     ),
-    RunFile(
-        "costs",
-        "costs.json",
-        "analytic",
-        "the analytic cost model per stage, part and layer",
-        "llm_perf_opt.costs",
-        2,
-        (2,),
-        "llm_perf_opt.analytic.costs_file:load_costs",
-    ),
-    RunFile(
-        "verification",
-        "verification.json",
-        "measure",
-        "analytic vs measured FLOPs per stage and part (fvcore's count when asked)",
-        "llm_perf_opt.verification",
-        3,
-        (2, 3),
-        "llm_perf_opt.measure.verification_file:load_verification",
-    ),
-    RunFile(
-        "roofline",
-        "roofline.json",
-        "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
-        "predicted times per stage and part on a roof (datasheet or measured)",
-        "llm_perf_opt.roofline",
-        2,
-        (1, 2),
-        "llm_perf_opt.analytic.roofline_artifact:load_roofline",
-    ),
-    RunFile(
-        "serving",
-        "serving.json",
-        "analytic.serving_run (./dev analyze hardware=NAME, ./dev size, the trace job)",
-        "serving figures: TTFT, TPOT, tokens/s, pages/day at a batch, memory, the latency curve, sizing",
-        "llm_perf_opt.serving",
-        1,
-        (1,),
-        "llm_perf_opt.analytic.serving_file:load_serving",
-    ),
-    RunFile("curve_csv", "curve.csv", "analytic.serving_run", "the latency-vs-throughput curve over the batch"),
-    RunFile("curve_svg", "curve.svg", "report.serving_plots", "the latency-vs-throughput curve, its knee marked"),
-    RunFile("curve_png", "curve.png", "report.serving_plots", "curve.svg as a PNG"),
-    RunFile(
-        "calibration",
-        "calibration.json",
-        "measure.calibrate (./dev calibrate)",
-        "the measured roof of the device the job ran on",
-        "llm_perf_opt.calibration",
-        1,
-        (1,),
-        "llm_perf_opt.measure.calibrate:load_calibration",
-    ),
-    RunFile(
-        "profile",
-        "profile.json",
-        "measure.profile",
-        "measured time per module (torch.profiler ranges): repeats, warm-up, synchronisation recorded",
-        "llm_perf_opt.profile",
-        1,
-        (1,),
-        "llm_perf_opt.measure.module_times:load_module_times",
-    ),
-    RunFile("profile_trace", "profile.trace.json", "measure.profile", "the last profiled repeat as a Chrome trace"),
-    RunFile(
-        "roofline_svg",
-        "roofline.svg",
-        "report.roofline_plot",
-        "the run's roofline: the device's roof, each part at its intensity and achieved FLOP/s",
-    ),
-    RunFile("roofline_png", "roofline.png", "report.roofline_plot", "roofline.svg as a PNG"),
-    RunFile(
-        "export",
-        "export/summary.json",
-        "export (./dev export, trace.export=true)",
-        "torch.export of submodules: FLOPs and op counts cross-checked, MoE remedies",
-        "llm_perf_opt.export",
-        1,
-        (1,),
-        "llm_perf_opt.export.summary:load_export_summary",
-    ),
-    RunFile(
-        "callgraph",
-        "callgraph.json",
-        "callgraph.capture",
-        "the TorchLens call graph with per-module metadata",
-        "llm_perf_opt.callgraph",
-        3,
-        (1, 2, 3),
-        "llm_perf_opt.callgraph.schema:load_callgraph_json",
-    ),
-    RunFile(
-        "runtime_log",
-        "runtime_log.json",
-        "dsocr.patches",
-        "events the runtime patches logged during the capture",
-        "llm_perf_opt.runtime_log",
-        1,
-        (1,),
-        "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log",
-    ),
-    RunFile(
-        "routing",
-        "routing.json",
-        "dsocr.routing",
-        "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
-        "llm_perf_opt.routing",
-        1,
-        (1,),
-        "llm_perf_opt.dsocr.routing:load_routing",
-    ),
-    RunFile(
-        "grouped",
-        "callgraph.grouped.json",
-        "callgraph.grouping (data model: callgraph.grouped)",
-        "the Option C grouped graph (for N / parfor N)",
-        "llm_perf_opt.callgraph.grouped",
-        2,
-        (1, 2),
-        "llm_perf_opt.callgraph.grouped:load_grouped_json",
-    ),
-    RunFile("grouped_dot", "callgraph.grouped.dot", "callgraph.render", "the grouped graph in DOT"),
-    RunFile("grouped_svg", "callgraph.grouped.svg", "callgraph.render", "the grouped graph drawn by Graphviz"),
-    RunFile("grouped_mmd", "callgraph.grouped.mmd", "callgraph.render", "the grouped graph in Mermaid"),
     RunFile("log", "trace.log", "hydra", "the job's log (Hydra's job logging: the progress lines of stderr)"),
     RunFile(
         "lock",
@@ -199,43 +83,63 @@ RUN_FILES: tuple[RunFile, ...] = (
         "run_lock",
         "flock-ed by the process running the job, for the job's life: a live run from a dead one",
     ),
-    RunFile(
-        "module_costs",
-        "module_costs.json",
-        "trace.graph",
-        "per-module metric tables (analytic, measured, observed, predicted) that the graph's nodes sum",
-        "llm_perf_opt.module_costs",
-        1,
-        (1,),
-        "llm_perf_opt.callgraph.node_costs:load_module_costs",
-    ),
-    RunFile(
-        "run_page",
-        "run.html",
-        "report.run_page",
-        "the run on one self-contained page: layout, costs, the clickable grouped graph, links",
-    ),
-    RunFile(
-        "model_explorer",
-        "model_explorer/graph.json",
-        "callgraph.model_explorer",
-        "the grouped graph for Model Explorer (./dev explore RUN_DIR), node data beside it",
-    ),
-    RunFile(
-        "model_explorer_raw",
-        "model_explorer/raw.json",
-        "callgraph.model_explorer",
-        "every module call for Model Explorer (the ungrouped graph), node data beside it",
-    ),
 )
-_BY_ROLE: dict[str, RunFile] = {f.role: f for f in RUN_FILES}
+DECLARATIONS = "run_files"  # the module of a package that declares its run files (`<package>/run_files.py`)
+
+
+def declaring_modules(root: Path = Path(__file__).resolve().parent) -> list[str]:
+    """The modules that declare run files: `llm_perf_opt.<package>.run_files` for every package of `root` that has
+    one, by package name."""
+    return [
+        f"{__package__}.{d.name}.{DECLARATIONS}"
+        for d in sorted(root.iterdir())
+        if (d / "__init__.py").is_file() and (d / f"{DECLARATIONS}.py").is_file()
+    ]
+
+
+_PLUGGED_IN: list[str] = []  # declaring modules outside this package's tree (`register`)
+
+
+def register(module: str) -> None:
+    """Add a declaring module that lives outside `llm_perf_opt` (a model family plugged in from elsewhere): its
+    `RUN_FILES` join the registry after the ones found by name."""
+    if module not in _PLUGGED_IN:
+        _PLUGGED_IN.append(module)
+        registered.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def registered() -> tuple[RunFile, ...]:
+    """Every file of a run directory: `BASE_FILES`, then each declaring module's `RUN_FILES` (those found by name,
+    then those `register`ed). A role or a file declared twice is refused, naming both declarations."""
+    found: dict[str, tuple[RunFile, str]] = {}
+    for module, files in [(__name__, BASE_FILES)] + [
+        (m, importlib.import_module(m).RUN_FILES) for m in declaring_modules() + _PLUGGED_IN
+    ]:
+        for entry in files:
+            for key in ("role", "file"):
+                clash = next((where for f, where in found.values() if getattr(f, key) == getattr(entry, key)), None)
+                if clash is not None:
+                    raise ArtifactError(
+                        f"run file {key} {getattr(entry, key)!r} is declared twice: in {clash} and in {module}"
+                    )
+            found[entry.role] = (entry, module)
+    return tuple(entry for entry, _ in found.values())
+
+
+def __getattr__(name: str) -> Any:
+    """`RUN_FILES`: the registry, read on first use (the declaring modules import this one)."""
+    if name == "RUN_FILES":
+        return registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_file(role: str) -> RunFile:
+    by_role = {f.role: f for f in registered()}
     try:
-        return _BY_ROLE[role]
+        return by_role[role]
     except KeyError:
-        raise KeyError(f"no run file with role {role!r} (known: {', '.join(_BY_ROLE)})") from None
+        raise KeyError(f"no run file with role {role!r} (known: {', '.join(by_role)})") from None
 
 
 def loader(role: str) -> Callable[[Path], Any]:

@@ -26,7 +26,7 @@ def open_session(cfg):
 
 
 def job_inputs(cfg):
-    from llm_perf_opt.trace.builders import build_job_inputs
-    from llm_perf_opt.trace.validate import validate
+    from llm_perf_opt.prepare.builders import build_job_inputs
+    from llm_perf_opt.prepare.validate import validate
 
     return build_job_inputs(validate(cfg))

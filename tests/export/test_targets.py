@@ -103,7 +103,7 @@ def test_config_refuses_bad_export_values(override, needle):
 def test_a_submodule_the_family_does_not_export_is_refused_naming_the_family():
     """Which names exist is the model family's rule, checked at validation (one line naming field and family)."""
     from llm_perf_opt.config.compose import compose_each
-    from llm_perf_opt.trace.validate import validate
+    from llm_perf_opt.prepare.validate import validate
 
     (raw,) = compose_each([["export.submodules=[sam.global,sam.bogus]"]])
     with pytest.raises(ConfigError) as err:

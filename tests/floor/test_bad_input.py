@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_perf_opt.errors import ExitCode
-from llm_perf_opt.trace.validate import MAX_PAGE_PIXELS
+from llm_perf_opt.prepare.validate import MAX_PAGE_PIXELS
 
 from .jobs import one_line_error, run_job
 

@@ -14,7 +14,7 @@ from llm_perf_opt.config import ModelConfig, PageConfig, RuntimeConfig, Workload
 from llm_perf_opt.config.compose import compose
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.trace.validate import validate
+from llm_perf_opt.prepare.validate import validate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from llm_perf_opt import families
 from llm_perf_opt.config.compose import compose_each
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import ModelFamily, PartVocabulary
-from llm_perf_opt.trace.validate import validate
+from llm_perf_opt.prepare.validate import validate
 
 
 def test_the_default_family_is_v1_and_is_one_object():

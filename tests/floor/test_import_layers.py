@@ -1,18 +1,24 @@
 """Imports point down the stages: no module imports a package above its own (docs/extending.md, "Layout of the code").
 
-The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the
-seam's interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
-directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a
-plug-in above the generic layers it uses); families (the registry, which names them by import string); trace
-(the trace job's stages and the builders every job shares); gate (the verification gate); jobs (the entry
-points). A module may import its own layer or any layer below, and no module outside a family package imports a
-family package (by name: the registry loads them from strings). Read from the source with `ast`, so an import
-inside a function counts too.
+The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the seam's
+interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
+directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a plug-in
+above the generic layers it uses); families (the registry, which names them by import string); prepare (the
+validation and the builders every job shares); trace (the trace job's stages); gate (the verification gate); jobs
+(the entry points). A module may import its own layer or any layer below, and no module outside a family package
+imports a family package (by name: the registry loads them from strings). Read from the source with `ast`, so an
+import inside a function counts too, and so does a `"module:function"` string (a loader or a plug-in named for a
+later `importlib` call, as the run-file entries name their loaders): the module it names is imported when it is
+used. The one module that names family packages by such strings is their registry, `families`. Two kinds of module
+sit on a lower layer than their package: a stage package's config section (`<package>/<name>_config.py`, the config
+layer, composed by `config.schemas`) and its section of summary.json (`<package>/<name>_summary.py`, the base layer,
+composed by `run_artifacts`).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
@@ -37,9 +43,10 @@ LAYERS = {
     "runs": 7,
     "dsocr": 8,
     "families": 9,
-    "trace": 10,
-    "gate": 11,
-    "jobs": 12,
+    "prepare": 10,
+    "trace": 11,
+    "gate": 12,
+    "jobs": 13,
 }
 FAMILY_LAYER = LAYERS["dsocr"]
 
@@ -56,13 +63,40 @@ def layer(name: str, families: set[str]) -> int:
     return FAMILY_LAYER if name in families else LAYERS[name]
 
 
-def project_imports(path: Path) -> list[tuple[int, str]]:
+def is_config_section(parts: list[str] | tuple[str, ...]) -> bool:
+    """A stage package's config section, `<package>/<name>_config.py` (as path parts or a dotted name's parts):
+    it sits on the config layer, whatever its package's layer, so `config.schemas` composes it into `RootConfig`."""
+    return len(parts) == 2 and parts[1].removesuffix(".py").endswith("_config")
+
+
+def is_summary_section(parts: list[str] | tuple[str, ...]) -> bool:
+    """A stage package's section of summary.json, `<package>/<name>_summary.py`: it sits on the base layer, so
+    `run_artifacts` composes it into `Summary`."""
+    return len(parts) == 2 and parts[1].removesuffix(".py").endswith("_summary")
+
+
+def module_layer(parts: list[str] | tuple[str, ...], families: set[str]) -> int:
+    """The layer of a module given by its parts under `llm_perf_opt` (`("measure", "profile_config.py")`)."""
+    if is_summary_section(parts):
+        return LAYERS["run_artifacts"]
+    return LAYERS["config"] if is_config_section(parts) else layer(parts[0].removesuffix(".py"), families)
+
+
+IMPORT_STRING = re.compile(r"(llm_perf_opt(?:\.\w+)+):\w+(?:\.\w+)*")  # "module:function", imported when used
+
+
+def project_imports(path: Path, strings: bool = True) -> list[tuple[int, str]]:
+    """(line, module) of every import of a project module in `path`, and with `strings` of every module a
+    `"module:function"` string names (the whole string constant must be one such name: prose does not count)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = IMPORT_STRING.fullmatch(node.value.strip())
+            names = [found.group(1)] if found else []
         else:
             continue
         out += [(node.lineno, n) for n in names if n.startswith("llm_perf_opt.")]
@@ -73,10 +107,11 @@ def upward_imports(root: Path = SRC) -> list[str]:
     bad = []
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
-        own = path.relative_to(root).parts[0].removesuffix(".py")
+        parts = path.relative_to(root).parts
+        own = parts[0].removesuffix(".py")
         for line, name in project_imports(path):
             target = name.split(".")[1]
-            if layer(target, families) > layer(own, families):
+            if module_layer(name.split(".")[1:], families) > module_layer(parts, families):
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports {name} ({target})")
     return bad
 
@@ -87,7 +122,7 @@ def family_imports(root: Path = SRC) -> list[str]:
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
         own = path.relative_to(root).parts[0].removesuffix(".py")
-        for line, name in project_imports(path):
+        for line, name in project_imports(path, strings=own != "families"):  # the registry names them by string
             target = name.split(".")[1]
             if target in families and own not in families:  # a family may build on another (v2 on v1)
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the family package {name}")
@@ -167,4 +202,54 @@ def test_the_new_layers_are_ordered(tmp_path):
         "report/m.py:1 (report) imports llm_perf_opt.runs (runs)",
         "runs/m.py:1 (runs) imports llm_perf_opt.trace (trace)",
         "trace/m.py:1 (trace) imports llm_perf_opt.gate (gate)",
+    ]
+
+
+def test_a_module_function_string_counts_as_an_import(tmp_path):
+    """A loader named as `"module:function"` (imported by `importlib` when used) is an import for both checks;
+    prose that merely mentions such a name, or a string that is not one, is not; the families registry may name
+    a family package by string, and nothing else may."""
+    (tmp_path / "dsocr").mkdir()
+    (tmp_path / "dsocr" / "family.py").write_text("")
+    (tmp_path / "run_files.py").write_text(
+        'LOADER = "llm_perf_opt.measure.module_times:load_module_times"\n'
+        'DOC = "see llm_perf_opt.measure.module_times:load_module_times for the loader"\n'
+        'PLAIN = "llm_perf_opt.measure"\n'
+    )
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "m.py").write_text('FAMILY = "llm_perf_opt.dsocr.family:FAMILY"\n')
+    (tmp_path / "families.py").write_text('FAMILIES = {"dsocr": "llm_perf_opt.dsocr.family:FAMILY"}\n')
+    assert upward_imports(tmp_path) == [
+        "report/m.py:1 (report) imports llm_perf_opt.dsocr.family (dsocr)",
+        "run_files.py:1 (run_files) imports llm_perf_opt.measure.module_times (measure)",
+    ]
+    assert family_imports(tmp_path) == ["report/m.py:1 (report) imports the family package llm_perf_opt.dsocr.family"]
+
+
+def test_a_stage_packages_summary_section_sits_on_the_base_layer(tmp_path):
+    """`measure/profile_summary.py` is the profile stage's section of summary.json: `run_artifacts` may import it,
+    and it may import only the base layer (not even config)."""
+    (tmp_path / "measure").mkdir()
+    (tmp_path / "run_artifacts.py").write_text("from llm_perf_opt.measure.profile_summary import ProfileFigures\n")
+    (tmp_path / "measure" / "profile_summary.py").write_text(
+        "from llm_perf_opt.typecheck import typed\nfrom llm_perf_opt.config import fields\n"
+    )
+    assert upward_imports(tmp_path) == [
+        "measure/profile_summary.py:2 (measure) imports llm_perf_opt.config (config)",
+    ]
+
+
+def test_a_stage_packages_config_section_sits_on_the_config_layer(tmp_path):
+    """`measure/profile_config.py` is the profile stage's section: config may import it, and it may import only
+    the base and config layers (so composing the configuration never imports a stage's code)."""
+    for pkg in ("config", "measure"):
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "config" / "schemas.py").write_text("from llm_perf_opt.measure.profile_config import ProfileConfig\n")
+    (tmp_path / "config" / "other.py").write_text("from llm_perf_opt.measure.profile import profile_forward\n")
+    (tmp_path / "measure" / "profile_config.py").write_text(
+        "from llm_perf_opt.config.fields import _one_of\nfrom llm_perf_opt.callgraph import grouped\n"
+    )
+    assert upward_imports(tmp_path) == [
+        "config/other.py:1 (config) imports llm_perf_opt.measure.profile (measure)",
+        "measure/profile_config.py:2 (measure) imports llm_perf_opt.callgraph (callgraph)",
     ]

@@ -25,7 +25,7 @@ def test_an_exif_rotated_page_is_traced_upright_as_the_vendor_loads_it(tmp_path)
     from llm_perf_opt.dsocr.inputs import build_inputs, load_page
     from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
     from llm_perf_opt.dsocr.spec import ModelSpec
-    from llm_perf_opt.trace.validate import page_size
+    from llm_perf_opt.prepare.validate import page_size
 
     upright = np.zeros((800, 1000, 3), np.uint8)  # 1000 wide, 800 high, a bright top-left corner
     upright[:100, :200] = 255

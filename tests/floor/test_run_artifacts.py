@@ -191,3 +191,65 @@ def test_summary_built_in_code_serialises_like_the_file(run_dir):
     summary = load_summary(run_dir / "summary.json")
     rebuilt = Summary.from_data(summary.to_data())
     assert rebuilt == summary
+
+
+def test_each_package_declares_its_own_run_files():
+    """No central list: the job's own files are the registry's, every other entry is declared by the package
+    whose module loads it (`<package>/run_files.py`), so a stage's files change with the stage."""
+    from llm_perf_opt.run_files import BASE_FILES, declaring_modules
+
+    assert [f.role for f in BASE_FILES] == ["summary", "error", "log", "lock"]
+    declared = {f.role for f in BASE_FILES}
+    for module in declaring_modules():
+        package = module.rpartition(".")[0]
+        for entry in importlib.import_module(module).RUN_FILES:
+            assert entry.loader is None or entry.loader.startswith(package + "."), (module, entry.loader)
+            declared.add(entry.role)
+    assert declared == {f.role for f in RUN_FILES}
+    assert {"llm_perf_opt.analytic.run_files", "llm_perf_opt.callgraph.run_files"} <= set(declaring_modules())
+
+
+def test_a_file_declared_twice_is_refused(monkeypatch):
+    import sys
+    import types
+
+    from llm_perf_opt import run_files
+
+    fake = types.ModuleType("llm_perf_opt_fake_run_files")
+    fake.RUN_FILES = (run_files.RunFile("costs_again", "costs.json", "nowhere", "a second costs.json"),)
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setattr(run_files, "declaring_modules", lambda: ["llm_perf_opt.analytic.run_files", fake.__name__])
+    run_files.registered.cache_clear()
+    try:
+        with pytest.raises(
+            ArtifactError, match="run file file 'costs.json' is declared twice: in llm_perf_opt.analytic"
+        ):
+            run_files.registered()
+    finally:
+        monkeypatch.undo()
+        run_files.registered.cache_clear()
+    assert run_file("costs").file == "costs.json"
+
+
+def test_a_package_outside_the_tree_registers_its_run_files(monkeypatch):
+    """A family plugged in from elsewhere names its declaring module; its files then load like any other."""
+    import sys
+    import types
+
+    from llm_perf_opt import run_files
+
+    fake = types.ModuleType("plugged_in_family_run_files")
+    fake.RUN_FILES = (run_files.RunFile("toy_notes", "toy_notes.txt", "a plugged-in family", "its own notes"),)
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setattr(run_files, "_PLUGGED_IN", [])
+    run_files.registered.cache_clear()
+    try:
+        assert "toy_notes" not in {f.role for f in run_files.registered()}
+        run_files.register(fake.__name__)
+        assert run_file("toy_notes").file == "toy_notes.txt"
+        assert [f.role for f in run_files.registered()][-1] == "toy_notes"
+    finally:
+        monkeypatch.undo()
+        run_files.registered.cache_clear()
+    with pytest.raises(KeyError, match="no run file with role 'toy_notes'"):
+        run_file("toy_notes")

@@ -40,8 +40,8 @@ def write_profile(run: Path) -> None:
     from llm_perf_opt.config.schemas import ProfileConfig
     from llm_perf_opt.dsocr.session import DeepSeekOCRSession
     from llm_perf_opt.measure.profile import ForwardCall, profile_forward
-    from llm_perf_opt.trace.builders import build_job_inputs
-    from llm_perf_opt.trace.validate import validate
+    from llm_perf_opt.prepare.builders import build_job_inputs
+    from llm_perf_opt.prepare.validate import validate
 
     register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):

@@ -10,7 +10,7 @@ from timing_helpers import error_lines, files_under, run_pipeline
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import check_hardware
-from llm_perf_opt.trace.validate import validate
+from llm_perf_opt.prepare.validate import validate
 
 
 def _compose(*overrides: str):

@@ -192,7 +192,7 @@ def test_the_gate_is_a_console_script_job():
 
 def test_an_analytic_spec_change_is_checked_and_named():
     from llm_perf_opt.dsocr.spec import ModelSpec
-    from llm_perf_opt.trace.validate import changed_spec
+    from llm_perf_opt.prepare.validate import changed_spec
 
     tiny = ModelSpec.tiny()
     changed = changed_spec(tiny, {"decoder": {"num_experts_per_tok": 3}, "sam": {"global_attn_indexes": [0, 3]}})

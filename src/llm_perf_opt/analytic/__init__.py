@@ -1,7 +1,12 @@
 """Analytic costs: pure per-op cost functions (`costs`), the cost registry keyed by module class
 (`registry`, each model family's classes under its own namespace), named cost trees and `StageCost`
 (`stage`), and the artifact of an analytic model's costs, costs.json (`costs_file`). The families compose
-their stages from these (the DeepSeek-OCR composition is `dsocr.analytic`); never runs torch."""
+their stages from these (the DeepSeek-OCR composition is `dsocr.analytic`); never runs torch.
+
+Its data in the run: `run_files.py` (costs.json, roofline.json, serving.json, curve.csv), `hardware_config.py` and
+`serve_config.py` (the `hardware`, `serve` and `size` config sections), `analytic_summary.py` (summary.json's
+`analytic`).
+"""
 
 from llm_perf_opt.analytic.costs import ELEMENTWISE_FLOPS, LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.costs_file import (

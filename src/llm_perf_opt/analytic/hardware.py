@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from llm_perf_opt.analytic.hardware_config import MATMUL_PEAK_KEYS, PREDICTION_DTYPES, HardwareConfig, HardwareFigure
 from llm_perf_opt.config.registry import omegaconf_errors_as_config_error
-from llm_perf_opt.config.schemas import MATMUL_PEAK_KEYS, PREDICTION_DTYPES, HardwareConfig, HardwareFigure
 from llm_perf_opt.errors import ConfigError
 
 TERA = 1e12

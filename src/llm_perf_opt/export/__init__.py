@@ -8,6 +8,8 @@ its KV cache as tensors), `moe` (the fixed-routing remedy for data-dependent MoE
 (op tables, CSV), `flops_check` (exported vs FlopCounterMode vs analytic FLOPs), `opcount_check` (op
 counts vs TorchLens, decompositions), `onnx_files` (ONNX + checker + ONNX Runtime), `summary`
 (`export/summary.json`), `stage` (all of it).
+
+Its data in the run: `run_files.py` (`export/summary.json`), `export_config.py` (the `export` config section).
 """
 
 # The names below load on first use (PEP 562): importing a submodule does not import torch.export.

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from llm_perf_opt.config.schemas import ExportConfig
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.export.export_config import ExportConfig
 from llm_perf_opt.family import Part, PartVocabulary
 
 # The submodules of a DeepSeek-OCR-style model (SAM / CLIP / projector views, decoder layers): the names

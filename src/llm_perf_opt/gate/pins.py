@@ -86,8 +86,8 @@ class PinChange:
 def compute(modes: Sequence[str], pages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
     """{mode: {page: {seq_len, prefill: {flops_matmul, flops}, decode: {context, flops_matmul, flops}}}}
     from the analytic model, exactly as the trace job builds it (no model is built)."""
-    from llm_perf_opt.trace.builders import analytic_model_for
-    from llm_perf_opt.trace.validate import validate
+    from llm_perf_opt.prepare.builders import analytic_model_for
+    from llm_perf_opt.prepare.validate import validate
 
     combos = [(m, p) for m in modes for p in pages]
     configs = compose_each([[*BASE_OVERRIDES, f"workload={m}", f"page={p}"] for m, p in combos])

@@ -164,7 +164,7 @@ def _composed(overrides_lists: Sequence[Sequence[str]]) -> list:
 
 def plan(argv: Sequence[str], *, validate_jobs: bool = True, now: Optional[float] = None) -> GatePlan:
     """The gate's plan for `./dev verify ARGV`; a ConfigError (one line) for anything wrong with it."""
-    from llm_perf_opt.trace.validate import validate
+    from llm_perf_opt.prepare.validate import validate
 
     user = split_overrides(argv)
     chosen = [] if user.matrix_chosen else [f"verify={DEFAULT_MATRIX}"]

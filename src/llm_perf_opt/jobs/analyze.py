@@ -23,11 +23,10 @@ from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import atomic_write_text, write_artifact
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
+from llm_perf_opt.prepare.validate import validate
 from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
-from llm_perf_opt.trace.builders import analytic_model_for
-from llm_perf_opt.trace.roofline import model_for_dtype
-from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")

@@ -19,9 +19,9 @@ import hydra
 from omegaconf import DictConfig
 
 from llm_perf_opt.export import plan_targets, run_export_stage
+from llm_perf_opt.prepare.builders import build_job_inputs
+from llm_perf_opt.prepare.validate import validate
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
-from llm_perf_opt.trace.builders import build_job_inputs
-from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

@@ -18,11 +18,10 @@ from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
+from llm_perf_opt.prepare.validate import validate
 from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
-from llm_perf_opt.trace.builders import analytic_model_for
-from llm_perf_opt.trace.roofline import model_for_dtype
-from llm_perf_opt.trace.validate import validate
 
 # Bare targets on the command line (`tpot_s=0.02`) mean the size job's own keys.
 TARGET_KEYS = {

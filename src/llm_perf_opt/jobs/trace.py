@@ -5,8 +5,8 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from llm_perf_opt.prepare.validate import validate
 from llm_perf_opt.runs.entry import CONF_DIR, reports_errors, run_dir
-from llm_perf_opt.trace.validate import validate
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

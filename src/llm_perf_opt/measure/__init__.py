@@ -1,5 +1,10 @@
 """Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion), verification against `analytic`,
-and its artifact, verification.json (`verification_file`)."""
+and its artifact, verification.json (`verification_file`).
+
+Its data in the run: `run_files.py` (verification.json, calibration.json, profile.json, profile.trace.json),
+`profile_config.py` (the `profile` config section), `verify_summary.py` and `profile_summary.py` (summary.json's
+`flops`, `parts`, `verification`, `profile`).
+"""
 
 # The names below load on first use (PEP 562), so `import llm_perf_opt.measure.calibrate` (the analyze
 # job) does not import torch through this package.

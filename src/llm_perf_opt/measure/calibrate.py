@@ -44,8 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from llm_perf_opt.analytic.hardware import Hardware, Roof
+from llm_perf_opt.analytic.hardware_config import HardwareConfig
 from llm_perf_opt.artifacts import read_artifact, write_artifact
-from llm_perf_opt.config.schemas import HardwareConfig, RootConfig, RuntimeConfig
+from llm_perf_opt.config.schemas import RootConfig, RuntimeConfig
 from llm_perf_opt.errors import ArtifactError, ConfigError
 
 if TYPE_CHECKING:

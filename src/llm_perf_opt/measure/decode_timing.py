@@ -24,7 +24,7 @@ from typing import Any, Callable, ContextManager, Mapping, Optional
 import torch
 from torch import nn
 
-from llm_perf_opt.config.schemas import ProfileConfig
+from llm_perf_opt.measure.profile_config import ProfileConfig
 
 Progress = Callable[[str], None]
 

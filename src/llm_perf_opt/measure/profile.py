@@ -49,7 +49,6 @@ from typing import Any, Callable, ContextManager, Mapping, Optional
 import torch
 from torch import nn
 
-from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import device_name
 from llm_perf_opt.measure.kineto_log import quiet_kineto
@@ -60,6 +59,7 @@ from llm_perf_opt.measure.module_times import (
     Stat,
     path_inclusive_repeats,
 )
+from llm_perf_opt.measure.profile_config import ProfileConfig
 from llm_perf_opt.measure.profiler_events import ProfiledRanges, check_torch, export_chrome_trace, read_ranges
 
 # A self time below this (seconds) is floating-point rounding of nested spans, not a negative time.

@@ -1,4 +1,5 @@
-"""The trace job's stages in order; each stage reads and writes typed artifacts in the run directory."""
+"""The trace job: its stages in order (`STAGES`), each a `trace.stage.Stage` that reads and writes typed artifacts
+in the run directory and its own section of summary.json; `run_stages` runs them with the run control."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import torch
 from omegaconf import DictConfig
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
+from llm_perf_opt.analytic.analytic_summary import AnalyticFigures, StageFigures
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.callgraph.capture import capture_callgraph
+from llm_perf_opt.callgraph.capture_summary import GroupingSummary, TraceStats
 from llm_perf_opt.callgraph.render import group_and_render
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.config import RootConfig
@@ -24,24 +27,18 @@ from llm_perf_opt.measure import (
     check_model_agreement,
     render_table,
 )
+from llm_perf_opt.measure.verify_summary import FlopsCheck, PartFlops, VerificationFigures
+from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs
+from llm_perf_opt.prepare.validate import ValidJob, validate
 from llm_perf_opt.report.run_page import write_run_page
 from llm_perf_opt.run_artifacts import (
-    AnalyticFigures,
-    FlopsCheck,
-    ForwardFigures,
-    GraphFigures,
-    GroupingSummary,
     LayoutView,
     ModelInfo,
     PageInfo,
     ParamCounts,
-    PartFlops,
     RuntimeInfo,
-    StageFigures,
     Summary,
     TokenCounts,
-    TraceStats,
-    VerificationFigures,
     WorkloadInfo,
     typed,
 )
@@ -49,13 +46,13 @@ from llm_perf_opt.runs import job_run
 from llm_perf_opt.runs.entry import progress
 from llm_perf_opt.runs.job_run import JobRun
 from llm_perf_opt.runs.memory import JobMemory, rss_bytes
-from llm_perf_opt.trace.builders import analytic_model_for, build_job_inputs
 from llm_perf_opt.trace.decode import capture_plan, decode_stage, job_roof, print_decode, routing_stage
 from llm_perf_opt.trace.graph import costs_on_graph
 from llm_perf_opt.trace.profile import callgraph_times, profile_figures, run_profile_stage
 from llm_perf_opt.trace.roofline import run_roofline_stage
 from llm_perf_opt.trace.serving import serving_stage
-from llm_perf_opt.trace.validate import ValidJob, validate
+from llm_perf_opt.trace.stage import Stage, TraceRun, run_stages
+from llm_perf_opt.trace.trace_summary import ForwardFigures, GraphFigures
 
 
 def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
@@ -70,116 +67,262 @@ def run_trace(raw_cfg: DictConfig, out_dir: Path) -> Summary:
 
 
 def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
-    t_job = time.perf_counter()
-    run.step("validate")
-    job = validate(raw_cfg)  # every rule, before any work
-    cfg = job.cfg
-    progress(f"run dir {out_dir}")
-    run.step("inputs")
-    inputs = build_job_inputs(job)
+    ctx = TraceRun(raw_cfg, out_dir, run, t_job=time.perf_counter())
+    run_stages(STAGES, ctx)
+    summary = ctx.summary
+    summary.job_seconds = round(time.perf_counter() - ctx.t_job, 3)
+    run.finish_ok()
+    progress(f"run page: {write_run_page(out_dir, ctx.family.parts)}")
+    progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
+    return summary
+
+
+# ============================================================================================== the stages
+def validate_stage(ctx: TraceRun) -> None:
+    ctx.job = validate(ctx.raw_cfg)  # every rule, before any work
+    ctx.cfg, ctx.family = ctx.job.cfg, ctx.job.family
+    progress(f"run dir {ctx.out_dir}")
+
+
+def inputs_stage(ctx: TraceRun) -> None:
+    cfg, family = ctx.cfg, ctx.family
+    inputs = ctx.inputs = build_job_inputs(ctx.job)
     # trace.export: a bad export.* value (unknown submodule, crops in a no-crop mode) fails here, before any work
-    family = job.family
-    export_plan = (
-        plan_targets(cfg.export, job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family=family)
+    ctx.export_plan = (
+        plan_targets(cfg.export, ctx.job.spec, inputs.layout, inputs.seq_len, cfg.workload.name, family=family)
         if cfg.trace.export
         else None
     )
-    summary = base_summary(cfg, job, inputs)
+    summary = ctx.summary = base_summary(cfg, ctx.job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
-    run.attach(summary, lambda: summary.save(out_dir / "summary.json", config=raw_cfg))
+    ctx.run.attach(summary, lambda: summary.save(ctx.out_dir / "summary.json", config=ctx.raw_cfg))
     print_summary(summary)
-    run.step("analytic")
-    analytic = (
-        analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height, seq_len=inputs.seq_len)
-        if cfg.trace.analytic
+
+
+def analytic_stage(ctx: TraceRun) -> None:
+    layout = ctx.inputs.layout
+    ctx.analytic = (
+        analytic_model_for(ctx.job, layout.page_width, layout.page_height, seq_len=ctx.inputs.seq_len)
+        if ctx.cfg.trace.analytic
         else None
     )
-    if analytic is not None:
-        write_artifact(out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, analytic.to_dict(), config=raw_cfg)
-        summary.analytic = analytic_figures(analytic, family)
-        print(render_costs_table(analytic))
-    times = None  # the profile stage's ModuleTimes
-    measured = None  # the verification stage's MeasuredFlops (per-module counts, for the graph's costs)
-    if cfg.trace.enabled:
-        run.step("session")
-        progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
-        with family.open_session(cfg.model, cfg.runtime) as session:
-            family.check_kv_cache_path(
-                session.model, cfg.trace.decode_steps
-            )  # decode needs one: refused before any work
-            summary.session = session.describe()
-            summary.params = typed(ParamCounts, session.parameter_counts(), "params")
-            run.step("forward")
-            summary.forward = timed_forward(session, inputs)
-            progress(f"forward {summary.forward.seconds:.2f} s, logits {summary.forward.logits_shape}")
-            if cfg.profile.enabled:
-                run.step("profile")
-                times = run_profile_stage(cfg, session, inputs, out_dir, raw_cfg, progress, parts=family.parts)
-                summary.profile = profile_figures(times)
-            if cfg.trace.capture:
-                n = cfg.trace.decode_steps
-                run.step(f"capture: prefill + {n} decode step(s) (0/{n} done)" if n else "capture")
-
-                def on_step(s: Any) -> None:  # a job killed during decode says which step it reached
-                    progress(f"capture: decode step {s.step}/{n} (past {s.past_len})")
-                    run.step(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
-
-                patches, program = capture_plan(cfg, session, family, on_step=on_step)
-                stats, grouping = trace_and_group(
-                    cfg, session, inputs, out_dir, raw_cfg, times, patches, program, family=family
-                )
-                summary.trace = typed(TraceStats, stats, "trace")
-                summary.grouping = typed(GroupingSummary, grouping, "grouping")
-                summary.routing = routing_stage(session, out_dir, family, analytic, raw_cfg)
-            if cfg.trace.verify and analytic is not None:
-                run.step("verify")
-                flops, parts, verification, measured = check_against_measured(
-                    cfg, session, inputs, analytic, out_dir, raw_cfg, family
-                )
-                summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
-                summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
-                summary.verification = typed(VerificationFigures, verification, "verification")
-            if cfg.trace.decode_steps > 0:
-                run.step("decode")
-                roof = job_roof(cfg)
-                summary.decode = decode_stage(cfg, session, inputs, analytic, out_dir, progress, roof, family)
-                print_decode(summary.decode)
-            if export_plan is not None:
-                run.step("export")
-                summary.export = run_export_stage(
-                    cfg,
-                    session,
-                    inputs,
-                    out_dir,
-                    raw_cfg=raw_cfg,
-                    plan=export_plan,
-                    progress=progress,
-                    callgraph=out_dir / "callgraph.json" if cfg.trace.capture else None,
-                )
-        session.release()  # drop the model now: nothing the job built outlives it
-    if analytic is not None and cfg.hardware is not None:
-        run.step("roofline")
-        summary.roofline = run_roofline_stage(
-            cfg,
-            analytic,
-            times,
-            out_dir,
-            raw_cfg,
-            progress=progress,
-            decode=summary.decode,
-            title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, "
-            f"page {inputs.layout.page_width}x{inputs.layout.page_height}",
+    if ctx.analytic is not None:
+        write_artifact(
+            ctx.out_dir / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, ctx.analytic.to_dict(), config=ctx.raw_cfg
         )
-        run.step("serving")
-        summary.serving = serving_stage(cfg, analytic, out_dir, raw_cfg, progress)
-    if cfg.trace.enabled and cfg.trace.capture:  # after every stage that measures per module or predicts times
-        run.step("graph costs")
-        summary.graph = graph_costs(cfg, analytic, measured, out_dir, raw_cfg, family)
-    summary.job_seconds = round(time.perf_counter() - t_job, 3)
-    run.finish_ok()
-    progress(f"run page: {write_run_page(out_dir, family.parts)}")
-    progress(f"done in {summary.job_seconds:.1f} s: {out_dir / 'summary.json'}")
-    return summary
+        ctx.summary.analytic = analytic_figures(ctx.analytic, ctx.family)
+        print(render_costs_table(ctx.analytic))
+
+
+def session_stage(ctx: TraceRun) -> None:
+    cfg, family = ctx.cfg, ctx.family
+    progress(f"opening session: model={cfg.model.name} on {cfg.runtime.device} ({cfg.runtime.dtype})")
+    session = ctx.open_session(family.open_session(cfg.model, cfg.runtime))
+    family.check_kv_cache_path(session.model, cfg.trace.decode_steps)  # decode needs one: refused before any work
+    ctx.summary.session = session.describe()
+    ctx.summary.params = typed(ParamCounts, session.parameter_counts(), "params")
+
+
+def forward_stage(ctx: TraceRun) -> None:
+    forward = ctx.summary.forward = timed_forward(ctx.session, ctx.inputs)
+    progress(f"forward {forward.seconds:.2f} s, logits {forward.logits_shape}")
+
+
+def profile_stage(ctx: TraceRun) -> None:
+    ctx.times = run_profile_stage(
+        ctx.cfg, ctx.session, ctx.inputs, ctx.out_dir, ctx.raw_cfg, progress, parts=ctx.family.parts
+    )
+    ctx.summary.profile = profile_figures(ctx.times)
+
+
+def capture_label(ctx: TraceRun) -> str:
+    n = ctx.cfg.trace.decode_steps
+    return f"capture: prefill + {n} decode step(s) (0/{n} done)" if n else "capture"
+
+
+def capture_stage(ctx: TraceRun) -> None:
+    cfg, family, summary, n = ctx.cfg, ctx.family, ctx.summary, ctx.cfg.trace.decode_steps
+
+    def on_step(s: Any) -> None:  # a job killed during decode says which step it reached
+        progress(f"capture: decode step {s.step}/{n} (past {s.past_len})")
+        ctx.run.step(f"capture: prefill + {n} decode step(s) ({s.step}/{n} done)")
+
+    patches, program = capture_plan(cfg, ctx.session, family, on_step=on_step)
+    stats, grouping = trace_and_group(
+        cfg, ctx.session, ctx.inputs, ctx.out_dir, ctx.raw_cfg, ctx.times, patches, program, family=family
+    )
+    summary.trace = typed(TraceStats, stats, "trace")
+    summary.grouping = typed(GroupingSummary, grouping, "grouping")
+    summary.routing = routing_stage(ctx.session, ctx.out_dir, family, ctx.analytic, ctx.raw_cfg)
+
+
+def verify_stage(ctx: TraceRun) -> None:
+    flops, parts, verification, ctx.measured = check_against_measured(
+        ctx.cfg, ctx.session, ctx.inputs, ctx.analytic, ctx.out_dir, ctx.raw_cfg, ctx.family
+    )
+    summary = ctx.summary
+    summary.flops = {stage: typed(FlopsCheck, entry, f"flops.{stage}") for stage, entry in flops.items()}
+    summary.parts = {part: typed(PartFlops, entry, f"parts.{part}") for part, entry in parts.items()}
+    summary.verification = typed(VerificationFigures, verification, "verification")
+
+
+def decode_steps_stage(ctx: TraceRun) -> None:
+    roof = job_roof(ctx.cfg)
+    ctx.summary.decode = decode_stage(
+        ctx.cfg, ctx.session, ctx.inputs, ctx.analytic, ctx.out_dir, progress, roof, ctx.family
+    )
+    print_decode(ctx.summary.decode)
+
+
+def export_stage(ctx: TraceRun) -> None:
+    ctx.summary.export = run_export_stage(
+        ctx.cfg,
+        ctx.session,
+        ctx.inputs,
+        ctx.out_dir,
+        raw_cfg=ctx.raw_cfg,
+        plan=ctx.export_plan,
+        progress=progress,
+        callgraph=ctx.out_dir / "callgraph.json" if ctx.cfg.trace.capture else None,
+    )
+
+
+def roofline_stage(ctx: TraceRun) -> None:
+    cfg, layout = ctx.cfg, ctx.inputs.layout
+    ctx.summary.roofline = run_roofline_stage(
+        cfg,
+        ctx.analytic,
+        ctx.times,
+        ctx.out_dir,
+        ctx.raw_cfg,
+        progress=progress,
+        decode=ctx.summary.decode,
+        title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, page {layout.page_width}x{layout.page_height}",
+    )
+
+
+def serving_section_stage(ctx: TraceRun) -> None:
+    ctx.summary.serving = serving_stage(ctx.cfg, ctx.analytic, ctx.out_dir, ctx.raw_cfg, progress)
+
+
+def graph_costs_stage(ctx: TraceRun) -> None:
+    ctx.summary.graph = graph_costs(ctx.cfg, ctx.analytic, ctx.measured, ctx.out_dir, ctx.raw_cfg, ctx.family)
+
+
+def _traced(ctx: TraceRun) -> bool:
+    return ctx.cfg.trace.enabled
+
+
+def _predicted(ctx: TraceRun) -> bool:
+    return ctx.analytic is not None and ctx.cfg.hardware is not None
+
+
+# The trace job, in order (the trace package's docstring lists them with their files). Every stage after
+# `session` up to `export` runs inside the model's session; the session is closed before `roofline`.
+STAGES: tuple[Stage, ...] = (
+    Stage("validate", validate_stage, reads=("raw_cfg",), writes=("job", "cfg", "family")),
+    Stage(
+        "inputs",
+        inputs_stage,
+        reads=("job", "cfg", "family"),
+        writes=("inputs", "export_plan", "summary"),
+    ),
+    Stage(
+        "analytic",
+        analytic_stage,
+        reads=("job", "cfg", "inputs", "family"),
+        writes=("analytic", "costs", "summary.analytic"),
+    ),
+    Stage(
+        "session",
+        session_stage,
+        reads=("cfg", "family"),
+        writes=("session", "summary.session", "summary.params"),
+        when=_traced,
+        session=True,
+    ),
+    Stage(
+        "forward",
+        forward_stage,
+        reads=("session", "inputs"),
+        writes=("summary.forward",),
+        when=_traced,
+        session=True,
+    ),
+    Stage(
+        "profile",
+        profile_stage,
+        reads=("cfg", "session", "inputs", "family"),
+        writes=("times", "profile", "profile_trace", "summary.profile"),
+        when=lambda ctx: _traced(ctx) and ctx.cfg.profile.enabled,
+        session=True,
+    ),
+    Stage(
+        "capture",
+        capture_stage,
+        reads=("cfg", "session", "inputs", "family", "times", "analytic"),
+        writes=(
+            "callgraph",
+            "runtime_log",
+            "grouped",
+            "grouped_dot",
+            "grouped_svg",
+            "grouped_mmd",
+            "routing",
+            "summary.trace",
+            "summary.grouping",
+            "summary.routing",
+        ),
+        when=lambda ctx: _traced(ctx) and ctx.cfg.trace.capture,
+        session=True,
+        label=capture_label,
+    ),
+    Stage(
+        "verify",
+        verify_stage,
+        reads=("cfg", "session", "inputs", "analytic", "family"),
+        writes=("measured", "verification", "summary.flops", "summary.parts", "summary.verification"),
+        when=lambda ctx: _traced(ctx) and ctx.cfg.trace.verify and ctx.analytic is not None,
+        session=True,
+    ),
+    Stage(
+        "decode",
+        decode_steps_stage,
+        reads=("cfg", "session", "inputs", "analytic", "family"),
+        writes=("summary.decode",),
+        when=lambda ctx: _traced(ctx) and ctx.cfg.trace.decode_steps > 0,
+        session=True,
+    ),
+    Stage(
+        "export",
+        export_stage,
+        reads=("cfg", "session", "inputs", "export_plan"),
+        writes=("export", "summary.export"),
+        when=lambda ctx: _traced(ctx) and ctx.export_plan is not None,
+        session=True,
+    ),
+    Stage(
+        "roofline",
+        roofline_stage,
+        reads=("cfg", "analytic", "times", "inputs"),
+        writes=("roofline", "roofline_svg", "roofline_png", "summary.roofline"),
+        when=_predicted,
+    ),
+    Stage(
+        "serving",
+        serving_section_stage,
+        reads=("cfg", "analytic"),
+        writes=("serving", "curve_csv", "curve_svg", "curve_png", "summary.serving"),
+        when=_predicted,
+    ),
+    Stage(
+        "graph costs",
+        graph_costs_stage,
+        reads=("cfg", "analytic", "measured", "family"),
+        writes=("module_costs", "grouped_svg", "model_explorer", "model_explorer_raw", "summary.graph"),
+        when=lambda ctx: _traced(ctx) and ctx.cfg.trace.capture,  # after every stage that measures or predicts
+    ),
+)
 
 
 def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:

@@ -14,8 +14,9 @@ from typing import Any, Callable, Optional
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.measure.module_times import PROFILE_FILE, TRACE_FILE, ModuleTimes, module_time_table
 from llm_perf_opt.measure.profile import ForwardCall, default_parts, profile_forward
+from llm_perf_opt.measure.profile_summary import ProfileFigures
 from llm_perf_opt.measure.profile_table import render_profile
-from llm_perf_opt.run_artifacts import ProfileFigures, typed
+from llm_perf_opt.typecheck import typed
 
 
 def run_profile_stage(

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from llm_perf_opt.analytic import dtype_bytes
 from llm_perf_opt.analytic.hardware import Hardware, Roof, datasheet_for_device, load_hardware, load_hardware_config
 from llm_perf_opt.analytic.roofline import CONVENTION, LatencyPrediction, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
@@ -34,7 +33,10 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, measured_hardware, roof_for
 from llm_perf_opt.measure.efficiency import EFFICIENCY, RoofEntry, compare, render_comparison
 from llm_perf_opt.measure.module_times import ModuleTimes
-from llm_perf_opt.run_artifacts import RooflineFigures, run_file, typed
+from llm_perf_opt.prepare.builders import model_for_dtype
+from llm_perf_opt.run_files import run_file
+from llm_perf_opt.trace.trace_summary import RooflineFigures
+from llm_perf_opt.typecheck import typed
 
 ROOFLINE_FILE = run_file("roofline").file
 PLOT_STEM = Path(run_file("roofline_svg").file).stem
@@ -47,13 +49,6 @@ class JobRoof:
     roof: Roof
     same_device: bool
     note: str = ""
-
-
-def model_for_dtype(model: Any, dtype: str) -> Any:
-    """The same analytic model with bytes counted in `dtype` (a roof predicts in its own dtype)."""
-    if dtype_bytes(dtype) == model.dtype_bytes:
-        return model
-    return model.with_dtype(dtype)
 
 
 def cuda_device_name(device: str) -> Optional[str]:

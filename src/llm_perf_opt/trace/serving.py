@@ -19,8 +19,8 @@ from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.prepare.builders import model_for_dtype
 from llm_perf_opt.report.serving_report import write_curve_plot
-from llm_perf_opt.trace.roofline import model_for_dtype
 
 
 def serving_stage(

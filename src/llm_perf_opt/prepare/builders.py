@@ -1,12 +1,14 @@
 """What every job builds the same way from a validated job: the analytic model with exactly the knobs the trace
-job runs, and the inputs the vendor's `infer()` builds. The trace job, `analyze`, `export` and the gate's pins
-all call these, so a number means the same thing in each."""
+job runs (and the same model with bytes counted in a roof's dtype), and the inputs the vendor's `infer()` builds.
+The trace job, `analyze`, `size`, `export` and the gate's pins all call these, so a number means the same thing in
+each."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from llm_perf_opt.trace.validate import ValidJob, tokenizer_dir
+from llm_perf_opt.analytic import dtype_bytes
+from llm_perf_opt.prepare.validate import ValidJob, tokenizer_dir
 
 
 def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | None = None) -> Any:
@@ -51,3 +53,10 @@ def build_job_inputs(job: ValidJob) -> Any:
     if w.batch == 1:
         return build(w.page.width, w.page.height, 0)
     return job.family.batch_inputs([build(width, height, i) for i, (width, height) in enumerate(job.page_sizes)])
+
+
+def model_for_dtype(model: Any, dtype: str) -> Any:
+    """The same analytic model with bytes counted in `dtype` (a roof predicts in its own dtype)."""
+    if dtype_bytes(dtype) == model.dtype_bytes:
+        return model
+    return model.with_dtype(dtype)

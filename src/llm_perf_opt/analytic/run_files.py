@@ -1,0 +1,46 @@
+"""This package's entries in the run-directory registry (`llm_perf_opt.run_files`): the analytic cost model
+(`costs.json`), the roofline predictions (`roofline.json`) and the serving figures (`serving.json`, `curve.csv`).
+
+Declared here, next to the code that writes and reads them, and found by the registry (every package's
+`run_files.py`); each loader is named as `"module:function"` and imported only when a file is loaded. Imports
+nothing but the registry's `RunFile`, so reading the registry imports neither torch nor this package's heavy
+modules.
+"""
+
+from __future__ import annotations
+
+from llm_perf_opt.run_files import RunFile
+
+RUN_FILES: tuple[RunFile, ...] = (
+    RunFile(
+        "costs",
+        "costs.json",
+        "analytic",
+        "the analytic cost model per stage, part and layer",
+        "llm_perf_opt.costs",
+        2,
+        (2,),
+        "llm_perf_opt.analytic.costs_file:load_costs",
+    ),
+    RunFile(
+        "roofline",
+        "roofline.json",
+        "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
+        "predicted times per stage and part on a roof (datasheet or measured)",
+        "llm_perf_opt.roofline",
+        2,
+        (1, 2),
+        "llm_perf_opt.analytic.roofline_artifact:load_roofline",
+    ),
+    RunFile(
+        "serving",
+        "serving.json",
+        "analytic.serving_run (./dev analyze hardware=NAME, ./dev size, the trace job)",
+        "serving figures: TTFT, TPOT, tokens/s, pages/day at a batch, memory, the latency curve, sizing",
+        "llm_perf_opt.serving",
+        1,
+        (1,),
+        "llm_perf_opt.analytic.serving_file:load_serving",
+    ),
+    RunFile("curve_csv", "curve.csv", "analytic.serving_run", "the latency-vs-throughput curve over the batch"),
+)

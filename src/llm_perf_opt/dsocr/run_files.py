@@ -1,0 +1,35 @@
+"""This package's entries in the run-directory registry (`llm_perf_opt.run_files`): what the family's runtime patches
+and routing record during the capture (`runtime_log.json`, `routing.json`).
+
+Declared here, next to the code that writes and reads them, and found by the registry (every package's
+`run_files.py`); each loader is named as `"module:function"` and imported only when a file is loaded. Imports
+nothing but the registry's `RunFile`, so reading the registry imports neither torch nor this package's heavy
+modules.
+"""
+
+from __future__ import annotations
+
+from llm_perf_opt.run_files import RunFile
+
+RUN_FILES: tuple[RunFile, ...] = (
+    RunFile(
+        "runtime_log",
+        "runtime_log.json",
+        "dsocr.patches",
+        "events the runtime patches logged during the capture",
+        "llm_perf_opt.runtime_log",
+        1,
+        (1,),
+        "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log",
+    ),
+    RunFile(
+        "routing",
+        "routing.json",
+        "dsocr.routing",
+        "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
+        "llm_perf_opt.routing",
+        1,
+        (1,),
+        "llm_perf_opt.dsocr.routing:load_routing",
+    ),
+)

@@ -1,0 +1,43 @@
+"""The `profile` section: how the profile stage measures time per module (`measure.profile`).
+
+A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
+config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
+(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
+`<package>/<name>_config.py` on the config layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_perf_opt.errors import ConfigError
+
+
+@dataclass
+class ProfileConfig:
+    """Measured time per module (`llm_perf_opt.measure.profile`): after `warmup` plain forwards, `repeats`
+    plain and `repeats` profiled forwards, interleaved; one torch.profiler range per module call."""
+
+    enabled: bool = True  # false (profile=off): no profiled forwards, no profile.json
+    warmup: int = 1  # plain forwards before anything is timed
+    repeats: int = 3  # timed forwards of each kind (plain, profiled); medians and min/max over them
+    nvtx: bool = False  # also NVTX ranges named after module paths (Nsight Systems); needs runtime=cuda
+    chrome_trace: bool = True  # write profile.trace.json (the last profiled repeat) for Perfetto
+
+    def __post_init__(self) -> None:
+        for name in ("enabled", "nvtx", "chrome_trace"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError.field(f"profile.{name}", getattr(self, name), "must be true or false")
+        for name, low in (("warmup", 0), ("repeats", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError.field(f"profile.{name}", value, f"must be an integer >= {low}")
+
+    def check_device(self, device: str) -> None:
+        """NVTX ranges exist only for CUDA (Nsight Systems): refuse `profile.nvtx=true` anywhere else."""
+        if self.enabled and self.nvtx and device != "cuda":
+            raise ConfigError.field(
+                "profile.nvtx",
+                self.nvtx,
+                f"NVTX ranges need runtime=cuda (the run is on {device}); set profile.nvtx=false",
+            )
