@@ -15,7 +15,7 @@ import time
 from typing import Optional, Sequence
 
 from llm_perf_opt.analytic import roofline as R
-from llm_perf_opt.analytic.hardware import load_hardware
+from llm_perf_opt.analytic.time.hardware import load_hardware
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes

@@ -9,7 +9,7 @@ import pytest
 import torch
 from roofline_helpers import compose_cfg
 
-from llm_perf_opt.analytic.hardware import Hardware
+from llm_perf_opt.analytic.time.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.schemas import RuntimeConfig
 from llm_perf_opt.errors import ConfigError

@@ -455,7 +455,7 @@ class HardwareConfig:
     vector_tflops: Optional[HardwareFigure] = None
     memory_bandwidth_gbs: Optional[HardwareFigure] = None
     memory_gb: Optional[HardwareFigure] = None
-    # the kernel and eager time levels (analytic.time_levels): the shortest kernel's device time and the host's
+    # the kernel and eager time levels (analytic.time.levels): the shortest kernel's device time and the host's
     # launch call per kernel, in microseconds; a measured roof calibrates both
     min_kernel_us: Optional[HardwareFigure] = None
     launch_us: Optional[HardwareFigure] = None
@@ -463,7 +463,7 @@ class HardwareConfig:
     notes: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)  # datasheet: regexes matching torch.cuda.get_device_name()
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
-    cache_dir: str = "tmp/calibration"  # measured: where calibrations are cached (relative to the working dir)
+    cache_dir: Optional[str] = None  # where calibrations are cached; None: config.paths.calibration_dir()
     quick: bool = False  # measured: tiny sizes (a smoke test, not a roof to trust)
 
     def __post_init__(self) -> None:

@@ -25,10 +25,17 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from llm_perf_opt.analytic import dtype_bytes
-from llm_perf_opt.analytic.hardware import Hardware, Roof, datasheet_for_device, load_hardware, load_hardware_config
-from llm_perf_opt.analytic.roofline import CONVENTION, LatencyPrediction, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import describe_figures
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.hardware import (
+    Hardware,
+    Roof,
+    datasheet_for_device,
+    load_hardware,
+    load_hardware_config,
+)
+from llm_perf_opt.analytic.time.ideal import LatencyPrediction, predict_latency
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, measured_hardware, roof_for
@@ -146,7 +153,7 @@ def run_roofline_stage(
             for r in roofs
         },
         "rows": [row.to_dict() for row in rows],
-        "convention": {**CONVENTION, "efficiency": EFFICIENCY},
+        "convention": {**convention.ROOFLINE, "efficiency": EFFICIENCY},
         "measured_by": _measured_by(times),
         "files": {"roofline": ROOFLINE_FILE, "svg": f"{PLOT_STEM}.svg", "png": f"{PLOT_STEM}.png"},
     }
