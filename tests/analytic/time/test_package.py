@@ -19,7 +19,7 @@ from llm_perf_opt.analytic.time.ideal import compute_seconds, estimate, memory_s
 from llm_perf_opt.config.paths import CALIBRATION_DIR_ENV, DEFAULT_CALIBRATION_DIR, calibration_dir
 from llm_perf_opt.errors import ConfigError
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "llm_perf_opt"
+SRC = Path(__file__).resolve().parents[3] / "src" / "llm_perf_opt"
 PACKAGE = SRC / "analytic" / "time"
 # what the time model builds on: the cost layer of `analytic` (costs, cost nodes, MoE routing at batch B), the
 # config schemas and paths, the artifacts reader (a cached calibration), errors and units
