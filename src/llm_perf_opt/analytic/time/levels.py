@@ -36,7 +36,8 @@ def check_level(name: str) -> str:
 
 @dataclass
 class LevelTimes:
-    """The levels of one stage, part or step (seconds), with the kernel census and the verdict."""
+    """The three levels of one stage, part or step (seconds), with the kernel census and the verdict (one level at
+    many batches is `batch.BatchTimes`)."""
 
     ideal_s: float
     kernel_s: Optional[float]
