@@ -20,7 +20,7 @@ prints the measured-vs-predicted table, and returns summary.json's `roofline` se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -108,7 +108,8 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
     )
     roofs.append(JobRoof(primary_hw.name, primary_hw, primary, same, note))
     if profiled:
-        measured_cfg = load_hardware_config("measured")
+        # the calibration cache the job names (hardware.cache_dir), else the one rule (config.paths.calibration_dir)
+        measured_cfg = replace(load_hardware_config("measured"), cache_dir=cfg.hardware.cache_dir)
         hw, _, _, _ = measured_hardware(measured_cfg, cfg.runtime, log)
         roofs.append(
             JobRoof(

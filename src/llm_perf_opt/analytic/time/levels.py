@@ -25,13 +25,6 @@ from llm_perf_opt.analytic.time import convention
 from llm_perf_opt.analytic.time.eager import eager_time
 from llm_perf_opt.analytic.time.figures import TimeModel
 from llm_perf_opt.analytic.time.kernel import KernelLevel
-from llm_perf_opt.errors import ConfigError
-
-
-def check_level(name: str) -> str:
-    if name not in convention.LEVEL_NAMES:
-        raise ConfigError.field("time.level", name, f"one of {list(convention.LEVEL_NAMES)}")
-    return name
 
 
 @dataclass
