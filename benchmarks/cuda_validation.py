@@ -12,7 +12,7 @@ own files for the vendor), in a fresh process. From its summary.json (never reco
   `measure.levels_stage.MEASURED_BY`, fastest run); measured, wall: the fastest plain forward of the prefill and
   of each decode step (`time.perf_counter`, CUDA synchronised);
 * predicted: the three levels of the roofline stage (`summary.roofline.levels`, convention in
-  `analytic.time_levels.CONVENTION`) on the calibrated GPU + this host;
+  `analytic.time.convention.LEVELS`) on the calibrated GPU + this host;
 * kernel attribution coverage: the share of the profiled forward's time that the parts' module ranges hold
   (`summary.profile.coverage`), and the profile's problems.
 

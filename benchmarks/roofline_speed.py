@@ -14,8 +14,8 @@ import random
 import time
 from typing import Optional, Sequence
 
-from llm_perf_opt.analytic import roofline as R
-from llm_perf_opt.analytic.hardware import load_hardware
+from llm_perf_opt.analytic.time import ideal
+from llm_perf_opt.analytic.time.hardware import load_hardware
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
@@ -24,7 +24,7 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 
 def predict_page(spec, workload, width, height, roof, parts: bool) -> float:
     model = DeepseekOCRAnalyticModel(spec, compute_view_layout(workload, width, height))
-    latency = R.predict_latency(model.stages(), roof)
+    latency = ideal.predict_latency(model.stages(), roof)
     if parts:
         for stage in latency.stages().values():
             _ = stage.parts
@@ -54,7 +54,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     worst = 0.0
     for name, workload in modes().items():
         clear_caches()
-        R.clear_caches()
+        ideal.clear_caches()
         t0 = time.perf_counter()
         for w, h in pages:
             predict_page(spec, workload, w, h, roof, args.parts)
@@ -63,7 +63,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         t1 = time.perf_counter()
         for w, h in pages[: args.cold]:
             clear_caches()
-            R.clear_caches()
+            ideal.clear_caches()
             predict_page(spec, workload, w, h, roof, args.parts)
         cold = (time.perf_counter() - t1) / max(1, args.cold)
         print(

@@ -26,8 +26,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     import numpy as np
 
-    from llm_perf_opt.analytic.hardware import load_hardware
     from llm_perf_opt.analytic.serving import pages_per_day
+    from llm_perf_opt.analytic.time.hardware import load_hardware
     from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.parts import modes
     from llm_perf_opt.dsocr.serving import serving_model

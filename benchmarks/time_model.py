@@ -1,4 +1,4 @@
-"""Prints how close the time levels (`analytic.time_levels`: ideal, kernel, eager) come to the measured time, over
+"""Prints how close the time levels (`analytic.time.levels`: ideal, kernel, eager) come to the measured time, over
 vendor modes and page shapes: per unit (every stage, every part with at least 5 % of its stage's measured time,
 the decode step) the ratio eager / measured, then per unit kind the median and worst absolute error |ratio - 1|
 and how many are within 25 %.
@@ -165,7 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if facts[0].get("cpu_time_by"):
             print(f"cpu: {facts[0]['cpu_time_by']}")
     print(
-        "predicted: analytic.time_levels.CONVENTION (eager = kernels + the host's per-kernel cost; CPU: serial); "
+        "predicted: analytic.time.convention.LEVELS (eager = kernels + the host's per-kernel cost; CPU: serial); "
         f"units: every stage, every part >= 5 % of its stage's measured time, the decode step; bound {BOUND:.0%}"
     )
     if args.out:

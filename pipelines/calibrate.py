@@ -1,4 +1,5 @@
-"""`./dev calibrate [overrides]`: measure the roof of the device the job runs on (cached in tmp/calibration/)."""
+"""`./dev calibrate [overrides]`: measure the roof of the device the job runs on (cached in hardware.cache_dir, else
+$LLM_PERF_OPT_CALIBRATION_DIR, else tmp/calibration/)."""
 
 import sys
 

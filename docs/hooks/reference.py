@@ -153,7 +153,7 @@ def _dataclass_of(annotation: object, module: object):
 def hardware() -> str:
     import yaml
 
-    from llm_perf_opt.analytic.hardware import hardware_dir, hardware_names
+    from llm_perf_opt.analytic.time.hardware import hardware_dir, hardware_names
 
     def figure(raw: dict, *keys: str) -> str:
         for key in keys:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from roofline_helpers import compose_cfg
 
-from llm_perf_opt.analytic.hardware import Hardware
+from llm_perf_opt.analytic.time.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.schemas import RuntimeConfig
 from llm_perf_opt.errors import ConfigError
@@ -158,3 +158,28 @@ def test_cuda_calibration_uses_cuda_events():
     assert "(allow_tf32)" in cal.matmul["tf32"].op and "allow_tf32" not in cal.matmul["float32"].op
     assert cal.memory_bytes and cal.memory_bytes > 0
     assert torch.backends.cuda.matmul.allow_tf32 == tf32_before  # restored
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_every_calibration_follows_the_one_cache_rule(tmp_path, monkeypatch, given):
+    """`hardware.cache_dir` when given, else $LLM_PERF_OPT_CALIBRATION_DIR (config.paths.calibration_dir): the
+    measured roof, and the calibrated roof a datasheet job adds for its efficiencies, both calibrate there."""
+    from llm_perf_opt.trace import roofline as roofline_stage
+
+    monkeypatch.setenv("LLM_PERF_OPT_CALIBRATION_DIR", str(tmp_path / "env"))
+    args = (f"hardware.cache_dir={tmp_path / 'given'}",) if given else ()
+    where = tmp_path / ("given" if given else "env")
+    _, path, _ = load_or_calibrate(
+        "cpu", to_typed_config(compose_cfg("hardware=measured", *args)).hardware.cache_dir, plan=QUICK
+    )
+    assert path.parent == where
+    seen = []
+
+    def stop(hardware, runtime, log):
+        seen.append(hardware.cache_dir)
+        raise ConfigError("stop here")
+
+    monkeypatch.setattr(roofline_stage, "measured_hardware", stop)
+    with pytest.raises(ConfigError, match="stop here"):
+        roofline_stage.job_roofs(to_typed_config(compose_cfg("hardware=h100_sxm", *args)), profiled=True)
+    assert seen == ([str(where)] if given else [None])  # None: the rule, resolved where the cache is opened

@@ -13,9 +13,9 @@ import pytest
 import torch
 from roofline_helpers import REPO_ROOT, error_lines, run_job
 
-from llm_perf_opt.analytic.hardware import load_hardware
-from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import load_roofline
+from llm_perf_opt.analytic.time.hardware import load_hardware
+from llm_perf_opt.analytic.time.ideal import predict_latency
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from roofline_helpers import compose_cfg
 
-from llm_perf_opt.analytic.hardware import (
+from llm_perf_opt.analytic.time.hardware import (
     Hardware,
     datasheet_names,
     hardware_names,

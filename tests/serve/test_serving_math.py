@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from llm_perf_opt.analytic.batch_cost import UnitTable
-from llm_perf_opt.analytic.hardware import load_hardware
 from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
 from llm_perf_opt.analytic.moe_batch import MoEShape, expected_distinct
-from llm_perf_opt.analytic.roofline import predict
 from llm_perf_opt.analytic.serving import serving_point, serving_points
 from llm_perf_opt.analytic.sizing import Targets, size
+from llm_perf_opt.analytic.time.batch import UnitTable
+from llm_perf_opt.analytic.time.hardware import load_hardware
+from llm_perf_opt.analytic.time.ideal import predict
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model

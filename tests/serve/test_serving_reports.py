@@ -74,9 +74,9 @@ def test_size_multirun_over_bandwidth_into_the_sweep_report(tmp_path):
 def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
     """pages/day per GPU = continuous batching at the largest batch that fits: checked against the per-point
     serving figures (analytic.serving.serving_point) and the memory bound at that batch and the next."""
-    from llm_perf_opt.analytic.hardware import load_hardware
     from llm_perf_opt.analytic.memory_model import memory_use
     from llm_perf_opt.analytic.serving import serving_point
+    from llm_perf_opt.analytic.time.hardware import load_hardware
     from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.layout import compute_view_layout
     from llm_perf_opt.dsocr.serving import serving_model

@@ -8,7 +8,7 @@ import pytest
 import torch
 from timing_helpers import run_pipeline
 
-from llm_perf_opt.analytic.hardware import datasheet_for_device
+from llm_perf_opt.analytic.time.hardware import datasheet_for_device
 from llm_perf_opt.callgraph.schema import load_callgraph_json
 from llm_perf_opt.run_artifacts import load, load_summary
 

@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from llm_perf_opt.analytic.hardware import datasheet_for_device, load_hardware
-from llm_perf_opt.analytic.roofline import predict, predicted_time_table
+from llm_perf_opt.analytic.time.hardware import datasheet_for_device, load_hardware
+from llm_perf_opt.analytic.time.ideal import predict, predicted_time_table
 from llm_perf_opt.callgraph.schema import CallGraph, load_callgraph_json
 from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel

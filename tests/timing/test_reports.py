@@ -10,8 +10,8 @@ import sys
 import pytest
 from timing_helpers import REPO_ROOT, error_lines, run_pipeline
 
-from llm_perf_opt.analytic.hardware import load_hardware
-from llm_perf_opt.analytic.roofline import predict
+from llm_perf_opt.analytic.time.hardware import load_hardware
+from llm_perf_opt.analytic.time.ideal import predict
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.family import FAMILY
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout

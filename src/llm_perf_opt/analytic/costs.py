@@ -91,7 +91,7 @@ class UnsupportedLayerError(PipelineError, KeyError):
 KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
 KernelKey = tuple  # (kind, m, flops, bytes, out): identical kernels share one key
 # `out`: the bytes of the kernel's result, where the formula states it (0: not stated; the time levels then take a
-# share of `bytes` by kind, `analytic.time_levels.OUT_SHARE`). Only the CPU's fresh-page cost of large results
+# share of `bytes` by kind, `analytic.time.kernel.OUT_SHARE`). Only the CPU's fresh-page cost of large results
 # reads it.
 
 

@@ -1,5 +1,5 @@
 """The `hardware` section: a roof for predictions (conf/hardware/), datasheet figures with their sources or a
-measured roof (`analytic.hardware` turns it into a `Hardware`).
+measured roof (`analytic.time.hardware` turns it into a `Hardware`).
 
 A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
 config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
@@ -54,7 +54,7 @@ class HardwareConfig:
     vector_tflops: Optional[HardwareFigure] = None
     memory_bandwidth_gbs: Optional[HardwareFigure] = None
     memory_gb: Optional[HardwareFigure] = None
-    # the kernel and eager time levels (analytic.time_levels): the shortest kernel's device time and the host's
+    # the kernel and eager time levels (analytic.time.levels): the shortest kernel's device time and the host's
     # launch call per kernel, in microseconds; a measured roof calibrates both
     min_kernel_us: Optional[HardwareFigure] = None
     launch_us: Optional[HardwareFigure] = None
@@ -62,7 +62,7 @@ class HardwareConfig:
     notes: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)  # datasheet: regexes matching torch.cuda.get_device_name()
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
-    cache_dir: str = "tmp/calibration"  # measured: where calibrations are cached (relative to the working dir)
+    cache_dir: Optional[str] = None  # where calibrations are cached; None: config.paths.calibration_dir()
     quick: bool = False  # measured: tiny sizes (a smoke test, not a roof to trust)
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ data = {model, layout, seq_len, context_len, dtype, dtype_bytes, hardware (every
 roof (the figures used), convention, figures (vision_s, prefill_s, ttft_s, decode_s_per_token,
 decode_context_len, tokens_per_s), stages: {vision|prefill|decode: {stage, shapes, total, summary, parts}}}.
 
-Schema version 2 adds the time levels (`analytic.time_levels.levels_payload`): `levels` (the levels present, in
+Schema version 2 adds the time levels (`analytic.time.levels.levels_payload`): `levels` (the levels present, in
 order), `absent_levels` ({level: reason}), `time_model` (device and host figures, convention), and on each stage's
 `total` and each `summary[alias]` entry `levels: {level: {time_s, bound, ...}}` (the decode stage is one step at
 `decode_context_len`); the prefill's `parts` rows (one per module path) carry `kernel_s` and `eager_s`. Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from llm_perf_opt.analytic.hardware import Hardware, Roof
-from llm_perf_opt.analytic.roofline import LatencyPrediction
+from llm_perf_opt.analytic.time.convention import LEVEL_NAMES
+from llm_perf_opt.analytic.time.hardware import Hardware, Roof
+from llm_perf_opt.analytic.time.ideal import LatencyPrediction
 from llm_perf_opt.artifacts import read_artifact, write_artifact
 from llm_perf_opt.errors import ArtifactError
 
@@ -51,12 +52,10 @@ def roofline_dict(
 def with_levels(data: dict[str, Any], payload: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     """`data` (a roofline_dict) with the time levels merged in (see the module docstring); without a payload, the
     ideal level only, the others absent with `reason`."""
-    from llm_perf_opt.analytic.time_levels import LEVELS
-
     if payload is None:
         payload = {
             "levels": ["ideal"],
-            "absent_levels": {lv: "not computed for this roofline.json" for lv in LEVELS if lv != "ideal"},
+            "absent_levels": {lv: "not computed for this roofline.json" for lv in LEVEL_NAMES if lv != "ideal"},
             "time_model": None,
             "stages": {},
         }
@@ -97,7 +96,7 @@ def write_roofline(
     config: Any = None,
     levels: Optional[Mapping[str, Any]] = None,
 ) -> Path:
-    """roofline.json (schema version 2); `levels` = `analytic.time_levels.levels_payload(...)` (None: the ideal
+    """roofline.json (schema version 2); `levels` = `analytic.time.levels.levels_payload(...)` (None: the ideal
     level only, the others absent)."""
     return write_artifact(
         path,
@@ -160,9 +159,7 @@ def load_roofline(path: str | os.PathLike) -> RooflineArtifact:
                 raise ArtifactError(f"{path}: {ROOFLINE_SCHEMA} version {version} data lacks required field '{key}'")
         levels, absent = tuple(data["levels"]), dict(data["absent_levels"])
     else:
-        from llm_perf_opt.analytic.time_levels import LEVELS
-
-        levels, absent = ("ideal",), {lv: ABSENT_V1 for lv in LEVELS if lv != "ideal"}
+        levels, absent = ("ideal",), {lv: ABSENT_V1 for lv in LEVEL_NAMES if lv != "ideal"}
     return RooflineArtifact(
         data["model"],
         data["dtype"],

@@ -4,8 +4,9 @@ stage and top-level part."""
 from __future__ import annotations
 
 from llm_perf_opt import units
-from llm_perf_opt.analytic.hardware import Roof
-from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, LatencyPrediction
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.hardware import Roof
+from llm_perf_opt.analytic.time.ideal import Estimate, LatencyPrediction
 
 _PARTS = ("sam", "clip", "projector", "embedding", "decoder", "norm", "lm_head")
 
@@ -48,8 +49,5 @@ def render_roofline_table(latency: LatencyPrediction) -> str:
         summary = stage.summary()
         lines.extend(_row(f"  {part}", summary[part]) for part in _PARTS if part in summary)
     lines.append("")
-    lines.append(
-        f"convention: {CONVENTION['time']}; {CONVENTION['compute_time']}; {CONVENTION['memory_time']}; "
-        f"cmp% = share of the time in compute-bound units"
-    )
+    lines.append(f"convention: {convention.roofline_line()}; cmp% = share of the time in compute-bound units")
     return "\n".join(lines)

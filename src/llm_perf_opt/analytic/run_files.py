@@ -25,7 +25,7 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(
         "roofline",
         "roofline.json",
-        "analytic.roofline (./dev analyze hardware=NAME; the trace job's roofline stage)",
+        "analytic.time.ideal (./dev analyze hardware=NAME; the trace job's roofline stage)",
         "predicted times per stage and part on a roof (datasheet or measured)",
         "llm_perf_opt.roofline",
         2,

@@ -31,11 +31,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from llm_perf_opt.analytic.batch_cost import IDEAL, LEVEL_CONVENTIONS
-from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.memory_model import CONVENTION as MEMORY_CONVENTION
 from llm_perf_opt.analytic.memory_model import Allowance, MemoryUse, max_batch, memory_use
 from llm_perf_opt.analytic.serving_model import ServingModel
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.convention import IDEAL
+from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.errors import ConfigError
 
 SECONDS_PER_DAY = 86_400
@@ -289,7 +290,7 @@ def curve_rows(points: Sequence[ServingPoint]) -> list[dict[str, Any]]:
 
 
 def conventions(level: str) -> dict[str, str]:
-    return {"level": LEVEL_CONVENTIONS.get(level, level), **CONVENTION}
+    return {"level": convention.batch_level(level), **CONVENTION}
 
 
 def pages_per_day(

@@ -13,9 +13,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from llm_perf_opt.analytic.batch_cost import IDEAL, DecodeTable, LevelTimes, UnitTable, level_times
-from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.moe_batch import MoEShape
+from llm_perf_opt.analytic.time.batch import BatchTimes, DecodeTable, UnitTable, level_times
+from llm_perf_opt.analytic.time.convention import IDEAL
+from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.errors import ConfigError
 
 
@@ -55,10 +56,10 @@ class ServingModel:
         positions: their mean context is prompt + (N - 2) / 2 (the prompt itself for N = 1)."""
         return prompt_tokens + max(output_tokens - 2, 0) / 2
 
-    def prefill_times(self, batches, roof: Roof, level: str = IDEAL) -> LevelTimes:
+    def prefill_times(self, batches, roof: Roof, level: str = IDEAL) -> BatchTimes:
         return level_times(self.prefill, batches, roof, self.moe, level)
 
-    def decode_times(self, batches, roof: Roof, context: float, level: str = IDEAL) -> LevelTimes:
+    def decode_times(self, batches, roof: Roof, context: float, level: str = IDEAL) -> BatchTimes:
         return level_times(self.decode.at(context), batches, roof, self.moe, level)
 
     def describe(self) -> dict[str, Any]:

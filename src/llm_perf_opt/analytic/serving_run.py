@@ -8,13 +8,13 @@ import csv
 import io
 from typing import Any, Optional
 
-from llm_perf_opt.analytic.batch_cost import LEVEL_CONVENTIONS
-from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.memory_model import GB, Allowance, max_batch
 from llm_perf_opt.analytic.serving import CURVE_COLUMNS, conventions, curve_rows, latency_curve, serving_point
 from llm_perf_opt.analytic.serving_file import Serving
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.sizing import Sizing
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.hardware import Hardware, Roof
 from llm_perf_opt.config.schemas import RootConfig
 from llm_perf_opt.errors import ConfigError
 
@@ -78,7 +78,7 @@ def serving_record(
     return Serving(
         job,
         level,
-        LEVEL_CONVENTIONS.get(level, level),
+        convention.batch_level(level),
         hw,
         sm.describe(),
         cfg.workload.batch if point is not None else None,

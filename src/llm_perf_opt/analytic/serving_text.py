@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from llm_perf_opt.analytic.batch_cost import LEVEL_CONVENTIONS
 from llm_perf_opt.analytic.serving import Knee, ServingPoint
 from llm_perf_opt.analytic.sizing import Sizing
+from llm_perf_opt.analytic.time import convention
 
 GB = 1e9
 
@@ -25,7 +25,7 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
     cap = f" of {_gb(capacity)} ({'fits' if m.fits else 'does NOT fit'})" if capacity else " (no capacity given)"
     lines = [
         f"serving on {hardware} at batch {p.batch}, {p.output_tokens} output tokens per page "
-        f"[{p.level} level: {LEVEL_CONVENTIONS.get(p.level, p.level)}]",
+        f"[{p.level} level: {convention.batch_level(p.level)}]",
         f"  static batching:     TTFT {p.static.ttft_s * 1e3:,.2f} ms | TPOT {p.static.tpot_s * 1e3:,.3f} ms | "
         f"{p.static.tokens_per_s:,.0f} tokens/s | {p.static.pages_per_s:,.2f} pages/s | "
         f"{p.static.pages_per_day:,.0f} pages/day",
@@ -74,7 +74,7 @@ def render_curve(points: Sequence[ServingPoint], knee: Knee, continuous: bool = 
 def render_sizing(s: Sizing) -> str:
     t = s.targets
     lines = [
-        f"sizing against {s.hardware} [{s.level} level: {LEVEL_CONVENTIONS.get(s.level, s.level)}], "
+        f"sizing against {s.hardware} [{s.level} level: {convention.batch_level(s.level)}], "
         f"{t.output_tokens} output tokens per page",
         f"  {'target':<22} {'this device':>14} {'matmul TFLOP/s':>16} {'bandwidth GB/s':>16} {'memory GB':>10}  binds",
     ]

@@ -27,11 +27,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from llm_perf_opt.analytic.batch_cost import IDEAL, LEVEL_CONVENTIONS
-from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
 from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
 from llm_perf_opt.analytic.serving_model import ServingModel
+from llm_perf_opt.analytic.time.convention import BATCH_LEVELS, IDEAL
+from llm_perf_opt.analytic.time.hardware import Hardware, Roof
 from llm_perf_opt.errors import ConfigError
 
 TERA, GIGA = 1e12, 1e9
@@ -116,7 +116,7 @@ class Sizing:
         return {
             "hardware": self.hardware,
             "level": self.level,
-            "level_convention": LEVEL_CONVENTIONS.get(self.level),
+            "level_convention": BATCH_LEVELS.get(self.level),
             "targets": self.targets.__dict__,
             "requirements": [r.to_dict() for r in self.requirements],
             "batch": self.batch,

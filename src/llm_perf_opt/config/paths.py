@@ -7,6 +7,7 @@ installed falls back to the directory itself. Nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,3 +52,17 @@ def user_path(path: str | Path) -> Path:
 
     p = Path(path).expanduser()
     return Path(os.path.normpath(p if p.is_absolute() else user_cwd() / p))
+
+
+# The calibration cache (`measure.calibrate` writes it; the time model reads this host's figures from it): one rule
+# for every job, reader and config. `hardware.cache_dir` when set, else this variable, else DEFAULT_CALIBRATION_DIR.
+CALIBRATION_DIR_ENV = "LLM_PERF_OPT_CALIBRATION_DIR"
+DEFAULT_CALIBRATION_DIR = "tmp/calibration"  # relative to the working directory: the repository root for ./dev
+
+
+def calibration_dir(configured: str | os.PathLike[str] | None = None) -> str:
+    """Where calibrations are cached: `configured` (hardware.cache_dir) when given, else $LLM_PERF_OPT_CALIBRATION_DIR
+    when set, else `tmp/calibration` (relative to the working directory)."""
+    if configured is not None and str(configured):
+        return str(configured)
+    return os.environ.get(CALIBRATION_DIR_ENV) or DEFAULT_CALIBRATION_DIR

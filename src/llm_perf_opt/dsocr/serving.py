@@ -14,10 +14,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Optional
 
-from llm_perf_opt.analytic.batch_cost import BatchRules, DecodeTable, UnitTable
 from llm_perf_opt.analytic.costs import kv_cache_bytes
 from llm_perf_opt.analytic.moe_batch import MoEShape
 from llm_perf_opt.analytic.serving_model import ServingModel
+from llm_perf_opt.analytic.time.batch import BatchRules, DecodeTable, UnitTable
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.spec import ModelSpec

@@ -12,7 +12,6 @@ import hydra
 from omegaconf import DictConfig
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION
-from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import render_roofline_table
 from llm_perf_opt.analytic.serving import curve_rows
@@ -20,6 +19,7 @@ from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
 from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
 from llm_perf_opt.analytic.serving_text import render_curve, render_point
 from llm_perf_opt.analytic.table import render_costs_table
+from llm_perf_opt.analytic.time.ideal import predict_latency
 from llm_perf_opt.artifacts import atomic_write_text, write_artifact
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
@@ -84,24 +84,15 @@ def main(raw: DictConfig) -> None:
 
 def _levels_table(cfg, model, latency) -> tuple[str, dict]:
     """(console table, roofline.json's levels payload): ideal / kernel / eager per stage and part, kernel counts
-    and verdicts (analytic.time_levels)."""
-    from llm_perf_opt.analytic import time_levels as TL
+    and verdicts (analytic.time.levels), on the figures the trace job's levels use (`levels_stage.job_time_model`)."""
+    from llm_perf_opt.analytic.time import levels
+    from llm_perf_opt.measure.levels_stage import job_time_model
 
-    levels = None
-    if cfg.hardware.kind == "measured":
-        from llm_perf_opt.measure.calibrate import measured_hardware
-
-        cal = measured_hardware(cfg.hardware, cfg.runtime)[1]
-        levels = cal.levels
-    tm = TL.time_model_for(
-        latency.roof,
-        cfg.hardware,
-        levels,
-        cfg.hardware.cache_dir,
-        synchronous=cfg.runtime.device.startswith("cpu") and levels is not None,
+    tm = job_time_model(cfg, latency.roof)
+    by_stage = levels.latency_levels(model.stages(), latency, tm)
+    return levels.render_levels(by_stage, tm), levels.levels_payload(
+        by_stage, tm, levels.latency_paths(model.stages(), tm)
     )
-    levels = TL.latency_levels(model.stages(), latency, tm)
-    return TL.render_levels(levels, tm), TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
 
 
 if __name__ == "__main__":

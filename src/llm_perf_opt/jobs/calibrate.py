@@ -1,9 +1,9 @@
 """`./dev calibrate`: measure the roof of the device this job runs on (runtime.device) and print it.
 
 The calibration is cached per device, torch version and thread count (hardware.cache_dir, default
-tmp/calibration/) and reused unless hardware.recalibrate=true; a copy goes into the run directory
-(calibration.json). With a datasheet (`hardware=h100_sxm`) the datasheet figures print beside the measured
-ones, with the ratio measured / datasheet.
+`config.paths.calibration_dir()`: $LLM_PERF_OPT_CALIBRATION_DIR, else tmp/calibration/) and reused unless
+hardware.recalibrate=true; a copy goes into the run directory (calibration.json). With a datasheet
+(`hardware=h100_sxm`) the datasheet figures print beside the measured ones, with the ratio measured / datasheet.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 from llm_perf_opt import units
-from llm_perf_opt.analytic.hardware import Hardware
+from llm_perf_opt.analytic.time.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.measure.calibrate import Calibration, measured_hardware, write_calibration

@@ -3,7 +3,7 @@
     llm-perf-opt trace   [hydra overrides]   session + inputs + forward + call graph + costs
     llm-perf-opt analyze [hydra overrides]   the analytic cost model only (no model is built); hardware=NAME: times
     llm-perf-opt size    [targets] [...]     what serving targets need of a device: compute, bandwidth, memory, replicas
-    llm-perf-opt calibrate [overrides]       measure this machine's roof (cached in tmp/calibration/)
+    llm-perf-opt calibrate [overrides]       measure this machine's roof (cached: see below)
     llm-perf-opt export  [hydra overrides]   torch.export of submodules: op tables, FLOP cross-checks, ONNX
     llm-perf-opt sweep   [hydra overrides]   a Hydra multirun of the trace job
     llm-perf-opt group   RUN_DIR [...]       regroup and re-render an existing callgraph.json
@@ -15,7 +15,9 @@
 The Hydra configuration ships inside the package (`llm_perf_opt.conf`), so it works from any directory;
 outputs go under `tmp/` of the current directory unless `hydra.run.dir` / `hydra.sweep.dir` say otherwise.
 Relative paths the user gives (directories, files) are taken from the directory the command was run in
-(`./dev` passes it as $LLM_PERF_OPT_CWD).
+(`./dev` passes it as $LLM_PERF_OPT_CWD). Calibrations are cached in `hardware.cache_dir` when given, else
+$LLM_PERF_OPT_CALIBRATION_DIR when set, else `tmp/calibration/` of the current directory
+(`llm_perf_opt.config.paths.calibration_dir`).
 
 Exit codes (`llm_perf_opt.errors.ExitCode`): 0 ok; 1 an unexpected error (a traceback); 2 bad input, found
 by Hydra or by the project (one line `error: ...`); 3 a sweep or its report with a failed job; 130 Ctrl-C.

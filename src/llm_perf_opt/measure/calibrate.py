@@ -24,10 +24,11 @@ CPU: `time.perf_counter` around each sample. CUDA: `torch.cuda.Event(enable_timi
 each sample (GPU time), `torch.cuda.synchronize` after the warm-up and after the samples.
 
 Cache: one JSON artifact (`llm_perf_opt.calibration`, schema version 1) per device name, torch version,
-thread count and plan, under `hardware.cache_dir` (default `$LLM_PERF_OPT_CALIBRATION_DIR`, else
-`tmp/calibration/` relative to the working directory: the repository root for `./dev`). It is reused unless
-`hardware.recalibrate=true`; a cache file of an unknown schema version is measured again and replaced. Writes
-are atomic; a process finding another one calibrating the same file waits for it (a lock file beside it).
+thread count and plan, under `hardware.cache_dir` (default `config.paths.calibration_dir()`:
+`$LLM_PERF_OPT_CALIBRATION_DIR`, else `tmp/calibration/` relative to the working directory: the repository root
+for `./dev`). It is reused unless `hardware.recalibrate=true`; a cache file of an unknown schema version is
+measured again and replaced. Writes are atomic; a process finding another one calibrating the same file waits
+for it (a lock file beside it).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from llm_perf_opt.analytic.hardware import Hardware, Roof
 from llm_perf_opt.analytic.hardware_config import HardwareConfig
+from llm_perf_opt.analytic.time.hardware import Hardware, Roof
 from llm_perf_opt.artifacts import read_artifact, write_artifact
+from llm_perf_opt.config.paths import calibration_dir
 from llm_perf_opt.config.schemas import RootConfig, RuntimeConfig
 from llm_perf_opt.errors import ArtifactError, ConfigError
 
@@ -536,14 +538,15 @@ def _levels_current(cal: Calibration) -> bool:
 
 def load_or_calibrate(
     device: str = "cpu",
-    cache_dir: str | os.PathLike = "tmp/calibration",
+    cache_dir: str | os.PathLike | None = None,
     *,
     threads: Optional[int] = None,
     recalibrate: bool = False,
     plan: Optional[CalibrationPlan] = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> tuple[Calibration, Path, bool]:
-    """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`."""
+    """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`; `cache_dir` None:
+    `config.paths.calibration_dir()`."""
     import torch
 
     from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
@@ -552,7 +555,7 @@ def load_or_calibrate(
     plan = plan or CalibrationPlan.default(dev.type)
     with _threads(threads):
         n_threads = torch.get_num_threads()
-    path = cache_path(cache_dir, device_name(dev), n_threads, plan)
+    path = cache_path(calibration_dir(cache_dir), device_name(dev), n_threads, plan)
     with _cache_lock(path, log):  # jobs started together (a sweep's, a test session's) calibrate once
         if path.exists() and not recalibrate:
             try:

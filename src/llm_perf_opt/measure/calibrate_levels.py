@@ -1,4 +1,4 @@
-"""Calibration of the kernel and eager time levels (`analytic.time_levels`): per device and dtype, what one
+"""Calibration of the kernel and eager time levels (`analytic.time.levels`): per device and dtype, what one
 kernel of a given shape costs and what the host pays per dispatched op.
 
 Statistic (every figure): the samples of all shapes are taken in interleaved rounds (round r times every shape

@@ -12,9 +12,9 @@ place (a transformers `Cache` object would be; such a cache is converted to the 
 The measured time of a step is the median plain forward; its parts' times come from the profiled
 forwards' module ranges. Then the step runs once more, plainly, to give the next step its cache.
 
-The prediction is `analytic.roofline.predict(analytic.decode(context), roof)` at the step's context
+The prediction is `analytic.time.ideal.predict(analytic.decode(context), roof)` at the step's context
 (seq_len + k - 1 cached tokens), with the analytic bytes in the roof's dtype, under the roofline
-convention (`analytic.roofline.CONVENTION`); efficiency = predicted / measured.
+convention (`analytic.time.convention.ROOFLINE`); efficiency = predicted / measured.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def prediction_model(analytic: Any, roof: Any) -> Any:
 
 def predicted_step(analytic: Any, roof: Any, context_len: int) -> dict[str, Any]:
     """The roofline prediction of one decode step at `context_len` cached tokens: total and per part."""
-    from llm_perf_opt.analytic.roofline import predict
+    from llm_perf_opt.analytic.time.ideal import predict
 
     prediction = predict(prediction_model(analytic, roof).decode(context_len), roof)
     return {

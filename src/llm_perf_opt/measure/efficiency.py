@@ -1,6 +1,6 @@
 """Measured against predicted time: efficiency = predicted / measured, per stage, part and address.
 
-The predicted time is the roofline's (`analytic.roofline`, convention in `CONVENTION`) on a named roof;
+The predicted time is the roofline's (`analytic.time.ideal`, convention in `analytic.time.convention`) on a named roof;
 the measured time is the profile's (`measure.profile`): a part's inclusive time over the profiled
 forwards (median over the repeats, each repeat summed over the part's calls: SAM runs twice in crop
 mode), and for the whole forward the plain (unprofiled) forward's wall time, median over the repeats.
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt import units
-from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, StagePrediction
 from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.ideal import Estimate, StagePrediction
 from llm_perf_opt.measure.module_times import ModuleTimes, path_inclusive_repeats
 
 EFFICIENCY = (
@@ -193,7 +194,7 @@ def efficiency_table(
     """{address: {measured_s, predicted_s, efficiency, note}} for every address in either table.
 
     `measured`: `module_time_table(times)` (inclusive time per module path); `predicted`:
-    `analytic.roofline.predicted_time_table(stage, roof)` of the same roof's device. `containers`: the
+    `analytic.time.ideal.predicted_time_table(stage, roof)` of the same roof's device. `containers`: the
     stage's container paths (`StageCost.containers`), whose prediction leaves their own ops to the
     caller while the measurement of a module run through `.forward()` includes them."""
     out: dict[str, dict[str, Any]] = {}
@@ -248,5 +249,5 @@ def render_comparison(rows: Sequence[ComparisonRow], roofs: Sequence[RoofEntry])
     forward_by = next((r.measured_by for r in rows if r.name == "forward" and r.measured_by), "")
     if measured_by:
         lines.append(f"measured: forward = {forward_by}; parts = {measured_by}")
-    lines.append(f"predicted: {CONVENTION['time']}; {CONVENTION['compute_time']}; {CONVENTION['memory_time']}")
+    lines.append(f"predicted: {convention.roofline_line()}")
     return "\n".join(lines)

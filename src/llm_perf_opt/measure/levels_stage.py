@@ -1,4 +1,4 @@
-"""The three time levels (`analytic.time_levels`) for a job's primary roof, beside the measured times.
+"""The three time levels (`analytic.time.levels`) for a job's primary roof, beside the measured times.
 
 Device and host figures: on `hardware=measured` the calibration's kernel-level and host figures for the
 prediction dtype (this device, this host); on a datasheet its min_kernel_us / launch_us / sync_us and this
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from llm_perf_opt.analytic import time_levels as TL
+from llm_perf_opt.analytic.time import convention, levels
+from llm_perf_opt.analytic.time.figures import TimeModel, time_model_for
 
 CPU_TIME_BY = (
     "process CPU time (time.process_time, user + sys) of the fastest plain forward: with one thread the "
@@ -33,18 +34,20 @@ MEASURED_BY = (
 )
 
 
-def job_time_model(cfg: Any, roof: Any) -> TL.TimeModel:
-    levels = None
+def job_time_model(cfg: Any, roof: Any) -> TimeModel:
+    """The levels' figures of a job's roof: on `hardware=measured` its calibration (device and host), else the
+    datasheet and this host's cached calibration (`hardware.cache_dir`, default `config.paths.calibration_dir()`)."""
+    calibrated = None
     if cfg.hardware is not None and cfg.hardware.kind == "measured":
         from llm_perf_opt.measure.calibrate import measured_hardware
 
-        levels = measured_hardware(cfg.hardware, cfg.runtime)[1].levels
-    return TL.time_model_for(
+        calibrated = measured_hardware(cfg.hardware, cfg.runtime)[1].levels
+    return time_model_for(
         roof,
         cfg.hardware,
-        levels,
-        getattr(cfg.hardware, "cache_dir", "tmp/calibration"),
-        synchronous=str(cfg.runtime.device).startswith("cpu") and levels is not None,
+        calibrated,
+        getattr(cfg.hardware, "cache_dir", None),
+        synchronous=str(cfg.runtime.device).startswith("cpu") and calibrated is not None,
     )
 
 
@@ -127,13 +130,13 @@ def levels_section(
     """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof."""
     cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
-    levels = TL.latency_levels(model.stages(), latency, tm)
+    by_stage = levels.latency_levels(model.stages(), latency, tm)
     measured = measured_by_stage(times, getattr(model, "vocabulary", None))
     if decode_times:
         measured["decode"] = dict(decode_times)
     section = {
         "device": tm.label,
-        "convention": dict(TL.CONVENTION),
+        "convention": dict(convention.LEVELS),
         "missing": dict(tm.missing),
         "measured_by": MEASURED_BY,
         **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
@@ -156,17 +159,17 @@ def levels_section(
                 }
                 for alias, lt in parts.items()
             }
-            for s, parts in levels.items()
+            for s, parts in by_stage.items()
         },
     }
-    text = TL.render_levels(levels, tm, measured) + f"\nmeasured: {MEASURED_BY}"
+    text = levels.render_levels(by_stage, tm, measured) + f"\nmeasured: {MEASURED_BY}"
     for s, by in cpu_times.items():
-        lt = levels.get(s, {}).get("")
+        lt = by_stage.get(s, {}).get("")
         if lt is not None and lt.eager_s and by.get(""):
             text += f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f}"
     if cpu_times:
         text += f"\nCPU time: {CPU_TIME_BY}"
-    return section, text, TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
+    return section, text, levels.levels_payload(by_stage, tm, levels.latency_paths(model.stages(), tm))
 
 
 def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[dict[str, Any]]:

@@ -135,7 +135,7 @@ DEFAULT_HARDWARE = ("h100_sxm",)
 def load_roofs(names: Sequence[str], dtype: str) -> dict[str, Any]:
     """{name: Roof} of the datasheets `names` in `dtype` (ConfigError naming --hardware: an unknown
     name, `measured` (a report calibrates nothing), or a dtype the device has no peak for)."""
-    from llm_perf_opt.analytic.hardware import datasheet_names, load_hardware
+    from llm_perf_opt.analytic.time.hardware import datasheet_names, load_hardware
 
     sheets = datasheet_names()
     roofs = {}
@@ -162,7 +162,7 @@ SERVE_CONVENTION = (
 
 def load_capacities(names: Sequence[str]) -> dict[str, float]:
     """{name: memory bytes} of the datasheets `names` (for pages/day: the batch that fits)."""
-    from llm_perf_opt.analytic.hardware import load_hardware
+    from llm_perf_opt.analytic.time.hardware import load_hardware
 
     return {name: load_hardware(name).memory_bytes for name in names}
 
@@ -194,7 +194,7 @@ def hardware_columns(roofs: dict[str, Any]) -> list[Column]:
                 f"TTFT {name}",
                 "seconds",
                 f"predicted time to first token (the prefill) on {roof.label}, {roof.dtype}, roofline convention "
-                "of analytic.roofline",
+                "of analytic.time.ideal",
                 lambda p, n=name: p[f"ttft_{n}_s"],
             ),
             Column(
@@ -242,7 +242,7 @@ class Evaluator:
         return self._serve[key]
 
     def point(self, mode: str, workload: Any, width: int, height: int) -> dict[str, Any]:
-        from llm_perf_opt.analytic.roofline import predict
+        from llm_perf_opt.analytic.time.ideal import predict
 
         layout = self.family.layout(workload, width, height)
         model = self.family.analytic_model(self.spec, layout, prompt_tokens=self.prompt_tokens, dtype=self.dtype)
@@ -443,7 +443,7 @@ def page_data(sweep: AnalyticSweep, plots: list[tuple[Path, str]]) -> dict[str, 
         + (
             f" Predicted times on {', '.join(r.label for r in sweep.roofs.values())}: per unit of the cost "
             "model max(compute time, memory time) on the datasheet's dense peak and bandwidth, units summed "
-            "(analytic.roofline; time to first token = the prefill)."
+            "(analytic.time.ideal; time to first token = the prefill)."
             if sweep.roofs
             else ""
         )
@@ -679,7 +679,7 @@ def compare_rows(
 ) -> list[dict[str, Any]]:
     """One row per (page, entry), pages first: image tokens, sequence, and per stage FLOPs, bytes and the
     predicted time on each roof (roofline: max(FLOPs / peak, bytes / bandwidth) in `dtype`)."""
-    from llm_perf_opt.analytic.roofline import predict
+    from llm_perf_opt.analytic.time.ideal import predict
 
     rows = []
     prepared = []

@@ -3,7 +3,7 @@
 x: arithmetic intensity (analytic FLOPs / analytic I/O bytes of the part in the forward that ran); y:
 FLOP/s. Each roof is drawn twice: its matmul roof min(matmul peak, intensity × bandwidth) solid, and its
 vector roof min(vector peak, intensity × bandwidth) dotted: a part's own roof lies between the two,
-by its share of matmul work (the convention of `analytic.roofline`). Each part is a point at its
+by its share of matmul work (the convention of `analytic.time.ideal`). Each part is a point at its
 intensity and achieved FLOP/s (analytic FLOPs / measured time; `measure.efficiency`), the whole forward
 a star. Only roofs of the device the times were measured on are drawn with
 measured points (the calibrated roof, and on CUDA the datasheet beside it); a run without measured times

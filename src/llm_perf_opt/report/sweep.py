@@ -48,7 +48,7 @@ DEFAULT_HARDWARE = ("h100_sxm",)
 def sweep_hardware(sweep: Sweep, hardware: Optional[list[str]] = None) -> list[str]:
     """The datasheets to predict on: `hardware` when given (checked), else the datasheets the jobs ran
     with, else DEFAULT_HARDWARE."""
-    from llm_perf_opt.analytic.hardware import datasheet_names
+    from llm_perf_opt.analytic.time.hardware import datasheet_names
     from llm_perf_opt.errors import ConfigError
 
     sheets = datasheet_names()
@@ -222,7 +222,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                     f"ttft_by_{axis}",
                     f"Predicted time to first token (the prefill) per {xlabel} on "
                     f"{', '.join(hardware)} (each datasheet's default dtype, roofline convention of "
-                    "analytic.roofline; log scale).",
+                    "analytic.time.ideal; log scale).",
                     P.save(fig, out_dir, f"ttft_by_{axis}"),
                 )
             )

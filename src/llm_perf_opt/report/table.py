@@ -160,7 +160,7 @@ def predicted_ttft(job: JobRecord, hardware: str) -> Optional[float]:
 
 
 def job_level(job: JobRecord, stage: str, level: str) -> Optional[float]:
-    """A time level (`analytic.time_levels`: ideal, kernel, eager) of a stage ("prefill" = TTFT, "decode" = one
+    """A time level (`analytic.time.levels`: ideal, kernel, eager) of a stage ("prefill" = TTFT, "decode" = one
     step at the prompt's context) the job's roofline stage stored (summary.json roofline.levels); None without."""
     rf = section(job, "roofline")
     levels = (rf.raw.get("levels") if rf is not None else None) or {}
@@ -215,7 +215,7 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
             "ttft_eager_s",
             "TTFT eager",
             "seconds",
-            "predicted time to first token at the eager level (kernels + host per op, analytic.time_levels) on the "
+            "predicted time to first token at the eager level (kernels + host per op, analytic.time.levels) on the "
             "job's roof",
             lambda j: job_level(j, "prefill", "eager"),
         ),
@@ -304,7 +304,7 @@ def prediction_columns(hardware: Sequence[str]) -> list[Column]:
                 f"TTFT eager {name}",
                 "seconds",
                 f"predicted time to first token on the {name} datasheet at the eager level "
-                "(analytic.time_levels), when the job ran with hardware=" + name,
+                "(analytic.time.levels), when the job ran with hardware=" + name,
                 lambda j, n=name: predicted_level_on(j, n, "prefill", "eager"),
             )
         )

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from llm_perf_opt.analytic.time.convention import LEVEL_NAMES
 from llm_perf_opt.errors import ArtifactError
 
-KNOWN_LEVELS = ("ideal", "kernel", "eager")
+KNOWN_LEVELS = LEVEL_NAMES  # the time model's levels, in display order
 ROOFLINE_FILE = "roofline.json"
 SUMMARY_FILE = "summary.json"
 VERIFICATION_FILE = "verification.json"

@@ -19,9 +19,9 @@ subtree, summed over its calls):
 * `time_measured` and `time_measured_self`: `profile.json` (`measure.module_times.module_time_table`:
   median over the repeats of the module's calls' summed inclusive / self time), when the profile
   stage ran; its method (repeats, warm-up, synchronisation) is quoted in the table's source.
-* `time_predicted`: `roofline.json`'s prefill parts (`analytic.roofline` convention, the roof named in
+* `time_predicted`: `roofline.json`'s prefill parts (`analytic.time.ideal` convention, the roof named in
   the source), when the run has one: the ideal time level; `time_predicted_kernel` and `time_predicted_eager`
-  the kernel and eager levels of the same parts (`analytic.time_levels`, roofline.json version 2).
+  the kernel and eager levels of the same parts (`analytic.time.levels`, roofline.json version 2).
 A metric whose source is absent is listed with the reason in `ModuleCosts.absent`.
 """
 

@@ -20,14 +20,21 @@ prints the measured-vs-predicted table, and returns summary.json's `roofline` se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from llm_perf_opt.analytic.hardware import Hardware, Roof, datasheet_for_device, load_hardware, load_hardware_config
-from llm_perf_opt.analytic.roofline import CONVENTION, LatencyPrediction, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import describe_figures
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.hardware import (
+    Hardware,
+    Roof,
+    datasheet_for_device,
+    load_hardware,
+    load_hardware_config,
+)
+from llm_perf_opt.analytic.time.ideal import LatencyPrediction, predict_latency
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, measured_hardware, roof_for
@@ -96,7 +103,8 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
     )
     roofs.append(JobRoof(primary_hw.name, primary_hw, primary, same, note))
     if profiled:
-        measured_cfg = load_hardware_config("measured")
+        # the calibration cache the job names (hardware.cache_dir), else the one rule (config.paths.calibration_dir)
+        measured_cfg = replace(load_hardware_config("measured"), cache_dir=cfg.hardware.cache_dir)
         hw, _, _, _ = measured_hardware(measured_cfg, cfg.runtime, log)
         roofs.append(
             JobRoof(
@@ -141,7 +149,7 @@ def run_roofline_stage(
             for r in roofs
         },
         "rows": [row.to_dict() for row in rows],
-        "convention": {**CONVENTION, "efficiency": EFFICIENCY},
+        "convention": {**convention.ROOFLINE, "efficiency": EFFICIENCY},
         "measured_by": _measured_by(times),
         "files": {"roofline": ROOFLINE_FILE, "svg": f"{PLOT_STEM}.svg", "png": f"{PLOT_STEM}.png"},
     }

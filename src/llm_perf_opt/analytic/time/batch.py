@@ -1,7 +1,7 @@
 """A stage's cost at batch B, from its cost at batch 1: per-unit tables and the time levels over them.
 
 The analytic model costs one sequence (`StageCost`). At batch B every unit (a `LayerCost` of the stage:
-a leaf module call, or a module's own work outside its children, as `analytic.roofline` predicts them)
+a leaf module call, or a module's own work outside its children, as `ideal` predicts them)
 does B sequences' work; what it reads once for the whole batch are its weights. `BatchRules` (given by
 the model family) say which units differ:
 
@@ -17,10 +17,13 @@ at many batches and on many roofs costs a few vector operations. A decode step i
 length (attention scores, KV reads and the rotary table grow linearly with it; nothing else depends on
 it), so `DecodeTable` keeps two contexts and interpolates exactly.
 
-Time levels (`LEVELS`): a level maps (table, batches, roof) to per-batch time. `ideal` is the roofline of
-`analytic.roofline` per unit at batch B: max(B·(flops_matmul/matmul peak + flops_other/vector peak),
-(weights read + B·(inputs + outputs))/bandwidth), summed over units. The kernel and eager levels of the
-time model plug in under their names with `register_level`. Pure Python + numpy; no torch, no family.
+Time levels (`BATCH_LEVELS`, by name; their convention `convention.BATCH_LEVELS`): a level maps (table,
+batches, roof, MoE shape) to `BatchTimes`, seconds per batch. `ideal` is the roofline per unit at batch B, with
+`ideal`'s formula over whole arrays: max(B·compute_seconds(flops), memory_seconds(weights read +
+B·(inputs + outputs))), summed over units. The kernel and eager levels at batch B (the serving engines': CUDA
+graphs at the kernel level, the vendor's eager loop at the eager level) are entries of `BATCH_LEVELS` beside
+`ideal`, each with its text in `convention.BATCH_LEVELS`; until then `level_times` refuses any other level by name.
+Pure Python + numpy; no torch, no family.
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from llm_perf_opt.analytic.costs import LayerCost
-from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.moe_batch import MoEShape
 from llm_perf_opt.analytic.stage import CostNode, StageCost
+from llm_perf_opt.analytic.time.convention import IDEAL
+from llm_perf_opt.analytic.time.hardware import Roof
+from llm_perf_opt.analytic.time.ideal import compute_seconds, memory_seconds
 from llm_perf_opt.errors import ConfigError
-
-IDEAL = "ideal"
 
 
 @dataclass(frozen=True)
@@ -204,8 +207,8 @@ class DecodeTable:
 
 # --------------------------------------------------------------------------------------- time levels
 @dataclass(frozen=True)
-class LevelTimes:
-    """Per batch: predicted seconds, and the compute and memory parts (their sums over units)."""
+class BatchTimes:
+    """One level at each batch: predicted seconds, and the compute and memory parts (their sums over units)."""
 
     level: str
     time_s: np.ndarray
@@ -216,42 +219,31 @@ class LevelTimes:
         return "compute" if self.compute_s[i] >= self.memory_s[i] else "memory"
 
 
-Level = Callable[[UnitTable, np.ndarray, Roof, Optional[MoEShape]], LevelTimes]
-
-LEVEL_CONVENTIONS: dict[str, str] = {
-    IDEAL: "roofline, the speed of light: per unit max(B x (flops_matmul / matmul peak + flops_other / "
-    "vector peak), (weights read once per step + B x (inputs + outputs)) / bandwidth), summed over units; "
-    "no kernel efficiency, launch or host time",
-}
+BatchLevel = Callable[[UnitTable, np.ndarray, Roof, Optional[MoEShape]], BatchTimes]
 
 
-def _ideal(table: UnitTable, batches: np.ndarray, roof: Roof, moe: Optional[MoEShape]) -> LevelTimes:
+def ideal_at_batch(table: UnitTable, batches: np.ndarray, roof: Roof, moe: Optional[MoEShape]) -> BatchTimes:
+    """The ideal level at each batch (`convention.BATCH_LEVELS["ideal"]`)."""
     b = np.asarray(batches, dtype=float)[None, :]  # (1, nb)
     kind = table.kind[:, None]
-    compute_1 = (table.fm / roof.matmul_flops + table.fo / roof.vector_flops)[:, None]
-    compute = compute_1 * b
+    compute = compute_seconds(table.fm, table.fo, roof)[:, None] * b
     weights = np.where(kind == 1, table.w[:, None] * b, np.where(kind == 0, table.w[:, None], 0.0))
     r1 = table.routed_weight_bytes
     if r1:
         share = np.where(kind == 2, table.w[:, None] / r1, 0.0)  # this unit's share of the routed bytes
         weights = weights + share * table._routed_total(np.asarray(batches), moe)[None, :]
-    memory = (weights + table.io[:, None] * b) / roof.bandwidth
+    memory = memory_seconds(weights + table.io[:, None] * b, roof)
     count = table.count
-    return LevelTimes(IDEAL, count @ np.maximum(compute, memory), count @ compute, count @ memory)
+    return BatchTimes(IDEAL, count @ np.maximum(compute, memory), count @ compute, count @ memory)
 
 
-LEVELS: dict[str, Level] = {IDEAL: _ideal}
-
-
-def register_level(name: str, level: Level, convention: str) -> None:
-    """A time level (kernel, eager: the time model's) by name, with the convention every output prints."""
-    LEVELS[name] = level
-    LEVEL_CONVENTIONS[name] = convention
+# The levels at batch B by name (see the module docstring: where the kernel and eager levels go).
+BATCH_LEVELS: dict[str, BatchLevel] = {IDEAL: ideal_at_batch}
 
 
 def level_times(
     table: UnitTable, batches: Sequence[float], roof: Roof, moe: Optional[MoEShape] = None, level: str = IDEAL
-) -> LevelTimes:
-    if level not in LEVELS:
-        raise ConfigError.field("serve.level", level, f"one of {', '.join(LEVELS)} (the levels available here)")
-    return LEVELS[level](table, np.asarray(batches, dtype=float), roof, moe)
+) -> BatchTimes:
+    if level not in BATCH_LEVELS:
+        raise ConfigError.field("serve.level", level, f"one of {', '.join(BATCH_LEVELS)} (the levels available here)")
+    return BATCH_LEVELS[level](table, np.asarray(batches, dtype=float), roof, moe)

@@ -8,11 +8,23 @@ import torch
 from torch import nn
 
 from llm_perf_opt.analytic import costs as C
-from llm_perf_opt.analytic import time_levels as TL
-from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.stage import CostNode
+from llm_perf_opt.analytic.time.figures import (
+    FRESH_BYTES,
+    GEMV_ROWS,
+    DeviceFigures,
+    HostFigures,
+    TimeModel,
+    device_from_calibration,
+    device_from_datasheet,
+    gemm_curve,
+    host_from_calibration,
+    time_model_for,
+)
+from llm_perf_opt.analytic.time.hardware import Roof
+from llm_perf_opt.analytic.time.kernel import kernel_time
+from llm_perf_opt.analytic.time.levels import LevelPredictor
 from llm_perf_opt.callgraph import op_families
-from llm_perf_opt.errors import ConfigError
 
 TOKENS, HIDDEN, OUT, B = 8, 64, 32, 4  # float32
 
@@ -63,12 +75,12 @@ def test_kernel_list_by_hand():
 
 def test_kernel_and_eager_levels_from_calibrated_figures():
     gemm_rate, bw, dispatch = 2e9, 1e9, 5e-6
-    tm = TL.TimeModel(
+    tm = TimeModel(
         ROOF,
-        TL.device_from_calibration(_levels(gemm_rate, bw, dispatch), "test", True, 1e8),
-        TL.host_from_calibration(_levels(gemm_rate, bw, dispatch)),
+        device_from_calibration(_levels(gemm_rate, bw, dispatch), "test", True, 1e8),
+        host_from_calibration(_levels(gemm_rate, bw, dispatch)),
     )
-    pred = TL.LevelPredictor(tm)
+    pred = LevelPredictor(tm)
     lt = pred.levels([_block()], ideal_s=0.0)
     # by hand: the gemm max(2·T·H·O / rate, its bytes / bw); GELU max(5·T·O / 1e8, 2·T·O·B / bw);
     # LayerNorm max(7·T·O / 1e8, (2·T·O + 2·O)·B / bw)
@@ -82,9 +94,9 @@ def test_kernel_and_eager_levels_from_calibrated_figures():
 
 
 def test_async_device_overlaps_host_and_device_between_syncs():
-    dev = TL.DeviceFigures("gpu", False, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=1e-6, launch_s=1e-6, sync_s=2e-6)
-    host = TL.HostFigures("host", 4e-6, "test")
-    pred = TL.LevelPredictor(TL.TimeModel(ROOF, dev, host))
+    dev = DeviceFigures("gpu", False, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=1e-6, launch_s=1e-6, sync_s=2e-6)
+    host = HostFigures("host", 4e-6, "test")
+    pred = LevelPredictor(TimeModel(ROOF, dev, host))
     # two tiny kernels then a sync, then one tiny kernel: each kernel 1 µs on the device, 5 µs on the host
     first = C.elementwise(4, "add", 2, B) + C.elementwise(4, "add", 2, B).with_kernels(
         C.elementwise(4, "add", 2, B).kernels, syncs=1
@@ -97,12 +109,10 @@ def test_async_device_overlaps_host_and_device_between_syncs():
 
 
 def test_missing_figures_make_levels_absent_not_zero():
-    dev, missing = TL.device_from_datasheet(ROOF, None, None)
+    dev, missing = device_from_datasheet(ROOF, None, None)
     assert dev is None and "min_kernel_us" in missing["kernel"]
-    lt = TL.LevelPredictor(TL.TimeModel(ROOF, None, None, missing)).levels([_block()], 1.0)
+    lt = LevelPredictor(TimeModel(ROOF, None, None, missing)).levels([_block()], 1.0)
     assert lt.kernel_s is None and lt.eager_s is None and lt.kernels == 3 and "kernel" in lt.to_dict()["missing"]
-    with pytest.raises(ConfigError, match="time.level"):
-        TL.check_level("fused")
 
 
 def test_primitives_launch_what_torchlens_records():
@@ -137,7 +147,7 @@ def _levels_v2(rates: dict, bw: dict, copy_bw: dict, fresh_s_per_byte: float, op
         ],
         "elementwise": {t: {"bytes_per_s": v} for t, v in bw.items()},
         "copy": {t: {"bytes_per_s": v} for t, v in copy_bw.items()},
-        "fresh": {"s_per_byte": fresh_s_per_byte, "min_bytes": TL.FRESH_BYTES, "op": "test"},
+        "fresh": {"s_per_byte": fresh_s_per_byte, "min_bytes": FRESH_BYTES, "op": "test"},
         "min_kernel_s": 0.0,
         "host": {
             "dispatch_s": 1e-7,
@@ -158,8 +168,8 @@ def test_version_2_figures_gemm_by_flops_per_element_tiers_fresh_pages_and_host_
     bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
     copy_bw = {"small": 2e10, "medium": 1e10, "large": 5e9}
     lv = _levels_v2(rates, bw, copy_bw, fresh_s_per_byte=1e-9, op_s=4e-6)
-    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
-    host = TL.host_from_calibration(lv)
+    dev = device_from_calibration(lv, "cpu", True, 1e9)
+    host = host_from_calibration(lv)
     assert dev.gemm_axis == "x" and host.dispatch_s == 4e-6  # the module forward's per-kernel cost, not the bare add
     # read at the calibrated points exactly, log-log between them, clamped outside
     assert dev.gemm_rate(gemv_x) == pytest.approx(1e9) and dev.gemm_rate(square_x) == pytest.approx(8e9)
@@ -169,25 +179,25 @@ def test_version_2_figures_gemm_by_flops_per_element_tiers_fresh_pages_and_host_
     # the linear of the hand-made block: T x HIDDEN @ HIDDEN x OUT (no bias), x from its FLOPs and elements moved
     flops, nbytes = 2 * TOKENS * HIDDEN * OUT, (HIDDEN * OUT + TOKENS * HIDDEN + TOKENS * OUT) * B
     x = flops / (nbytes / B)
-    t, bound = dev.kernel_time("gemm", TOKENS, flops, nbytes, TOKENS * OUT * B)
+    t, bound = kernel_time(dev, "gemm", TOKENS, flops, nbytes, TOKENS * OUT * B)
     # an 8-row product: halfway in log M between the 1-row (1 GFLOP/s) and the 64-row (8 GFLOP/s) curves
     assert dev.row_rate(TOKENS, x) == pytest.approx((1e9 * 8e9) ** 0.5)
     assert t == pytest.approx(max(flops / (1e9 * 8e9) ** 0.5, nbytes / bw["small"])) and bound in ("compute", "memory")
     # bandwidth tiers: small up to 1 MiB, medium up to 32 MiB, large above; layout copies their own figures
-    assert dev.kernel_time("elementwise", 0, 0, 1 << 20)[0] == pytest.approx((1 << 20) / bw["small"])
-    assert dev.kernel_time("elementwise", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / bw["medium"])
-    assert dev.kernel_time("copy", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / copy_bw["medium"])
+    assert kernel_time(dev, "elementwise", 0, 0, 1 << 20)[0] == pytest.approx((1 << 20) / bw["small"])
+    assert kernel_time(dev, "elementwise", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / bw["medium"])
+    assert kernel_time(dev, "copy", 0, 0, 1 << 24)[0] == pytest.approx((1 << 24) / copy_bw["medium"])
     # a result above the mmap threshold pays its fresh pages, a stated one or the kind's share of the bytes
     big = 3 * (64 << 20)  # an add of two 64 MiB tensors into a fresh 64 MiB result
-    t, _ = dev.kernel_time("elementwise", 0, 0, big, 64 << 20)
+    t, _ = kernel_time(dev, "elementwise", 0, 0, big, 64 << 20)
     assert t == pytest.approx(big / bw["large"] + (64 << 20) * 1e-9)
-    t, _ = dev.kernel_time("elementwise", 0, 0, big)  # not stated: half the bytes (OUT_SHARE)
+    t, _ = kernel_time(dev, "elementwise", 0, 0, big)  # not stated: half the bytes (OUT_SHARE)
     assert t == pytest.approx(big / bw["large"] + big // 2 * 1e-9)
-    assert dev.kernel_time("elementwise", 0, 0, 3 * (8 << 20), 8 << 20)[0] == pytest.approx(
+    assert kernel_time(dev, "elementwise", 0, 0, 3 * (8 << 20), 8 << 20)[0] == pytest.approx(
         3 * (8 << 20) / bw["medium"]
     )
     # the eager level of the block: kernels + one per-kernel host cost each (CPU: serial)
-    lt = TL.LevelPredictor(TL.TimeModel(ROOF, dev, host)).levels([_block()], 0.0)
+    lt = LevelPredictor(TimeModel(ROOF, dev, host)).levels([_block()], 0.0)
     assert lt.eager_s == pytest.approx(lt.kernel_s + 3 * 4e-6)
 
 
@@ -204,27 +214,27 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
     f_big, b_big = attention_work(1, 1, 4096, 64, False, 4)
     x_small, x_big = f_small / (b_small / 4), f_big / (b_big / 4)
     lv["attention"] = [{"x": x_small, "flops_per_s": 2e9}, {"x": x_big, "flops_per_s": 6e9}]
-    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
+    dev = device_from_calibration(lv, "cpu", True, 1e9)
     assert dev.gemm_bw_large == 5e9 and dev.attention == ((round(x_small, 6), 2e9), (round(x_big, 6), 6e9))
     # a decode GEMV over 64 MiB of weights (above the mmap threshold): its bytes at the streaming GEMV's bandwidth
     w = 64 << 20
     flops = 2 * (w // 4)
-    t, bound = dev.kernel_time("gemm", 1, flops, w + 8, 4)
+    t, bound = kernel_time(dev, "gemm", 1, flops, w + 8, 4)
     assert bound == "memory" and t == pytest.approx(max(flops / dev.gemm_rate(flops / ((w + 8) / 4)), (w + 8) / 5e9))
     # elementwise kernels of that size keep the large-add bandwidth (their result, half the bytes, is 32 MiB: at
     # the mmap threshold, not above it: no fresh pages)
-    assert dev.kernel_time("elementwise", 0, 0, w)[0] == pytest.approx(w / bw["large"])
+    assert kernel_time(dev, "elementwise", 0, 0, w)[0] == pytest.approx(w / bw["large"])
     # attention kernels read their own curve (at its points exactly), not the GEMM one
-    t, _ = dev.kernel_time("attention", 196, f_small, b_small, 0)
+    t, _ = kernel_time(dev, "attention", 196, f_small, b_small, 0)
     assert t == pytest.approx(max(f_small / 2e9, b_small / dev.bandwidth("attention", b_small)), rel=1e-6)
-    t, _ = dev.kernel_time("gemm", 196, f_small, b_small, 0)
+    t, _ = kernel_time(dev, "gemm", 196, f_small, b_small, 0)
     assert t == pytest.approx(max(f_small / dev.gemm_rate(x_small), b_small / dev.bandwidth("gemm", b_small)))
     # a compute-bound GEMM writing a fresh 128 MiB result: its threads fault the pages, after computing
     out = 128 << 20
     gm, gk, gn = 2048, 4096, out // 4 // 2048
     flops, nbytes = 2 * gm * gk * gn, (gm * gk + gk * gn + gm * gn) * 4
     compute = flops / dev.gemm_rate(flops / (nbytes / 4))
-    t, bound = dev.kernel_time("gemm", gm, flops, nbytes, out)
+    t, bound = kernel_time(dev, "gemm", gm, flops, nbytes, out)
     assert compute > nbytes / dev.bandwidth("gemm", nbytes)
     assert t == pytest.approx(compute + out * 1e-9)
 
@@ -239,7 +249,7 @@ def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
         {"x": 16.0, "flops_per_s": 1e10, "seconds": 500e-6},
         {"x": 64.0, "flops_per_s": 4e10, "seconds": 1e-3},
     ]
-    curve, dropped = TL.gemm_curve(grid)
+    curve, dropped = gemm_curve(grid)
     assert dropped == 2
     # the faster of the points at x = 2 kept; 16 lifted to 8's rate (running maximum); 30 left out
     assert curve == ((2.0, 5e9), (8.0, 2e10), (16.0, 2e10), (64.0, 4e10))
@@ -253,27 +263,27 @@ def test_a_decode_gemv_above_the_cache_tier_streams_its_weights():
         version=4,
         gemv={"bytes_per_s": 5e9, "op": "test gemv"},
     )
-    dev = TL.device_from_calibration(lv, "cpu", True, 1e9)
+    dev = device_from_calibration(lv, "cpu", True, 1e9)
     w = 4 << 20  # a 4 MiB weight matrix: the medium tier by size
-    assert dev.bandwidth("gemm", w, m=1) == dev.bandwidth("gemm", w, m=TL.GEMV_ROWS) == 5e9  # streamed
-    assert dev.bandwidth("gemm", w, m=TL.GEMV_ROWS + 1) == bw["medium"]  # a prefill product: the tier's
+    assert dev.bandwidth("gemm", w, m=1) == dev.bandwidth("gemm", w, m=GEMV_ROWS) == 5e9  # streamed
+    assert dev.bandwidth("gemm", w, m=GEMV_ROWS + 1) == bw["medium"]  # a prefill product: the tier's
     assert dev.bandwidth("gemm", 1 << 19, m=1) == bw["small"]  # cache-resident
     assert dev.bandwidth("elementwise", w) == bw["medium"]
 
 
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
-    tm = TL.time_model_for(
+    tm = time_model_for(
         Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None, {"float32": _levels(1e9, 1e9, 1e-6)}
     )
     assert tm.device is None and "bfloat16" in tm.missing["kernel"] and "bfloat16" in tm.missing["eager"]
-    lt = TL.LevelPredictor(tm).levels([_block()], 1.0)
+    lt = LevelPredictor(tm).levels([_block()], 1.0)
     assert lt.kernel_s is None and lt.eager_s is None and lt.ideal_s == 1.0
 
     class Sheet:  # a datasheet with a minimum kernel time and no launch_us
         min_kernel_us = type("F", (), {"value": 2.0})()
 
     fast = Roof("t", "t", "datasheet", "float32", "float32", 1e18, 1e18, 1e18)  # every kernel below the floor
-    tm = TL.time_model_for(fast, Sheet(), None, cache_dir="/nonexistent")
+    tm = time_model_for(fast, Sheet(), None, cache_dir="/nonexistent")
     assert tm.device is not None and tm.device.min_kernel_s == pytest.approx(2e-6)
     assert "launch_us" in tm.missing["eager"]
-    assert TL.LevelPredictor(tm).levels([_block()], 1.0).kernel_s == pytest.approx(3 * 2e-6)  # each at the floor
+    assert LevelPredictor(tm).levels([_block()], 1.0).kernel_s == pytest.approx(3 * 2e-6)  # each at the floor

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from llm_perf_opt.analytic import time_levels as TL
-from llm_perf_opt.analytic.hardware import Roof, load_hardware
-from llm_perf_opt.analytic.roofline import predict_latency
 from llm_perf_opt.analytic.roofline_artifact import ABSENT_V1, load_roofline, write_roofline
+from llm_perf_opt.analytic.time.figures import DeviceFigures, HostFigures, TimeModel
+from llm_perf_opt.analytic.time.hardware import Roof, load_hardware
+from llm_perf_opt.analytic.time.ideal import predict_latency
+from llm_perf_opt.analytic.time.levels import latency_levels, latency_paths, levels_payload
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -19,20 +20,20 @@ from llm_perf_opt.errors import ArtifactError
 GEMM_RATE, BW, PER_KERNEL = 1e10, 1e10, 5e-6
 
 
-def _model() -> tuple[DeepseekOCRAnalyticModel, Roof, TL.TimeModel]:
+def _model() -> tuple[DeepseekOCRAnalyticModel, Roof, TimeModel]:
     model = DeepseekOCRAnalyticModel.for_page(
         ModelSpec.tiny(), VisionWorkload(512, 512, False), 512, 512, dtype="float32"
     )
     roof = Roof("test", "test cpu", "measured", "float32", "float32", 1e11, 1e10, 2e10)
-    dev = TL.DeviceFigures("test cpu", True, ((1.0, GEMM_RATE),), 1e10, BW, BW, 0.0)
-    return model, roof, TL.TimeModel(roof, dev, TL.HostFigures("host", PER_KERNEL, "test"))
+    dev = DeviceFigures("test cpu", True, ((1.0, GEMM_RATE),), 1e10, BW, BW, 0.0)
+    return model, roof, TimeModel(roof, dev, HostFigures("host", PER_KERNEL, "test"))
 
 
 def _write(tmp_path):
     model, roof, tm = _model()
     lat = predict_latency(model.stages(), roof)
-    levels = TL.latency_levels(model.stages(), lat, tm)
-    payload = TL.levels_payload(levels, tm, TL.latency_paths(model.stages(), tm))
+    levels = latency_levels(model.stages(), lat, tm)
+    payload = levels_payload(levels, tm, latency_paths(model.stages(), tm))
     path = write_roofline(tmp_path / "roofline.json", model, lat, load_hardware("h100_sxm"), levels=payload)
     return model, lat, levels, path
 

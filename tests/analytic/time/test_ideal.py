@@ -9,9 +9,10 @@ import math
 import pytest
 
 from llm_perf_opt.analytic import LayerCost
-from llm_perf_opt.analytic.hardware import Roof, load_hardware
-from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, estimate, predict, predict_latency
 from llm_perf_opt.analytic.roofline_artifact import ROOFLINE_SCHEMA, load_roofline, write_roofline
+from llm_perf_opt.analytic.time.convention import ROOFLINE
+from llm_perf_opt.analytic.time.hardware import Roof, load_hardware
+from llm_perf_opt.analytic.time.ideal import Estimate, estimate, predict, predict_latency
 from llm_perf_opt.artifacts import to_jsonable
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload
@@ -179,7 +180,7 @@ def test_roofline_artifact_round_trip(tmp_path, model, roof):
     assert art.roof == roof and art.model == "deepseek-ocr" and art.dtype == "bfloat16"
     assert art.figures["ttft_s"] == pytest.approx(lat.ttft_s)
     assert art.figures["decode_s_per_token"] == pytest.approx(lat.decode_s)
-    assert set(art.convention) == set(CONVENTION)
+    assert set(art.convention) == set(ROOFLINE)
     assert art.hardware["sources"]["bandwidth"].startswith("NVIDIA H100")
     rows = art.stage_rows("prefill")
     assert {r["path"] for r in rows} == set(model.prefill().parts)
@@ -209,5 +210,5 @@ def test_work_without_bytes_has_infinite_intensity_in_json(toy_roof):
 def test_a_stage_prediction_carries_its_roof_and_convention(model, roof):
     d = predict(model.decode(), roof).to_dict(with_parts=False)
     assert d["roof"]["hardware"] == "h100_sxm" and d["roof"]["matmul_flops"] == pytest.approx(H100_BF16_PEAK)
-    assert "NVIDIA H100" in d["roof"]["sources"]["bandwidth"] and d["convention"] == CONVENTION
+    assert "NVIDIA H100" in d["roof"]["sources"]["bandwidth"] and d["convention"] == ROOFLINE
     assert "parts" not in d and d["total"]["bound"] == "memory"

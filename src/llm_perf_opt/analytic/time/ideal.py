@@ -1,6 +1,6 @@
-"""Roofline predictions from the analytic costs: per layer, part and stage, on one `Roof`.
+"""The ideal level: roofline predictions from the analytic costs, per layer, part and stage, on one `Roof`.
 
-The convention (`CONVENTION`, written into every prediction and artifact):
+The convention (`convention.ROOFLINE`, written into every prediction and artifact):
 
 * The unit of prediction is one `LayerCost` of the analytic model: a leaf module call, or the work a
   module does itself outside its children (its own ops, merged into one cost). Units run one after the
@@ -35,22 +35,22 @@ from functools import cached_property
 from typing import Any, Mapping, Optional
 
 from llm_perf_opt.analytic.costs import LayerCost
-from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.stage import CostNode, StageCost
+from llm_perf_opt.analytic.time import convention
+from llm_perf_opt.analytic.time.hardware import Roof
 
-CONVENTION: dict[str, str] = {
-    "unit": "one LayerCost of the analytic model (a leaf module call, or a module's own work outside its "
-    "children); units run one after another, parts and stages sum their units' times",
-    "compute_time": "flops_matmul / matmul peak (dense tensor-core peak of the dtype; float32 uses the "
-    "CUDA-core FP32 peak unless allow_tf32) + flops_other / vector (non-tensor) peak",
-    "memory_time": "io_bytes / bandwidth; io_bytes = weights read + inputs read + outputs written, once per "
-    "call (materialised intermediates, activation_bytes, are not counted)",
-    "time": "max(compute time, memory time) per unit",
-    "bound": "compute if compute time >= memory time else memory; for sums, the bound holding most of the time",
-    "intensity": "(flops_matmul + flops_other) / io_bytes, FLOPs per byte",
-    "attainable_flops": "flops / predicted time = min(blended peak, intensity x bandwidth) for one unit",
-    "flops": "2 x multiply-adds (analytic.costs)",
-}
+
+def compute_seconds(flops_matmul: Any, flops_other: Any, roof: Roof) -> Any:
+    """The ideal compute time (`convention.ROOFLINE["compute_time"]`): the matmul-class FLOPs at the matmul peak
+    plus the other FLOPs at the vector peak. Numbers or numpy arrays alike: the one formula of `estimate` (one
+    unit) and of the levels at batch B (`batch`, every unit of a stage at once)."""
+    return flops_matmul / roof.matmul_flops + flops_other / roof.vector_flops
+
+
+def memory_seconds(io_bytes: Any, roof: Roof) -> Any:
+    """The ideal memory time (`convention.ROOFLINE["memory_time"]`): the bytes moved at the bandwidth; numbers or
+    numpy arrays alike."""
+    return io_bytes / roof.bandwidth
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +127,9 @@ ZERO_ESTIMATE = Estimate()
 
 def estimate(cost: LayerCost, roof: Roof) -> Estimate:
     """One unit on `roof`: compute and memory time, the larger one is the prediction."""
-    compute = cost.flops_matmul / roof.matmul_flops + cost.flops_other / roof.vector_flops
+    compute = compute_seconds(cost.flops_matmul, cost.flops_other, roof)
     io = cost.io_bytes
-    memory = io / roof.bandwidth
+    memory = memory_seconds(io, roof)
     time = compute if compute >= memory else memory
     return Estimate(
         cost.flops_matmul,
@@ -264,7 +264,7 @@ class StagePrediction:
         }
         if with_roof:
             out["roof"] = self.roof.to_dict()
-            out["convention"] = dict(CONVENTION)
+            out["convention"] = dict(convention.ROOFLINE)
         if with_parts:
             out["parts"] = self.rows()
         return out
@@ -326,7 +326,7 @@ class LatencyPrediction:
     def to_dict(self, with_parts: bool = True) -> dict[str, Any]:
         return {
             "roof": self.roof.to_dict(),
-            "convention": dict(CONVENTION),
+            "convention": dict(convention.ROOFLINE),
             "figures": self.figures(),
             "stages": {name: s.to_dict(with_parts, with_roof=False) for name, s in self.stages().items()},
         }

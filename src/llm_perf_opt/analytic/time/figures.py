@@ -1,0 +1,322 @@
+"""What the kernel and eager levels need of a device and of this host, each figure with its source.
+
+`DeviceFigures`: the matmul efficiency curve(s), the vector rate, the bandwidth by size tier, the minimum kernel
+time, the launch and sync costs of an asynchronous device, the CPU's fresh-page cost. `HostFigures`: the host's
+cost per kernel. `TimeModel`: both for one `Roof`, with the reason for each figure that is missing.
+
+Built from a calibration (`device_from_calibration`, `host_from_calibration`: the files `measure.calibrate`
+writes; no torch is needed to read them), from a datasheet (`device_from_datasheet`: conf/hardware/*.yaml's
+min_kernel_us / launch_us / sync_us) or, for this host, from the newest cached CPU calibration
+(`host_from_cache`); `time_model_for` picks. The cache directory is `config.paths.calibration_dir()`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+from llm_perf_opt.analytic.time.hardware import Roof
+from llm_perf_opt.config.paths import calibration_dir
+
+SMALL_BYTES = 1 << 20  # kernels moving up to this many bytes run at the small-size (cache) bandwidth
+FRESH_BYTES = 1 << 25  # CPU: results above this size are written to fresh (mmapped) pages on every call
+GEMM_KINDS = ("gemm", "conv", "attention")
+GEMV_ROWS = 16  # a product of at most this many rows is GEMV-like: its bytes are its weights
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """What the kernel level needs of a device (SI units), each with its source.
+
+    `gemm` is the matmul efficiency curve (axis value, FLOP/s), ascending: by the product's rows M
+    (`gemm_axis="m"`: a datasheet, or a calibration before version 2), or by FLOPs per element moved
+    (`gemm_axis="x"`: x = FLOPs / (bytes / itemsize), 2MNK / (MK + KN + MN) for a GEMM: a GEMV ~ 2, a skinny
+    product small, a large square one large), read log-log between the calibrated points."""
+
+    label: str
+    synchronous: bool  # the CPU: a kernel runs on the host thread
+    gemm: tuple[tuple[float, float], ...]
+    vector_flops: float
+    bw_small: float
+    bw_large: float
+    min_kernel_s: float
+    launch_s: float = 0.0  # host-side launch call per kernel (async devices)
+    sync_s: float = 0.0  # round trip of one host sync (async devices)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    gemm_axis: str = "m"
+    itemsize: int = 4
+    bw_medium: Optional[float] = None  # SMALL_BYTES < bytes <= fresh_bytes (None: bw_large)
+    copy_bw: Optional[tuple[float, float, float]] = None  # layout copies, (small, medium, large); None: as above
+    fresh_s_per_byte: float = 0.0  # CPU: first touch of a result in fresh (mmapped) memory, per byte
+    fresh_bytes: int = FRESH_BYTES
+    gemm_bw_large: Optional[float] = None  # gemm-like kernels moving more than fresh_bytes (a GEMV streaming its
+    # weights from memory: calibrated `gemv`); None: bw_large
+    attention: tuple[tuple[float, float], ...] = ()  # the fused attention's own curve (x, FLOP/s); (): the gemm curve
+    # the GEMM curve of each calibrated row count M, ascending: ((M, ((x, FLOP/s), ...)), ...); a product of m rows
+    # reads the two rows around m at its x, log-log between them (a 65-row product runs like a 64-row one, not like
+    # a square one of the same x); (): the one curve over x
+    gemm_rows: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
+
+    def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
+        curve = curve or self.gemm
+        xs = [p[0] for p in curve]
+        at = max(float(at), 1e-9)
+        i = bisect.bisect_left(xs, at)
+        if i <= 0:
+            return curve[0][1]
+        if i >= len(xs):
+            return curve[-1][1]
+        (x0, r0), (x1, r1) = curve[i - 1], curve[i]
+        f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+
+    def row_rate(self, m: int, x: float) -> float:
+        """The matmul rate of an m-row product at x (`gemm_rows`): the rows around m, log-log in m between them."""
+        rows = self.gemm_rows
+        ms = [r[0] for r in rows]
+        i = bisect.bisect_left(ms, m)
+        if i < len(ms) and ms[i] == m or i == 0 or i >= len(ms):
+            return self.gemm_rate(x, rows[min(max(i, 0), len(ms) - 1)][1])
+        (m0, c0), (m1, c1) = rows[i - 1], rows[i]
+        r0, r1 = self.gemm_rate(x, c0), self.gemm_rate(x, c1)
+        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))
+        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+
+    def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
+        tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
+        if kind == "copy" and self.copy_bw is not None:
+            return self.copy_bw[tier]
+        if (
+            kind in GEMM_KINDS
+            and self.gemm_bw_large is not None
+            and (tier == 2 or (tier == 1 and kind == "gemm" and 0 < m <= GEMV_ROWS))
+        ):
+            # a GEMV-like product (a decode step's, a few rows) above the cache tier reads its weight matrix from
+            # memory: each weight is read once per step, and a step's weights exceed any last-level cache
+            return self.gemm_bw_large
+        return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    label: str  # "this host": the CPU it was calibrated on
+    dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
+    source: str
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    """The figures of the three levels; `device`/`host` None with a reason when a figure is missing."""
+
+    roof: Roof
+    device: Optional[DeviceFigures]
+    host: Optional[HostFigures]
+    missing: Mapping[str, str] = field(default_factory=dict)  # level -> why it cannot be computed
+
+    @property
+    def label(self) -> str:
+        host = self.host.label if self.host else "no host figures"
+        dev = self.device.label if self.device else self.roof.label
+        return f"this host ({host}) + {dev}"
+
+
+OVERHEAD_BOUND = 3.0  # a calibrated product faster than this many times the smallest one measures its fixed cost
+
+
+def gemm_curve(
+    grid: Iterable[Mapping[str, Any]], floor: Optional[float] = None
+) -> tuple[tuple[tuple[float, float], ...], int]:
+    """The matmul rate over x (FLOPs per element moved) from calibrated points: points whose time is under
+    `OVERHEAD_BOUND` x the fastest point's (the call's fixed cost, not its throughput) left out, the faster of points
+    at one x, then the running maximum over x (more work per element moved never makes a product slower to run
+    per FLOP: a lower sample is a shape dominated by something else). Returns (curve, points left out)."""
+    grid = list(grid)
+    timed = [float(g["seconds"]) for g in grid if g.get("seconds")]
+    if floor is None:  # `floor`: the whole grid's, when this is one row of it
+        floor = OVERHEAD_BOUND * min(timed) if timed else 0.0
+    usable = [g for g in grid if not g.get("seconds") or float(g["seconds"]) >= floor] or grid
+    by_x: dict[float, float] = {}
+    for g in usable:
+        x = round(float(g["x"]), 6)
+        by_x[x] = max(by_x.get(x, 0.0), float(g["flops_per_s"]))
+    curve, best = [], 0.0
+    for x, rate in sorted(by_x.items()):
+        best = max(best, rate)
+        curve.append((x, best))
+    return tuple(curve), len(grid) - len(usable)
+
+
+def device_from_calibration(
+    levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float
+) -> DeviceFigures:
+    """`DeviceFigures` from one dtype's calibrated levels (`measure.calibrate_levels`; version 1 files: the
+    M-curve at one N = K, version 2: the curve over FLOPs per element moved, three sizes, fresh pages)."""
+    ew, cp = levels["elementwise"], levels["copy"]
+    version = int(levels.get("version", 1))
+    itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
+    grid = levels["gemm"]
+    if version >= 2 and all("x" in g for g in grid):
+        gemm, dropped = gemm_curve(grid)
+        floor = OVERHEAD_BOUND * min((float(g["seconds"]) for g in grid if g.get("seconds")), default=0.0)
+        rows = []
+        for m in sorted({int(g["m"]) for g in grid}):
+            curve, _ = gemm_curve([g for g in grid if int(g["m"]) == m], floor=floor)
+            rows.append((m, curve))
+        layout = " in nn.Linear's layout" if version >= 5 else ""
+        axis, gemm_src = (
+            "x",
+            (
+                f"calibrated torch.matmul over {len(grid)} (M, K, N) shapes{layout}, M in "
+                f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
+                f"(log-log), running maximum over x; {dropped} shape(s) timed under "
+                f"{OVERHEAD_BOUND:g}x the smallest product's time left out (their rate is the call's "
+                f"fixed cost, which the eager level charges per kernel); "
+                f"{levels.get('statistic', '')}"
+            ),
+        )
+        copy_bw = tuple(float(cp[t]["bytes_per_s"]) for t in ("small", "medium", "large"))
+        fresh = levels.get("fresh") or {}
+        gemv = levels.get("gemv") or {}
+        att: dict[float, float] = {}
+        for a in levels.get("attention") or ():  # points at the same x: the faster one
+            x = round(float(a["x"]), 6)
+            att[x] = max(att.get(x, 0.0), float(a["flops_per_s"]))
+        extra = dict(
+            bw_medium=float(ew["medium"]["bytes_per_s"]),
+            copy_bw=copy_bw,  # type: ignore[arg-type]
+            fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
+            fresh_bytes=int(fresh.get("min_bytes", FRESH_BYTES)),
+            gemm_bw_large=float(gemv["bytes_per_s"]) if gemv.get("bytes_per_s") else None,
+            attention=tuple(sorted(att.items())),
+            gemm_rows=tuple(rows),
+        )
+        bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
+        bw_src = (
+            "calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
+            f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
+            f"{FRESH_BYTES} bytes: {gemv.get('op', 'the large add (no streaming GEMV calibrated)')}"
+        )
+    else:
+        pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
+        mono, best = [], 0.0  # the curve must not fall with M (a noisy sample): the running maximum
+        for m, r in pts:
+            best = max(best, r)
+            mono.append((float(m), best))
+        gemm, axis, extra = tuple(mono), "m", {}
+        gemm_src = (
+            f"calibrated torch.matmul (M x {grid[0]['k']}) @ ({grid[0]['k']} x {grid[0]['n']}), M in "
+            f"{[g['m'] for g in grid]}, fastest sample; running maximum over M (calibration version 1)"
+        )
+        bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
+        bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
+        bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
+    return DeviceFigures(
+        label=label,
+        synchronous=synchronous,
+        gemm=gemm,
+        vector_flops=vector_flops,
+        bw_small=bw_small,
+        bw_large=bw_large,
+        min_kernel_s=float(levels["min_kernel_s"]),
+        sync_s=float(levels["host"].get("sync_s", 0.0)),
+        sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
+        gemm_axis=axis,
+        itemsize=itemsize,
+        **extra,
+    )
+
+
+def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
+    """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`."""
+    h = levels["host"]
+    label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
+    if h.get("op_s") is not None:
+        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")))
+    return HostFigures(label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)")
+
+
+def device_from_datasheet(
+    roof: Roof, min_kernel_s: Optional[float], launch_s: Optional[float], sync_s: Optional[float] = None
+) -> tuple[Optional[DeviceFigures], dict[str, str]]:
+    """A GPU from its datasheet: the peak for every M (no efficiency curve: the kernel level then differs from
+    the ideal only by per-kernel bytes and the minimum kernel time), one bandwidth. None + reason when the
+    datasheet lacks the minimum kernel time."""
+    if min_kernel_s is None:
+        return None, {
+            "kernel": f"hardware {roof.hardware} has no min_kernel_us figure",
+            "eager": "needs the kernel level",
+        }
+    dev = DeviceFigures(
+        label=f"{roof.label} (datasheet)",
+        synchronous=False,
+        gemm=((1, roof.matmul_flops),),
+        vector_flops=roof.vector_flops,
+        bw_small=roof.bandwidth,
+        bw_large=roof.bandwidth,
+        min_kernel_s=min_kernel_s,
+        launch_s=launch_s or 0.0,
+        sync_s=sync_s if sync_s is not None else 0.0,
+        sources={
+            "gemm": "datasheet matmul peak at every M",
+            "bandwidth": "datasheet bandwidth at every size",
+            "min_kernel": "datasheet min_kernel_us",
+        },
+    )
+    return dev, {}
+
+
+def host_from_cache(cache_dir: str | Path) -> tuple[Optional[HostFigures], str]:
+    """This host's figures from the newest cached CPU calibration that has them (no torch needed)."""
+    from llm_perf_opt.artifacts import read_json
+
+    found = []
+    for path in Path(cache_dir).glob("*.json"):
+        try:
+            data = read_json(path).get("data") or {}
+        except Exception:  # noqa: BLE001 - an unreadable cache file is skipped, not fatal
+            continue
+        if str(data.get("device", "")).startswith("cpu") and data.get("levels"):
+            found.append((path.stat().st_mtime, data))
+    if not found:
+        return None, f"no calibration of this host with host figures under {cache_dir} (run ./dev calibrate)"
+    data = max(found, key=lambda t: t[0])[1]
+    levels = data["levels"].get("float32") or next(iter(data["levels"].values()))
+    return host_from_calibration(levels), ""
+
+
+def time_model_for(
+    roof: Roof,
+    hardware_cfg: Any = None,
+    calibration_levels: Optional[Mapping[str, Any]] = None,
+    cache_dir: Optional[str | Path] = None,
+    synchronous: bool = False,
+) -> TimeModel:
+    """The levels' figures for a roof: `calibration_levels` (a measured roof: {dtype: levels}; device and host
+    from it) or a datasheet `hardware_cfg` (device: its peaks + min_kernel_us / launch_us / sync_us; host: this
+    host's cached CPU calibration). What is missing makes its levels absent, with the reason."""
+    missing: dict[str, str] = {}
+    if calibration_levels is not None:
+        key = roof.dtype if roof.dtype in calibration_levels else None
+        if key is None:
+            why = f"the calibration has no kernel-level figures for {roof.dtype} (has {sorted(calibration_levels)})"
+            return TimeModel(roof, None, None, {"kernel": why, "eager": why})
+        lv = calibration_levels[key]
+        dev = device_from_calibration(lv, f"{roof.label} (calibrated, {key})", synchronous, roof.vector_flops)
+        return TimeModel(roof, dev, host_from_calibration(lv))
+    fig = lambda name: getattr(hardware_cfg, name, None)  # noqa: E731
+    mk, ln, sy = fig("min_kernel_us"), fig("launch_us"), fig("sync_us")
+    dev, missing = device_from_datasheet(
+        roof,
+        mk.value * 1e-6 if mk is not None else None,
+        ln.value * 1e-6 if ln is not None else None,
+        sy.value * 1e-6 if sy is not None else None,
+    )
+    if dev is not None and ln is None:
+        missing["eager"] = f"hardware {roof.hardware} has no launch_us figure"
+    host, why = host_from_cache(calibration_dir(cache_dir))
+    if host is None:
+        missing.setdefault("eager", why)
+    return TimeModel(roof, dev, host, missing)

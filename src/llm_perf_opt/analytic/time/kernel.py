@@ -1,0 +1,61 @@
+"""The kernel level: each launched kernel at the rate the device reaches for its shape, summed.
+
+One kernel (`kernel_time`): max(FLOPs at the matmul rate the device reaches at the kernel's FLOPs per element
+moved (gemm, conv; the fused attention its own curve) or at the vector rate, bytes / the bandwidth of its size
+tier) + on the CPU the fresh-page cost of a large result, and never under the device's minimum kernel time
+(convention: `convention.LEVELS["kernel"]`). A census of kernels (`Kernels`, exact counts from the cost
+formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
+"""
+
+from __future__ import annotations
+
+from llm_perf_opt.analytic.costs import Kernels
+from llm_perf_opt.analytic.time.figures import GEMM_KINDS, DeviceFigures
+
+# share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
+OUT_SHARE = {"gemm": 1 / 3, "conv": 1 / 3, "attention": 1 / 4, "elementwise": 1 / 2, "reduction": 1 / 2, "copy": 1 / 2}
+
+
+def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
+    """(seconds, bound) of one kernel on `dev`: bound is compute, memory or launch."""
+    if kind in GEMM_KINDS:
+        at = m if dev.gemm_axis == "m" else flops / max(nbytes / dev.itemsize, 1.0)
+        if kind == "attention" and dev.gemm_axis == "x" and dev.attention:
+            rate = dev.gemm_rate(at, dev.attention)
+        elif kind == "gemm" and dev.gemm_axis == "x" and dev.gemm_rows and m > 0:
+            rate = dev.row_rate(m, at)
+        else:
+            rate = dev.gemm_rate(at)
+        compute = flops / rate if flops else 0.0
+    else:
+        compute = flops / dev.vector_flops if flops else 0.0
+    memory = nbytes / dev.bandwidth(kind, nbytes, m)
+    fresh = 0.0
+    if dev.fresh_s_per_byte:
+        result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
+        if result > dev.fresh_bytes:
+            fresh = result * dev.fresh_s_per_byte
+    # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
+    t = max(compute, memory) + fresh
+    if t < dev.min_kernel_s:
+        return dev.min_kernel_s, "launch"
+    return t, "compute" if compute >= memory + fresh else "memory"
+
+
+class KernelLevel:
+    """The kernel level on one device: a census of kernels -> (seconds, {bound: seconds}), each kernel key's
+    time computed once."""
+
+    def __init__(self, device: DeviceFigures) -> None:
+        self.device = device
+        self._kernel: dict[tuple, tuple[float, str]] = {}
+
+    def __call__(self, kernels: Kernels) -> tuple[float, dict[str, float]]:
+        total, bound = 0.0, {}
+        for key, n in kernels.counts.items():
+            hit = self._kernel.get(key)
+            if hit is None:
+                hit = self._kernel[key] = kernel_time(self.device, *key)
+            total += hit[0] * n
+            bound[hit[1]] = bound.get(hit[1], 0.0) + hit[0] * n
+        return total, bound
