@@ -25,6 +25,7 @@ PACKAGE = SRC / "analytic" / "time"
 # config schemas and paths, the artifacts reader (a cached calibration), errors and units
 ALLOWED = (
     "llm_perf_opt.analytic.costs",
+    "llm_perf_opt.analytic.hardware_config",  # the `hardware` config section (plain dataclasses)
     "llm_perf_opt.analytic.stage",
     "llm_perf_opt.analytic.moe_batch",
     "llm_perf_opt.analytic.time",
