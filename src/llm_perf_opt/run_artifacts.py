@@ -302,7 +302,7 @@ class RooflineFigures:
 
 @dataclass(frozen=True)
 class RoutingSummary:
-    """`dsocr.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
+    """`model_runtime.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
     bytes read, the uniform-routing expectation; `random_weights`/`note` say whose routing it is."""
 
     n_experts: int

@@ -2,12 +2,15 @@
 
 The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the
 seam's interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
-directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a
-plug-in above the generic layers it uses); families (the registry, which names them by import string); trace
+directories, locks, the job's life); model_runtime (what running any family needs: session, loading, patches,
+runtime log, decode, routing); the shared model packages (deepseek_ocr_shared: the code two families really
+share, imported by families only); the model families (dsocr, dsocr2, and any package with a `family.py`: each
+a plug-in above the generic layers it uses); families (the registry, which names them by import string); trace
 (the trace job's stages and the builders every job shares); gate (the verification gate); jobs (the entry
-points). A module may import its own layer or any layer below, and no module outside a family package imports a
-family package (by name: the registry loads them from strings). Read from the source with `ast`, so an import
-inside a function counts too.
+points). A module may import its own layer or any layer below; no module outside a family package imports a
+family package (by name: the registry loads them from strings), and none outside a family or a shared model
+package imports a shared model package. Read from the source with `ast`, so an import inside a function counts
+too.
 """
 
 from __future__ import annotations
@@ -35,16 +38,20 @@ LAYERS = {
     "export": 5,
     "report": 6,
     "runs": 7,
-    "dsocr": 8,
-    "families": 9,
-    "trace": 10,
-    "gate": 11,
-    "jobs": 12,
+    "model_runtime": 8,
+    "deepseek_ocr_shared": 9,
+    "dsocr": 10,
+    "families": 11,
+    "trace": 12,
+    "gate": 13,
+    "jobs": 14,
 }
 FAMILY_LAYER = LAYERS["dsocr"]
+# Model code two families really share (not a family, no `family.py`): only families and itself import it.
+SHARED_MODEL_PACKAGES = {"deepseek_ocr_shared"}
 
 
-KNOWN_FAMILIES = {"dsocr", "dsocr2"}  # dsocr2 until its family.py is plugged into the seam
+KNOWN_FAMILIES = {"dsocr", "dsocr2"}  # the built-in families, present even before their family.py is read
 
 
 def family_packages(root: Path = SRC) -> set[str]:
@@ -82,15 +89,18 @@ def upward_imports(root: Path = SRC) -> list[str]:
 
 
 def family_imports(root: Path = SRC) -> list[str]:
-    """Imports of a family package from outside it (the generic layers, the registry, the jobs, another family)."""
+    """Imports of a family package from outside the families (the generic layers, the registry, the jobs), and
+    of a shared model package from outside the families and the shared packages."""
     bad = []
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
         own = path.relative_to(root).parts[0].removesuffix(".py")
         for line, name in project_imports(path):
             target = name.split(".")[1]
-            if target in families and own not in families:  # a family may build on another (v2 on v1)
+            if target in families and own not in families:
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the family package {name}")
+            elif target in SHARED_MODEL_PACKAGES and own not in families | SHARED_MODEL_PACKAGES:
+                bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the shared model package {name}")
     return bad
 
 
@@ -167,4 +177,23 @@ def test_the_new_layers_are_ordered(tmp_path):
         "report/m.py:1 (report) imports llm_perf_opt.runs (runs)",
         "runs/m.py:1 (runs) imports llm_perf_opt.trace (trace)",
         "trace/m.py:1 (trace) imports llm_perf_opt.gate (gate)",
+    ]
+
+
+def test_a_generic_import_of_a_shared_model_package_is_found(tmp_path):
+    """A generic layer (below or above the shared package) importing it is reported; a family or the shared
+    package itself importing it is not, and the shared package importing model_runtime points down."""
+    (tmp_path / "dsocr").mkdir()
+    (tmp_path / "dsocr" / "family.py").write_text("from llm_perf_opt.deepseek_ocr_shared import spec\n")
+    for own in ("analytic", "model_runtime", "trace", "jobs", "deepseek_ocr_shared"):
+        (tmp_path / own).mkdir()
+        (tmp_path / own / "m.py").write_text("from llm_perf_opt.deepseek_ocr_shared.parts import x\n")
+    (tmp_path / "deepseek_ocr_shared" / "n.py").write_text("from llm_perf_opt.model_runtime import patches\n")
+    assert family_imports(tmp_path) == [
+        f"{own}/m.py:1 ({own}) imports the shared model package llm_perf_opt.deepseek_ocr_shared.parts"
+        for own in ("analytic", "jobs", "model_runtime", "trace")
+    ]
+    assert upward_imports(tmp_path) == [
+        "analytic/m.py:1 (analytic) imports llm_perf_opt.deepseek_ocr_shared.parts (deepseek_ocr_shared)",
+        "model_runtime/m.py:1 (model_runtime) imports llm_perf_opt.deepseek_ocr_shared.parts (deepseek_ocr_shared)",
     ]

@@ -159,7 +159,7 @@ def vendor_modeling(vendor_dir, monkeypatch):
     torchvision stand-in (the vendor imports torchvision for transforms no layout code uses)."""
     import transformers  # noqa: F401 - imported before the stand-in exists, so it is never probed
 
-    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+    from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
 
     spec = importlib.util.spec_from_file_location(
         "vendor_dsocr_pkg", vendor_dir / "__init__.py", submodule_search_locations=[str(vendor_dir)]

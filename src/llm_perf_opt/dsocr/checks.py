@@ -15,7 +15,7 @@ They compare the grouped graph with the events the `vision_inputs` and `llm_stac
   against the length of the list the loop runs over (`block_loop` events of the `sam_blocks` and
   `clip_layers` patches).
 
-With decode steps (a prefill and N greedy steps in one capture, `dsocr.decode`), also:
+With decode steps (a prefill and N greedy steps in one capture, `model_runtime.decode`), also:
 
 * `decode_loop`: the `lm_head` calls in the graph against the `llm_stack` events (1 + N passes), and the
   events themselves: after the prefill each pass feeds one token and finds the cache grown by what the
@@ -24,7 +24,7 @@ With decode steps (a prefill and N greedy steps in one capture, `dsocr.decode`),
 With the `routing` patch (MoE gates), also:
 
 * `moe_routing`: per MoE layer, the experts the graph called against the experts the gate's top-k hit
-  over all steps (`routing` events, `dsocr.routing`). The expert node is labelled from that record
+  over all steps (`routing` events, `model_runtime.routing`). The expert node is labelled from that record
   (`annotation`: its bracket, experts hit over the steps, and a line with the prefill and per-step
   counts), not from its own count.
 """
@@ -227,13 +227,13 @@ def moe_routing(
     grouped: GroupedGraph, events: Sequence[Event], module_types: Mapping[str, str]
 ) -> list[dict[str, Any]]:
     """`moe_routing` when the log holds `routing` events; labels the expert nodes from that record."""
-    from llm_perf_opt.dsocr import routing as R
     from llm_perf_opt.errors import ArtifactError
+    from llm_perf_opt.model_runtime import routing
 
     if not events_of(events, "routing"):
         return []
     try:
-        record = R.RoutingRecord.from_events(events)
+        record = routing.RoutingRecord.from_events(events)
     except ArtifactError as exc:
         return [check_result("moe_routing", STATUS_MISMATCH, None, None, f"routing events unusable: {exc}")]
     called: dict[int, set[int]] = {}
@@ -244,12 +244,14 @@ def moe_routing(
             nodes.append((n, sorted({layer for layer, _ in found})))  # type: ignore[misc]
             for layer, expert in found:  # type: ignore[misc]
                 called.setdefault(layer, set()).add(expert)
-    expected = {str(i): len(R.hit_over_steps(record, i)) for i in record.layers}
+    expected = {str(i): len(routing.hit_over_steps(record, i)) for i in record.layers}
     observed = {str(i): len(called.get(i, ())) for i in record.layers}
-    same = all(R.hit_over_steps(record, i) == called.get(i, set()) for i in record.layers)
+    same = all(routing.hit_over_steps(record, i) == called.get(i, set()) for i in record.layers)
     for node, layers in nodes:
         node.annotation = {
-            k: v for k, v in (("bracket", R.bracket(record, layers)), ("line", R.label(record, layers))) if v
+            k: v
+            for k, v in (("bracket", routing.bracket(record, layers)), ("line", routing.label(record, layers)))
+            if v
         }
     return [
         check_result(

@@ -23,7 +23,8 @@ from llm_perf_opt.analytic.registry import (
     register_children,
     register_cost,
 )
-from llm_perf_opt.dsocr.spec import ClipSpec, DecoderSpec, ModelSpec, SamSpec
+from llm_perf_opt.deepseek_ocr_shared.spec import DecoderSpec, SamSpec
+from llm_perf_opt.dsocr.spec import ClipSpec, ModelSpec
 
 # The vision passes of one forward: ((name, batch, side), ...) as `dsocr.analytic.vision_passes` gives them.
 Passes = tuple[tuple[str, int, int], ...]

@@ -171,8 +171,8 @@ def _cached(
 def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:
     """The MoE shape with the popularity the prefill of a trace's `routing.json` measured (gate call 0 of
     every MoE layer); the record must be of this model's experts (ConfigError naming serve.routing)."""
-    from llm_perf_opt.dsocr.routing import load_routing
     from llm_perf_opt.errors import ArtifactError, ConfigError
+    from llm_perf_opt.model_runtime.routing import load_routing
 
     base = moe_shape(spec, dtype_bytes)
     if base is None:

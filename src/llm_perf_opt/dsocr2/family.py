@@ -100,7 +100,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         return REQUIRED_VENDOR_NAMES
 
     def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
-        from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+        from llm_perf_opt.deepseek_ocr_shared.session import DeepSeekSession as DeepSeekOCRSession
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's twin package and patches
         from llm_perf_opt.dsocr2.session import LOADERS
 

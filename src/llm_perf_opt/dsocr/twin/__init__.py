@@ -7,7 +7,7 @@ narrow copy for tests. Modules by idea: `sam` (SAM ViT-B), `clip` (CLIP-L fed wi
 `build_twin`), `weights` (seeded initialisation), `config` (`TwinConfig`).
 """
 
-from llm_perf_opt.dsocr.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM, DeepseekOCRModel, build_twin
 
 __all__ = ["build_twin", "DeepseekOCRForCausalLM", "DeepseekOCRModel", "TwinConfig"]

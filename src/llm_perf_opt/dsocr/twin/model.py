@@ -31,12 +31,16 @@ from transformers.cache_utils import Cache, DynamicCache
 from transformers.modeling_attn_mask_utils import _prepare_4d_causal_attention_mask
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import (
+    DeepseekV2DecoderLayer,
+    DeepseekV2RMSNorm,
+    LlamaRotaryEmbedding,
+)
+from llm_perf_opt.deepseek_ocr_shared.twin.projector import MlpProjector
+from llm_perf_opt.deepseek_ocr_shared.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin.clip import VitModel
-from llm_perf_opt.dsocr.twin.config import TwinConfig
-from llm_perf_opt.dsocr.twin.decoder import DeepseekV2DecoderLayer, DeepseekV2RMSNorm, LlamaRotaryEmbedding
-from llm_perf_opt.dsocr.twin.projector import MlpProjector
-from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
 
 
 def init_language_side(model: nn.Module, config: TwinConfig, spec) -> None:
@@ -368,9 +372,9 @@ def build_root(
     `model_type` when given) built on meta, cast to `dtype`, materialised once on `device`, its buffers
     refilled and its weights seeded by `initialise_weights` (one rule for every family); in eval mode.
     Checks `dtype`, `device` and the attention implementation first."""
-    from llm_perf_opt.dsocr.attention import resolve_attn_implementation
-    from llm_perf_opt.dsocr.twin.weights import initialise_weights
+    from llm_perf_opt.deepseek_ocr_shared.twin.weights import initialise_weights
     from llm_perf_opt.errors import ConfigError
+    from llm_perf_opt.model_runtime.attention import resolve_attn_implementation
 
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ConfigError.field("model.dtype", dtype, "must be a floating torch dtype")

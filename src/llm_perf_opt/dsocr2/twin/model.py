@@ -18,13 +18,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.twin.config import TwinConfig
-from llm_perf_opt.dsocr.twin.decoder import LlamaRotaryEmbedding
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import LlamaRotaryEmbedding
+from llm_perf_opt.deepseek_ocr_shared.twin.projector import MlpProjector
+from llm_perf_opt.deepseek_ocr_shared.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM as _V1CausalLM
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRModel as _V1Model
 from llm_perf_opt.dsocr.twin.model import build_root, init_language_side, init_root
-from llm_perf_opt.dsocr.twin.projector import MlpProjector
-from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.dsocr2.twin.encoder import Qwen2Decoder2Encoder
 
