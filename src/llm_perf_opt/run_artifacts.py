@@ -337,7 +337,7 @@ class Summary:
     page: PageInfo
     layout: LayoutView
     tokens: TokenCounts
-    tensors: dict[str, Any]  # dsocr.inputs.Inputs.shapes(): name -> [shape, dtype]
+    tensors: dict[str, Any]  # deepseek_ocr_shared.inputs.Inputs.shapes(): name -> [shape, dtype]
     runtime: RuntimeInfo
     status: str  # one of STATUSES
     analytic: Optional[AnalyticFigures] = None

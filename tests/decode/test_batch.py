@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from llm_perf_opt.deepseek_ocr_shared.inputs import PAD_TOKEN_ID, batch_inputs
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.inputs import PAD_TOKEN_ID, batch_inputs, build_inputs
+from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure import check_dsocr_agreement, render_table

@@ -11,13 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from llm_perf_opt.dsocr.layout import (
-    VisionWorkload,
-    candidate_grids,
-    closest_grid,
-    compute_view_layout,
-    contain_size,
-)
+from llm_perf_opt.deepseek_ocr_shared.layout import candidate_grids, closest_grid, contain_size
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ConfigError
 
 TINY = VisionWorkload(512, 512, False)

@@ -28,8 +28,8 @@ only when input_ids has more than one position): the same language stack with q_
 context_len + 1 keys, KV-cache reads in the bytes, lm_head over 1 position.
 
 Every stage is one call of `DeepseekOCRForCausalLM` costed through the registry
-(`analytic.registry`, formulas in `dsocr.costs` under the `dsocr.` namespace): each node names the module class it
-models, and a class without a formula cannot be counted. Stages are cached per spec (bounded; see
+(`analytic.registry`, formulas in `deepseek_ocr_shared.costs` and `dsocr.costs` under the `dsocr.` namespace):
+each node names the module class it models, and a class without a formula cannot be counted. Stages are cached per spec (bounded; see
 `clear_caches`). No multipliers and no calibration: every number is a product of these shapes.
 """
 
@@ -45,9 +45,11 @@ from llm_perf_opt.analytic.costs_file import STAGES
 from llm_perf_opt.analytic.dtypes import dtype_bytes
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes
+from llm_perf_opt.deepseek_ocr_shared.layout import ViewLayout
+from llm_perf_opt.dsocr import costs  # noqa: F401 - registers v1's CLIP formulas and its vision
 from llm_perf_opt.dsocr import parts as P
-from llm_perf_opt.dsocr.costs import ForwardShape, Passes
-from llm_perf_opt.dsocr.layout import ViewLayout, VisionWorkload, compute_view_layout
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 

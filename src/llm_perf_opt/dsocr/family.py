@@ -155,7 +155,7 @@ class DeepSeekOCRFamily:
         return len(before) + len(after)
 
     def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
-        from llm_perf_opt.dsocr.inputs import prompt_tokens
+        from llm_perf_opt.deepseek_ocr_shared.inputs import prompt_tokens
 
         return prompt_tokens(prompt, model_dir)
 
@@ -206,7 +206,7 @@ class DeepSeekOCRFamily:
 
     def batch_inputs(self, samples: Any) -> Any:
         """Several pages' inputs as one batch, as generate() takes them (`dsocr.inputs.batch_inputs`)."""
-        from llm_perf_opt.dsocr.inputs import batch_inputs
+        from llm_perf_opt.deepseek_ocr_shared.inputs import batch_inputs
 
         return batch_inputs(list(samples))
 
