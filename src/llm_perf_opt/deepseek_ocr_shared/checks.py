@@ -12,9 +12,9 @@ They compare the grouped graph with the events the `vision_inputs` and `llm_stac
 * `decoder_layer_calls`: the calls of each decoder layer against the number of `llm_stack` events (one
   per run of the stack);
 * `block_loop:<loop>` for each vision loop (`loop_check`; v1: SAM's blocks and CLIP's layers): the distinct
-  members of the loop's `for N` groups (one node when the blocks differ only in parameters, as SAM's windowed and global blocks do)
-  against the length of the list the loop runs over (`block_loop` events of the `sam_blocks` and
-  `clip_layers` patches).
+  members of the loop's `for N` groups (one node when the blocks differ only in parameters, as SAM's windowed
+  and global blocks do) against the length of the list the loop runs over (`block_loop` events of the loop
+  patches, v1's `sam_blocks` and `clip_layers`).
 
 With decode steps (a prefill and N greedy steps in one capture, `model_runtime.decode`), also:
 
