@@ -1,7 +1,7 @@
 """Analytic costs: pure per-op cost functions (`costs`), the cost registry keyed by module class
 (`registry`, each model family's classes under its own namespace), named cost trees and `StageCost`
 (`stage`), and the artifact of an analytic model's costs, costs.json (`costs_file`). The families compose
-their stages from these (the DeepSeek-OCR composition is `dsocr.analytic`); never runs torch."""
+their stages from these (the DeepSeek-OCR composition is `deepseek_ocr_shared.analytic`); never runs torch."""
 
 from llm_perf_opt.analytic.costs import ELEMENTWISE_FLOPS, LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.costs_file import (

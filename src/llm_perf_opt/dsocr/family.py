@@ -135,7 +135,7 @@ class DeepSeekOCRFamily:
         return DeepseekOCRAnalyticModel(spec, layout, seq_len, **kwargs)
 
     def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.dsocr.analytic import clear_caches
+        from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
 
         clear_caches()
 

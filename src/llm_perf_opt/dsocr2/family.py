@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
+from llm_perf_opt.dsocr.family import DeepSeekOCRFamily  # the one v1 import: the family contract replaces it
 from llm_perf_opt.dsocr2 import parts as P
 from llm_perf_opt.errors import ConfigError
 
@@ -85,7 +85,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         return DeepseekOCR2AnalyticModel(spec, layout, seq_len, **kwargs)
 
     def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.dsocr.analytic import clear_caches
+        from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
         from llm_perf_opt.dsocr2.analytic import _stages_for
 
         clear_caches()

@@ -248,7 +248,7 @@ def untracked() -> ContextManager[Any]:
 @contextmanager
 def runtime_patches(
     session: Any,
-    names: Iterable[str] = ("quick_gelu", "vision_inputs", "llm_stack"),
+    names: Iterable[str],
     log: Optional[RuntimeLog] = None,
 ) -> Iterator[RuntimeLog]:
     """Apply the named patches to the model code of `session` (or a model) for the duration of the block.
