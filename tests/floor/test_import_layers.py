@@ -104,6 +104,40 @@ def family_imports(root: Path = SRC) -> list[str]:
     return bad
 
 
+# A family importing another family's package: none, except DeepSeek-OCR 2's family class subclassing v1's until
+# the declared family contract replaces that (the one line it may import).
+FAMILY_CROSS_IMPORTS_ALLOWED = {("dsocr2/family.py", "llm_perf_opt.dsocr.family")}
+
+
+def cross_family_imports(root: Path = SRC) -> list[str]:
+    """Imports of one family package from another (what both share lives in a shared model package)."""
+    bad = []
+    families = family_packages(root)
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own = rel.parts[0].removesuffix(".py")
+        for line, name in project_imports(path):
+            target = name.split(".")[1]
+            if own in families and target in families and target != own:
+                if (rel.as_posix(), name) not in FAMILY_CROSS_IMPORTS_ALLOWED:
+                    bad.append(f"{rel}:{line} ({own}) imports the family package {name}")
+    return bad
+
+
+def test_no_family_imports_another():
+    assert cross_family_imports() == []
+
+
+def test_a_cross_family_import_is_found(tmp_path):
+    for fam in ("dsocr", "dsocr2"):
+        (tmp_path / fam).mkdir()
+        (tmp_path / fam / "family.py").write_text("from llm_perf_opt.deepseek_ocr_shared import parts\n")
+    (tmp_path / "dsocr2" / "m.py").write_text("def f():\n    from llm_perf_opt.dsocr.twin import model\n")
+    assert cross_family_imports(tmp_path) == [
+        "dsocr2/m.py:2 (dsocr2) imports the family package llm_perf_opt.dsocr.twin"
+    ]
+
+
 def test_every_top_level_module_has_a_layer():
     names = {p.name.removesuffix(".py") for p in SRC.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     families = family_packages()
