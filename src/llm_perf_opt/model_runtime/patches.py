@@ -115,9 +115,10 @@ class PatchTarget:
                 )
         attr = parts[-1]
         if not create and getattr(owner, attr, _MISSING) is _MISSING:
+            owner_name = owner.__name__ if isinstance(owner, (type, ModuleType)) else type(owner).__name__
             raise PatchError(
-                f"patch target {self.label} is missing: {type(owner).__name__ if not isinstance(owner, (type, ModuleType)) else owner.__name__} "
-                f"has no attribute {attr!r} (the model code changed?)"
+                f"patch target {self.label} is missing: {owner_name} has no attribute {attr!r} "
+                "(the model code changed?)"
             )
         return owner, attr
 
