@@ -5,7 +5,7 @@
 
 What it runs, in this order (after one untimed plain prefill + N steps, the warm-up):
 
-1. the plain loop: the prefill and N greedy decode steps (`dsocr.decode.greedy_decode`), no capture;
+1. the plain loop: the prefill and N greedy decode steps (`model_runtime.decode.greedy_decode`), no capture;
 2. the trace stage's capture (`callgraph.capture`, with the trace patches plus `routing`, as `./dev
    trace` runs it) of the prefill alone;
 3. the same capture of the prefill and the N steps in one call graph.
@@ -27,12 +27,12 @@ from typing import Optional, Sequence
 import torch
 
 from llm_perf_opt.callgraph.capture import capture
-from llm_perf_opt.dsocr.decode import greedy_decode
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.model_runtime.decode import greedy_decode
 
 MODES = modes()
 PATCHES = DEFAULT_TRACE_PATCHES + ("routing",)

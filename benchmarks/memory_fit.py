@@ -88,7 +88,7 @@ def predict(run: Path) -> dict:
     from omegaconf import OmegaConf
 
     from llm_perf_opt.analytic.memory_model import DEFAULT_FRAGMENTATION, Allowance, memory_use
-    from llm_perf_opt.dsocr.serving import serving_model
+    from llm_perf_opt.deepseek_ocr_shared.serving import serving_model
     from llm_perf_opt.prepare.builders import analytic_model_for
     from llm_perf_opt.prepare.validate import validate
     from llm_perf_opt.report.collect import read_job

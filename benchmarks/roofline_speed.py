@@ -16,7 +16,8 @@ from typing import Optional, Sequence
 
 from llm_perf_opt.analytic.time import ideal
 from llm_perf_opt.analytic.time.hardware import load_hardware
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
+from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec

@@ -28,9 +28,9 @@ def main(argv=None) -> None:
 
     from llm_perf_opt.analytic.serving import pages_per_day
     from llm_perf_opt.analytic.time.hardware import load_hardware
+    from llm_perf_opt.deepseek_ocr_shared.serving import serving_model
     from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.parts import modes
-    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.dsocr.spec import ModelSpec
 
     spec, workload = ModelSpec.deepseek_ocr(), modes()[args.mode]

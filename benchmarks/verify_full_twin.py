@@ -20,11 +20,11 @@ import torch
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import check_dsocr_agreement, fvcore_flops, render_table, write_verification
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 MODES = modes()  # conf/workload/*.yaml
 
@@ -65,7 +65,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     kwargs = inputs.forward_kwargs(dtype=torch.bfloat16)
 
     t0 = time.perf_counter()
-    measured = measure_dsocr(model, kwargs, steps, autocast_dtype=torch.bfloat16)
+    measured = measure_forward(model, kwargs, steps, autocast_dtype=torch.bfloat16)
     print(f"measured prefill + {len(steps)} decode step(s) in {time.perf_counter() - t0:.1f}s")
     fv = None
     if args.fvcore:

@@ -157,7 +157,7 @@ class ParamCounts:
 
 @dataclass(frozen=True)
 class RoutingSummary:
-    """`dsocr.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
+    """`model_runtime.routing.RoutingRecord.summary()`: experts hit per layer and step, prefill imbalance, expert
     bytes read, the uniform-routing expectation; `random_weights`/`note` say whose routing it is."""
 
     n_experts: int
@@ -181,7 +181,7 @@ class Summary:
     page: PageInfo
     layout: LayoutView
     tokens: TokenCounts
-    tensors: dict[str, Any]  # dsocr.inputs.Inputs.shapes(): name -> [shape, dtype]
+    tensors: dict[str, Any]  # deepseek_ocr_shared.inputs.Inputs.shapes(): name -> [shape, dtype]
     runtime: RuntimeInfo
     status: str  # one of STATUSES
     analytic: Optional[AnalyticFigures] = None

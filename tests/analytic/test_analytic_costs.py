@@ -18,8 +18,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
-from llm_perf_opt.dsocr.costs import AttentionShape
-from llm_perf_opt.dsocr.spec import DecoderSpec
+from llm_perf_opt.deepseek_ocr_shared.costs import AttentionShape
+from llm_perf_opt.deepseek_ocr_shared.spec import DecoderSpec
 from llm_perf_opt.measure.flop_counter_adapter import extra_formulas
 
 torch.manual_seed(0)

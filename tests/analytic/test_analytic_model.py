@@ -9,7 +9,8 @@ import math
 import pytest
 
 from llm_perf_opt.analytic import StageCost, dtype_bytes, load_costs, write_costs
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, costs_dict, default_seq_len
+from llm_perf_opt.deepseek_ocr_shared.analytic import costs_dict, default_seq_len
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError

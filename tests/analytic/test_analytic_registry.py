@@ -12,8 +12,9 @@ import pytest
 
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import UnsupportedLayerError
+from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
 from llm_perf_opt.dsocr import parts as P
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, clear_caches
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin

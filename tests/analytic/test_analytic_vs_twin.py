@@ -15,10 +15,10 @@ import torch
 from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.measure import check_dsocr_agreement, render_table
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def _shape_key(inputs) -> tuple:
 def _measured(twin, inputs, decode_steps=()):
     key = _shape_key(inputs) + (tuple(decode_steps),)
     if key not in _MEASURED:
-        _MEASURED[key] = measure_dsocr(twin, inputs.forward_kwargs(dtype=torch.float32), decode_steps)
+        _MEASURED[key] = measure_forward(twin, inputs.forward_kwargs(dtype=torch.float32), decode_steps)
     return _MEASURED[key]
 
 

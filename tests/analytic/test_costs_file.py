@@ -10,7 +10,8 @@ import pytest
 
 from llm_perf_opt.analytic import COSTS_SCHEMA, COSTS_SCHEMA_VERSION, load_costs, write_costs
 from llm_perf_opt.artifacts import write_artifact
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, costs_dict
+from llm_perf_opt.deepseek_ocr_shared.analytic import costs_dict
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ArtifactError

@@ -261,7 +261,7 @@ def test_progress_kwargs_and_runtime_log():
 
 
 def test_runtime_log_events_read_after_the_forward():
-    from llm_perf_opt.dsocr.patches.runtime_log import RuntimeLog
+    from llm_perf_opt.model_runtime.runtime_log import RuntimeLog
 
     log = RuntimeLog()
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from llm_perf_opt.deepseek_ocr_shared.inputs import PAD_TOKEN_ID, batch_inputs
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.inputs import PAD_TOKEN_ID, batch_inputs, build_inputs
+from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure import check_dsocr_agreement, render_table
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 STEPS = 2
 GUNDAM = VisionWorkload(1024, 640, True)
@@ -33,7 +34,7 @@ def _verified(spec, model, workload, sizes):
     samples = [build_inputs(spec, workload, w, h, seed=i) for i, (w, h) in enumerate(sizes)]
     inputs = batch_inputs(samples)
     with torch.no_grad():
-        measured = measure_dsocr(model, inputs.forward_kwargs(None, torch.float32), decode_steps=range(1, STEPS + 1))
+        measured = measure_forward(model, inputs.forward_kwargs(None, torch.float32), decode_steps=range(1, STEPS + 1))
     layouts = tuple(compute_view_layout(workload, w, h) for w, h in sizes)
     analytic = DeepseekOCRAnalyticModel(
         spec, layouts[0], measured.seq_len, dtype="float32", batch=len(sizes), batch_layouts=layouts

@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from llm_perf_opt.callgraph.capture import capture, graph_problems
-from llm_perf_opt.dsocr.decode import DecodeProgram
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, TRACE_PATCHES, runtime_patches
 from llm_perf_opt.errors import TraceError
+from llm_perf_opt.model_runtime.decode import DecodeProgram
 
 STEPS = 3
 

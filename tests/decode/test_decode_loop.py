@@ -1,4 +1,4 @@
-"""The one greedy loop (`dsocr.decode`): per-step facts, KV-cache bytes the model really holds, limits."""
+"""The one greedy loop (`model_runtime.decode`): per-step facts, KV-cache bytes the model really holds, limits."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import torch
 from torch import nn
 
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.decode import (
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.model_runtime.decode import (
     DecodeProgram,
     cache_len,
     check_decode_steps,
@@ -16,8 +18,6 @@ from llm_perf_opt.dsocr.decode import (
     kv_cache_bytes,
     max_decode_steps,
 )
-from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-from llm_perf_opt.errors import ConfigError
 
 
 def run(model, kwargs, steps):

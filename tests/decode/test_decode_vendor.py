@@ -11,8 +11,8 @@ from shared_runs import assert_kernel_counts_exact_given_routing, trace_under_bi
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
-from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
+from llm_perf_opt.model_runtime.routing import load_routing
 
 pytestmark = [pytest.mark.vendor, pytest.mark.slow]
 STEPS = 2

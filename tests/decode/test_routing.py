@@ -9,9 +9,10 @@ import torch
 from decode_helpers import BareSession
 
 from llm_perf_opt.artifacts import write_artifact
-from llm_perf_opt.dsocr.decode import DecodeProgram
 from llm_perf_opt.dsocr.patches import check_patches, runtime_patches
-from llm_perf_opt.dsocr.routing import (
+from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.model_runtime.decode import DecodeProgram
+from llm_perf_opt.model_runtime.routing import (
     ROUTING_SCHEMA,
     RoutingRecord,
     bracket,
@@ -20,7 +21,6 @@ from llm_perf_opt.dsocr.routing import (
     label,
     load_routing,
 )
-from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.run_artifacts import load
 
 STEPS = 2

@@ -16,8 +16,8 @@ from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
-from llm_perf_opt.dsocr.routing import load_routing
 from llm_perf_opt.measure import load_verification
+from llm_perf_opt.model_runtime.routing import load_routing
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
 from llm_perf_opt.runs.entry import CONF_DIR
 

@@ -11,7 +11,6 @@ import torch
 from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
     check_dsocr_agreement,
@@ -19,6 +18,7 @@ from llm_perf_opt.measure import (
     render_table,
     write_verification,
 )
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 STEPS = 3
 
@@ -26,7 +26,7 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def verified(tiny):
     spec, model, kwargs = tiny
-    measured = measure_dsocr(model, kwargs, decode_steps=range(1, STEPS + 1))
+    measured = measure_forward(model, kwargs, decode_steps=range(1, STEPS + 1))
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="float32")
     v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
@@ -114,7 +114,7 @@ def test_bf16_autocast_cache_is_counted_in_bf16(tiny):
         k: ([(c.to(torch.bfloat16), g.to(torch.bfloat16)) for c, g in v] if k == "images" else v)
         for k, v in kwargs.items()
     }
-    measured = measure_dsocr(model, kw, decode_steps=(1, 2), autocast_dtype=torch.bfloat16)
+    measured = measure_forward(model, kw, decode_steps=(1, 2), autocast_dtype=torch.bfloat16)
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="bfloat16")
     v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr2 import cost_formulas
 from llm_perf_opt.dsocr2.agreement import check_dsocr2_agreement
 from llm_perf_opt.dsocr2.analytic import DeepseekOCR2AnalyticModel
@@ -16,6 +15,7 @@ from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import ModelSpec
 from llm_perf_opt.dsocr2.twin import build_twin
 from llm_perf_opt.measure import render_table
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 pytestmark = pytest.mark.slow
 SPEC = ModelSpec.tiny()
@@ -37,7 +37,7 @@ def test_every_stage_and_part_matches_measured(twin, case):
     workload, page = CASES[case]
     inputs = build_inputs(SPEC, workload, *page)
     steps = (1, 3) if case == "crop-2x3" else ()
-    measured = measure_dsocr(twin, inputs.forward_kwargs(dtype=torch.float32), steps)
+    measured = measure_forward(twin, inputs.forward_kwargs(dtype=torch.float32), steps)
     analytic = DeepseekOCR2AnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
     v = check_dsocr2_agreement(
         analytic, measured.prefill, measured.decode, rtol=1e-3, kv_cache_bytes=measured.kv_cache_bytes

@@ -8,9 +8,9 @@ import re
 import pytest
 import torch
 
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import run_experts_by_load
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
 from llm_perf_opt.export.flops import graph_ops
 from llm_perf_opt.export.modules import ExportCall
 from llm_perf_opt.export.moe import RemedyError, fixed_routing

@@ -2,17 +2,20 @@
 
 The layers, bottom first: the plain helpers (errors, artifacts, units, run_lock, run_artifacts, family: the seam's
 interface) and config; callgraph (model-agnostic); analytic; measure; export; report; runs (run control:
-directories, locks, the job's life); the model families (dsocr, and any package with a `family.py`: each a plug-in
+directories, locks, the job's life); model_runtime (what running any family needs: session, loading, patches,
+runtime log, decode, routing); the shared model packages (deepseek_ocr_shared: the code two families really share,
+imported by families only); the model families (dsocr, dsocr2, and any package with a `family.py`: each a plug-in
 above the generic layers it uses); families (the registry, which names them by import string); prepare (the
 validation and the builders every job shares); trace (the trace job's stages); gate (the verification gate); jobs
-(the entry points). A module may import its own layer or any layer below, and no module outside a family package
-imports a family package (by name: the registry loads them from strings). Read from the source with `ast`, so an
-import inside a function counts too, and so does a `"module:function"` string (a loader or a plug-in named for a
-later `importlib` call, as the run-file entries name their loaders): the module it names is imported when it is
-used. The one module that names family packages by such strings is their registry, `families`. Two kinds of module
-sit on a lower layer than their package: a stage package's config section (`<package>/<name>_config.py`, the config
-layer, composed by `config.schemas`) and its section of summary.json (`<package>/<name>_summary.py`, the base layer,
-composed by `run_artifacts`).
+(the entry points). A module may import its own layer or any layer below; no module outside a family package
+imports a family package (by name: the registry loads them from strings), and none outside a family or a shared
+model package imports a shared model package. Read from the source with `ast`, so an import inside a function
+counts too, and so does a `"module:function"` string (a loader or a plug-in named for a later `importlib` call, as
+the run-file entries name their loaders): the module it names is imported when it is used. The one module that
+names family packages by such strings is their registry, `families`. Two kinds of module sit on a lower layer than
+their package: a stage package's config section (`<package>/<name>_config.py`, the config layer, composed by
+`config.schemas`) and its section of summary.json (`<package>/<name>_summary.py`, the base layer, composed by
+`run_artifacts`).
 """
 
 from __future__ import annotations
@@ -41,17 +44,21 @@ LAYERS = {
     "export": 5,
     "report": 6,
     "runs": 7,
-    "dsocr": 8,
-    "families": 9,
-    "prepare": 10,
-    "trace": 11,
-    "gate": 12,
-    "jobs": 13,
+    "model_runtime": 8,
+    "deepseek_ocr_shared": 9,
+    "dsocr": 10,
+    "families": 11,
+    "prepare": 12,
+    "trace": 13,
+    "gate": 14,
+    "jobs": 15,
 }
 FAMILY_LAYER = LAYERS["dsocr"]
+# Model code two families really share (not a family, no `family.py`): only families and itself import it.
+SHARED_MODEL_PACKAGES = {"deepseek_ocr_shared"}
 
 
-KNOWN_FAMILIES = {"dsocr", "dsocr2"}  # dsocr2 until its family.py is plugged into the seam
+KNOWN_FAMILIES = {"dsocr", "dsocr2"}  # the built-in families, present even before their family.py is read
 
 
 def family_packages(root: Path = SRC) -> set[str]:
@@ -117,16 +124,53 @@ def upward_imports(root: Path = SRC) -> list[str]:
 
 
 def family_imports(root: Path = SRC) -> list[str]:
-    """Imports of a family package from outside it (the generic layers, the registry, the jobs, another family)."""
+    """Imports of a family package from outside the families (the generic layers, the registry, the jobs), and
+    of a shared model package from outside the families and the shared packages."""
     bad = []
     families = family_packages(root)
     for path in sorted(root.rglob("*.py")):
         own = path.relative_to(root).parts[0].removesuffix(".py")
         for line, name in project_imports(path, strings=own != "families"):  # the registry names them by string
             target = name.split(".")[1]
-            if target in families and own not in families:  # a family may build on another (v2 on v1)
+            if target in families and own not in families:
                 bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the family package {name}")
+            elif target in SHARED_MODEL_PACKAGES and own not in families | SHARED_MODEL_PACKAGES:
+                bad.append(f"{path.relative_to(root)}:{line} ({own}) imports the shared model package {name}")
     return bad
+
+
+# A family importing another family's package: none, except DeepSeek-OCR 2's family class subclassing v1's until
+# the declared family contract replaces that (the one line it may import).
+FAMILY_CROSS_IMPORTS_ALLOWED = {("dsocr2/family.py", "llm_perf_opt.dsocr.family")}
+
+
+def cross_family_imports(root: Path = SRC) -> list[str]:
+    """Imports of one family package from another (what both share lives in a shared model package)."""
+    bad = []
+    families = family_packages(root)
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own = rel.parts[0].removesuffix(".py")
+        for line, name in project_imports(path):
+            target = name.split(".")[1]
+            if own in families and target in families and target != own:
+                if (rel.as_posix(), name) not in FAMILY_CROSS_IMPORTS_ALLOWED:
+                    bad.append(f"{rel}:{line} ({own}) imports the family package {name}")
+    return bad
+
+
+def test_no_family_imports_another():
+    assert cross_family_imports() == []
+
+
+def test_a_cross_family_import_is_found(tmp_path):
+    for fam in ("dsocr", "dsocr2"):
+        (tmp_path / fam).mkdir()
+        (tmp_path / fam / "family.py").write_text("from llm_perf_opt.deepseek_ocr_shared import parts\n")
+    (tmp_path / "dsocr2" / "m.py").write_text("def f():\n    from llm_perf_opt.dsocr.twin import model\n")
+    assert cross_family_imports(tmp_path) == [
+        "dsocr2/m.py:2 (dsocr2) imports the family package llm_perf_opt.dsocr.twin"
+    ]
 
 
 def test_every_top_level_module_has_a_layer():
@@ -252,4 +296,23 @@ def test_a_stage_packages_config_section_sits_on_the_config_layer(tmp_path):
     assert upward_imports(tmp_path) == [
         "config/other.py:1 (config) imports llm_perf_opt.measure.profile (measure)",
         "measure/profile_config.py:2 (measure) imports llm_perf_opt.callgraph (callgraph)",
+    ]
+
+
+def test_a_generic_import_of_a_shared_model_package_is_found(tmp_path):
+    """A generic layer (below or above the shared package) importing it is reported; a family or the shared
+    package itself importing it is not, and the shared package importing model_runtime points down."""
+    (tmp_path / "dsocr").mkdir()
+    (tmp_path / "dsocr" / "family.py").write_text("from llm_perf_opt.deepseek_ocr_shared import spec\n")
+    for own in ("analytic", "model_runtime", "trace", "jobs", "deepseek_ocr_shared"):
+        (tmp_path / own).mkdir()
+        (tmp_path / own / "m.py").write_text("from llm_perf_opt.deepseek_ocr_shared.parts import x\n")
+    (tmp_path / "deepseek_ocr_shared" / "n.py").write_text("from llm_perf_opt.model_runtime import patches\n")
+    assert family_imports(tmp_path) == [
+        f"{own}/m.py:1 ({own}) imports the shared model package llm_perf_opt.deepseek_ocr_shared.parts"
+        for own in ("analytic", "jobs", "model_runtime", "trace")
+    ]
+    assert upward_imports(tmp_path) == [
+        "analytic/m.py:1 (analytic) imports llm_perf_opt.deepseek_ocr_shared.parts (deepseek_ocr_shared)",
+        "model_runtime/m.py:1 (model_runtime) imports llm_perf_opt.deepseek_ocr_shared.parts (deepseek_ocr_shared)",
     ]

@@ -6,7 +6,9 @@ import pytest
 import torch
 from PIL import Image
 
-from llm_perf_opt.dsocr.inputs import DEFAULT_PROMPT, FALLBACK_PROMPT_TOKENS, build_inputs, prompt_tokens
+from llm_perf_opt.config.schemas import DEFAULT_PROMPT
+from llm_perf_opt.deepseek_ocr_shared.inputs import FALLBACK_PROMPT_TOKENS, prompt_tokens
+from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError

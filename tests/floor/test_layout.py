@@ -12,13 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from llm_perf_opt.dsocr.layout import (
-    VisionWorkload,
-    candidate_grids,
-    closest_grid,
-    compute_view_layout,
-    contain_size,
-)
+from llm_perf_opt.deepseek_ocr_shared.layout import candidate_grids, closest_grid, contain_size
+from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ConfigError
 
 TINY = VisionWorkload(512, 512, False)
@@ -160,7 +155,7 @@ def vendor_modeling(vendor_dir, monkeypatch):
     torchvision stand-in (the vendor imports torchvision for transforms no layout code uses)."""
     import transformers  # noqa: F401 - imported before the stand-in exists, so it is never probed
 
-    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+    from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
 
     spec = importlib.util.spec_from_file_location(
         "vendor_dsocr_pkg", vendor_dir / "__init__.py", submodule_search_locations=[str(vendor_dir)]

@@ -22,7 +22,8 @@ from .test_refused_runs import run
 # ------------------------------------------------------------------ row 13: EXIF orientation
 def test_an_exif_rotated_page_is_traced_upright_as_the_vendor_loads_it(tmp_path):
     from llm_perf_opt.config import PageConfig, RootConfig, WorkloadConfig
-    from llm_perf_opt.dsocr.inputs import build_inputs, load_page
+    from llm_perf_opt.deepseek_ocr_shared.inputs import load_page
+    from llm_perf_opt.dsocr.inputs import build_inputs
     from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.prepare.validate import page_size

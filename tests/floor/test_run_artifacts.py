@@ -75,7 +75,7 @@ def test_registry_names_each_file_and_role_once():
         ("callgraph", "llm_perf_opt.callgraph.schema", "SCHEMA", "SCHEMA_VERSION"),
         ("grouped", "llm_perf_opt.callgraph.grouped", "GROUPED_SCHEMA", "GROUPED_VERSION"),
         ("module_costs", "llm_perf_opt.callgraph.node_costs", "MODULE_COSTS_SCHEMA", "MODULE_COSTS_VERSION"),
-        ("runtime_log", "llm_perf_opt.dsocr.patches.runtime_log", "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION"),
+        ("runtime_log", "llm_perf_opt.model_runtime.runtime_log", "RUNTIME_LOG_SCHEMA", "RUNTIME_LOG_VERSION"),
     ],
 )
 def test_registry_agrees_with_the_owning_stage(role, module, schema, version):

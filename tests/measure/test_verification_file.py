@@ -14,7 +14,6 @@ from llm_perf_opt.artifacts import write_artifact
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
-from llm_perf_opt.dsocr.measure import measure_dsocr
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ArtifactError
@@ -25,6 +24,7 @@ from llm_perf_opt.measure import (
     load_verification,
     write_verification,
 )
+from llm_perf_opt.model_runtime.measure import measure_forward
 
 SPEC = ModelSpec.tiny()
 GUNDAM = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
@@ -36,7 +36,7 @@ def verification():
     model = build_twin(SPEC, seed=0)
     inputs = build_inputs(SPEC, GUNDAM, 1700, 2200)
     kwargs = inputs.forward_kwargs(dtype=torch.float32)
-    measured = measure_dsocr(model, kwargs, decode_steps=(1,))
+    measured = measure_forward(model, kwargs, decode_steps=(1,))
     fv = fvcore_flops(model, dict(kwargs, use_cache=False))
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
     return check_dsocr_agreement(analytic, measured.prefill, measured.decode, fvcore=fv), measured

@@ -32,8 +32,8 @@ def originals() -> dict:
     """Every attribute a patch may replace, as stored on its owner (absent -> None)."""
     cls = twin_model.DeepseekOCRModel
     return {
-        "DeepseekOCRModel.forward": vars(cls)["forward"],
-        "DeepseekOCRModel._decode": vars(cls)["_decode"],
+        "DeepseekOCRModel.forward": vars(cls).get("forward"),  # inherited (deepseek_ocr_shared.twin.model): None
+        "DeepseekOCRModel._decode": vars(cls).get("_decode"),
         "clip.quick_gelu": vars(twin_clip).get("quick_gelu"),
         "model.print": vars(twin_model).get("print"),
         "Tensor.cuda": vars(torch.Tensor).get("cuda"),

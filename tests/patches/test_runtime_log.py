@@ -7,8 +7,8 @@ import json
 import pytest
 
 from llm_perf_opt.artifacts import write_artifact
-from llm_perf_opt.dsocr.patches import RUNTIME_LOG_SCHEMA, RuntimeLog, load_runtime_log
 from llm_perf_opt.errors import ArtifactError
+from llm_perf_opt.model_runtime.runtime_log import RUNTIME_LOG_SCHEMA, RuntimeLog, load_runtime_log
 
 
 def sample_log() -> RuntimeLog:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from llm_perf_opt.dsocr.patches.torchvision_stand_in import is_stand_in, real_torchvision_usable, torchvision_stand_in
+from llm_perf_opt.model_runtime.torchvision_stand_in import is_stand_in, real_torchvision_usable, torchvision_stand_in
 
 
 @pytest.fixture

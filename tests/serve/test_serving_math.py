@@ -14,9 +14,9 @@ from llm_perf_opt.analytic.sizing import Targets, size
 from llm_perf_opt.analytic.time.batch import UnitTable
 from llm_perf_opt.analytic.time.hardware import load_hardware
 from llm_perf_opt.analytic.time.ideal import predict
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.deepseek_ocr_shared.serving import moe_shape, serving_model
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel, parameter_count
 from llm_perf_opt.dsocr.layout import VisionWorkload
-from llm_perf_opt.dsocr.serving import BATCH_RULES, moe_shape, parameter_count, serving_model
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 
@@ -62,7 +62,7 @@ def test_batch_one_is_the_roofline(tiny, roof):
 def test_decode_is_affine_in_the_context(tiny, roof):
     sm = serving_model(tiny)
     ctx = tiny.seq_len + 300
-    direct = UnitTable.build(tiny.decode(ctx), BATCH_RULES, 1)
+    direct = UnitTable.build(tiny.decode(ctx), tiny.batch_rules(), 1)
     inter = sm.decode.at(ctx)
     assert inter.flops == pytest.approx(direct.flops)
     assert float(inter.count @ inter.io) == pytest.approx(float(direct.count @ direct.io))

@@ -77,9 +77,9 @@ def test_analytic_sweep_pages_per_day_per_gpu(tmp_path):
     from llm_perf_opt.analytic.memory_model import memory_use
     from llm_perf_opt.analytic.serving import serving_point
     from llm_perf_opt.analytic.time.hardware import load_hardware
+    from llm_perf_opt.deepseek_ocr_shared.serving import serving_model
     from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
     from llm_perf_opt.dsocr.layout import compute_view_layout
-    from llm_perf_opt.dsocr.serving import serving_model
     from llm_perf_opt.dsocr.spec import ModelSpec
     from llm_perf_opt.families import family
     from llm_perf_opt.report.analytic_sweep import SERVE_OUTPUT_TOKENS, build_analytic_report, load_modes

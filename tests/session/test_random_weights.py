@@ -1,19 +1,19 @@
-"""`dsocr.random_weights`: one seeding rule for the twin and the vendor fill; every seed its own weights."""
+"""`model_runtime.random_weights`: one seeding rule for the twin and the vendor fill; every seed its own weights."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.random_weights import (
+from llm_perf_opt.deepseek_ocr_shared.twin.weights import INIT_STD
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.model_runtime.random_weights import (
     linear_weights_on_meta,
     materialise_meta_parameters,
     param_seed,
     seeded_normal_,
 )
-from llm_perf_opt.dsocr.spec import ModelSpec
-from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.dsocr.twin.weights import INIT_STD
 
 
 class Small(nn.Module):

@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession
-from llm_perf_opt.dsocr.vendor import check_vendor_modules, read_vendor_config
+from llm_perf_opt.dsocr.session import REQUIRED_VENDOR_NAMES, DeepSeekOCRSession
 from llm_perf_opt.errors import ConfigError, PatchError
+from llm_perf_opt.model_runtime.vendor import check_vendor_modules, read_vendor_config
 
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="eager")
 
@@ -188,7 +188,7 @@ def test_check_vendor_modules_names_each_missing_name():
         ),
     }
     with pytest.raises(PatchError) as info:
-        check_vendor_modules(modules, "DIR")
+        check_vendor_modules(modules, "DIR", REQUIRED_VENDOR_NAMES, "DeepSeek-OCR")
     msg = str(info.value)
     assert "deepencoder has no quick_gelu" in msg
     assert "modeling_deepseekv2 has no DeepseekV2Model, DeepseekV2Model.forward" in msg

@@ -7,14 +7,14 @@ import torch
 from torch import nn
 
 from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
-from llm_perf_opt.dsocr import attention
-from llm_perf_opt.dsocr.attention import resolve_attn_implementation
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
-from llm_perf_opt.dsocr.process_state import ProcessStateGuard
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession, parameter_counts
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError, PipelineError
+from llm_perf_opt.model_runtime import attention
+from llm_perf_opt.model_runtime.attention import resolve_attn_implementation
+from llm_perf_opt.model_runtime.process_state import ProcessStateGuard
 
 TINY = ModelConfig(name="twin_tiny", source="twin", spec="tiny")
 CPU = RuntimeConfig(device="cpu", dtype="float32", attn_implementation="sdpa")
@@ -71,7 +71,7 @@ def test_greedy_decode(session, small_inputs):
 
 
 def test_parameter_counts(session):
-    counts = parameter_counts(session.model)
+    counts = session.parameter_counts()
     assert counts["total"] == sum(p.numel() for p in session.model.parameters())
     parts = [
         "embed_tokens",
@@ -82,7 +82,7 @@ def test_parameter_counts(session):
         "norm",
         "lm_head",
         "image_newline+view_seperator",
-    ]  # dsocr.parts, in forward order
+    ]  # dsocr.parts, in forward order, then the separators (`DeepSeekSession.separators`)
     assert list(counts)[: len(parts)] == parts
     assert sum(counts[p] for p in parts) == counts["total"]
     d = session.spec.decoder

@@ -14,7 +14,7 @@ from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, check_patches, quick_gelu_eager, runtime_patches
-from llm_perf_opt.dsocr.session import DeepSeekOCRSession, parameter_counts
+from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 
 pytestmark = pytest.mark.vendor
 
@@ -44,7 +44,7 @@ def test_vendor_session_tiny_mode_forward(vendor_dir, dtype, autocast, process_s
         assert session.model.model.layers[0].self_attn.__class__.__name__ == "LlamaAttention"
         if not list(vendor_dir.glob("*.safetensors")):
             assert session.weights == "random"
-        counts = parameter_counts(session.model)
+        counts = session.parameter_counts()
         assert counts["total"] == FULL_SIZE_PARAMETERS
         assert "other" not in counts
         assert all(p.device.type == "cpu" and p.dtype == session.dtype for p in session.model.parameters())

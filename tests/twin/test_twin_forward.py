@@ -10,11 +10,11 @@ import pytest
 import torch
 from twin_testlib import WORKLOADS
 
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import DeepseekV2MoE
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.dsocr.twin import clip as twin_clip
-from llm_perf_opt.dsocr.twin.decoder import DeepseekV2MoE
 
 VISION = ("model.sam_model", "model.vision_model", "model.projector")
 

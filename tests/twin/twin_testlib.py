@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from llm_perf_opt.dsocr.layout import VisionWorkload
-from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
 
 # Every named module of the vendor model (name, class, direct parameter count), measured on the vendor
 # code with transformers 4.46.3.

@@ -1,7 +1,8 @@
 """Analytic costs: pure per-op cost functions (`costs`), the cost registry keyed by module class
 (`registry`, each model family's classes under its own namespace), named cost trees and `StageCost`
 (`stage`), and the artifact of an analytic model's costs, costs.json (`costs_file`). The families compose
-their stages from these (the DeepSeek-OCR composition is `dsocr.analytic`); never runs torch. How long the costs
+their stages from these (the DeepSeek-OCR compositions: `dsocr.analytic`,
+`dsocr2.analytic`, on `deepseek_ocr_shared.analytic`); never runs torch. How long the costs
 take on a device (hardware, the ideal / kernel / eager levels, the levels at batch B, their convention) is the
 time model, the subpackage `analytic.time`; serving and sizing (`serving*`, `memory_model`, `moe_batch`, `sizing`)
 and roofline.json (`roofline_artifact`, `roofline_table`) build on it.

@@ -17,7 +17,7 @@ unsupported ops): reported, never counted as zero.
 Keys are class names, not classes: the analytic package never imports torch or the vendor code. The
 `torch.nn` classes are registered here under their bare names (`Linear`); a model family registers its own
 classes under its namespace (`dsocr.Block`, in `dsocr.costs`), so two families' `Attention` or `Block` never
-collide. Formulas with many shapes take one named dataclass (`dsocr.costs.ForwardShape`). Nodes are
+collide. Formulas with many shapes take one named dataclass (`deepseek_ocr_shared.costs.ForwardShape`). Nodes are
 cached (bounded; `clear_caches`), so identical blocks share one node.
 """
 

@@ -1,7 +1,8 @@
 """`ServingModel`: everything the serving math needs about one model on one page shape, family-agnostic.
 
-A model family builds it from its analytic model (DeepSeek-OCR: `dsocr.serving`, through `analytic_model.serving_model`): the prefill's
-units (vision + the whole prompt, one sequence), a decode step's units as an affine function of the context,
+A model family builds it from its analytic model (DeepSeek-OCR: `deepseek_ocr_shared.serving`, through
+`analytic_model.serving_model`): the prefill's units (vision + the whole prompt, one sequence), a decode step's
+units as an affine function of the context,
 the prompt length, the model's position limit, its parameter bytes, KV-cache bytes per token and its MoE
 shape. `serving`, `memory_model` and `sizing` read nothing else.
 """

@@ -30,7 +30,7 @@ def allowance_for(cfg: RootConfig) -> Allowance:
 
 
 def serving_model_for(cfg: RootConfig, model: Any, roof: Roof) -> ServingModel:
-    # the serving model is the family's, built from its analytic model (DeepSeek-OCR: dsocr.serving)
+    # the serving model is the family's, built from its analytic model (DeepSeek-OCR: deepseek_ocr_shared.serving)
     moe = model.moe_from_routing(cfg.serve.routing) if cfg.serve.routing else None
     sm = model.serving_model(moe, roof.dtype)
     sm.check_output_tokens(cfg.serve.output_tokens)

@@ -135,14 +135,14 @@ class DeepSeekOCRFamily:
         return DeepseekOCRAnalyticModel(spec, layout, seq_len, **kwargs)
 
     def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.dsocr.analytic import clear_caches
+        from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
 
         clear_caches()
 
     # ------------------------------------------------------------------ the runtime
     def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> int:
         """The prompt's text tokens, after checking the decode steps fit the model's positions."""
-        from llm_perf_opt.dsocr.decode import check_decode_steps
+        from llm_perf_opt.model_runtime.decode import check_decode_steps
 
         before, after, _ = self.prompt_tokens(
             cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor" else None
@@ -155,7 +155,7 @@ class DeepSeekOCRFamily:
         return len(before) + len(after)
 
     def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
-        from llm_perf_opt.dsocr.inputs import prompt_tokens
+        from llm_perf_opt.deepseek_ocr_shared.inputs import prompt_tokens
 
         return prompt_tokens(prompt, model_dir)
 
@@ -166,8 +166,8 @@ class DeepSeekOCRFamily:
 
         from transformers.utils import logging as hf_logging
 
-        from llm_perf_opt.dsocr import vendor
-        from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+        from llm_perf_opt.model_runtime import vendor
+        from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
 
         path = Path(path)
         vendor.read_vendor_config(path)
@@ -183,11 +183,13 @@ class DeepSeekOCRFamily:
         vendor.check_vendor_modules(modules, str(path), self.vendor_required_names(), self.label)
 
     def vendor_required_names(self) -> Optional[Mapping[str, tuple[str, ...]]]:
-        """The vendor classes and functions the pipeline needs, by module (None: v1's, `vendor.REQUIRED_VENDOR_NAMES`)."""
-        return None
+        """The vendor classes and functions the pipeline needs, by module (`dsocr.session.REQUIRED_VENDOR_NAMES`)."""
+        from llm_perf_opt.dsocr.session import REQUIRED_VENDOR_NAMES
+
+        return REQUIRED_VENDOR_NAMES
 
     def resolve_device(self, runtime_cfg: Any) -> Any:
-        from llm_perf_opt.dsocr.session import resolve_device
+        from llm_perf_opt.model_runtime.session import resolve_device
 
         return resolve_device(runtime_cfg)
 
@@ -204,7 +206,7 @@ class DeepSeekOCRFamily:
 
     def batch_inputs(self, samples: Any) -> Any:
         """Several pages' inputs as one batch, as generate() takes them (`dsocr.inputs.batch_inputs`)."""
-        from llm_perf_opt.dsocr.inputs import batch_inputs
+        from llm_perf_opt.deepseek_ocr_shared.inputs import batch_inputs
 
         return batch_inputs(list(samples))
 
@@ -226,7 +228,7 @@ class DeepSeekOCRFamily:
     runtime_log_file = "runtime_log.json"
 
     def load_runtime_log(self, path: Any) -> Any:
-        from llm_perf_opt.dsocr.patches.runtime_log import load_runtime_log
+        from llm_perf_opt.model_runtime.runtime_log import load_runtime_log
 
         return load_runtime_log(path)
 
@@ -234,23 +236,23 @@ class DeepSeekOCRFamily:
         self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
     ) -> Any:
         """Measured FLOPs of the prefill and the given decode steps (`dsocr.measure.measure_dsocr`)."""
-        from llm_perf_opt.dsocr.measure import measure_dsocr
+        from llm_perf_opt.model_runtime.measure import measure_forward as measure_dsocr
 
         return measure_dsocr(model, forward_kwargs, decode_steps=tuple(decode_steps), **kwargs)
 
     # ------------------------------------------------------------------ decode and routing
     def check_kv_cache_path(self, model: Any, steps: int) -> None:
-        from llm_perf_opt.dsocr.decode import check_kv_cache_path
+        from llm_perf_opt.model_runtime.decode import check_kv_cache_path
 
         check_kv_cache_path(model, steps)
 
     def decode_program(self, steps: int, on_step: Any = None) -> Any:
-        from llm_perf_opt.dsocr.decode import DecodeProgram
+        from llm_perf_opt.model_runtime.decode import DecodeProgram
 
         return DecodeProgram(steps, on_step=on_step)
 
     def greedy_decode(self, run_step: Any, prefill: Any, steps: int, kwargs: Any, **more: Any) -> Any:
-        from llm_perf_opt.dsocr.decode import greedy_decode
+        from llm_perf_opt.model_runtime.decode import greedy_decode
 
         return greedy_decode(run_step, prefill, steps, kwargs, **more)
 
@@ -258,7 +260,7 @@ class DeepSeekOCRFamily:
 
     def routing_record(self, events: Any, session: Any) -> Any:
         """The MoE routing of a capture's gate events (`dsocr.routing.RoutingRecord`), or None without any."""
-        from llm_perf_opt.dsocr.routing import RoutingRecord, expert_weight_bytes
+        from llm_perf_opt.model_runtime.routing import RoutingRecord, expert_weight_bytes
 
         if not events:
             return None
@@ -272,7 +274,7 @@ class DeepSeekOCRFamily:
         only the experts that got tokens, one MLP each. Empty without a routing record."""
         from pathlib import Path
 
-        from llm_perf_opt.dsocr.routing import load_routing
+        from llm_perf_opt.model_runtime.routing import load_routing
 
         path = Path(run_dir) / self.routing_file
         if not path.is_file():
@@ -290,7 +292,7 @@ class DeepSeekOCRFamily:
         return out
 
     def run_experts_by_load(self, *args: Any, **kwargs: Any) -> Any:
-        from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
+        from llm_perf_opt.deepseek_ocr_shared.twin.decoder import run_experts_by_load
 
         return run_experts_by_load(*args, **kwargs)
 

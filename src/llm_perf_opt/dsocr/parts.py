@@ -16,23 +16,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Optional
 
+from llm_perf_opt.deepseek_ocr_shared.parts import DECODER_STACK, LAYER_ALIAS_PREFIX, parts_with
 from llm_perf_opt.dsocr.layout import VisionWorkload
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import Part, PartVocabulary
 
-PARTS: tuple[Part, ...] = (  # forward order
-    Part("embedding", "model.embed_tokens", "token embedding", "#9d755d", "language"),
-    Part("sam", "model.sam_model", "SAM ViT-B", "#4c78a8", "vision"),
-    Part("clip", "model.vision_model", "CLIP-L", "#f58518", "vision"),
-    Part("projector", "model.projector", "projector", "#54a24b", "vision"),
-    Part("decoder", "model.layers", "decoder layers", "#b279a2", "language"),
-    Part("norm", "model.norm", "final RMSNorm", "#bab0ac", "language"),
-    Part("lm_head", "lm_head", "lm_head", "#e45756", "language"),
-)
+CLIP = Part("clip", "model.vision_model", "CLIP-L", "#f58518", "vision")
+PARTS: tuple[Part, ...] = parts_with(CLIP)  # forward order: the shared parts with CLIP-L after SAM
 # The parts that carry the work, reported per job (summaries, report columns, stacked plots).
 REPORTED: tuple[str, ...] = ("sam", "clip", "projector", "decoder", "lm_head")
-DECODER_STACK = "model.layers"  # the decoder part's path
-LAYER_ALIAS_PREFIX = "decoder.layer."
 # The same vocabulary as the object the generic layers receive (`llm_perf_opt.family.PartVocabulary`);
 # the names below are its lookups, so the alias <-> path rules are written once (in `family.py`).
 VOCABULARY = PartVocabulary("dsocr", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)

@@ -1,319 +1,81 @@
-"""The session stage: load what `model=` says (the twin, or the vendor code from a local directory) and
-hand the rest of the pipeline one object.
+"""DeepSeek-OCR v1's session: the twin by `model.spec` (`dsocr.twin.build_twin`) and the vendor code
+(`modeling_deepseekocr`, `deepencoder`, `modeling_deepseekv2`) through `model_runtime.vendor.load_vendor`, in
+the session both generations share (`deepseek_ocr_shared.session.DeepSeekSession`).
 
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
-        out = session.forward(inputs)                 # no_grad, device/dtype, autocast, CPU measures
-        with session.forward_context(), runtime_patches(session, DEFAULT_TRACE_PATCHES) as log:
-            torchlens_or_other_tool(session.model, **session.forward_kwargs(inputs))
-
-Opening is: resolve the device, dtype and attention implementation (`attention`), snapshot the process
-state (`process_state`), load (`loading.load_twin` or `vendor.load_vendor`, each a `LoadedModel`),
-restore whatever loading changed. Vendor code on CPU needs a few more measures; each is scoped and
-reversible, and `close()` (or leaving the `with` block) leaves the process as it found it:
-
-1. `torchvision`: a stand-in only while the vendor code is imported and built (see `vendor`).
-2. The forward's hard-coded `.cuda()` (the `masked_scatter_` mask): the `cuda_to_device` runtime patch
-   makes `Tensor.cuda` move to the session's device, only while a session forward runs.
-3. `infer()` runs under CUDA bf16 autocast: the `autocast` patch enters `torch.autocast(<device>, bf16)`
-   around session forwards when `runtime.autocast` is set.
-4. Loading must not leave process-wide state changed: checked and restored after loading and again at
-   `close()` (`process_state.ProcessStateGuard`).
+        out = session.forward(inputs)
 """
 
 from __future__ import annotations
 
-import gc
-import time
-import warnings
-from contextlib import ExitStack, contextmanager, nullcontext
-from typing import Any, ContextManager, Iterator, Mapping, Optional
-
 import torch
-from torch import nn
 
-from llm_perf_opt.config.schemas import ModelConfig, RuntimeConfig
-from llm_perf_opt.dsocr import parts
-from llm_perf_opt.dsocr.attention import resolve_attn_implementation
-from llm_perf_opt.dsocr.decode import DecodeResult, greedy_decode
-from llm_perf_opt.dsocr.loading import LoadedModel, load_twin
-from llm_perf_opt.dsocr.process_state import ProcessStateGuard, init_disabled
-from llm_perf_opt.dsocr.vendor import load_vendor
-from llm_perf_opt.errors import ConfigError, PipelineError
+from llm_perf_opt.config.schemas import ModelConfig
+from llm_perf_opt.deepseek_ocr_shared.session import DeepSeekSession
+from llm_perf_opt.dsocr.parts import PARTS
+from llm_perf_opt.dsocr.patches import builtin  # noqa: F401 - registers v1's patches and its twin package
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.model_runtime import vendor
+from llm_perf_opt.model_runtime.loading import LoadedModel
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-SEPARATORS = ("image_newline", "view_seperator")  # DeepseekOCRModel's learned separator vectors
-NO_IMAGES = {"images": None, "images_seq_mask": None, "images_spatial_crop": None}  # decode steps
-
-
-def resolve_device(runtime: RuntimeConfig) -> torch.device:
-    if runtime.device == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError.field(
-                "runtime.device",
-                "cuda",
-                "needs a CUDA GPU, but torch.cuda.is_available() is "
-                "false (this torch is " + torch.__version__ + "); use runtime=cpu",
-            )
-        return torch.device("cuda", torch.cuda.current_device())
-    if runtime.device != "cpu":
-        raise ConfigError.field("runtime.device", runtime.device, "one of cpu, cuda")
-    return torch.device("cpu")
-
-
-def resolve_dtype(runtime: RuntimeConfig, device: torch.device) -> torch.dtype:
-    if runtime.dtype not in DTYPES:
-        raise ConfigError.field("runtime.dtype", runtime.dtype, f"one of {', '.join(DTYPES)}")
-    if device.type == "cpu" and runtime.dtype == "float16":
-        raise ConfigError.field("runtime.dtype", "float16", "is not supported on CPU; use float32 or bfloat16")
-    return DTYPES[runtime.dtype]
+FAMILY = "DeepSeek-OCR"
+# What the pipeline relies on in the vendor code, by module: the classes the twin mirrors and the patch
+# points. A missing name means the vendor code changed; the session refuses it with a PatchError.
+REQUIRED_VENDOR_NAMES: dict[str, tuple[str, ...]] = {
+    "modeling_deepseekocr": (
+        "DeepseekOCRForCausalLM",
+        "DeepseekOCRModel",
+        "DeepseekOCRConfig",
+        "DeepseekOCRModel.forward",
+    ),
+    "modeling_deepseekv2": (
+        "DeepseekV2Model",
+        "DeepseekV2Model.forward",
+        "DeepseekV2DecoderLayer",
+        "DeepseekV2MoE",
+        "MoEGate",
+        "DeepseekV2MLP",
+        "DeepseekV2RMSNorm",
+    ),
+    "deepencoder": ("ImageEncoderViT", "VitModel", "MlpProjector", "quick_gelu", "Block", "NoTPTransformerBlock"),
+}
 
 
-def parameter_counts(model: nn.Module, part_list: Any = None) -> dict[str, int]:
-    """Parameters per part of a DeepseekOCRForCausalLM (vendor or twin), for summary.json.
-
-    Keys: the last component of each part's module path (`dsocr.parts`: embed_tokens, sam_model,
-    vision_model, projector, layers, norm, lm_head), image_newline+view_seperator, other (anything
-    else, normally absent), total. Shared tensors count once.
-    """
-    seen: set[int] = set()
-
-    def count(params) -> int:
-        n = 0
-        for p in params:
-            if id(p) not in seen:
-                seen.add(id(p))
-                n += p.numel()
-        return n
-
-    counts: dict[str, int] = {}
-    for part in part_list if part_list is not None else parts.PARTS:
-        try:
-            sub = model.get_submodule(part.path)
-        except AttributeError:
-            continue
-        counts[part.path.rpartition(".")[2]] = count(sub.parameters())
-    inner = getattr(model, "model", None)
-    if inner is not None:
-        seps = [getattr(inner, s) for s in SEPARATORS if isinstance(getattr(inner, s, None), torch.Tensor)]
-        if seps:
-            counts["+".join(SEPARATORS)] = count(seps)
-    total = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-    other = total - sum(counts.values())
-    if other:
-        counts["other"] = other
-    counts["total"] = total
-    return counts
+def load_twin(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str) -> LoadedModel:
+    """The architecture twin named by `model.spec`, with seeded random weights (`model.seed`)."""
+    try:
+        from llm_perf_opt.dsocr.twin import build_twin
+    except ImportError as exc:
+        raise ConfigError(
+            f"model=twin: the architecture twin (llm_perf_opt.dsocr.twin) cannot be imported: {exc}"
+        ) from None
+    spec = ModelSpec.named(model_cfg.spec)
+    with torch.random.fork_rng(devices=[]):
+        model = build_twin(spec, device=device, dtype=dtype, attn_implementation=attn, seed=model_cfg.seed)
+    return LoadedModel(model=model, spec=spec, source="twin", device=device, dtype=dtype, attn_implementation=attn)
 
 
-class DeepSeekOCRSession:
-    """The loaded model (vendor or twin) and how to run it; open with `DeepSeekOCRSession.open(...)`."""
+def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str) -> LoadedModel:
+    """`DeepseekOCRForCausalLM` from the vendor code at `model.path` (checkpoint or random weights)."""
+    return vendor.load_vendor(
+        model_cfg,
+        device,
+        dtype,
+        attn,
+        required=REQUIRED_VENDOR_NAMES,
+        model_module="modeling_deepseekocr",
+        model_class="DeepseekOCRForCausalLM",
+        spec_from=ModelSpec.from_config_dict,
+        family=FAMILY,
+    )
 
-    def __init__(
-        self,
-        loaded: LoadedModel,
-        *,
-        runtime_cfg: Optional[RuntimeConfig] = None,
-        model_cfg: Optional[ModelConfig] = None,
-        quiet_vendor_prints: bool = True,
-        guard: Optional[ProcessStateGuard] = None,
-    ) -> None:
-        runtime_cfg = runtime_cfg if runtime_cfg is not None else RuntimeConfig()
-        self.model = loaded.model
-        self.spec = loaded.spec
-        self.source = loaded.source
-        self.device = torch.device(loaded.device)
-        self.dtype = loaded.dtype
-        self.attn_implementation = loaded.attn_implementation
-        self.attn_requested = runtime_cfg.attn_implementation
-        self.autocast = bool(runtime_cfg.autocast)
-        self.vendor_modules = dict(loaded.vendor_modules)
-        self.weights = loaded.weights
-        self.model_cfg = model_cfg
-        self.runtime_cfg = runtime_cfg
-        self.measures = list(loaded.measures)
-        self.load_seconds = loaded.load_seconds
-        self.quiet_vendor_prints = quiet_vendor_prints
-        self.closed = False
-        self.part_list: Any = None  # the family's parts (parameter counts); None: v1's
-        self.patch_names: dict[str, str] = {}  # a family's own patch for a required one ({"quiet_prints": ...})
-        self._guard = guard or ProcessStateGuard()
 
-    # ------------------------------------------------------------------ construction
-    @classmethod
-    def open(
-        cls,
-        model_cfg: ModelConfig,
-        runtime_cfg: Optional[RuntimeConfig] = None,
-        *,
-        quiet_vendor_prints: bool = True,
-        loaders: Optional[Mapping[str, Any]] = None,
-        part_list: Any = None,
-    ) -> "DeepSeekOCRSession":
-        """Load the twin or the vendor model as `model_cfg` says, on the device/dtype `runtime_cfg` says.
-        `loaders` ({source: loader}) and `part_list` (the parts parameters are counted by): another family's."""
-        runtime_cfg = runtime_cfg if runtime_cfg is not None else RuntimeConfig()
-        loaders = loaders or {"twin": load_twin, "vendor": load_vendor}
-        if model_cfg.source not in loaders:
-            raise ConfigError.field("model.source", model_cfg.source, "one of twin, vendor")
-        device = resolve_device(runtime_cfg)
-        dtype = resolve_dtype(runtime_cfg, device)
-        attn, notes = resolve_attn_implementation(runtime_cfg.attn_implementation, device)
-        disabled = init_disabled()
-        if disabled:
-            warnings.warn(
-                f"weight initialisation is already disabled in this process ({', '.join(disabled)}; "
-                "the vendor's infer() does that); the session keeps that state",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        start = time.perf_counter()
-        guard = ProcessStateGuard(threads=runtime_cfg.threads)
-        try:
-            loaded = loaders[model_cfg.source](model_cfg, device, dtype, attn)
-        except BaseException:
-            guard.close()
-            raise
-        leftovers = guard.restore()
-        if leftovers:
-            warnings.warn(f"loading the model changed {', '.join(leftovers)}; restored", RuntimeWarning, stacklevel=2)
-        for note in notes + loaded.warnings:
-            warnings.warn(note, RuntimeWarning, stacklevel=2)
-        loaded.measures[:0] = notes
-        loaded.load_seconds = time.perf_counter() - start
-        session = cls(
-            loaded, runtime_cfg=runtime_cfg, model_cfg=model_cfg, quiet_vendor_prints=quiet_vendor_prints, guard=guard
-        )
-        session.part_list = part_list
-        if session.device.type != "cuda" and session.source == "vendor":
-            session.measures.append(
-                "Tensor.cuda() -> Tensor.to(cpu) while a session forward runs (patch cuda_to_device)"
-            )
-        if session.autocast:
-            session.measures.append(
-                f"torch.autocast({session.device.type!r}, {session.autocast_dtype}) around "
-                "session forwards (patch autocast)"
-            )
-        return session
+LOADERS = {"twin": load_twin, "vendor": load_vendor}
 
-    # ------------------------------------------------------------------ lifetime
-    def __enter__(self) -> "DeepSeekOCRSession":
-        return self
 
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
+class DeepSeekOCRSession(DeepSeekSession):
+    """DeepSeek-OCR v1's loaded model (vendor or twin) and how to run it; open with `DeepSeekOCRSession.open(...)`."""
 
-    def close(self) -> list[str]:
-        """Undo every process-wide measure: returns what had to be restored (normally nothing)."""
-        if self.closed:
-            return []
-        self.closed = True
-        restored = self._guard.close()
-        if restored:
-            warnings.warn(
-                f"session close restored {', '.join(restored)} (changed while the session was open)",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return restored
-
-    def release(self) -> None:
-        """Close and drop the model (frees its memory once no other reference holds it)."""
-        self.close()
-        self.model = None  # type: ignore[assignment]
-        gc.collect()
-
-    def _check_open(self) -> None:
-        if self.closed or self.model is None:
-            raise PipelineError("the DeepSeek-OCR session is closed")
-
-    # ------------------------------------------------------------------ running
-    @property
-    def autocast_dtype(self) -> torch.dtype:
-        return torch.float16 if self.dtype == torch.float16 else torch.bfloat16
-
-    def autocast_context(self) -> ContextManager[Any]:
-        """`torch.autocast(device, bf16)` when the runtime asks for autocast, else a no-op context."""
-        if not self.autocast:
-            return nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
-
-    @property
-    def required_patches(self) -> tuple[str, ...]:
-        """The runtime patches every forward of this session needs (see `patches.builtin`)."""
-        names = []
-        if self.source == "vendor":
-            if self.device.type != "cuda":
-                names.append("cuda_to_device")
-            if self.quiet_vendor_prints:
-                names.append("quiet_prints")
-        if self.autocast:
-            names.append("autocast")
-        return tuple(self.patch_names.get(n, n) for n in names)
-
-    @contextmanager
-    def forward_context(self) -> Iterator[None]:
-        """no_grad + the session's run-time patches (CPU `.cuda()`, autocast), restored on exit."""
-        self._check_open()
-        from llm_perf_opt.dsocr.patches import runtime_patches
-
-        with ExitStack() as stack:
-            stack.enter_context(torch.no_grad())
-            stack.enter_context(runtime_patches(self, self.required_patches))
-            yield
-
-    def forward_kwargs(self, inputs: Any, **overrides: Any) -> dict[str, Any]:
-        """`model(**kwargs)` arguments for an `Inputs` (moved to the device, floats cast to the dtype)."""
-        if isinstance(inputs, Mapping):
-            kwargs = dict(inputs)
-        else:
-            kwargs = inputs.forward_kwargs(self.device, self.dtype)
-        kwargs.update(overrides)
-        return kwargs
-
-    def forward(self, inputs: Any, **overrides: Any) -> Any:
-        """One forward of the model on `inputs` (an `Inputs` or ready kwargs) under `forward_context()`."""
-        kwargs = self.forward_kwargs(inputs, **overrides)
-        with self.forward_context():
-            return self.model(**kwargs)
-
-    def greedy_decode(self, inputs: Any, steps: int) -> DecodeResult:
-        """A prefill with a KV cache, then `steps` one-token decode steps fed with the greedy token."""
-        if steps < 0:
-            raise ConfigError.field("decode steps", steps, "must be >= 0")
-        kwargs = self.forward_kwargs(inputs, use_cache=True)
-        with self.forward_context():
-            prefill = self.model(**kwargs)
-            return greedy_decode(lambda _step, step_kwargs: self.model(**step_kwargs), prefill, steps, NO_IMAGES)
-
-    # ------------------------------------------------------------------ reporting
-    def parameter_counts(self) -> dict[str, int]:
-        self._check_open()
-        return parameter_counts(self.model, self.part_list)
-
-    def describe(self) -> dict[str, Any]:
-        """What summary.json reports about the session."""
-        return {
-            "source": self.source,
-            "spec": self.spec.name,
-            "path": str(self.model_cfg.path) if self.model_cfg is not None and self.model_cfg.path else None,
-            "weights": self.weights,
-            "seed": self.model_cfg.seed if self.model_cfg is not None else None,
-            "device": str(self.device),
-            "dtype": str(self.dtype).replace("torch.", ""),
-            "attn_implementation": self.attn_implementation,
-            "attn_requested": self.attn_requested,
-            "autocast": self.autocast,
-            "autocast_dtype": str(self.autocast_dtype).replace("torch.", "") if self.autocast else None,
-            "parameters": parameter_counts(self.model, self.part_list) if self.model is not None else {},
-            "load_seconds": round(self.load_seconds, 3) if self.load_seconds is not None else None,
-            "measures": list(self.measures),
-            "required_patches": list(self.required_patches),
-            "vendor_modules": {k: getattr(m, "__file__", None) for k, m in sorted(self.vendor_modules.items())},
-        }
-
-    def __repr__(self) -> str:
-        return (
-            f"DeepSeekOCRSession(source={self.source}, spec={self.spec.name}, device={self.device}, "
-            f"dtype={self.dtype}, attn={self.attn_implementation}, autocast={self.autocast}, "
-            f"weights={self.weights}{', closed' if self.closed else ''})"
-        )
+    loaders = LOADERS
+    parts = PARTS

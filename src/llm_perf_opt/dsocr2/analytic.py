@@ -1,7 +1,7 @@
 """The DeepSeek-OCR 2 analytic model: per-stage, per-module costs from `ModelSpec` + `ViewLayout` alone.
 
-Composed as v1's (`analytic.dsocr`), and a subclass of it, so everything that takes v1's analytic model
-(costs files, roofline, verification) takes this one:
+Composed as v1's, on the same base (`deepseek_ocr_shared.analytic.DeepSeekOCRAnalyticBase`), so everything that
+takes v1's analytic model (costs files, roofline, verification) takes this one:
 
 vision (per image; crop batch then global view when the grid is not 1×1, else the global view alone;
 each pass runs SAM -> DeepEncoder V2 -> projector on a batch):
@@ -18,21 +18,21 @@ Formulas: `dsocr2.cost_formulas` (registered as `dsocr2.<class>`). No multiplier
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
-from llm_perf_opt.dsocr.analytic import (
+from llm_perf_opt.deepseek_ocr_shared.analytic import (
     DEFAULT_PROMPT_TOKENS,
     STAGES,
-    DeepseekOCRAnalyticModel,
-    SpecStages,
+    DeepSeekOCRAnalyticBase,
+    StageCache,
     VisionPass,
     _pass_shapes,
     default_seq_len,
     vision_passes,
 )
+from llm_perf_opt.deepseek_ocr_shared.serving import language_parameters, sam_parameters
 from llm_perf_opt.dsocr2 import cost_formulas as F
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.parts import VOCABULARY
@@ -83,20 +83,20 @@ def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, bat
     )
 
 
-@lru_cache(maxsize=8)
-def _stages_for(spec: ModelSpec) -> SpecStages:
-    return SpecStages(spec, _vision_stage, _prefill_stage, _decode_stage)
+_stages_for = StageCache(_vision_stage, _prefill_stage, _decode_stage)
 
 
-class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
-    """Analytic costs of DeepSeek-OCR 2 for one page layout (arguments as `DeepseekOCRAnalyticModel`'s)."""
+class DeepseekOCR2AnalyticModel(DeepSeekOCRAnalyticBase):
+    """Analytic costs of DeepSeek-OCR 2 for one page layout (arguments as `DeepSeekOCRAnalyticBase`'s)."""
+
+    vocabulary = VOCABULARY
+    stage_cache = _stages_for
+    vision_labels = "SAM, the encoder and the projector"
 
     def __init__(self, spec: ModelSpec, layout, seq_len: int | None = None, **kwargs: Any) -> None:
         if not isinstance(spec, ModelSpec):
             raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
         super().__init__(spec, layout, seq_len, **kwargs)
-        self.vocabulary = VOCABULARY
-        self._stages = _stages_for(spec)
 
     def with_dtype(self, dtype: Any) -> "DeepseekOCR2AnalyticModel":
         return DeepseekOCR2AnalyticModel(
@@ -109,11 +109,9 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         )
 
     def parameter_count(self) -> int:
-        """Every parameter of DeepSeek-OCR 2 from the spec: SAM and the decoder as v1 counts them
-        (`dsocr.serving`), the encoder (24 Qwen2 layers, final norm, both query banks), the projector's
-        linear and the view separator."""
-        from llm_perf_opt.dsocr.serving import language_parameters, sam_parameters
-
+        """Every parameter of DeepSeek-OCR 2 from the spec: SAM and the decoder as both generations count them
+        (`deepseek_ocr_shared.serving`), the encoder (24 Qwen2 layers, final norm, both query banks), the
+        projector's linear and the view separator."""
         e, p = self.spec.encoder, self.spec.projector
         kv = e.num_kv_heads * e.head_dim
         layer = (
@@ -127,11 +125,6 @@ class DeepseekOCR2AnalyticModel(DeepseekOCRAnalyticModel):
         encoder = e.num_layers * layer + e.hidden_size + sum(e.bank_sizes) * e.hidden_size
         projector = p.input_dim * p.n_embed + p.n_embed + p.n_embed  # linear (bias) + view_seperator
         return sam_parameters(self.spec.sam) + encoder + projector + language_parameters(self.spec.decoder)
-
-    def batch_rules(self) -> Any:
-        from llm_perf_opt.dsocr.serving import batch_rules
-
-        return batch_rules(VISION_PATHS, "SAM, the encoder and the projector")
 
     @classmethod
     def for_page(

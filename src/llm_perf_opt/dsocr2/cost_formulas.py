@@ -1,8 +1,8 @@
 """Cost formulas of DeepSeek-OCR 2's own module classes, registered in `analytic.registry` under the
 family prefix `dsocr2.` (the registry's keys are bare class names shared by the program, so v2's are
 `dsocr2.Qwen2DecoderLayer`, ..., and never clash with v1's). Classes v2 shares with v1 (SAM's
-`ImageEncoderViT` and its blocks, `MlpProjector`, the DeepSeek-V2 decoder classes, torch.nn) are v1's
-entries, costed under their bare names.
+`ImageEncoderViT` and its blocks, `MlpProjector`, the DeepSeek-V2 decoder classes: `deepseek_ocr_shared.costs`;
+torch.nn) are those entries, costed under their bare names.
 
 Shapes follow the vendor's forward (deepencoderv2.py; transformers 4.46's Qwen2Model with its SDPA
 attention; modeling_deepseekocr2.py); each formula carries its derivation as its registered one-liner.
@@ -14,13 +14,13 @@ from llm_perf_opt.analytic import costs as C
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
-from llm_perf_opt.dsocr.costs import ForwardShape, Passes, gated_mlp, sam_grids
+from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
 
 PREFIX = "dsocr2."
 
 
-registry.extend_namespace("dsocr2", "dsocr")  # SAM, the projector and the decoder are v1's classes
+registry.extend_namespace("dsocr2", "dsocr")  # SAM, the projector, the decoder: `deepseek_ocr_shared.costs`
 
 
 def key(class_name: str) -> str:

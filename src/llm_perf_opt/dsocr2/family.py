@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
+from llm_perf_opt.dsocr.family import DeepSeekOCRFamily  # the one v1 import: the family contract replaces it
 from llm_perf_opt.dsocr2 import parts as P
 from llm_perf_opt.errors import ConfigError
 
@@ -85,7 +85,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         return DeepseekOCR2AnalyticModel(spec, layout, seq_len, **kwargs)
 
     def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.dsocr.analytic import clear_caches
+        from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
         from llm_perf_opt.dsocr2.analytic import _stages_for
 
         clear_caches()
@@ -100,7 +100,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         return REQUIRED_VENDOR_NAMES
 
     def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
-        from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+        from llm_perf_opt.deepseek_ocr_shared.session import DeepSeekSession as DeepSeekOCRSession
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's twin package and patches
         from llm_perf_opt.dsocr2.session import LOADERS
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from PIL import Image
 
 from llm_perf_opt.config.schemas import DEFAULT_PROMPT
-from llm_perf_opt.dsocr.inputs import Inputs, page_inputs
+from llm_perf_opt.deepseek_ocr_shared.inputs import Inputs, page_inputs
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.errors import ConfigError

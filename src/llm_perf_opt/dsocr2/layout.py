@@ -5,7 +5,7 @@ Pure Python, no torch. Read in the vendor's `modeling_deepseekocr2.py` (`infer`,
 * crop mode: no crops when both sides are <= 768 (a literal in `infer()`), else `dynamic_preprocess(image)`
   with its defaults: 2 to 6 tiles of 768 pixels, no thumbnail. The grid search is v1's (the same
   candidate set, sorted by tile count, a strictly closer aspect ratio wins, an exact tie goes to the
-  later grid only when the page area exceeds half the grid's area), so v1's `closest_grid` is reused;
+  later grid only when the page area exceeds half the grid's area), so the shared `closest_grid` is reused;
 * the global view is the page padded (grey, aspect kept) to `base_size`: (base/64)² tokens (256 at
   1024), then 1 view separator, then (12·w)·(12·h) = 144 per crop when the grid is not 1×1; in the
   embeddings the order is crops, global, separator. No newline column (v2 has no `image_newline`);
@@ -13,15 +13,15 @@ Pure Python, no torch. Read in the vendor's `modeling_deepseekocr2.py` (`infer`,
   (image_size/64)² + 1 tokens. The encoder has query banks only for 144 and 256 SAM tokens, so the
   only views are 768 and 1024 pixels.
 
-`ViewLayout` is v1's dataclass (same fields), filled with v2's rules: `global_tokens` = grid² + 1
-(no newline column), `local_tokens` = 144 per crop.
+`ViewLayout` is the shared dataclass (`deepseek_ocr_shared.layout`, v1's fields), filled with v2's rules:
+`global_tokens` = grid² + 1 (no newline column), `local_tokens` = 144 per crop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_perf_opt.dsocr.layout import ViewLayout, layout_of, queries_per_side
+from llm_perf_opt.deepseek_ocr_shared.layout import ViewLayout, layout_of, queries_per_side
 from llm_perf_opt.dsocr2.spec import FAMILY
 from llm_perf_opt.errors import ConfigError
 

@@ -1,4 +1,5 @@
-"""The vocabulary of DeepSeek-OCR 2: its parts (alias, module path, label, colour, stage), as v1's `dsocr.parts`.
+"""The vocabulary of DeepSeek-OCR 2: its parts (alias, module path, label, colour, stage), as v1's `dsocr.parts`
+(the parts both have: `deepseek_ocr_shared.parts`).
 
 Module paths are the vendor's (`model.sam_model`, `model.qwen2_model`, `model.layers.3`, `lm_head`); the twin
 uses the same tree: v1's parts with CLIP-L replaced by the encoder, the same `model.layers` decoder stack; the
@@ -7,8 +8,8 @@ lookups (`path`, `alias`, ...) are its `PartVocabulary`'s. Nothing here imports 
 
 from __future__ import annotations
 
-from llm_perf_opt.dsocr import parts as v1
-from llm_perf_opt.dsocr.parts import DECODER_STACK, LAYER_ALIAS_PREFIX  # the same vendor decoder code and path
+# the same vendor decoder code and path as v1, SAM and the projector too
+from llm_perf_opt.deepseek_ocr_shared.parts import DECODER_STACK, LAYER_ALIAS_PREFIX, SAM_BLOCKS, parts_with
 from llm_perf_opt.family import Part, PartVocabulary
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 ENCODER = Part("encoder", "model.qwen2_model", "DeepEncoder V2 (Qwen2)", "#f58518", "vision")
-PARTS: tuple[Part, ...] = tuple(ENCODER if p.alias == "clip" else p for p in v1.PARTS)  # v1's, CLIP -> encoder
+PARTS: tuple[Part, ...] = parts_with(ENCODER)  # v1's with CLIP-L -> the encoder
 REPORTED: tuple[str, ...] = ("sam", "encoder", "projector", "decoder", "lm_head")
 # The vocabulary the generic layers receive (`llm_perf_opt.family.PartVocabulary`); its methods are the
 # lookups (path, alias, decoder_layer_path, color, ...).
@@ -37,7 +38,6 @@ VOCABULARY = PartVocabulary("dsocr2", PARTS, REPORTED, DECODER_STACK, LAYER_ALIA
 VISION_PATHS: tuple[str, ...] = VOCABULARY.vision_paths
 alias = VOCABULARY.alias  # module path -> alias (`model.layers.3` -> `decoder.layer.3`), else the path
 ENCODER_STACK = "model.qwen2_model.model.model.layers"
-SAM_BLOCKS = "model.sam_model.blocks"
 VISION_LOOPS = (SAM_BLOCKS, ENCODER_STACK)  # the `for N` stacks of the vision stage (12 and 24 at full size)
 
 

@@ -1,14 +1,15 @@
-"""DeepSeek-OCR 2's loaders for v1's session (`dsocr.session.DeepSeekOCRSession`): the twin by `model.spec`
-(`dsocr2.twin.build_twin`) and the vendor code (`modeling_deepseekocr2`, `deepencoderv2`, v1's
-`modeling_deepseekv2`) through v1's `vendor.load_vendor` with v2's class names and spec."""
+"""DeepSeek-OCR 2's loaders for the shared session (`deepseek_ocr_shared.session.DeepSeekSession`): the twin by
+`model.spec` (`dsocr2.twin.build_twin`) and the vendor code (`modeling_deepseekocr2`, `deepencoderv2`, the
+shared `modeling_deepseekv2`) through `model_runtime.vendor.load_vendor` with v2's class names and spec."""
 
 from __future__ import annotations
 
 import torch
 
 from llm_perf_opt.config.schemas import ModelConfig
-from llm_perf_opt.dsocr.loading import LoadedModel
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
+from llm_perf_opt.model_runtime import vendor
+from llm_perf_opt.model_runtime.loading import LoadedModel
 
 # What the pipeline relies on in the vendor code, by module (the classes the twin mirrors, the patch points).
 REQUIRED_VENDOR_NAMES: dict[str, tuple[str, ...]] = {
@@ -50,8 +51,6 @@ def load_twin(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, 
 
 def load_vendor(model_cfg: ModelConfig, device: torch.device, dtype: torch.dtype, attn: str) -> LoadedModel:
     """`DeepseekOCR2ForCausalLM` from the vendor code at `model.path` (checkpoint or random weights)."""
-    from llm_perf_opt.dsocr import vendor
-
     return vendor.load_vendor(
         model_cfg,
         device,

@@ -22,18 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from llm_perf_opt.dsocr.spec import (
+from llm_perf_opt.deepseek_ocr_shared.spec import (
     DecoderSpec,
     ProjectorSpec,
     SamSpec,
     SpecReading,
     language_checks,
+    language_from_config,
     projector_from_config,
     raise_failed,
     sam_from_widths,
     vision_widths,
 )
-from llm_perf_opt.dsocr.spec import ModelSpec as V1ModelSpec
 from llm_perf_opt.errors import ConfigError
 
 FAMILY = "DeepSeek-OCR 2"
@@ -159,7 +159,9 @@ class ModelSpec(SpecReading):
                 f"{ENCODER_MODEL_NAME!r} and a {ENCODER_WIDTH_KEY!r} encoder): use the other family's model"
             )
         # the decoder as v1 reads it (the same DeepSeek-V2 code and keys)
-        v1 = V1ModelSpec.from_config_dict({"language_config": raw.get("language_config", raw)}, source)
+        decoder, bos_token_id, eos_token_id = language_from_config(
+            {"language_config": raw.get("language_config", raw)}, source
+        )
         encoder = EncoderSpec()
         enc_raw = widths[ENCODER_WIDTH_KEY]
         if isinstance(enc_raw, Mapping) and enc_raw.get("dim") is not None:
@@ -175,16 +177,16 @@ class ModelSpec(SpecReading):
             SamSpec(downsample_channels=(512, encoder.hidden_size)), widths, downsample_channels=False
         )
         projector = projector_from_config(
-            raw, source, input_dim=encoder.hidden_size, n_embed=v1.decoder.hidden_size, released=f" in {FAMILY}"
+            raw, source, input_dim=encoder.hidden_size, n_embed=decoder.hidden_size, released=f" in {FAMILY}"
         )
         return cls(
             name=str(raw.get("_name_or_path", "deepseek-ocr-2")).split("/")[-1] or "deepseek-ocr-2",
             sam=sam,
             encoder=encoder,
             projector=projector,
-            decoder=v1.decoder,
-            bos_token_id=v1.bos_token_id,
-            eos_token_id=v1.eos_token_id,
+            decoder=decoder,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
         )
 
     @classmethod

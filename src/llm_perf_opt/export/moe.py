@@ -68,7 +68,8 @@ def fixed_routing(
     moe: nn.Module, loads: Sequence[int], run_experts: Callable[..., torch.Tensor]
 ) -> Iterator[nn.Module]:
     """While the block runs, `moe(x)` computes with the per-expert token counts fixed to `loads`; `run_experts`:
-    the family's grouped expert loop (v1: `dsocr.twin.decoder.run_experts_by_load`, via the family object)."""
+    the family's grouped expert loop (DeepSeek-OCR: `deepseek_ocr_shared.twin.decoder.run_experts_by_load`, via the
+    family object)."""
     if not is_moe(moe):
         raise RemedyError(f"{type(moe).__name__} has no gate and experts: not a MoE module")
     if len(loads) != len(moe.experts):

@@ -225,9 +225,11 @@ class _Exporter:
         from llm_perf_opt.callgraph.capture import capture
 
         t0 = time.perf_counter()
-        source = "TorchLens capture of the submodule alone (quick_gelu patch on)"
+        # the patch that makes a scripted activation visible, where the family has one (v1's CLIP quick_gelu)
+        patches = tuple(p for p in ("quick_gelu",) if p in self.session.family.trace_patches)
+        source = "TorchLens capture of the submodule alone" + "".join(f" ({p} patch on)" for p in patches)
         try:
-            with torch.no_grad(), self.context(), self.session.family.runtime_patches(self.session, ("quick_gelu",)):
+            with torch.no_grad(), self.context(), self.session.family.runtime_patches(self.session, patches):
                 result = capture(
                     call.module, call.kwargs, forward_args=call.args, model_name=target.name, keep_trace=True
                 )

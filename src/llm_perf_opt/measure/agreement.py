@@ -12,7 +12,7 @@ against the analytic decode stage at its context (seq_len + k - 1 cached tokens)
 layer, its check labelled `step k, context c` and carrying `step`.
 
 KV cache: after the prefill (step 0) and after each decode step k, the bytes of the cache tensors the
-model holds (`dsocr.decode.kv_cache_bytes`) against the analytic model's (`kv_cache_bytes(seq_len + k)`:
+model holds (`model_runtime.decode.kv_cache_bytes`) against the analytic model's (`kv_cache_bytes(seq_len + k)`:
 keys and values of every layer), one `KvCacheRow` each; bytes are products of shapes, so a row passes
 only when they are equal.
 

@@ -2,10 +2,10 @@
 the per-step rows of summary.json.
 
 * `capture_plan`: the runtime patches of the capture (the trace patches plus `routing`) and, with N > 0,
-  the `dsocr.decode.DecodeProgram` that runs the prefill and N greedy steps inside one traced call (the
+  the `model_runtime.decode.DecodeProgram` that runs the prefill and N greedy steps inside one traced call (the
   decoder's modules show 1 + N calls, the vision modules one); each step reports itself (`on_step`), so
   a job killed during decode leaves a summary that says which step it was in.
-* `routing_stage`: `routing.json` from the capture's runtime log (`dsocr.routing`), and its summary with
+* `routing_stage`: `routing.json` from the capture's runtime log (`model_runtime.routing`), and its summary with
   the analytic model's expert bytes beside the ones the routing really reads.
 * `decode_stage`: per step, from the run's artifacts (verification.json: FLOPs per step and KV-cache
   bytes; runtime_log.json: past length and new tokens as the patches logged them) and, with the profile

@@ -1,15 +1,20 @@
-"""Runtime patches of the loaded model code (vendor or twin) and the `RuntimeLog` they write.
+"""DeepSeek-OCR v1's runtime patches of the loaded model code (vendor or twin), and the mechanism's names with them.
 
     from llm_perf_opt.dsocr.patches import runtime_patches
     with runtime_patches(session, ["quick_gelu", "vision_inputs", "llm_stack"]) as log:
         session.forward(inputs)
     log.save(run_dir)            # runtime_log.json
 
-See `framework` (targets, registry, restoration) and `builtin` (the named patches).
+| file | job |
+|---|---|
+| `builtin.py` | v1's patches at v1's targets: `quick_gelu`, `vision_inputs`, `llm_stack`, the loops, `quiet_prints` |
+
+The mechanism (targets, registry, restoration) is `model_runtime.patches` (its names are exported here, after
+v1's patches are registered); the log they write is `model_runtime.runtime_log`.
 """
 
-# The names below load on first use (PEP 562): reading a run's runtime_log.json (`./dev group`,
-# `patches.runtime_log`) imports no torch. Any of them loads `builtin` first, which registers the patches.
+# The names below load on first use (PEP 562): importing this package imports no torch. Any of them loads
+# `builtin` first, which registers v1's patches.
 from __future__ import annotations
 
 import importlib
@@ -17,7 +22,7 @@ import importlib
 from llm_perf_opt.lazy import lazy_attributes, lazy_names
 
 _LAZY = {
-    "llm_perf_opt.dsocr.patches.framework": (
+    "llm_perf_opt.model_runtime.patches": (
         "PATCHES",
         "ModelCode",
         "Patch",
@@ -30,13 +35,6 @@ _LAZY = {
         "register_patch",
         "runtime_patches",
         "untracked",
-    ),
-    "llm_perf_opt.dsocr.patches.runtime_log": (
-        "RUNTIME_LOG_FILE",
-        "RUNTIME_LOG_SCHEMA",
-        "RUNTIME_LOG_VERSION",
-        "RuntimeLog",
-        "load_runtime_log",
     ),
     "llm_perf_opt.dsocr.patches.builtin": (
         "DEFAULT_TRACE_PATCHES",

@@ -2,12 +2,12 @@
 
 `build_twin(ModelSpec.deepseek_ocr())` is the released model's structure (3,336,106,240 parameters,
 the vendor's 4083 module names and classes, its state-dict keys); `build_twin(ModelSpec.tiny())` is a
-narrow copy for tests. Modules by idea: `sam` (SAM ViT-B), `clip` (CLIP-L fed with SAM features),
-`projector`, `decoder` (DeepSeek-V2 with Llama attention and MoE), `model` (assembly, forward,
-`build_twin`), `weights` (seeded initialisation), `config` (`TwinConfig`).
+narrow copy for tests. Modules by idea: `clip` (CLIP-L fed with SAM features), `model` (assembly, vision,
+`build_twin`); SAM ViT-B, the projector, the DeepSeek-V2 decoder (Llama attention and MoE), the shared forward,
+the seeded initialisation and `TwinConfig` are the modules both generations share (`deepseek_ocr_shared.twin`).
 """
 
-from llm_perf_opt.dsocr.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
 from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM, DeepseekOCRModel, build_twin
 
 __all__ = ["build_twin", "DeepseekOCRForCausalLM", "DeepseekOCRModel", "TwinConfig"]

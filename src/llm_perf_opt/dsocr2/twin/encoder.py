@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutputWithPast
 
-from llm_perf_opt.dsocr.twin.decoder import (
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import (
     DeepseekV2MLP,
     DeepseekV2RMSNorm,
     LlamaRotaryEmbedding,

@@ -9,8 +9,10 @@ The forward follows the vendor's `DeepseekOCR2Model.forward` step for step:
    then on the global view (each module called twice), else on the global view only;
 3. the sequence is **crops, global, `view_seperator`** (no newline column), written into the embeddings
    with `masked_scatter_` (the vendor moves the mask with `.cuda()`; the twin to the embeddings' device);
-4. the DeepSeek-V2 decoder, its norm, `lm_head` over every position and `logits.float()`: v1's code
-   (`dsocr.twin`), which is the same vendor file (`modeling_deepseekv2.py`, blob ff008470).
+4. the DeepSeek-V2 decoder, its norm, `lm_head` over every position and `logits.float()`: the shared code
+   (`deepseek_ocr_shared.twin.model`: per image under no_grad, `masked_scatter_` into the embeddings, the
+   forward's gate on the vision branch, the stack over ready embeddings), the same vendor file as v1's
+   (`modeling_deepseekv2.py`, blob ff008470).
 """
 
 from __future__ import annotations
@@ -18,18 +20,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.twin.config import TwinConfig
-from llm_perf_opt.dsocr.twin.decoder import LlamaRotaryEmbedding
-from llm_perf_opt.dsocr.twin.model import DeepseekOCRForCausalLM as _V1CausalLM
-from llm_perf_opt.dsocr.twin.model import DeepseekOCRModel as _V1Model
-from llm_perf_opt.dsocr.twin.model import build_root, init_language_side, init_root
-from llm_perf_opt.dsocr.twin.projector import MlpProjector
-from llm_perf_opt.dsocr.twin.sam import ImageEncoderViT
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import LlamaRotaryEmbedding
+from llm_perf_opt.deepseek_ocr_shared.twin.model import (
+    DeepseekOCRForCausalLMBase,
+    DeepseekOCRModelBase,
+    build_root,
+    init_language_side,
+    init_root,
+)
+from llm_perf_opt.deepseek_ocr_shared.twin.projector import MlpProjector
+from llm_perf_opt.deepseek_ocr_shared.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.dsocr2.twin.encoder import Qwen2Decoder2Encoder
 
 
-class DeepseekOCR2Model(nn.Module):
+class DeepseekOCR2Model(DeepseekOCRModelBase):
     """Embeddings, decoder layers and final norm, plus SAM, the encoder, the projector and the separator."""
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
@@ -39,9 +45,6 @@ class DeepseekOCR2Model(nn.Module):
         self.qwen2_model = Qwen2Decoder2Encoder(spec.encoder)
         self.projector = MlpProjector(spec.projector)
         self.view_seperator = nn.Parameter(torch.zeros(spec.projector.n_embed))  # [sic]: the vendor's name
-
-    get_input_embeddings = _V1Model.get_input_embeddings
-    set_input_embeddings = _V1Model.set_input_embeddings
 
     # ------------------------------------------------------------------ vision
     def _encode_view(self, pixels: torch.Tensor) -> torch.Tensor:
@@ -62,26 +65,13 @@ class DeepseekOCR2Model(nn.Module):
         glob = glob.view(-1, glob.shape[-1])
         return torch.cat([glob, self.view_seperator[None, :]], dim=0)
 
-    # per image under no_grad, masked_scatter_ into the embeddings; the forward's gate on the vision branch;
-    # the DeepSeek-V2 stack over ready embeddings: v1's code, the same vendor steps
-    _scatter_images = _V1Model._scatter_images
-    forward = _V1Model.forward
-    _decode = _V1Model._decode
 
-
-class DeepseekOCR2ForCausalLM(nn.Module):
+class DeepseekOCR2ForCausalLM(DeepseekOCRForCausalLMBase):
     """Root of the twin: `model` (DeepseekOCR2Model) + `lm_head`."""
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
         super().__init__()
         init_root(self, config, spec, DeepseekOCR2Model)
-
-    get_model = _V1CausalLM.get_model
-    get_input_embeddings = _V1CausalLM.get_input_embeddings
-    get_output_embeddings = _V1CausalLM.get_output_embeddings
-    device = _V1CausalLM.device
-    dtype = _V1CausalLM.dtype
-    forward = _V1CausalLM.forward  # model, lm_head over every position, logits.float(), optional loss
 
     def reset_buffers(self) -> None:
         """Refill the computed buffers (every RoPE `inv_freq`, in float32)."""
@@ -100,7 +90,7 @@ def build_twin(
 ) -> DeepseekOCR2ForCausalLM:
     """The DeepSeek-OCR 2 twin for `spec`, in eval mode, with seeded random weights (none on meta).
 
-    Built on the meta device, cast, materialised once on `device` and filled by v1's
+    Built on the meta device, cast, materialised once on `device` and filled by the shared
     `initialise_weights` (one seeding rule for every family). `attn_implementation` selects the decoder's
     attention ("eager", the vendor's default, "sdpa", or "flash_attention_2"); the encoder is always SDPA.
     """

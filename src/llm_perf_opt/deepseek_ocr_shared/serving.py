@@ -1,10 +1,11 @@
-"""DeepSeek-OCR's side of the serving math: its `ServingModel` for one page shape, from the analytic model.
+"""The DeepSeek-OCR side of the serving math (both generations): the `ServingModel` for one page shape, from the
+analytic model (`deepseek_ocr_shared.analytic`).
 
-* Batch rules: the vendor's forward runs SAM, CLIP and the projector in a Python loop over the images
-  (`for image in images: ...`), so at batch B each vision unit runs B times, weights included; the token
-  embedding gathers one row per token; the routed experts are the `mlp.experts` lists of the MoE layers.
-* Parameters: counted from the `ModelSpec` module by module (`parameter_count`; the twin and the vendor's
-  3,336,106,240 are the check).
+* Batch rules: the vendor's forward runs the vision parts (v1: SAM, CLIP and the projector) in a Python loop over
+  the images (`for image in images: ...`), so at batch B each vision unit runs B times, weights included; the
+  token embedding gathers one row per token; the routed experts are the `mlp.experts` lists of the MoE layers.
+* Parameters: SAM's and the decoder's, counted from their specs module by module (`sam_parameters`,
+  `language_parameters`; each family adds its own parts: the twin and the vendor's 3,336,106,240 are v1's check).
 * KV cache per token: every decoder layer keeps keys and values of kv_heads × head_dim (`costs.kv_cache_bytes`).
 * The decode step is costed at two contexts (the prompt and the prompt + 1024) and interpolated exactly.
 """
@@ -18,11 +19,6 @@ from llm_perf_opt.analytic.costs import kv_cache_bytes
 from llm_perf_opt.analytic.moe_batch import MoEShape
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.time.batch import BatchRules, DecodeTable, UnitTable
-from llm_perf_opt.dsocr import parts as P
-from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
-from llm_perf_opt.dsocr.spec import ModelSpec
-
-_LOOPED = tuple(P.VISION_PATHS)
 
 
 def _routed(path: str, module: str) -> bool:
@@ -30,7 +26,7 @@ def _routed(path: str, module: str) -> bool:
 
 
 @lru_cache(maxsize=8)
-def batch_rules(looped: tuple[str, ...] = _LOOPED, labels: str = "SAM, CLIP and the projector") -> BatchRules:
+def batch_rules(looped: tuple[str, ...], labels: str) -> BatchRules:
     """The batch rules of a family whose vision parts (`looped`, module paths) run once per image."""
     return BatchRules(
         lambda path, module: path in looped or module == "Embedding",
@@ -42,9 +38,6 @@ def batch_rules(looped: tuple[str, ...] = _LOOPED, labels: str = "SAM, CLIP and 
             "batched": "everything else: weights read once per step, the rest x batch",
         },
     )
-
-
-BATCH_RULES = batch_rules()
 
 
 def sam_parameters(s: Any) -> int:
@@ -81,19 +74,7 @@ def language_parameters(d: Any) -> int:
     return dec + embed + H + head  # + the final RMSNorm
 
 
-def parameter_count(spec: ModelSpec) -> int:
-    """Every parameter of the model, module by module (weights and biases as the vendor declares them)."""
-    c, p = spec.clip, spec.projector
-    W = c.width
-    clip = W + 3 * c.patch_size**2 * W + c.num_positions * W + 2 * W  # class token, patch conv, positions, pre-LN
-    clip += c.layers * (
-        2 * W + (W * 3 * W + 3 * W) + (W * W + W) + 2 * W + (W * c.ffn_dim + c.ffn_dim) + (c.ffn_dim * W + W)
-    )
-    proj = p.input_dim * p.n_embed + p.n_embed + 2 * p.n_embed  # linear + image_newline + view_seperator
-    return sam_parameters(spec.sam) + clip + proj + language_parameters(spec.decoder)
-
-
-def moe_shape(spec: ModelSpec, dtype_bytes: int) -> Optional[MoEShape]:
+def moe_shape(spec: Any, dtype_bytes: int) -> Optional[MoEShape]:
     d = spec.decoder
     layers = sum(1 for i in range(d.num_layers) if d.is_moe_layer(i))
     if not layers:
@@ -106,9 +87,7 @@ def moe_shape(spec: ModelSpec, dtype_bytes: int) -> Optional[MoEShape]:
 DECODE_SPAN = 1024
 
 
-def serving_model(
-    model: DeepseekOCRAnalyticModel, moe: Optional[MoEShape] = None, dtype: str = "bfloat16"
-) -> ServingModel:
+def serving_model(model: Any, moe: Optional[MoEShape] = None, dtype: str = "bfloat16") -> ServingModel:
     """The `ServingModel` of one analytic model (one page shape, one dtype). `moe`: a shape with measured
     routing (`MoEShape.with_routing`); default: uniform routing."""
     return _cached(
@@ -125,17 +104,17 @@ def serving_model(
 
 @lru_cache(maxsize=1024)
 def _cached(
-    spec: ModelSpec,
+    spec: Any,
     layout: Any,
     seq_len: int,
     b: int,
     attention: str,
     dtype: str,
     moe: Optional[MoEShape],
-    model: DeepseekOCRAnalyticModel,
+    model: Any,
 ) -> ServingModel:
     d = spec.decoder
-    rules = model.batch_rules() if hasattr(model, "batch_rules") else BATCH_RULES
+    rules = model.batch_rules()
     prefill = UnitTable.build(model.prefill(), rules, seq_len)
     decode = DecodeTable.build(
         model.decode(seq_len), model.decode(seq_len + DECODE_SPAN), rules, seq_len, seq_len + DECODE_SPAN
@@ -168,11 +147,11 @@ def _cached(
     )
 
 
-def moe_from_routing(spec: ModelSpec, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:
+def moe_from_routing(spec: Any, dtype_bytes: int, routing_path: str) -> Optional[MoEShape]:
     """The MoE shape with the popularity the prefill of a trace's `routing.json` measured (gate call 0 of
     every MoE layer); the record must be of this model's experts (ConfigError naming serve.routing)."""
-    from llm_perf_opt.dsocr.routing import load_routing
     from llm_perf_opt.errors import ArtifactError, ConfigError
+    from llm_perf_opt.model_runtime.routing import load_routing
 
     base = moe_shape(spec, dtype_bytes)
     if base is None:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llm_perf_opt.dsocr.spec import SamSpec
+from llm_perf_opt.deepseek_ocr_shared.spec import SamSpec
 from llm_perf_opt.errors import ConfigError
 
 

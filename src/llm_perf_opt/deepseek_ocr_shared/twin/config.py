@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llm_perf_opt.dsocr.attention import resolve_attn_implementation
-from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.model_runtime.attention import resolve_attn_implementation
 
 
 @dataclass
@@ -64,7 +63,8 @@ class TwinConfig:
         return self._attn_implementation
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec, attn_implementation: str = "eager") -> "TwinConfig":
+    def from_spec(cls, spec: Any, attn_implementation: str = "eager") -> "TwinConfig":
+        """From a DeepSeek-OCR `ModelSpec` of either generation: its `decoder` (`DecoderSpec`) and token ids."""
         d = spec.decoder
         if d.topk_method != "greedy":
             raise ConfigError.field(

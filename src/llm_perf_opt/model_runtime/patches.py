@@ -3,8 +3,9 @@
 A patch names its targets as (module, qualified attribute) per model source, e.g. for the vendor code
 `("modeling_deepseekv2", "DeepseekV2Model.forward")` and for the twin `("model", "DeepseekOCRModel._decode")`.
 The module is found through the loaded model itself (`type(model).__module__` → its package in
-`sys.modules`), so the vendor's dynamically loaded `transformers_modules.<dir>.*` and the twin's
-`llm_perf_opt.dsocr.twin.*` are handled alike. Patches are applied only inside ONE context manager:
+`sys.modules`), so the vendor's dynamically loaded `transformers_modules.<dir>.*` and a family's twin
+package (registered with `register_twin_package`, e.g. `llm_perf_opt.dsocr.twin.*`) are handled alike.
+Patches are applied only inside ONE context manager:
 
     with runtime_patches(session, ["quick_gelu", "vision_inputs", "llm_stack"]) as log:
         session.forward(inputs)
@@ -24,16 +25,15 @@ from types import ModuleType
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Optional
 
 from llm_perf_opt.callgraph.torchlens_adapter import paused_if_loaded
-from llm_perf_opt.dsocr.patches.runtime_log import RuntimeLog
-from llm_perf_opt.dsocr.vendor import package_modules
 from llm_perf_opt.errors import PatchError
+from llm_perf_opt.model_runtime.runtime_log import RuntimeLog
+from llm_perf_opt.model_runtime.vendor import package_modules
 
 _MISSING = object()
-TWIN_PACKAGE = "llm_perf_opt.dsocr.twin"
 ANY_SOURCE = "*"
-# A twin package -> the packages whose modules its patches reach, by short name (later ones win a name): a
-# family whose twin reuses v1's modules (SAM, the decoder) registers its package with v1's first.
-TWIN_PACKAGES: dict[str, tuple[str, ...]] = {TWIN_PACKAGE: (TWIN_PACKAGE,)}
+# A twin package -> the packages whose modules its patches reach, by short name (later ones win a name): each
+# family registers its twin's package (`register_twin_package`), after the shared packages its twin reuses.
+TWIN_PACKAGES: dict[str, tuple[str, ...]] = {}
 
 
 def register_twin_package(package: str, *packages: str) -> None:
@@ -47,7 +47,7 @@ class ModelCode:
     """The python modules a loaded model's classes come from, by short name ("deepencoder", "model", ...)."""
 
     source: str  # "twin" | "vendor"
-    package: str  # e.g. "transformers_modules.deepseek-ocr" or "llm_perf_opt.dsocr.twin"
+    package: str  # e.g. "transformers_modules.deepseek-ocr" or a family's twin package
     modules: dict[str, ModuleType] = field(default_factory=dict)
 
     def module(self, key: str) -> ModuleType:
@@ -67,7 +67,7 @@ def model_code(obj: Any) -> ModelCode:
     """The `ModelCode` of a session (anything with `.model`) or of a model."""
     model = getattr(obj, "model", None) if not _is_module(obj) else obj
     if model is None:
-        raise PatchError(f"cannot find a model in {type(obj).__name__} (expected a session or a DeepseekOCR model)")
+        raise PatchError(f"cannot find a model in {type(obj).__name__} (expected a session or a model)")
     module_name = type(model).__module__
     for twin, packages in TWIN_PACKAGES.items():
         if module_name == twin or module_name.startswith(twin + "."):
@@ -115,9 +115,10 @@ class PatchTarget:
                 )
         attr = parts[-1]
         if not create and getattr(owner, attr, _MISSING) is _MISSING:
+            owner_name = owner.__name__ if isinstance(owner, (type, ModuleType)) else type(owner).__name__
             raise PatchError(
-                f"patch target {self.label} is missing: {type(owner).__name__ if not isinstance(owner, (type, ModuleType)) else owner.__name__} "
-                f"has no attribute {attr!r} (the model code changed?)"
+                f"patch target {self.label} is missing: {owner_name} has no attribute {attr!r} "
+                "(the model code changed?)"
             )
         return owner, attr
 
@@ -248,7 +249,7 @@ def untracked() -> ContextManager[Any]:
 @contextmanager
 def runtime_patches(
     session: Any,
-    names: Iterable[str] = ("quick_gelu", "vision_inputs", "llm_stack"),
+    names: Iterable[str],
     log: Optional[RuntimeLog] = None,
 ) -> Iterator[RuntimeLog]:
     """Apply the named patches to the model code of `session` (or a model) for the duration of the block.

@@ -1,4 +1,4 @@
-"""This package's entries in the run-directory registry (`llm_perf_opt.run_files`): what the family's runtime patches
+"""This package's entries in the run-directory registry (`llm_perf_opt.run_files`): what the runtime patches
 and routing record during the capture (`runtime_log.json`, `routing.json`).
 
 Declared here, next to the code that writes and reads them, and found by the registry (every package's
@@ -15,21 +15,21 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(
         "runtime_log",
         "runtime_log.json",
-        "dsocr.patches",
+        "model_runtime.patches",
         "events the runtime patches logged during the capture",
         "llm_perf_opt.runtime_log",
         1,
         (1,),
-        "llm_perf_opt.dsocr.patches.runtime_log:load_runtime_log",
+        "llm_perf_opt.model_runtime.runtime_log:load_runtime_log",
     ),
     RunFile(
         "routing",
         "routing.json",
-        "dsocr.routing",
+        "model_runtime.routing",
         "the MoE routing the capture took: experts hit and tokens per expert, per layer and step",
         "llm_perf_opt.routing",
         1,
         (1,),
-        "llm_perf_opt.dsocr.routing:load_routing",
+        "llm_perf_opt.model_runtime.routing:load_routing",
     ),
 )

@@ -1,14 +1,14 @@
-"""The vendor's DeepSeek-OCR code, from a local directory: validated, imported and built.
+"""A model's vendor code (Hugging Face remote code), from a local directory: validated, imported and built.
 
 Everything is checked before anything heavy runs, and each problem is one line: the directory and its
 `config.json` (`read_vendor_config`), the transformers version the code needs (`check_transformers`),
-the classes and patch points the pipeline relies on (`REQUIRED_VENDOR_NAMES`, `check_vendor_modules`).
+the classes and patch points the pipeline relies on (a family's required names, `check_vendor_modules`).
 The vendor imports `torchvision` for `infer()`'s transforms; PyPI's wheels are CUDA builds that fail
 next to a CPU torch, so a minimal stand-in is in `sys.modules` only while the code is imported and the
 model built (`patches.torchvision_stand_in`).
 
 Without a checkpoint (`*.safetensors`) or with `model.weights=random`, Linear and Embedding weights
-(99.6 % of the 3.3 B parameters) are built on the meta device and filled once with N(0,
+(99.6 % of DeepSeek-OCR's 3.3 B parameters) are built on the meta device and filled once with N(0,
 initializer_range), the distribution the vendor's `_init_weights` gives them (`random_weights`); every
 other parameter and buffer comes from the vendor's own constructors under a seeded, forked RNG.
 """
@@ -23,33 +23,13 @@ from typing import Any, Mapping
 import torch
 
 from llm_perf_opt.config.schemas import ModelConfig
-from llm_perf_opt.dsocr.loading import LoadedModel
-from llm_perf_opt.dsocr.random_weights import linear_weights_on_meta, materialise_meta_parameters
-from llm_perf_opt.dsocr.spec import ModelSpec, read_config_json
 from llm_perf_opt.errors import ConfigError, PatchError
+from llm_perf_opt.model_runtime.config_json import read_config_json
+from llm_perf_opt.model_runtime.loading import LoadedModel
+from llm_perf_opt.model_runtime.random_weights import linear_weights_on_meta, materialise_meta_parameters
 
 SUPPORTED_TRANSFORMERS = "4.46"
 
-# What the pipeline relies on in the vendor code, by module: the classes the twin mirrors and the patch
-# points. A missing name means the vendor code changed; the session refuses it with a PatchError.
-REQUIRED_VENDOR_NAMES: dict[str, tuple[str, ...]] = {
-    "modeling_deepseekocr": (
-        "DeepseekOCRForCausalLM",
-        "DeepseekOCRModel",
-        "DeepseekOCRConfig",
-        "DeepseekOCRModel.forward",
-    ),
-    "modeling_deepseekv2": (
-        "DeepseekV2Model",
-        "DeepseekV2Model.forward",
-        "DeepseekV2DecoderLayer",
-        "DeepseekV2MoE",
-        "MoEGate",
-        "DeepseekV2MLP",
-        "DeepseekV2RMSNorm",
-    ),
-    "deepencoder": ("ImageEncoderViT", "VitModel", "MlpProjector", "quick_gelu", "Block", "NoTPTransformerBlock"),
-}
 _MISSING = object()
 
 
@@ -67,8 +47,8 @@ def read_vendor_config(path: Path) -> dict[str, Any]:
     auto_map = raw.get("auto_map")
     if not isinstance(auto_map, dict) or "AutoConfig" not in auto_map or "AutoModel" not in auto_map:
         raise ConfigError(
-            f"{cfg_file}: no auto_map with AutoConfig and AutoModel entries: not the DeepSeek-OCR "
-            "vendor directory (its config.json maps them to modeling_deepseekocr)"
+            f"{cfg_file}: no auto_map with AutoConfig and AutoModel entries: not a vendor model "
+            "directory (its config.json maps them to the vendor's modeling module, e.g. modeling_deepseekocr)"
         )
     for key in ("AutoConfig", "AutoModel"):
         module_name = str(auto_map[key]).split("--")[-1].rpartition(".")[0]
@@ -87,7 +67,7 @@ def check_transformers() -> str:
     version = getattr(transformers, "__version__", "unknown")
     if not (version == SUPPORTED_TRANSFORMERS or version.startswith(SUPPORTED_TRANSFORMERS + ".")):
         raise ConfigError(
-            f"the vendor DeepSeek-OCR code needs transformers {SUPPORTED_TRANSFORMERS}.x, found "
+            f"the vendor model code needs transformers {SUPPORTED_TRANSFORMERS}.x, found "
             f"{version} (5.x cannot import it: LlamaFlashAttention2, is_torch_fx_available); "
             f"install transformers=={SUPPORTED_TRANSFORMERS}.3 or use model=twin"
         )
@@ -106,13 +86,13 @@ def _has(module: ModuleType, qualname: str) -> bool:
 def check_vendor_modules(
     modules: Mapping[str, ModuleType],
     where: str,
-    required: Mapping[str, tuple[str, ...]] | None = None,
-    family: str = "DeepSeek-OCR",
+    required: Mapping[str, tuple[str, ...]],
+    family: str,
 ) -> None:
     """PatchError naming every class/function the pipeline needs that the vendor code no longer has
-    (`required`: a family's names by module; v1's by default)."""
+    (`required`: the family's names by module; `family`: its label, for the message)."""
     problems = []
-    for key, names in (REQUIRED_VENDOR_NAMES if required is None else required).items():
+    for key, names in required.items():
         module = modules.get(key)
         if module is None:
             problems.append(f"module {key}.py was not loaded (needs {', '.join(names)})")
@@ -146,21 +126,22 @@ def load_vendor(
     dtype: torch.dtype,
     attn: str,
     *,
-    required: Mapping[str, tuple[str, ...]] | None = None,
-    model_module: str = "modeling_deepseekocr",
-    model_class: str = "DeepseekOCRForCausalLM",
-    spec_from: Any = None,
-    family: str = "DeepSeek-OCR",
+    required: Mapping[str, tuple[str, ...]],
+    model_module: str,
+    model_class: str,
+    spec_from: Any,
+    family: str,
 ) -> LoadedModel:
-    """Build `DeepseekOCRForCausalLM` from the vendor code at `model.path` (checkpoint or random weights).
-    Another family passes its `required` names, its model's module and class, and its `spec_from` (raw, source)."""
+    """Build `model_class` (of the vendor module `model_module`) from the vendor code at `model.path` (checkpoint or
+    random weights). The family passes its `required` names, its model's module and class, its `spec_from`
+    (raw config, source) -> spec, and its label."""
     if not model_cfg.path:
         raise ConfigError("model.path is required for model=vendor: pass model.path=DIR or set DSOCR_MODEL_PATH")
     path = Path(model_cfg.path).expanduser().resolve()
     raw = read_vendor_config(path)
     check_transformers()
-    spec = (spec_from or ModelSpec.from_config_dict)(raw, source=str(path / "config.json"))
-    from llm_perf_opt.dsocr.patches.torchvision_stand_in import torchvision_stand_in
+    spec = spec_from(raw, source=str(path / "config.json"))
+    from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
 
     loaded = LoadedModel(
         model=None,

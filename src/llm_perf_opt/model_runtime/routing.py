@@ -1,6 +1,6 @@
 """The MoE routing a run really took: `routing.json`, its summary, and the uniform-routing expectation.
 
-The `routing` runtime patch (`dsocr.patches.builtin`) logs one `routing` event per MoE gate call: the
+The `routing` runtime patch (`deepseek_ocr_shared.patches`, a family's) logs one `routing` event per MoE gate call: the
 gate's module path, its decoder layer, the call's index for that gate (0: the prefill, k: decode step
 k), the tokens routed, top_k, the number of routed experts E, the experts the top-k indices selected
 and how many tokens each got. `RoutingRecord.from_events` gathers them; `summary()` derives:

@@ -5,7 +5,7 @@ norm weights 1 and biases 0; other biases 0; `image_newline` / `view_seperator` 
 1/sqrt(width) (the vendor's own initialisation); every other tensor (linear, conv, embedding, gate,
 position tables, relative-position tables, class token) normal with std 0.02.
 
-The normal draws follow the project's one seeding rule (`dsocr.random_weights`): a generator per
+The normal draws follow the project's one seeding rule (`model_runtime.random_weights`): a generator per
 tensor, seeded from (seed, parameter name), so the fill can spread over threads.
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.random_weights import fill_in_parallel, seeded_normal_
-from llm_perf_opt.dsocr.twin.decoder import DeepseekV2RMSNorm
-from llm_perf_opt.dsocr.twin.sam import LayerNorm2d
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import DeepseekV2RMSNorm
+from llm_perf_opt.deepseek_ocr_shared.twin.sam import LayerNorm2d
+from llm_perf_opt.model_runtime.random_weights import fill_in_parallel, seeded_normal_
 
 INIT_STD = 0.02
 _NORMS = (nn.LayerNorm, LayerNorm2d, DeepseekV2RMSNorm)

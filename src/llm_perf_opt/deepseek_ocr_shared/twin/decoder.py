@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llm_perf_opt.dsocr.twin.config import TwinConfig
+from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
 from llm_perf_opt.errors import ConfigError
 
 

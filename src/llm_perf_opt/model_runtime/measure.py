@@ -1,11 +1,11 @@
-"""Measure a DeepSeek-OCR forward (vendor or twin): the prefill, then decode steps with a KV cache.
+"""Measure a model's forward (vendor or twin): the prefill, then decode steps with a KV cache.
 
 A decode step is what `generate()` runs after the prefill: `input_ids` of shape (1, 1) (the greedy
 next token), `past_key_values` from the previous call, `use_cache=True`; the vision branch is skipped
 (the vendor runs it only when `input_ids` has more than one column). Decode step k (1-based) attends
 over seq_len + k - 1 cached keys plus its own.
 
-Per decode step the measurement keeps the step's facts from the loop (`dsocr.decode.DecodeStep`: past
+Per decode step the measurement keeps the step's facts from the loop (`model_runtime.decode.DecodeStep`: past
 length, tokens fed, the bytes of the KV-cache tensors the model holds after it), and, for the steps it
 counts, the FLOPs of that step alone (`FlopCounterMode` around that one forward). `kv_cache_bytes[0]`
 is the cache after the prefill (only with decode steps: the prefill runs with `use_cache=True` then).
@@ -18,12 +18,12 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from llm_perf_opt.dsocr.decode import DecodeStep, greedy_decode
 from llm_perf_opt.measure.flops import MeasuredFlops, count_flops
+from llm_perf_opt.model_runtime.decode import DecodeStep, greedy_decode
 
 
 @dataclass
-class DsocrMeasurement:
+class ForwardMeasurement:
     seq_len: int
     prefill: MeasuredFlops
     decode: dict[int, MeasuredFlops] = field(default_factory=dict)  # context length -> one decode step
@@ -50,12 +50,12 @@ def _autocast(model: torch.nn.Module, dtype: torch.dtype | None):
     return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
 
 
-def measure_dsocr(
+def measure_forward(
     model: torch.nn.Module,
     forward_kwargs: Mapping[str, Any],
     decode_steps: Sequence[int] = (),
     autocast_dtype: torch.dtype | None = None,
-) -> DsocrMeasurement:
+) -> ForwardMeasurement:
     """Count the prefill forward, then run greedy decode steps and count those in `decode_steps` (1-based)."""
     kwargs = dict(forward_kwargs)
     kwargs["use_cache"] = bool(decode_steps)
@@ -66,7 +66,7 @@ def measure_dsocr(
             return model(**kwargs)
 
     prefill, out = count_flops(prefill_fn, model, label="prefill")
-    result = DsocrMeasurement(seq_len=seq_len, prefill=prefill)
+    result = ForwardMeasurement(seq_len=seq_len, prefill=prefill)
     if not decode_steps:
         return result
     wanted = sorted(set(int(s) for s in decode_steps))

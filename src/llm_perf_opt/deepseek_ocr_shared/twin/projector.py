@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from llm_perf_opt.dsocr.spec import ProjectorSpec
+from llm_perf_opt.deepseek_ocr_shared.spec import ProjectorSpec
 from llm_perf_opt.errors import ConfigError
 
 
