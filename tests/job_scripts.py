@@ -1,4 +1,5 @@
-"""Running the real job scripts (pipelines/*.py, what ./dev runs) in subprocesses, and reading what they say."""
+"""Running the real job scripts (pipelines/*.py, what ./dev runs) in subprocesses, and reading what they say
+(the runs, config and system tests; tests/conftest.py puts this directory on sys.path)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def job_cmd(name: str, *args: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Helpers of the roofline tests: composing the analyze config, running a pipeline as the CLI does."""
+"""Helpers of the roofline, hardware, calibration and analyze-job tests (tests/analytic, tests/measure, tests/jobs):
+composing the analyze config, running a pipeline as the CLI does."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from llm_perf_opt.runs.entry import CONF_DIR
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def compose_cfg(*overrides: str, config_name: str = "analyze"):

@@ -1,4 +1,5 @@
-"""Helpers of the timing tests: running a pipeline as `./dev` does, reading its one-line errors."""
+"""Helpers of the tests of the trace job's timing stages and of predicted times in the reports (tests/trace,
+tests/report): running a pipeline as `./dev` does, reading its one-line errors."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_pipeline(job: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:

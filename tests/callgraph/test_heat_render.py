@@ -6,12 +6,8 @@ real mermaid-cli."""
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "callgraph"))
 from test_node_costs import costs_for, sam_like  # noqa: E402
 
 from llm_perf_opt.callgraph.dot import build_grouped_dot

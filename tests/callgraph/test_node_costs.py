@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "callgraph"))
 from callgraph_helpers import make_graph  # noqa: E402
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json

@@ -7,11 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from job_scripts import REPO_ROOT, one_line_error, run_job
 from PIL import Image
 
 from llm_perf_opt.config.paths import USER_CWD_ENV, user_path
-
-from .jobs import REPO_ROOT, one_line_error, run_job
 
 
 def dev(cwd: Path, *args: str) -> subprocess.CompletedProcess:

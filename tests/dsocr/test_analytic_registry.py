@@ -19,7 +19,7 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
 
 GUNDAM = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
-TWIN_TESTS = Path(__file__).resolve().parents[1] / "twin"  # the vendor's measured module tree and loaders
+TWIN_TESTS = Path(__file__).resolve().parent / "twin"  # the vendor's measured module tree and loaders
 VENDOR_TREE = TWIN_TESTS / "module_tree.json"
 
 

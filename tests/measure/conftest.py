@@ -1,5 +1,6 @@
-"""Fixtures for the profile tests: the tiny twin, Gundam inputs, and one profiled run shared by the tests
-that only read its result (a profiled run is 7 forwards of the tiny twin)."""
+"""Fixtures for the profile and efficiency tests: the tiny twin, Gundam inputs, one profiled run shared by the
+tests that only read its result (a profiled run is 7 forwards of the tiny twin), and the times of one Tiny-mode
+forward."""
 
 from __future__ import annotations
 
@@ -45,3 +46,16 @@ def profiled(tiny_twin, gundam_kwargs, tmp_path_factory):
         ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE, parts=parts
     )
     return times, out
+
+
+@pytest.fixture(scope="session")
+def small_times():
+    """(ModuleTimes, model, forward kwargs) of the tiny twin in the Tiny mode (one view), 3 repeats."""
+    from llm_perf_opt.dsocr.twin import build_twin
+    from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+
+    model = build_twin(ModelSpec.tiny(), seed=0)
+    inputs = build_inputs(ModelSpec.tiny(), VisionWorkload(512, 512, False))
+    kwargs = inputs.forward_kwargs(dtype=torch.float32)
+    times = profile_forward(ForwardCall(model, kwargs), ProfileConfig(chrome_trace=False))
+    return times, model, inputs

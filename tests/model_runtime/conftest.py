@@ -1,12 +1,19 @@
-"""Fixtures shared by the session tests."""
+"""The generic model runtime's tests (sessions, vendor loading, the decode loop, routing, the runtime log,
+random weights): a snapshot of the process state a session must leave as it found it; decode_helpers on the
+import path. The tiny twin and its inputs (`tiny`) are tests/conftest.py's."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # --import-mode=importlib: make decode_helpers importable
+    sys.path.insert(0, str(HERE))
 
 
 def _process_state() -> dict:

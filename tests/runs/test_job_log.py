@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from llm_perf_opt.run_artifacts import run_file
+from job_scripts import run_job
 
-from .jobs import run_job
+from llm_perf_opt.run_artifacts import run_file
 
 STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}\] ")
 

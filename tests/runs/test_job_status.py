@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from job_scripts import one_line_error, run_job, start_job, wait_for_line, wait_until
 
 from llm_perf_opt.artifacts import read_json
 from llm_perf_opt.errors import ExitCode, PatchError
@@ -17,8 +18,6 @@ from llm_perf_opt.report.collect import read_job
 from llm_perf_opt.run_artifacts import RUN_FILES, load, load_summary
 from llm_perf_opt.run_lock import holder
 from llm_perf_opt.runs.job_run import JobRun
-
-from .jobs import one_line_error, run_job, start_job, wait_for_line, wait_until
 
 TINY = ("model=twin_tiny", "workload=tiny")
 RUN_TO_CAPTURE = (*TINY, "profile=off")  # the stages up to the capture, without the profile's seven forwards

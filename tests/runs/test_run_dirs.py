@@ -10,11 +10,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from job_scripts import one_line_error, run_job, start_job, wait_for_line
 
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.run_lock import LOCK_FILE, claim, holder
-
-from .jobs import one_line_error, run_job, start_job, wait_for_line
 
 
 def data(path: Path) -> dict:

@@ -13,6 +13,7 @@ import time
 import weakref
 
 import pytest
+from job_scripts import start_job, wait_for_line, wait_until
 
 from llm_perf_opt.errors import ExitCode
 from llm_perf_opt.run_artifacts import load_summary
@@ -20,7 +21,6 @@ from llm_perf_opt.run_lock import holder
 from llm_perf_opt.runs import signals
 from llm_perf_opt.runs.job_run import JobRun
 
-from .jobs import start_job, wait_for_line, wait_until
 from .test_job_status import TINY, assert_every_file_whole
 
 FAST = (*TINY, "trace=forward_only", "profile=off", "~hardware")

@@ -1,6 +1,13 @@
-"""The floor tests' shared fixture: one wheel of the project, built once per session and read by the
-packaging tests (tests/floor/test_quiet_install.py reads its build output and contents,
-tests/floor/test_packaging.py installs it into a fresh venv)."""
+"""The cross-cutting tests: what belongs to the whole system, not to one package of src/llm_perf_opt/.
+
+Here: the import layers, packaging and a quiet install, the docs site, one style (ruff), the benchmark
+scripts, pixi.toml and the CI workflows in step with ./dev, bad input refused alike across jobs (and a
+refused run leaving nothing behind, the robustness rows of issue 24), the runs the suite shares
+(tests/shared_runs.py). A test of one package goes to tests/<package>/ (tests/conftest.py: where a test goes).
+
+The fixture: one wheel of the project, built once per session and read by the packaging tests
+(test_quiet_install.py reads its build output and contents, test_packaging.py installs it into a fresh
+venv)."""
 
 from __future__ import annotations
 

@@ -9,11 +9,10 @@ import zlib
 from pathlib import Path
 
 import pytest
+from job_scripts import one_line_error, run_job
 
 from llm_perf_opt.errors import ExitCode
 from llm_perf_opt.trace.validate import MAX_PAGE_PIXELS
-
-from .jobs import one_line_error, run_job
 
 
 def png_header_only(path: Path, width: int, height: int) -> Path:

@@ -8,11 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from job_scripts import REPO_ROOT
 
 from llm_perf_opt.errors import ExitCode
 from llm_perf_opt.jobs.cli import main
-
-from .jobs import REPO_ROOT
 
 # the docs site's pages (the README of old): where the bad inputs are documented
 DOCS_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO_ROOT / "docs").glob("*.md")))

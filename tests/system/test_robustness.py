@@ -10,12 +10,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from job_scripts import REPO_ROOT, job_cmd, one_line_error
 from PIL import Image
 
 from llm_perf_opt.errors import ArtifactError, ConfigError, ExitCode
 from llm_perf_opt.run_lock import claim, hold
 
-from .jobs import REPO_ROOT, job_cmd, one_line_error
 from .test_refused_runs import run
 
 
