@@ -1,6 +1,6 @@
 """The vendor code at batch 2, full size (needs DSOCR_MODEL_PATH; about 7 GB in bf16, a few minutes on 2 cores):
 the trace job with `workload.batch=2` and 2 decode steps verifies FLOPs per stage, part and step, the KV cache
-per step and the activation bytes exactly, as on the tiny twin (tests/decode/test_batch.py). The test takes the
+per step and the activation bytes exactly, as on the tiny twin (tests/dsocr/test_batch.py). The test takes the
 machine's big-run lock itself (/tmp/llm-perf-opt-big.lock)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Small helpers of the decode tests: a fake session around a bare model, for the runtime patches."""
+"""Small helpers of the routing tests: a fake session around a bare model, for the runtime patches."""
 
 from __future__ import annotations
 

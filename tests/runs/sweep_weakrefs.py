@@ -9,7 +9,7 @@ stdout, then the exit status of the sweep:
     {"job": 0, "models": 1, "alive_models": 0, "alive_params": 0, "rss": ...}
     {"exit": 0}
 
-Usage: python sweep_weakrefs.py SWEEP_DIR [overrides...]   (tests/floor/test_job_memory.py runs it)
+Usage: python sweep_weakrefs.py SWEEP_DIR [overrides...]   (tests/runs/test_job_memory.py runs it)
 """
 
 from __future__ import annotations

@@ -80,8 +80,9 @@ def test_a_bad_mode_is_refused_by_name(capsys):
 
 
 # (arguments of a quick mode: the tiny twin, or a few pages of the analytic model; a line it prints per
-# mode or once, and how many times). Not here: memory_fit (its tiny-twin run is tests/serve's), twin_forward
-# (full size only), sweep_modes and sweep_memory (six-job sweeps of the tiny twin: a minute or more).
+# mode or once, and how many times). Not here: memory_fit (its tiny-twin run is in
+# tests/report/test_serving_reports.py), twin_forward (full size only), sweep_modes and sweep_memory (six-job sweeps
+# of the tiny twin: a minute or more).
 SMOKE = {
     "analytic_speed": (["-n", "20", "--cold", "2"], "evaluations/s", len(mode_names())),
     "roofline_speed": (["-n", "20", "--cold", "2"], " pages in ", len(mode_names()) + 1),

@@ -26,7 +26,7 @@ def test_every_package_is_listed_in_pyproject():
     listed = set(config["packages"])
     assert found <= listed, f"packages missing from pyproject.toml [tool.setuptools] packages: {found - listed}"
     # data-only folders are listed too (conf/ and its groups, the report templates), so setuptools ships
-    # their files without its "Package would be ignored" warning (tests/floor/test_quiet_install.py)
+    # their files without its "Package would be ignored" warning (tests/system/test_quiet_install.py)
     conf = {"llm_perf_opt.conf"} | {
         ".".join(("llm_perf_opt.conf",) + d.relative_to(REPO_ROOT / "conf").parts)
         for d in (REPO_ROOT / "conf").rglob("*")
@@ -80,7 +80,7 @@ def test_cli_runs_the_analyze_job(tmp_path):
 
 @pytest.mark.slow
 def test_plain_pip_install_runs_the_default_job_from_elsewhere(tmp_path, built_wheel, calibration_dir):
-    """`pip install` of the session's wheel (not editable; tests/floor/conftest.py builds it from the files
+    """`pip install` of the session's wheel (not editable; tests/system/conftest.py builds it from the files
     git ships) into a fresh venv, then `llm-perf-opt trace` in another directory. The dependencies come from
     this project's venv through a path entry (its own .pth files are not processed, so its editable install
     of llm_perf_opt stays invisible): the package, its conf/ and templates, and the console script all come

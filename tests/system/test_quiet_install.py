@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_wheel_build_prints_no_setuptools_warning(built_wheel):
-    """The session's wheel (tests/floor/conftest.py: `pip wheel -v` of the files git ships)."""
+    """The session's wheel (tests/system/conftest.py: `pip wheel -v` of the files git ships)."""
     proc = built_wheel.proc
     out = proc.stdout + proc.stderr
     assert "running bdist_wheel" in out  # the verbose build output is what is searched
