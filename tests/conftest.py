@@ -1,11 +1,28 @@
 """Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser; the default trace
-job, one small sweep and the quick gate, each run once per test session and read by the graph, timing,
-report, decode, verify and floor tests (none of them writes into these directories: a test that changes a
-run works on a copy)."""
+job (as it is, and without its timing stages then timed afterwards), one small sweep and the quick gate, each
+run once per test session and read by tests in several folders (none of them writes into these directories: a
+test that changes a run works on a copy); the tiny v1 twin and its inputs; a check that nothing was written.
+
+Where a test goes (the folders mirror src/llm_perf_opt/):
+
+| folder | what it tests |
+|---|---|
+| `tests/<package>/` | the package `src/llm_perf_opt/<package>/` (analytic, callgraph, config, dsocr, dsocr2, ...) |
+| `tests/<package>/<sub>/` | a subpackage whose tests carry support files of their own (`tests/dsocr/twin/`) |
+| `tests/core/` | the top-level modules of src/llm_perf_opt/ (`artifacts.py`, `families.py`, `run_artifacts.py`) |
+| `tests/system/` | no one package: import layers, packaging, docs, style, benchmarks, pixi and CI, bad input |
+|  | across jobs, the shared runs machinery (tests/system/conftest.py says more) |
+
+A test goes where the code it mainly tests lives (a job's end-to-end test: the package of that job or stage).
+A fixture used by one folder lives in that folder's conftest; one used by several folders lives here. Helpers
+imported by name by several folders sit beside this file (this directory is on sys.path: `shared_runs`,
+`browser`, `job_scripts`, `roofline_helpers`, `timing_helpers`); a folder's own helper module is put on
+sys.path by its conftest and has a name no other folder uses."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +134,108 @@ def quick_gate(tmp_path_factory) -> GateRun:
     """./dev verify verify=quick: the tiny twin on CPU, a plain and a crop mode (tiny, gundam), each with 2
     decode steps and no profile (conf/verify/quick.yaml); its sweep is `OUT/sweep`."""
     return made_once(tmp_path_factory, "quick_gate", lambda d: run_gate(d / "quick", "verify=quick"))
+
+
+def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}: {proc.stderr[-3000:]}"
+    return proc
+
+
+def write_profile(run: Path) -> None:
+    """profile.json of the default job's session and inputs, as a user who profiles a run later would."""
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.config import register_configs
+    from llm_perf_opt.config.paths import conf_dir
+    from llm_perf_opt.config.schemas import ProfileConfig
+    from llm_perf_opt.dsocr.session import DeepSeekOCRSession
+    from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+    from llm_perf_opt.prepare.builders import build_job_inputs
+    from llm_perf_opt.prepare.validate import validate
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        job = validate(compose(config_name="config"))
+    inputs = build_job_inputs(job)
+    with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
+        times = profile_forward(
+            ForwardCall.from_session(session, inputs), ProfileConfig(warmup=1, repeats=2, chrome_trace=False)
+        )
+    times.write(run / "profile.json")
+
+
+@pytest.fixture(scope="session")
+def untimed_run(tmp_path_factory) -> Path:
+    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why.
+    The trace job's `run_trace` in this process (the job's own process: the session's `default_run`)."""
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+    from llm_perf_opt.trace.job import run_trace
+
+    def make(d: Path) -> Path:
+        out = d / "run"
+        out.mkdir()
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
+        assert run_trace(raw, out).status == "ok"
+        return out
+
+    return made_once(tmp_path_factory, "untimed_run", make)
+
+
+@pytest.fixture(scope="session")
+def timed_run(untimed_run, tmp_path_factory) -> Path:
+    """A copy of the untimed run with profile.json and roofline.json added and `./dev group` run on it, as a
+    user who times a run later would."""
+
+    def make(d: Path) -> Path:
+        out = d / "run"
+        shutil.copytree(untimed_run, out)
+        write_profile(out)
+        roof = d / "roof"
+        _run(
+            [
+                str(REPO_ROOT / "pipelines" / "analyze.py"),
+                "model=twin_tiny",
+                "runtime.dtype=float32",
+                "hardware=h100_sxm",
+                f"hydra.run.dir={roof}",
+            ]
+        )
+        shutil.copy(roof / "roofline.json", out / "roofline.json")
+        from llm_perf_opt.jobs.group import main as group
+
+        assert group([str(out)]) == 0
+        return out
+
+    return made_once(tmp_path_factory, "timed_run", make)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """(spec, model, prefill kwargs) of the tiny twin in Tiny mode (512 x 512 view, no crops), real model with
+    random seeded weights: the decode, routing, capture and decode-verification tests."""
+    import torch
+
+    from llm_perf_opt.dsocr.inputs import build_inputs
+    from llm_perf_opt.dsocr.layout import VisionWorkload
+    from llm_perf_opt.dsocr.spec import ModelSpec
+    from llm_perf_opt.dsocr.twin import build_twin
+
+    spec = ModelSpec.tiny()
+    model = build_twin(spec, seed=0).eval()
+    kwargs = build_inputs(spec, VisionWorkload(512, 512, False), 1700, 2200).forward_kwargs(None, torch.float32)
+    return spec, model, kwargs
+
+
+@pytest.fixture
+def no_files_under():
+    """Asserts a directory holds no file (it may not exist at all)."""
+
+    def check(path: Path) -> None:
+        found = [p for p in Path(path).rglob("*") if p.is_file()] if Path(path).exists() else []
+        assert found == [], f"files were written: {found}"
+
+    return check

@@ -1,5 +1,5 @@
 """Running the job scripts (pipelines/*.py, what ./dev runs) in their own processes, for the runs the test
-session shares (tests/conftest.py) and the gate runs of tests/verify; the full-size vendor traces of the opt-in
+session shares (tests/conftest.py) and the gate runs of tests/gate; the full-size vendor traces of the opt-in
 tests and their kernel-count check; loading a benchmark script. Importable as a top-level module
 (tests/conftest.py puts this directory on sys.path)."""
 

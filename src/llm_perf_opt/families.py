@@ -5,7 +5,7 @@ for one; third-party families register through the entry-point group `llm_perf_o
 "module:attribute" of the family object) in their package metadata. Each family object is created once.
 
 The registry sits above the family packages and below the trace job, the gate and the entry points; the
-generic layers below it never import a family package (tests/floor/test_import_layers.py).
+generic layers below it never import a family package (tests/system/test_import_layers.py).
 """
 
 from __future__ import annotations

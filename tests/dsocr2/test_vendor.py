@@ -25,7 +25,7 @@ from llm_perf_opt.dsocr2.layout import VisionWorkload
 from llm_perf_opt.dsocr2.spec import ModelSpec
 from llm_perf_opt.dsocr2.twin import build_twin
 
-TWIN_TESTS = Path(__file__).resolve().parents[1] / "twin"
+TWIN_TESTS = Path(__file__).resolve().parents[1] / "dsocr" / "twin"
 if str(TWIN_TESTS) not in sys.path:  # v1's helpers: the throw-away vendor package, meta build, strict load
     sys.path.insert(0, str(TWIN_TESTS))
 

@@ -111,7 +111,7 @@ def _sdpa_formula(query_shape, key_shape, value_shape, *args, out_shape=None, **
 
 # Backend SDPA ops this module adds a formula for, when the torch build has them and torch has none.
 # On CUDA torch runs _scaled_dot_product_{flash,efficient,cudnn}_attention, which torch's own registry
-# counts (checked with torch 2.13: tests/verify/test_cuda_flop_formulas.py); this module then adds
+# counts (checked with torch 2.13: tests/measure/test_cuda_flop_formulas.py); this module then adds
 # nothing for them, so nothing is counted twice. The CPU kernel (`..._for_cpu`) is what torch lacks.
 EXTRA_SDPA_OPS = (
     "_scaled_dot_product_flash_attention_for_cpu",

@@ -1,0 +1,107 @@
+"""SIGTERM and SIGHUP (what SLURM sends at a time limit, and a closed terminal) end a job like Ctrl-C, a
+Ctrl-C that a finalizer swallowed still stops the job, and Ctrl-C on `./dev explore` is exit 130 (issue 24,
+rows 3, 4, 18). Signals are sent to real processes."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import socket
+import sys
+import time
+import weakref
+
+import pytest
+from job_scripts import start_job, wait_for_line, wait_until
+
+from llm_perf_opt.errors import ExitCode
+from llm_perf_opt.run_artifacts import load_summary
+from llm_perf_opt.run_lock import holder
+from llm_perf_opt.runs import signals
+from llm_perf_opt.runs.job_run import JobRun
+
+from .test_job_status import TINY, assert_every_file_whole
+
+FAST = (*TINY, "trace=forward_only", "profile=off", "~hardware")
+
+
+def stop(proc, signum: int) -> list[str]:
+    proc.send_signal(signum)
+    _, rest = proc.communicate(timeout=300)
+    return [line for line in rest.splitlines() if line.strip()]
+
+
+def test_sigterm_and_sighup_end_a_run_and_a_sweep_like_ctrl_c(tmp_path):
+    run_dir, sweep = tmp_path / "run", tmp_path / "sweep"
+    proc = start_job("trace", *FAST, f"hydra.run.dir={run_dir}")
+    wait_for_line(proc, "opening session")
+    lines = stop(proc, signal.SIGTERM)
+    assert proc.returncode == ExitCode.INTERRUPTED, lines[-20:]
+    summary = load_summary(run_dir / "summary.json")
+    assert lines[-1] == f"interrupted by SIGTERM at stage {summary.stage}; partial results in {run_dir}", lines[-20:]
+    assert not any("Traceback" in line for line in lines)
+    assert (summary.status, summary.error.type) == ("interrupted", "Interrupted")
+    assert "SIGTERM" in summary.error.message
+    assert_every_file_whole(run_dir)
+    assert holder(run_dir) is None
+
+    proc = start_job("sweep", *FAST, "workload.page.width=800,900", f"hydra.sweep.dir={sweep}")
+    wait_for_line(proc, "job 1/2: opening session")
+    lines = stop(proc, signal.SIGHUP)
+    assert proc.returncode == ExitCode.INTERRUPTED, lines[-20:]
+    summary = load_summary(sweep / "0" / "summary.json")
+    assert lines[-1] == f"interrupted by SIGHUP at stage {summary.stage} of job 1/2; partial results in {sweep / '0'}"
+    assert summary.status == "interrupted" and "SIGHUP" in summary.error.message
+    assert not (sweep / "1").exists()
+    assert_every_file_whole(sweep / "0")
+
+
+def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_job(tmp_path, monkeypatch):
+    """Python prints a KeyboardInterrupt raised inside a weakref callback as 'Exception ignored in ...' and
+    goes on; the job must not go on to end `ok`."""
+
+    class Node:
+        pass
+
+    def finalizer(_ref: object) -> None:  # what WeakIdKeyDictionary's remove() is when Ctrl-C lands in it
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, inside the callback
+
+    swallowed: list[type] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: swallowed.append(u.exc_type))
+    run = JobRun(tmp_path)
+    signals.clear()
+    with signals.handling():
+        node = Node()
+        ref = weakref.ref(node, finalizer)
+        del node
+        gc.collect()
+        assert ref() is None and swallowed == [KeyboardInterrupt]  # Python printed it and went on
+        assert signals.pending() == signal.SIGINT
+        with pytest.raises(KeyboardInterrupt):
+            run.step("verify")
+        with pytest.raises(KeyboardInterrupt):
+            run.finish_ok()
+    signals.clear()
+    assert run.ended is None  # never `ok`
+
+
+def test_ctrl_c_on_explore_is_exit_130_with_one_line(tmp_path):
+    pytest.importorskip("model_explorer")
+    explorer = tmp_path / "run" / "model_explorer"
+    explorer.mkdir(parents=True)
+    (explorer / "graph.json").write_text("{}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start_job("explore", str(tmp_path / "run"), "--port", str(port))
+
+    def serving() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(serving, timeout=120, what=f"Model Explorer on port {port}")
+    lines = stop(proc, signal.SIGINT)
+    assert proc.returncode == ExitCode.INTERRUPTED, lines
+    assert lines[-1] == "interrupted: Model Explorer stopped", lines

@@ -1,0 +1,122 @@
+"""Every benchmark of benchmarks/ runs with its defaults: its argument parser accepts no argument (the script
+is imported, not run: `parse_args(argv)` / `main(argv)`; data_identity, a tool with commands, names them),
+and where a benchmark has a mode on the tiny twin (or needs no model), that mode runs here and prints its
+figures. The full-size runs stay out of the suite:
+they are what the benchmarks are for (`./dev bench NAME`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+from shared_runs import load_benchmark
+
+from llm_perf_opt.dsocr.parts import mode_names
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+NAMES = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
+COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False})}  # no default command
+
+# what each parser gives with no argument, as each script's docstring and help say
+DEFAULTS = {
+    "analytic_speed": {"n": 10_000, "cold": 300, "parts": False},
+    "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
+    "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
+    "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
+    "layout_speed": {"n": 200_000},
+    "memory_fit": {"models": ["twin_tiny", "twin"], "batches": [1], "runs": None},
+    "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
+    "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
+    "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
+    "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
+    "sweep_modes": {"trace": "default", "n": 64, "keep": False},
+    "time_model": {
+        "model": "twin_tiny",
+        "runtime": "cpu",
+        "modes": "tiny,base,gundam",
+        "pages": "default,slide",
+        "threads": 1,
+        "decode_steps": 1,
+        "repeats": 3,
+        "quick": False,
+        "runs": "",
+    },
+    "trace_full_twin": {"modes": ["tiny", "gundam"], "spec": "deepseek_ocr", "dtype": "bfloat16", "repeat": 1},
+    "twin_forward": {"modes": list(mode_names())},
+    "verify_full_twin": {"mode": "gundam", "spec": "deepseek_ocr", "decode_steps": "1", "fvcore": False},
+}
+
+
+def test_every_benchmark_is_listed_here():
+    assert NAMES == sorted([*DEFAULTS, *COMMANDS])
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_tool_with_commands_names_them(name, capsys):
+    module = load_benchmark(name)
+    with pytest.raises(SystemExit) as exc:
+        module.parse_args([])
+    assert exc.value.code == 2 and "the following arguments are required: cmd" in capsys.readouterr().err
+    argv, want = COMMANDS[name]
+    args = module.parse_args(argv)
+    assert {k: getattr(args, k) for k in want} == want
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_the_parser_takes_no_argument(name):
+    module = load_benchmark(name)
+    args = module.parse_args([])
+    assert isinstance(args, argparse.Namespace)
+    want = DEFAULTS[name]
+    assert {k: getattr(args, k) for k in want} == want
+
+
+def test_a_bad_mode_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as exc:
+        load_benchmark("trace_full_twin").parse_args(["nope"])
+    assert exc.value.code == 2 and "invalid mode 'nope'" in capsys.readouterr().err
+
+
+# (arguments of a quick mode: the tiny twin, or a few pages of the analytic model; a line it prints per
+# mode or once, and how many times). Not here: memory_fit (its tiny-twin run is in
+# tests/report/test_serving_reports.py), twin_forward (full size only), sweep_modes and sweep_memory (six-job sweeps
+# of the tiny twin: a minute or more).
+SMOKE = {
+    "analytic_speed": (["-n", "20", "--cold", "2"], "evaluations/s", len(mode_names())),
+    "roofline_speed": (["-n", "20", "--cold", "2"], " pages in ", len(mode_names()) + 1),
+    "layout_speed": (["-n", "200"], " calls/s ", 4),
+    "sizing": (["--pages", "2", "--batches", "4", "--devices", "h100_sxm"], " evaluations/s ", 1),
+    "trace_full_twin": (["tiny", "--spec", "tiny", "--dtype", "float32"], "fastest trace stage", 1),
+    "decode_capture": (["--spec", "tiny", "--steps", "1"], "plain decode step (median of 1)", 1),
+    "profile_overhead": (
+        ["--spec", "tiny", "--mode", "tiny", "--runtime", "cpu", "--warmup", "0", "--repeats", "1"],
+        "overhead: profiled / plain",
+        1,
+    ),
+    "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMOKE))
+def test_the_quick_mode_runs(name, capsys, tmp_path, monkeypatch):
+    argv, line, count = SMOKE[name]
+    monkeypatch.chdir(tmp_path)  # anything a benchmark writes under tmp/ stays in the test's directory
+    monkeypatch.setattr(sys, "argv", [name])
+    module = load_benchmark(name)
+    if name == "profile_overhead":
+        argv = [*argv, "--out", str(tmp_path / "out")]
+    module.main(argv)
+    out = capsys.readouterr().out
+    assert out.count(line) == count, out[-3000:]
+
+
+def test_verify_full_twin_quick_mode_passes(capsys):
+    module = load_benchmark("verify_full_twin")
+    with pytest.raises(SystemExit) as exc:
+        module.main(["tiny", "--spec", "tiny", "--decode-steps", "1"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0, out[-3000:]
+    assert out.count("analytic ") >= 3  # vision, prefill and decode rows
