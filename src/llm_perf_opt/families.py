@@ -57,34 +57,14 @@ def family(name: str = DEFAULT_FAMILY) -> ModelFamily:
         found = _entry_points()[name].load()
     else:
         raise ConfigError.field("model.family", name, f"must be one of {', '.join(names())}")
-    missing = missing_members(found)
-    if missing:
+    if not isinstance(found, ModelFamily):
         raise ConfigError.field(
             "model.family",
             name,
-            f"{BUILTIN.get(name, 'the entry point')} is not a ModelFamily (no {', '.join(missing)})",
+            f"{BUILTIN.get(name, 'the entry point')} is a {type(found).__name__}, "
+            "not a llm_perf_opt.family.ModelFamily",
         )
     return found
-
-
-def missing_members(obj: Any) -> list[str]:
-    """The ModelFamily members `obj` lacks, looked up without calling anything (`inspect.getattr_static`, as
-    `isinstance` does from Python 3.12): on 3.11 `isinstance(obj, ModelFamily)` evaluates every property, and
-    a family's model-side properties (`trace_patches`) import torch, which a job that builds no model
-    (`analyze`, `size`, a refused run) must not pay for."""
-    import inspect
-
-    names = {
-        n
-        for cls in ModelFamily.__mro__
-        if cls.__module__ == ModelFamily.__module__
-        for n in (*vars(cls), *getattr(cls, "__annotations__", {}))
-        if not n.startswith("_")
-    }
-    return sorted(n for n in names if inspect.getattr_static(obj, n, _ABSENT) is _ABSENT)
-
-
-_ABSENT = object()
 
 
 def for_config(cfg: Any) -> ModelFamily:

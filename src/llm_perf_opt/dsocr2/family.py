@@ -1,8 +1,9 @@
 """DeepSeek-OCR 2 behind the model-family seam (`llm_perf_opt.family.ModelFamily`).
 
-One object, `FAMILY`, registered as "dsocr2" (`llm_perf_opt.families.BUILTIN`). What is the same code as
-v1 (the session, the prompt tokens, the measured forward, the decode program, the MoE routing record, the
-seeded weights) is v1's family's method, inherited; what differs is v2's own: the spec and its named twins,
+One object, `FAMILY`, registered as "dsocr2" (`llm_perf_opt.families.BUILTIN`). It stands on the contract's
+base class, not on v1's family: what is the same code as v1 (the session, the prompt tokens, the measured
+forward, the decode program, the MoE routing record, the vendor-code check) is called as the shared
+functions; what differs is v2's own: the spec and its named twins,
 the workload knobs and their rules (768/1024 views, 2-6 crops of 768), the layout, the modes
 (`conf/workload/ocr2/*.yaml`), the analytic model (cost namespace `dsocr2`), the twin and vendor loaders,
 the runtime patches and checks (SAM's blocks and the encoder's layers as `for N` loops), the vendor code
@@ -13,20 +14,21 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
-from llm_perf_opt.dsocr.family import DeepSeekOCRFamily
 from llm_perf_opt.dsocr2 import parts as P
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.family import ModelFamily
 
 MODES_FOLDER = "ocr2"  # conf/workload/ocr2/*.yaml: v2's modes (v1's are conf/workload/*.yaml)
 
 
-class DeepSeekOCR2Family(DeepSeekOCRFamily):
+class DeepSeekOCR2Family(ModelFamily):
     name = "dsocr2"
     label = "DeepSeek-OCR 2"
     parts = P.VOCABULARY
     cost_namespace = "dsocr2"
+    stages = ("vision", "prefill", "decode")
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
     # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by one encoder layer
     # (the first Qwen2 layer) on the crop batch and on the global view; the whole encoder is refused by name.
@@ -35,7 +37,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
     onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
-    package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules
+    supports_batch = True  # v1's batched inputs (the analytic model prices one page: ConfigError at batch > 1)
 
     # ------------------------------------------------------------------ configuration
     def spec_named(self, name: str) -> Any:
@@ -84,20 +86,34 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         return DeepseekOCR2AnalyticModel(spec, layout, seq_len, **kwargs)
 
-    def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.dsocr.analytic import clear_caches
-        from llm_perf_opt.dsocr2.analytic import _stages_for
+    # ------------------------------------------------------------------ the runtime (v1's shared functions)
+    def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> int:
+        """The prompt's text tokens, after checking the decode steps fit the model's positions."""
+        from llm_perf_opt.dsocr.decode import check_prompt_positions
 
-        clear_caches()
-        _stages_for.cache_clear()
+        prompt = self.prompt_tokens(cfg.workload.prompt, cfg.model.path if cfg.model.source == "vendor" else None)
+        image_tokens = self.layout(workload, width, height).image_tokens
+        return check_prompt_positions(
+            cfg.trace.decode_steps, prompt, image_tokens, spec.decoder.max_position_embeddings
+        )
 
-    # ------------------------------------------------------------------ the runtime
-    def vendor_required_names(self) -> Optional[Mapping[str, tuple[str, ...]]]:
-        """v2's vendor classes and functions (`dsocr2.session.REQUIRED_VENDOR_NAMES`), checked by v1's
-        `check_vendor_code` (the same import of the vendor code, no model built)."""
+    def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
+        from llm_perf_opt.dsocr.inputs import prompt_tokens
+
+        return prompt_tokens(prompt, model_dir)
+
+    def check_vendor_code(self, path: Any) -> None:
+        """v2's vendor classes and functions (`dsocr2.session.REQUIRED_VENDOR_NAMES`), checked by the shared
+        vendor-code check (the same import of the vendor code, no model built)."""
+        from llm_perf_opt.dsocr import vendor
         from llm_perf_opt.dsocr2.session import REQUIRED_VENDOR_NAMES
 
-        return REQUIRED_VENDOR_NAMES
+        vendor.check_vendor_code(path, REQUIRED_VENDOR_NAMES, self.label)
+
+    def resolve_device(self, runtime_cfg: Any) -> Any:
+        from llm_perf_opt.dsocr.session import resolve_device
+
+        return resolve_device(runtime_cfg)
 
     def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr.session import DeepSeekOCRSession
@@ -109,10 +125,76 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
 
+    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr2.inputs import build_inputs
+
+        return build_inputs(spec, workload, **kwargs)
+
+    def batch_inputs(self, samples: Any) -> Any:
+        from llm_perf_opt.dsocr.inputs import batch_inputs
+
+        return batch_inputs(list(samples))
+
+    @property
+    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
+        from llm_perf_opt.dsocr2.checks import RUNTIME_CHECKS
+
+        return RUNTIME_CHECKS
+
+    @property
+    def trace_patches(self) -> tuple[str, ...]:
+        from llm_perf_opt.dsocr2.patches import TRACE_PATCHES
+
+        return TRACE_PATCHES
+
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
+        from llm_perf_opt.dsocr.patches import runtime_patches
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's patches
 
-        return super().runtime_patches(session, names)
+        return runtime_patches(session, names)
+
+    def load_runtime_log(self, path: Any) -> Any:
+        from llm_perf_opt.dsocr.patches.runtime_log import load_runtime_log
+
+        return load_runtime_log(path)
+
+    def measure(
+        self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
+    ) -> Any:
+        from llm_perf_opt.dsocr.measure import measure_dsocr
+
+        return measure_dsocr(model, forward_kwargs, decode_steps=tuple(decode_steps), **kwargs)
+
+    # ------------------------------------------------------------------ decode and routing (v1's decoder)
+    def check_kv_cache_path(self, model: Any, steps: int) -> None:
+        from llm_perf_opt.dsocr.decode import check_kv_cache_path
+
+        check_kv_cache_path(model, steps)
+
+    def decode_program(self, steps: int, on_step: Any = None) -> Any:
+        from llm_perf_opt.dsocr.decode import DecodeProgram
+
+        return DecodeProgram(steps, on_step=on_step)
+
+    def greedy_decode(self, run_step: Any, prefill: Any, steps: int, kwargs: Any, **more: Any) -> Any:
+        from llm_perf_opt.dsocr.decode import greedy_decode
+
+        return greedy_decode(run_step, prefill, steps, kwargs, **more)
+
+    def routing_record(self, events: Any, session: Any) -> Any:
+        from llm_perf_opt.dsocr.routing import routing_record
+
+        return routing_record(events, session)
+
+    def unrouted_expert_kernels(self, analytic: Any, run_dir: Any) -> dict[int, dict[str, int]]:
+        from llm_perf_opt.dsocr.routing import unrouted_expert_kernels
+
+        return unrouted_expert_kernels(analytic, Path(run_dir) / self.routing_file, self.parts.decoder_stack)
+
+    def run_experts_by_load(self, *args: Any, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr.twin.decoder import run_experts_by_load
+
+        return run_experts_by_load(*args, **kwargs)
 
 
 @lru_cache(maxsize=8)

@@ -148,14 +148,14 @@ def plan_targets(
     if family is not None:
         vocabulary = vocabulary or family.parts
         offered = tuple(family.export_submodules)
-        blocks = {b.alias: b for b in getattr(family, "export_blocks", ())}
+        blocks = {b.alias: b for b in family.export_blocks}
     if vocabulary is None:
         raise TypeError("plan_targets needs the model family's parts vocabulary")
     parts = vocabulary
     explicit = cfg.submodules is not None
     names = list(dict.fromkeys(cfg.submodules)) if explicit else list(offered)
     owner = f" (model.family={family.name})" if family is not None else ""
-    refused: Mapping[str, str] = getattr(family, "export_refused", {}) if family is not None else {}
+    refused: Mapping[str, str] = family.export_refused if family is not None else {}
     for name in names:
         if name in refused:  # a module the family knows cannot be exported: its reason, one line
             raise ConfigError.field("export.submodules", name, f"{refused[name]}{owner}")

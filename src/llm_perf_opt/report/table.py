@@ -793,7 +793,7 @@ def family_columns(
         found[name] = family_named(name) if family_named is not None else (default if name == default_name else None)
     out: dict[str, Column] = {}
     for name, fam in found.items():
-        for col in getattr(fam, "report_columns", lambda: ())() if fam is not None else ():
+        for col in fam.report_columns() if fam is not None else ():
             if col.key in out:
                 continue
 

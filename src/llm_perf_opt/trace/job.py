@@ -344,8 +344,7 @@ def check_against_measured(
         v.activation = activation_bytes_rows(analytic, cg, v.rtol)
         from llm_perf_opt.measure.kernel_counts import dsocr_kernel_rows
 
-        unrouted = getattr(family, "unrouted_expert_kernels", None)
-        v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=unrouted(analytic, out_dir) if unrouted else None)
+        v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=family.unrouted_expert_kernels(analytic, out_dir))
     write_artifact(
         out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(), config=raw_cfg
     )

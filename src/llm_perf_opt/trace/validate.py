@@ -202,7 +202,7 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     if runs_model:
         for w, h in sizes:
             check_page_pixels(cfg, w, h)
-        if cfg.workload.batch != 1 and not hasattr(family, "batch_inputs"):
+        if cfg.workload.batch != 1 and not family.supports_batch:
             raise ConfigError.field(
                 "workload.batch",
                 cfg.workload.batch,
