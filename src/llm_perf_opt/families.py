@@ -1,8 +1,10 @@
 """The registry of model families: `model.family` -> the family object (like transformers' Auto* mappings).
 
 Built-in families are named by an import string ("module:attribute"), so nothing is imported until a job asks
-for one; third-party families register through the entry-point group `llm_perf_opt.families` (name ->
-"module:attribute" of the family object) in their package metadata. Each family object is created once.
+for one; a family that is not installed is named the same way by the environment (`LLM_PERF_OPT_FAMILIES`:
+"name=module:attribute", one line, read by every job process); third-party families register through the
+entry-point group `llm_perf_opt.families` (name -> "module:attribute" of the family object) in their package
+metadata. Each family object is created once.
 
 The registry sits above the family packages and below the trace job, the gate and the entry points; the
 generic layers below it never import a family package (tests/floor/test_import_layers.py).
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -20,6 +23,9 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import ModelFamily
 
 ENTRY_POINT_GROUP = "llm_perf_opt.families"
+# Families named by the environment, for a family that is not installed (a test's, a work in progress):
+# "name=module:attribute[,name=module:attribute...]", the module importable from sys.path (PYTHONPATH).
+ENV_VAR = "LLM_PERF_OPT_FAMILIES"
 DEFAULT_FAMILY = "dsocr"
 
 BUILTIN: dict[str, str] = {
@@ -35,9 +41,20 @@ def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def from_environment() -> dict[str, str]:
+    """{name: "module:attribute"} of the families `LLM_PERF_OPT_FAMILIES` names (ConfigError for a bad entry)."""
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(ENV_VAR, "").split(","))):
+        name, _, target = entry.partition("=")
+        if not name or ":" not in target:
+            raise ConfigError.field(ENV_VAR, entry, "each entry must be name=module:attribute")
+        out[name.strip()] = target.strip()
+    return out
+
+
 def names() -> tuple[str, ...]:
-    """Every family name: the built-in ones, then those of installed plug-ins."""
-    return tuple(dict.fromkeys([*BUILTIN, *sorted(_entry_points())]))
+    """Every family name: the built-in ones, then those the environment names, then those of installed plug-ins."""
+    return tuple(dict.fromkeys([*BUILTIN, *from_environment(), *sorted(_entry_points())]))
 
 
 def _load(target: str) -> Any:
@@ -51,8 +68,11 @@ def _load(target: str) -> Any:
 @lru_cache(maxsize=None)
 def family(name: str = DEFAULT_FAMILY) -> ModelFamily:
     """The family object of `name` (ConfigError naming `model.family` for an unknown one)."""
+    named = from_environment()
     if name in BUILTIN:
         found = _load(BUILTIN[name])
+    elif name in named:
+        found = _load(named[name])
     elif name in _entry_points():
         found = _entry_points()[name].load()
     else:

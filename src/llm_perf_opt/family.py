@@ -33,7 +33,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, Optional, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from llm_perf_opt.errors import ConfigError
 
@@ -148,7 +148,7 @@ class ModelFamily(abc.ABC):
     | identity | `name`, `label`, `parts`, `cost_namespace`, `stages`, `twin_specs`, `vendor_architectures` |
     | configuration | `check_model`, `spec_for`, `spec_named`*, `spec_from_config_json` (no vendor code), |
     | | `workload_for`*, `layout`*, `modes`*, `single_view_workload`, `check_export` |
-    | report | `report_columns` (`()`) |
+    | console and report | `console_summary`, `report_columns` (`()`) |
     | analytic | `analytic_model`* |
     | runtime | `open_session`*, `resolve_device`*, `build_inputs`*, `batch_inputs` and `supports_batch` (batch 1), |
     | | `prompt_tokens`*, `check_run`*, `check_vendor_code` (no vendor code), `trace_patches`*, |
@@ -244,7 +244,15 @@ class ModelFamily(abc.ABC):
                     f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})",
                 )
 
-    # ------------------------------------------------------------------ report
+    # ------------------------------------------------------------------ console and report
+    def console_summary(self, summary: Any) -> str:
+        """The console's lines about a run (`run_artifacts.Summary`): model, workload, page, layout, tokens."""
+        lay, tok = summary.layout, summary.tokens
+        return (
+            f"{summary.model.name} | mode {summary.workload.mode} | page {lay.page_width}x{lay.page_height}\n"
+            f"  {lay.num_views} view(s) | image tokens {tok.image} | sequence {tok.sequence}"
+        )
+
     def report_columns(self) -> tuple[Any, ...]:
         """The sweep report's columns of this family beyond the generic ones (`report.table.Column`s)."""
         return ()
@@ -290,8 +298,8 @@ class ModelFamily(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
-        """The grouping's checks against the runtime log (`callgraph.checks`)."""
+    def runtime_checks(self) -> Sequence[Callable[..., Any]]:
+        """The grouping's checks against the runtime log (`callgraph.checks.RuntimeCheck`s)."""
 
     @abc.abstractmethod
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:

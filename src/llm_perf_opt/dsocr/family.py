@@ -10,7 +10,7 @@ imports no torch.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.dsocr import parts as P
 from llm_perf_opt.family import ModelFamily
@@ -77,6 +77,11 @@ class DeepSeekOCRFamily(ModelFamily):
 
         return VisionWorkload(base_size=side, image_size=side, crop_mode=False)
 
+    def console_summary(self, summary: Any) -> str:
+        from llm_perf_opt.dsocr.layout import console_summary
+
+        return console_summary(summary)
+
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
@@ -131,7 +136,7 @@ class DeepSeekOCRFamily(ModelFamily):
         return batch_inputs(list(samples))
 
     @property
-    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
+    def runtime_checks(self) -> Sequence[Callable[..., Any]]:
         """The grouping's checks (`dsocr.checks.RUNTIME_CHECKS`)."""
         from llm_perf_opt.dsocr.checks import RUNTIME_CHECKS
 

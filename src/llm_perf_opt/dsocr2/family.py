@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.dsocr2 import parts as P
 from llm_perf_opt.errors import ConfigError
@@ -80,6 +80,11 @@ class DeepSeekOCR2Family(ModelFamily):
 
         return COLUMNS
 
+    def console_summary(self, summary: Any) -> str:
+        from llm_perf_opt.dsocr.layout import console_summary
+
+        return console_summary(summary)
+
     # ------------------------------------------------------------------ the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
         from llm_perf_opt.dsocr2.analytic import DeepseekOCR2AnalyticModel
@@ -136,7 +141,7 @@ class DeepSeekOCR2Family(ModelFamily):
         return batch_inputs(list(samples))
 
     @property
-    def runtime_checks(self) -> Mapping[str, Callable[..., Any]]:
+    def runtime_checks(self) -> Sequence[Callable[..., Any]]:
         from llm_perf_opt.dsocr2.checks import RUNTIME_CHECKS
 
         return RUNTIME_CHECKS

@@ -87,7 +87,7 @@ def _trace_stages(raw_cfg: DictConfig, out_dir: Path, run: JobRun) -> Summary:
     summary = base_summary(cfg, job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
     run.attach(summary, lambda: summary.save(out_dir / "summary.json", config=raw_cfg))
-    print_summary(summary)
+    print_summary(summary, family)
     run.step("analytic")
     analytic = (
         analytic_model_for(job, inputs.layout.page_width, inputs.layout.page_height, seq_len=inputs.seq_len)
@@ -422,12 +422,6 @@ def graph_costs(
     return typed(GraphFigures, section, "graph")
 
 
-def print_summary(summary: Summary) -> None:
-    lay, tok, wl = summary.layout.raw, summary.tokens, summary.workload
-    print(
-        f"{summary.model.name} | mode {wl.mode} (base {wl.base_size}, image {wl.image_size}, "
-        f"crop {wl.crop_mode}) | page {lay['page_width']}x{lay['page_height']}\n"
-        f"  grid {lay['w_crop']}x{lay['h_crop']} ({lay['num_crops']} crops, {lay['num_views']} views) | "
-        f"image tokens {tok.image} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
-        f"sequence {tok.sequence}"
-    )
+def print_summary(summary: Summary, family: ModelFamily) -> None:
+    """The run's model, workload, page, layout and tokens, in the family's words (`ModelFamily.console_summary`)."""
+    print(family.console_summary(summary))
