@@ -1,7 +1,8 @@
 """A third model family, in the tests only: a toy vision encoder and a two-layer decoder behind the declared
 family contract (`llm_perf_opt.family.ModelFamily`), registered by one line
-(`LLM_PERF_OPT_FAMILIES=toy=toy_family.family:FAMILY`, with `tests/` on the path) and no edit anywhere else. It proves the contract: a family the generic layers have
-never seen traces, groups, verifies (FLOPs and kernel counts exact) and reports (tests/floor/test_toy_family.py).
+(`LLM_PERF_OPT_FAMILIES=toy=toy_family.family:FAMILY`, with `tests/` on the path) and no edit anywhere else.
+It proves the contract: a family the generic layers have never seen traces, groups, verifies (FLOPs and kernel
+counts exact) and reports (tests/floor/test_toy_family.py).
 
 | file | job |
 |---|---|
