@@ -60,6 +60,7 @@ class PartVocabulary:
     reported: tuple[str, ...]  # the parts that carry the work, reported per job
     decoder_stack: str  # the module path of the decoder layers ("model.layers")
     layer_alias_prefix: str = "decoder.layer."
+    console: tuple[str, ...] = ()  # the parts the console's stage tables list, in order (empty: every part)
     by_alias: Mapping[str, Part] = field(init=False, repr=False, compare=False)
     by_path: Mapping[str, Part] = field(init=False, repr=False, compare=False)
 
@@ -69,6 +70,11 @@ class PartVocabulary:
 
     def __hash__(self) -> int:
         return hash((self.family, self.parts, self.decoder_stack))
+
+    @property
+    def console_parts(self) -> tuple[str, ...]:
+        """The aliases the console's stage tables list: `console`, else every part in forward order."""
+        return self.console or tuple(p.alias for p in self.parts)
 
     @property
     def vision(self) -> tuple[str, ...]:
@@ -146,8 +152,9 @@ class ModelFamily(abc.ABC):
     | group | members (* abstract; the default otherwise) |
     |---|---|
     | identity | `name`, `label`, `parts`, `cost_namespace`, `stages`, `twin_specs`, `vendor_architectures` |
+    | workload | `workload_knobs` (`()`), `workload_for`*, `layout`*, `modes`*, `single_view_workload` |
     | configuration | `check_model`, `spec_for`, `spec_named`*, `spec_from_config_json` (no vendor code), |
-    | | `workload_for`*, `layout`*, `modes`*, `single_view_workload`, `check_export` |
+    | | `check_export` |
     | console and report | `console_summary`, `report_columns` (`()`) |
     | analytic | `analytic_model`* |
     | runtime | `open_session`*, `resolve_device`*, `build_inputs`*, `batch_inputs` and `supports_batch` (batch 1), |
@@ -168,6 +175,9 @@ class ModelFamily(abc.ABC):
     stages: tuple[str, ...] = ("vision", "prefill", "decode")  # the analytic stages
     twin_specs: tuple[str, ...] = ()  # named specs of its twin (`model.spec`)
     vendor_architectures: tuple[str, ...] = ()  # config.json auto_map.AutoModel class names of its vendor code
+
+    # ---- the workload
+    workload_knobs: tuple[str, ...] = ()  # its knobs in the workload config, recorded in summary.json's `workload`
 
     # ---- the export stage's targets
     export_submodules: tuple[str, ...] = ()  # the names `export.submodules` may hold

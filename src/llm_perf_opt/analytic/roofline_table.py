@@ -7,8 +7,6 @@ from llm_perf_opt import units
 from llm_perf_opt.analytic.hardware import Roof
 from llm_perf_opt.analytic.roofline import CONVENTION, Estimate, LatencyPrediction
 
-_PARTS = ("sam", "clip", "projector", "embedding", "decoder", "norm", "lm_head")
-
 
 def describe_roof(roof: Roof) -> str:
     """One line of figures, then one line per source."""
@@ -46,7 +44,8 @@ def render_roofline_table(latency: LatencyPrediction) -> str:
         label = f"{name} (ctx {latency.context_len})" if name == "decode" else name
         lines.append(_row(label, stage.total))
         summary = stage.summary()
-        lines.extend(_row(f"  {part}", summary[part]) for part in _PARTS if part in summary)
+        listed = stage.vocabulary.console_parts if stage.vocabulary is not None else tuple(summary)
+        lines.extend(_row(f"  {part}", summary[part]) for part in listed if part in summary)
     lines.append("")
     lines.append(
         f"convention: {CONVENTION['time']}; {CONVENTION['compute_time']}; {CONVENTION['memory_time']}; "

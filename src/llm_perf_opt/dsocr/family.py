@@ -39,6 +39,7 @@ class DeepSeekOCRFamily(ModelFamily):
     export_submodules = EXPORT_SUBMODULES
     # export_blocks (none: no block inside a vision part is exported on its own) and onnx_block (None: the first
     # CLIP block, export.targets.onnx_targets' default) are the contract's defaults
+    workload_knobs = ("base_size", "image_size", "crop_mode", "tile_size")  # infer()'s, and the crop tile
     vendor_architectures = ("DeepseekOCRForCausalLM",)
     supports_batch = True  # batch_inputs: several pages as one generate() batch
 

@@ -268,8 +268,8 @@ def console_summary(summary: Any) -> str:
     knobs, the crop grid, the global and local image tokens (`ModelFamily.console_summary`)."""
     lay, tok, wl = summary.layout.raw, summary.tokens, summary.workload
     return (
-        f"{summary.model.name} | mode {wl.mode} (base {wl.base_size}, image {wl.image_size}, "
-        f"crop {wl.crop_mode}) | page {lay['page_width']}x{lay['page_height']}\n"
+        f"{summary.model.name} | mode {wl.mode} (base {wl.knob('base_size')}, image {wl.knob('image_size')}, "
+        f"crop {wl.knob('crop_mode')}) | page {lay['page_width']}x{lay['page_height']}\n"
         f"  grid {lay['w_crop']}x{lay['h_crop']} ({lay['num_crops']} crops, {lay['num_views']} views) | "
         f"image tokens {tok.image} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
         f"sequence {tok.sequence}"

@@ -36,6 +36,7 @@ class DeepSeekOCR2Family(ModelFamily):
     export_blocks = (P.ENCODER_LAYER,)
     export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
     onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
+    workload_knobs = ("base_size", "image_size", "crop_mode", "tile_size")  # infer()'s, and the crop tile
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
     supports_batch = True  # v1's batched inputs (the analytic model prices one page: ConfigError at batch > 1)
 

@@ -187,9 +187,7 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
     w = cfg.workload
     return Summary(
         model=ModelInfo(name=cfg.model.name, source=cfg.model.source, spec=job.spec.name),
-        workload=WorkloadInfo(
-            mode=w.name, base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode, tile_size=w.tile_size
-        ),
+        workload=WorkloadInfo(mode=w.name, extra={k: getattr(w, k) for k in job.family.workload_knobs}),
         page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
         layout=typed(LayoutView, layout.as_dict(), "layout"),
         tokens=TokenCounts(
