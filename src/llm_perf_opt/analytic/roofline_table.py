@@ -44,7 +44,8 @@ def render_roofline_table(latency: LatencyPrediction) -> str:
         label = f"{name} (ctx {latency.context_len})" if name == "decode" else name
         lines.append(_row(label, stage.total))
         summary = stage.summary()
-        listed = stage.vocabulary.console_parts if stage.vocabulary is not None else tuple(summary)
+        vocabulary = stage.cost.vocabulary
+        listed = vocabulary.console_parts if vocabulary is not None else tuple(summary)
         lines.extend(_row(f"  {part}", summary[part]) for part in listed if part in summary)
     lines.append("")
     lines.append(
