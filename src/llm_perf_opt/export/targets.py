@@ -13,9 +13,9 @@ and `<block>.global` are that block's call inside the part's crop-batch and glob
 family offers is its `export_submodules`; the family hands them in (`plan_targets(..., family=...)`), so
 nothing here knows a family's module tree.
 
-Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the workload cannot serve
-(the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
-the prompt) is refused before any model is built, with one line naming the field.
+Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the
+workload cannot serve (the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache
+shorter than the prompt) is refused before any model is built, with one line naming the field.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def decode_stage(
 
     steps = cfg.trace.decode_steps
     rows: dict[int, dict[str, Any]] = {k: {"step": k} for k in range(1, steps + 1)}
-    if (out_dir / "runtime_log.json").is_file():
+    if (out_dir / family.runtime_log_file).is_file():
         for e in family.load_runtime_log(out_dir).events("llm_stack"):
             if e.get("step") in rows:
                 rows[e["step"]].update(past_len=e.get("past_len"), new_tokens=e.get("new_tokens", e.get("seq_len")))

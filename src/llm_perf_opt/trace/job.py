@@ -289,7 +289,7 @@ def trace_and_group(
     if times is not None:
         cg.module_times, cg.module_times_method = callgraph_times(times)
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
-    log.save(out_dir / "runtime_log.json", config=raw_cfg)
+    log.save(out_dir / family.runtime_log_file, config=raw_cfg)
     progress(
         f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
         f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s"
