@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import llm_perf_opt
 from llm_perf_opt.family import ModelFamily
 
@@ -127,9 +129,23 @@ def test_a_family_lacking_a_required_member_cannot_be_created():
     class Half(ModelFamily):
         name = "half"
 
-    try:
+    with pytest.raises(TypeError, match="abstract") as err:
         Half()
-    except TypeError as exc:
-        assert "spec_named" in str(exc) and "measure" in str(exc)
-    else:
-        raise AssertionError("a family without its required members was created")
+    assert "spec_named" in str(err.value) and "measure" in str(err.value)
+
+
+def test_the_registry_refuses_an_object_that_is_not_a_model_family(monkeypatch):
+    from llm_perf_opt import families
+    from llm_perf_opt.errors import ConfigError
+
+    monkeypatch.setenv(families.ENV_VAR, "notafamily=llm_perf_opt.family:PartVocabulary")
+    families.family.cache_clear()
+    try:
+        assert "notafamily" in families.names()
+        with pytest.raises(ConfigError, match=r"^model.family='notafamily' is invalid: .* not a llm_perf_opt.family"):
+            families.family("notafamily")
+        monkeypatch.setenv(families.ENV_VAR, "no-target")
+        with pytest.raises(ConfigError, match=r"^LLM_PERF_OPT_FAMILIES='no-target' is invalid"):
+            families.names()
+    finally:
+        families.family.cache_clear()
