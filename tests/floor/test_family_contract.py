@@ -18,7 +18,8 @@ import llm_perf_opt
 from llm_perf_opt.family import ModelFamily
 
 SRC = Path(llm_perf_opt.__file__).parent
-FAMILY_PACKAGES = ("dsocr", "dsocr2")  # the families themselves: they use their own members freely
+# the families themselves and the base class the DeepSeek-OCR families share: they use their own members freely
+FAMILY_PACKAGES = ("dsocr", "dsocr2", "deepseek_family")
 FAMILY_NAMES = {"family", "fam", "model_family"}
 REGISTRY_CALLS = {"family", "for_config", "for_run_dir", "family_named"}
 
@@ -37,7 +38,7 @@ def generic_modules() -> list[Path]:
     return sorted(
         path
         for path in SRC.rglob("*.py")
-        if path.relative_to(SRC).parts[0] not in FAMILY_PACKAGES and path.name != "family.py"
+        if path.relative_to(SRC).parts[0].removesuffix(".py") not in FAMILY_PACKAGES and path.name != "family.py"
     )
 
 

@@ -44,12 +44,15 @@ LAYERS = {
 FAMILY_LAYER = LAYERS["dsocr"]
 
 
-KNOWN_FAMILIES = {"dsocr", "dsocr2"}  # dsocr2 until its family.py is plugged into the seam
+# The family packages (also found by their family.py), and the module of the base class the two DeepSeek-OCR
+# families share (`deepseek_family`): family-side code, which the generic layers never import.
+KNOWN_FAMILIES = {"dsocr", "dsocr2", "deepseek_family"}
 
 
 def family_packages(root: Path = SRC) -> set[str]:
     """The top-level packages that are model families: those with a `family.py`, and the known ones present."""
-    return {p.parent.name for p in root.glob("*/family.py")} | {n for n in KNOWN_FAMILIES if (root / n).is_dir()}
+    known = {n for n in KNOWN_FAMILIES if (root / n).is_dir() or (root / f"{n}.py").is_file()}
+    return {p.parent.name for p in root.glob("*/family.py")} | known
 
 
 def layer(name: str, families: set[str]) -> int:
