@@ -19,7 +19,8 @@ def render_profile(times: ModuleTimes) -> str:
             if m.get("repeats_asked", times.repeats) != times.repeats
             else []
         ),
-        f"  plain forward {units.seconds(wall['plain_s']['median'])}, profiled {units.seconds(wall['profiled_s']['median'])}: "
+        f"  plain forward {units.seconds(wall['plain_s']['median'])}, "
+        f"profiled {units.seconds(wall['profiled_s']['median'])}: "
         f"overhead {wall['overhead_ratio']:.3f}x (process CPU time {wall['overhead_ratio_cpu']:.3f}x)",
         f"  the parts cover {units.percent(cov.get('coverage'))} of the profiled forward "
         f"(uncovered {units.seconds((cov.get('uncovered_s') or {}).get('median'))}: outside the parts "
