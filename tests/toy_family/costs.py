@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs as cost_formulas
 from llm_perf_opt.analytic.registry import children_node, entries, module_cost, register_cost
 from llm_perf_opt.analytic.stage import StageCost
 from toy_family.spec import VOCABULARY, ToyLayout, ToySpec
@@ -16,13 +16,13 @@ ROOT = NS + "ToyOCRForCausalLM"
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
-def cat_cost(numel: int, b: int) -> C.LayerCost:
+def cat_cost(numel: int, b: int) -> cost_formulas.LayerCost:
     """torch.cat: one copy kernel reading its inputs and writing `numel` elements, no arithmetic."""
-    return C.LayerCost(
+    return cost_formulas.LayerCost(
         input_bytes=numel * b,
         output_bytes=numel * b,
         activation_bytes=numel * b,
-        kernels=C.K("copy", 0, 2 * numel * b, out=numel * b),
+        kernels=cost_formulas.K("copy", 0, 2 * numel * b, out=numel * b),
     )
 
 
@@ -32,12 +32,12 @@ def _register() -> None:
         patches = (side // spec.patch) ** 2
         conv = module_cost("Conv2d", 1, spec.channels, spec.vision_dim, side, side, spec.patch, spec.patch, 0, True, b)
         proj = module_cost("Linear", patches, spec.vision_dim, spec.hidden, True, b)
-        return C.ZERO, (("patch", conv), ("proj", proj))
+        return cost_formulas.ZERO, (("patch", conv), ("proj", proj))
 
     @register_cost(NS + "ToyAttention", "q, k, v, o linears; Q·Kᵀ·scale, softmax, ·V over past + new keys (no mask)")
     def attention(spec: ToySpec, q_len: int, past_len: int, b: int):
         h = spec.hidden
-        own = C.sdpa(1, spec.heads, q_len, past_len + q_len, spec.head_dim, fused=False, dtype_bytes=b)
+        own = cost_formulas.sdpa(1, spec.heads, q_len, past_len + q_len, spec.head_dim, fused=False, dtype_bytes=b)
         if past_len:  # the cache grows: cat(past, new) for k and for v
             own = own + cat_cost(spec.heads * (past_len + q_len) * spec.head_dim, b).times(2)
         lin = module_cost("Linear", q_len, h, h, True, b)
@@ -45,7 +45,7 @@ def _register() -> None:
 
     @register_cost(NS + "ToyMLP", "up linear, exact GELU, down linear")
     def mlp(spec: ToySpec, tokens: int, b: int):
-        return C.ZERO, (
+        return cost_formulas.ZERO, (
             ("up", module_cost("Linear", tokens, spec.hidden, spec.intermediate, True, b)),
             ("act", module_cost("GELU", tokens * spec.intermediate, b)),
             ("down", module_cost("Linear", tokens, spec.intermediate, spec.hidden, True, b)),
@@ -54,7 +54,7 @@ def _register() -> None:
     @register_cost(NS + "ToyDecoderLayer", "norm, attention, residual add, norm, MLP, residual add")
     def layer(spec: ToySpec, q_len: int, past_len: int, b: int):
         norm = module_cost("LayerNorm", q_len, spec.hidden, b)
-        residual = C.elementwise(q_len * spec.hidden, "add", 2, b)
+        residual = cost_formulas.elementwise(q_len * spec.hidden, "add", 2, b)
         return residual.times(2), (
             ("norm1", norm),
             ("attn", module_cost(NS + "ToyAttention", spec, q_len, past_len, b)),
@@ -66,10 +66,10 @@ def _register() -> None:
     def root(spec: ToySpec, side: int, q_len: int, past_len: int, b: int, language: bool = True):
         with_vision = past_len == 0 and side > 0
         children = [] if not language else [("embed", module_cost("Embedding", q_len, spec.vocab, spec.hidden, b))]
-        own = C.ZERO
+        own = cost_formulas.ZERO
         if with_vision:
             children.append(("vision", module_cost(NS + "ToyVisionEncoder", spec, side, b)))
-            own = cat_cost(q_len * spec.hidden, b) if language else C.ZERO
+            own = cat_cost(q_len * spec.hidden, b) if language else cost_formulas.ZERO
         if language:
             layer_node = module_cost(NS + "ToyDecoderLayer", spec, q_len, past_len, b)
             stack = children_node("ModuleList", tuple((str(i), layer_node) for i in range(spec.layers)), container=True)

@@ -7,30 +7,30 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.family import ModelFamily
-from toy_family import spec as S
+from toy_family import spec as toy_spec
 
 
 class ToyFamily(ModelFamily):
-    name = S.FAMILY
+    name = toy_spec.FAMILY
     label = "Toy OCR"
-    parts = S.VOCABULARY
+    parts = toy_spec.VOCABULARY
     cost_namespace = "toy"
     stages = ("vision", "prefill", "decode")
-    twin_specs = tuple(S.SPECS)
+    twin_specs = tuple(toy_spec.SPECS)
 
     # ---- configuration
     def spec_named(self, name: str) -> Any:
-        return S.spec_named(name)
+        return toy_spec.spec_named(name)
 
     def workload_for(self, workload_cfg: Any) -> Any:
         """The toy reads only the workload's name: its one view has a fixed side."""
-        return S.ToyWorkload(name=str(workload_cfg.name))
+        return toy_spec.ToyWorkload(name=str(workload_cfg.name))
 
     def layout(self, workload: Any, width: int, height: int) -> Any:
-        return S.compute_layout(workload, width, height)
+        return toy_spec.compute_layout(workload, width, height)
 
     def modes(self, conf: Any = None) -> dict[str, Any]:
-        return {"toy": S.ToyWorkload()}
+        return {"toy": toy_spec.ToyWorkload()}
 
     # ---- the analytic model
     def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
@@ -57,7 +57,7 @@ class ToyFamily(ModelFamily):
     def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
         from toy_family.runtime import prompt_tokens
 
-        return prompt_tokens(prompt, S.ToySpec().vocab)
+        return prompt_tokens(prompt, toy_spec.ToySpec().vocab)
 
     def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> int:
         from llm_perf_opt.model_runtime.decode import check_decode_steps
