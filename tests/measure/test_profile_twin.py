@@ -29,8 +29,10 @@ def _forwards_run(model, kwargs) -> Counter:
     paths = {id(m): p for p, m in model.named_modules()}
     seen: Counter = Counter()
     originals = {}
-    for cls in {type(m) for m in model.modules()}:
-        if "forward" not in cls.__dict__ or cls.forward is torch.nn.Module.forward:
+    # the class that defines each module's forward (a twin class may inherit it from a shared base class)
+    owners = {next(k for k in type(m).__mro__ if "forward" in k.__dict__) for m in model.modules()}
+    for cls in owners:
+        if cls is torch.nn.Module:
             continue
         originals[cls] = cls.__dict__["forward"]
 
