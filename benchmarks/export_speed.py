@@ -41,9 +41,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)
-    plan = plan_targets(
-        cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name, vocabulary=job.family.parts
-    )
+    plan = plan_targets(cfg.export, spec, inputs.layout, inputs.seq_len, mode=cfg.workload.name, family=job.family)
     t0 = time.perf_counter()
     with DeepSeekOCRSession.open(cfg.model, cfg.runtime) as session:
         t_open = time.perf_counter() - t0

@@ -23,7 +23,7 @@ from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import check_dsocr_agreement, fvcore_flops, render_table, write_verification
+from llm_perf_opt.measure import check_model_agreement, fvcore_flops, render_table, write_verification
 from llm_perf_opt.model_runtime.measure import measure_forward
 
 MODES = modes()  # conf/workload/*.yaml
@@ -76,7 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"fvcore {'ran' if fv.ok else 'FAILED'} in {time.perf_counter() - t0:.1f}s")
 
     analytic = DeepseekOCRAnalyticModel(spec, layout, inputs.seq_len, dtype="bfloat16")
-    v = check_dsocr_agreement(
+    v = check_model_agreement(
         analytic,
         measured.prefill,
         measured.decode,

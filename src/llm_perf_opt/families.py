@@ -1,8 +1,10 @@
 """The registry of model families: `model.family` -> the family object (like transformers' Auto* mappings).
 
 Built-in families are named by an import string ("module:attribute"), so nothing is imported until a job asks
-for one; third-party families register through the entry-point group `llm_perf_opt.families` (name ->
-"module:attribute" of the family object) in their package metadata. Each family object is created once.
+for one; a family that is not installed is named the same way by the environment (`LLM_PERF_OPT_FAMILIES`:
+"name=module:attribute", one line, read by every job process); third-party families register through the
+entry-point group `llm_perf_opt.families` (name -> "module:attribute" of the family object) in their package
+metadata. Each family object is created once.
 
 The registry sits above the family packages and below the trace job, the gate and the entry points; the
 generic layers below it never import a family package (tests/system/test_import_layers.py).
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -20,6 +23,9 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import ModelFamily
 
 ENTRY_POINT_GROUP = "llm_perf_opt.families"
+# Families named by the environment, for a family that is not installed (a test's, a work in progress):
+# "name=module:attribute[,name=module:attribute...]", the module importable from sys.path (PYTHONPATH).
+ENV_VAR = "LLM_PERF_OPT_FAMILIES"
 DEFAULT_FAMILY = "dsocr"
 
 BUILTIN: dict[str, str] = {
@@ -35,9 +41,20 @@ def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def from_environment() -> dict[str, str]:
+    """{name: "module:attribute"} of the families `LLM_PERF_OPT_FAMILIES` names (ConfigError for a bad entry)."""
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(ENV_VAR, "").split(","))):
+        name, _, target = entry.partition("=")
+        if not name or ":" not in target:
+            raise ConfigError.field(ENV_VAR, entry, "each entry must be name=module:attribute")
+        out[name.strip()] = target.strip()
+    return out
+
+
 def names() -> tuple[str, ...]:
-    """Every family name: the built-in ones, then those of installed plug-ins."""
-    return tuple(dict.fromkeys([*BUILTIN, *sorted(_entry_points())]))
+    """Every family name: the built-in ones, then those the environment names, then those of installed plug-ins."""
+    return tuple(dict.fromkeys([*BUILTIN, *from_environment(), *sorted(_entry_points())]))
 
 
 def _load(target: str) -> Any:
@@ -51,40 +68,23 @@ def _load(target: str) -> Any:
 @lru_cache(maxsize=None)
 def family(name: str = DEFAULT_FAMILY) -> ModelFamily:
     """The family object of `name` (ConfigError naming `model.family` for an unknown one)."""
+    named = from_environment()
     if name in BUILTIN:
         found = _load(BUILTIN[name])
+    elif name in named:
+        found = _load(named[name])
     elif name in _entry_points():
         found = _entry_points()[name].load()
     else:
         raise ConfigError.field("model.family", name, f"must be one of {', '.join(names())}")
-    missing = missing_members(found)
-    if missing:
+    if not isinstance(found, ModelFamily):
         raise ConfigError.field(
             "model.family",
             name,
-            f"{BUILTIN.get(name, 'the entry point')} is not a ModelFamily (no {', '.join(missing)})",
+            f"{BUILTIN.get(name, 'the entry point')} is a {type(found).__name__}, "
+            "not a llm_perf_opt.family.ModelFamily",
         )
     return found
-
-
-def missing_members(obj: Any) -> list[str]:
-    """The ModelFamily members `obj` lacks, looked up without calling anything (`inspect.getattr_static`, as
-    `isinstance` does from Python 3.12): on 3.11 `isinstance(obj, ModelFamily)` evaluates every property, and
-    a family's model-side properties (`trace_patches`) import torch, which a job that builds no model
-    (`analyze`, `size`, a refused run) must not pay for."""
-    import inspect
-
-    names = {
-        n
-        for cls in ModelFamily.__mro__
-        if cls.__module__ == ModelFamily.__module__
-        for n in (*vars(cls), *getattr(cls, "__annotations__", {}))
-        if not n.startswith("_")
-    }
-    return sorted(n for n in names if inspect.getattr_static(obj, n, _ABSENT) is _ABSENT)
-
-
-_ABSENT = object()
 
 
 def for_config(cfg: Any) -> ModelFamily:

@@ -22,14 +22,20 @@ the family object and hands it, or data it produced, down. Everything model-spec
 * the vendor code it recognises (`vendor_architectures`: the `auto_map.AutoModel` class names of its
   config.json), so a directory holding another family's code is refused by name.
 
-Nothing here imports torch or a family package. Written as a Protocol (like transformers' Auto* mappings, the
-family object is found by name; like torch.utils.flop_counter's registry, the formulas are looked up by key).
+Every member is declared once, on `ModelFamily` (a base class: abstract where a family must supply it, a default
+where it may omit it); the generic layers use no other (tests/floor/test_family_contract.py). Nothing here
+imports torch or a family package. Like transformers' Auto* mappings, the family object is found by name; like
+torch.utils.flop_counter's registry, the formulas are looked up by key.
 """
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, TypeVar, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
+
+from llm_perf_opt.errors import ConfigError
 
 V = TypeVar("V")
 
@@ -54,6 +60,7 @@ class PartVocabulary:
     reported: tuple[str, ...]  # the parts that carry the work, reported per job
     decoder_stack: str  # the module path of the decoder layers ("model.layers")
     layer_alias_prefix: str = "decoder.layer."
+    console: tuple[str, ...] = ()  # the parts the console's stage tables list, in order (empty: every part)
     by_alias: Mapping[str, Part] = field(init=False, repr=False, compare=False)
     by_path: Mapping[str, Part] = field(init=False, repr=False, compare=False)
 
@@ -63,6 +70,11 @@ class PartVocabulary:
 
     def __hash__(self) -> int:
         return hash((self.family, self.parts, self.decoder_stack))
+
+    @property
+    def console_parts(self) -> tuple[str, ...]:
+        """The aliases the console's stage tables list: `console`, else every part in forward order."""
+        return self.console or tuple(p.alias for p in self.parts)
 
     @property
     def vision(self) -> tuple[str, ...]:
@@ -128,40 +140,213 @@ class PartVocabulary:
         return {alias: flat[path] for alias, path in self.rows(flat)}
 
 
-@runtime_checkable
-class ModelFamily(Protocol):
-    """What one model family supplies. One object per family, created once (`llm_perf_opt.families.family`)."""
+class ModelFamily(abc.ABC):
+    """What one model family supplies: every member the generic layers use, declared here and nowhere else.
 
+    A family subclasses this class and creates one object (`llm_perf_opt.families.family`). Abstract members
+    are required (a family that lacks one cannot be created: `TypeError` naming it); the others have the
+    default a family may keep. The generic layers read a family only through these members: no `getattr` /
+    `hasattr` probing (tests/floor/test_family_contract.py walks the generic packages and fails on a member
+    this class does not declare).
+
+    | group | members (* abstract; the default otherwise) |
+    |---|---|
+    | identity | `name`, `label`, `parts`, `cost_namespace`, `stages`, `twin_specs`, `vendor_architectures` |
+    | workload | `workload_knobs` (`()`), `workload_for`*, `layout`*, `modes`*, `single_view_workload` |
+    | configuration | `check_model`, `spec_for`, `spec_named`*, `spec_from_config_json` (no vendor code), |
+    | | `check_export` |
+    | console and report | `console_summary`, `report_columns` (`()`) |
+    | analytic | `analytic_model`* |
+    | runtime | `open_session`*, `resolve_device`*, `build_inputs`*, `batch_inputs` and `supports_batch` (batch 1), |
+    | | `prompt_tokens`*, `check_run`*, `check_vendor_code` (no vendor code), `trace_patches`*, |
+    | | `runtime_patches`*, `runtime_checks`*, `load_runtime_log`*, `runtime_log_file`, `measure`* |
+    | decode and routing | `check_kv_cache_path`, `decode_program`, `greedy_decode` (no decode), `routing_record` |
+    | | (None), `routing_file`, `unrouted_expert_kernels` (`{}`), `run_experts_by_load` (no MoE) |
+    | export | `export_submodules` (`()`), `export_blocks` (`()`), `export_refused` (`{}`), `onnx_block` (None) |
+
+    Nothing here imports torch or a family package.
+    """
+
+    # ---- identity
     name: str  # the registry key and `model.family` value ("dsocr")
     label: str  # human name ("DeepSeek-OCR")
     parts: PartVocabulary
     cost_namespace: str  # the prefix of its classes in `analytic.registry` ("dsocr")
-    stages: tuple[str, ...]  # the analytic stages ("vision", "prefill", "decode")
-    twin_specs: tuple[str, ...]  # named specs of its twin (`model.spec`)
-    export_submodules: tuple[str, ...]  # the names `export.submodules` may hold
-    vendor_architectures: tuple[str, ...]  # config.json auto_map.AutoModel class names of its vendor code
-    runtime_checks: Mapping[str, Callable[..., Any]]  # grouping checks (callgraph.checks)
-    trace_patches: tuple[str, ...]  # the runtime patches the trace capture applies
+    stages: tuple[str, ...] = ("vision", "prefill", "decode")  # the analytic stages
+    twin_specs: tuple[str, ...] = ()  # named specs of its twin (`model.spec`)
+    vendor_architectures: tuple[str, ...] = ()  # config.json auto_map.AutoModel class names of its vendor code
 
-    # ---- configuration: spec, workload, layout, modes
-    def check_model(self, model_cfg: Any) -> None: ...
-    def spec_for(self, model_cfg: Any) -> Any: ...
-    def spec_named(self, name: str) -> Any: ...
-    def spec_from_config_json(self, path: Any) -> Any: ...
-    def workload_for(self, workload_cfg: Any) -> Any: ...
-    def layout(self, workload: Any, width: int, height: int) -> Any: ...
-    def modes(self, conf: Any = None) -> dict[str, Any]: ...
+    # ---- the workload
+    workload_knobs: tuple[str, ...] = ()  # its knobs in the workload config, recorded in summary.json's `workload`
 
-    # ---- the analytic model
-    def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any: ...
+    # ---- the export stage's targets
+    export_submodules: tuple[str, ...] = ()  # the names `export.submodules` may hold
+    export_blocks: tuple[Part, ...] = ()  # blocks inside a vision part exported per view (`<alias>.crops`)
+    export_refused: Mapping[str, str] = MappingProxyType({})  # submodule -> why it cannot be exported
+    onnx_block: Optional[Part] = None  # the vision block written as ONNX (None: export.targets' default)
 
-    # ---- the runtime
-    def open_session(self, model_cfg: Any, runtime_cfg: Any) -> Any: ...
-    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any: ...
-    def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any: ...
-    def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> None: ...
-    def check_vendor_code(self, path: Any) -> None: ...
-    def runtime_patches(self, session: Any, names: Iterable[str]) -> Any: ...
+    # ---- the run directory's files the family's runtime writes
+    runtime_log_file: str = "runtime_log.json"
+    routing_file: str = "routing.json"
+    supports_batch: bool = False  # `batch_inputs` builds a batch of pages (workload.batch > 1)
+
+    def __repr__(self) -> str:
+        return f"<model family {self.name}: {self.label}>"
+
+    # ------------------------------------------------------------------ configuration
+    def check_model(self, model_cfg: Any) -> None:
+        """The model config's family-specific rules: a twin's named spec is one of `twin_specs`."""
+        if model_cfg.source == "twin" and model_cfg.spec not in self.twin_specs:
+            raise ConfigError.field(
+                "model.spec", model_cfg.spec, f"must be one of {', '.join(self.twin_specs)} (model.family={self.name})"
+            )
+
+    def spec_for(self, model_cfg: Any) -> Any:
+        """The spec without building a model: the twin's named spec or the vendor's config.json."""
+        self.check_model(model_cfg)
+        if model_cfg.source == "vendor":
+            try:
+                return self.spec_from_config_json(model_cfg.path)
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a value of the wrong type or shape
+                if isinstance(exc, ConfigError):
+                    raise
+                raise ConfigError(
+                    f"model.path={model_cfg.path!r}: config.json has a value of the wrong type or "
+                    f"shape ({type(exc).__name__}: {exc})"
+                ) from None
+        return self.spec_named(model_cfg.spec)
+
+    @abc.abstractmethod
+    def spec_named(self, name: str) -> Any:
+        """The twin's spec of this name (one of `twin_specs`)."""
+
+    def spec_from_config_json(self, path: Any) -> Any:
+        """The spec of a vendor directory's config.json (default: the family has no vendor code)."""
+        raise ConfigError.field("model.source", "vendor", f"the {self.name} family has no vendor code")
+
+    @abc.abstractmethod
+    def workload_for(self, workload_cfg: Any) -> Any:
+        """The workload's knobs as the family's type: one `ConfigError` naming the field and the family."""
+
+    @abc.abstractmethod
+    def layout(self, workload: Any, width: int, height: int) -> Any:
+        """The view layout of a page (`as_dict()`: page_width, page_height, num_views, image_tokens, ...)."""
+
+    @abc.abstractmethod
+    def modes(self, conf: Any = None) -> dict[str, Any]:
+        """{mode name: workload} of the family's workload presets."""
+
+    def single_view_workload(self, side: int) -> Any:
+        """A workload of one view of this side (the export stage's FLOP check of one vision call)."""
+        raise ConfigError.field("export.submodules", "vision", f"the {self.name} family has no single-view workload")
+
+    def check_export(self, submodules: Optional[Iterable[str]]) -> None:
+        """Each name of `export.submodules` is one the family offers (`export_submodules`), not one it refuses."""
+        for name in submodules or ():
+            if name in self.export_refused:
+                raise ConfigError.field(
+                    "export.submodules", name, f"{self.export_refused[name]} (model.family={self.name})"
+                )
+            if name not in self.export_submodules:
+                raise ConfigError.field(
+                    "export.submodules",
+                    name,
+                    f"must be one of {', '.join(self.export_submodules)} (model.family={self.name})",
+                )
+
+    # ------------------------------------------------------------------ console and report
+    def console_summary(self, summary: Any) -> str:
+        """The console's lines about a run (`run_artifacts.Summary`): model, workload, page, layout, tokens."""
+        lay, tok = summary.layout, summary.tokens
+        return (
+            f"{summary.model.name} | mode {summary.workload.mode} | page {lay.page_width}x{lay.page_height}\n"
+            f"  {lay.num_views} view(s) | image tokens {tok.image} | sequence {tok.sequence}"
+        )
+
+    def report_columns(self) -> tuple[Any, ...]:
+        """The sweep report's columns of this family beyond the generic ones (`report.table.Column`s)."""
+        return ()
+
+    # ------------------------------------------------------------------ the analytic model
+    @abc.abstractmethod
+    def analytic_model(self, spec: Any, layout: Any, seq_len: Optional[int] = None, **kwargs: Any) -> Any:
+        """The analytic model of one page: `stages()`, `prefill()`, `decode(ctx)`, `vision()`, `to_dict()`, ..."""
+
+    # ------------------------------------------------------------------ the runtime
+    @abc.abstractmethod
+    def open_session(self, model_cfg: Any, runtime_cfg: Any = None, **kwargs: Any) -> Any:
+        """The loaded model (twin or vendor) as a session: a context manager with `model`, `forward_kwargs`, ..."""
+
+    @abc.abstractmethod
+    def resolve_device(self, runtime_cfg: Any) -> Any:
+        """The torch device `runtime.device` names (ConfigError when it is not there)."""
+
+    @abc.abstractmethod
+    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
+        """One page's model inputs (`layout`, `seq_len`, `prompt_token_ids`, `shapes()`, ...)."""
+
+    def batch_inputs(self, samples: Any) -> Any:
+        """Several pages' inputs as one batch (`supports_batch`; default: batch 1 only)."""
+        raise ConfigError.field("workload.batch", len(list(samples)), f"the {self.name} family runs batch 1 only")
+
+    @abc.abstractmethod
+    def prompt_tokens(self, prompt: str, model_dir: Optional[str]) -> Any:
+        """(tokens before the image, tokens after it, source) of the prompt."""
+
+    @abc.abstractmethod
+    def check_run(self, cfg: Any, spec: Any, workload: Any, width: int, height: int) -> int:
+        """The prompt's text tokens, after checking the run fits the model (decode steps within its positions)."""
+
+    def check_vendor_code(self, path: Any) -> None:
+        """The vendor code at `path` imports with what the pipeline needs (default: the family has none)."""
+        raise ConfigError.field("model.source", "vendor", f"the {self.name} family has no vendor code")
+
+    @property
+    @abc.abstractmethod
+    def trace_patches(self) -> tuple[str, ...]:
+        """The runtime patches the trace capture applies."""
+
+    @property
+    @abc.abstractmethod
+    def runtime_checks(self) -> Sequence[Callable[..., Any]]:
+        """The grouping's checks against the runtime log (`callgraph.checks.RuntimeCheck`s)."""
+
+    @abc.abstractmethod
+    def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
+        """A context manager applying the named patches; it yields the runtime log (`events()`, `save()`)."""
+
+    @abc.abstractmethod
+    def load_runtime_log(self, path: Any) -> Any:
+        """A saved runtime log (`runtime_log_file`, or the run directory holding it)."""
+
+    @abc.abstractmethod
     def measure(
         self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
-    ) -> Any: ...
+    ) -> Any:
+        """Measured FLOPs of the prefill and the given decode steps (`prefill`, `decode`, `kv_cache_bytes`)."""
+
+    # ------------------------------------------------------------------ decode and routing
+    def check_kv_cache_path(self, model: Any, steps: int) -> None:
+        """Decode steps need a KV-cache path (default: the family decodes none)."""
+        if steps > 0:
+            raise ConfigError.field("trace.decode_steps", steps, f"the {self.name} family has no decode program")
+
+    def decode_program(self, steps: int, on_step: Any = None) -> Any:
+        """The prefill and `steps` greedy steps as one traced call (default: none)."""
+        raise ConfigError.field("trace.decode_steps", steps, f"the {self.name} family has no decode program")
+
+    def greedy_decode(self, run_step: Any, prefill: Any, steps: int, kwargs: Any, **more: Any) -> Any:
+        """The greedy decode loop after a prefill (default: none)."""
+        raise ConfigError.field("trace.decode_steps", steps, f"the {self.name} family has no decode program")
+
+    def routing_record(self, events: Any, session: Any) -> Any:
+        """The MoE routing of a capture's gate events, or None (default: no MoE)."""
+        return None
+
+    def unrouted_expert_kernels(self, analytic: Any, run_dir: Any) -> dict[int, dict[str, int]]:
+        """{step: {experts path: kernels}} the analytic model lists for experts no token reached (default: none)."""
+        return {}
+
+    def run_experts_by_load(self, *args: Any, **kwargs: Any) -> Any:
+        """The grouped expert loop the MoE export runs (default: the family has no MoE layer)."""
+        raise ConfigError.field("export.submodules", "moe_layer", f"the {self.name} family has no MoE layer")

@@ -83,11 +83,11 @@ class ModelInfo:
 @dataclass(frozen=True)
 class WorkloadInfo:
     mode: str  # the workload preset's name
-    base_size: int
-    image_size: int
-    crop_mode: bool
-    tile_size: int
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # the family's knobs as the run had them (`workload_knobs`)
+
+    def knob(self, name: str) -> Any:
+        """A knob of the run's family (v1: `base_size`, ...), None when the run has none of that name."""
+        return self.extra.get(name)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs as cost_formulas
 from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
 from llm_perf_opt.deepseek_ocr_shared.costs import AttentionShape
@@ -65,7 +65,7 @@ def test_unknown_class_is_reported_never_zero():
     assert unsupported == ["MambaScan", "ModuleList"]
     assert total.flops_matmul == 2 * 2 * 3 * 5
     with pytest.raises(UnsupportedLayerError):
-        C.elementwise(10, "swiglu_fused")
+        cost_formulas.elementwise(10, "swiglu_fused")
 
 
 def test_layer_cost_arithmetic_and_units():
@@ -87,7 +87,7 @@ def test_linear():
     lin = nn.Linear(d_in, d_out)
     x = torch.randn(batch, seq, d_in)
     tokens = batch * seq
-    cost = C.linear(tokens, d_in, d_out, bias=True, dtype_bytes=4)
+    cost = cost_formulas.linear(tokens, d_in, d_out, bias=True, dtype_bytes=4)
     assert cost.flops_matmul == 2 * tokens * d_in * d_out == measured(lambda: lin(x))
     assert cost.flops_other == tokens * d_out  # bias adds
     assert cost.weight_bytes == (d_in * d_out + d_out) * 4
@@ -108,7 +108,7 @@ def test_conv2d(side, kernel, stride, padding, out_side):
     batch, c_in, c_out = 2, 3, 4
     conv = nn.Conv2d(c_in, c_out, kernel, stride, padding, bias=False)
     x = torch.randn(batch, c_in, side, side)
-    cost = C.conv2d(batch, c_in, c_out, side, side, kernel, stride, padding, bias=False)
+    cost = cost_formulas.conv2d(batch, c_in, c_out, side, side, kernel, stride, padding, bias=False)
     expected = 2 * batch * c_out * out_side * out_side * c_in * kernel * kernel
     assert cost.flops_matmul == expected == measured(lambda: conv(x))
 
@@ -119,15 +119,15 @@ def test_norms_embedding_softmax_interpolate_count_no_matmul():
     ln = nn.LayerNorm(dim)
     emb = nn.Embedding(vocab, dim)
     ids = torch.randint(0, vocab, (tokens,))
-    assert measured(lambda: ln(x)) == 0 == C.layer_norm(tokens, dim).flops_matmul
-    assert C.layer_norm(tokens, dim).flops_other == 7 * tokens * dim
-    assert measured(lambda: emb(ids)) == 0 == C.embedding(tokens, vocab, dim).flops_matmul
-    assert C.embedding(tokens, vocab, dim, 2).weight_bytes == tokens * dim * 2  # gathered rows only
-    assert measured(lambda: x.softmax(-1)) == 0 == C.softmax(tokens, dim).flops_matmul
-    assert C.softmax(tokens, dim).flops_other == 5 * tokens * dim
+    assert measured(lambda: ln(x)) == 0 == cost_formulas.layer_norm(tokens, dim).flops_matmul
+    assert cost_formulas.layer_norm(tokens, dim).flops_other == 7 * tokens * dim
+    assert measured(lambda: emb(ids)) == 0 == cost_formulas.embedding(tokens, vocab, dim).flops_matmul
+    assert cost_formulas.embedding(tokens, vocab, dim, 2).weight_bytes == tokens * dim * 2  # gathered rows only
+    assert measured(lambda: x.softmax(-1)) == 0 == cost_formulas.softmax(tokens, dim).flops_matmul
+    assert cost_formulas.softmax(tokens, dim).flops_other == 5 * tokens * dim
     table = torch.randn(1, dim, 16, 16)
     assert measured(lambda: F.interpolate(table, size=(10, 10), mode="bicubic", antialias=True)) == 0
-    assert C.interpolate(dim, (16, 16), (10, 10), "bicubic").flops_matmul == 0
+    assert cost_formulas.interpolate(dim, (16, 16), (10, 10), "bicubic").flops_matmul == 0
 
 
 def test_rms_norm_float32_island():
@@ -145,10 +145,12 @@ def test_rms_norm_float32_island():
 
     x = torch.randn(tokens, dim, dtype=torch.bfloat16)
     mod = RMSNorm().to(torch.bfloat16)
-    assert measured(lambda: mod(x)) == 0 == C.rms_norm(tokens, dim).flops_matmul
-    assert C.rms_norm(tokens, dim, 2).flops_other == 4 * tokens * dim
+    assert measured(lambda: mod(x)) == 0 == cost_formulas.rms_norm(tokens, dim).flops_matmul
+    assert cost_formulas.rms_norm(tokens, dim, 2).flops_other == 4 * tokens * dim
     # bf16: float32 upcast + two float32 intermediates + per-row scalars + downcast + weight product
-    assert C.rms_norm(tokens, dim, 2).activation_bytes == (tokens * dim * 4 * 3 + 3 * tokens * 4 + tokens * dim * 2 * 2)
+    assert cost_formulas.rms_norm(tokens, dim, 2).activation_bytes == (
+        tokens * dim * 4 * 3 + 3 * tokens * 4 + tokens * dim * 2 * 2
+    )
 
 
 def test_layer_norm2d_is_elementwise_only():
@@ -160,8 +162,8 @@ def test_layer_norm2d_is_elementwise_only():
         return (x - u) / torch.sqrt(s + 1e-6)
 
     x = torch.randn(batch, ch, h, w)
-    assert measured(lambda: ln2d(x)) == 0 == C.layer_norm2d(batch, ch, h, w).flops_matmul
-    assert C.layer_norm2d(batch, ch, h, w).flops_other == 8 * batch * ch * h * w
+    assert measured(lambda: ln2d(x)) == 0 == cost_formulas.layer_norm2d(batch, ch, h, w).flops_matmul
+    assert cost_formulas.layer_norm2d(batch, ch, h, w).flops_other == 8 * batch * ch * h * w
 
 
 # ------------------------------------------------------------------------------------------- attention
@@ -172,7 +174,7 @@ def test_sdpa_fused_cpu(mask):
     k = torch.randn(batch, heads, kv_len, hd)
     v = torch.randn(batch, heads, kv_len, hd)
     m = torch.randn(batch, heads, q_len, kv_len) if mask else None
-    cost = C.sdpa(batch, heads, q_len, kv_len, hd, mask=mask, fused=True)
+    cost = cost_formulas.sdpa(batch, heads, q_len, kv_len, hd, mask=mask, fused=True)
     expected = 2 * batch * heads * q_len * kv_len * hd * 2  # Q·Kᵀ and P·V
     assert cost.flops_matmul == expected == measured(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=m))
 
@@ -185,8 +187,8 @@ def test_sdpa_eager_matches_fused_flops():
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(hd)
         return torch.matmul(w.softmax(-1), v)
 
-    eager_cost = C.sdpa(batch, heads, q_len, kv_len, hd, mask=True, fused=False, dtype_bytes=2)
-    fused_cost = C.sdpa(batch, heads, q_len, kv_len, hd, mask=True, fused=True, dtype_bytes=2)
+    eager_cost = cost_formulas.sdpa(batch, heads, q_len, kv_len, hd, mask=True, fused=False, dtype_bytes=2)
+    fused_cost = cost_formulas.sdpa(batch, heads, q_len, kv_len, hd, mask=True, fused=True, dtype_bytes=2)
     assert eager_cost.flops_matmul == fused_cost.flops_matmul == measured(eager)
     assert eager_cost.activation_bytes > fused_cost.activation_bytes  # scores are materialised
 
@@ -206,7 +208,7 @@ def test_rope_table_is_a_bmm():
 
     table = layer_cost("dsocr.LlamaRotaryEmbedding", batch, tokens, hd)
     assert table.flops_matmul == 2 * batch * (hd // 2) * tokens == measured(rope)
-    assert C.rope_apply(batch, tokens, heads, heads, hd).flops_matmul == 0  # the rotation is elementwise
+    assert cost_formulas.rope_apply(batch, tokens, heads, heads, hd).flops_matmul == 0  # the rotation is elementwise
 
 
 class _SamAttention(nn.Module):

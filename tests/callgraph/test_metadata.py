@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from llm_perf_opt.callgraph import metadata as md
+from llm_perf_opt.callgraph import metadata as graph_metadata
 from llm_perf_opt.callgraph.capture import capture, graph_problems
 
 
@@ -37,7 +37,7 @@ class Attention(nn.Module):
 
 
 def test_constructor_params_of_standard_layers():
-    p = md.module_constructor_params
+    p = graph_metadata.module_constructor_params
     lin = p(nn.Linear(8, 4, bias=False))
     assert lin["in_features"] == 8 and lin["out_features"] == 4 and lin["bias"] is False
     assert lin["param_shapes"] == {"weight": [4, 8]}
@@ -53,7 +53,7 @@ def test_constructor_params_of_standard_layers():
 
 
 def test_constructor_params_of_a_custom_module():
-    params = md.module_constructor_params(Attention())
+    params = graph_metadata.module_constructor_params(Attention())
     assert params["num_heads"] == 4 and params["window_size"] == 7 and params["scale"] == 0.5
     assert params["head_dim"] == 4  # a property: read through the registry of well-known names
     assert params["num_experts"] == 3  # length of the `experts` list
@@ -65,37 +65,39 @@ def test_constructor_params_of_a_custom_module():
 
 def test_constructor_params_prefer_recorded_attributes():
     module = nn.Linear(8, 4)
-    params = md.module_constructor_params(module, recorded={"in_features": 8, "out_features": 4, "extra": (1, 2)})
+    params = graph_metadata.module_constructor_params(
+        module, recorded={"in_features": 8, "out_features": 4, "extra": (1, 2)}
+    )
     assert params["extra"] == [1, 2] and params["bias"] is True
 
 
 def test_param_counts_are_direct():
     model = nn.Sequential(nn.Linear(8, 4), nn.Sequential(nn.Linear(4, 2, bias=False)))
-    counts = md.param_counts(model)
+    counts = graph_metadata.param_counts(model)
     assert counts == {"": 0, "0": 36, "1": 0, "1.0": 8}
 
 
 # ----------------------------------------------------------------------------- signatures
 def test_signatures_walk_nested_arguments_and_outputs():
     x, m = torch.zeros(2, 3), torch.ones(4, dtype=torch.bool)
-    sig = md.input_signature((x, [x, (m,)]), {"mask": m, "flag": True, "extra": {"k": x}})
+    sig = graph_metadata.input_signature((x, [x, (m,)]), {"mask": m, "flag": True, "extra": {"k": x}})
     assert [e[0] for e in sig] == ["arg0", "arg1.0", "arg1.1.0", "mask", "extra.k"]
     assert sig[0] == ("arg0", (2, 3), "float32", "cpu")
     assert sig[3] == ("mask", (4,), "bool", "cpu")
-    out = md.output_signature({"logits": x, "aux": (m, None)})
+    out = graph_metadata.output_signature({"logits": x, "aux": (m, None)})
     assert [e[0] for e in out] == ["out.logits", "out.aux.0"]
-    assert md.output_signature(x) == (("out", (2, 3), "float32", "cpu"),)
-    assert md.signature_bytes(out) == 2 * 3 * 4 + 4 * 1
+    assert graph_metadata.output_signature(x) == (("out", (2, 3), "float32", "cpu"),)
+    assert graph_metadata.signature_bytes(out) == 2 * 3 * 4 + 4 * 1
 
 
 def test_signature_cap_counts_the_rest():
-    sig = md.output_signature([torch.zeros(1)] * (md.MAX_TENSORS_PER_CALL + 5))
-    assert len(sig) == md.MAX_TENSORS_PER_CALL + 1
-    assert md.sig_to_json(sig)[-1] == {"path": "...", "omitted": 5}
+    sig = graph_metadata.output_signature([torch.zeros(1)] * (graph_metadata.MAX_TENSORS_PER_CALL + 5))
+    assert len(sig) == graph_metadata.MAX_TENSORS_PER_CALL + 1
+    assert graph_metadata.sig_to_json(sig)[-1] == {"path": "...", "omitted": 5}
 
 
 def test_summary_first_identical_distinct():
-    s = md.SignatureSummary()
+    s = graph_metadata.SignatureSummary()
     a = (("out", (2, 3), "float32", "cpu"),)
     b = (("out", (5, 3), "float32", "cpu"),)
     for sig in (a, a, b, a, b):
@@ -105,7 +107,7 @@ def test_summary_first_identical_distinct():
     assert data["first"] == [{"path": "out", "shape": [2, 3], "dtype": "float32", "device": "cpu"}]
     assert data["distinct"] == [[{"path": "out", "shape": [5, 3], "dtype": "float32", "device": "cpu"}]]
     assert data["distinct_calls"] == [2]
-    assert s.total_bytes() == md.summary_bytes(data) == (3 * 6 + 2 * 15) * 4
+    assert s.total_bytes() == graph_metadata.summary_bytes(data) == (3 * 6 + 2 * 15) * 4
 
 
 # ----------------------------------------------------------------------------- recorder
@@ -126,7 +128,7 @@ def test_recorder_is_read_only_and_removed():
     x, mask = torch.randn(3, 8), torch.ones(3, dtype=torch.bool)
     with torch.no_grad():
         before = model(x, mask=mask)
-        with md.CallRecorder(model) as rec:
+        with graph_metadata.CallRecorder(model) as rec:
             # hooks are objects, not functions: TorchLens looks up the source lines of every function
             # hook on every module (seconds on the full model), but skips objects
             assert not any(inspect.isfunction(h) for h in model.proj._forward_hooks.values())
@@ -150,7 +152,10 @@ def test_recorder_reports_shallow_calls_for_progress():
     model = nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.Linear(8, 2)).eval()
     for depth, expected in ((0, [""]), (1, ["0", "1", ""]), (2, ["0.0", "0.1", "0", "1", ""])):
         seen: list[str] = []
-        with torch.no_grad(), md.CallRecorder(model, tensors=False, on_call=seen.append, report_depth=depth):
+        with (
+            torch.no_grad(),
+            graph_metadata.CallRecorder(model, tensors=False, on_call=seen.append, report_depth=depth),
+        ):
             model(torch.randn(2, 8))
         assert seen == expected  # completions, innermost first
 
@@ -167,7 +172,7 @@ def test_recorder_removes_hooks_when_forward_raises():
 
     model = Bad()
     with pytest.raises(ValueError):
-        with md.CallRecorder(model):
+        with graph_metadata.CallRecorder(model):
             model(torch.randn(1, 2))
     assert not model._forward_hooks and not model._forward_pre_hooks
     assert not model.fc._forward_hooks and not model.fc._forward_pre_hooks
@@ -185,7 +190,7 @@ def test_captured_io_metadata_and_activation_bytes():
     assert cg.activation_bytes["proj"] == (3 * 8 * 2 + 1 * 8) * 4
     assert cg.activation_bytes[""] == 3 * 8 * 4 + 1 * 8 * 4 + 3 * 1
     for address in cg.called:
-        assert cg.activation_bytes[address] == md.summary_bytes(cg.output_metadata[address])
+        assert cg.activation_bytes[address] == graph_metadata.summary_bytes(cg.output_metadata[address])
     assert cg.constructor_params["proj"]["in_features"] == 8
     assert cg.param_counts == {"": 0, "proj": 72}
     assert cg.stats["io_metadata_sources"] == {"hooks": 2}
@@ -246,7 +251,7 @@ def test_twin_metadata_for_every_called_module(twin_tiny_mode):
     for address in cg.called:
         assert cg.input_metadata[address]["calls"] == cg.call_counts[address], address
         assert cg.output_metadata[address]["calls"] == cg.call_counts[address], address
-        assert cg.activation_bytes[address] == md.summary_bytes(cg.output_metadata[address]), address
+        assert cg.activation_bytes[address] == graph_metadata.summary_bytes(cg.output_metadata[address]), address
     sam_in = cg.input_metadata["model.sam_model"]["first"]
     assert sam_in == [{"path": "arg0", "shape": [1, 3, 512, 512], "dtype": "float32", "device": "cpu"}]
     seq = inputs.seq_len

@@ -13,7 +13,7 @@ import pytest
 from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import UnsupportedLayerError
 from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
-from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr import parts
 from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
@@ -73,7 +73,7 @@ def test_analytic_nodes_model_the_class_the_twin_has_at_that_path(attn):
     assert all(stage.modules for stage in m.stages().values())
     assert _class_mismatches(m, real) == {}
     prefill = m.prefill().modules
-    assert set(P.BY_PATH) <= set(prefill)  # every part of the vocabulary is a node of the analytic tree
+    assert set(parts.BY_PATH) <= set(prefill)  # every part of the vocabulary is a node of the analytic tree
     assert prefill["model.layers.0.self_attn"] == (
         "dsocr.LlamaAttention" if attn == "eager" else "dsocr.LlamaSdpaAttention"
     )
@@ -87,7 +87,7 @@ def test_analytic_classes_match_the_vendor_module_tree():
     """Against the module tree measured on the vendor code (class of every named module, full size)."""
     tree = {name: cls for name, cls, _ in json.loads(VENDOR_TREE.read_text())["modules"]}
     assert registry.unsupported(tree.values(), "dsocr") == {}
-    for workload in P.modes().values():
+    for workload in parts.modes().values():
         m = DeepseekOCRAnalyticModel(ModelSpec.deepseek_ocr(), compute_view_layout(workload, 1700, 2200))
         assert _class_mismatches(m, tree) == {}
 

@@ -17,7 +17,7 @@ from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
-from llm_perf_opt.measure import check_dsocr_agreement, render_table
+from llm_perf_opt.measure import check_model_agreement, render_table
 from llm_perf_opt.model_runtime.measure import measure_forward
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ def test_prefill_and_vision_match_measured(twin, preset, page):
     inputs = build_inputs(SPEC, workload, *page)
     measured = _measured(twin, inputs)
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = check_dsocr_agreement(analytic, measured.prefill, rtol=1e-3)
+    v = check_model_agreement(analytic, measured.prefill, rtol=1e-3)
     assert v.passed, render_table(v, parts="all", max_rows=400)
     # the comparison is not vacuous: every stage has FLOPs, SAM ran on every view
     vision, prefill = v.checks[0].total_row, v.checks[1].total_row
@@ -77,7 +77,7 @@ def test_decode_steps_match_measured(twin, preset, page):
     contexts = sorted(measured.decode)
     assert contexts == [inputs.seq_len, inputs.seq_len + 4]
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, rtol=1e-3)
+    v = check_model_agreement(analytic, measured.prefill, measured.decode, rtol=1e-3)
     assert v.passed, render_table(v, parts="all", max_rows=400)
     d0, d1 = (measured.decode[c].total for c in contexts)
     d = SPEC.decoder

@@ -12,7 +12,7 @@ from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.measure import check_dsocr_agreement, render_table
+from llm_perf_opt.measure import check_model_agreement, render_table
 from llm_perf_opt.model_runtime.measure import measure_forward
 
 STEPS = 2
@@ -39,7 +39,7 @@ def _verified(spec, model, workload, sizes):
     analytic = DeepseekOCRAnalyticModel(
         spec, layouts[0], measured.seq_len, dtype="float32", batch=len(sizes), batch_layouts=layouts
     )
-    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_model_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     return samples, inputs, measured, analytic, v
 
 

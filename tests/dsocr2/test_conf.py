@@ -33,3 +33,15 @@ def test_v1_modes_do_not_see_the_v2_presets():
 def test_model_presets_name_v2_specs(name, spec):
     raw = OmegaConf.load(CONF / "model" / f"{name}.yaml")
     assert raw.spec == spec and ModelSpec.named(raw.spec).family == "dsocr2"
+
+
+@pytest.mark.parametrize("model", ["ocr2_twin", "ocr2_twin_tiny", "ocr2_vendor"])
+def test_an_ocr2_model_brings_its_default_workload(model):
+    """`model=ocr2_*` alone composes OCR-2's default mode (the model's defaults list); a `workload=` on the
+    command line still wins, and v1's default run keeps v1's Gundam."""
+    from llm_perf_opt.config.compose import compose_each
+
+    alone, chosen, v1 = compose_each([[f"model={model}"], [f"model={model}", "workload=ocr2/nocrop_768"], []])
+    assert (alone.workload.name, alone.workload.image_size, alone.workload.tile_size) == ("ocr2_default", 768, 768)
+    assert chosen.workload.name == "ocr2_nocrop_768"
+    assert (v1.workload.name, v1.model.family) == ("gundam", "dsocr")

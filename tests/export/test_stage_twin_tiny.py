@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from llm_perf_opt.dsocr.family import EXPORT_SUBMODULES
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.export import load_export_summary
 from llm_perf_opt.export.optable import read_csv
-from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 
 pytestmark = pytest.mark.slow
 SPEC = ModelSpec.tiny()

@@ -7,12 +7,11 @@ import pytest
 from export_helpers import typed_cfg
 
 from llm_perf_opt.config import ExportConfig
+from llm_perf_opt.dsocr.family import EXPORT_SUBMODULES, FAMILY
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
-from llm_perf_opt.dsocr.parts import VOCABULARY
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.export import plan_targets
-from llm_perf_opt.export.targets import EXPORT_SUBMODULES
 
 GUNDAM = VisionWorkload(base_size=1024, image_size=640, crop_mode=True)
 TINY_MODE = VisionWorkload(base_size=512, image_size=512, crop_mode=False)
@@ -22,7 +21,7 @@ def plan(cfg: ExportConfig, workload=GUNDAM, width=1700, height=2200, spec=None)
     layout = compute_view_layout(workload, width, height)
     seq_len = 1 + layout.image_tokens + 4
     return (
-        plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test", vocabulary=VOCABULARY),
+        plan_targets(cfg, spec or ModelSpec.tiny(), layout, seq_len, mode="test", family=FAMILY),
         layout,
         seq_len,
     )

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils import flop_counter as fc
 
-from llm_perf_opt.measure import flop_counter_adapter as A
+from llm_perf_opt.measure import flop_counter_adapter as adapter
 from llm_perf_opt.measure.flops import count_flops, is_matmul_like
 
 CUDA_SDPA_OPS = (
@@ -31,7 +31,7 @@ TEST_NS = "llm_perf_opt_flash_test"
 
 
 def test_extra_formulas_cover_only_ops_torch_does_not_count():
-    extra = A.extra_formulas()
+    extra = adapter.extra_formulas()
     assert extra, "the CPU SDPA kernel needs a formula on this torch"
     for packet in extra:
         assert packet not in fc.flop_registry, f"{packet} is counted by torch already: it would count twice"
@@ -40,7 +40,7 @@ def test_extra_formulas_cover_only_ops_torch_does_not_count():
 def test_cuda_sdpa_kernels_are_counted_by_torch_itself():
     """The kernels F.scaled_dot_product_attention dispatches to on CUDA have torch's formulas (so the
     project adds none for them); the CPU kernel is the one torch lacks and the project covers."""
-    extra = A.extra_formulas()
+    extra = adapter.extra_formulas()
     checked = 0
     for name in CUDA_SDPA_OPS:
         packet = getattr(torch.ops.aten, name, None)
@@ -124,10 +124,10 @@ def stand_in_ops():
 
 @pytest.mark.parametrize("b,lq,lk,h,hk,e", [(2, 5, 5, 4, 4, 8), (1, 1, 9, 4, 2, 16), (1, 278, 278, 10, 10, 128)])
 def test_flash_attn_dense_formula_counts_once_through_flop_counter_mode(stand_in_ops, b, lq, lk, h, hk, e):
-    formulas = A.flash_attn_formulas((TEST_NS,))
+    formulas = adapter.flash_attn_formulas((TEST_NS,))
     assert set(formulas) == {stand_in_ops._flash_attn_forward, stand_in_ops._flash_attn_varlen_forward}
     q, k, v = torch.randn(b, lq, h, e), torch.randn(b, lk, hk, e), torch.randn(b, lk, hk, e)
-    counter = A.RecordingFlopCounter(formulas)
+    counter = adapter.RecordingFlopCounter(formulas)
     with torch.no_grad(), counter:
         stand_in_ops._flash_attn_forward(q, k, v, 0.0, e**-0.5, True, -1, -1, 0.0, None, False)
     # Q·Kᵀ + P·V over every (query, key) pair and every query head; no causal discount (torch's convention)
@@ -142,7 +142,7 @@ def test_flash_attn_varlen_formula_sums_the_packed_sequences(stand_in_ops):
     lq, lk = [3, 5], [4, 6]
     q, k, v = torch.randn(sum(lq), h, e), torch.randn(sum(lk), h, e), torch.randn(sum(lk), h, e)
     cu_q, cu_k = torch.tensor([0, 3, 8], dtype=torch.int32), torch.tensor([0, 4, 10], dtype=torch.int32)
-    counter = A.RecordingFlopCounter(A.flash_attn_formulas((TEST_NS,)))
+    counter = adapter.RecordingFlopCounter(adapter.flash_attn_formulas((TEST_NS,)))
     with torch.no_grad(), counter:
         stand_in_ops._flash_attn_varlen_forward(q, k, v, cu_q, cu_k, 5, 6, 0.0, e**-0.5, False)
     assert counter.get_total_flops() == sum(2 * h * a * c * e * 2 for a, c in zip(lq, lk))
@@ -150,7 +150,7 @@ def test_flash_attn_varlen_formula_sums_the_packed_sequences(stand_in_ops):
 
 def test_count_flops_uses_the_flash_formulas_of_registered_ops(stand_in_ops, monkeypatch):
     """`count_flops` (what the trace job calls) picks up flash-attn's ops when they are registered."""
-    monkeypatch.setattr(A, "FLASH_ATTN_NAMESPACES", (*A.FLASH_ATTN_NAMESPACES, TEST_NS))
+    monkeypatch.setattr(adapter, "FLASH_ATTN_NAMESPACES", (*adapter.FLASH_ATTN_NAMESPACES, TEST_NS))
     q = torch.randn(1, 7, 2, 8)
     measured, _ = count_flops(
         lambda: stand_in_ops._flash_attn_forward(q, q, q, 0.0, 1.0, False, -1, -1, 0.0, None, False)
@@ -204,7 +204,7 @@ def test_cuda_sdpa_kernel_counts_equal_the_math_backend(backend, dtype, mask):
 def test_flash_attn_package_ops_are_counted_once():
     """flash-attn itself (the `gpu` extra): its custom op gets the formula, its result the same count."""
     flash_attn = pytest.importorskip("flash_attn", reason="flash-attn is not installed (the gpu extra)")
-    formulas = A.flash_attn_formulas()
+    formulas = adapter.flash_attn_formulas()
     if not formulas:
         pytest.fail(
             f"flash-attn {flash_attn.__version__} registers no torch custom op: its kernels are invisible "
@@ -215,4 +215,4 @@ def test_flash_attn_package_ops_are_counted_once():
     measured, _ = count_flops(lambda: flash_attn.flash_attn_func(q, k, v, causal=True))
     assert measured.total == 2 * b * h * s * s * e * 2
     assert not measured.matmul_like_without_formula
-    assert math.isclose(measured.total, A.flash_attn_flops(q.shape, k.shape, v.shape))
+    assert math.isclose(measured.total, adapter.flash_attn_flops(q.shape, k.shape, v.shape))

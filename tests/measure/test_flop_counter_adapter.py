@@ -11,15 +11,15 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from llm_perf_opt.measure import flop_counter_adapter as A
+from llm_perf_opt.measure import flop_counter_adapter as adapter
 from llm_perf_opt.measure.flops import count_flops
 
 
 @pytest.fixture
 def fresh_gate():
-    A.check_flop_counter.cache_clear()
+    adapter.check_flop_counter.cache_clear()
     yield
-    A.check_flop_counter.cache_clear()
+    adapter.check_flop_counter.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -33,13 +33,13 @@ def fresh_gate():
 )
 def test_torch_sdpa_formula_is_the_named_dims_formula(b, h, kv_heads, lq, lk, e, ev):
     expected = 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev  # Q·Kᵀ + P·V, no causal discount
-    assert A.sdpa_flops((b, h, lq, e), (b, kv_heads, lk, e), (b, kv_heads, lk, ev)) == expected
+    assert adapter.sdpa_flops((b, h, lq, e), (b, kv_heads, lk, e), (b, kv_heads, lk, ev)) == expected
     if kv_heads == h:  # torch's function itself, called directly, agrees
         assert sdpa_flop_count((b, h, lq, e), (b, h, lk, e), (b, h, lk, ev)) == expected
 
 
 def test_leading_dims_fold_into_the_batch():
-    assert A.sdpa_flops((2, 3, 4, 5, 8), (2, 3, 4, 7, 8), (2, 3, 4, 7, 8)) == 2 * 6 * 4 * 5 * 7 * 8 * 2
+    assert adapter.sdpa_flops((2, 3, 4, 5, 8), (2, 3, 4, 7, 8), (2, 3, 4, 7, 8)) == 2 * 6 * 4 * 5 * 7 * 8 * 2
 
 
 @pytest.mark.parametrize("mask", [False, True])
@@ -58,9 +58,9 @@ def test_cpu_kernel_count_equals_the_math_backend_count(mask):
 
 
 def test_this_torch_passes_the_gate(fresh_gate):
-    lo, hi = A.CHECKED_TORCH
-    assert lo <= A.torch_version() <= hi
-    A.check_flop_counter()  # signature and probe
+    lo, hi = adapter.CHECKED_TORCH
+    assert lo <= adapter.torch_version() <= hi
+    adapter.check_flop_counter()  # signature and probe
 
 
 def test_a_moved_hook_is_one_clear_error(fresh_gate, monkeypatch):
@@ -68,25 +68,27 @@ def test_a_moved_hook_is_one_clear_error(fresh_gate, monkeypatch):
         return out
 
     monkeypatch.setattr(FlopCounterMode, "_count_flops", renamed)
-    with pytest.raises(A.FlopCounterAPIError, match=r"changed its signature.*flop_counter_adapter\.py"):
-        A.check_flop_counter()
-    A.check_flop_counter.cache_clear()
+    with pytest.raises(adapter.FlopCounterAPIError, match=r"changed its signature.*flop_counter_adapter\.py"):
+        adapter.check_flop_counter()
+    adapter.check_flop_counter.cache_clear()
     monkeypatch.delattr(FlopCounterMode, "_count_flops")
-    with pytest.raises(A.FlopCounterAPIError, match=re.escape(f"torch {torch.__version__}: FlopCounterMode has no")):
-        A.check_flop_counter()
+    with pytest.raises(
+        adapter.FlopCounterAPIError, match=re.escape(f"torch {torch.__version__}: FlopCounterMode has no")
+    ):
+        adapter.check_flop_counter()
 
 
 def test_a_hook_no_longer_called_is_caught_by_the_probe(fresh_gate, monkeypatch):
-    class Silent(A.RecordingFlopCounter):  # the hook exists but torch stopped calling it per op
+    class Silent(adapter.RecordingFlopCounter):  # the hook exists but torch stopped calling it per op
         def _count_flops(self, func_packet, out, args, kwargs):
             return out
 
-    monkeypatch.setattr(A, "RecordingFlopCounter", Silent)
-    with pytest.raises(A.FlopCounterAPIError, match="probe matmul"):
-        A.check_flop_counter()
+    monkeypatch.setattr(adapter, "RecordingFlopCounter", Silent)
+    with pytest.raises(adapter.FlopCounterAPIError, match="probe matmul"):
+        adapter.check_flop_counter()
 
 
 def test_an_unchecked_torch_warns_once_when_the_probe_passes(fresh_gate, monkeypatch):
     monkeypatch.setattr(torch, "__version__", "2.99.0")
     with pytest.warns(UserWarning, match="outside the range"):
-        A.check_flop_counter()
+        adapter.check_flop_counter()

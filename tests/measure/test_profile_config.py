@@ -11,7 +11,8 @@ from llm_perf_opt.config import register_configs, to_typed_config
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.measure.profile import ForwardCall, profile_forward
+from llm_perf_opt.measure.profile import ForwardCall, planned_rounds, profile_forward
+from llm_perf_opt.measure.profile_table import render_profile
 
 
 def compose_cfg(*overrides: str):
@@ -22,7 +23,8 @@ def compose_cfg(*overrides: str):
 
 def test_presets():
     default = to_typed_config(compose_cfg()).profile
-    assert default == ProfileConfig(enabled=True, warmup=1, repeats=3, nvtx=False, chrome_trace=True)
+    assert default == ProfileConfig(enabled=True, warmup=1, repeats=3, budget_cpu_s=60.0, nvtx=False, chrome_trace=True)
+    assert to_typed_config(compose_cfg("profile.budget_cpu_s=null")).profile.budget_cpu_s is None
     assert to_typed_config(compose_cfg("profile=off")).profile.enabled is False
     assert to_typed_config(compose_cfg("profile.repeats=5", "profile.warmup=0")).profile.repeats == 5
 
@@ -33,6 +35,7 @@ def test_presets():
         (["profile.repeats=0"], "profile.repeats=0 is invalid: must be an integer >= 1"),
         (["profile.repeats=-2"], "profile.repeats=-2"),
         (["profile.warmup=-1"], "profile.warmup=-1 is invalid: must be an integer >= 0"),
+        (["profile.budget_cpu_s=0"], "profile.budget_cpu_s=0.0 is invalid: must be a number of seconds > 0, or null"),
     ],
 )
 def test_bad_values_one_line(overrides, needle):
@@ -48,6 +51,9 @@ def test_bad_values_one_line(overrides, needle):
         ({"repeats": True}, "profile.repeats"),
         ({"repeats": 2.5}, "profile.repeats"),
         ({"warmup": -1}, "profile.warmup"),
+        ({"budget_cpu_s": -5.0}, "profile.budget_cpu_s"),
+        ({"budget_cpu_s": True}, "profile.budget_cpu_s"),
+        ({"budget_cpu_s": "60"}, "profile.budget_cpu_s"),
         ({"nvtx": "yes"}, "profile.nvtx"),
         ({"enabled": 1}, "profile.enabled"),
     ],
@@ -92,3 +98,43 @@ def test_disabled_profile_refused():
     with pytest.raises(ConfigError, match="profile.enabled=False"):
         profile_forward(ForwardCall(model, {"x": torch.ones(1, 2)}), ProfileConfig(enabled=False))
     assert model.calls == 0
+
+
+def test_planned_rounds():
+    """The rounds a forward gets: as many as asked while they fit in the budget at the round's CPU time, never
+    none."""
+    assert planned_rounds(3, 60.0, 2.0) == 3  # 30 rounds would fit: the 3 asked
+    assert planned_rounds(3, 60.0, 25.0) == 2  # floor(60 / 25)
+    assert planned_rounds(3, 60.0, 48.0) == 1  # the full twin's Tiny forward at 24 CPU-s: one round
+    assert planned_rounds(3, 60.0, 500.0) == 1  # over the budget alone: still one round
+    assert planned_rounds(3, None, 500.0) == 3  # no budget: every round asked
+    assert planned_rounds(3, 60.0, 0.0) == 3  # no cost measured: every round asked
+
+
+@pytest.mark.parametrize("warmup", [1, 0])
+def test_costly_forward_gets_fewer_rounds(warmup, tmp_path):
+    """A forward costlier than the budget (any forward, for a budget of a picosecond) gets one round; the
+    artifact says how many ran and how many were asked, and every statistic covers the rounds run. With no
+    warm-up the first round sets the pace."""
+    model = Counting()
+    cfg = ProfileConfig(warmup=warmup, repeats=3, budget_cpu_s=1e-12)
+    times = profile_forward(ForwardCall(model, {"x": torch.ones(1, 2)}), cfg, trace_path=tmp_path / "trace.json")
+    rewarmed = times.wall["plain_rewarmed"]  # a forward under 50 ms runs once more before each plain one
+    assert model.calls == warmup + 2 + rewarmed  # the warm-up, one plain (re-warmed) and one profiled forward
+    assert times.repeats == times.method["repeats"] == 1 and times.method["repeats_asked"] == 3
+    assert times.method["budget_cpu_s"] == 1e-12 and times.method["round_cpu_s"] > 0
+    assert times.summary()["repeats"] == 1 and times.summary()["repeats_asked"] == 3
+    assert len(times.wall["plain_s"]["repeats"]) == len(times.wall["profiled_s"]["repeats"]) == 1
+    assert all(len(c.inclusive_s.repeats) == 1 for c in times.calls)
+    assert times.trace_repeat == 0 and (tmp_path / "trace.json").is_file()
+    assert "1 of 3 round(s)" in render_profile(times)
+
+
+def test_no_budget_runs_every_round():
+    model = Counting()
+    times = profile_forward(
+        ForwardCall(model, {"x": torch.ones(1, 2)}), ProfileConfig(warmup=1, repeats=3, budget_cpu_s=None)
+    )
+    assert model.calls == 1 + 3 * (2 + times.wall["plain_rewarmed"])
+    assert times.repeats == 3 and times.method["repeats_asked"] == 3 and times.trace_repeat is None
+    assert "round(s)" not in render_profile(times)  # every round asked ran: nothing to explain

@@ -19,7 +19,7 @@ from llm_perf_opt.dsocr.twin import build_twin
 from llm_perf_opt.errors import ArtifactError
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
-    check_dsocr_agreement,
+    check_model_agreement,
     fvcore_flops,
     load_verification,
     write_verification,
@@ -39,7 +39,7 @@ def verification():
     measured = measure_forward(model, kwargs, decode_steps=(1,))
     fv = fvcore_flops(model, dict(kwargs, use_cache=False))
     analytic = DeepseekOCRAnalyticModel(SPEC, inputs.layout, inputs.seq_len, dtype="float32")
-    return check_dsocr_agreement(analytic, measured.prefill, measured.decode, fvcore=fv), measured
+    return check_model_agreement(analytic, measured.prefill, measured.decode, fvcore=fv), measured
 
 
 def test_fvcore_is_reconciled_with_torch_on_the_tiny_twin(verification):

@@ -13,7 +13,7 @@ from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.measure import (
     VERIFICATION_SCHEMA,
-    check_dsocr_agreement,
+    check_model_agreement,
     load_verification,
     render_table,
     write_verification,
@@ -29,7 +29,7 @@ def verified(tiny):
     measured = measure_forward(model, kwargs, decode_steps=range(1, STEPS + 1))
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="float32")
-    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_model_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     return spec, measured, analytic, v
 
 
@@ -74,7 +74,7 @@ def test_a_wrong_kv_figure_fails_the_verification(verified):
     spec, measured, analytic, v = verified
     off = dict(measured.kv_cache_bytes)
     off[2] += 4
-    bad = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=off)
+    bad = check_model_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=off)
     assert not bad.passed and [r.step for r in bad.kv_cache if not r.ok] == [2]
 
 
@@ -117,7 +117,7 @@ def test_bf16_autocast_cache_is_counted_in_bf16(tiny):
     measured = measure_forward(model, kw, decode_steps=(1, 2), autocast_dtype=torch.bfloat16)
     layout = compute_view_layout(VisionWorkload(512, 512, False), 1700, 2200)
     analytic = DeepseekOCRAnalyticModel(spec, layout, measured.seq_len, dtype="bfloat16")
-    v = check_dsocr_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
+    v = check_model_agreement(analytic, measured.prefill, measured.decode, kv_cache_bytes=measured.kv_cache_bytes)
     assert v.passed, render_table(v)
     assert (
         v.kv_cache[-1].measured

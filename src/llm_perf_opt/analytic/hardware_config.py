@@ -1,10 +1,5 @@
 """The `hardware` section: a roof for predictions (conf/hardware/), datasheet figures with their sources or a
 measured roof (`analytic.time.hardware` turns it into a `Hardware`).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
 """
 
 from __future__ import annotations

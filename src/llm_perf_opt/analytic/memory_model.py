@@ -41,7 +41,9 @@ CONVENTION = {
     "masks), held through the generation",
     "activations": "peak live bytes of a stage: the largest unit's inputs + every tensor it produces, x batch "
     "(units the forward runs once per sample: one sample's)",
-    "phases": "static batching: max(prefill: KV of the prompt + prefill peak, last decode step: KV of prompt + output + its peak); continuous batching: the same with the prefill at batch 1 (one page prefilled while B slots hold KV of prompt + output, an upper bound)",
+    "phases": "static batching: max(prefill: KV of the prompt + prefill peak, last decode step: KV of prompt + "
+    "output + its peak); continuous batching: the same with the prefill at batch 1 (one page prefilled while B "
+    "slots hold KV of prompt + output, an upper bound)",
     "allowance": "workspace (fixed) + fragmentation x (KV cache + inputs + activations)",
 }
 
@@ -156,16 +158,11 @@ def max_batch(
 ) -> int:
     """The largest batch whose memory fits `capacity` bytes (0: not even one sequence fits); `continuous`:
     prefills at batch 1 (continuous batching), else at the batch (static)."""
-    fits = lambda b: (
-        memory_use(
-            model,
-            b,
-            output_tokens,
-            allowance,
-            prefill_batch=1 if continuous else None,  # noqa: E731
-        ).total
-        <= capacity
-    )
+
+    def fits(b: int) -> bool:
+        prefill_batch = 1 if continuous else None
+        return memory_use(model, b, output_tokens, allowance, prefill_batch=prefill_batch).total <= capacity
+
     if not fits(1):
         return 0
     hi = 1

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Union
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs as cost_formulas
 from llm_perf_opt.analytic.costs import ZERO, LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.stage import CostNode
 
@@ -178,20 +178,22 @@ def clear_caches() -> None:
 
 
 # --------------------------------------------------------------------------------------- torch.nn
-register_cost("Linear", "2·tokens·in·out (addmm's bias add is not counted by torch)")(C.linear)
-register_cost("Conv2d", "2·B·Cout·Hout·Wout·Cin·k² (torch's conv_flop_count; bias not counted)")(C.conv2d)
-register_cost("LayerNorm", "one fused native_layer_norm: no matmul, 7 elementwise FLOPs per element")(C.layer_norm)
-register_cost("Embedding", "a gather of `tokens` rows: no arithmetic")(C.embedding)
+register_cost("Linear", "2·tokens·in·out (addmm's bias add is not counted by torch)")(cost_formulas.linear)
+register_cost("Conv2d", "2·B·Cout·Hout·Wout·Cin·k² (torch's conv_flop_count; bias not counted)")(cost_formulas.conv2d)
+register_cost("LayerNorm", "one fused native_layer_norm: no matmul, 7 elementwise FLOPs per element")(
+    cost_formulas.layer_norm
+)
+register_cost("Embedding", "a gather of `tokens` rows: no arithmetic")(cost_formulas.embedding)
 
 
 @register_cost("GELU", "exact GELU over `numel` elements: 5 elementwise FLOPs each, no matmul")
 def gelu(numel: int, dtype_bytes: int = 2) -> LayerCost:
-    return C.elementwise(numel, "gelu", 1, dtype_bytes)
+    return cost_formulas.elementwise(numel, "gelu", 1, dtype_bytes)
 
 
 @register_cost("SiLU", "x·sigmoid(x) over `numel` elements: 2 elementwise FLOPs each, no matmul")
 def silu(numel: int, dtype_bytes: int = 2) -> LayerCost:
-    return C.elementwise(numel, "silu", 1, dtype_bytes)
+    return cost_formulas.elementwise(numel, "silu", 1, dtype_bytes)
 
 
 register_children("ModuleList", "never called itself: its entries are called one by one")

@@ -7,8 +7,9 @@ decode_context_len, tokens_per_s), stages: {vision|prefill|decode: {stage, shape
 Schema version 2 adds the time levels (`analytic.time.levels.levels_payload`): `levels` (the levels present, in
 order), `absent_levels` ({level: reason}), `time_model` (device and host figures, convention), and on each stage's
 `total` and each `summary[alias]` entry `levels: {level: {time_s, bound, ...}}` (the decode stage is one step at
-`decode_context_len`); the prefill's `parts` rows (one per module path) carry `kernel_s` and `eager_s`. Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the
-others absent with the reason `ABSENT_V1`.
+`decode_context_len`); the prefill's `parts` rows (one per module path) carry `kernel_s` and `eager_s`.
+Version 1 files (no levels) still load: their levels are the roofline's `ideal` only, the others absent with
+the reason `ABSENT_V1`.
 """
 
 from __future__ import annotations

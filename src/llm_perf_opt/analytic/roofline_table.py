@@ -8,8 +8,6 @@ from llm_perf_opt.analytic.time import convention
 from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.analytic.time.ideal import Estimate, LatencyPrediction
 
-_PARTS = ("sam", "clip", "projector", "embedding", "decoder", "norm", "lm_head")
-
 
 def describe_roof(roof: Roof) -> str:
     """One line of figures, then one line per source."""
@@ -47,7 +45,9 @@ def render_roofline_table(latency: LatencyPrediction) -> str:
         label = f"{name} (ctx {latency.context_len})" if name == "decode" else name
         lines.append(_row(label, stage.total))
         summary = stage.summary()
-        lines.extend(_row(f"  {part}", summary[part]) for part in _PARTS if part in summary)
+        vocabulary = stage.cost.vocabulary
+        listed = vocabulary.console_parts if vocabulary is not None else tuple(summary)
+        lines.extend(_row(f"  {part}", summary[part]) for part in listed if part in summary)
     lines.append("")
     lines.append(f"convention: {convention.roofline_line()}; cmp% = share of the time in compute-bound units")
     return "\n".join(lines)

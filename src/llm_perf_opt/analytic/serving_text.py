@@ -39,7 +39,8 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
             if p.experts_per_layer is not None
             else ""
         ),
-        f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + inputs {_gb(m.inputs)} + activations "
+        f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + "
+        f"inputs {_gb(m.inputs)} + activations "
         f"{_gb(m.activations)} + allowance {_gb(m.allowance)} = {_gb(m.total)}{cap}; dominant: {m.dominant}"
         + (f"; largest batch that fits: {fit}" if fit is not None else ""),
         f"  binding constraint: {binding(p, capacity)}",
@@ -51,7 +52,9 @@ def binding(p: ServingPoint, capacity: Optional[float]) -> str:
     if capacity and p.memory.total > capacity:
         return f"memory ({_gb(p.memory.total)} > {_gb(capacity)})"
     side = "compute" if p.step_bound == "compute" else "memory bandwidth"
-    return f"{side} (the decode step, {p.step_s * 1e3:,.3f} ms, holds {100 * (p.output_tokens - 1) * p.step_s / (p.prefill_s + (p.output_tokens - 1) * p.step_s):.0f}% of a static batch's time)"
+    decode_s = (p.output_tokens - 1) * p.step_s
+    share = 100 * decode_s / (p.prefill_s + decode_s)
+    return f"{side} (the decode step, {p.step_s * 1e3:,.3f} ms, holds {share:.0f}% of a static batch's time)"
 
 
 def render_curve(points: Sequence[ServingPoint], knee: Knee, continuous: bool = False) -> str:

@@ -60,8 +60,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from torch import nn
 
 from llm_perf_opt.artifacts import to_jsonable
-from llm_perf_opt.callgraph import metadata as md
-from llm_perf_opt.callgraph import torchlens_adapter as tl
+from llm_perf_opt.callgraph import metadata as graph_metadata
+from llm_perf_opt.callgraph import torchlens_adapter as adapter
 from llm_perf_opt.callgraph.op_families import GATHER, SAME_TENSOR  # op_output_bytes key suffixes
 from llm_perf_opt.callgraph.schema import ROOT, CallGraph
 from llm_perf_opt.errors import TraceError
@@ -95,7 +95,7 @@ class CaptureResult:
 
 # --------------------------------------------------------------------------- derive
 def _address(tl_address: str | None) -> str:
-    return tl.address(tl_address, ROOT)
+    return adapter.address(tl_address, ROOT)
 
 
 def _call_address(call_label: str) -> str:
@@ -219,7 +219,7 @@ def module_tree(model: nn.Module) -> tuple[dict[str, list[str]], dict[str, str]]
 # --------------------------------------------------------------------------- reconcile
 def reconcile(
     graph: TraceGraph,
-    recorder: md.CallRecorder | None,
+    recorder: graph_metadata.CallRecorder | None,
 ) -> tuple[dict[str, Counter], Counter, dict[str, int], dict[str, int]]:
     """Merge TorchLens' calls with the hooks': the larger count wins.
 
@@ -367,8 +367,8 @@ def _forward_progress(say: Progress, every_seconds: float = 2.0) -> Callable[[st
 class Recording:
     """What one forward under TorchLens and the hooks recorded."""
 
-    run: tl.TorchLensRun
-    recorder: md.CallRecorder | None
+    run: adapter.TorchLensRun
+    recorder: graph_metadata.CallRecorder | None
     root_forward_calls: int = 1  # forwards the root ran in its one call (a program's: prefill + decode steps)
 
 
@@ -427,10 +427,12 @@ def record(
     `io_hooks`) the read-only hooks."""
     recorder = None
     if io_hooks:
-        recorder = md.CallRecorder(model, tensors=metadata, on_call=_forward_progress(progress) if progress else None)
+        recorder = graph_metadata.CallRecorder(
+            model, tensors=metadata, on_call=_forward_progress(progress) if progress else None
+        )
     counter = [0]
     with root_program(model, program, counter), recorder if recorder is not None else nullcontext():
-        run = tl.trace_forward(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
+        run = adapter.trace_forward(model, forward_args, forward_kwargs, progress=progress, rescue=rescue)
     return Recording(run=run, recorder=recorder, root_forward_calls=counter[0] if program is not None else 1)
 
 
@@ -471,8 +473,11 @@ def attach_metadata(
     the I/O source per address."""
     root_io = None
     if rec.recorder is None:  # TorchLens keeps no record of the root call's own arguments
-        root_io = (md.input_signature(forward_args, dict(forward_kwargs or {})), md.output_signature(rec.run.output))
-    return md.merge_metadata(cg, model, trace=rec.run.trace, recorder=rec.recorder, root_io=root_io)
+        root_io = (
+            graph_metadata.input_signature(forward_args, dict(forward_kwargs or {})),
+            graph_metadata.output_signature(rec.run.output),
+        )
+    return graph_metadata.merge_metadata(cg, model, trace=rec.run.trace, recorder=rec.recorder, root_io=root_io)
 
 
 def check(cg: CallGraph, name: str, strict: bool) -> None:
@@ -501,13 +506,13 @@ def _stats(
         "capture_seconds": round(rec.run.seconds, 3),
         "derive_seconds": round(derived.seconds, 3),
         "metadata_seconds": round(metadata_seconds, 3),
-        "torchlens_total_flops_forward": tl.total_flops_forward(trace),
+        "torchlens_total_flops_forward": adapter.total_flops_forward(trace),
         "calls_without_ops": _in_tree_order(derived.calls_without_ops, types),
         "calls_bypassing_hooks": _in_tree_order(derived.calls_bypassing_hooks, types),
         "opaque_ops": _in_tree_order(derived.graph.opaque_ops, types),
         "io_metadata_sources": dict(Counter(io_sources.values())),
         "root_forward_calls": rec.root_forward_calls,
-        "torchlens": tl.trace_facts(trace, rec.run),
+        "torchlens": adapter.trace_facts(trace, rec.run),
     }
 
 

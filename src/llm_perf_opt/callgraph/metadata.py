@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
-from llm_perf_opt.callgraph import torchlens_adapter as tl
+from llm_perf_opt.callgraph import torchlens_adapter
 from llm_perf_opt.callgraph.schema import ROOT
 
 MAX_TENSORS_PER_CALL = 64  # tensors listed per call signature; the rest are counted, not listed
@@ -252,7 +252,7 @@ class _PostHook:
         rec, address = self.recorder, self.address
         rec.calls[address] += 1
         if rec.tensors:
-            with tl.pause_logging():  # the hook's reads are not ops of the model
+            with torchlens_adapter.pause_logging():  # the hook's reads are not ops of the model
                 summary = rec.inputs.get(address)
                 if summary is None:
                     summary = rec.inputs[address] = SignatureSummary()
@@ -268,10 +268,10 @@ class _PostHook:
 # --------------------------------------------------------------------------- TorchLens fallback
 def torchlens_input_signature(call: Any) -> Signature:
     entries: list[TensorSig] = []
-    for path, shape, dtype in tl.parse_call_summary(getattr(call, "forward_args_summary", None)):
+    for path, shape, dtype in torchlens_adapter.parse_call_summary(getattr(call, "forward_args_summary", None)):
         head, _, rest = path.partition(".")
         entries.append((f"arg{head}" + (f".{rest}" if rest else ""), shape, dtype, None))
-    for path, shape, dtype in tl.parse_call_summary(getattr(call, "forward_kwargs_summary", None)):
+    for path, shape, dtype in torchlens_adapter.parse_call_summary(getattr(call, "forward_kwargs_summary", None)):
         entries.append((path, shape, dtype, None))
     return _cap(entries)
 
@@ -299,7 +299,7 @@ def torchlens_io(
     if not wanted:
         return inputs, outputs
     for call in trace.module_calls:
-        address = tl.address(call.address, ROOT)
+        address = torchlens_adapter.address(call.address, ROOT)
         if address not in wanted:
             continue
         inputs.setdefault(address, SignatureSummary()).add(torchlens_input_signature(call))
@@ -480,7 +480,7 @@ def torchlens_attributes(trace: Any) -> dict[str, dict[str, Any]]:
         attrs = getattr(mod, "custom_attributes", None)
         if attrs is None:
             continue
-        out[tl.address(mod.address, ROOT)] = dict(attrs)
+        out[torchlens_adapter.address(mod.address, ROOT)] = dict(attrs)
     return out
 
 

@@ -1,10 +1,4 @@
-"""The `render` section: how the grouped graph is drawn (depth, formats, heat map).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
-"""
+"""The `render` section: how the grouped graph is drawn (depth, formats, heat map)."""
 
 from __future__ import annotations
 

@@ -145,6 +145,10 @@ def _packaged_page_dir() -> Optional[Path]:
     return Path(conf.__file__).parent / "page"
 
 
+# The workload fields every model family has; the others are one family's knobs (`ModelFamily.workload_knobs`).
+COMMON_WORKLOAD_FIELDS = ("name", "page", "prompt", "batch", "pages")
+
+
 @dataclass
 class WorkloadConfig:
     """One vendor mode (`infer(base_size, image_size, crop_mode)`) applied to one page and prompt."""

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs
 from llm_perf_opt.analytic.costs import NO_KERNELS, ZERO, K, LayerCost
 from llm_perf_opt.analytic.registry import (
     Children,
@@ -84,11 +84,13 @@ class ForwardShape:
 
 
 def residual_adds(numel: int, b: int) -> LayerCost:
-    return C.elementwise(numel, "add", 2, b).times(2)  # two residual adds
+    return costs.elementwise(numel, "add", 2, b).times(2)  # two residual adds
 
 
 # ---------------------------------------------------------------------------------------- SAM ViT-B
-register_cost("dsocr.LayerNorm2d", "SAM's channel LayerNorm written out in elementwise ops: no matmul")(C.layer_norm2d)
+register_cost("dsocr.LayerNorm2d", "SAM's channel LayerNorm written out in elementwise ops: no matmul")(
+    costs.layer_norm2d
+)
 register_children("dsocr.PatchEmbed", "its proj Conv2d, then a permute (a view)")
 
 
@@ -111,7 +113,7 @@ def sam_attention(
     own = ZERO
     for length, size in ((rel_pos_h_len, h), (rel_pos_w_len, w)):
         if length != 2 * size - 1:
-            own = own + C.interpolate(hd, (length,), (2 * size - 1,), "linear")
+            own = own + costs.interpolate(hd, (length,), (2 * size - 1,), "linear")
             if b != 4:  # the table's .to(float32) and the resized table's .to(dtype)
                 own = own + LayerCost(
                     activation_bytes=length * hd * 4 + (2 * size - 1) * hd * b,
@@ -143,7 +145,7 @@ def sam_attention(
             "elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b
         ),  # two einsums, the bias sum
     )
-    own = own + C.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
+    own = own + costs.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
     return own, (
         ("qkv", module_cost("Linear", batch * n, dim, 3 * dim, True, b)),
         ("proj", module_cost("Linear", batch * n, dim, dim, True, b)),
@@ -200,9 +202,9 @@ def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int
 
 def sam_grids(sam: SamSpec, side: int) -> tuple[int, int, int]:
     """(patch grid, net_2 grid, net_3 grid = the output grid) for images of `side` pixels."""
-    grid = C.conv_out(side, sam.patch_size, sam.patch_size, 0)
-    g2 = C.conv_out(grid, 3, 2, 1)
-    return grid, g2, C.conv_out(g2, 3, 2, 1)
+    grid = costs.conv_out(side, sam.patch_size, sam.patch_size, 0)
+    g2 = costs.conv_out(grid, 3, 2, 1)
+    return grid, g2, costs.conv_out(g2, 3, 2, 1)
 
 
 @register_cost(
@@ -214,9 +216,9 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`)."""
     b = dtype_bytes
     grid, g2, g3 = sam_grids(sam, side)
-    own = C.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
+    own = costs.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
     if grid != sam.pos_grid:
-        own = own + C.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
+        own = own + costs.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
         # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
         own = own + LayerCost(
             activation_bytes=(sam.pos_grid**2 * 4 + grid * grid * b) * sam.width if b != 4 else 0,
@@ -262,10 +264,10 @@ def projector(tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2) -
 # ------------------------------------------------------------------------------------------ decoder
 register_cost(
     "dsocr.DeepseekV2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per element"
-)(C.rms_norm)
+)(costs.rms_norm)
 register_cost(
     "dsocr.LlamaRotaryEmbedding", "cos/sin table rebuilt per call: one bmm (B, d/2, 1)·(B, 1, T), then cos and sin"
-)(C.rotary_table)
+)(costs.rotary_table)
 
 
 def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Children]:
@@ -280,7 +282,7 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
     batch, q_len, past_len, hidden, heads = s.batch, s.q_len, s.past_len, s.hidden, s.heads
     kv_heads, head_dim, b = s.kv_heads, s.head_dim, s.dtype_bytes
     kv = past_len + q_len
-    own = C.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + C.sdpa(
+    own = costs.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + costs.sdpa(
         batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1 or s.masked, fused=fused, dtype_bytes=b
     )
     if past_len:
@@ -331,7 +333,7 @@ register_cost("dsocr.LlamaFlashAttention2", "as LlamaSdpaAttention (a fused kern
 )
 def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
-    return C.elementwise(tokens * intermediate, "mul", 2, b), (  # act(gate) · up
+    return costs.elementwise(tokens * intermediate, "mul", 2, b), (  # act(gate) · up
         ("gate_proj", module_cost("Linear", tokens, hidden, intermediate, False, b)),
         ("up_proj", module_cost("Linear", tokens, hidden, intermediate, False, b)),
         ("act_fn", module_cost("SiLU", tokens * intermediate, b)),
@@ -348,7 +350,7 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
     # F.linear(x.float(), w.float()): in float32 when the model is; a bf16/fp16 model runs under autocast
     # (as the vendor's infer() does), which computes the linear in that dtype: bf16 logits (found against
     # TorchLens on the vendor's bf16 run), reading the b-byte parameter
-    gate = C.linear(tokens, hidden, n_routed, False, b)
+    gate = costs.linear(tokens, hidden, n_routed, False, b)
     gate = gate + LayerCost(
         weight_bytes=0,
         # float32 copies of x and of the gate weight; top-k's float32 weights and int64 ids (T x k each),
@@ -365,7 +367,7 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
             else NO_KERNELS
         ),
     )
-    return gate + C.softmax(tokens, n_routed, 4)
+    return gate + costs.softmax(tokens, n_routed, 4)
 
 
 @register_cost(
@@ -441,7 +443,7 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
     if d.n_shared_experts:
         shared = module_cost("dsocr.DeepseekV2MLP", tokens, hidden, d.shared_intermediate_size, b)
         children += (("shared_experts", shared),)
-        own = own + C.elementwise(tokens * hidden, "add", 2, b)  # y + shared_experts(identity)
+        own = own + costs.elementwise(tokens * hidden, "add", 2, b)  # y + shared_experts(identity)
     return own, children
 
 

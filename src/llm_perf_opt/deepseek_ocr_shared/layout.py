@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from llm_perf_opt.errors import ConfigError
 
@@ -196,4 +197,17 @@ def layout_of(w, width: int, height: int, *, crop_threshold: int, squash_max: in
         global_tokens=global_tokens,
         local_tokens=local_tokens,
         image_tokens=global_tokens + local_tokens,
+    )
+
+
+def console_summary(summary: Any) -> str:
+    """The console's lines about a run of a DeepSeek-OCR family (v1 and OCR-2 tile pages alike): the mode's
+    knobs, the crop grid, the global and local image tokens (`ModelFamily.console_summary`)."""
+    lay, tok, wl = summary.layout.raw, summary.tokens, summary.workload
+    return (
+        f"{summary.model.name} | mode {wl.mode} (base {wl.knob('base_size')}, image {wl.knob('image_size')}, "
+        f"crop {wl.knob('crop_mode')}) | page {lay['page_width']}x{lay['page_height']}\n"
+        f"  grid {lay['w_crop']}x{lay['h_crop']} ({lay['num_crops']} crops, {lay['num_views']} views) | "
+        f"image tokens {tok.image} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
+        f"sequence {tok.sequence}"
     )

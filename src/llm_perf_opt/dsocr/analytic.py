@@ -50,7 +50,7 @@ from llm_perf_opt.deepseek_ocr_shared.analytic import (
 from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes
 from llm_perf_opt.deepseek_ocr_shared.serving import language_parameters, sam_parameters
 from llm_perf_opt.dsocr import costs  # noqa: F401 - registers v1's CLIP formulas and its vision
-from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr import parts as v1_parts
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.spec import ModelSpec
 
@@ -63,7 +63,11 @@ def _vision_stage(
         ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False, batch, more, batch > 1),
     )
     return StageCost(
-        "vision", root, P.VISION_PATHS, _pass_shapes(passes, image_tokens) | _batch_shapes(batch, more), P.VOCABULARY
+        "vision",
+        root,
+        v1_parts.VISION_PATHS,
+        _pass_shapes(passes, image_tokens) | _batch_shapes(batch, more),
+        v1_parts.VOCABULARY,
     )
 
 
@@ -86,7 +90,7 @@ def _prefill_stage(
         | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
         | _batch_shapes(batch, more)
     )
-    return StageCost("prefill", root, ("",), shapes, P.VOCABULARY)
+    return StageCost("prefill", root, ("",), shapes, v1_parts.VOCABULARY)
 
 
 def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
@@ -95,7 +99,7 @@ def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, bat
         ForwardShape(spec, (), 0, 1, context_len, attention, b, True, batch, (), batch > 1),
     )
     shapes = {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1} | ({"batch": batch} if batch > 1 else {})
-    return StageCost("decode", root, ("",), shapes, P.VOCABULARY)
+    return StageCost("decode", root, ("",), shapes, v1_parts.VOCABULARY)
 
 
 def parameter_count(spec: ModelSpec) -> int:
@@ -115,7 +119,7 @@ def parameter_count(spec: ModelSpec) -> int:
 class DeepseekOCRAnalyticModel(DeepSeekOCRAnalyticBase):
     """Analytic costs of DeepSeek-OCR (v1) for one page layout (arguments as `DeepSeekOCRAnalyticBase`'s)."""
 
-    vocabulary = P.VOCABULARY
+    vocabulary = v1_parts.VOCABULARY
     stage_cache = StageCache(_vision_stage, _prefill_stage, _decode_stage)
     vision_labels = "SAM, CLIP and the projector"
 

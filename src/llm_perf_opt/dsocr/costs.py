@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs
 from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
 from llm_perf_opt.analytic.registry import (
     Children,
@@ -37,7 +37,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
         kernels=K("copy", 0, 2 * batch * tokens * clip.width * b),
     )
     if src != tgt:
-        own = own + C.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
+        own = own + costs.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
         own = own + LayerCost(
             activation_bytes=tokens * clip.width * b,  # cat(cls, resized table)
             kernels=K("copy", 0, 2 * tokens * clip.width * b),
@@ -50,7 +50,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
             kernels=K("copy", 0, 2 * src * src * clip.width * b)
             + K("copy", 0, (src * src + tgt * tgt) * (4 + b) * clip.width).times(2 if b != 4 else 0),
         )
-    own = own + C.elementwise(batch * tokens * clip.width, "add", 2, b)
+    own = own + costs.elementwise(batch * tokens * clip.width, "add", 2, b)
     table = module_cost("Embedding", clip.num_positions, clip.num_positions, clip.width, b)
     return own, (("position_embedding", table),)
 
@@ -58,7 +58,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
 @register_cost("dsocr.NoTPAttention", "CLIP attention: qkv_proj, SDPA without mask, out_proj")
 def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
-    return C.sdpa(batch, heads, tokens, tokens, dim // heads, mask=False, fused=True, dtype_bytes=b), (
+    return costs.sdpa(batch, heads, tokens, tokens, dim // heads, mask=False, fused=True, dtype_bytes=b), (
         ("qkv_proj", module_cost("Linear", batch * tokens, dim, 3 * dim, True, b)),
         ("out_proj", module_cost("Linear", batch * tokens, dim, dim, True, b)),
     )
@@ -68,7 +68,7 @@ def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: i
 def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     # x·sigmoid(1.702·x) as three eager ops: 1.702·x and its sigmoid are materialised before the product
-    gelu = C.elementwise(tokens * hidden, "quick_gelu", 1, b) + LayerCost(activation_bytes=2 * tokens * hidden * b)
+    gelu = costs.elementwise(tokens * hidden, "quick_gelu", 1, b) + LayerCost(activation_bytes=2 * tokens * hidden * b)
     return gelu, (
         ("fc1", module_cost("Linear", tokens, dim, hidden, True, b)),
         ("fc2", module_cost("Linear", tokens, hidden, dim, True, b)),

@@ -27,7 +27,9 @@ PARTS: tuple[Part, ...] = parts_with(CLIP)  # forward order: the shared parts wi
 REPORTED: tuple[str, ...] = ("sam", "clip", "projector", "decoder", "lm_head")
 # The same vocabulary as the object the generic layers receive (`llm_perf_opt.family.PartVocabulary`);
 # the names below are its lookups, so the alias <-> path rules are written once (in `family.py`).
-VOCABULARY = PartVocabulary("dsocr", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)
+# The parts the console's stage tables list (`./dev analyze`'s roofline table), the vision parts first.
+CONSOLE: tuple[str, ...] = ("sam", "clip", "projector", "embedding", "decoder", "norm", "lm_head")
+VOCABULARY = PartVocabulary("dsocr", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX, CONSOLE)
 BY_ALIAS: Mapping[str, Part] = VOCABULARY.by_alias
 BY_PATH: Mapping[str, Part] = VOCABULARY.by_path
 VISION: tuple[str, ...] = VOCABULARY.vision

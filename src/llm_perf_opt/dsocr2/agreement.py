@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from llm_perf_opt.dsocr2 import cost_formulas
-from llm_perf_opt.measure.agreement import DEFAULT_RTOL, Verification, check_dsocr_agreement
+from llm_perf_opt.measure.agreement import DEFAULT_RTOL, Verification, check_model_agreement
 from llm_perf_opt.measure.flops import MeasuredFlops
 
 
@@ -20,8 +20,8 @@ def check_dsocr2_agreement(
     kv_cache_bytes: Mapping[int, int] | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> Verification:
-    """`check_dsocr_agreement` for a `DeepseekOCR2AnalyticModel` (every part: the summary parts are v1's vocabulary)."""
-    v = check_dsocr_agreement(
+    """`check_model_agreement` for a `DeepseekOCR2AnalyticModel` (every part: the summary parts are v1's vocabulary)."""
+    v = check_model_agreement(
         model, prefill, decode, rtol=rtol, parts="all", context=context, kv_cache_bytes=kv_cache_bytes
     )
     measured = [prefill, prefill] + [m for _, m in sorted((decode or {}).items())]

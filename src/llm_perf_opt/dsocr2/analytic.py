@@ -33,7 +33,7 @@ from llm_perf_opt.deepseek_ocr_shared.analytic import (
     vision_passes,
 )
 from llm_perf_opt.deepseek_ocr_shared.serving import language_parameters, sam_parameters
-from llm_perf_opt.dsocr2 import cost_formulas as F
+from llm_perf_opt.dsocr2 import cost_formulas
 from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr2.parts import VOCABULARY
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
@@ -50,7 +50,7 @@ __all__ = [
     "DEFAULT_PROMPT_TOKENS",
 ]
 
-ROOT = F.PREFIX + "DeepseekOCR2ForCausalLM"
+ROOT = cost_formulas.PREFIX + "DeepseekOCR2ForCausalLM"
 VISION_PATHS = ("model.sam_model", "model.qwen2_model", "model.projector")
 
 

@@ -10,8 +10,7 @@ attention; modeling_deepseekocr2.py); each formula carries its derivation as its
 
 from __future__ import annotations
 
-from llm_perf_opt.analytic import costs as C
-from llm_perf_opt.analytic import registry
+from llm_perf_opt.analytic import costs, registry
 from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
 from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes, gated_mlp, sam_grids
@@ -35,17 +34,17 @@ def unsupported(module_classes) -> dict[str, int]:
 
 
 def _residuals(numel: int, b: int) -> LayerCost:
-    return C.elementwise(numel, "add", 2, b).times(2)  # two residual adds
+    return costs.elementwise(numel, "add", 2, b).times(2)  # two residual adds
 
 
 # ------------------------------------------------------------------------------------------- encoder
 register_cost(
     PREFIX + "Qwen2RMSNorm", "float32 x·rsqrt(mean(x²)+eps)·weight: no matmul, 4 elementwise FLOPs per element"
-)(C.rms_norm)
+)(costs.rms_norm)
 register_cost(
     PREFIX + "Qwen2RotaryEmbedding",
     "cos/sin table for positions (1, T), built once per encoder call: one bmm (1, d/2, 1)·(1, 1, T), then cos and sin",
-)(C.rotary_table)
+)(costs.rotary_table)
 register_cost(
     PREFIX + "Qwen2MLP",
     "down_proj(SiLU(gate_proj(x)) · up_proj(x)): three bias-free linears, an activation module and one multiply",
@@ -63,8 +62,8 @@ def qwen2_sdpa_attention(
     """Bidirectional-plus-causal attention of the encoder: every query row scores all T keys (the mask is
     added, nothing is skipped). The per-layer `rotary_emb` is not called (the model passes cos/sin)."""
     b = dtype_bytes
-    own = C.rope_apply(batch, tokens, heads, kv_heads, head_dim, b)
-    own = own + C.sdpa(batch, heads, tokens, tokens, head_dim, kv_heads=heads, mask=True, fused=True, dtype_bytes=b)
+    own = costs.rope_apply(batch, tokens, heads, kv_heads, head_dim, b)
+    own = own + costs.sdpa(batch, heads, tokens, tokens, head_dim, kv_heads=heads, mask=True, fused=True, dtype_bytes=b)
     # repeat_kv (expand + reshape) and `transpose(1, 2).contiguous()`: no activation bytes under the project's
     # convention (measure.agreement: a reshape is a view, SDPA's output is already contiguous after the
     # transpose, so `contiguous` returns the same tensor), and neither launches a kernel in the capture

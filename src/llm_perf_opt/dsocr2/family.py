@@ -1,8 +1,9 @@
 """DeepSeek-OCR 2 behind the model-family seam (`llm_perf_opt.family.ModelFamily`).
 
-One object, `FAMILY`, registered as "dsocr2" (`llm_perf_opt.families.BUILTIN`). What is the same code as
-v1 (the session, the prompt tokens, the measured forward, the decode program, the MoE routing record, the
-seeded weights) is v1's family's method, inherited; what differs is v2's own: the spec and its named twins,
+One object, `FAMILY`, registered as "dsocr2" (`llm_perf_opt.families.BUILTIN`). It stands on the contract's
+base class both DeepSeek-OCR families share (`deepseek_ocr_shared.family_base.DeepSeekOCRFamilyBase`), not on
+v1's family: what is the same code as v1 (the prompt tokens, the measured forward, the decode program, the MoE
+routing record, the vendor-code check) is that base's; what differs is v2's own: the spec and its named twins,
 the workload knobs and their rules (768/1024 views, 2-6 crops of 768), the layout, the modes
 (`conf/workload/ocr2/*.yaml`), the analytic model (cost namespace `dsocr2`), the twin and vendor loaders,
 the runtime patches and checks (SAM's blocks and the encoder's layers as `for N` loops), the vendor code
@@ -13,16 +14,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from llm_perf_opt.dsocr.family import DeepSeekOCRFamily  # the one v1 import: the family contract replaces it
+from llm_perf_opt.deepseek_ocr_shared.family_base import DeepSeekOCRFamilyBase
 from llm_perf_opt.dsocr2 import parts as P
 from llm_perf_opt.errors import ConfigError
 
 MODES_FOLDER = "ocr2"  # conf/workload/ocr2/*.yaml: v2's modes (v1's are conf/workload/*.yaml)
 
 
-class DeepSeekOCR2Family(DeepSeekOCRFamily):
+class DeepSeekOCR2Family(DeepSeekOCRFamilyBase):
     name = "dsocr2"
     label = "DeepSeek-OCR 2"
     parts = P.VOCABULARY
@@ -35,7 +36,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
     export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
     onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
-    package = "llm_perf_opt.dsocr2"  # build_inputs, runtime_checks, trace_patches: this package's modules
+    # supports_batch (the shared batched inputs): the analytic model prices one page, a ConfigError at batch > 1
 
     # ------------------------------------------------------------------ configuration
     def spec_named(self, name: str) -> Any:
@@ -84,17 +85,9 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
 
         return DeepseekOCR2AnalyticModel(spec, layout, seq_len, **kwargs)
 
-    def clear_analytic_caches(self) -> None:
-        from llm_perf_opt.deepseek_ocr_shared.analytic import clear_caches
-        from llm_perf_opt.dsocr2.analytic import _stages_for
-
-        clear_caches()
-        _stages_for.cache_clear()
-
     # ------------------------------------------------------------------ the runtime
-    def vendor_required_names(self) -> Optional[Mapping[str, tuple[str, ...]]]:
-        """v2's vendor classes and functions (`dsocr2.session.REQUIRED_VENDOR_NAMES`), checked by v1's
-        `check_vendor_code` (the same import of the vendor code, no model built)."""
+    def vendor_required_names(self) -> Mapping[str, tuple[str, ...]]:
+        """v2's vendor classes and functions (`dsocr2.session.REQUIRED_VENDOR_NAMES`)."""
         from llm_perf_opt.dsocr2.session import REQUIRED_VENDOR_NAMES
 
         return REQUIRED_VENDOR_NAMES
@@ -109,10 +102,28 @@ class DeepSeekOCR2Family(DeepSeekOCRFamily):
         session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
 
+    def build_inputs(self, spec: Any, workload: Any, **kwargs: Any) -> Any:
+        from llm_perf_opt.dsocr2.inputs import build_inputs
+
+        return build_inputs(spec, workload, **kwargs)
+
+    @property
+    def runtime_checks(self) -> Sequence[Callable[..., Any]]:
+        from llm_perf_opt.dsocr2.checks import RUNTIME_CHECKS
+
+        return RUNTIME_CHECKS
+
+    @property
+    def trace_patches(self) -> tuple[str, ...]:
+        from llm_perf_opt.dsocr2.patches import TRACE_PATCHES
+
+        return TRACE_PATCHES
+
     def runtime_patches(self, session: Any, names: Iterable[str]) -> Any:
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's patches
+        from llm_perf_opt.model_runtime.patches import runtime_patches
 
-        return super().runtime_patches(session, names)
+        return runtime_patches(session, names)
 
 
 @lru_cache(maxsize=8)

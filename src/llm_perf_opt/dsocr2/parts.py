@@ -34,7 +34,8 @@ PARTS: tuple[Part, ...] = parts_with(ENCODER)  # v1's with CLIP-L -> the encoder
 REPORTED: tuple[str, ...] = ("sam", "encoder", "projector", "decoder", "lm_head")
 # The vocabulary the generic layers receive (`llm_perf_opt.family.PartVocabulary`); its methods are the
 # lookups (path, alias, decoder_layer_path, color, ...).
-VOCABULARY = PartVocabulary("dsocr2", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX)
+CONSOLE: tuple[str, ...] = ("sam", "encoder", "projector", "embedding", "decoder", "norm", "lm_head")  # v1's order
+VOCABULARY = PartVocabulary("dsocr2", PARTS, REPORTED, DECODER_STACK, LAYER_ALIAS_PREFIX, CONSOLE)
 VISION_PATHS: tuple[str, ...] = VOCABULARY.vision_paths
 alias = VOCABULARY.alias  # module path -> alias (`model.layers.3` -> `decoder.layer.3`), else the path
 ENCODER_STACK = "model.qwen2_model.model.model.layers"

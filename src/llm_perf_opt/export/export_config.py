@@ -1,10 +1,4 @@
-"""The `export` section: torch.export of submodules (`./dev export`, `trace.export=true`).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
-"""
+"""The `export` section: torch.export of submodules (`./dev export`, `trace.export=true`)."""
 
 from __future__ import annotations
 

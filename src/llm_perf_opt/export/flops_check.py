@@ -155,9 +155,9 @@ def _family_totals_exported(ops: Iterable[GraphOp]) -> dict[str, dict[str, int]]
     out: dict[str, dict[str, int]] = {}
     for o in ops:
         if o.flops:
-            fam = out.setdefault(op_family(o.packet, o.source), {})
+            by_label = out.setdefault(op_family(o.packet, o.source), {})
             label = o.packet if o.source in (o.op, "") else f"{o.packet} <- {o.source.removesuffix('.default')}"
-            fam[label] = fam.get(label, 0) + o.flops
+            by_label[label] = by_label.get(label, 0) + o.flops
     return out
 
 
@@ -165,8 +165,8 @@ def _family_totals_eager(by_op: Mapping[str, int]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for op, flops in by_op.items():
         if flops:
-            fam = out.setdefault(op_family(op), {})
-            fam[op] = fam.get(op, 0) + flops
+            by_op_name = out.setdefault(op_family(op), {})
+            by_op_name[op] = by_op_name.get(op, 0) + flops
     return out
 
 

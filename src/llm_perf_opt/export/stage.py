@@ -336,7 +336,7 @@ class _Exporter:
 def family_onnx_targets(family: Any, layout: Any, seq_len: int) -> list[ExportTarget]:
     """The calls written as ONNX for this family: its `onnx_block` (None: the first CLIP block) and the dense
     layer."""
-    return onnx_targets(layout, seq_len, family.parts, getattr(family, "onnx_block", None))
+    return onnx_targets(layout, seq_len, family.parts, family.onnx_block)
 
 
 def print_table(summary: ExportSummary) -> None:

@@ -13,9 +13,9 @@ and `<block>.global` are that block's call inside the part's crop-batch and glob
 family offers is its `export_submodules`; the family hands them in (`plan_targets(..., family=...)`), so
 nothing here knows a family's module tree.
 
-Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the workload cannot serve
-(the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache shorter than
-the prompt) is refused before any model is built, with one line naming the field.
+Everything here is plain Python on the family's spec + view layout and its parts vocabulary, so a request the
+workload cannot serve (the crop batch of a page that is not tiled, a dense layer index that is MoE, a cache
+shorter than the prompt) is refused before any model is built, with one line naming the field.
 """
 
 from __future__ import annotations
@@ -27,19 +27,6 @@ from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.export.export_config import ExportConfig
 from llm_perf_opt.family import Part, PartVocabulary
 
-# The submodules of a DeepSeek-OCR-style model (SAM / CLIP / projector views, decoder layers): the names
-# when no family is handed in; a family offers its own (`export_submodules`, checked at validation).
-EXPORT_SUBMODULES = (
-    "sam.crops",
-    "sam.global",
-    "clip.crops",
-    "clip.global",
-    "projector.crops",
-    "projector.global",
-    "dense_layer",
-    "moe_layer",
-    "decode_layer",
-)
 ViewLayout = Any
 ModelSpec = Any
 
@@ -137,25 +124,18 @@ def plan_targets(
     layout: ViewLayout,
     seq_len: int,
     mode: str = "",
-    vocabulary: Optional[PartVocabulary] = None,
-    family: Any = None,
+    *,
+    family: Any,
 ) -> ExportPlan:
     """The targets `cfg` asks for, checked against what this model, workload and page produce. `family`: the
-    model family (its parts, `export_submodules` and `export_blocks`); without it, `vocabulary` and the
-    DeepSeek-OCR names (`EXPORT_SUBMODULES`)."""
-    offered: Sequence[str] = EXPORT_SUBMODULES
-    blocks: dict[str, Part] = {}
-    if family is not None:
-        vocabulary = vocabulary or family.parts
-        offered = tuple(family.export_submodules)
-        blocks = {b.alias: b for b in getattr(family, "export_blocks", ())}
-    if vocabulary is None:
-        raise TypeError("plan_targets needs the model family's parts vocabulary")
-    parts = vocabulary
+    model family (its parts, `export_submodules`, `export_blocks` and `export_refused`)."""
+    offered: Sequence[str] = tuple(family.export_submodules)
+    blocks: dict[str, Part] = {b.alias: b for b in family.export_blocks}
+    parts: PartVocabulary = family.parts
     explicit = cfg.submodules is not None
     names = list(dict.fromkeys(cfg.submodules)) if explicit else list(offered)
-    owner = f" (model.family={family.name})" if family is not None else ""
-    refused: Mapping[str, str] = getattr(family, "export_refused", {}) if family is not None else {}
+    owner = f" (model.family={family.name})"
+    refused: Mapping[str, str] = family.export_refused
     for name in names:
         if name in refused:  # a module the family knows cannot be exported: its reason, one line
             raise ConfigError.field("export.submodules", name, f"{refused[name]}{owner}")

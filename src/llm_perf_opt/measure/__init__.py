@@ -62,7 +62,6 @@ _LAZY = {
         "relative_error",
         "render_table",
         "check_agreement",
-        "check_dsocr_agreement",
         "check_model_agreement",
     ),
 }

@@ -404,9 +404,6 @@ def check_model_agreement(
     return v
 
 
-check_dsocr_agreement = check_model_agreement  # the name before the family seam
-
-
 def kv_cache_rows(model, measured: Mapping[int, int]) -> list[KvCacheRow]:
     """One row per step (0: the prefill): the analytic cache bytes at seq_len + step tokens vs measured.
     Bytes of a cache are a product of its shapes: a row passes only when they are equal (no tolerance)."""

@@ -105,7 +105,7 @@ def time_decode_steps(
             "max_s": wall["plain_s"]["max"],
             "profiled_s": wall["profiled_s"]["median"],
             "min_cpu_s": (wall.get("plain_cpu_s") or {}).get("min"),
-            "repeats": cfg.repeats,
+            "repeats": times.repeats,  # the rounds run: fewer than profile.repeats for a costly step
             "warmup": cfg.warmup,
             "parts_s": {alias: r["inclusive_s"]["median"] for alias, r in times.coverage.get("parts", {}).items()},
             "parts_min_s": {

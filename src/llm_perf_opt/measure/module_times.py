@@ -176,6 +176,7 @@ class ModuleTimes:
         return {
             "warmup": self.method.get("warmup"),
             "repeats": self.repeats,
+            "repeats_asked": self.method.get("repeats_asked", self.repeats),  # fewer ran: a costly forward
             "time_base": cov.get("time_base"),
             "plain_s": wall["plain_s"]["median"],
             "profiled_s": wall["profiled_s"]["median"],

@@ -10,6 +10,9 @@ How it measures, in order, all under the forward's own context (no_grad, the ses
 1. `warmup` plain forwards (not timed).
 2. `repeats` rounds of one plain forward and one profiled forward; the order alternates between rounds
    (plain first in even rounds, profiled first in odd ones) so a slow drift of the machine hits both.
+   A costly forward gets fewer rounds (`planned_rounds`): no more than fit in `budget_cpu_s` at two forwards
+   of the warm-up forward's process CPU time each (with no warm-up: at the first round's), and at least one.
+   `method` records the rounds run (`repeats`), the rounds asked (`repeats_asked`) and why.
    Each forward is timed with `time.perf_counter` around `model(**kwargs)`, with `torch.cuda.synchronize()`
    before and after on CUDA (never inside the module hooks).
 3. A profiled forward runs with one `record_function` range per module call (`module_ranges`: forward
@@ -112,6 +115,17 @@ def _sync(device: torch.device) -> None:
 
 
 REWARM_BELOW_S = 0.05  # forwards shorter than this run once more, untimed, between the collection and the clock
+
+
+def planned_rounds(repeats: int, budget_cpu_s: Optional[float], round_cpu_s: float) -> int:
+    """Rounds of one plain and one profiled forward to run: `repeats`, or fewer when they would take more than
+    `budget_cpu_s` at `round_cpu_s` each (the process CPU time of two forwards), but at least one. CPU time, not
+    wall time: on a shared machine other processes stretch a forward's wall time many times over (the tiny
+    twin's default forward: 3 to 57 s of wall time, 1.0 to 5.5 s of CPU time, on this 2-core machine under
+    load), and how often a small model is measured should not depend on its neighbours."""
+    if budget_cpu_s is None or round_cpu_s <= 0:
+        return repeats
+    return max(1, min(repeats, int(budget_cpu_s // round_cpu_s)))
 
 
 class PartClock:
@@ -251,30 +265,64 @@ def profile_forward(
 
     with call.context():
         start = time.perf_counter()
-        warm = [_timed(call, device)[0] for _ in range(cfg.warmup)]
+        warm = [_timed(call, device) for _ in range(cfg.warmup)]
         warmup_s = time.perf_counter() - start
-        rewarm = bool(warm) and min(warm) < REWARM_BELOW_S  # the forward itself, not the collections around it
+        rewarm = bool(warm) and min(w for w, _ in warm) < REWARM_BELOW_S  # the forward, not the collections
         say(f"profile: {cfg.warmup} warm-up forward(s) in {warmup_s:.2f} s")
-        for r in range(cfg.repeats):
-            keep = trace is not None and r == cfg.repeats - 1
+        # the pace of a round: two forwards at the warm-up's CPU time (no warm-up: the first round's own)
+        pace = ("warm-up", 2 * min(c for _, c in warm)) if warm else None
+        rounds = cfg.repeats
+
+        def plan() -> int:
+            n = planned_rounds(cfg.repeats, cfg.budget_cpu_s, pace[1])
+            if n < cfg.repeats:
+                say(
+                    f"profile: {n} of {cfg.repeats} round(s): a round takes about {pace[1]:.1f} CPU-s (two forwards "
+                    f"at the {pace[0]}'s), profile.budget_cpu_s={cfg.budget_cpu_s:g}"
+                )
+            return n
+
+        if pace is not None:
+            rounds = plan()
+        r = 0
+        while r < rounds:
+            # the Chrome trace is the last round's (with no warm-up the first round's is kept until another runs)
+            keep = trace is not None and (r == rounds - 1 or pace is None)
+            if repeats:
+                repeats[-1].profiler = None
             if r % 2 == 0:
                 plain_forward()
                 repeats.append(_profiled(call, device, cfg, keep))
             else:
                 repeats.append(_profiled(call, device, cfg, keep))
                 plain_forward()
-            say(
-                f"profile: repeat {r + 1}/{cfg.repeats}: plain {plain[-1][0]:.3f} s, "
-                f"profiled {repeats[-1].wall_s:.3f} s"
-            )
+            if pace is None:
+                pace = ("first round", plain[-1][1] + repeats[-1].cpu_s)
+                rounds = plan()
+            r += 1
+            say(f"profile: repeat {r}/{rounds}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
+    times.method.update(_rounds_method(cfg, rounds, pace))
     times.coverage = coverage(times, part_paths, plain_parts)
     times.wall["plain_rewarmed"] = rewarm
     if trace is not None:  # written last, so a failure above leaves no trace without its profile
         export_chrome_trace(repeats[-1].profiler, trace)
         times.trace_file = trace.name
-        times.trace_repeat = cfg.repeats - 1
+        times.trace_repeat = len(repeats) - 1
     return times
+
+
+def _rounds_method(cfg: ProfileConfig, rounds: int, pace: Optional[tuple[str, float]]) -> dict[str, Any]:
+    """`method`'s record of how many rounds ran and why (`planned_rounds`)."""
+    return {
+        "repeats": rounds,
+        "repeats_asked": cfg.repeats,
+        "budget_cpu_s": cfg.budget_cpu_s,
+        "round_cpu_s": pace[1] if pace is not None else None,
+        "rounds_rule": "repeats = min(repeats_asked, max(1, floor(budget_cpu_s / round_cpu_s))), where round_cpu_s "
+        "is two forwards at the warm-up forward's process CPU time (no warm-up: the first round's plain + profiled "
+        "forward); budget_cpu_s null: repeats_asked",
+    }
 
 
 # ---------------------------------------------------------------------------------------------- assembling

@@ -1,14 +1,9 @@
-"""The `profile` section: how the profile stage measures time per module (`measure.profile`).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
-"""
+"""The `profile` section: how the profile stage measures time per module (`measure.profile`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from llm_perf_opt.errors import ConfigError
 
@@ -21,6 +16,9 @@ class ProfileConfig:
     enabled: bool = True  # false (profile=off): no profiled forwards, no profile.json
     warmup: int = 1  # plain forwards before anything is timed
     repeats: int = 3  # timed forwards of each kind (plain, profiled); medians and min/max over them
+    # A costlier forward gets fewer rounds: at most budget_cpu_s / (2 x the warm-up forward's process CPU seconds),
+    # at least 1 (measure.profile.planned_rounds); null: always `repeats`
+    budget_cpu_s: Optional[float] = 60.0
     nvtx: bool = False  # also NVTX ranges named after module paths (Nsight Systems); needs runtime=cuda
     chrome_trace: bool = True  # write profile.trace.json (the last profiled repeat) for Perfetto
 
@@ -32,6 +30,9 @@ class ProfileConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError.field(f"profile.{name}", value, f"must be an integer >= {low}")
+        budget = self.budget_cpu_s
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+            raise ConfigError.field("profile.budget_cpu_s", budget, "must be a number of seconds > 0, or null")
 
     def check_device(self, device: str) -> None:
         """NVTX ranges exist only for CUDA (Nsight Systems): refuse `profile.nvtx=true` anywhere else."""

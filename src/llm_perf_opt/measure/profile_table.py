@@ -14,6 +14,11 @@ def render_profile(times: ModuleTimes) -> str:
         f"profile: {m.get('warmup')} warm-up + {times.repeats} plain and {times.repeats} profiled forwards "
         f"(interleaved) on {m.get('device')} ({m.get('device_name')}, {m.get('threads')} threads); module times "
         f"are {base}, medians over the repeats",
+        *(
+            [f"  {times.repeats} of {m['repeats_asked']} round(s): {m.get('rounds_rule')}"]
+            if m.get("repeats_asked", times.repeats) != times.repeats
+            else []
+        ),
         f"  plain forward {units.seconds(wall['plain_s']['median'])}, "
         f"profiled {units.seconds(wall['profiled_s']['median'])}: "
         f"overhead {wall['overhead_ratio']:.3f}x (process CPU time {wall['overhead_ratio_cpu']:.3f}x)",

@@ -1,10 +1,5 @@
 """summary.json's `flops`, `parts` and `verification` sections: analytic against measured FLOPs (the verify stage,
 `measure.agreement`).
-
-A section of the trace job's `summary.json` (`run_artifacts.Summary`), owned by the stage that writes it: a frozen
-dataclass that imports only the base layer (`typecheck`, `errors`), so `run_artifacts` composes `Summary` from it
-(and re-exports it) and reading a summary imports no torch. The import-layer test places every
-`<package>/<name>_summary.py` on the base layer.
 """
 
 from __future__ import annotations

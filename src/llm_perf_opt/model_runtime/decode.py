@@ -105,6 +105,16 @@ def check_decode_steps(steps: Any, seq_len: int, max_positions: int) -> int:
     return steps
 
 
+def check_prompt_positions(
+    steps: Any, prompt: tuple[list[int], list[int], str], image_tokens: int, max_positions: int
+) -> int:
+    """The prompt's text tokens (`prompt`: the text before and after the image, as `prompt_tokens` gives them),
+    after checking BOS, the image tokens, the text and the decode steps fit the model's positions."""
+    before, after, _ = prompt
+    check_decode_steps(steps, 1 + image_tokens + len(before) + len(after), max_positions)
+    return len(before) + len(after)
+
+
 def check_kv_cache_path(model: Any, steps: int) -> None:
     """ConfigError unless `model`'s forward takes `past_key_values` and `use_cache` (steps > 0 only)."""
     if steps <= 0:

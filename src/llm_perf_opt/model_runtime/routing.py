@@ -359,3 +359,31 @@ def _sum(values: Iterable[Optional[int]]) -> Optional[int]:
 
 def _layer_bytes(by_layer: Optional[Mapping[int, int]]) -> Optional[dict[str, int]]:
     return None if not by_layer else {str(k): int(v) for k, v in by_layer.items()}
+
+
+def routing_record(events: Any, session: Any) -> Optional[RoutingRecord]:
+    """The MoE routing of a capture's gate events (the `routing` patch's), or None without any."""
+    if not events:
+        return None
+    bytes_ = expert_weight_bytes(session.model, events[0]["gate"])
+    return RoutingRecord.from_events(events, random_weights=session.weights == "random", expert_bytes=bytes_)
+
+
+def unrouted_expert_kernels(analytic: Any, path: str | os.PathLike, decoder_stack: str) -> dict[int, dict[str, int]]:
+    """{step (0: the prefill): {experts container path: kernels}}: the routed-expert kernels the analytic model
+    lists for experts the run's gates sent no token (its routing record at `path`). The cost formula runs
+    min(E, T x top_k) experts per MoE layer and call (uniform routing of T tokens); the forward's loop runs
+    only the experts that got tokens, one MLP each. Empty without a routing record."""
+    if not os.path.isfile(path):
+        return {}
+    record = load_routing(path)
+    out: dict[int, dict[str, int]] = {}
+    for call in record.calls:
+        stage = analytic.prefill() if call.step == 0 else analytic.decode(analytic.seq_len + call.step - 1)
+        experts = f"{decoder_stack}.{call.layer}.mlp.experts"
+        listed = stage.parts[experts].kernel_count if experts in stage.parts else 0
+        assumed = min(record.n_experts, call.tokens * record.top_k)
+        missing = assumed - len(call.experts)
+        if missing > 0 and assumed and listed % assumed == 0:
+            out.setdefault(call.step, {})[experts] = listed // assumed * missing
+    return out

@@ -223,3 +223,25 @@ def _build(path: Path, config: Any, seed: int, loaded: LoadedModel, checkpoint: 
     )
     loaded.weights = "random"
     return model
+
+
+def check_vendor_code(path: str | Path, required: Mapping[str, tuple[str, ...]] | None, family: str) -> None:
+    """The directory's config, the transformers version, and the vendor code imported (no model built) with
+    every class and function the pipeline needs (`required`: a family's names by module; PatchError naming
+    what changed). What `ModelFamily.check_vendor_code` of the DeepSeek-OCR families runs."""
+    from transformers.utils import logging as hf_logging
+
+    from llm_perf_opt.model_runtime.torchvision_stand_in import torchvision_stand_in
+
+    path = Path(path)
+    read_vendor_config(path)
+    check_transformers()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # a check prints nothing but its verdict (the session shows the warnings)
+    try:
+        with torchvision_stand_in():
+            config = _vendor_config(path)  # the vendor code's import, no model built
+            modules = package_modules(type(config).__module__.rpartition(".")[0])
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    check_vendor_modules(modules, str(path), required, family)

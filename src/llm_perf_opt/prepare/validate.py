@@ -3,7 +3,8 @@
 `to_typed_config` runs the schemas' plain rules (types, ranges, choices, files that must exist); this
 step adds the model family's own (`model.family` picks it from `llm_perf_opt.families`; each family validates
 its own knobs, and a knob or a vendor directory of another family is one line naming the field and the
-family): the vision workload (v1: multiples of 64, crop mode tiling at `image_size`), the prompt's `<image>` placeholder and its token ids, the page's size
+family): the vision workload (v1: multiples of 64, crop mode tiling at `image_size`), the prompt's `<image>`
+placeholder and its token ids, the page's size
 (an image file's header), the model's dimensions (the twin's named spec or the vendor's config.json),
 the decode steps (the prompt plus `trace.decode_steps` within the model's `max_position_embeddings`).
 Jobs that run the model (`runs_model=True`: trace, sweep, export) are also checked for what would stop
@@ -202,7 +203,7 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     if runs_model:
         for w, h in sizes:
             check_page_pixels(cfg, w, h)
-        if cfg.workload.batch != 1 and not hasattr(family, "batch_inputs"):
+        if cfg.workload.batch != 1 and not family.supports_batch:
             raise ConfigError.field(
                 "workload.batch",
                 cfg.workload.batch,

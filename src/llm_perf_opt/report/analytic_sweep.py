@@ -501,13 +501,13 @@ def build_analytic_report(
 
 
 def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
-    from llm_perf_opt.report import plots as P
+    from llm_perf_opt.report import plots as plotting
 
     sides, grids, pages, aspects = sweep.sides, sweep.grids, sweep.pages, sweep.aspects
     by_aspect, long_sides, by_size, spec_name = sweep.by_aspect, sweep.long_sides, sweep.by_size, sweep.spec_name
     files: list[tuple[Path, str]] = []
     marks = {name: (w, h) for name, (w, h) in pages.items()}
-    fig = P.heatmaps(
+    fig = plotting.heatmaps(
         grids["image_tokens"],
         xs=sides,
         ys=sides,
@@ -518,12 +518,12 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "heatmap_tokens")["svg"],
+            plotting.save(fig, out, "heatmap_tokens")["svg"],
             "Image tokens over page width × height, one panel per mode (dots: the page presets). Crop "
             "modes jump where the crop grid changes; no-crop modes are flat.",
         )
     )
-    fig = P.heatmaps(
+    fig = plotting.heatmaps(
         grids["prefill_flops"],
         xs=sides,
         ys=sides,
@@ -535,13 +535,13 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "heatmap_prefill_flops")["svg"],
+            plotting.save(fig, out, "heatmap_prefill_flops")["svg"],
             "Prefill FLOPs (log colour scale) over page width × height, one panel per mode.",
         )
     )
     ticks = {0.25: "1:4", 1 / 3: "1:3", 0.5: "1:2", 1.0: "1:1", 2.0: "2:1", 3.0: "3:1", 4.0: "4:1"}
     aspect_marks = {name: w / h for name, (w, h) in pages.items() if name in ("letter_portrait", "slide", "receipt")}
-    fig = P.line_plot(
+    fig = plotting.line_plot(
         aspects,
         {m: [p["image_tokens"] for p in pts] for m, pts in by_aspect.items()},
         title="Image tokens over the aspect ratio (page area 3.74 MP)",
@@ -554,11 +554,11 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "tokens_by_aspect")["svg"],
+            plotting.save(fig, out, "tokens_by_aspect")["svg"],
             "Image tokens over the aspect ratio at the area of a US-letter page at 200 dpi (1700×2200).",
         )
     )
-    fig = P.line_plot(
+    fig = plotting.line_plot(
         aspects,
         {m: [p["prefill_flops"] for p in pts] for m, pts in by_aspect.items()},
         title="Prefill FLOPs over the aspect ratio (page area 3.74 MP)",
@@ -573,11 +573,11 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "prefill_flops_by_aspect")["svg"],
+            plotting.save(fig, out, "prefill_flops_by_aspect")["svg"],
             "Prefill FLOPs (log scale) over the aspect ratio at a fixed page area.",
         )
     )
-    fig = P.line_plot(
+    fig = plotting.line_plot(
         long_sides,
         {m: [p["image_tokens"] for p in pts] for m, pts in by_size.items()},
         title="Image tokens over the page size (US-letter aspect 17:22)",
@@ -588,7 +588,7 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "tokens_by_size")["svg"],
+            plotting.save(fig, out, "tokens_by_size")["svg"],
             "Image tokens as a letter-shaped page grows: crop modes tile only above 640 px.",
         )
     )
@@ -599,7 +599,7 @@ def _plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
 def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     """Predicted time to first token: bars per page preset and mode, one plot per roof; and over the page
     size at the letter aspect, one line per mode and roof."""
-    from llm_perf_opt.report import plots as P
+    from llm_perf_opt.report import plots as plotting
 
     files: list[tuple[Path, str]] = []
     if not sweep.roofs:
@@ -608,7 +608,7 @@ def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     for name, roof in sweep.roofs.items():
         key = f"ttft_{name}_s"
         series = {m: [sweep.presets[(page, m)][key] for page in pages] for m in sweep.modes}
-        fig = P.grouped_bars(
+        fig = plotting.grouped_bars(
             pages,
             series,
             title=f"Predicted time to first token on {roof.label} ({roof.dtype})",
@@ -619,7 +619,7 @@ def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
         )
         files.append(
             (
-                P.save(fig, out, f"ttft_by_page_{name}")["svg"],
+                plotting.save(fig, out, f"ttft_by_page_{name}")["svg"],
                 f"Predicted time to first token (the prefill: vision + the whole prompt) per page preset and "
                 f"mode on {roof.label}, {roof.dtype}, roofline convention (log scale).",
             )
@@ -630,7 +630,7 @@ def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
         for i, m in enumerate(sweep.modes):  # colour: the mode; line style: the roof
             lines[f"{m} · {name}"] = [p[f"ttft_{name}_s"] for p in sweep.by_size[m]]
             styles[f"{m} · {name}"] = {"color": f"C{i % 10}", "linestyle": dashes[r % len(dashes)]}
-    fig = P.line_plot(
+    fig = plotting.line_plot(
         sweep.long_sides,
         lines,
         title="Predicted time to first token over the page size (letter aspect)",
@@ -643,7 +643,7 @@ def _time_plots(out: Path, sweep: AnalyticSweep) -> list[tuple[Path, str]]:
     )
     files.append(
         (
-            P.save(fig, out, "ttft_by_size")["svg"],
+            plotting.save(fig, out, "ttft_by_size")["svg"],
             "Predicted time to first token as a letter-shaped page grows, one line per mode and roof.",
         )
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from llm_perf_opt import units
-from llm_perf_opt.report import plots as P
+from llm_perf_opt.report import plots as plotting
 
 _ROOF_STYLES = ({"color": "#222222"}, {"color": "#4c78a8"}, {"color": "#e45756"}, {"color": "#72b7b2"})
 STAGE_MARKERS = {"forward": "*"}
@@ -141,7 +141,7 @@ def plot_roofline(
             va="top",
             wrap=True,
         )
-    return P.save(fig, out_dir, stem)
+    return plotting.save(fig, out_dir, stem)
 
 
 def plot_from_summary(

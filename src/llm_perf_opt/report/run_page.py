@@ -313,7 +313,7 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
         "run_dir": str(run_dir),
         "facts": [
             ("model", f"{summary.model.name} ({summary.model.source}, spec {summary.model.spec})"),
-            ("mode", f"{wl.mode}: base {wl.base_size}, image {wl.image_size}, crop {wl.crop_mode}"),
+            ("mode", f"{wl.mode}: " + ", ".join(f"{k} {v}" for k, v in wl.extra.items()) if wl.extra else wl.mode),
             (
                 "page",
                 f"{summary.page.width} × {summary.page.height}"

@@ -287,9 +287,9 @@ def curve_plot(
 ) -> dict[str, Path]:
     """`stem`.svg / .png: TPOT (left) and TTFT (right) against pages/day per device over the batch, static
     and continuous batching; every point labelled with its batch; the knee ringed, its reason in the title."""
-    from llm_perf_opt.report import plots as P
+    from llm_perf_opt.report import plots as plotting
 
-    plt = P.plt
+    plt = plotting.plt
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8))
     for ax, (what, label) in zip(axes, (("tpot", "time per output token"), ("ttft", "time to first token"))):
         for scheme, style in (
@@ -319,8 +319,8 @@ def curve_plot(
                         )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        P.log_axis(ax.yaxis, "seconds")
-        P.log_axis(ax.xaxis, "count")
+        plotting.log_axis(ax.yaxis, "seconds")
+        plotting.log_axis(ax.xaxis, "count")
         ax.set_xlabel("pages/day per device")
         ax.set_ylabel(f"{label} (s)")
         ax.set_title(label)
@@ -332,7 +332,7 @@ def curve_plot(
         else "no knee"
     )
     fig.suptitle(f"{title} | {reason}", fontsize=9)
-    return P.save(fig, out_dir, stem)
+    return plotting.save(fig, out_dir, stem)
 
 
 def _number(text: str) -> Optional[float]:
@@ -361,9 +361,9 @@ def _axis_name(axis: str) -> str:
 def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[str, str, dict[str, Path]]]:
     """[(stem, caption, paths)] per swept hardware figure: achieved pages/day and replicas, and each target's
     required compute, bandwidth and memory, against the swept figure (jobs with serving.json only)."""
-    from llm_perf_opt.report import plots as P
+    from llm_perf_opt.report import plots as plotting
 
-    plt = P.plt
+    plt = plotting.plt
     jobs = [j for j in jobs if j.ok and _serving(j) is not None]
     out = []
     axes_all = sweep_axes(list(jobs))
@@ -403,13 +403,13 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
                     xs, [_knee("batch")(j) for _, j in pts], marker="o", color=f"C{i % 10}", label=label or "knee batch"
                 )
         a1.set_ylabel("pages/day per device")
-        a1.yaxis.set_major_formatter(P.formatter("count"))
+        a1.yaxis.set_major_formatter(plotting.formatter("count"))
         a2.set_ylabel("replicas for the volume" if sized else "knee batch")
         for ax in (a1, a2):
             ax.set_xlabel(name)
             ax.legend(loc="upper left")
         fig.suptitle(f"Achieved against {name} ({', '.join(level)} level)", fontsize=9)
-        paths = P.save(fig, out_dir, stem)
+        paths = plotting.save(fig, out_dir, stem)
         out.append(
             (
                 stem,
@@ -457,7 +457,7 @@ def design_space_plots(jobs: Sequence[JobRecord], out_dir: Path) -> list[tuple[s
                 f"The matmul TFLOP/s, bandwidth and memory each target needs (analytic.sizing: a latency "
                 f"target holds the device's other figures; pages/day scales every figure) against the swept "
                 f"{name}; dotted: the device's own figure.",
-                P.save(fig, out_dir, stem_r),
+                plotting.save(fig, out_dir, stem_r),
             )
         )
     return out

@@ -109,7 +109,7 @@ def _series_table(jobs: list[JobRecord], x_of, hue_of, value_of, x_order) -> tup
 
 
 def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), family: Any = None) -> list[Plot]:
-    from llm_perf_opt.report import plots as P
+    from llm_perf_opt.report import plots as plotting
 
     jobs = [j for j in sweep.jobs if j.ok]
     if not jobs:
@@ -140,19 +140,19 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
     for axis, x_of, hue_of, order, xlabel in views:
         cats, series = _series_table(jobs, x_of, hue_of, tokens, order)
         if series:
-            fig = P.grouped_bars(
+            fig = plotting.grouped_bars(
                 cats, series, title=f"Image tokens per {xlabel}", ylabel="image tokens", kind="count", xlabel=xlabel
             )
             out.append(
                 Plot(
                     f"tokens_by_{axis}",
                     f"Image tokens per {xlabel} (global view + crops, with the newline and separator tokens).",
-                    P.save(fig, out_dir, f"tokens_by_{axis}"),
+                    plotting.save(fig, out_dir, f"tokens_by_{axis}"),
                 )
             )
         cats, series = _series_table(jobs, x_of, hue_of, prefill, order)
         if series:
-            fig = P.grouped_bars(
+            fig = plotting.grouped_bars(
                 cats,
                 series,
                 title=f"Prefill FLOPs per {xlabel} (analytic)",
@@ -165,7 +165,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                     f"flops_by_{axis}",
                     f"Prefill FLOPs per {xlabel}: analytic, matmul-class ops as "
                     "torch's flop counter counts them (vision + language over the whole prompt).",
-                    P.save(fig, out_dir, f"flops_by_{axis}"),
+                    plotting.save(fig, out_dir, f"flops_by_{axis}"),
                 )
             )
 
@@ -185,12 +185,14 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
             )
             for j in jobs
         ]
-        fig = P.stacked_bars(labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs", colors=colors)
+        fig = plotting.stacked_bars(
+            labels, stacks, title=f"Prefill FLOPs by part ({which})", ylabel="FLOPs", colors=colors
+        )
         out.append(
             Plot(
                 "flops_by_part",
                 f"Prefill FLOPs by part ({which}): SAM, CLIP, projector, decoder layers, lm_head; one bar per job.",
-                P.save(fig, out_dir, "flops_by_part"),
+                plotting.save(fig, out_dir, "flops_by_part"),
             )
         )
 
@@ -208,7 +210,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                 if values[slot] is None:
                     values[slot] = predicted_ttft(job, name)
         if any(v is not None for vals in series.values() for v in vals):
-            fig = P.grouped_bars(
+            fig = plotting.grouped_bars(
                 cats,
                 series,
                 title=f"Predicted time to first token per {xlabel}",
@@ -223,7 +225,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                     f"Predicted time to first token (the prefill) per {xlabel} on "
                     f"{', '.join(hardware)} (each datasheet's default dtype, roofline convention of "
                     "analytic.time.ideal; log scale).",
-                    P.save(fig, out_dir, f"ttft_by_{axis}"),
+                    plotting.save(fig, out_dir, f"ttft_by_{axis}"),
                 )
             )
 
@@ -240,7 +242,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
         for j in jobs:
             eff, meas = job_efficiency(j, "forward"), section(j, "profile")
             predicted_s.append(eff * meas.plain_s if eff is not None and meas is not None else None)
-        fig = P.grouped_bars(
+        fig = plotting.grouped_bars(
             labels,
             {"measured": measured_s, "predicted (the job's device roof)": predicted_s},
             title="Prefill: measured vs predicted on the job's device",
@@ -255,7 +257,7 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
                 "The forward (prefill) per job: the plain forward's wall "
                 "time (median of the profile's repeats) and the roofline's prediction on the roof of the "
                 "device it ran on (the calibration); efficiency = predicted / measured.",
-                P.save(fig, out_dir, "prefill_measured_vs_predicted"),
+                plotting.save(fig, out_dir, "prefill_measured_vs_predicted"),
             )
         )
 
@@ -266,14 +268,14 @@ def make_plots(sweep: Sweep, out_dir: Path, hardware: tuple[str, ...] = (), fami
             "measured": [stage_flops(j, "prefill", "measured") for j in jobs],
             "analytic": [stage_flops(j, "prefill", "analytic") for j in jobs],
         }
-        fig = P.grouped_bars(
+        fig = plotting.grouped_bars(
             labels, series, title="Prefill FLOPs: measured vs analytic", ylabel="FLOPs", kind="flops", xlabel="job"
         )
         out.append(
             Plot(
                 "flops_measured_vs_analytic",
                 "Prefill FLOPs per job, measured (FlopCounterMode) and analytic.",
-                P.save(fig, out_dir, "flops_measured_vs_analytic"),
+                plotting.save(fig, out_dir, "flops_measured_vs_analytic"),
             )
         )
     return out

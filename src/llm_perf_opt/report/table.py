@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from llm_perf_opt import units
 from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
+from llm_perf_opt.config.schemas import COMMON_WORKLOAD_FIELDS
 from llm_perf_opt.report.collect import JobRecord
 from llm_perf_opt.run_artifacts import AnalyticFigures
 
@@ -322,7 +323,6 @@ def prediction_columns(hardware: Sequence[str]) -> list[Column]:
 
 
 # ------------------------------------------------------------------------------------------- labels
-KNOBS = ("base_size", "image_size", "crop_mode", "tile_size")
 
 
 def _split_override(text: str) -> tuple[str, str]:
@@ -331,13 +331,14 @@ def _split_override(text: str) -> tuple[str, str]:
 
 
 def mode_label(job: JobRecord) -> str:
-    """The workload preset, plus any knob the command line changed: 'gundam', 'gundam base_size=640'."""
+    """The workload preset, plus any knob of the model family the command line changed: 'gundam',
+    'gundam base_size=640' (a knob: a workload key beyond those every family has, `COMMON_WORKLOAD_FIELDS`)."""
     summary = job.summary
     name = job.choices.get("workload") or (summary.workload.mode if summary else None) or job.cfg("workload.name")
     knobs = [
         f"{k.split('.', 1)[1]}={v}"
         for k, v in map(_split_override, job.overrides)
-        if k.startswith("workload.") and k.split(".", 1)[1] in KNOBS
+        if k.startswith("workload.") and k.split(".")[1] not in COMMON_WORKLOAD_FIELDS
     ]
     if name is None and not knobs:
         return MISSING
@@ -424,7 +425,7 @@ def _workload(attr: str) -> Callable[[JobRecord], Any]:
     """A workload knob from the summary, else from Hydra's record of the config (a failed job)."""
 
     def get(job: JobRecord) -> Any:
-        return getattr(job.summary.workload, attr) if job.summary else job.cfg(f"workload.{attr}")
+        return job.summary.workload.knob(attr) if job.summary else job.cfg(f"workload.{attr}")
 
     return get
 
@@ -793,7 +794,7 @@ def family_columns(
         found[name] = family_named(name) if family_named is not None else (default if name == default_name else None)
     out: dict[str, Column] = {}
     for name, fam in found.items():
-        for col in getattr(fam, "report_columns", lambda: ())() if fam is not None else ():
+        for col in fam.report_columns() if fam is not None else ():
             if col.key in out:
                 continue
 

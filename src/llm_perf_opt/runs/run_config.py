@@ -1,10 +1,4 @@
-"""The `run` section: the run directory itself (run control).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
-"""
+"""The `run` section: the run directory itself (run control)."""
 
 from __future__ import annotations
 

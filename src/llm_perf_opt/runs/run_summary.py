@@ -1,10 +1,4 @@
-"""summary.json's `memory` and `error` sections: run control's figures of the job (`runs.job_run`).
-
-A section of the trace job's `summary.json` (`run_artifacts.Summary`), owned by the stage that writes it: a frozen
-dataclass that imports only the base layer (`typecheck`, `errors`), so `run_artifacts` composes `Summary` from it
-(and re-exports it) and reading a summary imports no torch. The import-layer test places every
-`<package>/<name>_summary.py` on the base layer.
-"""
+"""summary.json's `memory` and `error` sections: run control's figures of the job (`runs.job_run`)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from llm_perf_opt.config import RootConfig
+from llm_perf_opt.family import ModelFamily
 from llm_perf_opt.run_artifacts import DecodeSummary, RoutingSummary, typed
 
 Progress = Callable[[str], None]
@@ -26,7 +27,7 @@ Progress = Callable[[str], None]
 def capture_plan(
     cfg: RootConfig,
     session: Any,
-    family: Any,
+    family: ModelFamily,
     on_step: Optional[Callable[[Any], None]] = None,
 ) -> tuple[tuple[str, ...], Optional[Any]]:
     """(patches, program) of the capture: no program for a prefill-only job. ConfigError naming
@@ -41,7 +42,7 @@ def capture_plan(
 def routing_stage(
     session: Any,
     out_dir: Path,
-    family: Any,
+    family: ModelFamily,
     analytic: Any = None,
     config: Any = None,
 ) -> Optional[RoutingSummary]:
@@ -86,15 +87,15 @@ def decode_stage(
     analytic: Any,
     out_dir: Path,
     progress: Progress,
-    roof: Any = None,
-    family: Any = None,
+    roof: Any,
+    family: ModelFamily,
 ) -> DecodeSummary:
     """The per-step rows of summary.json (N = trace.decode_steps > 0)."""
     from llm_perf_opt.measure import load_verification
 
     steps = cfg.trace.decode_steps
     rows: dict[int, dict[str, Any]] = {k: {"step": k} for k in range(1, steps + 1)}
-    if (out_dir / "runtime_log.json").is_file():
+    if (out_dir / family.runtime_log_file).is_file():
         for e in family.load_runtime_log(out_dir).events("llm_stack"):
             if e.get("step") in rows:
                 rows[e["step"]].update(past_len=e.get("past_len"), new_tokens=e.get("new_tokens", e.get("seq_len")))

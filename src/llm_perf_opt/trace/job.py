@@ -96,7 +96,7 @@ def inputs_stage(ctx: TraceRun) -> None:
     summary = ctx.summary = base_summary(cfg, ctx.job, inputs)
     # summary.json from now on: the layout is known, so a job killed later still leaves it behind
     ctx.run.attach(summary, lambda: summary.save(ctx.out_dir / "summary.json", config=ctx.raw_cfg))
-    print_summary(summary)
+    print_summary(summary, ctx.family)
 
 
 def analytic_stage(ctx: TraceRun) -> None:
@@ -330,9 +330,7 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
     w = cfg.workload
     return Summary(
         model=ModelInfo(name=cfg.model.name, source=cfg.model.source, spec=job.spec.name),
-        workload=WorkloadInfo(
-            mode=w.name, base_size=w.base_size, image_size=w.image_size, crop_mode=w.crop_mode, tile_size=w.tile_size
-        ),
+        workload=WorkloadInfo(mode=w.name, extra={k: getattr(w, k) for k in job.family.workload_knobs}),
         page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
         layout=typed(LayoutView, layout.as_dict(), "layout"),
         tokens=TokenCounts(
@@ -434,7 +432,7 @@ def trace_and_group(
     if times is not None:
         cg.module_times, cg.module_times_method = callgraph_times(times)
     cg.save(out_dir / "callgraph.json", config=raw_cfg)
-    log.save(out_dir / "runtime_log.json", config=raw_cfg)
+    log.save(out_dir / family.runtime_log_file, config=raw_cfg)
     progress(
         f"call graph: {cg.total_ops():,} ops, {cg.total_module_calls():,} module calls "
         f"in {cg.stats.get('capture_seconds', float('nan')):.1f} s"
@@ -487,8 +485,7 @@ def check_against_measured(
         v.activation = activation_bytes_rows(analytic, cg, v.rtol)
         from llm_perf_opt.measure.kernel_counts import dsocr_kernel_rows
 
-        unrouted = getattr(family, "unrouted_expert_kernels", None)
-        v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=unrouted(analytic, out_dir) if unrouted else None)
+        v.kernels = dsocr_kernel_rows(analytic, cg, unrouted=family.unrouted_expert_kernels(analytic, out_dir))
     write_artifact(
         out_dir / "verification.json", VERIFICATION_SCHEMA, VERIFICATION_SCHEMA_VERSION, v.to_dict(), config=raw_cfg
     )
@@ -566,12 +563,6 @@ def graph_costs(
     return typed(GraphFigures, section, "graph")
 
 
-def print_summary(summary: Summary) -> None:
-    lay, tok, wl = summary.layout.raw, summary.tokens, summary.workload
-    print(
-        f"{summary.model.name} | mode {wl.mode} (base {wl.base_size}, image {wl.image_size}, "
-        f"crop {wl.crop_mode}) | page {lay['page_width']}x{lay['page_height']}\n"
-        f"  grid {lay['w_crop']}x{lay['h_crop']} ({lay['num_crops']} crops, {lay['num_views']} views) | "
-        f"image tokens {tok.image} (global {lay['global_tokens']}, local {lay['local_tokens']}) | "
-        f"sequence {tok.sequence}"
-    )
+def print_summary(summary: Summary, family: ModelFamily) -> None:
+    """The run's model, workload, page, layout and tokens, in the family's words (`ModelFamily.console_summary`)."""
+    print(family.console_summary(summary))

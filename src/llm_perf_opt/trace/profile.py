@@ -32,9 +32,16 @@ def run_profile_stage(
     the family's vocabulary (the parts whose time coverage is reported)."""
     say = progress or (lambda _msg: None)
     cfg.profile.check_device(session.device.type)
+    budget = cfg.profile.budget_cpu_s
     say(
         f"profiling the forward: {cfg.profile.warmup} warm-up, {cfg.profile.repeats} plain + "
         f"{cfg.profile.repeats} profiled forwards, one range per module call"
+        + (
+            f" (fewer if the warm-up forward takes over {budget / (2 * cfg.profile.repeats):.3g} CPU-s: "
+            f"profile.budget_cpu_s={budget:g})"
+            if budget
+            else ""
+        )
     )
     times = profile_forward(
         ForwardCall.from_session(session, inputs),
@@ -47,7 +54,8 @@ def run_profile_stage(
     print(render_profile(times))
     s = times.summary()
     say(
-        f"profile: overhead {s['overhead_ratio']:.3f}x, parts cover {s['coverage']:.1%} of the forward; "
+        f"profile: {s['repeats']} of {s['repeats_asked']} round(s), overhead {s['overhead_ratio']:.3f}x, "
+        f"parts cover {s['coverage']:.1%} of the forward; "
         f"wrote {PROFILE_FILE}" + (f" and {TRACE_FILE}" if times.trace_file else "")
     )
     return times

@@ -156,23 +156,23 @@ def run_roofline_stage(
     for r in roofs:
         say(f"on the {r.name} roof, {describe_figures(latencies[r.name])}")
     print(render_comparison(rows, entries))
-    from llm_perf_opt.measure import levels_stage as LS
+    from llm_perf_opt.measure import levels_stage
 
     primary = model_for_dtype(analytic, roofs[0].roof.dtype)
-    section["levels"], levels_table, payload = LS.levels_section(
+    section["levels"], levels_table, payload = levels_stage.levels_section(
         cfg,
         primary,
         latencies[roofs[0].name],
         times,
-        LS.decode_measured(decode),
-        LS.cpu_time_measured(times, decode, _threads(times)),
+        levels_stage.decode_measured(decode),
+        levels_stage.cpu_time_measured(times, decode, _threads(times)),
     )
     write_roofline(
         out_dir / ROOFLINE_FILE, primary, latencies[roofs[0].name], roofs[0].hardware, config=raw_cfg, levels=payload
     )
-    section["levels"]["accuracy"] = LS.accuracy_rows(section["levels"])
+    section["levels"]["accuracy"] = levels_stage.accuracy_rows(section["levels"])
     print(levels_table)
-    print(LS.describe_accuracy(section["levels"]["accuracy"]))
+    print(levels_stage.describe_accuracy(section["levels"]["accuracy"]))
     plot_from_summary(
         section,
         out_dir,

@@ -1,10 +1,4 @@
-"""The trace job's section (`trace`): which of its stages run (`trace.stage.Stage.when` reads it).
-
-A section of the configuration, owned by its stage package: a plain dataclass (no torch) that Hydra fills from its
-config group and `config.schemas.RootConfig` composes. Imports only the configuration's base helpers
-(`config.fields`, `config.paths`, `errors`), so the config layer may import it: the import-layer test places every
-`<package>/<name>_config.py` on the config layer.
-"""
+"""The trace job's section (`trace`): which of its stages run (`trace.stage.Stage.when` reads it)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from llm_perf_opt.analytic import costs as C
+from llm_perf_opt.analytic import costs
 from llm_perf_opt.analytic.stage import CostNode
 from llm_perf_opt.analytic.time.figures import (
     FRESH_BYTES,
@@ -51,9 +51,9 @@ def _block() -> CostNode:
     """linear (T x HIDDEN -> OUT, no bias), GELU over its output, LayerNorm: three kernels."""
     return CostNode(
         children=(
-            ("fc", CostNode(C.linear(TOKENS, HIDDEN, OUT, bias=False, dtype_bytes=B))),
-            ("act", CostNode(C.elementwise(TOKENS * OUT, "gelu", 1, B))),
-            ("norm", CostNode(C.layer_norm(TOKENS, OUT, B))),
+            ("fc", CostNode(costs.linear(TOKENS, HIDDEN, OUT, bias=False, dtype_bytes=B))),
+            ("act", CostNode(costs.elementwise(TOKENS * OUT, "gelu", 1, B))),
+            ("norm", CostNode(costs.layer_norm(TOKENS, OUT, B))),
         )
     )
 
@@ -98,10 +98,10 @@ def test_async_device_overlaps_host_and_device_between_syncs():
     host = HostFigures("host", 4e-6, "test")
     pred = LevelPredictor(TimeModel(ROOF, dev, host))
     # two tiny kernels then a sync, then one tiny kernel: each kernel 1 µs on the device, 5 µs on the host
-    first = C.elementwise(4, "add", 2, B) + C.elementwise(4, "add", 2, B).with_kernels(
-        C.elementwise(4, "add", 2, B).kernels, syncs=1
+    first = costs.elementwise(4, "add", 2, B) + costs.elementwise(4, "add", 2, B).with_kernels(
+        costs.elementwise(4, "add", 2, B).kernels, syncs=1
     )
-    node = CostNode(children=(("a", CostNode(first)), ("b", CostNode(C.elementwise(4, "add", 2, B)))))
+    node = CostNode(children=(("a", CostNode(first)), ("b", CostNode(costs.elementwise(4, "add", 2, B)))))
     lt = pred.levels([node], 0.0)
     assert lt.kernels == 3 and lt.syncs == 1 and lt.kernel_s == pytest.approx(3e-6)
     assert lt.eager_s == pytest.approx((2 * 5e-6 + 2e-6) + 5e-6)  # host-bound segments + the sync round trip
