@@ -5,7 +5,7 @@ shares with DeepSeek-OCR 2 is imported from `deepseek_ocr_shared`.
 
 | file | job |
 |---|---|
-| `family.py` | v1 behind the model-family seam: `FAMILY`, each method one thing this package knows |
+| `family.py` | v1 behind the model-family seam: `FAMILY`, v1's own members on the shared base class |
 | `spec.py` | `ModelSpec`: every dimension of DeepSeek-OCR the pipeline needs (CLIP-L's own: `ClipSpec`) |
 | `parts.py` | the one vocabulary of DeepSeek-OCR: its parts (alias, module path, label, colour) and its modes |
 | `layout.py` | the view layout of a page: crop grid, tensor sizes, image-token counts, as the vendor's `infer()` |
