@@ -1,4 +1,5 @@
-"""Typed configuration: one dataclass schema per Hydra config group, validated in `__post_init__`.
+"""Typed configuration: one dataclass schema per Hydra config group, validated in `__post_init__`. The config layer,
+just above the base helpers: plain values only; nothing here imports torch or a family package.
 
 | file | job |
 |---|---|
@@ -6,7 +7,9 @@
 | `fields.py` | the plain checks every section shares (one of a few choices, a positive integer) |
 | `registry.py` | the schemas in Hydra's ConfigStore; a composed DictConfig -> typed, validated `RootConfig` |
 | `compose.py` | Hydra's compose API over `conf/`, for code outside a Hydra job |
-| `paths.py`, `options.py`, `sweeps.py` | `conf/` and user paths, a group's options, sweep expansion |
+| `paths.py` | where the Hydra configuration lives: `conf/` at the repository root, shipped as package data |
+| `options.py` | an unknown config-group option (`hardware=h999`) refused with one line, before Hydra composes |
+| `sweeps.py` | the jobs a multirun expands to, computed from its config (e.g. Hydra's own `multirun.yaml`) |
 
 The other sections are their stage packages' (`<package>/<name>_config.py`, listed in `schemas`). The names below
 load on first use, so a section module can import `config.fields` without importing every section first.

@@ -1,6 +1,7 @@
 """What DeepSeek-OCR v1 (`dsocr`) and DeepSeek-OCR 2 (`dsocr2`) really share: SAM ViT-B, the linear projector and
 the DeepSeek-V2 MoE decoder (the same vendor code in both), their specs, cost formulas and twin modules, the
-runtime patch bodies and the session. Not a family: only the two family packages import it, never a generic layer.
+runtime patch bodies, the session and the families' base class. Not a family: only the two family packages import
+it, never a generic layer.
 
 | file | job |
 |---|---|
@@ -12,6 +13,7 @@ runtime patch bodies and the session. Not a family: only the two family packages
 | `analytic.py` | `DeepSeekOCRAnalyticBase`: the stages of a page, `StageCache`, `clear_caches`, `costs_dict` |
 | `serving.py` | the serving model of an analytic model: batch rules, SAM's and the decoder's parameters, MoE shape |
 | `checks.py` | the runtime checks both run (vision passes, decoder layers, decode loop, MoE routing, block loops) |
+| `family_base.py` | `DeepSeekOCRFamilyBase`: the family contract's members both families run alike, one base class |
 | `session.py` | `DeepSeekSession`: the separators, the decode step's inputs and the vendor's quiet prints |
 | `patches.py` | the patch bodies both register (`vision_inputs`, `llm_stack`) and the `routing` patch |
 | `twin/` | the twin modules both build: `sam`, `projector`, `decoder` (DeepSeek-V2), `model`, `config`, `weights` |

@@ -1,5 +1,13 @@
-"""The verification gate (`./dev verify`): the job matrix (`plan`), the verdict per job (`judge`), the pinned
-analytic totals (`pins`), JUnit XML (`junit`) and the gate's entry (`run`).
+"""The verification gate (`./dev verify`): a matrix of trace jobs run as one multirun, judged from the run directories'
+artifacts, with JUnit XML and an exit status for CI. Above the trace stages; below the jobs.
 
-Its data: `verify_config.py` (the `verify` config section, which the trace job's verify stage reads too).
+| file | job |
+|---|---|
+| `plan.py` | what `./dev verify` will run: the matrix chosen with `verify=NAME`, expanded and checked first |
+| `judge.py` | the verdict on a finished sweep: what failed, one line each |
+| `pins.py` | the pinned analytic totals of the gate: `conf/verify/expected.yaml` |
+| `junit.py` | JUnit XML for CI systems: one test case per job of a verification sweep |
+| `run.py` | `./dev verify [verify=NAME] [overrides]`: the gate's entry |
+| `verify_config.py` | the `verify` config section: the trace job's verification knobs and the gate's matrix |
+| `junit.xsd` | the JUnit subset written, as an XML schema: a test validates every file the gate writes against it |
 """

@@ -1,9 +1,31 @@
-"""Measured FLOPs (torch's FlopCounterMode, fvcore as a second opinion), verification against `analytic`,
-and its artifact, verification.json (`verification_file`).
+"""What a real forward measured: FLOPs (torch's FlopCounterMode, fvcore as a second opinion), time per module
+(torch.profiler), the device's and host's calibration, and the checks of the analytic model against all of them.
+Above `analytic`; importing the package imports no torch (the names below load on first use).
 
-Its data in the run: `run_files.py` (verification.json, calibration.json, profile.json, profile.trace.json),
-`profile_config.py` (the `profile` config section), `verify_summary.py` and `profile_summary.py` (summary.json's
-`flops`, `parts`, `verification`, `profile`).
+| file | job |
+|---|---|
+| `flops.py` | measured FLOPs per module: FlopCounterMode on a real forward, nothing silently missing; fvcore |
+| `flop_counter_adapter.py` | the one door to `torch.utils.flop_counter` beyond its documented API (version-gated) |
+| `matmul_ops.py` | which aten op names do matmul or convolution work (`is_matmul_like`): plain names, no torch |
+| `agreement.py` | verification: analytic FLOPs against measured FLOPs, per stage and part, with a relative tolerance |
+| `kernel_counts.py` | kernel counts of the analytic model against the ops a TorchLens capture recorded, per pass |
+| `verification_file.py` | `verification.json`: a `Verification`, its schema and its loader |
+| `module_ranges.py` | one profiler range per module call, opened and closed by forward hooks, and their call tree |
+| `profiler_events.py` | the one adapter over torch.profiler's results: module ranges' CPU spans, kernel device time |
+| `kineto_log.py` | Kineto's console lines, set at their source before the first profiler session of the process |
+| `module_times.py` | `ModuleTimes`: measured time per module call and per module, and its artifact `profile.json` |
+| `profile.py` | measured time per module: the trace job's profile stage's measurement (`profile_forward`) |
+| `profile_table.py` | a console table of a profile: method, overhead, coverage, each part's time and spread |
+| `time_groups.py` | times of a group of module instances (a `for N` / `parfor N` node): total, mean, spread |
+| `decode_timing.py` | time per decode step, measured with the profile stage's method, beside its prediction |
+| `efficiency.py` | measured against predicted time: efficiency = predicted / measured, per stage, part, address |
+| `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
+| `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |
+| `levels_stage.py` | the three time levels for a job's primary roof, beside the measured times |
+| `profile_config.py` | the `profile` config section: how the profile stage measures time per module |
+| `profile_summary.py` | summary.json's `profile` section: the profile stage's headline figures |
+| `verify_summary.py` | summary.json's `flops`, `parts` and `verification` sections: analytic against measured FLOPs |
+| `run_files.py` | this package's run files: `verification.json`, `calibration.json`, `profile.json`, its Chrome trace |
 """
 
 # The names below load on first use (PEP 562), so `import llm_perf_opt.measure.calibrate` (the analyze

@@ -18,4 +18,5 @@ the greedy decode loop, the measured forward, the MoE routing record. Generic: n
 | `decode.py` | greedy decoding with a KV cache (`greedy_decode`, `DecodeProgram`), its limits |
 | `measure.py` | measured FLOPs of a prefill and of chosen decode steps (`measure_forward`) |
 | `routing.py` | the MoE routing a run took: `routing.json`, its summary, the uniform-routing expectation |
+| `run_files.py` | this package's run files: `runtime_log.json`, `routing.json` (what its patches and routing write) |
 """

@@ -1,4 +1,5 @@
-"""The trace job: its stages, in the order it runs them (`job.STAGES`; `stage.run_stages` is the loop).
+"""The trace job: its stages, in the order it runs them (`job.STAGES`; `stage.run_stages` is the loop). Above the
+model families' registry and `prepare`: a family reaches it as an object (`families`), never by import.
 
 | stage | file | reads | writes |
 |---|---|---|---|
@@ -26,6 +27,9 @@ the run page (`report.run_page`). The validation and the builders every job shar
 | `stage.py` | `Stage`, the job's state `TraceRun`, and `run_stages` (the run control, written once) |
 | `trace_config.py` | the `trace` config section (which stages run) |
 | `trace_summary.py` | summary.json's sections the stages write themselves: forward, decode, roofline, graph |
-| `profile.py`, `roofline.py`, `serving.py`, `graph.py` | one stage each |
+| `profile.py` | the profile stage: measured time per module call of the job's forward (`measure.profile`) |
+| `roofline.py` | the roofline stage: predicted times on the job's roofs, set against the measured ones |
+| `serving.py` | the serving stage: with `hardware=` set, the serving figures of the job's page at `workload.batch` |
+| `graph.py` | the "costs on the graph" stage: every per-module figure as metric tables on the grouped graph |
 | `decode.py` | the decode stage, the capture's plan and the routing record |
 """

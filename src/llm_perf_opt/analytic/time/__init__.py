@@ -1,7 +1,7 @@
 """The time model: how long the analytic costs take on a device, at three levels. Pure Python + numpy: no torch,
 no model family (measuring a device and this host needs torch: `measure.calibrate`, `measure.calibrate_levels`).
 
-| file | its job |
+| file | job |
 |---|---|
 | `convention.py` | the convention, written once; every prediction, artifact and console table quotes it |
 | `hardware.py` | `Hardware` (a datasheet's or a calibration's figures, with sources) and `Roof` (one prediction's) |
