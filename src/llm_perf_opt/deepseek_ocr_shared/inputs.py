@@ -5,7 +5,7 @@ prepends BOS, and turns the page into a padded (or squashed) global view plus, i
 of `dynamic_preprocess`; pixels go through ToTensor + Normalize(0.5, 0.5) and become bf16. This module
 does the same with PIL and torch alone (no torchvision), for a real image file or a synthetic page.
 The pixel and token steps are the same code in both generations' vendor files; each family's `build_inputs`
-(`dsocr.inputs`, `dsocr2.inputs`) is `page_inputs` under its own layout rule.
+(`dsocr.inputs`, `dsocr2.inputs`) is `page_inputs` under its own layout rule (`inputs_builder`).
 """
 
 from __future__ import annotations
@@ -235,6 +235,31 @@ def page_inputs(
         prompt_token_ids=before + after,
         prompt_source=source,
     )
+
+
+def inputs_builder(
+    layout_for: Callable[[Any, int, int], ViewLayout], spec_class: type | None = None, family: str = ""
+) -> Callable[..., Inputs]:
+    """A family's `build_inputs`: `page_inputs` under its layout rule `layout_for`, with the page defaults (a
+    synthetic 1700x2200 page, the default prompt, seed 0); when `spec_class` is given, a spec of another class is
+    refused (a ConfigError naming `family`)."""
+
+    def build_inputs(
+        spec: Any,
+        workload: Any,
+        width: int = 1700,
+        height: int = 2200,
+        image: str | Path | Image.Image | None = None,
+        prompt: str = DEFAULT_PROMPT,
+        model_dir: str | Path | None = None,
+        seed: int = 0,
+    ) -> Inputs:
+        """Everything `infer()` hands to `generate()` for one page (a file, a PIL image, or a synthetic page)."""
+        if spec_class is not None and not isinstance(spec, spec_class):
+            raise ConfigError.field("model spec", type(spec).__name__, f"must be a {family} ModelSpec")
+        return page_inputs(spec, workload, layout_for, width, height, image, prompt, model_dir, seed)
+
+    return build_inputs
 
 
 def generate_positions(attention_mask: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """The dimensions both DeepSeek-OCR generations share, as frozen dataclasses, and the readers of a vendor
 `config.json` each family's `ModelSpec` is built with: SAM ViT-B (`SamSpec`), the linear projector
 (`ProjectorSpec`), the DeepSeek-V2 decoder (`DecoderSpec`, `language_from_config`), the checks every spec runs
-(`language_checks`, `raise_failed`) and `SpecReading` (a `ModelSpec`'s `from_config_json` and `to_dict`).
+(`language_checks`, `raise_failed`) and `SpecReading` (a `ModelSpec`'s `from_config_json`, `named` and `to_dict`).
 Nothing here imports torch.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from llm_perf_opt.artifacts import file_in
 from llm_perf_opt.errors import ConfigError
@@ -71,6 +71,11 @@ def projector_from_config(
             f"is not modelled (only 'linear', as released{released})"
         )
     return projector
+
+
+def name_from_config(raw: Mapping[str, Any], default: str) -> str:
+    """The model's name in a vendor config: the last part of `_name_or_path`; `default` when absent or empty."""
+    return str(raw.get("_name_or_path", default)).split("/")[-1] or default
 
 
 def raise_failed(checks: list[tuple[bool, str, Any, str]], label: str) -> None:
@@ -208,6 +213,14 @@ class SamSpec:
     def out_dim(self) -> int:
         return self.downsample_channels[-1]
 
+    @classmethod
+    def tiny(cls, out_dim: int) -> "SamSpec":
+        """The tiny twins' SAM (both families): width 32, 4 blocks (1 and 3 global), 2 heads, a 16-channel neck,
+        net_2 of 32 channels and net_3 ending at `out_dim` (the next module's width)."""
+        return cls(
+            width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16, downsample_channels=(32, out_dim)
+        )
+
 
 @dataclass(frozen=True)
 class ProjectorSpec:
@@ -271,7 +284,19 @@ class DecoderSpec:
 
 
 class SpecReading:
-    """What every family's `ModelSpec` (a frozen dataclass with a `from_config_dict`) shares."""
+    """What every family's `ModelSpec` (a frozen dataclass with a `from_config_dict`) shares. A family names its
+    `builders` (a `model.spec` name -> the classmethod that builds it) and `named_note` (said after the allowed
+    names when `model.spec` is none of them)."""
+
+    builders: ClassVar[Mapping[str, str]] = {}
+    named_note: ClassVar[str] = ""
+
+    @classmethod
+    def named(cls, name: str) -> Any:
+        """The spec `model.spec` names (one of `builders`)."""
+        if name not in cls.builders:
+            raise ConfigError.field("model.spec", name, f"one of {sorted(cls.builders)}{cls.named_note}")
+        return getattr(cls, cls.builders[name])()
 
     @classmethod
     def from_config_json(cls, path: str | Path) -> Any:

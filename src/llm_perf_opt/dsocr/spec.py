@@ -12,7 +12,7 @@ is v1's own (`ClipSpec`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from llm_perf_opt.deepseek_ocr_shared.spec import (
     DecoderSpec,
@@ -21,12 +21,12 @@ from llm_perf_opt.deepseek_ocr_shared.spec import (
     SpecReading,
     language_checks,
     language_from_config,
+    name_from_config,
     projector_from_config,
     raise_failed,
     sam_from_widths,
     vision_widths,
 )
-from llm_perf_opt.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ class ModelSpec(SpecReading):
     image_token_id: int = 128815
     bos_token_id: int = 0
     eos_token_id: int = 1
+
+    # model.spec -> the classmethod that builds it
+    builders: ClassVar[Mapping[str, str]] = {"deepseek_ocr": "deepseek_ocr", "tiny": "tiny"}
 
     def __post_init__(self) -> None:
         s, c, p = self.sam, self.clip, self.projector
@@ -99,9 +102,7 @@ class ModelSpec(SpecReading):
         """
         return cls(
             name="deepseek-ocr-tiny",
-            sam=SamSpec(
-                width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16, downsample_channels=(32, 64)
-            ),
+            sam=SamSpec.tiny(out_dim=64),
             clip=ClipSpec(width=64, layers=2, heads=4, ffn_dim=128),
             projector=ProjectorSpec(input_dim=128, n_embed=64),
             decoder=DecoderSpec.tiny(),
@@ -126,7 +127,7 @@ class ModelSpec(SpecReading):
                 patch_size=clip_raw.get("patch_size", clip.patch_size),
             )
         return cls(
-            name=str(raw.get("_name_or_path", "deepseek-ocr")).split("/")[-1] or "deepseek-ocr",
+            name=name_from_config(raw, "deepseek-ocr"),
             sam=sam,
             clip=clip,
             projector=projector,
@@ -134,10 +135,3 @@ class ModelSpec(SpecReading):
             bos_token_id=bos_token_id,
             eos_token_id=eos_token_id,
         )
-
-    @classmethod
-    def named(cls, name: str) -> "ModelSpec":
-        builders = {"deepseek_ocr": cls.deepseek_ocr, "tiny": cls.tiny}
-        if name not in builders:
-            raise ConfigError.field("model.spec", name, f"one of {sorted(builders)}")
-        return builders[name]()

@@ -98,16 +98,6 @@ class DeepseekOCR2AnalyticModel(DeepSeekOCRAnalyticBase):
             raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
         super().__init__(spec, layout, seq_len, **kwargs)
 
-    def with_dtype(self, dtype: Any) -> "DeepseekOCR2AnalyticModel":
-        return DeepseekOCR2AnalyticModel(
-            self.spec,
-            self.layout,
-            self.seq_len,
-            context_len=self.context_len,
-            dtype=dtype,
-            decoder_attention=self.decoder_attention,
-        )
-
     def parameter_count(self) -> int:
         """Every parameter of DeepSeek-OCR 2 from the spec: SAM and the decoder as both generations count them
         (`deepseek_ocr_shared.serving`), the encoder (24 Qwen2 layers, final norm, both query banks), the

@@ -12,15 +12,9 @@ layout differs (`dsocr2.layout`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from PIL import Image
-
-from llm_perf_opt.config.schemas import DEFAULT_PROMPT
-from llm_perf_opt.deepseek_ocr_shared.inputs import Inputs, page_inputs
-from llm_perf_opt.dsocr2.layout import VisionWorkload, compute_view_layout
+from llm_perf_opt.deepseek_ocr_shared.inputs import Inputs, inputs_builder
+from llm_perf_opt.dsocr2.layout import compute_view_layout
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
-from llm_perf_opt.errors import ConfigError
 
 __all__ = ["Inputs", "build_inputs", "OFFICIAL_PROMPT"]
 
@@ -29,17 +23,6 @@ __all__ = ["Inputs", "build_inputs", "OFFICIAL_PROMPT"]
 OFFICIAL_PROMPT = "<image>\n<|grounding|>Convert the document to markdown. "
 
 
-def build_inputs(
-    spec: ModelSpec,
-    workload: VisionWorkload,
-    width: int = 1700,
-    height: int = 2200,
-    image: str | Path | Image.Image | None = None,
-    prompt: str = DEFAULT_PROMPT,
-    model_dir: str | Path | None = None,
-    seed: int = 0,
-) -> Inputs:
-    """Everything `infer()` hands to `generate()` for one page (a file, a PIL image, or a synthetic page)."""
-    if not isinstance(spec, ModelSpec):
-        raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec")
-    return page_inputs(spec, workload, compute_view_layout, width, height, image, prompt, model_dir, seed)
+# build_inputs(spec, workload, width=1700, height=2200, image=None, prompt=DEFAULT_PROMPT, model_dir=None, seed=0):
+# a spec of v1 (or anything but this family's ModelSpec) is refused
+build_inputs = inputs_builder(compute_view_layout, ModelSpec, FAMILY)

@@ -20,7 +20,7 @@ blocks, a GQA encoder with both query banks, a dense decoder layer then MoE laye
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from llm_perf_opt.deepseek_ocr_shared.spec import (
     DecoderSpec,
@@ -29,6 +29,7 @@ from llm_perf_opt.deepseek_ocr_shared.spec import (
     SpecReading,
     language_checks,
     language_from_config,
+    name_from_config,
     projector_from_config,
     raise_failed,
     sam_from_widths,
@@ -90,6 +91,10 @@ class ModelSpec(SpecReading):
     eos_token_id: int = 1
     family: str = "dsocr2"
 
+    # model.spec -> the classmethod that builds it
+    builders: ClassVar[Mapping[str, str]] = {"deepseek_ocr2": "deepseek_ocr2", "ocr2_tiny": "tiny"}
+    named_note: ClassVar[str] = f" for {FAMILY}"
+
     def __post_init__(self) -> None:
         s, e, p = self.sam, self.encoder, self.projector
         raise_failed(
@@ -140,9 +145,7 @@ class ModelSpec(SpecReading):
         """
         return cls(
             name="deepseek-ocr-2-tiny",
-            sam=SamSpec(
-                width=32, depth=4, heads=2, global_attn_indexes=(1, 3), out_chans=16, downsample_channels=(32, 48)
-            ),
+            sam=SamSpec.tiny(out_dim=48),
             encoder=EncoderSpec(hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=96),
             projector=ProjectorSpec(input_dim=48, n_embed=64),
             decoder=DecoderSpec.tiny(),
@@ -180,7 +183,7 @@ class ModelSpec(SpecReading):
             raw, source, input_dim=encoder.hidden_size, n_embed=decoder.hidden_size, released=f" in {FAMILY}"
         )
         return cls(
-            name=str(raw.get("_name_or_path", "deepseek-ocr-2")).split("/")[-1] or "deepseek-ocr-2",
+            name=name_from_config(raw, "deepseek-ocr-2"),
             sam=sam,
             encoder=encoder,
             projector=projector,
@@ -188,10 +191,3 @@ class ModelSpec(SpecReading):
             bos_token_id=bos_token_id,
             eos_token_id=eos_token_id,
         )
-
-    @classmethod
-    def named(cls, name: str) -> "ModelSpec":
-        builders = {"deepseek_ocr2": cls.deepseek_ocr2, "ocr2_tiny": cls.tiny}
-        if name not in builders:
-            raise ConfigError.field("model.spec", name, f"one of {sorted(builders)} for {FAMILY}")
-        return builders[name]()

@@ -1,6 +1,7 @@
 """What both generations' whole twins share: the DeepSeek-V2 language side and the forward around the vision stack
 (`DeepseekOCRModelBase`), the causal-LM root (`DeepseekOCRForCausalLMBase`), and how a twin is built
-(`init_language_side`, `init_root`, `build_root`). Each family's `twin.model` adds its vision stack.
+(`init_language_side`, `init_root`, `build_root`, `DeepseekOCRForCausalLMBase.build`). Each family's `twin.model`
+adds its vision stack.
 
 The forward follows the vendor's call pattern step for step, because the call graph and the FLOPs are
 what the twin is for:
@@ -32,7 +33,12 @@ from transformers.modeling_attn_mask_utils import _prepare_4d_causal_attention_m
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
 from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
-from llm_perf_opt.deepseek_ocr_shared.twin.decoder import DeepseekV2DecoderLayer, DeepseekV2RMSNorm
+from llm_perf_opt.deepseek_ocr_shared.twin.decoder import (
+    DeepseekV2DecoderLayer,
+    DeepseekV2RMSNorm,
+    LlamaRotaryEmbedding,
+)
+from llm_perf_opt.deepseek_ocr_shared.twin.sam import ImageEncoderViT
 
 
 def init_language_side(model: nn.Module, config: TwinConfig, spec) -> None:
@@ -66,10 +72,17 @@ def init_root(root: nn.Module, config: TwinConfig, spec, model_class: type[nn.Mo
 
 
 class DeepseekOCRModelBase(nn.Module):
-    """What both generations' `DeepseekOCR*Model` run around their vision stack: the embeddings, the images
-    scattered into them (per image under no_grad, `masked_scatter_`), the forward's gate on the vision branch,
-    and the DeepSeek-V2 decoder stack (`_decode`). A subclass builds its modules (`init_language_side` and its
-    vision stack) and defines `_image_sequence(image, crop_shape)`: one image's feature rows in sequence order."""
+    """What both generations' `DeepseekOCR*Model` run around their vision stack: the language side and SAM (built
+    here, `init_language_side` then `sam_model`), the images scattered into them (per image under no_grad,
+    `masked_scatter_`), the forward's gate on the vision branch, and the DeepSeek-V2 decoder stack (`_decode`).
+    A subclass adds the rest of its vision stack (after SAM, in the vendor's order) and defines `_encode_view`
+    (pixels -> projected rows), `_global_rows` (one global view's rows in sequence order) and `_crop_rows` (the
+    crops' and the global view's rows, when the image has crops); `_image_sequence` puts them in order."""
+
+    def __init__(self, config: TwinConfig, spec) -> None:
+        super().__init__()
+        init_language_side(self, config, spec)
+        self.sam_model = ImageEncoderViT(spec.sam)
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embed_tokens
@@ -78,6 +91,18 @@ class DeepseekOCRModelBase(nn.Module):
         self.embed_tokens = value
 
     # ------------------------------------------------------------------ vision
+    def _image_sequence(self, image, crop_shape) -> torch.Tensor:
+        """The feature rows of one image, in sequence order: when the crop tensor is non-zero, the crops (encoded
+        first) then the global view, else the global view alone; then `view_seperator`."""
+        crops, global_view = image[0], image[1]
+        if torch.sum(crops).item() != 0:
+            local = self._encode_view(crops)
+            glob = self._encode_view(global_view)
+            local, glob = self._crop_rows(local, glob, crop_shape)
+            return torch.cat([local, glob, self.view_seperator[None, :]], dim=0)
+        glob = self._global_rows(self._encode_view(global_view))
+        return torch.cat([glob, self.view_seperator[None, :]], dim=0)
+
     def _scatter_images(self, inputs_embeds, images, images_seq_mask, images_spatial_crop) -> None:
         for row, (image, crop_shape) in enumerate(zip(images, images_spatial_crop)):
             pieces = []
@@ -199,7 +224,56 @@ class DeepseekOCRModelBase(nn.Module):
 class DeepseekOCRForCausalLMBase(nn.Module):
     """What both generations' causal-LM roots run: `model`, then `lm_head` over every position and a float32
     cast of the logits (and the next-token loss with `labels`), and the transformers-style accessors. A subclass
-    builds itself with `init_root` and refills its computed buffers (`reset_buffers`)."""
+    names its `model_class` (built by `init_root`), its `spec_class` and `spec_needed` (what `build` refuses a
+    spec with) and its `model_type` (the config's, None: TwinConfig's); `reset_buffers` refills every RoPE table,
+    a subclass adds its other computed buffers."""
+
+    model_class: type[nn.Module]
+    spec_class: type
+    spec_needed = "must be a ModelSpec"
+    model_type: str | None = None
+
+    def __init__(self, config: TwinConfig, spec) -> None:
+        super().__init__()
+        init_root(self, config, spec, self.model_class)
+
+    def reset_buffers(self) -> None:
+        """Refill the computed buffers (every RoPE `inv_freq`, in float32)."""
+        for module in self.modules():
+            if isinstance(module, LlamaRotaryEmbedding):
+                module.reset_buffers()
+
+    @classmethod
+    def build(
+        cls,
+        spec,
+        *,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+        attn_implementation: str = "eager",
+        seed: int = 0,
+    ) -> nn.Module:
+        """The twin for `spec` (a `spec_class`), in eval mode, with seeded random weights (none on the meta device).
+
+        Modules are constructed on the meta device (no memory, no default initialisation), cast to `dtype`
+        there, then materialised once on `device` and filled by the shared `initialise_weights` (one seeding
+        rule for every family); so the full model on meta is near instant and on CPU costs one pass of random
+        fill. `attn_implementation` selects the decoder attention class ("eager" as the vendor's default,
+        "sdpa", or "flash_attention_2", which needs `flash_attn` and a CUDA device).
+        """
+        from llm_perf_opt.errors import ConfigError
+
+        if not isinstance(spec, cls.spec_class):
+            raise ConfigError.field("model spec", type(spec).__name__, cls.spec_needed)
+        return build_root(
+            cls,
+            spec,
+            device=device,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            seed=seed,
+            model_type=cls.model_type,
+        )
 
     # transformers-style accessors, so tools written for the vendor model work on the twin
     def get_model(self) -> DeepseekOCRModelBase:

@@ -21,16 +21,8 @@ import torch
 from torch import nn
 
 from llm_perf_opt.deepseek_ocr_shared.twin.config import TwinConfig
-from llm_perf_opt.deepseek_ocr_shared.twin.decoder import LlamaRotaryEmbedding
-from llm_perf_opt.deepseek_ocr_shared.twin.model import (
-    DeepseekOCRForCausalLMBase,
-    DeepseekOCRModelBase,
-    build_root,
-    init_language_side,
-    init_root,
-)
+from llm_perf_opt.deepseek_ocr_shared.twin.model import DeepseekOCRForCausalLMBase, DeepseekOCRModelBase
 from llm_perf_opt.deepseek_ocr_shared.twin.projector import MlpProjector
-from llm_perf_opt.deepseek_ocr_shared.twin.sam import ImageEncoderViT
 from llm_perf_opt.dsocr2.spec import FAMILY, ModelSpec
 from llm_perf_opt.dsocr2.twin.encoder import Qwen2Decoder2Encoder
 
@@ -39,9 +31,7 @@ class DeepseekOCR2Model(DeepseekOCRModelBase):
     """Embeddings, decoder layers and final norm, plus SAM, the encoder, the projector and the separator."""
 
     def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
-        super().__init__()
-        init_language_side(self, config, spec)
-        self.sam_model = ImageEncoderViT(spec.sam)
+        super().__init__(config, spec)  # the language side, then sam_model
         self.qwen2_model = Qwen2Decoder2Encoder(spec.encoder)
         self.projector = MlpProjector(spec.projector)
         self.view_seperator = nn.Parameter(torch.zeros(spec.projector.n_embed))  # [sic]: the vendor's name
@@ -51,59 +41,27 @@ class DeepseekOCR2Model(DeepseekOCRModelBase):
         """SAM, then the encoder on SAM's features (the query positions), then the projector."""
         return self.projector(self.qwen2_model(self.sam_model(pixels)))
 
-    def _image_sequence(self, image, _crop_shape) -> torch.Tensor:
-        """The feature rows of one image in sequence order: crops, global view, separator (no newline
-        column, so the crop grid's shape is not needed)."""
-        patches, image_ori = image[0], image[1]
-        if torch.sum(patches).item() != 0:
-            local = self._encode_view(patches)
-            glob = self._encode_view(image_ori)
-            glob = glob.view(-1, glob.shape[-1])
-            local = local.view(-1, local.shape[-1])
-            return torch.cat([local, glob, self.view_seperator[None, :]], dim=0)
-        glob = self._encode_view(image_ori)
-        glob = glob.view(-1, glob.shape[-1])
-        return torch.cat([glob, self.view_seperator[None, :]], dim=0)
+    def _global_rows(self, glob: torch.Tensor) -> torch.Tensor:
+        """The global view's query rows (no newline column)."""
+        return glob.view(-1, glob.shape[-1])
+
+    def _crop_rows(self, local: torch.Tensor, glob: torch.Tensor, _crop_shape) -> tuple[torch.Tensor, torch.Tensor]:
+        """The crops' query rows, crop after crop, and the global view's (no newline column, so the crop grid's
+        shape is not needed)."""
+        glob = self._global_rows(glob)
+        return local.view(-1, local.shape[-1]), glob
 
 
 class DeepseekOCR2ForCausalLM(DeepseekOCRForCausalLMBase):
-    """Root of the twin: `model` (DeepseekOCR2Model) + `lm_head`."""
+    """Root of the twin: `model` (DeepseekOCR2Model) + `lm_head`; its buffers are the RoPE tables alone."""
 
-    def __init__(self, config: TwinConfig, spec: ModelSpec) -> None:
-        super().__init__()
-        init_root(self, config, spec, DeepseekOCR2Model)
-
-    def reset_buffers(self) -> None:
-        """Refill the computed buffers (every RoPE `inv_freq`, in float32)."""
-        for module in self.modules():
-            if isinstance(module, LlamaRotaryEmbedding):
-                module.reset_buffers()
+    model_class = DeepseekOCR2Model
+    spec_class = ModelSpec
+    spec_needed = f"must be a {FAMILY} ModelSpec (dsocr2.spec)"
+    model_type = "deepseek_ocr2_twin"
 
 
-def build_twin(
-    spec: ModelSpec,
-    *,
-    device: str | torch.device = "cpu",
-    dtype: torch.dtype = torch.float32,
-    attn_implementation: str = "eager",
-    seed: int = 0,
-) -> DeepseekOCR2ForCausalLM:
-    """The DeepSeek-OCR 2 twin for `spec`, in eval mode, with seeded random weights (none on meta).
-
-    Built on the meta device, cast, materialised once on `device` and filled by the shared
-    `initialise_weights` (one seeding rule for every family). `attn_implementation` selects the decoder's
-    attention ("eager", the vendor's default, "sdpa", or "flash_attention_2"); the encoder is always SDPA.
-    """
-    from llm_perf_opt.errors import ConfigError
-
-    if not isinstance(spec, ModelSpec):
-        raise ConfigError.field("model spec", type(spec).__name__, f"must be a {FAMILY} ModelSpec (dsocr2.spec)")
-    return build_root(
-        DeepseekOCR2ForCausalLM,
-        spec,
-        device=device,
-        dtype=dtype,
-        attn_implementation=attn_implementation,
-        seed=seed,
-        model_type="deepseek_ocr2_twin",
-    )
+# build_twin(spec, *, device="cpu", dtype=torch.float32, attn_implementation="eager", seed=0): the DeepSeek-OCR 2
+# twin for `spec`, in eval mode, with seeded random weights (`DeepseekOCRForCausalLMBase.build`); the encoder's
+# attention is always SDPA
+build_twin = DeepseekOCR2ForCausalLM.build
