@@ -155,10 +155,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
         return ExitCode.CONFIG
-    from llm_perf_opt import families
     from llm_perf_opt.runs import signals
 
-    families.register_configs()  # the families' workload schemas, which their conf/workload/ files name
     try:
         with signals.handling():  # SIGTERM / SIGHUP like Ctrl-C, in the whole command
             return JOBS[job](rest) or ExitCode.OK
