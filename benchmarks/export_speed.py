@@ -14,7 +14,7 @@ import resource
 import time
 from typing import Optional, Sequence
 
-from llm_perf_opt import units
+from llm_perf_opt import families, units
 from llm_perf_opt.config.compose import compose
 from llm_perf_opt.dsocr.session import DeepSeekOCRSession
 from llm_perf_opt.export import plan_targets
@@ -38,6 +38,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
+    families.register_configs()  # the families' workload schemas, which conf/workload/*.yaml name
     job = validate(compose([f"model={args.model}", f"workload={args.workload}", f"runtime={args.runtime}"]))
     cfg, spec = job.cfg, job.spec
     inputs = build_job_inputs(job)

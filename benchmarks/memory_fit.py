@@ -98,8 +98,10 @@ def predict(run: Path) -> dict:
     dtype = s.runtime.dtype
     from hydra import compose, initialize_config_dir
 
+    from llm_perf_opt import families
     from llm_perf_opt.runs.entry import CONF_DIR
 
+    families.register_configs()  # the families' workload schemas, which conf/workload/*.yaml name
     overrides = [o for o in OmegaConf.load(run / ".hydra" / "overrides.yaml") if not o.startswith("hydra.")]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):  # the run's own config
         valid = validate(compose(config_name="config", overrides=overrides), runs_model=False)

@@ -43,6 +43,12 @@ if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (b
 
 from shared_runs import SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
 
+from llm_perf_opt import families  # noqa: E402
+
+# The families' workload schemas in Hydra's ConfigStore (conf/workload/*.yaml name them), as every job registers
+# them before composing (`families.register_configs`): tests compose the config in this process too.
+families.register_configs()
+
 
 @pytest.fixture
 def browser():
@@ -146,7 +152,6 @@ def write_profile(run: Path) -> None:
     """profile.json of the default job's session and inputs, as a user who profiles a run later would."""
     from hydra import compose, initialize_config_dir
 
-    from llm_perf_opt.config import register_configs
     from llm_perf_opt.config.paths import conf_dir
     from llm_perf_opt.config.schemas import ProfileConfig
     from llm_perf_opt.dsocr.session import DeepSeekOCRSession
@@ -154,7 +159,7 @@ def write_profile(run: Path) -> None:
     from llm_perf_opt.prepare.builders import build_job_inputs
     from llm_perf_opt.prepare.validate import validate
 
-    register_configs()
+    families.register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         job = validate(compose(config_name="config"))
     inputs = build_job_inputs(job)

@@ -87,6 +87,23 @@ def family(name: str = DEFAULT_FAMILY) -> ModelFamily:
     return found
 
 
+def workload_schemas() -> dict[str, type]:
+    """{family name: its workload schema} of every family (`names()`): its `workload_schema`, else the generic
+    `config.schemas.WorkloadConfig`."""
+    from llm_perf_opt.config.schemas import WorkloadConfig
+
+    return {name: family(name).workload_schema or WorkloadConfig for name in names()}
+
+
+def register_configs() -> None:
+    """The configuration's schemas in Hydra's ConfigStore, the families' workload schemas with them
+    (`workload_schema/<family>`, which the families' workload files name): what every job, test or script that
+    composes `conf/` calls first. The config layer below cannot ask the families, so this layer hands them in."""
+    from llm_perf_opt.config.registry import register_configs as register
+
+    register(workload_schemas())
+
+
 def for_config(cfg: Any) -> ModelFamily:
     """The family a (typed or raw) root config selects: `model.family`, default `dsocr`."""
     model = getattr(cfg, "model", None)

@@ -7,7 +7,8 @@ the family object and hands it, or data it produced, down. Everything model-spec
 * `parts`: the vocabulary of parts (`PartVocabulary`: alias, module path, label, colour, stage; the decoder
   stack and its per-layer aliases), with the "parts, then each decoder layer after its stack" walk written once
   (`PartVocabulary.summary`);
-* the spec (`spec_for(model config)`: a preset or the vendor's config.json), the workload knobs and their
+* the spec (`spec_for(model config)`: a preset or the vendor's config.json), the workload schema (its knobs:
+  `workload_schema`, a subclass of `config.schemas.WorkloadConfig`), the workload knobs and their
   validation (`workload_for(workload config)`: one `ConfigError` naming the field and the family), the view
   layout (`layout(workload, width, height)`), the modes (`modes()`);
 * the analytic composition (`analytic_model(spec, layout, ...)`: an object with `stages()`, `prefill()`,
@@ -152,7 +153,8 @@ class ModelFamily(abc.ABC):
     | group | members (* abstract; the default otherwise) |
     |---|---|
     | identity | `name`, `label`, `parts`, `cost_namespace`, `stages`, `twin_specs`, `vendor_architectures` |
-    | workload | `workload_knobs` (`()`), `workload_for`*, `layout`*, `modes`*, `single_view_workload` |
+    | workload | `workload_schema` (None: generic), `workload_knobs` (`()`), `workload_for`*, `layout`*, `modes`*, |
+    | | `single_view_workload` |
     | configuration | `check_model`, `spec_for`, `spec_named`*, `spec_from_config_json` (no vendor code), |
     | | `check_export` |
     | console and report | `console_summary`, `report_columns` (`()`) |
@@ -177,6 +179,10 @@ class ModelFamily(abc.ABC):
     vendor_architectures: tuple[str, ...] = ()  # config.json auto_map.AutoModel class names of its vendor code
 
     # ---- the workload
+    # its workload config section: a dataclass subclassing `config.schemas.WorkloadConfig` with its knobs, stored
+    # in Hydra's ConfigStore as `workload_schema/<name>` (`families.register_configs`) and named first in the
+    # defaults list of its workload files (`- /workload_schema/<name>@_here_`); None: the generic `WorkloadConfig`
+    workload_schema: Optional[type] = None
     workload_knobs: tuple[str, ...] = ()  # its knobs in the workload config, recorded in summary.json's `workload`
 
     # ---- the export stage's targets

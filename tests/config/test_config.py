@@ -12,6 +12,7 @@ import pytest
 
 from llm_perf_opt.config import ModelConfig, PageConfig, RuntimeConfig, WorkloadConfig, to_typed_config
 from llm_perf_opt.config.compose import compose
+from llm_perf_opt.deepseek_ocr_shared.workload_config import DeepSeekWorkloadConfig
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.prepare.validate import validate
@@ -122,9 +123,26 @@ def test_dataclasses_validate_directly(tmp_path):
     page = tmp_path / "p.png"
     page.write_bytes(b"")
     assert PageConfig(image=str(page)).image == str(page)
-    assert WorkloadConfig(name="gundam_m", base_size=1280, image_size=1024, tile_size=1024).tile_size == 1024
+    assert DeepSeekWorkloadConfig(name="gundam_m", base_size=1280, image_size=1024, tile_size=1024).tile_size == 1024
     with pytest.raises(ConfigError, match="workload.crop_mode='yes'"):
-        WorkloadConfig(crop_mode="yes")
+        DeepSeekWorkloadConfig(crop_mode="yes")
+    with pytest.raises(ConfigError, match="workload.base_size=0 is invalid"):
+        DeepSeekWorkloadConfig(base_size=0)
+    with pytest.raises(ConfigError, match="workload.batch=0 is invalid"):
+        DeepSeekWorkloadConfig(batch=0)  # the generic checks run too
+
+
+def test_the_generic_workload_has_no_knobs():
+    """The generic workload section holds what every family has; the DeepSeek-OCR knobs are that schema's."""
+    from dataclasses import fields
+
+    from llm_perf_opt.config.schemas import COMMON_WORKLOAD_FIELDS
+
+    assert tuple(f.name for f in fields(WorkloadConfig)) == COMMON_WORKLOAD_FIELDS
+    knobs = [f.name for f in fields(DeepSeekWorkloadConfig) if f.name not in COMMON_WORKLOAD_FIELDS]
+    assert knobs == ["base_size", "image_size", "crop_mode", "tile_size", "min_num", "max_num"]
+    with pytest.raises(TypeError):
+        WorkloadConfig(base_size=1024)
 
 
 def test_unknown_key_is_refused_by_schema():

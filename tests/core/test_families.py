@@ -162,3 +162,63 @@ def test_side_by_side_v1_gundam_and_ocr2_default(tmp_path):
             assert (
                 int(rows[(page, "v1")][f"{stage}_flops_matmul"]) > 0 < int(rows[(page, "v2")][f"{stage}_flops_matmul"])
             )
+
+
+# ------------------------------------------------------------------ the families' workload schemas
+def test_each_family_declares_its_workload_schema_and_its_files_name_it():
+    """v1 and OCR-2 declare the shared DeepSeek-OCR schema; their workload files name it, so Hydra types the
+    `workload` node as it (a knob of the wrong type or an unknown key is refused while composing)."""
+    from omegaconf import OmegaConf
+
+    from llm_perf_opt.config.schemas import COMMON_WORKLOAD_FIELDS, WorkloadConfig
+    from llm_perf_opt.deepseek_ocr_shared.workload_config import DeepSeekWorkloadConfig
+
+    schemas = families.workload_schemas()
+    assert schemas == {"dsocr": DeepSeekWorkloadConfig, "dsocr2": DeepSeekWorkloadConfig}
+    assert issubclass(DeepSeekWorkloadConfig, WorkloadConfig)
+    for fam in map(families.family, schemas):  # the knobs it records are fields of its schema, not generic ones
+        assert set(fam.workload_knobs) <= set(DeepSeekWorkloadConfig.__dataclass_fields__) - set(COMMON_WORKLOAD_FIELDS)
+    v1, ocr2, alone = compose_each([["workload=tiny"], ["workload=ocr2/nocrop_768"], ["model=ocr2_twin_tiny"]])
+    for raw in (v1, ocr2, alone):
+        assert OmegaConf.get_type(raw.workload) is DeepSeekWorkloadConfig
+    assert (alone.workload.name, alone.workload.tile_size) == ("ocr2_default", 768)
+    (bare,) = compose_each([["~workload"]])  # no workload file: the generic schema, no knob
+    assert OmegaConf.get_type(bare.workload) is WorkloadConfig and "base_size" not in bare.workload
+
+
+def test_a_workload_without_the_familys_knobs_is_refused_in_one_line():
+    (raw,) = compose_each([["~workload"]])
+    with pytest.raises(ConfigError) as err:
+        validate(raw, runs_model=False)
+    assert str(err.value) == (
+        "workload='default' is invalid: is a WorkloadConfig, without the knobs of model.family=dsocr "
+        "(DeepSeekWorkloadConfig): choose one of that family's workloads"
+    )
+
+
+def test_a_workload_schema_must_subclass_the_generic_one():
+    from dataclasses import dataclass
+
+    from llm_perf_opt.config.registry import register_configs
+
+    @dataclass
+    class Loose:
+        base_size: int = 1
+
+    with pytest.raises(ConfigError, match="the workload schema of 'loose' is .*not a subclass of"):
+        register_configs({"loose": Loose})
+
+
+def test_composing_without_the_families_schemas_says_what_to_call():
+    """A script that composes `conf/` without the family registry's schemas gets one line saying what to call."""
+    code = (
+        "from llm_perf_opt.config.compose import compose\n"
+        "from llm_perf_opt.errors import ConfigError\n"
+        "try:\n    compose([])\nexcept ConfigError as exc:\n    print(exc)\n"
+    )
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Could not load 'workload_schema/dsocr'" in proc.stdout
+    assert "llm_perf_opt.families.register_configs()" in proc.stdout

@@ -7,7 +7,8 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from llm_perf_opt.config import register_configs, to_typed_config
+from llm_perf_opt import families
+from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.config.schemas import ProfileConfig
 from llm_perf_opt.errors import ConfigError
@@ -16,7 +17,7 @@ from llm_perf_opt.measure.profile_table import render_profile
 
 
 def compose_cfg(*overrides: str):
-    register_configs()
+    families.register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
 

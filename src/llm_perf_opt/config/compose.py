@@ -2,7 +2,9 @@
 (the analytic page sweep, tests, benchmarks): the same defaults, schemas and overrides a job gets.
 
 Each call initialises Hydra on `conf_dir()` and restores whatever Hydra state was there before, so it
-also works inside a running Hydra job.
+also works inside a running Hydra job. The model families' workload schemas, which their workload files name, are
+registered by the family registry above this layer (`llm_perf_opt.families.register_configs()`, which every job
+calls): a caller outside a job calls it first, else composing is refused in one line that says so.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Iterator, Sequence
 from omegaconf import DictConfig
 
 from llm_perf_opt.config.paths import conf_dir
-from llm_perf_opt.config.registry import register_configs
+from llm_perf_opt.config.registry import WORKLOAD_SCHEMA_GROUP, register_configs
+from llm_perf_opt.errors import ConfigError
 
 VERSION_BASE = "1.3"
 
@@ -40,12 +43,21 @@ def compose_each(
 ) -> list[DictConfig]:
     """One composed config per list of overrides (Hydra initialised once for all of them)."""
     from hydra import compose as hydra_compose
+    from hydra.errors import MissingConfigException
 
     with _hydra():
-        return [
-            hydra_compose(config_name=config_name, overrides=list(o), return_hydra_config=return_hydra_config)
-            for o in override_lists
-        ]
+        try:
+            return [
+                hydra_compose(config_name=config_name, overrides=list(o), return_hydra_config=return_hydra_config)
+                for o in override_lists
+            ]
+        except MissingConfigException as exc:
+            if f"'{WORKLOAD_SCHEMA_GROUP}/" not in str(exc):
+                raise
+            raise ConfigError(
+                f"{str(exc).splitlines()[0]} The model families' workload schemas are not registered: call "
+                "llm_perf_opt.families.register_configs() before composing (every job does)"
+            ) from None
 
 
 def group_options(group: str) -> list[str]:

@@ -3,23 +3,40 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from llm_perf_opt.config.schemas import RootConfig
+from llm_perf_opt.config.schemas import RootConfig, WorkloadConfig
 from llm_perf_opt.errors import ConfigError
 
+# The ConfigStore group of the families' workload schemas: `workload_schema/<family>`, which a family's workload
+# files name first in their defaults list (`- /workload_schema/dsocr@_here_`).
+WORKLOAD_SCHEMA_GROUP = "workload_schema"
 
-def register_configs() -> None:
+
+def register_configs(workload_schemas: Optional[Mapping[str, type]] = None) -> None:
     """`conf/config.yaml` starts its defaults list with `schema`, so every group file is type-checked; the
     `pid` resolver (`${pid:}`, the process id, cached like `${now:...}` so a sweep's jobs agree) makes the
-    default run directories unique per process."""
+    default run directories unique per process.
+
+    `workload_schemas` ({name: a subclass of `WorkloadConfig`}) are the model families' workload schemas, handed
+    in by the family registry (`llm_perf_opt.families.register_configs`, which every job calls before composing:
+    this layer imports no family); each is stored as `workload_schema/<name>`. The ConfigStore keeps what earlier
+    calls stored, so a later call without them (a job's `runs.entry`, `config.compose`) keeps them."""
     import os
 
-    ConfigStore.instance().store(name="schema", node=RootConfig)
+    store = ConfigStore.instance()
+    store.store(name="schema", node=RootConfig)
+    for name, schema in (workload_schemas or {}).items():
+        if not (isinstance(schema, type) and issubclass(schema, WorkloadConfig)):
+            raise ConfigError(
+                f"the workload schema of {name!r} is {schema!r}, not a subclass of llm_perf_opt.config.schemas."
+                "WorkloadConfig"
+            )
+        store.store(group=WORKLOAD_SCHEMA_GROUP, name=name, node=schema)
     if not OmegaConf.has_resolver("pid"):
         OmegaConf.register_new_resolver("pid", os.getpid, use_cache=True)
 

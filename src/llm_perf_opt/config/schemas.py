@@ -23,10 +23,12 @@ is what lets this low layer import them (the import-layer test checks it).
 
 Hydra composes YAML into these types (so a misspelt key or a wrong type is refused by OmegaConf), and
 `to_typed_config` instantiates them, running each `__post_init__` on the final values. The schemas hold
-plain values and check plain rules only (types, ranges, one-of choices, files that must exist); the
-DeepSeek-OCR rules on top (sizes in multiples of 64, crop mode tiling at `image_size`, the `<image>`
-placeholder) belong to the model family (`model.family`, default dsocr) and run in the pipeline's validation step
-(`llm_perf_opt.prepare.validate`), before any work. Nothing here imports torch or a family package.
+plain values and check plain rules only (types, ranges, one-of choices, files that must exist). The workload
+section here is what every family has; a family's knobs are its own schema, a subclass of `WorkloadConfig` that
+the family declares and its workload files name (Hydra types the `workload` node as it). The model's rules on
+top (DeepSeek-OCR: sizes in multiples of 64, crop mode tiling, the `<image>` placeholder) belong to the model
+family (`model.family`, default dsocr) and run in the pipeline's validation step (`llm_perf_opt.prepare.validate`),
+before any work. Nothing here imports torch or a family package.
 """
 
 from __future__ import annotations
@@ -145,21 +147,21 @@ def _packaged_page_dir() -> Optional[Path]:
     return Path(conf.__file__).parent / "page"
 
 
-# The workload fields every model family has; the others are one family's knobs (`ModelFamily.workload_knobs`).
+# The workload fields every model family has (`WorkloadConfig`'s); the others are one family's knobs, in its own
+# schema (`ModelFamily.workload_schema`, `workload_knobs`).
 COMMON_WORKLOAD_FIELDS = ("name", "page", "prompt", "batch", "pages")
 
 
 @dataclass
 class WorkloadConfig:
-    """One vendor mode (`infer(base_size, image_size, crop_mode)`) applied to one page and prompt."""
+    """What every model family's workload has: a page (or a batch of pages) and a prompt, under a preset's name.
 
-    name: str = "gundam"
-    base_size: int = 1024
-    image_size: int = 640
-    crop_mode: bool = True
-    tile_size: int = 640  # dynamic_preprocess tile: 640 in HF infer(); image_size in the vLLM pipeline
-    min_num: Optional[int] = None  # dynamic_preprocess's crop-count bounds; None: the family's (v1 2-9, v2 2-6)
-    max_num: Optional[int] = None
+    A family's knobs (DeepSeek-OCR: `infer(base_size, image_size, crop_mode)`) live in its own schema, a subclass
+    of this one that the family declares (`ModelFamily.workload_schema`) and each of its workload files names
+    first in its defaults list; the family registry stores it in Hydra's ConfigStore
+    (`llm_perf_opt.families.register_configs`), so Hydra types the `workload` node as that subclass."""
+
+    name: str = "default"
     page: PageConfig = field(default_factory=PageConfig)
     prompt: str = DEFAULT_PROMPT
     batch: int = 1  # pages served together (analyze: serving figures at this batch; trace: one batched forward)
@@ -168,8 +170,6 @@ class WorkloadConfig:
     pages: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for name in ("base_size", "image_size", "tile_size"):
-            _positive_int(f"workload.{name}", getattr(self, name), "(pixels)")
         _positive_int("workload.batch", self.batch, "(pages served together)")
         if self.pages:
             self.pages = [str(p) for p in self.pages]
@@ -183,8 +183,6 @@ class WorkloadConfig:
                     "the batch is their number (leave workload.batch out or set it equal)",
                 )
             self.batch = len(self.pages)
-        if not isinstance(self.crop_mode, bool):
-            raise ConfigError.field("workload.crop_mode", self.crop_mode, "must be true or false")
         if not isinstance(self.prompt, str) or not self.prompt:
             raise ConfigError.field("workload.prompt", self.prompt, "must be a non-empty string")
 

@@ -5,6 +5,7 @@ it, never a generic layer.
 
 | file | job |
 |---|---|
+| `workload_config.py` | `DeepSeekWorkloadConfig`: the workload schema both declare (`infer()`'s knobs, torch-free) |
 | `spec.py` | `SamSpec`, `ProjectorSpec`, `DecoderSpec`, the `config.json` readers and checks both `ModelSpec`s use |
 | `parts.py` | the parts both have (embedding, SAM, projector, decoder stack, norm, lm_head), `parts_with(encoder)` |
 | `layout.py` | `ViewLayout`, the vendor's grid search, `layout_of` (each family's constants and knobs) |

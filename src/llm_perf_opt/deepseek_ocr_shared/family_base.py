@@ -6,6 +6,7 @@ calling the shared runtime functions, imported inside the method (they import to
 
 | member | the shared function |
 |---|---|
+| `workload_schema` | `DeepSeekWorkloadConfig` (`workload_config`): the knobs of `infer()` both take |
 | `check_run`, `prompt_tokens` | the prompt's tokens, the positions check (`inputs`, `model_runtime.decode`) |
 | `check_vendor_code` | the vendor code imported with the names the family needs (`vendor_required_names`) |
 | `resolve_device`, `batch_inputs` | the session's device; several pages as one `generate()` batch |
@@ -25,11 +26,13 @@ import abc
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
+from llm_perf_opt.deepseek_ocr_shared.workload_config import DeepSeekWorkloadConfig
 from llm_perf_opt.family import ModelFamily
 
 
 class DeepSeekOCRFamilyBase(ModelFamily):
     stages = ("vision", "prefill", "decode")
+    workload_schema = DeepSeekWorkloadConfig  # conf/workload/*.yaml (v1) and conf/workload/ocr2/*.yaml name it
     workload_knobs = ("base_size", "image_size", "crop_mode", "tile_size")  # infer()'s, and the crop tile
     supports_batch = True  # batch_inputs: several pages as one generate() batch
 

@@ -416,12 +416,8 @@ def run_export_stage(
     layout = inputs.layout
     summary = ExportSummary(
         model={"name": cfg.model.name, "source": session.source, "spec": session.spec.name},
-        workload={
-            "mode": cfg.workload.name,
-            "base_size": cfg.workload.base_size,
-            "image_size": cfg.workload.image_size,
-            "crop_mode": cfg.workload.crop_mode,
-        },
+        # the preset and the family's knobs, read by key, as summary.json's `workload` records them
+        workload={"mode": cfg.workload.name, **{k: getattr(cfg.workload, k) for k in session.family.workload_knobs}},
         layout=layout.as_dict(),
         seq_len=plan.seq_len,
         decode_context=plan.decode_context,

@@ -16,3 +16,10 @@ composing the layers below; `cli` dispatches to them. The top layer of the impor
 | `compare.py` | `./dev compare RUN_A RUN_B`: two runs side by side (`report.compare`) |
 | `verify.py` | `llm-perf-opt verify`: the verification gate (`llm_perf_opt.gate.run`) |
 """
+
+from llm_perf_opt import families
+
+# Before any job composes `conf/`: the model families' workload schemas in Hydra's ConfigStore
+# (`workload_schema/<family>`, which their workload files name), whichever way the job starts (`jobs.cli`,
+# `python -m llm_perf_opt.jobs.<job>`, a test calling a job in-process). The layers below cannot ask the families.
+families.register_configs()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Mapping, Optional
 
 from llm_perf_opt import families
-from llm_perf_opt.config import RootConfig, to_typed_config
+from llm_perf_opt.config import RootConfig, WorkloadConfig, to_typed_config
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import ModelFamily
 
@@ -58,7 +58,22 @@ class ValidJob:
 
 def vision_workload(cfg: RootConfig) -> Any:
     """The workload's knobs as the family's type, which checks the family's rules."""
-    return families.for_config(cfg).workload_for(cfg.workload)
+    family = families.for_config(cfg)
+    check_workload_schema(family, cfg.workload)
+    return family.workload_for(cfg.workload)
+
+
+def check_workload_schema(family: ModelFamily, workload: WorkloadConfig) -> None:
+    """The workload config is of the family's schema (`ModelFamily.workload_schema`: its knobs), in one line
+    naming the workload and the family: a workload file of another schema lacks the knobs the family reads."""
+    schema = family.workload_schema or WorkloadConfig
+    if not isinstance(workload, schema):
+        raise ConfigError.field(
+            "workload",
+            workload.name,
+            f"is a {type(workload).__name__}, without the knobs of model.family={family.name} ({schema.__name__}): "
+            "choose one of that family's workloads",
+        )
 
 
 def model_spec_for(cfg: RootConfig) -> Any:
@@ -195,6 +210,7 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     family.check_model(cfg.model)
     if cfg.model.source == "vendor":  # another family's code first: its knobs would be refused by the wrong family
         families.check_vendor_family(family, cfg.model.path)
+    check_workload_schema(family, cfg.workload)
     workload = family.workload_for(cfg.workload)
     family.check_export(cfg.export.submodules)
     spec = model_spec_for(cfg)

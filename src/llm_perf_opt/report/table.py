@@ -630,6 +630,8 @@ def job_columns(parts: Sequence[str] = ()) -> list[Column]:
         ),
         Column("model", "model", "str", "model config (twin, twin_tiny, vendor)", _model_name),
         Column("mode", "mode", "str", "workload preset, plus any knob changed on the command line", mode_label),
+        # The DeepSeek-OCR knobs keep their place (the sweep CSV's columns stay as they were): each reads the run's
+        # recorded knob by key (`WorkloadInfo.knob`, the family's `workload_knobs`), empty for a family without it.
         Column(
             "base_size",
             "base",
