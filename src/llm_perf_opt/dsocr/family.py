@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.deepseek_ocr_shared.family_base import DeepSeekOCRFamilyBase
-from llm_perf_opt.dsocr import parts as P
+from llm_perf_opt.dsocr import parts as v1_parts
 
 # The submodules the export stage knows for this family (llm_perf_opt.export.targets maps each to a call).
 EXPORT_SUBMODULES = (
@@ -32,7 +32,7 @@ EXPORT_SUBMODULES = (
 class DeepSeekOCRFamily(DeepSeekOCRFamilyBase):
     name = "dsocr"
     label = "DeepSeek-OCR"
-    parts = P.VOCABULARY
+    parts = v1_parts.VOCABULARY
     cost_namespace = "dsocr"
     twin_specs = ("deepseek_ocr", "tiny")
     export_submodules = EXPORT_SUBMODULES
@@ -67,7 +67,7 @@ class DeepSeekOCRFamily(DeepSeekOCRFamilyBase):
         return compute_view_layout(workload, width, height)
 
     def modes(self, conf: Any = None) -> dict[str, Any]:
-        return P.modes(conf)
+        return v1_parts.modes(conf)
 
     def single_view_workload(self, side: int) -> Any:
         """A no-crop workload whose one view has this side (one call of each vision part)."""

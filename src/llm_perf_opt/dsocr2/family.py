@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.deepseek_ocr_shared.family_base import DeepSeekOCRFamilyBase
-from llm_perf_opt.dsocr2 import parts as P
+from llm_perf_opt.dsocr2 import parts as v2_parts
 from llm_perf_opt.errors import ConfigError
 
 MODES_FOLDER = "ocr2"  # conf/workload/ocr2/*.yaml: v2's modes (v1's are conf/workload/*.yaml)
@@ -26,15 +26,17 @@ MODES_FOLDER = "ocr2"  # conf/workload/ocr2/*.yaml: v2's modes (v1's are conf/wo
 class DeepSeekOCR2Family(DeepSeekOCRFamilyBase):
     name = "dsocr2"
     label = "DeepSeek-OCR 2"
-    parts = P.VOCABULARY
+    parts = v2_parts.VOCABULARY
     cost_namespace = "dsocr2"
     twin_specs = ("deepseek_ocr2", "ocr2_tiny")
     # The export stage's targets (`llm_perf_opt.export.targets`): v1's with CLIP-L replaced by one encoder layer
     # (the first Qwen2 layer) on the crop batch and on the global view; the whole encoder is refused by name.
-    export_submodules = P.EXPORT_SUBMODULES
-    export_blocks = (P.ENCODER_LAYER,)
-    export_refused = P.EXPORT_REFUSED  # the whole encoder: its mask is data-dependent (one line each, at validation)
-    onnx_block = P.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
+    export_submodules = v2_parts.EXPORT_SUBMODULES
+    export_blocks = (v2_parts.ENCODER_LAYER,)
+    export_refused = (
+        v2_parts.EXPORT_REFUSED
+    )  # the whole encoder: its mask is data-dependent (one line each, at validation)
+    onnx_block = v2_parts.ENCODER_LAYER  # written as ONNX (export.onnx) on the global view, with the dense layer 0
     vendor_architectures = ("DeepseekOCR2ForCausalLM",)
     # supports_batch (the shared batched inputs): the analytic model prices one page, a ConfigError at batch > 1
 
@@ -97,7 +99,7 @@ class DeepSeekOCR2Family(DeepSeekOCRFamilyBase):
         from llm_perf_opt.dsocr2 import patches  # noqa: F401 - registers v2's twin package and patches
         from llm_perf_opt.dsocr2.session import LOADERS
 
-        session = DeepSeekOCRSession.open(model_cfg, runtime_cfg, loaders=LOADERS, part_list=P.PARTS, **kwargs)
+        session = DeepSeekOCRSession.open(model_cfg, runtime_cfg, loaders=LOADERS, part_list=v2_parts.PARTS, **kwargs)
         session.family = self
         session.patch_names = dict(patches.SESSION_PATCH_NAMES)
         return session
