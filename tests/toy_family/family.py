@@ -4,13 +4,14 @@ cache, any forward with `past_key_values` / `use_cache`), as is the FLOP count o
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from llm_perf_opt.family import ModelFamily
+from llm_perf_opt.model_runtime.family_members import RuntimeMembers
 from toy_family import spec as toy_spec
 
 
-class ToyFamily(ModelFamily):
+class ToyFamily(RuntimeMembers, ModelFamily):
     name = toy_spec.FAMILY
     label = "Toy OCR"
     parts = toy_spec.VOCABULARY
@@ -84,34 +85,6 @@ class ToyFamily(ModelFamily):
         from toy_family.runtime import runtime_patches
 
         return runtime_patches(session, names)
-
-    def load_runtime_log(self, path: Any) -> Any:
-        from llm_perf_opt.model_runtime.runtime_log import load_runtime_log
-
-        return load_runtime_log(path)
-
-    def measure(
-        self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
-    ) -> Any:
-        from llm_perf_opt.model_runtime.measure import measure_forward
-
-        return measure_forward(model, forward_kwargs, decode_steps=tuple(decode_steps), **kwargs)
-
-    # ---- decode: the library's greedy loop over the toy's KV cache
-    def check_kv_cache_path(self, model: Any, steps: int) -> None:
-        from llm_perf_opt.model_runtime.decode import check_kv_cache_path
-
-        check_kv_cache_path(model, steps)
-
-    def decode_program(self, steps: int, on_step: Any = None) -> Any:
-        from llm_perf_opt.model_runtime.decode import DecodeProgram
-
-        return DecodeProgram(steps, on_step=on_step)
-
-    def greedy_decode(self, run_step: Any, prefill: Any, steps: int, kwargs: Any, **more: Any) -> Any:
-        from llm_perf_opt.model_runtime.decode import greedy_decode
-
-        return greedy_decode(run_step, prefill, steps, kwargs, **more)
 
 
 FAMILY = ToyFamily()

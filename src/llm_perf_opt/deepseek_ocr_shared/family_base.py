@@ -10,8 +10,7 @@ calling the shared runtime functions, imported inside the method (they import to
 | `check_run`, `prompt_tokens` | the prompt's tokens, the positions check (`inputs`, `model_runtime.decode`) |
 | `check_vendor_code` | the vendor code imported with the names the family needs (`vendor_required_names`) |
 | `resolve_device`, `batch_inputs` | the session's device; several pages as one `generate()` batch |
-| `load_runtime_log`, `measure` | the runtime log of the patches; FLOPs of the prefill and the decode steps |
-| `check_kv_cache_path`, `decode_program`, `greedy_decode` | the greedy decode loop with a KV cache |
+| `load_runtime_log`, `measure`, the decode members | `model_runtime.family_members.RuntimeMembers` (a base) |
 | `routing_record`, `unrouted_expert_kernels`, `run_experts_by_load` | the MoE decoder's routing |
 | `console_summary` | the console's lines: the crop grid, the global and local image tokens |
 
@@ -24,13 +23,14 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from llm_perf_opt.deepseek_ocr_shared.workload_config import DeepSeekWorkloadConfig
 from llm_perf_opt.family import ModelFamily
+from llm_perf_opt.model_runtime.family_members import RuntimeMembers
 
 
-class DeepSeekOCRFamilyBase(ModelFamily):
+class DeepSeekOCRFamilyBase(RuntimeMembers, ModelFamily):
     stages = ("vision", "prefill", "decode")
     workload_schema = DeepSeekWorkloadConfig  # conf/workload/*.yaml (v1) and conf/workload/ocr2/*.yaml name it
     workload_knobs = ("base_size", "image_size", "crop_mode", "tile_size")  # infer()'s, and the crop tile
@@ -79,35 +79,6 @@ class DeepSeekOCRFamilyBase(ModelFamily):
         from llm_perf_opt.deepseek_ocr_shared.inputs import batch_inputs
 
         return batch_inputs(list(samples))
-
-    def load_runtime_log(self, path: Any) -> Any:
-        from llm_perf_opt.model_runtime.runtime_log import load_runtime_log
-
-        return load_runtime_log(path)
-
-    def measure(
-        self, model: Any, forward_kwargs: Mapping[str, Any], decode_steps: Iterable[int] = (), **kwargs: Any
-    ) -> Any:
-        """Measured FLOPs of the prefill and the given decode steps (`model_runtime.measure.measure_forward`)."""
-        from llm_perf_opt.model_runtime.measure import measure_forward
-
-        return measure_forward(model, forward_kwargs, decode_steps=tuple(decode_steps), **kwargs)
-
-    # ------------------------------------------------------------------ decode and routing
-    def check_kv_cache_path(self, model: Any, steps: int) -> None:
-        from llm_perf_opt.model_runtime.decode import check_kv_cache_path
-
-        check_kv_cache_path(model, steps)
-
-    def decode_program(self, steps: int, on_step: Any = None) -> Any:
-        from llm_perf_opt.model_runtime.decode import DecodeProgram
-
-        return DecodeProgram(steps, on_step=on_step)
-
-    def greedy_decode(self, run_step: Any, prefill: Any, steps: int, kwargs: Any, **more: Any) -> Any:
-        from llm_perf_opt.model_runtime.decode import greedy_decode
-
-        return greedy_decode(run_step, prefill, steps, kwargs, **more)
 
     def routing_record(self, events: Any, session: Any) -> Any:
         """The MoE routing of a capture's gate events (`dsocr.routing.RoutingRecord`), or None without any."""

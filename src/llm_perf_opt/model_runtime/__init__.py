@@ -16,6 +16,7 @@ the greedy decode loop, the measured forward, the MoE routing record. Generic: n
 | `session_patches.py` | the session's run-time measures: `cuda_to_device`, `autocast` |
 | `runtime_log.py` | `RuntimeLog`: the events patches record, `runtime_log.json` |
 | `decode.py` | greedy decoding with a KV cache (`greedy_decode`, `DecodeProgram`), its limits |
+| `family_members.py` | `RuntimeMembers`: the contract's runtime members (runtime log, measure, decode) |
 | `measure.py` | measured FLOPs of a prefill and of chosen decode steps (`measure_forward`) |
 | `routing.py` | the MoE routing a run took: `routing.json`, its summary, the uniform-routing expectation |
 | `run_files.py` | this package's run files: `runtime_log.json`, `routing.json` (what its patches and routing write) |
