@@ -23,16 +23,25 @@ Measured:
   64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
   a millisecond per MiB on these machines); smaller ones are reused heap memory. CUDA: 0 (the caching
   allocator reuses blocks);
-* `min_kernel_s`: CUDA: the device time of the smallest kernel (a 1-element add, CUDA events around 1,000
-  launches, divided); CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the host's
-  per-op cost, counted once in the eager level);
+* `min_kernel_s`: CUDA: the device time of the smallest kernel: a CUDA graph of 1,000 1-element adds replayed,
+  CUDA events around the replay, divided (device-only: events around 1,000 eager launches would time the host's
+  launch rate, which a host-bound stream shows instead of the kernels; that figure is kept as `launch_rate_s`);
+  CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the host's per-op cost, counted
+  once in the eager level);
 * `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
   (the dispatcher alone). `op_s`: wall time of a small transformer block's forward (`_HostBlock`: LayerNorm,
   qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
   with GELU, residual add) on tiny tensors under `torch.no_grad`, divided by the kernels it launches (aten ops
   that are not views, counted with a TorchDispatchMode): Python + nn.Module + dispatcher + allocation per kernel,
-  with the views and metadata ops of real module code around each kernel. The eager level charges `op_s` per
-  kernel (`dispatch_s` when a calibration predates it).
+  with the views and metadata ops of real module code around each kernel. CUDA (version 6): `op_s` is measured on
+  the device by `measure.host_workload` (a decode step of a small MoE decoder and its generate loop under autocast,
+  host-bound: dispatch, autocast, allocator and the launch call per kernel, with the syncs' round trips taken
+  out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
+  idle stream. The eager level charges `op_s` per kernel (`dispatch_s` when a calibration predates it).
+
+CUDA timing (version 6): every case is captured `inner` times into a CUDA graph and the graph replayed between
+CUDA events (`timer: graph`), so a small kernel's figure is its device time, not the host's launch rate; a case
+that cannot be captured falls back to events around eager launches, and its entry says `timer: launches`.
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from __future__ import annotations
 import platform
 import statistics
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import nn
@@ -51,9 +60,11 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 5  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+LEVELS_VERSION = 6  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
 # 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`);
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
+# 6: CUDA: device-only times (CUDA graph replay), min_kernel_s of a replayed graph, the host's op_s measured on the
+# device on a decoder-shaped workload (`measure.host_workload`)
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
 ATTENTION_SHAPES = (
@@ -133,23 +144,66 @@ def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
     return run_cpu
 
 
+def graph_of(fn: Callable[[], Any], inner: int, device: torch.device) -> Optional["torch.cuda.CUDAGraph"]:
+    """A CUDA graph of `inner` calls of `fn` (None when `fn` cannot be captured: the caller times launches)."""
+    try:
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch.cuda.graphs asks
+            fn()
+        torch.cuda.current_stream(device).wait_stream(stream)
+        torch.cuda.synchronize(device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(inner):
+                fn()
+        torch.cuda.synchronize(device)
+        return graph
+    except Exception:  # noqa: BLE001 - not capturable (a sync, a host op): timed by launches instead
+        torch.cuda.synchronize(device)
+        return None
+
+
+def replay_time(graph: "torch.cuda.CUDAGraph", inner: int, device: torch.device) -> float:
+    """Device seconds per captured call: CUDA events around one replay of the graph."""
+    torch.cuda.synchronize(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    torch.cuda.synchronize(device)
+    return start.elapsed_time(end) / 1e3 / inner
+
+
 def _interleaved(
     cases: dict[str, Callable[[], Any]], device: torch.device, rounds: int, warmup: int, target_s: float
 ) -> dict[str, dict[str, Any]]:
-    """{name: {"seconds", "samples", "inner"}}: every case once per round, `inner` calls per sample sized from a
-    probe to about `target_s`."""
+    """{name: {"seconds", "samples", "inner", "timer"}}: every case once per round, `inner` calls per sample sized
+    from a probe to about `target_s`; on CUDA each sample replays a CUDA graph of the `inner` calls (device time)
+    when the case can be captured."""
     timer = _timer(device)
     inner: dict[str, int] = {}
+    graphs: dict[str, Any] = {}
     for name, fn in cases.items():
         for _ in range(warmup):
             fn()
         probe = min(timer(fn, 1) for _ in range(2))
         inner[name] = max(1, min(2000, int(target_s / max(probe, 1e-7))))
+        if device.type == "cuda":
+            graphs[name] = graph_of(fn, inner[name], device)
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
         for name, fn in cases.items():
-            samples[name].append(timer(fn, inner[name]))
-    return {name: {"seconds": fastest_consistent(s), "samples": s, "inner": inner[name]} for name, s in samples.items()}
+            graph = graphs.get(name)
+            samples[name].append(
+                replay_time(graph, inner[name], device) if graph is not None else timer(fn, inner[name])
+            )
+    method = {name: "graph" if graphs.get(name) is not None else "launches" for name in cases}
+    graphs.clear()  # the graphs' memory pools go with them
+    return {
+        name: {"seconds": fastest_consistent(s), "samples": s, "inner": inner[name], "timer": method[name]}
+        for name, s in samples.items()
+    }
 
 
 class _HostBlock(nn.Module):
@@ -218,7 +272,12 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     rounds, warmup = (3, 1) if quick else ((7, 2) if cuda else (15, 2))
     target = 2e-4 if quick else (1e-3 if cuda else 2e-3)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    timer = "torch.cuda.Event pairs (GPU time)" if cuda else "time.perf_counter (wall, synchronous device)"
+    timer = (
+        "a CUDA graph of the case's calls replayed between torch.cuda.Event pairs (device time; `launch_timed`: the "
+        "cases timed by events around eager launches instead)"
+        if cuda
+        else "time.perf_counter (wall, synchronous device)"
+    )
     shapes = gemm_shapes(device.type, quick)
     cases: dict[str, Callable[[], Any]] = {}
     keep = []  # the tensors of each case stay alive for the rounds
@@ -317,15 +376,28 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         }
     one = torch.ones(1, device=device, dtype=dtype)
     out = torch.empty_like(one)
+    launch_rate = None
     if cuda:
-        min_kernel = min(_timer(device)(lambda: torch.add(one, one, out=out), 1000) for _ in range(rounds))
-        min_kernel_op = "torch.add on 1 element, CUDA events around 1,000 back-to-back launches, per launch, fastest"
+        # inner: as many launches as the probe allows, capped at 2,000
+        tiny = _interleaved({"tiny": lambda: torch.add(one, one, out=out)}, device, rounds, warmup, 1.0)
+        min_kernel = tiny["tiny"]["seconds"]
+        launch_rate = min(_timer(device)(lambda: torch.add(one, one, out=out), 1000) for _ in range(rounds))
+        min_kernel_op = (
+            f"torch.add on 1 element, {tiny['tiny']['inner']} launches captured in a CUDA graph, CUDA events around "
+            f"its replay, per kernel, fastest consistent (timer: {tiny['tiny']['timer']}); the eager launch rate "
+            "(events around 1,000 back-to-back launches) is launch_rate_s"
+        )
     else:
         min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
         sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
+        from llm_perf_opt.measure.host_workload import measure_host_workload
+
+        on_device = measure_host_workload(device, dtype, sync_s, count_kernels, rounds, warmup, fastest_consistent)
+        host["op_cpu_s"], host["op_cpu_module"] = host.pop("op_s"), host.pop("op_module")
+        host.update(on_device)
     host.update(
         {
             "sync_s": sync_s,
@@ -339,6 +411,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "version": LEVELS_VERSION,
         "dtype": str(dtype).removeprefix("torch."),
         "timer": timer,
+        "launch_timed": sorted(name for name, g in got.items() if g["timer"] == "launches") if cuda else [],
         "statistic": STATISTIC,
         "warmup": warmup,
         "repeats": rounds,
@@ -351,5 +424,6 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "fresh": fresh,
         "min_kernel_s": min_kernel,
         "min_kernel_op": min_kernel_op,
+        "launch_rate_s": launch_rate,
         "host": host,
     }

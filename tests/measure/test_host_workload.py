@@ -1,0 +1,45 @@
+"""The host's cost per kernel on a decoder-shaped workload (`measure.host_workload`) and the device-only CUDA timing
+of the level calibration (`measure.calibrate_levels`, version 6)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION, count_kernels, fastest_consistent, measure_levels
+from llm_perf_opt.measure.host_workload import LAYERS, DecodeStep, measure_host_workload, step_runner
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def test_the_workload_is_a_decode_step_with_its_kernels_counted_and_the_syncs_taken_out():
+    run = step_runner(torch.device("cpu"), torch.float32)
+    kernels = count_kernels(run)
+    # per layer: norms, projections, rotary, cache cats, attention, router, top-k, expert loop; then head + argmax
+    assert kernels > 25 * LAYERS
+    assert count_kernels(run) == kernels  # the same ops every step (a fresh cache each time)
+    got = measure_host_workload(torch.device("cpu"), torch.float32, 0.0, count_kernels, 3, 1, fastest_consistent, 2)
+    assert got["op_kernels"] == kernels and got["op_syncs"] == 0  # the CPU is synchronous: no round trips
+    assert (
+        len(got["op_samples"]) == 3
+        and got["op_forward_s"] == min(got["op_samples"])
+        or got["op_forward_s"] in (got["op_samples"])
+    )
+    assert got["op_s"] == pytest.approx(got["op_forward_s"] / kernels)
+    assert "MoE decoder" in got["op_module"] and f"{kernels} non-view aten ops" in got["op_module"]
+    # with a sync cost the syncs' round trips come out of the wall before dividing by the kernels
+    assert DecodeStep.SYNCS == LAYERS + 1
+
+
+@cuda
+def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured_on_the_device():
+    lv = measure_levels(torch.device("cuda"), torch.bfloat16, quick=True)
+    assert lv["version"] == LEVELS_VERSION == 6
+    # a replayed graph of tiny adds shows the kernel's device time, well under the eager launch rate of a host-bound
+    # stream (events around back-to-back launches: what version 5 called the minimum kernel time)
+    assert 0 < lv["min_kernel_s"] < lv["launch_rate_s"]
+    assert "CUDA graph" in lv["min_kernel_op"] and "graph" in lv["timer"]
+    assert lv["launch_timed"] == []  # every case of the grid was captured
+    host = lv["host"]
+    assert host["op_syncs"] == DecodeStep.SYNCS and host["sync_s"] > 0
+    assert host["op_s"] > 0 and "op_cpu_s" in host and "autocast bfloat16" in host["op_module"]
