@@ -9,7 +9,6 @@ import torch
 from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION, count_kernels, fastest_consistent, measure_levels
 from llm_perf_opt.measure.host_workload import LAYERS, DecodeStep, measure_host_workload, step_runner
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def test_the_workload_is_a_decode_step_with_its_kernels_counted_and_the_syncs_taken_out():
@@ -31,7 +30,8 @@ def test_the_workload_is_a_decode_step_with_its_kernels_counted_and_the_syncs_ta
     assert DecodeStep.SYNCS == LAYERS + 1
 
 
-@cuda
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured_on_the_device():
     lv = measure_levels(torch.device("cuda"), torch.bfloat16, quick=True)
     assert lv["version"] == LEVELS_VERSION == 6
