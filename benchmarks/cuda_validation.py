@@ -1,8 +1,9 @@
-"""The CUDA checks of the time model in one command: measured vs predicted (ideal / kernel / eager) per stage, part
-and decode step, on the twin (and the vendor code when DSOCR_MODEL_PATH is set), modes Tiny, Base and Gundam.
+"""The CUDA checks of the time model in one command, and the GPU kit that records a borrowed GPU machine's evidence.
 
     python benchmarks/cuda_validation.py [--models twin,vendor] [--modes tiny,base,gundam] [--decode-steps 8]
                                          [--out tmp/cuda_validation]
+    python benchmarks/cuda_validation.py --budget 420 [--archive DIR] [--out DIR]     # the GPU kit
+    python benchmarks/cuda_validation.py --runs RUN_DIR[,RUN_DIR...]                  # tables of recorded runs
 
 Each (model, mode) is one trace job as a user runs it (`pipelines/trace.py runtime=cuda hardware=measured
 trace.decode_steps=8`, profile on, the device calibrated and cached; random weights for the twin, the vendor's
@@ -17,22 +18,68 @@ own files for the vendor), in a fresh process. From its summary.json (never reco
   (`summary.profile.coverage`), and the profile's problems.
 
 Writes `<out>/cuda_validation.json` and `<out>/cuda_validation.md` (one table: one row per stage, part and decode
-step of each job). Without CUDA it refuses in one line and exits 2.
+step of each job; the model and mode of each row read from its run's summary.json). Without CUDA it refuses in one
+line and exits 2 (`--runs` needs no GPU).
+
+**The GPU kit** (`--budget SECONDS`): what a GPU machine lent for a few minutes should record, in priority order,
+each step in its own process, a step started only when its expected time fits what is left of the budget and
+stopped (its process group killed) at the budget; then one tarball (`<archive>/<recording>.tar.gz`, at most
+`ARCHIVE_MAX` bytes: the largest optional files are left out, and the README says which, when it would be larger)
+holding everything the replay tests read (`tests/data/gpu/<recording>/`, see its README):
+
+1. the tiny twin in Tiny (it calibrates the device: `measure.calibrate`, cached in `<out>/calibration/`, which every
+   later step reuses), then in Base and Gundam;
+2. the full twin in Tiny and in Gundam;
+3. the serving curve (`benchmarks/serving_curve.py`: the full twin's prefill and decode steps at batches 1, 8, 32,
+   64 with plain forwards, no capture);
+4. the CUDA tests (`pytest -m cuda`).
+
+The recording's folder: `README.md` (machine, software, commit, each step's command, exit status and seconds),
+`environment.json`, `kit.json` (the steps), the calibration file, one folder per trace job (`<model>-<mode>/`,
+its summary.json, verification.json.gz, costs.json, profile.json.gz, profile.trace.json.gz, roofline.json,
+serving.json, routing.json, module_costs.json.gz, trace.log, job.log), `serving_curve/`, `pytest_cuda.txt`, and
+this script's `cuda_validation.{json,md}` of the trace jobs.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
+import shutil
+import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_NO_CUDA = 2
+ARCHIVE_MAX = 16_000_000  # bytes: what one file brought back from a borrowed GPU machine may weigh
+RESERVE_S = 15.0  # of the budget, kept for the tables and the tarball
+# the files of a trace run the replay tests read (others, such as the graph drawings, stay out of the tarball)
+RUN_FILES = (
+    "summary.json",
+    "verification.json",
+    "verification.json.gz",
+    "costs.json",
+    "profile.json",
+    "profile.json.gz",
+    "profile.trace.json",
+    "profile.trace.json.gz",
+    "roofline.json",
+    "serving.json",
+    "routing.json",
+    "module_costs.json",
+    "module_costs.json.gz",
+    "trace.log",
+    "job.log",
+)
+OPTIONAL_LARGE = ("profile.trace.json.gz", "profile.trace.json", "module_costs.json.gz", "roofline.json")
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -45,6 +92,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="profile.repeats")
     p.add_argument("--out", default=str(ROOT / "tmp" / "cuda_validation"))
     p.add_argument("--runs", default="", help="read existing run directories (comma-separated) instead of running")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds: run the GPU kit (the steps in priority order, stopped before the budget) and write one tarball",
+    )
+    p.add_argument("--archive", default="", help="where the kit's tarball goes (default: --out)")
+    p.add_argument("--name", default="", help="the recording's name (default: <gpu>-<date>)")
+    p.add_argument("--serving-batches", default="1,8,32,64")
+    p.add_argument(
+        "--runtime", default="cuda", choices=("cuda", "cpu"), help="cpu: a dry run of the kit on a machine without GPU"
+    )
     return p.parse_args(argv)
 
 
@@ -68,33 +127,60 @@ def models(args: argparse.Namespace) -> list[str]:
     return ["twin"] + (["vendor"] if os.environ.get("DSOCR_MODEL_PATH") else [])
 
 
-def run_job(model: str, mode: str, args: argparse.Namespace, base: Path) -> Path:
-    run_dir = base / f"{model}-{mode}"
-    cmd = [
+def trace_command(model: str, mode: str, args: argparse.Namespace, run_dir: Path) -> list[str]:
+    return [
         sys.executable,
         str(ROOT / "pipelines" / "trace.py"),
         f"model={model}",
         f"workload={mode}",
-        "runtime=cuda",
+        f"runtime={args.runtime}",
         "hardware=measured",
         f"trace.decode_steps={args.decode_steps}",
         f"profile.repeats={args.repeats}",
         f"hydra.run.dir={run_dir}",
     ]
+
+
+def run_step(cmd: list[str], log: Path, timeout: Optional[float] = None, env: Optional[dict] = None) -> dict:
+    """Run one step in its own process group (killed whole at `timeout`); {command, exit, seconds, stopped}."""
     print(f"$ {' '.join(cmd[1:])}", flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    (base / f"{model}-{mode}.log").write_text(proc.stdout + "\n" + proc.stderr)
-    print(f"  exit {proc.returncode} in {time.perf_counter() - t0:.0f} s", flush=True)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        stopped = False
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+            stopped = True
+    seconds = time.perf_counter() - t0
+    print(f"  exit {code} in {seconds:.0f} s" + (" (stopped at the budget)" if stopped else ""), flush=True)
+    return {"command": " ".join(cmd[1:]), "exit": code, "seconds": round(seconds, 1), "stopped": stopped}
+
+
+def run_job(model: str, mode: str, args: argparse.Namespace, base: Path) -> Path:
+    run_dir = base / f"{model}-{mode}"
+    run_step(trace_command(model, mode, args, run_dir), base / f"{model}-{mode}.log")
     return run_dir
 
 
-def rows_of(run_dir: Path, model: str, mode: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(one row per stage / part / decode step, job facts) from a run's summary.json."""
+def rows_of(run_dir: Path, model: str = "?", mode: str = "?") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(one row per stage / part / decode step, job facts) from a run's summary.json; the model and the mode are
+    the summary's own (`model`, `mode`: what to say when it has none)."""
     path = run_dir / "summary.json"
     if not path.is_file():
         return [], {"model": model, "mode": mode, "run": str(run_dir), "status": "no summary.json"}
     data = json.loads(path.read_text())["data"]
+    model = (data.get("model") or {}).get("name") or model
+    mode = (data.get("workload") or {}).get("mode") or mode
+    batch = (data.get("workload") or {}).get("batch")
+    if batch and int(batch) > 1:
+        mode = f"{mode} (batch {batch})"
     roof = data.get("roofline") or {}
     levels = roof.get("levels") or {}
     prof = data.get("profile") or {}
@@ -198,13 +284,241 @@ def markdown(rows: list[dict[str, Any]], facts: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def environment() -> dict[str, Any]:
+    """The machine and software of the recording (what the README and the replay tests' labels need)."""
+    import torch
+
+    env: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "host_cpu": _cpu_model(),
+        "host_cores": os.cpu_count(),
+        "commit": _commit(),
+    }
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        env.update(
+            gpu=props.name,
+            gpu_memory_bytes=props.total_memory,
+            gpu_sm_count=props.multi_processor_count,
+            compute_capability=f"{props.major}.{props.minor}",
+        )
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        q = "name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit"
+        got = subprocess.run([smi, f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True, text=True)
+        env["nvidia_smi"] = got.stdout.strip() or got.stderr.strip()
+    versions = {}
+    for name in ("transformers", "tokenizers", "torchlens", "hydra", "omegaconf", "fvcore", "flash_attn"):
+        try:
+            versions[name] = getattr(__import__(name), "__version__", "?")
+        except Exception:  # noqa: BLE001 - absent or broken: say so
+            versions[name] = None
+    env["packages"] = versions
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _commit() -> str:
+    got = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return got.stdout.strip() if got.returncode == 0 else os.environ.get("LLM_PERF_OPT_COMMIT", "unknown")
+
+
+# (kind, argument, expected seconds on an H200 host as recorded on 2026-11-26): the kit's steps, in priority order
+KIT_STEPS = (
+    ("trace", ("twin_tiny", "tiny"), 45.0),
+    ("trace", ("twin_tiny", "base"), 25.0),
+    ("trace", ("twin_tiny", "gundam"), 30.0),
+    ("trace", ("twin", "tiny"), 130.0),
+    ("trace", ("twin", "gundam"), 145.0),
+    ("serving_curve", ("twin", "tiny"), 100.0),
+    ("pytest", ("cuda",), 70.0),
+)
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-").replace("--", "-")
+
+
+def kit(args: argparse.Namespace) -> int:
+    """The GPU kit (see the module docstring): the steps in priority order within `args.budget`, one tarball."""
+    t_start = time.perf_counter()
+    budget = float(args.budget)
+    env = environment()
+    gpu = str(env.get("gpu", "gpu")).removeprefix("NVIDIA ")
+    name = args.name or f"{slug(gpu)}-{env['date'][:10]}"
+    out = Path(args.out)
+    rec = out / name
+    rec.mkdir(parents=True, exist_ok=True)
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    child_env = dict(os.environ, LLM_PERF_OPT_CALIBRATION_DIR=str(out / "calibration"), PYTHONUNBUFFERED="1")
+    steps: list[dict[str, Any]] = []
+
+    def left() -> float:
+        return budget - RESERVE_S - (time.perf_counter() - t_start)
+
+    for kind, arg, expected in KIT_STEPS:
+        label = f"{kind} {' '.join(arg)}"
+        if left() < expected:
+            steps.append(
+                {"step": label, "skipped": f"{left():.0f} s left of the budget, about {expected:.0f} s needed"}
+            )
+            print(f"skip {label}: {steps[-1]['skipped']}", flush=True)
+            continue
+        if kind == "trace":
+            model, mode = arg
+            run_dir = work / f"{model}-{mode}"
+            done = run_step(
+                trace_command(model, mode, args, run_dir), work / f"{model}-{mode}.kit.log", left(), child_env
+            )
+            keep = rec / f"{model}-{mode}"
+            _copy_run(run_dir, keep)
+            shutil.copy(work / f"{model}-{mode}.kit.log", keep / "kit.log")
+        elif kind == "serving_curve":
+            model, mode = arg
+            cmd = [
+                sys.executable,
+                str(ROOT / "benchmarks" / "serving_curve.py"),
+                "--model",
+                model,
+                "--mode",
+                mode,
+                "--runtime",
+                args.runtime,
+                "--hardware",
+                "measured",
+                "--batches",
+                args.serving_batches,
+                "--budget-s",
+                str(max(left() - 10.0, 10.0)),
+                "--out",
+                str(rec / "serving_curve"),
+            ]
+            (rec / "serving_curve").mkdir(exist_ok=True)
+            done = run_step(cmd, rec / "serving_curve" / "serving_curve.log", left(), child_env)
+        else:
+            cmd = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "-rA"]
+            try:
+                import xdist  # noqa: F401
+
+                cmd += ["-n", "4"]
+            except ImportError:
+                pass
+            done = run_step(cmd, rec / "pytest_cuda.txt", left(), child_env)
+        done["step"] = label
+        steps.append(done)
+    for cal in sorted((out / "calibration").glob("*.json")):
+        shutil.copy(cal, rec / cal.name)
+    rows: list[dict[str, Any]] = []
+    facts: list[dict[str, Any]] = []
+    for run in sorted(p for p in rec.iterdir() if (p / "summary.json").is_file()):
+        r, f = rows_of(run)
+        rows += r
+        facts.append(f)
+    (rec / "cuda_validation.json").write_text(json.dumps({"rows": rows, "jobs": facts}, indent=1))
+    (rec / "cuda_validation.md").write_text(markdown(rows, facts))
+    kit_record = {"budget_s": budget, "seconds": round(time.perf_counter() - t_start, 1), "steps": steps}
+    (rec / "kit.json").write_text(json.dumps(kit_record, indent=1))
+    (rec / "environment.json").write_text(json.dumps(env, indent=1))
+    archive = Path(args.archive or out) / f"{name}.tar.gz"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    dropped = pack(rec, archive, env, kit_record)
+    print(
+        f"kit: {sum(1 for s in steps if s.get('exit') == 0)} of {len(steps)} steps exit 0 in "
+        f"{kit_record['seconds']:.0f} s; wrote {archive} ({archive.stat().st_size / 1e6:.1f} MB)"
+        + (f"; left out: {', '.join(dropped)}" if dropped else ""),
+        flush=True,
+    )
+    return 0
+
+
+def _copy_run(run_dir: Path, keep: Path) -> None:
+    """The replay files of a trace run, JSON gzipped (`RUN_FILES`)."""
+    import gzip
+
+    keep.mkdir(parents=True, exist_ok=True)
+    for fname in RUN_FILES:
+        src = run_dir / fname
+        if not src.is_file():
+            continue
+        if fname.endswith(".json") and fname != "summary.json" and src.stat().st_size > 200_000:
+            with open(src, "rb") as f_in, gzip.open(keep / (fname + ".gz"), "wb", compresslevel=9) as f_out:
+                shutil.copyfileobj(f_in, f_out)
+        else:
+            shutil.copy(src, keep / fname)
+
+
+def readme(env: dict[str, Any], kit_record: dict[str, Any], dropped: list[str]) -> str:
+    lines = [
+        f"# GPU recording: {env.get('gpu', '?')}, {env['date'][:10]}",
+        "",
+        "Recorded by `python benchmarks/cuda_validation.py --budget "
+        f"{kit_record['budget_s']:g}` (the GPU kit: see that script's docstring) at project commit {env['commit']}.",
+        "",
+        f"- GPU: {env.get('gpu')} ({env.get('nvidia_smi', '')}), compute capability {env.get('compute_capability')}",
+        f"- host: {env.get('host_cpu')}, {env.get('host_cores')} cores; Python {env['python']}, torch {env['torch']} "
+        f"(CUDA {env.get('cuda')})",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
+        "",
+        "| step | exit | seconds | note |",
+        "|---|---:|---:|---|",
+    ]
+    for st in kit_record["steps"]:
+        note = st.get("skipped") or ("stopped at the budget" if st.get("stopped") else st.get("command", ""))
+        lines.append(f"| {st['step']} | {st.get('exit', '—')} | {st.get('seconds', '—')} | {note} |")
+    lines += [
+        "",
+        "Each `<model>-<mode>/` folder is one trace job's run directory (the files the replay tests read); the "
+        "calibration JSON is the device calibration those jobs made and used; `serving_curve/` the plain-forward "
+        "timing at batch; `pytest_cuda.txt` the CUDA tests; `cuda_validation.{json,md}` measured vs predicted.",
+    ]
+    if dropped:
+        lines += ["", "Left out to keep the tarball under 16 MB: " + ", ".join(dropped)]
+    return "\n".join(lines) + "\n"
+
+
+def pack(rec: Path, archive: Path, env: dict[str, Any], kit_record: dict[str, Any]) -> list[str]:
+    """Write the tarball of `rec`; drop the largest optional files until it fits `ARCHIVE_MAX`. Returns the
+    dropped files."""
+    dropped: list[str] = []
+    while True:
+        (rec / "README.md").write_text(readme(env, kit_record, dropped))
+        with tarfile.open(archive, "w:gz", compresslevel=9) as tar:
+            tar.add(rec, arcname=rec.name)
+        if archive.stat().st_size <= ARCHIVE_MAX:
+            return dropped
+        optional = sorted(
+            (p for p in rec.rglob("*") if p.is_file() and p.name in OPTIONAL_LARGE),
+            key=lambda p: p.stat().st_size,
+            reverse=True,
+        )
+        if not optional:
+            return dropped
+        dropped.append(str(optional[0].relative_to(rec)))
+        optional[0].unlink()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    if not args.runs:
+    if not args.runs and args.runtime == "cuda":
         why = cuda_missing()
         if why is not None:
             print(why, file=sys.stderr)
             return EXIT_NO_CUDA
+    if args.budget is not None:
+        return kit(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     jobs: list[tuple[str, str, Path]] = []

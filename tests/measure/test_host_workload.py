@@ -10,7 +10,6 @@ from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION, count_kernels,
 from llm_perf_opt.measure.host_workload import LAYERS, DecodeStep, measure_host_workload, step_runner
 
 
-
 def test_the_workload_is_a_decode_step_with_its_kernels_counted_and_the_syncs_taken_out():
     run = step_runner(torch.device("cpu"), torch.float32)
     kernels = count_kernels(run)

@@ -21,7 +21,7 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `efficiency.py` | measured against predicted time: efficiency = predicted / measured, per stage, part, address |
 | `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
 | `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |
-| `host_workload.py` | the host's cost per kernel, measured on a decode step of a small MoE decoder and its generate loop |
+| `host_workload.py` | the host's cost per kernel, measured on one decode step of a small MoE decoder |
 | `levels_stage.py` | the three time levels for a job's primary roof, beside the measured times |
 | `profile_config.py` | the `profile` config section: how the profile stage measures time per module |
 | `profile_summary.py` | summary.json's `profile` section: the profile stage's headline figures |
