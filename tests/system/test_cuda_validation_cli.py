@@ -3,8 +3,10 @@ run directory's summary.json (here the CPU run of a tiny-twin trace job: the sam
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,41 @@ def test_models_default_to_the_twin_and_vendor_when_set(monkeypatch):
     monkeypatch.setenv("DSOCR_MODEL_PATH", "/somewhere")
     args = cv.parse_args([])
     assert cv.models(args) == ["twin", "vendor"] and args.decode_steps == 8 and args.modes == "tiny,base,gundam"
+
+
+def test_runs_tables_read_the_model_and_the_mode_from_each_summary(default_run, tmp_path):
+    run, _ = default_run
+    cv = load_benchmark("cuda_validation")
+    assert cv.main(["--runs", str(run), "--out", str(tmp_path / "t")]) == 0
+    data = json.loads((tmp_path / "t" / "cuda_validation.json").read_text())
+    assert len(data["jobs"]) == 1 and data["jobs"][0]["model"] == "twin_tiny" and data["jobs"][0]["mode"] == "gundam"
+    assert data["rows"] and {(r["model"], r["mode"]) for r in data["rows"]} == {("twin_tiny", "gundam")}
+    assert "| twin_tiny | gundam | prefill |" in (tmp_path / "t" / "cuda_validation.md").read_text()
+
+
+def test_the_kit_packs_the_replay_files_and_leaves_out_the_largest_optional_ones_to_fit(default_run, tmp_path):
+    run, _ = default_run
+    cv = load_benchmark("cuda_validation")
+    rec = tmp_path / "rec" / "gpu-x"
+    cv._copy_run(run, rec / "twin_tiny-gundam")
+    kept = sorted(p.name for p in (rec / "twin_tiny-gundam").iterdir())
+    assert "summary.json" in kept and ("verification.json" in kept or "verification.json.gz" in kept)
+    assert not {"run.html", "callgraph.json"} & set(kept) and set(kept) <= {*cv.RUN_FILES, "verification.json.gz"}
+    env = {"date": "2026-11-27T00:00:00+00:00", "commit": "abc", "python": "3", "torch": "t"}
+    record = {"budget_s": 60, "steps": [{"step": "trace twin_tiny gundam", "exit": 0, "seconds": 1.0, "command": "x"}]}
+    archive = tmp_path / "a.tar.gz"
+    assert cv.pack(rec, archive, env, record) == []
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert "gpu-x/README.md" in names and "gpu-x/twin_tiny-gundam/summary.json" in names
+    # over the size limit: the largest optional files go first, and the README says which
+    optional = [p for p in (rec / "twin_tiny-gundam").iterdir() if p.name in cv.OPTIONAL_LARGE]
+    assert optional
+    small = archive.stat().st_size - 1
+    cv.ARCHIVE_MAX = small
+    try:
+        dropped = cv.pack(rec, archive, env, record)
+    finally:
+        cv.ARCHIVE_MAX = 16_000_000
+    assert dropped and archive.stat().st_size <= small or len(dropped) == len(optional)
+    assert "Left out to keep the tarball under 16 MB: " + ", ".join(dropped) in (rec / "README.md").read_text()
