@@ -104,6 +104,30 @@ def jobs_for(args: argparse.Namespace) -> dict[int, Any]:
     return {b: validate(raw, runs_model=True) for b, raw in zip(args.batches, raws)}
 
 
+class Samples:
+    """Each batch's inputs as the trace job builds them (`prepare.builders`: page i a synthetic page of seed i),
+    the sequences built once for the largest batch and the first B of them batched for batch B (the same inputs
+    `build_job_inputs` gives at workload.batch=B when the pages are the same)."""
+
+    def __init__(self, jobs: dict[int, Any]) -> None:
+        self.jobs = jobs
+        self.largest = max(jobs)
+        self._samples: Optional[list[Any]] = None
+
+    def inputs(self, job: Any) -> Any:
+        from llm_perf_opt.prepare.builders import batch_of, build_job_inputs, job_samples
+
+        big = self.jobs[self.largest]
+        b = job.cfg.workload.batch
+        if tuple(job.page_sizes) != tuple(big.page_sizes[:b]):  # other pages (workload.pages): its own
+            return build_job_inputs(job)
+        if self._samples is None:
+            t0 = time.perf_counter()
+            self._samples = job_samples(big)
+            log(f"built the inputs of {len(self._samples)} page(s) in {time.perf_counter() - t0:.1f} s")
+        return batch_of(job, self._samples[:b])
+
+
 # ---------------------------------------------------------------------------------------------- prediction
 class Predictor:
     """The three levels of the analytic model at a batch, as `./dev analyze workload.batch=B hardware=...`."""
@@ -255,7 +279,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from llm_perf_opt.measure import calibrate
-    from llm_perf_opt.prepare.builders import build_job_inputs
 
     t_start = time.perf_counter()
     deadline = t_start + args.budget_s if args.budget_s > 0 else None
@@ -271,6 +294,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cuda = device.type == "cuda"
     device_name = calibrate.device_name(device)
     log(f"built {cfg.model.name} ({session.spec.name}) on {device} ({session.dtype}) in {build_s:.1f} s")
+    samples = Samples(jobs)
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     skipped: list[int] = []
@@ -286,7 +310,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
             t_b = time.perf_counter()
             try:
-                inputs = build_job_inputs(jobs[b])
+                inputs = samples.inputs(jobs[b])
                 rows += measure_batch(args, session, family, jobs[b], inputs, predictor, deadline)
             except torch.cuda.OutOfMemoryError as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else "CUDA out of memory"
@@ -329,8 +353,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "measured_by": {
             "wall": "time.perf_counter around the call (torch.cuda.synchronize before and after on CUDA); "
             f"{args.warmup} warm-up, {args.repeats} timed, fastest sample",
-            "device": "sum of kernel/memcpy/memset durations of one extra call under torch.profiler (CUDA "
-            "activity only, no module ranges); span_s: CUDA event pair around the fastest call"
+            "device": "sum of kernel/memcpy/memset durations of one extra call under torch.profiler (CPU "
+            "and CUDA activities, no module ranges); span_s: CUDA event pair around the fastest call"
             if cuda
             else "CPU: no separate device; device time = wall time",
             "regions": "prefill: the forward with use_cache=True (generate()'s prefill); decode step k: the greedy "

@@ -99,3 +99,29 @@ def test_help_works():
         [sys.executable, str(ROOT / "benchmarks" / "serving_curve.py"), "--help"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and "--batches" in proc.stdout and "--budget-s" in proc.stdout
+
+
+def _same(x, y) -> bool:
+    if isinstance(x, torch.Tensor):
+        return torch.equal(x, y)
+    if isinstance(x, (list, tuple)):
+        return len(x) == len(y) and all(_same(i, j) for i, j in zip(x, y))
+    return x == y
+
+
+def test_the_pages_built_once_give_each_batch_the_trace_jobs_inputs():
+    from llm_perf_opt.prepare.builders import build_job_inputs
+
+    bench = load_benchmark("serving_curve")
+    jobs = bench.jobs_for(bench.parse_args(["--batches", "1,2,3"]))
+    samples = bench.Samples(jobs)
+    cpu = torch.device("cpu")
+    compared = 0
+    for b in (1, 2, 3):
+        ours = samples.inputs(jobs[b]).forward_kwargs(cpu, torch.float32)
+        theirs = build_job_inputs(jobs[b]).forward_kwargs(cpu, torch.float32)
+        assert ours.keys() == theirs.keys() and ours["input_ids"].shape[0] == b
+        for key in ours:
+            assert _same(ours[key], theirs[key]), (b, key)
+            compared += 1
+    assert compared >= 12

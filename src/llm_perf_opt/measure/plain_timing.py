@@ -9,7 +9,8 @@ How (`RegionTime.how` says it in the record):
   untimed calls first, then `repeats` timed ones; the figure is the fastest sample (the median and every sample
   are kept beside it).
 * device, CUDA: the sum of the durations of every kernel, memcpy and memset of one extra call under
-  `torch.profiler` (CUDA activity only, no module ranges, no shapes; summed by `profiler_events.read_ranges`):
+  `torch.profiler` (CPU and CUDA activities as the profile stage, no module ranges, no shapes; summed by
+  `profiler_events.read_ranges`):
   the time the device was busy, not the span of the stream. The span (a `torch.cuda.Event` pair around each
   timed call, `elapsed_time`) is kept as `span_s` of the fastest sample: on a host-bound stream it is close to the
   wall time, so it does not measure the kernels.
@@ -30,7 +31,7 @@ import torch
 
 WALL_BY = "time.perf_counter around the call (torch.cuda.synchronize before and after on CUDA); fastest sample"
 DEVICE_BY_CUDA = (
-    "sum of kernel/memcpy/memset durations of one extra call under torch.profiler (CUDA activity only, "
+    "sum of kernel/memcpy/memset durations of one extra call under torch.profiler (CPU and CUDA activities, "
     "no module ranges)"
 )
 SPAN_BY_CUDA = "torch.cuda.Event pair around the fastest timed call (stream span: includes idle gaps)"
@@ -74,7 +75,8 @@ def _sync(device: torch.device) -> None:
 
 
 def kernel_time_s(fn: Callable[[], Any], device: torch.device) -> float:
-    """Seconds of device activity (kernels, copies, sets summed) of one call of `fn` on a CUDA device."""
+    """Seconds of device activity (kernels, copies, sets summed) of one call of `fn` on a CUDA device (the profile
+    stage's activities, CPU and CUDA; on the CPU there is no device activity: 0.0)."""
     from torch.profiler import ProfilerActivity, profile
 
     from llm_perf_opt.measure.kineto_log import quiet_kineto
@@ -82,7 +84,8 @@ def kernel_time_s(fn: Callable[[], Any], device: torch.device) -> float:
 
     quiet_kineto()
     _sync(device)
-    with profile(activities=[ProfilerActivity.CUDA], record_shapes=False, with_stack=False) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
         fn()
         _sync(device)
     return read_ranges(prof.events(), set(), device=True).device_total_us / 1e6
