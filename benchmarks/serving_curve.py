@@ -68,6 +68,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="timed calls per region (fastest sample kept)")
     p.add_argument("--hardware", default="measured", help="measured (this device, calibrated) or a datasheet name")
     p.add_argument("--output-tokens", type=int, default=1000, help="tokens per page for the derived pages/s")
+    p.add_argument("--threads", type=int, default=0, help="runtime.threads (0: torch's default)")
     p.add_argument("--budget-s", type=float, default=0.0, help="stop before this many seconds (0: no budget)")
     p.add_argument("--no-device-time", action="store_true", help="CUDA: skip the profiled kernel-time call")
     p.add_argument("--out", default="", help="output directory (default tmp/serving_curve/<model>-<mode>/)")
@@ -90,6 +91,7 @@ def overrides(args: argparse.Namespace, batch: int) -> list[str]:
         f"hardware={args.hardware}",
         f"workload.batch={batch}",
         f"trace.decode_steps={args.steps}",
+        *([f"runtime.threads={args.threads}"] if args.threads else []),
     ]
 
 
@@ -292,6 +294,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     build_s = time.perf_counter() - t0
     device = session.device
     cuda = device.type == "cuda"
+    threads = torch.get_num_threads()  # the session's (runtime.threads), put back when it closes
     device_name = calibrate.device_name(device)
     log(f"built {cfg.model.name} ({session.spec.name}) on {device} ({session.dtype}) in {build_s:.1f} s")
     samples = Samples(jobs)
@@ -344,7 +347,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "output_tokens": args.output_tokens,
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
-            "threads": torch.get_num_threads(),
+            "threads": threads,
             "host": socket.gethostname(),
             "python": platform.python_version(),
             "build_s": build_s,
