@@ -29,6 +29,7 @@ DEFAULTS = {
     "memory_fit": {"models": ["twin_tiny", "twin"], "batches": [1], "runs": None},
     "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
     "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
+    "serving_curve": {"model": "twin_tiny", "mode": "tiny", "runtime": "cpu", "batches": [1, 2, 4], "steps": 2},
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
     "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
     "sweep_modes": {"trace": "default", "n": 64, "keep": False},

@@ -18,6 +18,7 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `profile_table.py` | a console table of a profile: method, overhead, coverage, each part's time and spread |
 | `time_groups.py` | times of a group of module instances (a `for N` / `parfor N` node): total, mean, spread |
 | `decode_timing.py` | time per decode step, measured with the profile stage's method, beside its prediction |
+| `plain_timing.py` | one region's wall and device time with no capture and no module ranges (serving at batch) |
 | `efficiency.py` | measured against predicted time: efficiency = predicted / measured, per stage, part, address |
 | `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
 | `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |

@@ -39,6 +39,12 @@ def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | No
 def build_job_inputs(job: ValidJob) -> Any:
     """One page's inputs; at batch > 1 every sequence's (page i a synthetic page of seed i, or the image file
     for each), batched as generate() takes them (the family's `batch_inputs`)."""
+    return batch_of(job, job_samples(job))
+
+
+def job_samples(job: ValidJob) -> list[Any]:
+    """Each sequence's own inputs, unbatched: page i a synthetic page of seed i (or the image file), in the order
+    `job.page_sizes` gives (one page at batch 1)."""
     w = job.cfg.workload
     build = lambda width, height, seed: job.family.build_inputs(  # noqa: E731
         job.spec,
@@ -51,8 +57,16 @@ def build_job_inputs(job: ValidJob) -> Any:
         seed=seed,
     )
     if w.batch == 1:
-        return build(w.page.width, w.page.height, 0)
-    return job.family.batch_inputs([build(width, height, i) for i, (width, height) in enumerate(job.page_sizes)])
+        return [build(w.page.width, w.page.height, 0)]
+    return [build(width, height, i) for i, (width, height) in enumerate(job.page_sizes)]
+
+
+def batch_of(job: ValidJob, samples: list[Any]) -> Any:
+    """The job's inputs from its sequences' (`job_samples`, or the first `workload.batch` of a larger job's with the
+    same pages): the one sample at batch 1, else the family's `batch_inputs`."""
+    if job.cfg.workload.batch == 1:
+        return samples[0]
+    return job.family.batch_inputs(list(samples))
 
 
 def model_for_dtype(model: Any, dtype: str) -> Any:

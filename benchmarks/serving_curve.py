@@ -1,0 +1,404 @@
+"""The serving curve, measured: prefill and decode-step time at batches 1..N on the running device, with plain
+forwards (no TorchLens capture, no profiler module ranges), beside the three predicted levels at each batch.
+
+    ./dev bench serving_curve                                          # tiny twin, mode tiny, CPU, batches 1,2,4
+    ./dev bench serving_curve --model twin --runtime cuda --batches 1,8,32,64 --budget-s 110
+    ./dev bench serving_curve --hardware h200 ...                      # predicted on a datasheet instead
+
+Per batch B (the model is built once, the twin with seeded random weights on the runtime's device and dtype, as
+the trace job's session does: on CUDA directly on the device in bf16, run under bf16 autocast):
+
+* the inputs: the trace job's (`prepare.builders.build_job_inputs` on `workload.batch=B`: B synthetic pages,
+  batched as generate() takes them);
+* prefill: the forward with `use_cache=True` (generate()'s prefill path), `--warmup` untimed, `--repeats` timed;
+* decode steps 1..`--steps`: each step's forward (the greedy token of the previous output, its KV cache, the
+  grown attention mask; `model_runtime.decode.greedy_decode`), warm-up and repeats the same way (re-running a step
+  is exact: the legacy cache tuple is read, never grown in place);
+* measured: `measure.plain_timing` (wall: perf_counter, CUDA synchronised, fastest sample; device: on CUDA the
+  kernel-time sum of one extra profiled call, on the CPU the wall);
+* predicted: ideal, kernel and eager (`analytic.time.levels`, convention `analytic.time.convention.LEVELS`) of the
+  analytic model at batch B (`./dev analyze workload.batch=B`'s model): the prefill stage, and the decode stage at
+  each step's context; on `--hardware measured` (default) the device's calibration (cached,
+  `measure.calibrate.load_or_calibrate`), else the named datasheet with this host's cached calibration.
+
+Output: a markdown table on stdout and `<out>/serving_curve.json` (schema `llm_perf_opt.serving_curve`) and
+`serving_curve.md`; default out `tmp/serving_curve/<model>-<mode>/`. `--budget-s`: the batches left when the
+budget is near are skipped, and the JSON says so. A CUDA out-of-memory at a batch is recorded for that batch and
+the next batch runs. Bad input (no CUDA for --runtime cuda, an unknown mode, batch or hardware): one line, exit 2,
+nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "llm_perf_opt.serving_curve"
+SCHEMA_VERSION = 1
+MODELS = ("twin_tiny", "twin")
+MODES = ("tiny", "small", "base", "large", "gundam", "gundam_m")
+
+
+def _batches(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not out or any(b < 1 for b in out):
+        raise argparse.ArgumentTypeError(f"batches must be integers >= 1, got {text!r}")
+    return out
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="twin_tiny", choices=MODELS, help="the twin (random weights): full or tiny")
+    p.add_argument("--mode", default="tiny", choices=MODES, help="the vision mode (workload)")
+    p.add_argument("--runtime", default="cpu", choices=("cpu", "cpu_bf16", "cuda"), help="conf/runtime/ config")
+    p.add_argument("--batches", type=_batches, default=[1, 2, 4], help="comma-separated batch sizes")
+    p.add_argument("--steps", type=int, default=2, help="decode steps timed after the prefill (>= 1)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed calls before each timed region")
+    p.add_argument("--repeats", type=int, default=3, help="timed calls per region (fastest sample kept)")
+    p.add_argument("--hardware", default="measured", help="measured (this device, calibrated) or a datasheet name")
+    p.add_argument("--output-tokens", type=int, default=1000, help="tokens per page for the derived pages/s")
+    p.add_argument("--threads", type=int, default=0, help="runtime.threads (0: torch's default)")
+    p.add_argument("--budget-s", type=float, default=0.0, help="stop before this many seconds (0: no budget)")
+    p.add_argument("--no-device-time", action="store_true", help="CUDA: skip the profiled kernel-time call")
+    p.add_argument("--out", default="", help="output directory (default tmp/serving_curve/<model>-<mode>/)")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.output_tokens < 1:
+        p.error("--steps, --repeats and --output-tokens must be >= 1 and --warmup >= 0")
+    return args
+
+
+def log(message: str) -> None:
+    print(f"[serving_curve {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- configuration
+def overrides(args: argparse.Namespace, batch: int) -> list[str]:
+    return [
+        f"model={args.model}",
+        f"workload={args.mode}",
+        f"runtime={args.runtime}",
+        f"hardware={args.hardware}",
+        f"workload.batch={batch}",
+        f"trace.decode_steps={args.steps}",
+        *([f"runtime.threads={args.threads}"] if args.threads else []),
+    ]
+
+
+def jobs_for(args: argparse.Namespace) -> dict[int, Any]:
+    """{batch: ValidJob}: every batch's configuration checked before any work (ConfigError: one line)."""
+    from llm_perf_opt import families
+    from llm_perf_opt.config.compose import compose_each
+    from llm_perf_opt.prepare.validate import validate
+
+    families.register_configs()
+    raws = compose_each([overrides(args, b) for b in args.batches])
+    return {b: validate(raw, runs_model=True) for b, raw in zip(args.batches, raws)}
+
+
+class Samples:
+    """Each batch's inputs as the trace job builds them (`prepare.builders`: page i a synthetic page of seed i),
+    the sequences built once for the largest batch and the first B of them batched for batch B (the same inputs
+    `build_job_inputs` gives at workload.batch=B when the pages are the same)."""
+
+    def __init__(self, jobs: dict[int, Any]) -> None:
+        self.jobs = jobs
+        self.largest = max(jobs)
+        self._samples: Optional[list[Any]] = None
+
+    def inputs(self, job: Any) -> Any:
+        from llm_perf_opt.prepare.builders import batch_of, build_job_inputs, job_samples
+
+        big = self.jobs[self.largest]
+        b = job.cfg.workload.batch
+        if tuple(job.page_sizes) != tuple(big.page_sizes[:b]):  # other pages (workload.pages): its own
+            return build_job_inputs(job)
+        if self._samples is None:
+            t0 = time.perf_counter()
+            self._samples = job_samples(big)
+            log(f"built the inputs of {len(self._samples)} page(s) in {time.perf_counter() - t0:.1f} s")
+        return batch_of(job, self._samples[:b])
+
+
+# ---------------------------------------------------------------------------------------------- prediction
+class Predictor:
+    """The three levels of the analytic model at a batch, as `./dev analyze workload.batch=B hardware=...`."""
+
+    def __init__(self, cfg: Any) -> None:
+        from llm_perf_opt.analytic.time import convention
+        from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+        from llm_perf_opt.measure.levels_stage import job_time_model
+
+        t0 = time.perf_counter()
+        self.hardware = hardware_for(cfg, log)  # hardware=measured: the cached calibration, or calibrates now
+        self.seconds = time.perf_counter() - t0
+        self.roof = roof_for(cfg, self.hardware)
+        self.time_model = job_time_model(cfg, self.roof)
+        self.labels = {
+            "convention": convention.levels_line(),
+            "levels": list(convention.LEVEL_NAMES),
+            "hardware": self.hardware.name,
+            "hardware_kind": cfg.hardware.kind,
+            "roof": self.roof.label,
+            "roof_dtype": self.roof.dtype,
+            "figures": self.time_model.label,
+        }
+
+    def model_at(self, job: Any, inputs: Any) -> Any:
+        from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
+
+        layout = inputs.layout
+        model = analytic_model_for(job, layout.page_width, layout.page_height, seq_len=inputs.seq_len)
+        return model_for_dtype(model, self.roof.dtype)
+
+    def stage(self, stage: Any) -> dict[str, Any]:
+        from llm_perf_opt.analytic.time.ideal import predict
+        from llm_perf_opt.analytic.time.levels import LevelPredictor, stage_levels
+
+        lt = stage_levels(stage, LevelPredictor(self.time_model), predict(stage, self.roof))[""]
+        return {
+            "ideal_s": lt.ideal_s,
+            "kernel_s": lt.kernel_s,
+            "eager_s": lt.eager_s,
+            "kernels": lt.kernels,
+            "syncs": lt.syncs,
+            "verdict": lt.verdict,
+            **({"missing": dict(lt.missing)} if lt.missing else {}),
+        }
+
+
+# ---------------------------------------------------------------------------------------------- measurement
+def measure_batch(
+    args: argparse.Namespace, session: Any, family: Any, job: Any, inputs: Any, predictor: Predictor, deadline: Any
+) -> list[dict[str, Any]]:
+    """The prefill row and one row per decode step at this batch."""
+    from llm_perf_opt.measure.plain_timing import time_region
+
+    batch = int(inputs.batch)
+    analytic = predictor.model_at(job, inputs)
+    kwargs = session.forward_kwargs(inputs, use_cache=True)
+    seq_len = int(kwargs["input_ids"].shape[1])
+    model, device = session.model, session.device
+    opts = dict(warmup=args.warmup, repeats=args.repeats, deadline=deadline, device_time=not args.no_device_time)
+    rows: list[dict[str, Any]] = []
+
+    def row(phase: str, step: int, context: int, timed: Any, predicted: dict[str, Any], tokens: int) -> dict:
+        r = {
+            "batch": batch,
+            "phase": phase,
+            "step": step,
+            "seq_len": seq_len,
+            "context_len": context,
+            "tokens": tokens,
+            **timed.to_dict(),
+            "predicted": predicted,
+            "tokens_per_s": tokens / timed.wall_s,
+        }
+        rows.append(r)
+        log(
+            f"batch {batch} {phase}{f' {step}' if step else ''} (context {context}): wall {timed.wall_s * 1e3:.2f} ms"
+            + (f", device {timed.device_s * 1e3:.2f} ms" if timed.device_s is not None else "")
+            + f"; predicted eager {_ms(predicted.get('eager_s'))} ms"
+        )
+        return r
+
+    with session.forward_context():
+        timed, prefill = time_region(lambda: model(**kwargs), device, **opts)
+        pre = row("prefill", 0, seq_len, timed, predictor.stage(analytic.prefill()), batch * seq_len)
+        pre["pages_per_s"] = batch / timed.wall_s
+
+        def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
+            past = step_kwargs["past_key_values"]
+            to_legacy = getattr(past, "to_legacy_cache", None)
+            step_kwargs["past_key_values"] = to_legacy() if callable(to_legacy) else past
+            context = seq_len + step - 1
+            timed, out = time_region(lambda: model(**step_kwargs), device, **opts)
+            predicted = predictor.stage(analytic.decode(analytic.seq_len + step - 1))
+            predicted["context_len"] = analytic.seq_len + step - 1  # the analytic model's (its seq_len)
+            row("decode", step, context, timed, predicted, batch)
+            return out
+
+        family.greedy_decode(run_step, prefill, args.steps, kwargs)
+    steps = [r for r in rows if r["phase"] == "decode"]
+    step_s = sum(r["wall_s"] for r in steps) / len(steps)
+    for r in rows:  # pages/s of a whole page at this batch: the prefill + output_tokens steps at the mean step
+        r["page_s"] = pre["wall_s"] + args.output_tokens * step_s
+        r["pages_per_s_generate"] = batch / r["page_s"]
+    return rows
+
+
+def _ms(x: Optional[float]) -> str:
+    return "—" if x is None else f"{x * 1e3:.4g}"
+
+
+def render(doc: dict[str, Any]) -> str:
+    cfg = doc["config"]
+    lines = [
+        f"# Serving curve: {cfg['model']} ({cfg['spec']}), mode {cfg['mode']}, {cfg['runtime']} "
+        f"({cfg['dtype']}{', autocast' if cfg['autocast'] else ''}) on {cfg['device_name']}",
+        "",
+        "| batch | phase | context | wall ms | device ms | samples | ideal ms | kernel ms | eager ms | "
+        "eager / wall | tokens/s | pages/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in doc["rows"]:
+        p = r["predicted"]
+        phase = "prefill" if r["phase"] == "prefill" else f"decode {r['step']}"
+        ratio = f"{p['eager_s'] / r['wall_s']:.2f}" if p.get("eager_s") else "—"
+        pages = r.get("pages_per_s") if r["phase"] == "prefill" else None
+        lines.append(
+            f"| {r['batch']} | {phase} | {r['context_len']} | {_ms(r['wall_s'])} | {_ms(r['device_s'])} | "
+            f"{r['samples']} | {_ms(p['ideal_s'])} | {_ms(p.get('kernel_s'))} | {_ms(p.get('eager_s'))} | {ratio} | "
+            f"{r['tokens_per_s']:.4g} | {'—' if pages is None else format(pages, '.4g')} |"
+        )
+    for b in doc["failed"]:
+        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | |")
+    lines += [
+        "",
+        f"Measured: wall = {doc['measured_by']['wall']}; device = {doc['measured_by']['device']}.",
+        f"Predicted on {doc['predicted_by']['hardware']} ({doc['predicted_by']['hardware_kind']}; "
+        f"roof {doc['predicted_by']['roof']}; figures {doc['predicted_by']['figures']}).",
+        f"Levels: {doc['predicted_by']['convention']}",
+        "tokens/s: prefill = batch x sequence / wall; decode = batch / wall. pages/s (prefill) = batch / wall.",
+    ]
+    if doc["skipped"]:
+        lines.append(f"Skipped (budget {cfg['budget_s']} s): batches {', '.join(map(str, doc['skipped']))}.")
+    lines.append(f"Total {doc['seconds']:.1f} s.")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from llm_perf_opt.measure import calibrate
+
+    t_start = time.perf_counter()
+    deadline = t_start + args.budget_s if args.budget_s > 0 else None
+    jobs = jobs_for(args)  # every check first: no CUDA, a bad mode or batch is one line before any work
+    first = jobs[args.batches[0]]
+    cfg, family = first.cfg, first.family
+    predictor = Predictor(cfg)
+    log(f"predicting on {predictor.labels['hardware']} ({predictor.labels['roof']})")
+    t0 = time.perf_counter()
+    session = family.open_session(cfg.model, cfg.runtime)
+    build_s = time.perf_counter() - t0
+    device = session.device
+    cuda = device.type == "cuda"
+    threads = torch.get_num_threads()  # the session's (runtime.threads), put back when it closes
+    device_name = calibrate.device_name(device)
+    log(f"built {cfg.model.name} ({session.spec.name}) on {device} ({session.dtype}) in {build_s:.1f} s")
+    samples = Samples(jobs)
+    rows: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    last: Optional[tuple[int, float]] = None  # (batch, seconds) of the last batch measured
+    try:
+        for b in args.batches:
+            if deadline is not None:
+                left = deadline - time.perf_counter()
+                guess = last[1] * max(b / last[0], 1.0) if last else 0.0
+                if left <= 0 or guess > left:
+                    skipped.append(b)
+                    log(f"batch {b}: skipped, {left:.1f} s left of the budget (last batch took {guess:.1f} s scaled)")
+                    continue
+            t_b = time.perf_counter()
+            try:
+                inputs = samples.inputs(jobs[b])
+                rows += measure_batch(args, session, family, jobs[b], inputs, predictor, deadline)
+            except torch.cuda.OutOfMemoryError as exc:
+                first_line = str(exc).splitlines()[0] if str(exc) else "CUDA out of memory"
+                failed.append({"batch": b, "error": f"CUDA out of memory: {first_line}"})
+                log(f"batch {b}: out of memory; emptying the cache, going on")
+            finally:
+                inputs = None
+                gc.collect()
+                if cuda:
+                    torch.cuda.empty_cache()
+            last = (b, time.perf_counter() - t_b)
+    finally:
+        session.close()
+    seconds = time.perf_counter() - t_start
+    return {
+        "config": {
+            "model": cfg.model.name,
+            "spec": session.spec.name,
+            "mode": cfg.workload.name,
+            "runtime": args.runtime,
+            "device": str(device),
+            "device_name": device_name,
+            "dtype": str(session.dtype).replace("torch.", ""),
+            "autocast": bool(session.autocast),
+            "attn_implementation": session.attn_implementation,
+            "batches": list(args.batches),
+            "decode_steps": args.steps,
+            "warmup": args.warmup,
+            "repeats": args.repeats,
+            "budget_s": args.budget_s,
+            "output_tokens": args.output_tokens,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "threads": threads,
+            "host": socket.gethostname(),
+            "python": platform.python_version(),
+            "build_s": build_s,
+            "hardware_s": predictor.seconds,
+        },
+        "measured_by": {
+            "wall": "time.perf_counter around the call (torch.cuda.synchronize before and after on CUDA); "
+            f"{args.warmup} warm-up, {args.repeats} timed, fastest sample",
+            "device": "sum of kernel/memcpy/memset durations of one extra call under torch.profiler (CPU "
+            "and CUDA activities, no module ranges); span_s: CUDA event pair around the fastest call"
+            if cuda
+            else "CPU: no separate device; device time = wall time",
+            "regions": "prefill: the forward with use_cache=True (generate()'s prefill); decode step k: the greedy "
+            "step's forward over context seq_len + k - 1 (model_runtime.decode.greedy_decode); no TorchLens, no "
+            "module ranges",
+        },
+        "predicted_by": predictor.labels,
+        "derived": {
+            "tokens_per_s": "prefill: batch x seq_len / wall_s; decode: batch / wall_s",
+            "pages_per_s": "prefill row: batch / wall_s",
+            "pages_per_s_generate": "batch / (prefill wall + output_tokens x mean decode-step wall)",
+        },
+        "rows": rows,
+        "failed": failed,
+        "skipped": skipped,
+        "skipped_reason": f"budget {args.budget_s} s nearly spent" if skipped else None,
+        "seconds": seconds,
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    from llm_perf_opt.errors import PipelineError
+
+    try:
+        doc = run(args)
+    except PipelineError as exc:
+        print(f"serving_curve: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    from llm_perf_opt.artifacts import atomic_write_text, write_artifact
+
+    out = Path(args.out) if args.out else ROOT / "tmp" / "serving_curve" / f"{args.model}-{args.mode}"
+    out.mkdir(parents=True, exist_ok=True)
+    text = render(doc)
+    print(text)
+    write_artifact(out / "serving_curve.json", SCHEMA, SCHEMA_VERSION, doc)
+    atomic_write_text(out / "serving_curve.md", text + "\n")
+    log(f"wrote {out / 'serving_curve.json'} and serving_curve.md in {doc['seconds']:.1f} s")
+    json.dumps(doc)  # the record is plain JSON
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""benchmarks/serving_curve.py: the tiny twin at batches 1 and 2 on the CPU, its JSON record (rows, measured and
+predicted figures, labels) and its markdown table; no CUDA: `--runtime cuda` refused in one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from shared_runs import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def curve(tmp_path_factory) -> tuple[dict, str, Path]:
+    out = tmp_path_factory.mktemp("serving_curve")
+    bench = load_benchmark("serving_curve")
+    argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2", "--steps", "2"]
+    assert bench.main([*argv, "--repeats", "2", "--out", str(out)]) == 0
+    doc = json.loads((out / "serving_curve.json").read_text())
+    return doc, (out / "serving_curve.md").read_text(), out
+
+
+def test_the_record_has_a_row_per_batch_and_phase(curve):
+    doc, _, _ = curve
+    assert (doc["schema"], doc["schema_version"]) == ("llm_perf_opt.serving_curve", 1)
+    data = doc["data"]
+    rows = data["rows"]
+    assert [(r["batch"], r["phase"], r["step"]) for r in rows] == [
+        (1, "prefill", 0),
+        (1, "decode", 1),
+        (1, "decode", 2),
+        (2, "prefill", 0),
+        (2, "decode", 1),
+        (2, "decode", 2),
+    ]
+    assert data["failed"] == [] and data["skipped"] == []
+    cfg = data["config"]
+    assert (cfg["model"], cfg["mode"], cfg["runtime"], cfg["batches"]) == ("twin_tiny", "tiny", "cpu", [1, 2])
+    assert cfg["device"] == "cpu" and cfg["torch"] == torch.__version__ and cfg["host"] and cfg["dtype"] == "float32"
+
+
+def test_every_row_is_measured_and_predicted(curve):
+    rows = curve[0]["data"]["rows"]
+    assert len(rows) == 6
+    for r in rows:
+        assert r["wall_s"] > 0 and r["device_s"] == r["wall_s"]  # CPU: device = wall
+        assert r["samples"] == 2 and len(r["wall_samples_s"]) == 2 and r["wall_s"] == min(r["wall_samples_s"])
+        p = r["predicted"]
+        assert p["ideal_s"] > 0 and p["kernel_s"] > 0 and p["eager_s"] >= p["kernel_s"], r
+        assert r["tokens_per_s"] > 0
+    prefill = {r["batch"]: r for r in rows if r["phase"] == "prefill"}
+    decode = [r for r in rows if r["phase"] == "decode"]
+    assert len(prefill) == 2 and len(decode) == 4
+    assert prefill[2]["tokens"] == 2 * prefill[1]["tokens"]  # the batch's sequences are of one length here
+    assert prefill[2]["predicted"]["ideal_s"] > prefill[1]["predicted"]["ideal_s"]  # the analytic model at batch 2
+    for r in decode:  # decode step k attends over the prompt and the k - 1 tokens before it
+        assert r["context_len"] == r["seq_len"] + r["step"] - 1 and r["tokens"] == r["batch"]
+    assert prefill[1]["pages_per_s"] == pytest.approx(1 / prefill[1]["wall_s"])
+
+
+def test_labels_say_how_it_was_measured_and_predicted(curve):
+    data = curve[0]["data"]
+    assert "perf_counter" in data["measured_by"]["wall"] and "device time = wall" in data["measured_by"]["device"]
+    pred = data["predicted_by"]
+    assert pred["hardware_kind"] == "measured" and pred["levels"] == ["ideal", "kernel", "eager"]
+    assert "roofline" in pred["convention"] and pred["roof"] and pred["figures"]
+    assert all("CPU: no separate device" in r["how"]["device"] for r in data["rows"])
+
+
+def test_the_table_has_a_line_per_row(curve):
+    doc, md, _ = curve
+    body = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| batch")]
+    assert len(body) == len(doc["data"]["rows"]) == 6
+    assert "| 2 | decode 2 |" in md and "Predicted on" in md
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_runtime_cuda_without_a_gpu_is_one_line_and_exit_2(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "serving_curve.py"), "--runtime", "cuda", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "runtime.device" in lines[0] and "cuda" in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_help_works():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "serving_curve.py"), "--help"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and "--batches" in proc.stdout and "--budget-s" in proc.stdout
+
+
+def _same(x, y) -> bool:
+    if isinstance(x, torch.Tensor):
+        return torch.equal(x, y)
+    if isinstance(x, (list, tuple)):
+        return len(x) == len(y) and all(_same(i, j) for i, j in zip(x, y))
+    return x == y
+
+
+def test_the_pages_built_once_give_each_batch_the_trace_jobs_inputs():
+    from llm_perf_opt.prepare.builders import build_job_inputs
+
+    bench = load_benchmark("serving_curve")
+    jobs = bench.jobs_for(bench.parse_args(["--batches", "1,2,3"]))
+    samples = bench.Samples(jobs)
+    cpu = torch.device("cpu")
+    compared = 0
+    for b in (1, 2, 3):
+        ours = samples.inputs(jobs[b]).forward_kwargs(cpu, torch.float32)
+        theirs = build_job_inputs(jobs[b]).forward_kwargs(cpu, torch.float32)
+        assert ours.keys() == theirs.keys() and ours["input_ids"].shape[0] == b
+        for key in ours:
+            assert _same(ours[key], theirs[key]), (b, key)
+            compared += 1
+    assert compared >= 12
