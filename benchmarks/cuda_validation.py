@@ -331,8 +331,12 @@ def _cpu_model() -> str:
 
 
 def _commit() -> str:
+    """`$LLM_PERF_OPT_COMMIT` when set (a working tree copied to a GPU machine may carry an unrelated .git), else
+    `git rev-parse HEAD`."""
+    if os.environ.get("LLM_PERF_OPT_COMMIT"):
+        return os.environ["LLM_PERF_OPT_COMMIT"]
     got = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return got.stdout.strip() if got.returncode == 0 else os.environ.get("LLM_PERF_OPT_COMMIT", "unknown")
+    return got.stdout.strip() if got.returncode == 0 else "unknown"
 
 
 # (kind, argument, expected seconds on an H200 host, decode steps): the kit's steps, in priority order. The full
