@@ -6,6 +6,7 @@ leaves half a file; loaders reject unknown schema versions and missing fields by
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -112,13 +113,20 @@ def write_artifact(path: str | os.PathLike, schema: str, version: int, data: Any
 
 
 def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in `path`; a name ending in `.gz` is read through gzip (a recorded run keeps its big files
+    compressed)."""
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"{path}: no such file")
     try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                return json.load(fh)
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except (OSError, EOFError) as exc:  # a truncated or not-gzip .gz
+        raise ArtifactError(f"{path}: not a readable gzip file ({exc})") from None
 
 
 def file_in(path: str | os.PathLike, name: str) -> Path:

@@ -9,6 +9,8 @@ built on the time model. Generic: the families compose their stages from these (
 | `registry.py` | the cost registry: a module class name -> the shape-only formula of one call (`module_cost`) |
 | `stage.py` | `CostNode` trees named by module path, and `StageCost`: the cost of one stage, per part |
 | `dtypes.py` | element sizes of the dtypes the analytic models count bytes in |
+| `execution.py` | `Execution`: where a forward runs (device, CUDA autocast, GPU); the SDPA backend it gets and makes |
+| `autocast.py` | CUDA autocast's op policy: which op casts which inputs to 16 bits or float32, what it returns |
 | `costs_file.py` | `costs.json`: the analytic costs of one job, its schema, typed view (`Costs`) and loader |
 | `artifact_fields.py` | reading the analytic and measure artifacts: older schema names, an unknown one refused |
 | `table.py` | a short console table of the analytic costs: one row per stage and part |

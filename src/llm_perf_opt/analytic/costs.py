@@ -42,6 +42,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Iterable
 
+from llm_perf_opt.analytic.autocast import computes_in as autocast_computes_in
+from llm_perf_opt.analytic.autocast import input_casts as autocast_casts
 from llm_perf_opt.errors import PipelineError
 
 GB = 10**9
@@ -87,8 +89,15 @@ class UnsupportedLayerError(PipelineError, KeyError):
 #         clone / gathers / scatters / fills / aranges (data movement, no arithmetic to speak of).
 # Views, aliases, metadata ops, in-place no-ops (a cast to the same dtype, eval dropout) and bare allocations
 # (empty, empty_like) launch nothing and are not listed. Sync points (`.item()`, `.cpu()` of a device tensor,
-# `.tolist()`, `nonzero`) are not kernels: `LayerCost.syncs` counts them (the eager level splits a step there).
-KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
+# `.tolist()`, `nonzero`) are not kernels: `LayerCost.syncs` counts them (the eager level splits a step there); the
+# copy a `.cpu()` of a CUDA tensor makes is one (a device-to-host memcpy).
+# Two kinds run inside another op's call, not as ops of their own (`INNER_KINDS`): the device launches them (the
+# profiler lists them, the kernel and eager levels count them), a Python-level op trace (TorchLens) does not:
+#   cast: a dtype conversion an op makes of an input (CUDA autocast's input casts, `analytic.autocast`; an op's
+#         `dtype=` argument), memset: a fill a library call makes before its kernel (cuDNN attention's 4-byte one).
+OP_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
+INNER_KINDS = ("cast", "memset")
+KERNEL_KINDS = OP_KINDS + INNER_KINDS
 KernelKey = tuple  # (kind, m, flops, bytes, out): identical kernels share one key
 # `out`: the bytes of the kernel's result, where the formula states it (0: not stated; the time levels then take a
 # share of `bytes` by kind, `analytic.time.kernel.OUT_SHARE`). Only the CPU's fresh-page cost of large results
@@ -130,7 +139,14 @@ class Kernels:
 
     @property
     def count(self) -> int:
+        """Every kernel the device launches."""
         return sum(self.counts.values())
+
+    @property
+    def op_count(self) -> int:
+        """The kernels of ops a Python-level op trace records (every kind but `INNER_KINDS`): what the kernel-count
+        check sets against TorchLens."""
+        return sum(n for (kind, *_), n in self.counts.items() if kind not in INNER_KINDS)
 
     def by_kind(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -234,6 +250,11 @@ class LayerCost(UnitViews):
         return self.kernels.count
 
     @property
+    def op_kernel_count(self) -> int:
+        """`Kernels.op_count`: the kernels of the ops a Python-level op trace records."""
+        return self.kernels.op_count
+
+    @property
     def flops(self) -> int:
         return self.flops_matmul + self.flops_other
 
@@ -258,6 +279,16 @@ ZERO = LayerCost()
 COST_FIELDS = tuple(f.name for f in fields(LayerCost) if f.name not in ("kernels", "syncs"))
 
 
+def casts(*items: tuple[int, int, int]) -> Kernels:
+    """The cast kernels of (numel, from bytes, to bytes) conversions (`analytic.autocast.input_casts`): one `cast`
+    kernel each, reading the one and writing the other; none where the sizes agree."""
+    out = NO_KERNELS
+    for numel, a, b in items:
+        if a != b and numel > 0:
+            out = out + K("cast", 0, numel * (a + b), out=numel * b)
+    return out
+
+
 def _pos(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name}={value!r}: expected a non-negative integer")
@@ -265,24 +296,37 @@ def _pos(name: str, value: int) -> int:
 
 
 # ----------------------------------------------------------------------------------------- primitives
-def linear(tokens: int, in_features: int, out_features: int, bias: bool = True, dtype_bytes: int = 2) -> LayerCost:
-    """nn.Linear over `tokens` rows (all leading dims folded)."""
+def linear(
+    tokens: int,
+    in_features: int,
+    out_features: int,
+    bias: bool = True,
+    dtype_bytes: int = 2,
+    in_bytes: int = 0,
+    autocast: bool = False,
+) -> LayerCost:
+    """nn.Linear over `tokens` rows (all leading dims folded). `in_bytes`: the input's element size when it differs
+    from the weights' (0: the same); under CUDA autocast (`autocast`) such an input is cast to the weights' dtype
+    first (`analytic.autocast`: linear is a lower-precision op), inside the call."""
     t, i, o, b = _pos("tokens", tokens), in_features, out_features, dtype_bytes
+    a = in_bytes or b
+    cast = casts(*autocast_casts("linear", ((t * i, a),), b)) if autocast else NO_KERNELS
     return LayerCost(
         flops_matmul=2 * t * i * o,  # (t × i) @ (i × o): t·o outputs, i MACs each; addmm's bias is not counted
         flops_other=t * o if bias else 0,  # one add per output element
         weight_bytes=(i * o + (o if bias else 0)) * b,
-        input_bytes=t * i * b,
+        input_bytes=t * i * a,
         output_bytes=t * o * b,
         activation_bytes=t * o * b,
-        # one addmm (mm without bias): M = tokens rows
+        # one addmm (mm without bias): M = tokens rows; under autocast the input's cast before it
         kernels=K(
             "gemm",
             2 * t * i * o + (t * o if bias else 0),
             (i * o + (o if bias else 0) + t * i + t * o) * b,
             m=t,
             out=t * o * b,
-        ),
+        )
+        + cast,
     )
 
 
@@ -302,58 +346,103 @@ def conv2d(
     padding: int = 0,
     bias: bool = False,
     dtype_bytes: int = 2,
+    in_bytes: int = 0,
+    autocast: bool = False,
 ) -> LayerCost:
-    """nn.Conv2d with a square kernel, dilation 1, groups 1."""
+    """nn.Conv2d with a square kernel, dilation 1, groups 1. `in_bytes`, `autocast`: as `linear`'s (a convolution is
+    a lower-precision op under CUDA autocast: a float32 input is cast first)."""
     ho, wo = conv_out(in_h, kernel, stride, padding), conv_out(in_w, kernel, stride, padding)
     out = batch * out_channels * ho * wo
     b = dtype_bytes
+    a = in_bytes or b
+    n_in = batch * in_channels * in_h * in_w
+    cast = casts(*autocast_casts("conv2d", ((n_in, a),), b)) if autocast else NO_KERNELS
     return LayerCost(
         flops_matmul=2 * out * in_channels * kernel * kernel,  # each output: Cin·k·k MACs (torch's conv_flop_count)
         flops_other=out if bias else 0,  # bias add per output element
         weight_bytes=(out_channels * in_channels * kernel * kernel + (out_channels if bias else 0)) * b,
-        input_bytes=batch * in_channels * in_h * in_w * b,
+        input_bytes=n_in * a,
         output_bytes=out * b,
         activation_bytes=out * b,
         kernels=K(
             "conv",
             2 * out * in_channels * kernel * kernel + (out if bias else 0),
-            (out_channels * in_channels * kernel * kernel + batch * in_channels * in_h * in_w + out) * b,
+            (out_channels * in_channels * kernel * kernel + n_in + out) * b,
             m=batch * ho * wo,
             out=out * b,
-        ),  # one convolution kernel
+        )
+        + cast,  # one convolution kernel (and the input's cast under autocast)
     )
 
 
-def layer_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
-    """nn.LayerNorm (affine) over `tokens` rows of `dim` (one fused aten.native_layer_norm)."""
+def layer_norm(tokens: int, dim: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False) -> LayerCost:
+    """nn.LayerNorm (affine) over `tokens` rows of `dim` (one fused aten.native_layer_norm). `in_bytes`: the input's
+    element size (0: the weights'). Under CUDA autocast layer_norm is a float32 op: the input (when not float32), the
+    weight and the bias are cast to float32 inside the call, and the output is float32 (`layer_norm_out_bytes`)."""
     n, b = tokens * dim, dtype_bytes
+    a = in_bytes or b
+    c = layer_norm_out_bytes(b, autocast)  # the element size it computes and returns
+    cast = casts(*autocast_casts("layer_norm", ((n, a), (dim, b), (dim, b)), b)) if autocast else NO_KERNELS
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS["layer_norm"] * n,  # 7 per element (see module docstring)
         weight_bytes=2 * dim * b,  # weight + bias
-        input_bytes=n * b,
-        output_bytes=n * b,
-        activation_bytes=n * b + 2 * tokens * 4,  # output + float32 mean and rstd per row
-        kernels=K("reduction", 7 * n, (2 * n + 2 * dim) * b, out=n * b),  # one native_layer_norm
+        input_bytes=n * a,
+        output_bytes=n * c,
+        activation_bytes=n * c + 2 * tokens * 4,  # output + float32 mean and rstd per row
+        kernels=K("reduction", 7 * n, (2 * n + 2 * dim) * c, out=n * c) + cast,  # one native_layer_norm
     )
 
 
-def layer_norm2d(batch: int, channels: int, h: int, w: int, dtype_bytes: int = 2) -> LayerCost:
-    """SAM's LayerNorm2d, written out in elementwise ops over the channel dim of (B, C, H, W)."""
+def layer_norm_out_bytes(dtype_bytes: int, autocast: bool = False) -> int:
+    """Element bytes of a LayerNorm's output: float32 under CUDA autocast (a float32 op), else the model's."""
+    return autocast_computes_in("layer_norm", dtype_bytes, dtype_bytes) if autocast else dtype_bytes
+
+
+def layer_norm2d(batch: int, channels: int, h: int, w: int, dtype_bytes: int = 2, autocast: bool = False) -> LayerCost:
+    """SAM's LayerNorm2d, written out in elementwise ops over the channel dim of (B, C, H, W). Under CUDA autocast
+    `pow` is a float32 op: (x - u) is cast to float32 for it, and its float32 result makes the variance, the
+    division, the scale and the shift float32 (type promotion: the output is float32, `layer_norm2d_out_bytes`)."""
     pixels = batch * h * w
     n, b = pixels * channels, dtype_bytes
+    if not autocast:
+        return LayerCost(
+            flops_other=ELEMENTWISE_FLOPS["layer_norm2d"] * n,  # 8 per element (x-u is computed twice)
+            weight_bytes=2 * channels * b,
+            input_bytes=n * b,
+            output_bytes=n * b,
+            # x-u, (x-u)², x-u again, divide, scale, shift: 6 full tensors; u, s, s+eps, sqrt: 4 per pixel
+            activation_bytes=6 * n * b + 4 * pixels * b,
+            # mean, x-u, pow, mean, +eps, sqrt, x-u again, divide, x weight, + bias: 10 eager ops
+            kernels=K("reduction", n, (n + pixels) * b, 2)
+            + K("elementwise", n, 3 * n * b, 5)
+            + K("elementwise", pixels, 2 * pixels * b, 2)
+            + K("elementwise", n, 2 * n * b, 1),
+        )
+    f = autocast_computes_in("pow", b, b)  # float32
     return LayerCost(
-        flops_other=ELEMENTWISE_FLOPS["layer_norm2d"] * n,  # 8 per element (x-u is computed twice)
+        flops_other=ELEMENTWISE_FLOPS["layer_norm2d"] * n,
         weight_bytes=2 * channels * b,
         input_bytes=n * b,
-        output_bytes=n * b,
-        # x-u, (x-u)², x-u again, divide, scale, shift: 6 full tensors; u, s, s+eps, sqrt: 4 per pixel
-        activation_bytes=6 * n * b + 4 * pixels * b,
-        # mean, x-u, pow, mean, +eps, sqrt, x-u again, divide, x weight, + bias: 10 eager ops
-        kernels=K("reduction", n, (n + pixels) * b, 2)
-        + K("elementwise", n, 3 * n * b, 5)
-        + K("elementwise", pixels, 2 * pixels * b, 2)
-        + K("elementwise", n, 2 * n * b, 1),
+        output_bytes=n * f,
+        # x-u twice (b); pow, divide, scale, shift (float32); u (b), the variance, s+eps, sqrt (float32) per pixel
+        activation_bytes=2 * n * b + 4 * n * f + pixels * (b + 3 * f),
+        # mean (b), the variance's mean (float32); x-u twice (b); pow (float32 from its cast input); the divide, the
+        # scale (a b-byte weight times float32) and the shift in float32; +eps and sqrt per pixel in float32; the
+        # cast of x-u to float32 inside pow
+        kernels=K("reduction", n, (n + pixels) * b)
+        + K("reduction", n, (n + pixels) * f)
+        + K("elementwise", n, 3 * n * b, 2)
+        + K("elementwise", n, 2 * n * f)
+        + K("elementwise", n, n * (b + f) + pixels * f)
+        + K("elementwise", n, 2 * n * f + channels * b, 2)
+        + K("elementwise", pixels, 2 * pixels * f, 2)
+        + casts(*autocast_casts("pow", ((n, b),), b)),
     )
+
+
+def layer_norm2d_out_bytes(dtype_bytes: int, autocast: bool = False) -> int:
+    """Element bytes of LayerNorm2d's output: float32 under CUDA autocast (see `layer_norm2d`), else the model's."""
+    return autocast_computes_in("pow", dtype_bytes, dtype_bytes) if autocast else dtype_bytes
 
 
 def rms_norm(tokens: int, dim: int, dtype_bytes: int = 2) -> LayerCost:
@@ -390,21 +479,25 @@ def embedding(tokens: int, num_embeddings: int, dim: int, dtype_bytes: int = 2) 
     )
 
 
-def elementwise(numel: int, op: str = "add", inputs: int = 1, dtype_bytes: int = 2) -> LayerCost:
-    """One elementwise op (`op` a key of ELEMENTWISE_FLOPS) over `numel` outputs read from `inputs` tensors."""
+def elementwise(numel: int, op: str = "add", inputs: int = 1, dtype_bytes: int = 2, read_bytes: int = 0) -> LayerCost:
+    """One elementwise op (`op` a key of ELEMENTWISE_FLOPS) over `numel` outputs read from `inputs` tensors, its
+    result `dtype_bytes` per element. `read_bytes`: bytes read per output element when the inputs' element sizes
+    differ from the result's (0: `inputs` x `dtype_bytes`; a bfloat16 and a float32 operand give a float32 result,
+    converted inside the one kernel)."""
     if op not in ELEMENTWISE_FLOPS:
         raise UnsupportedLayerError(f"elementwise:{op}", ELEMENTWISE_FLOPS)
     b = dtype_bytes
+    r = read_bytes or inputs * b
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS[op] * numel,  # table value per element
-        input_bytes=inputs * numel * b,
+        input_bytes=numel * r,
         output_bytes=numel * b,
         activation_bytes=numel * b,
         # one pointwise kernel; quick_gelu (x·sigmoid(1.702x), a scripted function) runs as three
         kernels=K(
             "elementwise",
             ELEMENTWISE_FLOPS[op] * numel // ELEMENTWISE_KERNELS.get(op, 1),
-            (inputs + 1) * numel * b,
+            numel * (r + b),
             ELEMENTWISE_KERNELS.get(op, 1),
             out=numel * b,
         ),
@@ -457,11 +550,14 @@ def sdpa(
     mask: bool = False,
     fused: bool = True,
     dtype_bytes: int = 2,
+    backend: str = "",
 ) -> LayerCost:
     """Attention core softmax(Q·Kᵀ·scale + mask)·V, fused (F.scaled_dot_product_attention) or eager.
 
     Eager (transformers' LlamaAttention) materialises the scores, their scaled and masked copies, the
-    float32 softmax and its cast back; fused kernels materialise only the output.
+    float32 softmax and its cast back; fused kernels materialise only the output. `backend`: the SDPA backend of a
+    fused call where it is known (`analytic.execution.Execution.sdpa_backend`): cuDNN's call also zero-fills a
+    4-byte counter (a `memset` inside the op).
     """
     ev = head_dim if v_head_dim is None else v_head_dim
     kvh = heads if kv_heads is None else kv_heads
@@ -482,7 +578,7 @@ def sdpa(
             q_bytes + kv_bytes + out * b + (scores * b if mask else 0),
             m=q_len,
             out=out * b,
-        )
+        ) + (K("memset", 0, 4, out=4) if backend == "cudnn" else NO_KERNELS)
     else:  # matmul, / sqrt(d), + mask, float32 softmax, .to(dtype) when b != 4 (dropout in eval: none), matmul
         s4 = scores * 4
         kernels = (

@@ -25,6 +25,7 @@ from llm_perf_opt.analytic import registry
 from llm_perf_opt.analytic.costs import kv_cache_bytes as kv_cache
 from llm_perf_opt.analytic.costs_file import STAGES
 from llm_perf_opt.analytic.dtypes import dtype_bytes
+from llm_perf_opt.analytic.execution import CPU, Execution
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.deepseek_ocr_shared.costs import Passes
 from llm_perf_opt.deepseek_ocr_shared.layout import ViewLayout
@@ -147,6 +148,10 @@ class DeepSeekOCRAnalyticBase:
         dtype: element type for bytes ("bfloat16" as the vendor runs it, a torch dtype, or a size).
         decoder_attention: "eager" (the vendor's LlamaAttention) or "sdpa"; changes activation bytes
             only (fused attention does not materialise the scores), never FLOPs.
+        execution: where the forward runs (`analytic.execution.Execution`: the device, CUDA autocast, the GPU's
+            compute capability): what CUDA autocast casts and makes float32, what SDPA launches and copies there.
+            Default: the CPU, as the formulas always counted it. A float32 model is costed without autocast
+            (`Execution.for_dtype`). Never changes FLOPs.
     """
 
     vocabulary: Any = None  # the family's `PartVocabulary`
@@ -165,6 +170,7 @@ class DeepSeekOCRAnalyticBase:
         decoder_attention: str = "eager",
         batch: int = 1,
         batch_layouts: tuple[ViewLayout, ...] | None = None,
+        execution: Execution = CPU,
     ) -> None:
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ConfigError.field("workload.batch", batch, "must be a positive integer (pages served together)")
@@ -196,6 +202,10 @@ class DeepSeekOCRAnalyticBase:
         self.seq_len = seq_len
         self.context_len = context_len
         self.dtype_bytes = dtype_bytes(dtype)
+        if not isinstance(execution, Execution):
+            raise ConfigError.field("analytic.execution", execution, "must be an analytic.execution.Execution")
+        self.requested_execution = execution  # as asked: `with_dtype` re-resolves it for the new dtype
+        self.execution = execution.for_dtype(self.dtype_bytes)
         self.decoder_attention = decoder_attention
         self._passes_key = tuple((p.name, p.batch, p.side) for p in vision_passes(layout))
         self.batch = batch
@@ -226,7 +236,14 @@ class DeepSeekOCRAnalyticBase:
             return self
         lay = self.layouts[i]  # the same prompt text, its own image tokens (the batch pads to the longest)
         own = self.seq_len - (max(x.image_tokens for x in self.layouts) - lay.image_tokens)
-        return type(self)(self.spec, lay, own, dtype=self.dtype_bytes, decoder_attention=self.decoder_attention)
+        return type(self)(
+            self.spec,
+            lay,
+            own,
+            dtype=self.dtype_bytes,
+            decoder_attention=self.decoder_attention,
+            execution=self.requested_execution,
+        )
 
     def moe_from_routing(self, routing_path: str) -> Any:
         """The MoE shape measured in a routing.json (`serving.moe_from_routing`)."""
@@ -245,6 +262,7 @@ class DeepSeekOCRAnalyticBase:
             decoder_attention=self.decoder_attention,
             batch=self.batch,
             batch_layouts=self.layouts,
+            execution=self.requested_execution,
         )
 
     @property
@@ -252,7 +270,9 @@ class DeepSeekOCRAnalyticBase:
         return vision_passes(self.layout)
 
     def vision(self) -> StageCost:
-        return self._stages.vision(self._passes_key, self.layout.image_tokens, self.dtype_bytes, self.batch, self._more)
+        return self._stages.vision(
+            self._passes_key, self.layout.image_tokens, self.dtype_bytes, self.batch, self._more, self.execution
+        )
 
     def prefill(self) -> StageCost:
         return self._stages.prefill(
@@ -263,13 +283,14 @@ class DeepSeekOCRAnalyticBase:
             self._attention,
             self.batch,
             self._more,
+            self.execution,
         )
 
     def decode(self, context_len: int | None = None) -> StageCost:
         ctx = self.context_len if context_len is None else context_len
         if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 0:
             raise ConfigError.field("analytic.context_len", ctx, "must be a non-negative integer")
-        return self._stages.decode(ctx, self.dtype_bytes, self._attention, self.batch)
+        return self._stages.decode(ctx, self.dtype_bytes, self._attention, self.batch, self.execution)
 
     def kv_cache_bytes(self, context_len: int | None = None, per_layer: bool = False) -> int | dict[str, int]:
         """Bytes of the KV cache holding `context_len` tokens (default: the prompt, `seq_len`), summed over
@@ -311,6 +332,19 @@ def costs_dict(model: DeepSeekOCRAnalyticBase, with_parts: bool = True) -> dict[
         **({"batch": model.batch, "layouts": [lay.as_dict() for lay in model.layouts]} if model.batch > 1 else {}),
         "dtype_bytes": model.dtype_bytes,
         "decoder_attention": model.decoder_attention,
+        # where the forward runs, when not on the CPU (the formulas' default; a CPU run's file is unchanged)
+        **(
+            {
+                "execution": {
+                    "device": model.execution.device,
+                    "autocast": model.execution.autocast,
+                    "capability": list(model.execution.capability) if model.execution.capability else None,
+                    "label": model.execution.label,
+                }
+            }
+            if model.execution != CPU
+            else {}
+        ),
         "conventions": {
             "flops": "2 x multiply-adds; flops_matmul is what torch.utils.flop_counter counts "
             "(mm/addmm/bmm/conv/sdpa/einsum), flops_other is an analytic estimate of "

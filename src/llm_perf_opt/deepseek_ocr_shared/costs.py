@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from llm_perf_opt.analytic import costs
-from llm_perf_opt.analytic.costs import NO_KERNELS, ZERO, K, LayerCost
+from llm_perf_opt.analytic.costs import NO_KERNELS, ZERO, K, LayerCost, layer_norm2d_out_bytes, layer_norm_out_bytes
+from llm_perf_opt.analytic.execution import CPU, Execution, sdpa_output_layout
 from llm_perf_opt.analytic.registry import (
     Children,
     children_node,
@@ -46,6 +47,7 @@ class AttentionShape:
     head_dim: int
     dtype_bytes: int = 2
     masked: bool = False  # a 2-D attention mask was given (batched generate): a decode step adds its 4-D mask too
+    execution: Execution = CPU  # where it runs (CUDA: contiguous inputs with a mask, the SDPA backend)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class LayerShape:
     dtype_bytes: int = 2
     batch: int = 1  # sequences in the batch (all of `q_len` positions: the prompts are padded to one length)
     masked: bool = False  # a 2-D attention mask was given (`ForwardShape.masked`)
+    execution: Execution = CPU  # where it runs (`analytic.execution`)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class ForwardShape:
     batch: int = 1
     more_images: tuple[tuple[Passes, int], ...] = ()
     masked: bool = False
+    execution: Execution = CPU  # where it runs: CUDA autocast's casts and float32 results, the SDPA backend
 
 
 def residual_adds(numel: int, b: int) -> LayerCost:
@@ -98,13 +102,24 @@ register_children("dsocr.PatchEmbed", "its proj Conv2d, then a permute (a view)"
     "dsocr.Attention", "SAM attention: qkv, two rel-pos einsums (bmm), SDPA with the rel-pos bias as mask, proj"
 )
 def sam_attention(
-    batch: int, h: int, w: int, dim: int, heads: int, rel_pos_h_len: int, rel_pos_w_len: int, dtype_bytes: int = 2
+    batch: int,
+    h: int,
+    w: int,
+    dim: int,
+    heads: int,
+    rel_pos_h_len: int,
+    rel_pos_w_len: int,
+    dtype_bytes: int = 2,
+    in_bytes: int = 0,
+    execution: Execution = CPU,
 ) -> tuple[LayerCost, Children]:
     """SAM `Attention` on (batch, h, w, dim).
 
     For windowed blocks the caller passes batch = B·windows and h = w = window (windows are cut from
     the grid padded to a multiple of the window); for global blocks the full grid. The rel-pos tables
     are resized (linear interpolation, not a matmul) when their length is not 2·max(h, w) - 1.
+    `in_bytes`: the input's element size (0: the model's; float32 under CUDA autocast, after the block's LayerNorm):
+    qkv casts it.
     """
     hd = dim // heads
     n = h * w
@@ -145,18 +160,22 @@ def sam_attention(
             "elementwise", bh * n * n, (bh * n * (h + w) + bh * n * n) * b, out=bh * n * n * b
         ),  # two einsums, the bias sum
     )
-    own = own + costs.sdpa(batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b)
+    own = own + costs.sdpa(
+        batch, heads, n, n, hd, mask=True, fused=True, dtype_bytes=b, backend=execution.sdpa_backend(b, True, hd)
+    )
     return own, (
-        ("qkv", module_cost("Linear", batch * n, dim, 3 * dim, True, b)),
+        ("qkv", module_cost("Linear", batch * n, dim, 3 * dim, True, b, in_bytes, execution.cuda_autocast)),
         ("proj", module_cost("Linear", batch * n, dim, dim, True, b)),
     )
 
 
 @register_cost("dsocr.MLPBlock", "SAM MLP lin2(GELU(lin1(x))): two linears and a GELU module")
-def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+def sam_mlp(
+    tokens: int, dim: int, hidden: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False
+) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     return ZERO, (
-        ("lin1", module_cost("Linear", tokens, dim, hidden, True, b)),
+        ("lin1", module_cost("Linear", tokens, dim, hidden, True, b, in_bytes, autocast)),
         ("act", module_cost("GELU", tokens * hidden, b)),
         ("lin2", module_cost("Linear", tokens, hidden, dim, True, b)),
     )
@@ -167,36 +186,68 @@ def sam_mlp(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[L
     "SAM block: norm1, attn (windowed: on the grid padded to a multiple of the window), "
     "residual, norm2, MLP on the unpadded grid, residual",
 )
-def sam_block(sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    """One SAM `Block` on (batch, grid, grid, width); `window` 0 for a global block."""
-    b = dtype_bytes
+def sam_block(
+    sam: SamSpec, batch: int, grid: int, window: int, dtype_bytes: int = 2, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """One SAM `Block` on (batch, grid, grid, width); `window` 0 for a global block. Under CUDA autocast the norms'
+    outputs are float32 (`costs.layer_norm`): the windows are cut, padded and copied in float32, and qkv and lin1
+    cast them back."""
+    b, ac = dtype_bytes, execution.cuda_autocast
+    a = layer_norm_out_bytes(b, ac)  # the norms' output: what the attention and the MLP get
     width, tokens = sam.width, batch * grid * grid
     own = ZERO
     if window:
         padded = math.ceil(grid / window) * window  # window_partition pads H and W up to a multiple
         windows = (padded // window) ** 2
         attn = module_cost(
-            "dsocr.Attention", batch * windows, window, window, width, sam.heads, 2 * window - 1, 2 * window - 1, b
+            "dsocr.Attention",
+            batch * windows,
+            window,
+            window,
+            width,
+            sam.heads,
+            2 * window - 1,
+            2 * window - 1,
+            b,
+            a if a != b else 0,
+            execution=execution,
         )
         pad_elems = batch * padded * padded * width
-        # partition permute().contiguous() and unpartition copy; with padding also F.pad and the crop copy
-        copies = 2 * pad_elems + (pad_elems + tokens * width if padded != grid else 0)
+        # partition permute().contiguous() (of the norm's output) and unpartition copy (of the attention's); with
+        # padding also F.pad (of the norm's output) and the crop copy
+        copies = pad_elems * (a + b) + (pad_elems * a + tokens * width * b if padded != grid else 0)
         # partition and unpartition .contiguous(); with padding F.pad and the crop's .contiguous()
         own = own + LayerCost(
-            activation_bytes=copies * b,
-            kernels=K("copy", 0, 2 * pad_elems * b, 2)
-            + (K("copy", 0, (tokens * width + pad_elems) * b, 2) if padded != grid else NO_KERNELS),
+            activation_bytes=copies,
+            kernels=K("copy", 0, 2 * pad_elems * a)
+            + K("copy", 0, 2 * pad_elems * b)
+            + (
+                K("copy", 0, (tokens * width + pad_elems) * a) + K("copy", 0, (tokens * width + pad_elems) * b)
+                if padded != grid
+                else NO_KERNELS
+            ),
         )
     else:
         attn = module_cost(
-            "dsocr.Attention", batch, grid, grid, width, sam.heads, 2 * sam.pos_grid - 1, 2 * sam.pos_grid - 1, b
+            "dsocr.Attention",
+            batch,
+            grid,
+            grid,
+            width,
+            sam.heads,
+            2 * sam.pos_grid - 1,
+            2 * sam.pos_grid - 1,
+            b,
+            a if a != b else 0,
+            execution=execution,
         )
     own = own + residual_adds(tokens * width, b)
+    norm = module_cost("LayerNorm", tokens, width, b, 0, ac)
     return own, (
-        ("norm1", module_cost("LayerNorm", tokens, width, b)),
+        ("norm1", norm),
         ("attn", attn),
-        ("norm2", module_cost("LayerNorm", tokens, width, b)),
-        ("mlp", module_cost("dsocr.MLPBlock", tokens, width, sam.mlp_dim, b)),
+        ("norm2", norm),
+        ("mlp", module_cost("dsocr.MLPBlock", tokens, width, sam.mlp_dim, b, a if a != b else 0, ac)),
     )
 
 
@@ -212,9 +263,14 @@ def sam_grids(sam: SamSpec, side: int) -> tuple[int, int, int]:
     "SAM: patch conv, position table (bicubic resize when the grid is not the "
     "pretraining one) added, blocks, neck, net_2, net_3",
 )
-def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`)."""
-    b = dtype_bytes
+def sam_encoder(
+    sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """SAM on `batch` images of side `side` (output grid: `sam_grids(...)[2]`). Under CUDA autocast the neck's
+    LayerNorm2d outputs are float32 (`costs.layer_norm2d`): the convolution after each casts it back."""
+    b, ac = dtype_bytes, execution.cuda_autocast
+    n2d = layer_norm2d_out_bytes(b, ac)
+    after_norm = n2d if n2d != b else 0  # the input size of a convolution after a LayerNorm2d (0: the model's)
     grid, g2, g3 = sam_grids(sam, side)
     own = costs.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
     if grid != sam.pos_grid:
@@ -227,7 +283,15 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     blocks = tuple(
         (
             str(i),
-            module_cost("dsocr.Block", sam, batch, grid, 0 if i in sam.global_attn_indexes else sam.window_size, b),
+            module_cost(
+                "dsocr.Block",
+                sam,
+                batch,
+                grid,
+                0 if i in sam.global_attn_indexes else sam.window_size,
+                b,
+                execution=execution,
+            ),
         )
         for i in range(sam.depth)
     )
@@ -236,29 +300,32 @@ def sam_encoder(sam: SamSpec, batch: int, side: int, dtype_bytes: int = 2) -> tu
     neck = children_node(
         "Sequential",
         (
-            ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b)),
-            ("1", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
-            ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b)),
-            ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b)),
+            ("0", module_cost("Conv2d", batch, sam.width, c0, grid, grid, 1, 1, 0, False, b, 0, ac)),
+            ("1", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b, ac)),
+            ("2", module_cost("Conv2d", batch, c0, c0, grid, grid, 3, 1, 1, False, b, after_norm, ac)),
+            ("3", module_cost("dsocr.LayerNorm2d", batch, c0, grid, grid, b, ac)),
         ),
     )
     own = own + LayerCost(
         activation_bytes=batch * c1 * g2 * g2 * b,  # x2.clone()
         kernels=K("copy", 0, 2 * batch * c1 * g2 * g2 * b),
     )
-    patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b)
+    patch = module_cost("Conv2d", batch, 3, sam.width, side, side, sam.patch_size, sam.patch_size, 0, True, b, 0, ac)
     return own, (
         ("patch_embed", children_node("dsocr.PatchEmbed", (("proj", patch),))),
         ("blocks", children_node("ModuleList", blocks, container=True)),
         ("neck", neck),
-        ("net_2", module_cost("Conv2d", batch, c0, c1, grid, grid, 3, 2, 1, False, b)),
-        ("net_3", module_cost("Conv2d", batch, c1, c2, g2, g2, 3, 2, 1, False, b)),
+        ("net_2", module_cost("Conv2d", batch, c0, c1, grid, grid, 3, 2, 1, False, b, after_norm, ac)),
+        ("net_3", module_cost("Conv2d", batch, c1, c2, g2, g2, 3, 2, 1, False, b, 0, ac)),
     )
 
 
 @register_cost("dsocr.MlpProjector", "linear projector: one Linear(input_dim, n_embed) with bias over the image rows")
-def projector(tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    return ZERO, (("layers", module_cost("Linear", tokens, input_dim, n_embed, True, dtype_bytes)),)
+def projector(
+    tokens: int, input_dim: int, n_embed: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False
+) -> tuple[LayerCost, Children]:
+    """`in_bytes`: the input's element size (0: the model's; float32 under CUDA autocast, as CLIP's output is)."""
+    return ZERO, (("layers", module_cost("Linear", tokens, input_dim, n_embed, True, dtype_bytes, in_bytes, autocast)),)
 
 
 # ------------------------------------------------------------------------------------------ decoder
@@ -278,19 +345,42 @@ def _llama_attention(s: AttentionShape, fused: bool) -> tuple[LayerCost, Childre
     One new token (a decode step) has no mask: with no 2-D attention mask, transformers'
     `_prepare_4d_causal_attention_mask` returns None for a query length of 1, so nothing is added
     (the project's greedy loop passes none; `generate()` passes an all-ones 2-D mask, which would add
-    a 1 x kv mask per layer and step: heads x kv more elementwise adds)."""
+    a 1 x kv mask per layer and step: heads x kv more elementwise adds).
+
+    The SDPA core (`fused`) on CUDA with a mask makes q, k and v contiguous first (transformers 4.46: the
+    memory-efficient kernel wanted it): q (RoPE's result keeps the (B, T, H, d) order of the projection it came from)
+    copies when it has more than one position and head, k and v when they are the new keys themselves (no cache
+    before them: a cache's cat is contiguous) with more than one position and head and no grouped-query repeat (its
+    reshape already copied). `out.transpose(1, 2).contiguous()` copies when the backend's result is (B, H, T, d)
+    ordered (`analytic.execution.sdpa_output_layout`): eager attention's matmul, cuDNN after a contiguous query, CUDA's
+    math backend; not the CPU kernel on RoPE's (B, T, H, d)-ordered query, nor CUDA's flash or memory-efficient ones."""
     batch, q_len, past_len, hidden, heads = s.batch, s.q_len, s.past_len, s.hidden, s.heads
     kv_heads, head_dim, b = s.kv_heads, s.head_dim, s.dtype_bytes
+    ex = s.execution
     kv = past_len + q_len
+    mask = q_len > 1 or s.masked
+    backend = ex.sdpa_backend(b, mask, head_dim) if fused else ""
     own = costs.rope_apply(batch, q_len, heads, kv_heads, head_dim, b) + costs.sdpa(
-        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=q_len > 1 or s.masked, fused=fused, dtype_bytes=b
+        batch, heads, q_len, kv, head_dim, kv_heads=kv_heads, mask=mask, fused=fused, dtype_bytes=b, backend=backend
     )
     if past_len:
         cache = 2 * batch * kv_heads * kv * head_dim * b  # torch.cat(past, new) for k and v
         own = own + LayerCost(
             output_bytes=cache, activation_bytes=cache, kernels=K("copy", 0, 2 * cache // 2, 2)
         )  # the two cats (k, v)
-    if q_len > 1:  # out.transpose(1, 2).contiguous() copies (B, H, T, d) -> (B, T, H, d); one token is a view
+    q_contiguous = q_len == 1 or heads == 1
+    if fused and ex.cuda and mask:  # sdpa_core: q, k, v .contiguous() on CUDA with a mask
+        q_elems = batch * q_len * heads * head_dim if not q_contiguous else 0
+        new_kv = past_len == 0 and q_len > 1 and kv_heads > 1 and kv_heads == heads
+        kv_elems = 2 * batch * q_len * kv_heads * head_dim if new_kv else 0
+        own = own + LayerCost(
+            activation_bytes=(q_elems + kv_elems) * b,
+            kernels=K("copy", 0, 2 * q_elems * b, 1 if q_elems else 0)
+            + K("copy", 0, kv_elems * b, 2 if kv_elems else 0),
+        )
+        q_contiguous = True
+    out_copies = q_len > 1 and (not fused or sdpa_output_layout(backend, q_contiguous) == "bhtd")
+    if out_copies:  # out.transpose(1, 2).contiguous() copies (B, H, T, d) -> (B, T, H, d); one token is a view
         own = own + LayerCost(
             activation_bytes=batch * q_len * heads * head_dim * b,
             kernels=K("copy", 0, 2 * batch * q_len * heads * head_dim * b),
@@ -345,7 +435,12 @@ def gated_mlp(tokens: int, hidden: int, intermediate: int, dtype_bytes: int = 2)
     "dsocr.MoEGate",
     "F.linear(x.float(), w.float()) (T x hidden x E; in the autocast dtype under autocast) + float32 softmax + top-k",
 )
-def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0) -> LayerCost:
+def moe_gate(
+    tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_k: int = 0, execution: Execution = CPU
+) -> LayerCost:
+    """Under CUDA autocast (a 16-bit model) the linear is a lower-precision op: its two float32 inputs are cast back
+    to the model's dtype inside the call, and the softmax's `dtype=float32` converts the 16-bit logits inside its own
+    (`analytic.autocast`)."""
     b = dtype_bytes
     # F.linear(x.float(), w.float()): in float32 when the model is; a bf16/fp16 model runs under autocast
     # (as the vendor's infer() does), which computes the linear in that dtype: bf16 logits (found against
@@ -367,6 +462,10 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
             else NO_KERNELS
         ),
     )
+    if execution.cuda_autocast and b != 4:
+        gate = gate + LayerCost(
+            kernels=costs.casts((tokens * hidden, 4, b), (hidden * n_routed, 4, b), (tokens * n_routed, b, 4))
+        )
     return gate + costs.softmax(tokens, n_routed, 4)
 
 
@@ -375,7 +474,9 @@ def moe_gate(tokens: int, hidden: int, n_routed: int, dtype_bytes: int = 2, top_
     "gate; every token through exactly top_k routed experts (one DeepseekV2MLP over "
     "T·top_k rows, whatever the routing); shared experts on all tokens",
 )
-def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+def moe(
+    decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
     """DeepseekV2MoE in inference (`moe_infer`).
 
     The Python loop only splits the T·top_k routed rows among the experts that received any, so the
@@ -436,8 +537,10 @@ def moe(decoder: DecoderSpec, tokens: int, dtype_bytes: int = 2) -> tuple[LayerC
         ),
         syncs=1,
     )
+    if execution.cuda:  # `tokens_per_expert.cpu()` of a CUDA tensor: a device-to-host copy of E int64 (a no-op on CPU)
+        own = own + LayerCost(activation_bytes=experts * 8, kernels=K("copy", 0, 2 * experts * 8))
     children: Children = (
-        ("gate", module_cost("dsocr.MoEGate", tokens, hidden, d.n_routed_experts, b, top_k)),
+        ("gate", module_cost("dsocr.MoEGate", tokens, hidden, d.n_routed_experts, b, top_k, execution=execution)),
         ("experts", children_node("ModuleList", (), container=True, own=routed)),
     )
     if d.n_shared_experts:
@@ -459,11 +562,20 @@ def decoder_layer(shape: LayerShape) -> tuple[LayerCost, Children]:
     attn = module_cost(
         shape.attention,
         AttentionShape(
-            shape.batch, q_len, shape.past_len, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim, b, shape.masked
+            shape.batch,
+            q_len,
+            shape.past_len,
+            d.hidden_size,
+            d.num_heads,
+            d.num_kv_heads,
+            d.head_dim,
+            b,
+            shape.masked,
+            shape.execution,
         ),
     )
     if shape.moe_layer:
-        mlp = module_cost("dsocr.DeepseekV2MoE", d, rows, b)
+        mlp = module_cost("dsocr.DeepseekV2MoE", d, rows, b, execution=shape.execution)
     else:
         mlp = module_cost("dsocr.DeepseekV2MLP", rows, d.hidden_size, d.intermediate_size, b)
     return residual_adds(rows * d.hidden_size, b), (
@@ -504,7 +616,17 @@ def ocr_model(shape: ForwardShape) -> tuple[LayerCost, Children]:
             str(i),
             module_cost(
                 "dsocr.DeepseekV2DecoderLayer",
-                LayerShape(d, d.is_moe_layer(i), q_len, past_len, shape.attention, b, shape.batch, shape.masked),
+                LayerShape(
+                    d,
+                    d.is_moe_layer(i),
+                    q_len,
+                    past_len,
+                    shape.attention,
+                    b,
+                    shape.batch,
+                    shape.masked,
+                    shape.execution,
+                ),
             ),
         )
         for i in range(d.num_layers)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_perf_opt.analytic.execution import CPU, Execution
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.deepseek_ocr_shared.analytic import (
@@ -56,11 +57,17 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 
 
 def _vision_stage(
-    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, batch: int = 1, more: tuple = ()
+    spec: ModelSpec,
+    passes: Passes,
+    image_tokens: int,
+    b: int,
+    batch: int = 1,
+    more: tuple = (),
+    execution: Execution = CPU,
 ) -> StageCost:
     root = module_cost(
         "dsocr.DeepseekOCRForCausalLM",
-        ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False, batch, more, batch > 1),
+        ForwardShape(spec, passes, image_tokens, 0, 0, "", b, False, batch, more, batch > 1, execution),
     )
     return StageCost(
         "vision",
@@ -80,10 +87,11 @@ def _prefill_stage(
     attention: str,
     batch: int = 1,
     more: tuple = (),
+    execution: Execution = CPU,
 ) -> StageCost:
     root = module_cost(
         "dsocr.DeepseekOCRForCausalLM",
-        ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b, True, batch, more, batch > 1),
+        ForwardShape(spec, passes, image_tokens, seq_len, 0, attention, b, True, batch, more, batch > 1, execution),
     )
     shapes = (
         _pass_shapes(passes, image_tokens)
@@ -93,10 +101,12 @@ def _prefill_stage(
     return StageCost("prefill", root, ("",), shapes, v1_parts.VOCABULARY)
 
 
-def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
+def _decode_stage(
+    spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1, execution: Execution = CPU
+) -> StageCost:
     root = module_cost(
         "dsocr.DeepseekOCRForCausalLM",
-        ForwardShape(spec, (), 0, 1, context_len, attention, b, True, batch, (), batch > 1),
+        ForwardShape(spec, (), 0, 1, context_len, attention, b, True, batch, (), batch > 1, execution),
     )
     shapes = {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1} | ({"batch": batch} if batch > 1 else {})
     return StageCost("decode", root, ("",), shapes, v1_parts.VOCABULARY)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 
 from llm_perf_opt.analytic import costs
-from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
+from llm_perf_opt.analytic.autocast import computes_in as autocast_computes_in
+from llm_perf_opt.analytic.costs import ZERO, K, LayerCost, layer_norm_out_bytes
+from llm_perf_opt.analytic.execution import CPU, Execution
 from llm_perf_opt.analytic.registry import (
     Children,
     called_through_forward,
@@ -56,21 +58,39 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
 
 
 @register_cost("dsocr.NoTPAttention", "CLIP attention: qkv_proj, SDPA without mask, out_proj")
-def clip_attention(batch: int, tokens: int, dim: int, heads: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+def clip_attention(
+    batch: int, tokens: int, dim: int, heads: int, dtype_bytes: int = 2, in_bytes: int = 0, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """`in_bytes`: the input's element size (0: the model's; float32 under CUDA autocast: qkv_proj casts it)."""
     b = dtype_bytes
-    return costs.sdpa(batch, heads, tokens, tokens, dim // heads, mask=False, fused=True, dtype_bytes=b), (
-        ("qkv_proj", module_cost("Linear", batch * tokens, dim, 3 * dim, True, b)),
+    hd = dim // heads
+    core = costs.sdpa(
+        batch,
+        heads,
+        tokens,
+        tokens,
+        hd,
+        mask=False,
+        fused=True,
+        dtype_bytes=b,
+        backend=execution.sdpa_backend(b, False, hd),
+    )
+    return core, (
+        ("qkv_proj", module_cost("Linear", batch * tokens, dim, 3 * dim, True, b, in_bytes, execution.cuda_autocast)),
         ("out_proj", module_cost("Linear", batch * tokens, dim, dim, True, b)),
     )
 
 
 @register_cost("dsocr.NoTPFeedForward", "CLIP FFN fc2(quick_gelu(fc1(x))); quick_gelu is a scripted function: own work")
-def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
+def clip_feed_forward(
+    tokens: int, dim: int, hidden: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False
+) -> tuple[LayerCost, Children]:
+    """`in_bytes`, `autocast`: the input's element size and CUDA autocast (fc1 casts a float32 input)."""
     b = dtype_bytes
     # x·sigmoid(1.702·x) as three eager ops: 1.702·x and its sigmoid are materialised before the product
     gelu = costs.elementwise(tokens * hidden, "quick_gelu", 1, b) + LayerCost(activation_bytes=2 * tokens * hidden * b)
     return gelu, (
-        ("fc1", module_cost("Linear", tokens, dim, hidden, True, b)),
+        ("fc1", module_cost("Linear", tokens, dim, hidden, True, b, in_bytes, autocast)),
         ("fc2", module_cost("Linear", tokens, hidden, dim, True, b)),
     )
 
@@ -80,17 +100,30 @@ def clip_feed_forward(tokens: int, dim: int, hidden: int, dtype_bytes: int = 2) 
     "CLIP block: layer_norm1, self_attn, residual, layer_norm2, mlp, residual; "
     "self_attn and mlp are called through .forward (their own work is the block's)",
 )
-def clip_block(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    b = dtype_bytes
+def clip_block(
+    clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 2, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """Under CUDA autocast the residual stream is float32 (`clip_model`): the norms read and return float32, qkv_proj
+    and fc1 cast it, and each residual add of the float32 stream and a 16-bit branch is float32."""
+    b, ac = dtype_bytes, execution.cuda_autocast
+    a = layer_norm_out_bytes(b, ac)  # the residual stream's and the norms' element size
     rows = batch * tokens
     attn_own, attn = called_through_forward(
-        module_cost("dsocr.NoTPAttention", batch, tokens, clip.width, clip.heads, b)
+        module_cost("dsocr.NoTPAttention", batch, tokens, clip.width, clip.heads, b, a if a != b else 0, execution)
     )
-    mlp_own, mlp = called_through_forward(module_cost("dsocr.NoTPFeedForward", rows, clip.width, clip.ffn_dim, b))
-    return attn_own + mlp_own + residual_adds(rows * clip.width, b), (
-        ("layer_norm1", module_cost("LayerNorm", rows, clip.width, b)),
+    mlp_own, mlp = called_through_forward(
+        module_cost("dsocr.NoTPFeedForward", rows, clip.width, clip.ffn_dim, b, a if a != b else 0, ac)
+    )
+    adds = (
+        residual_adds(rows * clip.width, b)
+        if a == b
+        else costs.elementwise(rows * clip.width, "add", 2, a, a + b).times(2)
+    )
+    norm = module_cost("LayerNorm", rows, clip.width, b, a if a != b else 0, ac)
+    return attn_own + mlp_own + adds, (
+        ("layer_norm1", norm),
         ("self_attn", attn),
-        ("layer_norm2", module_cost("LayerNorm", rows, clip.width, b)),
+        ("layer_norm2", norm),
         ("mlp", mlp),
     )
 
@@ -102,32 +135,45 @@ register_children("dsocr.NoTPTransformer", "its layers, in order")
     "dsocr.VitModel",
     "CLIP on SAM features as patch embeddings: embeddings, pre-LayerNorm, the transformer; no work of its own",
 )
-def clip_model(clip: ClipSpec, batch: int, grid: int, dtype_bytes: int = 2) -> tuple[LayerCost, Children]:
-    b = dtype_bytes
+def clip_model(
+    clip: ClipSpec, batch: int, grid: int, dtype_bytes: int = 2, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """CLIP's output element size is `clip_out_bytes`: under CUDA autocast the pre-LayerNorm returns float32, and the
+    residual stream it starts stays float32 to the end (each block adds 16-bit branches to it)."""
+    b, ac = dtype_bytes, execution.cuda_autocast
     tokens = grid * grid + 1  # class token + SAM features as patches
-    layer = module_cost("dsocr.NoTPTransformerBlock", clip, batch, tokens, b)
+    layer = module_cost("dsocr.NoTPTransformerBlock", clip, batch, tokens, b, execution=execution)
     layers = children_node("ModuleList", tuple((str(i), layer) for i in range(clip.layers)), container=True)
     return ZERO, (
         ("embeddings", module_cost("dsocr.CLIPVisionEmbeddings", clip, batch, tokens, b)),
-        ("pre_layrnorm", module_cost("LayerNorm", batch * tokens, clip.width, b)),
+        ("pre_layrnorm", module_cost("LayerNorm", batch * tokens, clip.width, b, 0, ac)),
         ("transformer", children_node("dsocr.NoTPTransformer", (("layers", layers),))),
     )
 
 
+def clip_out_bytes(dtype_bytes: int, execution: Execution = CPU) -> int:
+    """Element bytes of CLIP's output: float32 under CUDA autocast (its residual stream), else the model's."""
+    return layer_norm_out_bytes(dtype_bytes, execution.cuda_autocast)
+
+
 def _vision_batch(shape: ForwardShape) -> tuple[LayerCost, Children]:
     """The vision of every sequence's image, in the forward's loop over the images (one image per sequence)."""
-    own, children = _vision(shape.spec, shape.passes, shape.image_tokens, shape.dtype_bytes)
+    own, children = _vision(shape.spec, shape.passes, shape.image_tokens, shape.dtype_bytes, execution=shape.execution)
     for passes, tokens in shape.more_images:
-        o, c = _vision(shape.spec, passes, tokens, shape.dtype_bytes, first=False)
+        o, c = _vision(shape.spec, passes, tokens, shape.dtype_bytes, first=False, execution=shape.execution)
         own, children = own + o, children + c
     return own, children
 
 
 def _vision(
-    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: bool = True
+    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, first: bool = True, execution: Execution = CPU
 ) -> tuple[LayerCost, Children]:
     """SAM → CLIP → projector for each vision pass, and the glue `DeepseekOCRModel.forward` adds. `first`:
-    the batch's first image, which also carries the forward's one check of `images[0][1]`."""
+    the batch's first image, which also carries the forward's one check of `images[0][1]`. Under CUDA autocast CLIP's
+    output is float32 (`clip_out_bytes`): the cat with SAM's 16-bit features is float32 (type promotion), and the
+    projector's linear casts it."""
+    ac = execution.cuda_autocast
+    c = clip_out_bytes(b, execution)
     children: Children = ()
     own = ZERO
     p = spec.projector
@@ -137,12 +183,23 @@ def _vision(
         grid = sam_grids(spec.sam, side)[2]
         rows = batch * grid * grid
         children += (
-            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b)),
-            ("vision_model", module_cost("dsocr.VitModel", spec.clip, batch, grid, b)),
-            ("projector", module_cost("dsocr.MlpProjector", rows, p.input_dim, p.n_embed, b)),
+            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b, execution=execution)),
+            ("vision_model", module_cost("dsocr.VitModel", spec.clip, batch, grid, b, execution=execution)),
+            ("projector", module_cost("dsocr.MlpProjector", rows, p.input_dim, p.n_embed, b, c if c != b else 0, ac)),
         )
-        # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim)
-        own = own + LayerCost(activation_bytes=rows * p.input_dim * b, kernels=K("copy", 0, 2 * rows * p.input_dim * b))
+        # cat(CLIP without class token, flattened SAM) -> (B, g², input_dim), in CLIP's output dtype (the wider)
+        if c == b:
+            own = own + LayerCost(
+                activation_bytes=rows * p.input_dim * b, kernels=K("copy", 0, 2 * rows * p.input_dim * b)
+            )
+        else:
+            sam_dim = p.input_dim - spec.clip.width
+            own = own + LayerCost(
+                activation_bytes=rows * p.input_dim * c,
+                kernels=K(
+                    "copy", 0, rows * (spec.clip.width * c + sam_dim * b + p.input_dim * c), out=rows * p.input_dim * c
+                ),
+            )
         if name == "crops":  # the crops re-tiled into one grid: reshape of a permuted tensor, a copy
             glue_tokens += rows
     global_newline = global_grid * (global_grid + 1)  # cat(global rows, newline column)
@@ -160,11 +217,14 @@ def _vision(
     # so `down * side`, `across * side` (the re-tiling) and `down * side` again (the newline column) are three
     # more 0-d int64 tensors
     sums = 2 if first else 1  # the forward checks images[0][1] once per forward, each image's crops in the loop
+    # a sum is float32 under CUDA autocast (a float32-with-dtype op: the reduction reads the image's dtype, writes
+    # float32, in its one kernel)
+    sb = autocast_computes_in("sum", b, b) if ac else b
     own = own + LayerCost(
-        activation_bytes=sums * b + (3 * 8 if len(passes) > 1 else 0),
+        activation_bytes=sums * sb + (3 * 8 if len(passes) > 1 else 0),
         # the two sums, each `.item()` a host sync; the three 0-d products; the image rows
         # scattered into the embeddings (masked_scatter_, in place)
-        kernels=K("reduction", 0, sums * b, sums)
+        kernels=K("reduction", 0, sums * sb, sums)
         + K("elementwise", 1, 24, 3 if len(passes) > 1 else 0)
         + K("copy", 0, 2 * image_tokens * spec.decoder.hidden_size * b),
         syncs=sums,

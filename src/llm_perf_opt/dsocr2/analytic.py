@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_perf_opt.analytic.execution import CPU, Execution
 from llm_perf_opt.analytic.registry import module_cost
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.deepseek_ocr_shared.analytic import (
@@ -60,24 +61,36 @@ def _single(batch: int) -> None:
         raise ConfigError.field("workload.batch", batch, f"{FAMILY}: the analytic model prices one page at a time")
 
 
-def _vision_stage(spec: ModelSpec, passes, image_tokens: int, b: int, batch: int = 1, more: tuple = ()) -> StageCost:
+def _vision_stage(
+    spec: ModelSpec, passes, image_tokens: int, b: int, batch: int = 1, more: tuple = (), execution: Execution = CPU
+) -> StageCost:
     _single(batch)
-    root = module_cost(ROOT, spec, passes, image_tokens, 0, 0, "", b, False)
+    root = module_cost(ROOT, spec, passes, image_tokens, 0, 0, "", b, False, execution=execution)
     return StageCost("vision", root, VISION_PATHS, _pass_shapes(passes, image_tokens), VOCABULARY)
 
 
 def _prefill_stage(
-    spec: ModelSpec, passes, image_tokens: int, seq_len: int, b: int, attention: str, batch: int = 1, more: tuple = ()
+    spec: ModelSpec,
+    passes,
+    image_tokens: int,
+    seq_len: int,
+    b: int,
+    attention: str,
+    batch: int = 1,
+    more: tuple = (),
+    execution: Execution = CPU,
 ) -> StageCost:
     _single(batch)
-    root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b)
+    root = module_cost(ROOT, spec, passes, image_tokens, seq_len, 0, attention, b, execution=execution)
     shapes = _pass_shapes(passes, image_tokens) | {"seq_len": seq_len, "q_len": seq_len, "past_len": 0}
     return StageCost("prefill", root, ("",), shapes, VOCABULARY)
 
 
-def _decode_stage(spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1) -> StageCost:
+def _decode_stage(
+    spec: ModelSpec, context_len: int, b: int, attention: str, batch: int = 1, execution: Execution = CPU
+) -> StageCost:
     _single(batch)
-    root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b)
+    root = module_cost(ROOT, spec, (), 0, 1, context_len, attention, b, execution=execution)
     return StageCost(
         "decode", root, ("",), {"q_len": 1, "past_len": context_len, "kv_len": context_len + 1}, VOCABULARY
     )

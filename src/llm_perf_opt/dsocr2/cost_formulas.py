@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llm_perf_opt.analytic import costs, registry
 from llm_perf_opt.analytic.costs import ZERO, K, LayerCost
+from llm_perf_opt.analytic.execution import CPU, Execution
 from llm_perf_opt.analytic.registry import Children, children_node, module_cost, register_children, register_cost
 from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes, gated_mlp, sam_grids
 from llm_perf_opt.dsocr2.spec import EncoderSpec, ModelSpec
@@ -159,15 +160,19 @@ def qwen2_encoder(encoder: EncoderSpec, batch: int, n_tokens: int, dtype_bytes: 
 
 
 # ---------------------------------------------------------------------------------------- the model
-def _vision(spec: ModelSpec, passes: Passes, image_tokens: int, b: int) -> tuple[LayerCost, Children]:
-    """SAM -> encoder -> projector for each vision pass, and the glue `DeepseekOCR2Model.forward` adds."""
+def _vision(
+    spec: ModelSpec, passes: Passes, image_tokens: int, b: int, execution: Execution = CPU
+) -> tuple[LayerCost, Children]:
+    """SAM -> encoder -> projector for each vision pass, and the glue `DeepseekOCR2Model.forward` adds. `execution`
+    reaches SAM (`deepseek_ocr_shared.costs.sam_encoder`); the encoder's formulas do not model CUDA's specifics yet
+    (no recorded CUDA run of this family)."""
     children: Children = ()
     p = spec.projector
     for _name, batch, side in passes:
         grid = sam_grids(spec.sam, side)[2]
         n = grid * grid
         children += (
-            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b)),
+            ("sam_model", module_cost("dsocr.ImageEncoderViT", spec.sam, batch, side, b, execution=execution)),
             ("qwen2_model", module_cost(PREFIX + "Qwen2Decoder2Encoder", spec.encoder, batch, n, b)),
             ("projector", module_cost("dsocr.MlpProjector", batch * n, p.input_dim, p.n_embed, b)),
         )
@@ -203,14 +208,17 @@ def ocr2_model(
     attention: str,
     dtype_bytes: int = 2,
     language: bool = True,
+    execution: Execution = CPU,
 ) -> tuple[LayerCost, Children]:
     """One forward on `q_len` new tokens after `past_len` cached ones; vision for the given passes (none in
     decode). The language part is v1's `DeepseekOCRModel` formula without vision (the same vendor code)."""
     b = dtype_bytes
-    own, vision = _vision(spec, passes, image_tokens, b) if passes else (ZERO, ())
+    own, vision = _vision(spec, passes, image_tokens, b, execution) if passes else (ZERO, ())
     if not language:
         return own, vision
-    lang = module_cost("dsocr.DeepseekOCRModel", ForwardShape(spec, (), 0, q_len, past_len, attention, b))
+    lang = module_cost(
+        "dsocr.DeepseekOCRModel", ForwardShape(spec, (), 0, q_len, past_len, attention, b, execution=execution)
+    )
     named = dict(lang.children)
     return own + lang.own, (
         ("embed_tokens", named["embed_tokens"]),
@@ -230,10 +238,20 @@ def ocr2_causal_lm(
     attention: str,
     dtype_bytes: int = 2,
     language: bool = True,
+    execution: Execution = CPU,
 ) -> tuple[LayerCost, Children]:
     b = dtype_bytes
     model = module_cost(
-        PREFIX + "DeepseekOCR2Model", spec, passes, image_tokens, q_len, past_len, attention, b, language
+        PREFIX + "DeepseekOCR2Model",
+        spec,
+        passes,
+        image_tokens,
+        q_len,
+        past_len,
+        attention,
+        b,
+        language,
+        execution=execution,
     )
     if not language:
         return ZERO, (("model", model),)

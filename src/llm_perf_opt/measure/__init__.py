@@ -10,6 +10,8 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `agreement.py` | verification: analytic FLOPs against measured FLOPs, per stage and part, with a relative tolerance |
 | `kernel_counts.py` | kernel counts of the analytic model against the ops a TorchLens capture recorded, per pass |
 | `verification_file.py` | `verification.json`: a `Verification`, its schema and its loader |
+| `recorded_runs.py` | recorded runs kept as data: recordings, their run folders, each run's configuration and files |
+| `replay.py` | a recorded run's kernel-count and activation rows, the analytic side recomputed by today's formulas |
 | `module_ranges.py` | one profiler range per module call, opened and closed by forward hooks, and their call tree |
 | `profiler_events.py` | the one adapter over torch.profiler's results: module ranges' CPU spans, kernel device time |
 | `kineto_log.py` | Kineto's console lines, set at their source before the first profiler session of the process |

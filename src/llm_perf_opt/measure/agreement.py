@@ -446,6 +446,36 @@ class ActivationRow:
         }
 
 
+def captured_stages(analytic: Any, decode_steps: int) -> list[StageCost]:
+    """The analytic stages of a captured program: the prefill, then decode step k (1-based) at context
+    seq_len + k - 1, for each of `decode_steps` steps."""
+    return [analytic.prefill()] + [analytic.decode(analytic.seq_len + k - 1) for k in range(1, decode_steps + 1)]
+
+
+def program_bytes(batch: int, decode_steps: int) -> int:
+    """What the greedy loop makes outside the model in a capture with decode steps: after each pass one argmax, an
+    int64 token per sequence (none without decode steps: the capture is the forward alone)."""
+    return 8 * batch * (decode_steps + 1) if decode_steps else 0
+
+
+def stages_activation_bytes(stages: Sequence[StageCost], path: str, program: int = 0) -> int:
+    """Analytic activation bytes of `path` ("" the whole forward, plus `program`) summed over `stages` (a part a
+    stage lacks, vision in decode, adds 0)."""
+    return sum(
+        s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0) for s in stages
+    ) + (program if path == "" else 0)
+
+
+def activation_row(
+    path: str, analytic: int, observed: int, families: Mapping[str, int], unseen: int, rtol: float = DEFAULT_RTOL
+) -> ActivationRow:
+    """One part's row: `analytic` against the materialised families of what TorchLens observed plus `unseen`."""
+    mat = sum(families[f] for f in op_families.MATERIALISED)
+    left = analytic - mat - unseen
+    err = relative_error(analytic, mat + unseen) if analytic or mat + unseen else 0.0
+    return ActivationRow(path, analytic, observed, dict(families), mat, unseen, left, err, err <= rtol)
+
+
 def activation_rows(
     stage: StageCost | Sequence[StageCost],
     op_output_bytes: Mapping[str, Mapping[str, int]],
@@ -471,24 +501,18 @@ def activation_rows(
         ops = op_families.subtree_ops(op_output_bytes, path)
         if path and not ops:
             continue
-        analytic = sum(
-            s.activation_bytes if path == "" else (s.parts[path].activation_bytes if path in s.parts else 0)
-            for s in stages
-        ) + (program_bytes if path == "" else 0)
-        fam = op_families.by_family(ops)
-        mat = sum(fam[f] for f in op_families.MATERIALISED)
         head = path + "."
         unseen = sum(v for a, v in layer_norm_stats.items() if not path or a == path or a.startswith(head))
-        left = analytic - mat - unseen
-        err = relative_error(analytic, mat + unseen) if analytic or mat + unseen else 0.0
-        rows.append(ActivationRow(path, analytic, sum(ops.values()), fam, mat, unseen, left, err, err <= rtol))
+        analytic = stages_activation_bytes(stages, path, program_bytes)
+        rows.append(activation_row(path, analytic, sum(ops.values()), op_families.by_family(ops), unseen, rtol))
     return rows
 
 
 # --------------------------------------------------------------------------------------------- kernels
 KERNEL_CONVENTION = (
     "analytic kernel count (the ops each cost formula says its module launches, analytic.costs "
-    "KERNEL_KINDS) vs the ops TorchLens recorded that launch a kernel (callgraph.op_families."
+    "KERNEL_KINDS, less the kernels inside an op: INNER_KINDS, autocast's casts and cuDNN's memset) vs the ops "
+    "TorchLens recorded that launch a kernel (callgraph.op_families."
     "launches_kernel: no views, no no-op casts, no allocations; a multi-output op once), per "
     "forward pass (the prefill; decode step k is pass k + 1); a path that is not an entered "
     "module (containers) counts its children only; exact: a row passes only when they are equal. "
@@ -523,6 +547,17 @@ class KernelRow:
         }
 
 
+def analytic_kernel_count(stage: StageCost, path: str) -> int:
+    """The analytic kernel count of one row: a part's (`path`), or the stage total ("": the whole forward, or the sum
+    of a stage's roots); kernels of ops only (`Kernels.op_count`: not the ones inside an op, which an op trace does
+    not see)."""
+    if path:
+        return stage.parts[path].op_kernel_count
+    if stage.roots == ("",):
+        return stage.total.op_kernel_count
+    return sum(stage.parts[r].op_kernel_count for r in stage.roots if r in stage.parts)
+
+
 def _measured_kernels(path: str, ops: Mapping[str, Mapping[str, int]], containers: frozenset[str]) -> int:
     total = op_families.subtree_kernels(ops, path)
     if path in containers:  # a container: its children only (its own ops are its caller's in the analytic tree)
@@ -548,25 +583,14 @@ def kernel_rows(
     if parts == "summary":
         in_stage = [p for p in in_stage if is_summary_path(p, stage.vocabulary)]
     if roots == ("",):
-        rows = [
-            KernelRow(
-                stage.stage, "", stage.total.kernel_count, op_families.subtree_kernels(ops, "") - program_kernels, step
-            )
-        ]
+        measured = op_families.subtree_kernels(ops, "") - program_kernels
     else:
-        rows = [
-            KernelRow(
-                stage.stage,
-                "",
-                sum(analytic_parts[r].kernel_count for r in roots if r in analytic_parts),
-                sum(_measured_kernels(r, ops, containers) for r in roots),
-                step,
-            )
-        ]
+        measured = sum(_measured_kernels(r, ops, containers) for r in roots)
+    rows = [KernelRow(stage.stage, "", analytic_kernel_count(stage, ""), measured, step)]
     for path in in_stage:
         rows.append(
             KernelRow(
-                stage.stage, path, analytic_parts[path].kernel_count, _measured_kernels(path, ops, containers), step
+                stage.stage, path, analytic_kernel_count(stage, path), _measured_kernels(path, ops, containers), step
             )
         )
     return rows

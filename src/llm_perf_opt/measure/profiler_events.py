@@ -10,8 +10,13 @@ the CPU, whenever and for however long it ran on the GPU: asynchronous execution
 later module. Its duration is the GPU execution time (CUPTI start to end), not the launch time. A range's
 device self time is the sum over the kernels attributed to it; inclusive adds its child calls'.
 Kernels overlapping on several streams each count in full (a sum of kernel times, not a span).
-`gpu_user_annotation` spans (the GPU-side image of a `record_function` range, which some torch versions
-also list among a range's kernels) are excluded: they are not work.
+`gpu_user_annotation` spans (the GPU-side image of a module range, which some torch versions also list among
+that range's kernels under the range's own name) are excluded: they are not work. Only a module range's image is
+excluded that way: a CPU op may launch a kernel of its own name (a TorchScript fusion group, `fused__...`, launches
+the kernel it compiled under its name: CLIP's scripted quick_gelu on CUDA), and that kernel is work. Excluding
+it by name alone left it out of every module while the device total counted it (H200 recording
+`tests/data/gpu/h200-2026-11-26`: 2.0 us of 1,362 us in the tiny twin's forward, 33.3 us of 12,835 us in the full
+twin's: one fused kernel per CLIP layer).
 
 The FunctionEvent fields read here (`device_type`, `is_async`, `time_range`, `kernels`, `cpu_parent`)
 are stable since torch 2.0; the version gate below says which torch this adapter was written for.
@@ -72,9 +77,11 @@ class ProfiledRanges:
     notes: list[str] = field(default_factory=list)
 
 
-def _direct_device_us(event: Any) -> float:
-    """Device time of the activities this CPU event launched itself (not its children's)."""
-    return float(sum(k.duration for k in event.kernels if k.name != event.name))
+def _direct_device_us(event: Any, names: set[str]) -> float:
+    """Device time of the activities this CPU event launched itself (not its children's); a module range's
+    GPU-side image (a kernel entry under the range's own name, `names`) is not work."""
+    image = event.name in names
+    return float(sum(k.duration for k in event.kernels if not (image and k.name == event.name)))
 
 
 def read_ranges(events: Iterable[Any], names: set[str], device: bool) -> ProfiledRanges:
@@ -97,7 +104,7 @@ def read_ranges(events: Iterable[Any], names: set[str], device: bool) -> Profile
     own = {id(ev): rng for pairs in by_name.values() for ev, rng in pairs}
     unattributed = 0.0
     for event in launchers:
-        us = _direct_device_us(event)
+        us = _direct_device_us(event, names)
         if not us:
             continue
         node = event

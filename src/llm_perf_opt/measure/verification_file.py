@@ -4,8 +4,9 @@ Version 3 adds the decode steps: each stage's `step` (the decode step, 1-based; 
 prefill) and `kv_cache` (the KV-cache bytes after the prefill and each decode step, analytic against
 measured). Version 2 (`llm_perf_opt.verification`) has exactly the data of version 1 (written as
 `verification`); both read as version 3 without KV-cache rows, a decode stage's step taken from its
-label. The loader rebuilds the `Verification` with its rows, checks, KV-cache rows and fvcore figures;
-the stored verdicts (`passed`, `n_rows`, `n_failures`) must agree with the rebuilt ones.
+label. The loader rebuilds the `Verification` with its rows, checks, KV-cache rows, activation and kernel-count rows
+and fvcore figures; the stored verdicts (`passed`, `n_rows`, `n_failures`, and the kernel counts' `n_rows` and
+`n_failures`) must agree with the rebuilt ones. A name ending in `.gz` is read through gzip (a recorded run's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from typing import Any
 from llm_perf_opt.analytic.artifact_fields import read_known
 from llm_perf_opt.artifacts import require, write_artifact
 from llm_perf_opt.errors import ArtifactError
-from llm_perf_opt.measure.agreement import ActivationRow, KvCacheRow, StageCheck, Verification, VerificationRow
+from llm_perf_opt.measure.agreement import (
+    ActivationRow,
+    KernelRow,
+    KvCacheRow,
+    StageCheck,
+    Verification,
+    VerificationRow,
+)
 from llm_perf_opt.measure.flops import FvcoreFlops
 
 VERIFICATION_FILE = "verification.json"
@@ -129,6 +137,27 @@ def _activation(raw: Any, path: str | os.PathLike) -> list[ActivationRow]:
     return out
 
 
+_KERNEL_FIELDS = ("stage", "step", "part", "analytic", "measured", "ok")
+
+
+def _kernels(raw: Any, path: str | os.PathLike) -> list[KernelRow]:
+    """The optional `kernel_counts` rows (written when the run had a call graph); `unrouted` only where non-zero."""
+    if raw is None:
+        return []
+    k = require(raw, ("rows", "n_rows", "n_failures"), "data.kernel_counts", path)
+    out = []
+    for i, r in enumerate(k["rows"]):
+        r = require(r, _KERNEL_FIELDS, f"data.kernel_counts.rows[{i}]", path)
+        row = KernelRow(r["stage"], r["part"], r["analytic"], r["measured"], r["step"], r.get("unrouted", 0))
+        if row.ok != r["ok"]:
+            raise ArtifactError(f"{path}: data.kernel_counts.rows[{i}].ok is {r['ok']} but its counts say {row.ok}")
+        out.append(row)
+    for name, rebuilt in (("n_rows", len(out)), ("n_failures", sum(1 for r in out if not r.ok))):
+        if k[name] != rebuilt:
+            raise ArtifactError(f"{path}: data.kernel_counts.{name} is {k[name]!r} but its rows say {rebuilt!r}")
+    return out
+
+
 def _fvcore(raw: Any, path: str | os.PathLike) -> FvcoreFlops | None:
     if raw is None:
         return None
@@ -166,6 +195,7 @@ def load_verification(path: str | os.PathLike) -> Verification:
         fvcore_reconciliation=data["fvcore"].get("reconciliation") if fv is not None else None,
         kv_cache=[_kv_row(r, f"data.kv_cache[{i}]", path) for i, r in enumerate(kv)],
         activation=_activation(data.get("activation_bytes"), path),
+        kernels=_kernels(data.get("kernel_counts"), path),
     )
     verdicts = {"passed": v.passed, "n_rows": len(v.rows), "n_failures": len(v.failures)}
     for name, rebuilt in verdicts.items():

@@ -310,6 +310,16 @@ class Session:
             "weights": self.weights,
             "seed": self.model_cfg.seed if self.model_cfg is not None else None,
             "device": str(self.device),
+            # a CUDA GPU's name and compute capability: what a recording of this run is replayed with (the SDPA
+            # backend depends on it: `analytic.execution`)
+            **(
+                {
+                    "device_name": torch.cuda.get_device_name(self.device),
+                    "cuda_capability": list(torch.cuda.get_device_capability(self.device)),
+                }
+                if self.device.type == "cuda"
+                else {}
+            ),
             "dtype": str(self.dtype).replace("torch.", ""),
             "attn_implementation": self.attn_implementation,
             "attn_requested": self.attn_requested,

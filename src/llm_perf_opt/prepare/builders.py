@@ -5,14 +5,44 @@ each."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, Optional
 
 from llm_perf_opt.analytic import dtype_bytes
+from llm_perf_opt.analytic.execution import Execution
 from llm_perf_opt.prepare.validate import ValidJob, tokenizer_dir
 
 
-def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | None = None) -> Any:
-    """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention."""
+def running_gpu_capability() -> Optional[tuple[int, int]]:
+    """The compute capability of this process's CUDA GPU, when torch is already imported (a job that runs the model has
+    imported it; `./dev analyze` does not import it for this) and sees one; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return int(major), int(minor)
+
+
+def execution_for(cfg: Any, capability: Optional[tuple[int, int]] = None) -> Execution:
+    """Where the job's forward runs (`runtime.device`, `runtime.autocast`), as the cost formulas take it; on CUDA the
+    GPU's compute capability: `capability` (a recorded run's), else this process's GPU (`running_gpu_capability`),
+    else not known (`Execution` assumes one and says so)."""
+    device = str(cfg.runtime.device).split(":")[0]
+    autocast = bool(cfg.runtime.autocast)
+    if device != "cuda":
+        return Execution("cpu", autocast)
+    return Execution("cuda", autocast, capability if capability is not None else running_gpu_capability())
+
+
+def analytic_model_for(
+    job: ValidJob,
+    width: int,
+    height: int,
+    seq_len: int | None = None,
+    capability: Optional[tuple[int, int]] = None,
+) -> Any:
+    """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention, where it
+    runs (`execution_for`; `capability`: the GPU's, for a recorded run)."""
     cfg = job.cfg
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
@@ -32,6 +62,7 @@ def analytic_model_for(job: ValidJob, width: int, height: int, seq_len: int | No
         prompt_tokens=job.prompt_tokens if seq_len is None else 0,
         dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
+        execution=execution_for(cfg, capability),
         **batch,
     )
 
@@ -74,3 +105,21 @@ def model_for_dtype(model: Any, dtype: str) -> Any:
     if dtype_bytes(dtype) == model.dtype_bytes:
         return model
     return model.with_dtype(dtype)
+
+
+def analytic_model_of_run(run: Any) -> Any:
+    """The analytic model of a recorded run's configuration (`measure.recorded_runs.RecordedRun`): its overrides
+    composed and validated as the analyze job does (nothing that needs the run's device), its page, its prompt length
+    as recorded, its GPU's compute capability. The workload knobs the composed mode gives must be the ones the run
+    recorded (a mode whose file changed since is refused by name)."""
+    from llm_perf_opt.config.compose import compose
+    from llm_perf_opt.errors import ArtifactError
+    from llm_perf_opt.prepare.validate import validate
+
+    job = validate(compose((*run.overrides(), "~hardware")), runs_model=False)  # no roof: nothing is timed here
+    recorded = dict(run.summary.workload.extra)
+    for knob, value in recorded.items():
+        now = getattr(job.cfg.workload, knob, None)
+        if now != value:
+            raise ArtifactError(f"{run.path}: workload.{knob} was {value!r}, mode {run.mode!r} now gives {now!r}")
+    return analytic_model_for(job, job.page_width, job.page_height, seq_len=run.seq_len, capability=run.cuda_capability)

@@ -523,16 +523,16 @@ def activation_bytes_rows(analytic: Any, cg: Any, rtol: float) -> list[Any]:
     """Activation bytes per part (the prefill, plus each decode step the capture holds) against TorchLens' op
     outputs (measure.agreement.activation_rows)."""
     from llm_perf_opt.callgraph.op_families import layer_norm_statistics
-    from llm_perf_opt.measure.agreement import activation_rows
+    from llm_perf_opt.measure.agreement import activation_rows, captured_stages, program_bytes
 
     # the capture holds the prefill and the decode steps the job traced (decode step k: context seq_len + k - 1)
     steps = max(int(cg.stats.get("root_forward_calls") or 1) - 1, 0)
-    stages = [analytic.prefill()] + [analytic.decode(analytic.seq_len + k - 1) for k in range(1, steps + 1)]
-    loop = (
-        8 * getattr(analytic, "batch", 1) * (steps + 1) if steps else 0
-    )  # the greedy loop's argmax after each pass: one int64 token per sequence
     rows = activation_rows(
-        stages, cg.op_output_bytes, layer_norm_statistics(cg.module_types, cg.output_metadata), rtol, program_bytes=loop
+        captured_stages(analytic, steps),
+        cg.op_output_bytes,
+        layer_norm_statistics(cg.module_types, cg.output_metadata),
+        rtol,
+        program_bytes=program_bytes(getattr(analytic, "batch", 1), steps),
     )
     bad = [r for r in rows if not r.ok]
     progress(
