@@ -81,6 +81,27 @@ def test_an_unknown_cache_version_is_measured_again(tmp_path):
     assert any("schema_version 99 is unknown" in line for line in logs)
 
 
+def test_a_cache_of_an_older_levels_version_is_measured_again_with_one_line(tmp_path):
+    # this machine's own cache is measured again (a file given by path never is: test_calibration_file.py)
+    from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
+
+    _, path, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK)
+    doc = json.loads(path.read_text())
+    assert [lv["version"] for lv in doc["data"]["levels"].values()] == [LEVELS_VERSION]
+    for lv in doc["data"]["levels"].values():
+        lv["version"] = LEVELS_VERSION - 1
+    path.write_text(json.dumps(doc))
+    logs: list[str] = []
+    fresh, path2, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
+    assert not reused and path2 == path
+    assert [lv["version"] for lv in json.loads(path.read_text())["data"]["levels"].values()] == [LEVELS_VERSION]
+    notes = [line for line in logs if "calibrating again" in line]
+    assert notes == [
+        f"{path} holds kernel-level and host figures of version [{LEVELS_VERSION - 1}], this code measures version "
+        f"{LEVELS_VERSION}: calibrating again"
+    ]
+
+
 def test_a_median_era_cache_is_measured_again(tmp_path):
     # calibrations cached before the roof took the fastest sample have no `statistic`: a median under
     # load is not a roof, so they are not reused

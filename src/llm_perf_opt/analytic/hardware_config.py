@@ -11,6 +11,7 @@ from typing import Optional
 from omegaconf import MISSING
 
 from llm_perf_opt.config.fields import _one_of
+from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 
 # ----------------------------------------------------------------------------------------------- hardware
@@ -59,6 +60,9 @@ class HardwareConfig:
     recalibrate: bool = False  # measured: ignore the cached calibration of this device and measure again
     cache_dir: Optional[str] = None  # where calibrations are cached; None: config.paths.calibration_dir()
     quick: bool = False  # measured: tiny sizes (a smoke test, not a roof to trust)
+    # measured: a calibration file to read instead of measuring this machine (a recorded run of another device and
+    # its host: `measure.calibration_file`); never measured again nor written; None: this machine, cached
+    calibration: Optional[str] = None
 
     def __post_init__(self) -> None:
         _one_of("hardware.kind", self.kind, HARDWARE_KINDS)
@@ -72,6 +76,20 @@ class HardwareConfig:
                     "hardware.device_names", pattern, f"is not a regular expression ({exc})"
                 ) from None
         figures = self.figures()
+        if self.calibration is not None:
+            if self.kind != "measured":
+                raise ConfigError.field(
+                    "hardware.calibration",
+                    self.calibration,
+                    f"a calibration file is read by hardware=measured only ({self.name} is a {self.kind} roof)",
+                )
+            if not str(self.calibration).strip():
+                raise ConfigError.field("hardware.calibration", self.calibration, "must name a calibration file")
+            self.calibration = str(user_path(self.calibration))  # relative to where the user ran the command
+            if self.recalibrate:
+                raise ConfigError.field(
+                    "hardware.recalibrate", True, "a calibration file given by path is read, never measured again"
+                )
         if self.kind == "measured":
             if figures:
                 raise ConfigError.field(

@@ -6,6 +6,8 @@ device, its knee marked)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import hydra
 from omegaconf import DictConfig
 
@@ -42,7 +44,7 @@ def expand_targets(args: list[str]) -> list[str]:
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="size")
-@reports_errors
+@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
 def main(raw: DictConfig) -> None:
     job = validate(raw, runs_model=False)
     cfg = job.cfg

@@ -25,6 +25,9 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
 | `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |
 | `host_workload.py` | the host's cost per kernel, measured on one decode step of a small MoE decoder |
+| `calibration_file.py` | a calibration file given by path (`hardware.calibration`): read, checked, completed |
+| `level_fillers.py` | the declared table of what an older kernel-level version lacks and how each figure is filled |
+| `recorded_profile.py` | a recorded run's profile beside a calibration file: kernel device time, host time per kernel |
 | `levels_stage.py` | the three time levels for a job's primary roof, beside the measured times |
 | `profile_config.py` | the `profile` config section: how the profile stage measures time per module |
 | `profile_summary.py` | summary.json's `profile` section: the profile stage's headline figures |

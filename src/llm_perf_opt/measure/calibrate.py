@@ -27,8 +27,13 @@ Cache: one JSON artifact (`llm_perf_opt.calibration`, schema version 1) per devi
 thread count and plan, under `hardware.cache_dir` (default `config.paths.calibration_dir()`:
 `$LLM_PERF_OPT_CALIBRATION_DIR`, else `tmp/calibration/` relative to the working directory: the repository root
 for `./dev`). It is reused unless `hardware.recalibrate=true`; a cache file of an unknown schema version is
-measured again and replaced. Writes are atomic; a process finding another one calibrating the same file waits
-for it (a lock file beside it).
+measured again and replaced, and so is one whose kernel-level figures are of an older
+`calibrate_levels.LEVELS_VERSION` (one log line names both versions). Writes are atomic; a process finding another
+one calibrating the same file waits for it (a lock file beside it).
+
+A file given by path (`hardware.calibration`, e.g. a recorded GPU run's) is not the cache: it is read as it is
+(`measure.calibration_file`: any known version, older figures filled), never measured again nor written, and
+its device and host stand for this machine's in every prediction (`recorded_calibration`).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import platform
 import re
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
@@ -205,6 +210,8 @@ class Calibration:
     seconds: float = 0.0  # wall time the calibration took
     # dtype -> the kernel-level and host figures (`measure.calibrate_levels`); empty in files written before them
     levels: dict[str, Any] = field(default_factory=dict)
+    # the file it was read from when given by path (`hardware.calibration`: another machine's); "": this machine's
+    recorded_from: str = ""
 
     @property
     def device_type(self) -> str:
@@ -215,9 +222,14 @@ class Calibration:
         sources = {f"matmul.{k}": m.describe() for k, m in self.matmul.items()}
         sources["vector"] = self.vector.describe()
         sources["bandwidth"] = self.bandwidth.describe()
+        label = f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)"
+        notes = (f"calibrated {self.created} in {self.seconds:.1f} s, plan {self.plan.name}",)
+        if self.recorded_from:
+            label = f"{self.device_name} (torch {self.torch_version}, {self.threads} threads; recorded {self.created})"
+            notes += (f"recorded calibration {self.recorded_from}, read by path: nothing measured on this machine",)
         return Hardware(
             name="measured",
-            label=f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)",
+            label=label,
             kind="measured",
             matmul_flops={k: m.value for k, m in self.matmul.items()},
             vector_flops=self.vector.value,
@@ -226,7 +238,7 @@ class Calibration:
             sources=sources,
             default_dtype=None,
             allow_tf32=allow_tf32,
-            notes=(f"calibrated {self.created} in {self.seconds:.1f} s, plan {self.plan.name}",),
+            notes=notes,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -568,9 +580,10 @@ def load_or_calibrate(
                 ) and _levels_current(cal):
                     return cal, path, True
                 if not _levels_current(cal):
+                    found = sorted({int(v.get("version", 1)) for v in cal.levels.values()}) or "none"
                     log(
-                        f"{path} has no current kernel-level and host figures (version {LEVELS_VERSION}): "
-                        "calibrating again"
+                        f"{path} holds kernel-level and host figures of version {found}, this code measures "
+                        f"version {LEVELS_VERSION}: calibrating again"
                     )
                 else:
                     log(f"{path} was made for another device, torch, thread count or plan: calibrating again")
@@ -608,7 +621,12 @@ def _cache_lock(path: Path, log: Callable[[str], None]) -> Iterator[None]:
 def measured_hardware(
     hardware: HardwareConfig, runtime: RuntimeConfig, log: Callable[[str], None] = lambda _: None
 ) -> tuple[Hardware, Calibration, Path, bool]:
-    """`hardware=measured`: the calibrated roof of runtime.device (cached); any failure is one ConfigError."""
+    """`hardware=measured`: the calibrated roof of runtime.device (cached), or the calibration file
+    `hardware.calibration` names (read, never measured nor written: `measure.calibration_file`); any failure is
+    one ConfigError."""
+    if hardware.calibration is not None:
+        cal, path = recorded_calibration(hardware.calibration, runtime, log)
+        return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, True
     plan = None
     try:
         dev = resolve_device(runtime.device)
@@ -631,6 +649,38 @@ def measured_hardware(
         ) from None
 
 
+def recorded_calibration(
+    path: str, runtime: Optional[RuntimeConfig] = None, log: Callable[[str], None] = lambda _: None
+) -> tuple[Calibration, Path]:
+    """(the calibration in the file at `path`, its path): checked, older figures filled
+    (`measure.calibration_file`); ConfigError naming the file and the field. One log line says what was read and
+    what was filled from where."""
+    from llm_perf_opt.measure.calibration_file import read_calibration_file
+
+    got = read_calibration_file(path)
+    try:
+        cal = replace(Calibration.from_dict(got.data), recorded_from=str(got.path))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"hardware.calibration={str(got.path)!r}: not a complete calibration ({exc})") from None
+    hosts = sorted({str((lv.get("host") or {}).get("name") or "") for lv in cal.levels.values()} - {""})
+    filled = got.describe_filled()
+    log(
+        f"hardware.calibration: {got.path} ({cal.device_name}, torch {cal.torch_version}, host "
+        f"{', '.join(hosts) or 'unnamed'}; levels version {sorted(set(got.levels_versions.values())) or 'none'}), read "
+        f"by path, nothing measured"
+        + (f"; filled: {filled}" if filled else "")
+        + (f"; recordings: {', '.join(str(t) for t in got.recordings)}" if got.recordings else "")
+        + (f"; left out: {'; '.join(got.left_out)}" if got.left_out else "")
+    )
+    if runtime is not None and runtime.device.split(":")[0] != got.device_type:
+        log(
+            f"hardware.calibration: the recorded device is {got.device_type}, this job's runtime is "
+            f"{runtime.device} ({runtime.dtype}, autocast {runtime.autocast}): the costs are those of this runtime's "
+            f"forward (runtime={got.device_type} predicts the forward as the recorded device ran it)"
+        )
+    return cal, got.path
+
+
 def hardware_for(cfg: RootConfig, log: Callable[[str], None] = lambda _: None) -> Optional[Hardware]:
     """The job's hardware: None without `hardware=`, the datasheet, or the calibrated device."""
     if cfg.hardware is None:
@@ -646,13 +696,19 @@ def check_hardware(cfg: RootConfig) -> None:
     A datasheet must have a matmul peak for the dtype (ConfigError naming hardware.dtype or
     hardware.allow_tf32); `measured` needs a device that can be calibrated (CUDA present for
     runtime=cuda) and a dtype its calibration measures (CPU: float32, bfloat16; CUDA: bfloat16, float16,
-    float32, tf32). Nothing is measured here."""
+    float32, tf32); a calibration file given by path (`hardware.calibration`) is read and checked here, before
+    the run directory exists (ConfigError naming the file and the field), and needs no device. Nothing is
+    measured here."""
     hw = cfg.hardware
     if hw is None:
         return
     dtype = prediction_dtype(cfg)
     if hw.kind in ("datasheet", "custom"):
         Hardware.from_config(hw).roof(dtype, hw.allow_tf32)
+        return
+    if hw.calibration is not None:  # a file given by path: its figures, whatever this machine has
+        cal, _ = recorded_calibration(hw.calibration)
+        cal.hardware(allow_tf32=hw.allow_tf32).roof(dtype, hw.allow_tf32)
         return
     device_type = cfg.runtime.device.split(":")[0]
     if device_type != "cpu":  # CUDA must be present (torch is imported only for that)

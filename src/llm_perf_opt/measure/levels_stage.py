@@ -1,8 +1,8 @@
 """The three time levels (`analytic.time.levels`) for a job's primary roof, beside the measured times.
 
 Device and host figures: on `hardware=measured` the calibration's kernel-level and host figures for the
-prediction dtype (this device, this host); on a datasheet its min_kernel_us / launch_us / sync_us and this
-host's cached CPU calibration.
+prediction dtype (this device, this host; or, with `hardware.calibration`, the recorded device and its host); on a
+datasheet its min_kernel_us / launch_us / sync_us and this host's cached CPU calibration.
 
 Measured (`MEASURED_BY`), the fastest-run convention (the calibration's figures are fastest consistent samples,
 `measure.calibrate_levels`): the prefill is the fastest plain forward (no profiler); vision the fastest of the
@@ -35,19 +35,22 @@ MEASURED_BY = (
 
 
 def job_time_model(cfg: Any, roof: Any) -> TimeModel:
-    """The levels' figures of a job's roof: on `hardware=measured` its calibration (device and host), else the
-    datasheet and this host's cached calibration (`hardware.cache_dir`, default `config.paths.calibration_dir()`)."""
-    calibrated = None
+    """The levels' figures of a job's roof: on `hardware=measured` its calibration (device and host: this machine's,
+    or the file `hardware.calibration` names), else the datasheet and this host's cached calibration
+    (`hardware.cache_dir`, default `config.paths.calibration_dir()`)."""
+    calibrated, synchronous = None, False
     if cfg.hardware is not None and cfg.hardware.kind == "measured":
         from llm_perf_opt.measure.calibrate import measured_hardware
 
-        calibrated = measured_hardware(cfg.hardware, cfg.runtime)[1].levels
+        cal = measured_hardware(cfg.hardware, cfg.runtime)[1]
+        # the calibrated device's kind: this machine's runtime.device, or a recorded file's own device
+        calibrated, synchronous = cal.levels, cal.device_type == "cpu"
     return time_model_for(
         roof,
         cfg.hardware,
         calibrated,
         getattr(cfg.hardware, "cache_dir", None),
-        synchronous=str(cfg.runtime.device).startswith("cpu") and calibrated is not None,
+        synchronous=synchronous,
     )
 
 

@@ -7,7 +7,10 @@ Which roofs (`job_roofs`):
 * when the run was profiled and the primary roof is a datasheet, the calibrated roof of the device the
   run measured on (`measured`, cached), so that the parts' efficiencies are against their own device;
 * on CUDA with `hardware=measured`, the datasheet of the GPU the run is on, found by its name
-  (`hardware.device_names` patterns in conf/hardware/), beside the calibration.
+  (`hardware.device_names` patterns in conf/hardware/), beside the calibration;
+* with `hardware.calibration=PATH` (a recorded calibration of another machine) the primary roof is the recorded
+  one (`recorded`: predictions and levels only, the measured side stays this machine's) and, when profiled, this
+  machine's calibrated roof beside it for the efficiencies.
 
 A roof describes the measured device (`same_device`) when it is the calibration of `runtime.device`, or a
 datasheet whose patterns match the CUDA device's name; only then is efficiency = predicted / measured
@@ -75,6 +78,17 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
     primary_hw = hardware_for(cfg, log)
     primary = roof_for(cfg, primary_hw)
     roofs: list[JobRoof] = []
+    if cfg.hardware.calibration is not None:  # a recorded calibration of another machine: predictions only
+        roofs.append(
+            JobRoof(
+                "recorded",
+                primary_hw,
+                primary,
+                False,
+                f"recorded calibration {cfg.hardware.calibration}: not the device measured here, predictions only",
+            )
+        )
+        return roofs + ([_this_machine(cfg, log)] if profiled else [])
     if primary_hw.kind == "measured":
         roofs.append(JobRoof("measured", primary_hw, primary, True, "calibrated on the run's device"))
         match = datasheet_for_device(gpu) if gpu else None
@@ -102,16 +116,18 @@ def job_roofs(cfg: RootConfig, profiled: bool, log: Callable[[str], None] = lamb
         else f"not the device measured here ({gpu or cfg.runtime.device}): predictions only"
     )
     roofs.append(JobRoof(primary_hw.name, primary_hw, primary, same, note))
-    if profiled:
-        # the calibration cache the job names (hardware.cache_dir), else the one rule (config.paths.calibration_dir)
-        measured_cfg = replace(load_hardware_config("measured"), cache_dir=cfg.hardware.cache_dir)
-        hw, _, _, _ = measured_hardware(measured_cfg, cfg.runtime, log)
-        roofs.append(
-            JobRoof(
-                "measured", hw, hw.roof(cfg.runtime.dtype), True, "calibrated on the run's device, for the efficiencies"
-            )
-        )
-    return roofs
+    return roofs + ([_this_machine(cfg, log)] if profiled else [])
+
+
+def _this_machine(cfg: RootConfig, log: Callable[[str], None]) -> JobRoof:
+    """The calibrated roof of the run's device, beside a roof of another device, for the efficiencies: from the
+    calibration cache the job names (hardware.cache_dir), else the one rule (config.paths.calibration_dir)."""
+    assert cfg.hardware is not None
+    measured_cfg = replace(load_hardware_config("measured"), cache_dir=cfg.hardware.cache_dir)
+    hw, _, _, _ = measured_hardware(measured_cfg, cfg.runtime, log)
+    return JobRoof(
+        "measured", hw, hw.roof(cfg.runtime.dtype), True, "calibrated on the run's device, for the efficiencies"
+    )
 
 
 def run_roofline_stage(

@@ -5,7 +5,9 @@ time, the launch and sync costs of an asynchronous device, the CPU's fresh-page 
 cost per kernel. `TimeModel`: both for one `Roof`, with the reason for each figure that is missing.
 
 Built from a calibration (`device_from_calibration`, `host_from_calibration`: the files `measure.calibrate`
-writes; no torch is needed to read them), from a datasheet (`device_from_datasheet`: conf/hardware/*.yaml's
+writes; no torch is needed to read them; one given by path, `measure.calibration_file`, adds `recorded` and
+`filled` to each dtype's figures: the label then names the recorded host, and `notes` where each filled figure
+came from), from a datasheet (`device_from_datasheet`: conf/hardware/*.yaml's
 min_kernel_us / launch_us / sync_us) or, for this host, from the newest cached CPU calibration
 (`host_from_cache`); `time_model_for` picks. The cache directory is `config.paths.calibration_dir()`.
 """
@@ -102,9 +104,10 @@ class DeviceFigures:
 
 @dataclass(frozen=True)
 class HostFigures:
-    label: str  # "this host": the CPU it was calibrated on
+    label: str  # the CPU it was calibrated on, torch, threads
     dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
     source: str
+    where: str = "this host"  # "the recorded host": a calibration file of another machine (`hardware.calibration`)
 
 
 @dataclass(frozen=True)
@@ -115,12 +118,14 @@ class TimeModel:
     device: Optional[DeviceFigures]
     host: Optional[HostFigures]
     missing: Mapping[str, str] = field(default_factory=dict)  # level -> why it cannot be computed
+    notes: tuple[str, ...] = ()  # where figures not measured as the file's version measures them came from
 
     @property
     def label(self) -> str:
         host = self.host.label if self.host else "no host figures"
+        where = self.host.where if self.host else "this host"
         dev = self.device.label if self.device else self.roof.label
-        return f"this host ({host}) + {dev}"
+        return f"{where} ({host}) + {dev}"
 
 
 OVERHEAD_BOUND = 3.0  # a calibrated product faster than this many times the smallest one measures its fixed cost
@@ -230,12 +235,27 @@ def device_from_calibration(
 
 
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
-    """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`."""
+    """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`. A calibration
+    read from a file (`levels["recorded"]`) is the recorded machine's host, not this one."""
     h = levels["host"]
     label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
+    where = "the recorded host" if levels.get("recorded") else "this host"
     if h.get("op_s") is not None:
-        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")))
-    return HostFigures(label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)")
+        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")), where)
+    return HostFigures(
+        label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)", where
+    )
+
+
+def calibration_notes(levels: Mapping[str, Any]) -> tuple[str, ...]:
+    """Lines saying where one dtype's figures came from when read from a file (`measure.calibration_file`): the
+    file and its version, and each figure filled for it (`levels["filled"]`: {figure: source})."""
+    recorded = levels.get("recorded") or {}
+    if not recorded:
+        return ()
+    lines = [f"recorded calibration {recorded.get('file')} (kernel-level figures version {recorded.get('version')})"]
+    lines += [f"{figure}: {source}" for figure, source in (levels.get("filled") or {}).items()]
+    return tuple(lines)
 
 
 def device_from_datasheet(
@@ -304,8 +324,9 @@ def time_model_for(
             why = f"the calibration has no kernel-level figures for {roof.dtype} (has {sorted(calibration_levels)})"
             return TimeModel(roof, None, None, {"kernel": why, "eager": why})
         lv = calibration_levels[key]
-        dev = device_from_calibration(lv, f"{roof.label} (calibrated, {key})", synchronous, roof.vector_flops)
-        return TimeModel(roof, dev, host_from_calibration(lv))
+        how = "recorded calibration" if lv.get("recorded") else "calibrated"
+        dev = device_from_calibration(lv, f"{roof.label} ({how}, {key})", synchronous, roof.vector_flops)
+        return TimeModel(roof, dev, host_from_calibration(lv), notes=calibration_notes(lv))
     fig = lambda name: getattr(hardware_cfg, name, None)  # noqa: E731
     mk, ln, sy = fig("min_kernel_us"), fig("launch_us"), fig("sync_us")
     dev, missing = device_from_datasheet(

@@ -213,7 +213,8 @@ def levels_payload(
             },
             "host": None
             if host is None
-            else {"label": host.label, "per_kernel_s": host.dispatch_s, "source": host.source},
+            else {"label": host.label, "per_kernel_s": host.dispatch_s, "source": host.source, "where": host.where},
+            "notes": list(model.notes),
         },
         "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
         "paths": {k: dict(v) for k, v in (paths or {}).items()},
@@ -273,5 +274,7 @@ def render_levels(
         )
     if model.host is not None:
         lines.append(f"host figures: {units.seconds(model.host.dispatch_s)} per kernel ({model.host.source})")
+    shown = model.host.source if model.host is not None else None  # a filled host figure's source is on the line above
+    lines.extend(f"figures: {note}" for note in model.notes if not (shown and note.endswith(shown)))
     lines.append("convention: " + convention.levels_line())
     return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""What a calibration of an older kernel-level version lacks, and how it is filled: one declared table (`FILLERS`).
+
+A calibration outlives the code that measured it (a recorded GPU run is evidence long after the GPU is gone), so a
+file of an older `calibrate_levels.LEVELS_VERSION` is read, not refused. Each `Filler` names a figure of one dtype's
+kernel-level and host figures (a dotted path in `levels[dtype]`), the version that gave it its present meaning, and
+the device types on which an older figure of that name means something else. For each such figure, in this order:
+
+1. the figure as the file has it, when the file is of that version or newer, or of a device type the change does not
+   touch;
+2. `from_recording`: computed from the recorded runs beside the file (`measure.recorded_profile`);
+3. `older`: the file's own figure of the older meaning, kept and labelled with what it measured;
+4. `default`: a named default;
+5. else the file is refused, naming the file and the figure (`MissingFigure`).
+
+Every filled figure says where it came from (`fill_levels` returns {figure: source}; the figure's own description
+field, e.g. `min_kernel_op`, is replaced by it, so the time model's sources and the label say it too).
+
+To add the figures of a new version: one `Filler` row below (with a `from_recording` function when a recording can
+give it); the known version follows (`known_levels_version`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from llm_perf_opt.measure.recorded_profile import RecordedProfile
+
+MIN_KERNEL_PERCENTILE = 5  # the device's shortest kernel: a low percentile of the recorded kernel durations
+MIN_RECORDED_KERNELS = 100  # fewer recorded kernels than this say nothing about the shortest one
+
+
+@dataclass(frozen=True)
+class Filled:
+    value: float
+    source: str  # how it was obtained: which recording, which events, which statistic
+    origin: str = "recording"  # "recording", "older" (the file's figure of the older meaning, kept) or "default"
+
+
+@dataclass(frozen=True)
+class NamedDefault:
+    """A default with a name: a constant, or another figure of the same file, and why it stands in."""
+
+    name: str
+    why: str
+    value: Callable[[Mapping[str, Any]], Optional[float]]  # one dtype's levels -> the value (None: not there)
+
+
+@dataclass(frozen=True)
+class Filler:
+    """One figure of `levels[dtype]` and how a file older than `since` gets it (see the module docstring)."""
+
+    figure: str  # dotted path in one dtype's levels: "min_kernel_s", "host.op_s"
+    since: int  # the LEVELS_VERSION that gave the figure its present meaning
+    means: str  # what the figure is from `since` on
+    devices: tuple[str, ...]  # device types whose older figure means something else ("cuda"); others keep theirs
+    from_recording: Optional[Callable[[Sequence[RecordedProfile]], Optional[Filled]]]
+    older: Optional[str]  # what the older figure of this name measured (kept with this label); None: never kept
+    default: Optional[NamedDefault] = None
+    describes: Optional[str] = None  # the dotted path of the figure's description text, replaced when filled
+
+
+class MissingFigure(ValueError):
+    """A figure neither the file, a recording nor a named default supplies: `figure` is its path under levels."""
+
+    def __init__(self, figure: str, why: str) -> None:
+        super().__init__(f"{figure}: {why}")
+        self.figure, self.why = figure, why
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The nearest-rank p-th percentile (p in 0..100) of `values`."""
+    s = sorted(values)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def _runs(recordings: Sequence[RecordedProfile]) -> str:
+    return ", ".join(f"{r.run.name}/{r.trace.name}" for r in recordings)
+
+
+def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """The device-only time of the shortest kernels: the `MIN_KERNEL_PERCENTILE`th percentile of every CUDA kernel
+    duration the recorded traces hold (CUPTI's device timestamps, whatever the host did), pooled over the runs;
+    a percentile, not the minimum, so that one odd kernel does not set it. None under `MIN_RECORDED_KERNELS`."""
+    durations = [d for r in recordings for d in r.kernel_s if d > 0]
+    if len(durations) < MIN_RECORDED_KERNELS:
+        return None
+    value = percentile(durations, MIN_KERNEL_PERCENTILE)
+    return Filled(
+        value,
+        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} CUDA "
+        f"kernel durations (device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+    )
+
+
+def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """Host seconds per kernel of this model's own eager forward on the device's host: per recorded run, the host
+    thread's busy time in the traced forward (its CPU-side op events, first to last, less its waits in device
+    syncs) / the kernels the forward ran, scaled by the fastest plain / the fastest profiled forward (the profiler
+    slows the host; `RecordedProfile.host_per_kernel_s`); the median over the runs. On a host-bound forward this
+    is the host's cost per kernel, Python and module code included; where the device was busy longer than the
+    host it is an upper bound. None without a run that has both a trace and its profile.json."""
+    per_run = [(r, r.host_per_kernel_s()) for r in recordings]
+    usable = [(r, v) for r, v in per_run if v]
+    if not usable:
+        return None
+    value = statistics.median(v for _, v in usable)
+    runs = "; ".join(
+        f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host / {r.kernels:,} kernels x plain {r.plain_min_s * 1e3:.4g} ms "
+        f"/ profiled {r.profiled_min_s * 1e3:.4g} ms = {v * 1e6:.3g} µs"
+        for r, v in usable
+        if r.plain_min_s and r.profiled_min_s
+    )
+    return Filled(
+        value,
+        "from the recording beside the file: host time per kernel of the model's eager forward (the host thread's "
+        "CPU op events in the profile trace, less its sync waits, per device kernel, scaled by the fastest plain / "
+        f"fastest profiled forward), median of {len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs",
+    )
+
+
+FILLERS: tuple[Filler, ...] = (
+    Filler(
+        figure="min_kernel_s",
+        since=6,
+        means="the device-only time of the shortest kernel",
+        devices=("cuda",),
+        from_recording=min_kernel_from_recording,
+        older="launch-bound: CUDA events around back-to-back launches measure the host's launch rate, not a "
+        "kernel's device time (an upper bound of the shortest kernel)",
+        describes="min_kernel_op",
+    ),
+    Filler(
+        figure="host.op_s",
+        since=6,
+        means="the host's cost per kernel of the model's eager path on the device (module calls, launches)",
+        devices=("cuda",),
+        from_recording=host_op_from_recording,
+        older="a tiny module forward on CPU tensors per aten op, with no device launch in it (a lower bound of the "
+        "host's cost per kernel on the device)",
+        default=NamedDefault(
+            "host.dispatch_s",
+            "the bare dispatcher's cost per op (no module code, no launch): a lower bound",
+            lambda lv: (lv.get("host") or {}).get("dispatch_s"),
+        ),
+        describes="host.op_module",
+    ),
+)
+
+
+def known_levels_version(fillers: Sequence[Filler] = FILLERS) -> int:
+    """The newest kernel-level version this code reads: the one it measures, or one whose figures it declares."""
+    from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
+
+    return max([LEVELS_VERSION, *(f.since for f in fillers)])
+
+
+def _get(levels: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = levels
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _set(levels: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    node = levels
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+
+
+def fill_levels(
+    levels: Mapping[str, Any],
+    device_type: str,
+    recordings: Callable[[], Sequence[RecordedProfile]],
+    fillers: Sequence[Filler] = FILLERS,
+) -> tuple[dict[str, Any], dict[str, Filled]]:
+    """(one dtype's levels with every declared figure present, {figure: how it was filled} for those not taken as
+    the file has them). `recordings` is called at most once, and only when a figure needs it. MissingFigure when a
+    figure has no source (see the module docstring)."""
+    out = copy.deepcopy(dict(levels))
+    version = int(out.get("version", 1))
+    filled: dict[str, Filled] = {}
+    found: Optional[Sequence[RecordedProfile]] = None
+    for f in fillers:
+        have = _get(out, f.figure)
+        current = version >= f.since or device_type not in f.devices
+        if have is not None and current:
+            continue
+        got = None
+        if f.from_recording is not None:
+            if found is None:
+                found = recordings()
+            got = f.from_recording(found) if found else None
+        if got is None and have is not None and f.older is not None:
+            got = Filled(float(have), f"the file's version-{version} figure, kept: {f.older}", "older")
+        if got is None and f.default is not None:
+            value = f.default.value(out)
+            if value is not None:
+                got = Filled(float(value), f"named default {f.default.name}: {f.default.why}", "default")
+        if got is None:
+            why = "absent from the file" if have is None else f"the file's version-{version} figure means another thing"
+            raise MissingFigure(
+                f.figure, f"{why}, and no recording beside the file or named default supplies {f.means}"
+            )
+        _set(out, f.figure, got.value)
+        if f.describes:
+            _set(out, f.describes, got.source)
+        filled[f.figure] = got
+    return out, filled

@@ -1,0 +1,149 @@
+"""A recorded run's profile beside a calibration file: which runs belong to the calibration, and what their profile
+traces measured of the device and of the host. No torch: the files are read as JSON (gzip-compressed or not).
+
+Which runs (`recordings_beside`): the folder of the calibration file and each folder directly inside it that holds
+a torch.profiler Chrome trace (`profile.trace.json.gz`, else `profile.trace.json`: the trace job's profile stage
+writes it, `benchmarks/cuda_validation.py` compresses it) whose `deviceProperties` name the calibration's device
+(`device_name`, as `torch.cuda.get_device_name` gave it). A trace that cannot be read is left out with its reason.
+
+What each trace gives (`RecordedProfile`):
+
+* `kernel_s`: every CUDA kernel's device duration (`cat == "kernel"` events, microseconds in the file): device-only
+  time, as CUPTI recorded it, whatever the host was doing;
+* `host_busy_s`: the host thread's time in the traced forward: from the first to the last CPU-side op event
+  (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
+  in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
+* `kernels`: how many kernels that forward ran on the device;
+* `plain_min_s` / `profiled_min_s`: the fastest plain and the fastest profiled forward of the same run
+  (`profile.json(.gz)` beside the trace, `wall.plain_s.min` / `wall.profiled_s.min`; None without it): the profiler
+  slows the host (it records every op), and their ratio says by how much.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+TRACE_NAMES = ("profile.trace.json.gz", "profile.trace.json")
+PROFILE_NAMES = ("profile.json.gz", "profile.json")
+
+
+@dataclass(frozen=True)
+class RecordedProfile:
+    """What one recorded profile trace measured (see the module docstring)."""
+
+    trace: Path
+    device_name: str
+    kernel_s: tuple[float, ...]
+    host_busy_s: float
+    sync_wait_s: float
+    plain_min_s: Optional[float] = None
+    profiled_min_s: Optional[float] = None
+
+    @property
+    def kernels(self) -> int:
+        return len(self.kernel_s)
+
+    @property
+    def run(self) -> Path:
+        return self.trace.parent
+
+    def host_per_kernel_s(self) -> Optional[float]:
+        """Host seconds per device kernel in a plain forward: the profiled host time per kernel scaled by the
+        fastest plain / the fastest profiled forward (None without kernels or without profile.json)."""
+        if not self.kernels or not self.plain_min_s or not self.profiled_min_s:
+            return None
+        return self.host_busy_s / self.kernels * (self.plain_min_s / self.profiled_min_s)
+
+
+def read_json_file(path: Path) -> Any:
+    """A JSON file, gzip-compressed when its name ends in .gz; OSError / ValueError when it cannot be read."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _first(folder: Path, names: tuple[str, ...]) -> Optional[Path]:
+    return next((folder / n for n in names if (folder / n).is_file()), None)
+
+
+def _walls(run: Path) -> tuple[Optional[float], Optional[float]]:
+    """(fastest plain, fastest profiled) forward of profile.json beside a trace; (None, None) without it."""
+    path = _first(run, PROFILE_NAMES)
+    if path is None:
+        return None, None
+    try:
+        wall = (read_json_file(path).get("data") or {}).get("wall") or {}
+        return float(wall["plain_s"]["min"]), float(wall["profiled_s"]["min"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, None
+
+
+def read_recorded_profile(trace: Path) -> RecordedProfile:
+    """One trace (see the module docstring); ValueError naming what is wrong when it is not a profiler trace."""
+    try:
+        doc = read_json_file(trace)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"not readable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise ValueError("not a Chrome trace (no traceEvents list)")
+    names = [str(d.get("name")) for d in doc.get("deviceProperties") or [] if isinstance(d, dict)]
+    events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
+    kernels = tuple(float(e["dur"]) * 1e-6 for e in events if e.get("cat") == "kernel" and "dur" in e)
+    ops = [e for e in events if e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
+    busy = wait = 0.0
+    if ops:
+        thread = Counter((e.get("pid"), e.get("tid")) for e in ops).most_common(1)[0][0]
+        ops = [e for e in ops if (e.get("pid"), e.get("tid")) == thread]
+        start = min(float(e["ts"]) for e in ops)
+        end = max(float(e["ts"]) + float(e["dur"]) for e in ops)
+        wait = sum(
+            float(e["dur"])
+            for e in events
+            if e.get("cat") == "cuda_runtime"
+            and "Synchronize" in str(e.get("name"))
+            and (e.get("pid"), e.get("tid")) == thread
+            and start <= float(e.get("ts", -1)) <= end
+        )
+        busy = max(end - start - wait, 0.0) * 1e-6
+    plain, profiled = _walls(trace.parent)
+    return RecordedProfile(trace, names[0] if names else "", kernels, busy, wait * 1e-6, plain, profiled)
+
+
+_CACHE: dict[tuple[str, int, int], RecordedProfile | str] = {}
+
+
+def _cached(trace: Path) -> RecordedProfile | str:
+    """The trace read once per process (a job checks the file before its run and reads it again to predict)."""
+    st = trace.stat()
+    key = (str(trace.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = read_recorded_profile(trace)
+        except ValueError as exc:
+            _CACHE[key] = str(exc)
+    return _CACHE[key]
+
+
+def recordings_beside(path: Path, device_name: str) -> tuple[list[RecordedProfile], list[str]]:
+    """(the recorded profiles of `device_name` beside the calibration file `path`, sorted by run folder; the traces
+    left out, each 'TRACE: why')."""
+    folder = Path(path).parent
+    found, left_out = [], []
+    for run in [folder, *sorted(p for p in folder.iterdir() if p.is_dir())]:
+        trace = _first(run, TRACE_NAMES)
+        if trace is None:
+            continue
+        got = _cached(trace)
+        if isinstance(got, str):
+            left_out.append(f"{trace}: {got}")
+        elif got.device_name != device_name:
+            left_out.append(f"{trace}: recorded on {got.device_name or 'an unnamed device'}, not {device_name}")
+        else:
+            found.append(got)
+    return found, left_out

@@ -1,0 +1,105 @@
+"""The declared fillers of what an older kernel-level version lacks, on the H200 calibration (version 5) and its
+recorded run: from the recording when it is there, else the file's older figure kept and labelled, else a named
+default, else the figure is named as missing; a file of the current version, or of a device the change does not
+touch, keeps its figures."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
+from llm_perf_opt.measure.level_fillers import (
+    FILLERS,
+    MIN_KERNEL_PERCENTILE,
+    MissingFigure,
+    fill_levels,
+    known_levels_version,
+    percentile,
+)
+from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
+H200 = DATA / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+TRACE = DATA / "twin_tiny-tiny" / "profile.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def h200_levels():
+    levels = json.loads(H200.read_text())["data"]["levels"]
+    assert sorted(levels) == ["bfloat16", "float32"] and {lv["version"] for lv in levels.values()} == {5}
+    return levels
+
+
+@pytest.fixture(scope="module")
+def recording():
+    return [read_recorded_profile(TRACE)]
+
+
+def test_the_table_declares_the_version_6_figures():
+    assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
+        ("min_kernel_s", 6, ("cuda",)),
+        ("host.op_s", 6, ("cuda",)),
+    ]
+    assert known_levels_version() == max(LEVELS_VERSION, 6)
+    assert known_levels_version([]) == LEVELS_VERSION
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert [percentile(values, p) for p in (1, 5, 50, 100)] == [1.0, 5.0, 50.0, 100.0]
+    assert percentile([3.0, 1.0, 2.0], 5) == 1.0
+
+
+def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
+    lv = h200_levels["bfloat16"]
+    out, filled = fill_levels(lv, "cuda", lambda: recording)
+    assert sorted(filled) == ["host.op_s", "min_kernel_s"] and {f.origin for f in filled.values()} == {"recording"}
+    kernels = sorted(recording[0].kernel_s)
+    assert out["min_kernel_s"] == percentile(kernels, MIN_KERNEL_PERCENTILE) < 2e-6 < lv["min_kernel_s"]
+    assert out["host"]["op_s"] == recording[0].host_per_kernel_s() > lv["host"]["op_s"]
+    assert out["min_kernel_op"] == filled["min_kernel_s"].source and "602 CUDA kernel durations" in out["min_kernel_op"]
+    assert "twin_tiny-tiny/profile.trace.json.gz" in out["min_kernel_op"] and "device-only" in out["min_kernel_op"]
+    assert out["host"]["op_module"] == filled["host.op_s"].source and "CPU op events" in out["host"]["op_module"]
+    assert lv["min_kernel_s"] == 7.722976207733155e-06  # the file's figures are not touched
+    # every other figure as the file has it
+    same = [k for k in lv if k not in ("min_kernel_s", "min_kernel_op", "host")]
+    assert len(same) == 13 and all(out[k] == lv[k] for k in same)
+    host_same = [k for k in lv["host"] if k not in ("op_s", "op_module")]
+    assert len(host_same) == 10 and all(out["host"][k] == lv["host"][k] for k in host_same)
+
+
+def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
+    lv = h200_levels["float32"]
+    out, filled = fill_levels(lv, "cuda", lambda: [])
+    assert {f.origin for f in filled.values()} == {"older"} and len(filled) == 2
+    assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
+    assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
+    assert "no device launch" in out["host"]["op_module"]
+
+
+def test_a_named_default_stands_in_and_a_figure_without_any_source_is_named(h200_levels):
+    lv = copy.deepcopy(h200_levels["bfloat16"])
+    del lv["host"]["op_s"]
+    out, filled = fill_levels(lv, "cuda", lambda: [])
+    assert filled["host.op_s"].origin == "default" and out["host"]["op_s"] == lv["host"]["dispatch_s"]
+    assert out["host"]["op_module"].startswith("named default host.dispatch_s")
+    del lv["min_kernel_s"]
+    with pytest.raises(MissingFigure) as err:
+        fill_levels(lv, "cuda", lambda: [])
+    assert err.value.figure == "min_kernel_s" and "absent from the file" in err.value.why
+
+
+def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
+    def no_recording():
+        raise AssertionError("the recording is read only when a figure needs it")
+
+    current = dict(copy.deepcopy(h200_levels["bfloat16"]), version=6)
+    assert fill_levels(current, "cuda", no_recording) == (current, {})
+    # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the
+    # device
+    cpu = copy.deepcopy(h200_levels["float32"])
+    assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})

@@ -1,0 +1,64 @@
+"""The recorded runs beside a calibration file: the H200 recording's profile trace (tests/data/gpu/h200-2026-11-26/,
+copied from ../shared/gpu-runs/), its kernels' device durations and the host's time per kernel; a trace of another
+device or one that cannot be read is left out, with why."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llm_perf_opt.measure.recorded_profile import read_json_file, read_recorded_profile, recordings_beside
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
+H200 = DATA / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+RUN = DATA / "twin_tiny-tiny"
+
+
+def test_the_recorded_trace_gives_device_kernels_and_host_time():
+    assert H200.is_file() and (RUN / "profile.trace.json.gz").is_file(), "the H200 recording is missing"
+    doc = read_json_file(RUN / "profile.trace.json.gz")
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    rec = read_recorded_profile(RUN / "profile.trace.json.gz")
+    assert rec.device_name == "NVIDIA H200" and rec.run == RUN
+    assert rec.kernels == len(kernels) == 602  # one profiled forward of the tiny twin in Tiny mode, bfloat16
+    assert rec.kernel_s == tuple(e["dur"] * 1e-6 for e in kernels)  # microseconds in the file
+    assert 0 < min(rec.kernel_s) < 2e-6  # the device-only time of a tiny kernel on an H200: about a microsecond
+    wall = read_json_file(RUN / "profile.json.gz")["data"]["wall"]
+    assert (rec.plain_min_s, rec.profiled_min_s) == (wall["plain_s"]["min"], wall["profiled_s"]["min"])
+    assert rec.plain_min_s < rec.profiled_min_s  # the profiler slows the host
+    # the host thread's busy time: at most the traced forward's span, and most of it (a host-bound forward)
+    ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    span = (max(e["ts"] + e["dur"] for e in ops) - min(e["ts"] for e in ops)) * 1e-6
+    assert 0.5 * span < rec.host_busy_s <= span and rec.sync_wait_s >= 0
+    per_kernel = rec.host_per_kernel_s()
+    assert per_kernel == pytest.approx(rec.host_busy_s / 602 * rec.plain_min_s / rec.profiled_min_s)
+    assert 5e-6 < per_kernel < 100e-6  # tens of microseconds per kernel: the eager decode's host cost on this host
+
+
+def test_runs_beside_the_file_of_its_device_only(tmp_path):
+    shutil.copy(H200, tmp_path / H200.name)
+    assert recordings_beside(tmp_path / H200.name, "NVIDIA H200") == ([], [])  # the file alone
+    shutil.copytree(RUN, tmp_path / "run")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "profile.trace.json.gz").write_bytes(b"not gzip")
+    (tmp_path / "plain").mkdir()  # an uncompressed trace is read too
+    with gzip.open(RUN / "profile.trace.json.gz", "rt") as fh:
+        (tmp_path / "plain" / "profile.trace.json").write_text(fh.read())
+    found, left_out = recordings_beside(tmp_path / H200.name, "NVIDIA H200")
+    assert [r.run.name for r in found] == ["plain", "run"]
+    assert found[0].kernel_s == found[1].kernel_s
+    assert found[0].plain_min_s is None and found[0].host_per_kernel_s() is None  # no profile.json beside it
+    assert len(left_out) == 1 and "broken" in left_out[0] and "not readable" in left_out[0]
+    found, left_out = recordings_beside(tmp_path / H200.name, "NVIDIA A100")
+    assert found == [] and len(left_out) == 3
+    assert sum("recorded on NVIDIA H200, not NVIDIA A100" in line for line in left_out) == 2
+
+
+def test_a_file_that_is_no_trace_is_named(tmp_path):
+    (tmp_path / "profile.trace.json").write_text(json.dumps({"events": []}))
+    with pytest.raises(ValueError, match="no traceEvents"):
+        read_recorded_profile(tmp_path / "profile.trace.json")
