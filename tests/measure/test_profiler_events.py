@@ -85,4 +85,6 @@ def test_replay_kernels_outside_module_ranges_are_fusion_kernels(run):
     root = next(c for c in profile["calls"] if c["path"] == "")
     gap_s = profile["wall"]["device_total_s"]["repeats"][r] - root["inclusive_s"]["repeats"][r]
     assert gap_s == pytest.approx(sum(k["dur"] for k in same_name) * 1e-6, rel=1e-6, abs=1e-12)
-    assert 0 < gap_s < 0.005 * profile["wall"]["device_total_s"]["repeats"][r]  # the 0.1-0.3% the CUDA tests saw
+    # small, whatever the mode: 0.1-0.3% on the 2026-11-26 runs, 0.59% in the full twin's Gundam (2026-11-27: one
+    # scripted quick_gelu per CLIP layer and tile); the exact equality above is the check, this bounds its size
+    assert 0 < gap_s < 0.01 * profile["wall"]["device_total_s"]["repeats"][r]
