@@ -23,7 +23,7 @@ from llm_perf_opt.config.paths import conf_dir
 from llm_perf_opt.config.schemas import HardwareConfig, HardwareFigure
 from llm_perf_opt.errors import ConfigError
 
-REQUIRED = ("h100_sxm", "h100_pcie", "h200", "a100_80gb", "l40s", "rtx4090", "rtx5090")
+REQUIRED = ("h100_sxm", "h100_pcie", "h200", "a100_40gb", "a100_80gb", "l40s", "rtx4090", "rtx5090")
 
 
 def test_the_required_devices_and_measured_exist():
@@ -164,7 +164,7 @@ def test_a_dtype_without_a_peak_names_the_field(tmp_path):
 
 
 def test_unknown_name_is_refused_by_name():
-    with pytest.raises(ConfigError, match=r"hardware='h999' is invalid: one of a100_80gb, .*rtx5090"):
+    with pytest.raises(ConfigError, match=r"hardware='h999' is invalid: one of a100_40gb, a100_80gb, .*rtx5090"):
         load_hardware_config("h999")
 
 
@@ -184,7 +184,7 @@ def test_unknown_group_options_are_found_before_hydra():
         is None
     )
     problem = unknown_group_option(["workload=tiny,gundam", "hardware=h100_sxm,h999"])
-    assert str(problem).startswith("hardware='h999' is invalid: one of a100_80gb, custom, h100_pcie")
+    assert str(problem).startswith("hardware='h999' is invalid: one of a100_40gb, a100_80gb, custom, h100_pcie")
     assert str(unknown_group_option(["model=huge"])).startswith(
         "model='huge' is invalid: one of ocr2_twin, ocr2_twin_tiny, ocr2_vendor, twin, twin_tiny"
     )

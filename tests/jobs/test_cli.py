@@ -78,7 +78,7 @@ def test_analyze_takes_the_vendor_model(tmp_path, vendor_dir):
 @pytest.mark.parametrize(
     "overrides, first_words",
     [
-        (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
+        (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_40gb, a100_80gb"),
         (["hardware=h100_sxm", "hardware.vector_tflops.value=0"], "error: hardware.vector_tflops.value=0"),
         (["hardware=h100_sxm", "hardware.dtype=float8"], "error: hardware.dtype='float8'"),
     ],

@@ -23,7 +23,7 @@ def _compose(*overrides: str):
 
 
 CASES = [
-    (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_80gb"),
+    (["hardware=h999"], "error: hardware='h999' is invalid: one of a100_40gb, a100_80gb"),
     (
         ["hardware.dtype=float16"],
         "error: hardware.dtype='float16' is invalid: measured has no matmul peak for float16 on cpu",
