@@ -46,7 +46,8 @@ def _verified(spec, model, workload, sizes):
 @pytest.fixture(scope="module")
 def uniform(twin):
     spec, model = twin
-    return _verified(spec, model, VisionWorkload(512, 512, False), [(1700, 2200)] * 2)
+    # three identical pages: sequences 2 and 3 share one image, priced once and counted twice
+    return _verified(spec, model, VisionWorkload(512, 512, False), [(1700, 2200)] * 3)
 
 
 @pytest.fixture(scope="module")

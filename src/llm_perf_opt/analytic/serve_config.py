@@ -10,7 +10,7 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from llm_perf_opt.config.fields import _one_of, _positive_int
+from llm_perf_opt.config.fields import _batch, _one_of, _positive_int
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 
@@ -41,7 +41,7 @@ class ServeConfig:
         if not self.batches:
             raise ConfigError.field("serve.batches", self.batches, "must list at least one batch")
         for b in self.batches:
-            _positive_int("serve.batches[]", b)
+            _batch("serve.batches[]", b, "(a batch of the latency curve)")
         if self.routing is not None:
             self.routing = str(user_path(self.routing))
             if not Path(self.routing).is_file():

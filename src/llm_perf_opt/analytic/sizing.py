@@ -32,11 +32,12 @@ from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.time.convention import BATCH_LEVELS, IDEAL
 from llm_perf_opt.analytic.time.hardware import Hardware, Roof
+from llm_perf_opt.config.fields import MAX_BATCH
 from llm_perf_opt.errors import ConfigError
 
 TERA, GIGA = 1e12, 1e9
 DEFAULT_MAX_SCALE = 10.0  # about two generations beyond the reference device
-MAX_SEARCH_BATCH = 4096
+MAX_SEARCH_BATCH = MAX_BATCH  # the largest batch any job takes (config.fields)
 _HUGE = 1e30
 
 CONVENTION = {

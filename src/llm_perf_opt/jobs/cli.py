@@ -81,8 +81,14 @@ def _hydra_job(
 
         from hydra.errors import HydraException
 
+        from llm_perf_opt.errors import PipelineError
+
         if rewrite is not None:
-            args = rewrite(list(args))
+            try:
+                args = rewrite(list(args))
+            except PipelineError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return ExitCode.CONFIG
         from omegaconf.errors import OmegaConfBaseException
 
         from llm_perf_opt.config.options import check_group_options

@@ -70,9 +70,10 @@ def reports_errors(
       directory is created (`runs.dirs.register_check`), so a refused run writes nothing;
 
     * a `PipelineError` (bad input) is one line `error: ...` on stderr and exit code 2 (`ExitCode.CONFIG`);
-      in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on;
+      in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on; a single
+      run refused before it wrote any result leaves nothing (`runs.dirs.discard_if_empty`);
     * Ctrl-C is one line `interrupted at stage X; partial results in DIR` and exit code 130, in a multirun
-      too (the sweep stops);
+      too (the sweep stops); a single run stopped before it wrote any result says so and leaves nothing;
     * any other exception is a bug: recorded, then re-raised (Python's traceback, exit code 1); in a
       multirun it is recorded in `error.json` and the sweep goes on.
 
@@ -82,7 +83,7 @@ def reports_errors(
         return functools.partial(reports_errors, check=check)
     job_name = task.__module__.rsplit(".", 1)[-1]
     from llm_perf_opt.config import to_typed_config
-    from llm_perf_opt.runs.dirs import register_check
+    from llm_perf_opt.runs.dirs import discard_if_empty, register_check
 
     register_check(job_name, check or to_typed_config)
 
@@ -106,11 +107,11 @@ def reports_errors(
             job = current_job()
             signum = signals.signal_of(exc)
             by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
-            print(
-                f"interrupted{by} at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
-                file=sys.stderr,
-                flush=True,
-            )
+            where = f"at stage {run.stage}{' of ' + job if job else ''}"
+            if not multirun and discard_if_empty(run.out_dir):
+                print(f"interrupted{by} {where}, before any result was written: nothing kept", file=sys.stderr)
+            else:
+                print(f"interrupted{by} {where}; partial results in {run.out_dir}", file=sys.stderr, flush=True)
             raise SystemExit(ExitCode.INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised or reported
             run.stopped(exc)
@@ -125,6 +126,7 @@ def reports_errors(
             if not expected:
                 setattr(exc, TASK_ERROR_FLAG, True)
                 raise
+            discard_if_empty(run.out_dir)  # refused before any result: nothing written (the run's own files go)
             print(f"error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(ExitCode.CONFIG) from None
         finally:
