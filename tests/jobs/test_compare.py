@@ -77,4 +77,4 @@ def test_an_output_that_cannot_be_written_is_one_line_and_leaves_nothing(default
         assert "compare.csv" in err[0] or "compare.html" in err[0], err  # the file it could not write, named
         assert sorted(p.name for p in full.iterdir()) == ["filler"]  # no directory, no half comparison
     finally:
-        subprocess.run(["umount", str(full)], check=False)
+        subprocess.run(["umount", "--lazy", str(full)], check=False)

@@ -30,7 +30,7 @@ import re
 import sys
 from typing import Callable, Optional, Sequence
 
-from llm_perf_opt.errors import ExitCode
+from llm_perf_opt.errors import ExitCode, is_write_error, os_error_line
 
 # Overrides naming directories or files outside the config schema (the schema resolves the page image and
 # the vendor model path itself): made absolute against the user's directory before Hydra sees them.
@@ -132,6 +132,15 @@ def _hydra_job(
             if getattr(exc, TASK_ERROR_FLAG, False):
                 raise
             print(f"error: {hydra_error_line(exc)}", file=sys.stderr)
+            return ExitCode.CONFIG
+        except OSError as exc:  # Hydra's own files (.hydra/, the log) on a full or read-only disk, before the job
+            if getattr(exc, TASK_ERROR_FLAG, False) or not is_write_error(exc):
+                raise
+            from llm_perf_opt.runs.dirs import discard_claimed
+
+            taken_back = discard_claimed()
+            where = "" if exc.filename or not taken_back else f"hydra.run.dir={taken_back[0]}: "
+            print(f"error: {where}{os_error_line(exc)} (Hydra could not write the run's own files)", file=sys.stderr)
             return ExitCode.CONFIG
         finally:
             sys.argv = argv

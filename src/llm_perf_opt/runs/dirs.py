@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError, one_line
+from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError, one_line, os_error_line
 from llm_perf_opt.run_lock import RunLock, claim
 
 # Hydra's job name (the job module's file name: trace, analyze, ...) -> the job's checks of its composed config
@@ -57,6 +57,7 @@ def discard_if_empty(directory: str | os.PathLike) -> bool:
     added = [p for p in path.iterdir() if p.name not in before]
     if any(p.name not in BOOKKEEPING and not (p.suffix == ".log" and p.is_file()) for p in added):
         return False
+    _close_logs_under(path)  # the job's log file, still open in this process (Hydra's job logging)
     if created:
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -64,6 +65,27 @@ def discard_if_empty(directory: str | os.PathLike) -> bool:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
     _CLAIMED.pop(path, None)
     return True
+
+
+def _close_logs_under(path: Path) -> None:
+    """Close and detach every logging file handler writing into `path` (a taken-back run's log)."""
+    import logging
+
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
+    for lg in loggers:
+        for handler in list(lg.handlers):
+            name = getattr(handler, "baseFilename", None)
+            if name and Path(name).is_relative_to(path):
+                lg.removeHandler(handler)
+                handler.close()
+
+
+def discard_claimed() -> list[Path]:
+    """Every single-run directory this process claimed and that holds no result, taken back
+    (`discard_if_empty`): a job that Hydra itself could not start (its own `.hydra/` files on a full disk)."""
+    return [p for p in list(_CLAIMED) if discard_if_empty(p)]
 
 
 def register_check(job: str, check: Callable[[DictConfig], Any]) -> None:
@@ -152,6 +174,8 @@ class RunDirLock(Callback):
             _CLAIMED[path] = (not existed, frozenset(before & set(os.listdir(path))))
         except PipelineError as exc:
             _refuse(exc)
+        except OSError as exc:  # the directory cannot be listed or written (Hydra would only warn and go on)
+            _refuse(ConfigError.field("hydra.run.dir", str(directory), f"cannot be written: {os_error_line(exc)}"))
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._run is not None:
