@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_NO_CUDA = 2
 
@@ -229,4 +231,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

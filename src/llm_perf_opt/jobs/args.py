@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from typing import Any, Callable, NoReturn
 
 from llm_perf_opt.errors import ExitCode, cut
 
@@ -47,3 +47,17 @@ def bounded_int(low: int, high: int):
 
     parse.__name__ = f"integer in [{low}, {high}]"
     return parse
+
+
+def nonnegative_int(text: str) -> int:
+    """An argparse type: an integer >= 0 (a count that may be zero: warm-up runs, decode steps)."""
+    return bounded_int(0, 2**62)(text)
+
+
+def run_script(main: Callable[[], Any]) -> int:
+    """The `__main__` of a script run by hand (a benchmark: `./dev bench NAME`): `main()`'s exit status, with a
+    PipelineError or an output the file system refuses as one line `error: ...` and exit 2 (`one_line_errors`),
+    never a traceback."""
+    from llm_perf_opt.errors import one_line_errors
+
+    return one_line_errors(lambda: main() or ExitCode.OK)
