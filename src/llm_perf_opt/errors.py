@@ -74,10 +74,13 @@ class ExitCode:
         "ERROR": "an unexpected error (a bug): Python's traceback",
         "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project "
         "(a value out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
-        "a sweep): one line `error: ...`, nothing written",
+        "a sweep, a run that cannot be compared), or an output the file system refuses (a full disk, a read-only "
+        "directory): one line `error: ...`, nothing written",
         "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, "
         "killed or never started)",
-        "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR`",
+        "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR` (or "
+        "`..., before any result was written: nothing kept`: the run directory is taken back); a second signal "
+        "while it ends changes nothing",
     }
 
     @classmethod
