@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from typing import Optional, Sequence
 
@@ -18,6 +19,7 @@ from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.jobs.args import OneLineParser, positive_int, run_script
 
 MODES = modes()  # conf/workload/*.yaml
 
@@ -32,9 +34,9 @@ def evaluate(spec: ModelSpec, workload: VisionWorkload, width: int, height: int,
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """The options; no argument: the defaults."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=10_000)
-    ap.add_argument("--cold", type=int, default=300, help="pages for the cold-cache figure")
+    ap = OneLineParser(prog="./dev bench analytic_speed", description=__doc__)
+    ap.add_argument("-n", type=positive_int, default=10_000, help="random pages")
+    ap.add_argument("--cold", type=positive_int, default=300, help="pages for the cold-cache figure")
     ap.add_argument("--parts", action="store_true", help="also build every per-part table")
     return ap.parse_args(argv)
 
@@ -66,4 +68,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

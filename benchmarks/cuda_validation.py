@@ -57,6 +57,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_NO_CUDA = 2
 ARCHIVE_MAX = 16_000_000  # bytes: what one file brought back from a borrowed GPU machine may weigh
@@ -550,4 +552,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

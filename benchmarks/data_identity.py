@@ -32,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llm_perf_opt.jobs.args import run_script
+
 ANALYZE_PAGES = (
     ("gundam", 1000, 1400),
     ("base", 640, 640),
@@ -266,4 +268,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

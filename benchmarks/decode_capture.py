@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from typing import Optional, Sequence
 
@@ -32,6 +33,7 @@ from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.patches import DEFAULT_TRACE_PATCHES, runtime_patches
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.jobs.args import run_script
 from llm_perf_opt.model_runtime.decode import greedy_decode
 
 MODES = modes()
@@ -146,4 +148,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

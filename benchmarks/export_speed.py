@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
 import time
 from typing import Optional, Sequence
 
@@ -23,6 +24,7 @@ from llm_perf_opt.export.hooks import record_calls
 from llm_perf_opt.export.modules import call_for
 from llm_perf_opt.export.moe import fixed_routing
 from llm_perf_opt.export.program import ExportRefused, export_graphs
+from llm_perf_opt.jobs.args import run_script
 from llm_perf_opt.prepare.builders import build_job_inputs
 from llm_perf_opt.prepare.validate import validate
 
@@ -88,4 +90,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

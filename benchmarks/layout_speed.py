@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from typing import Optional, Sequence
 
 from llm_perf_opt.dsocr.layout import compute_view_layout
 from llm_perf_opt.dsocr.parts import modes
+from llm_perf_opt.jobs.args import OneLineParser, positive_int, run_script
 
 MODES = {name: w for name, w in modes().items() if name in ("tiny", "base", "gundam", "gundam_m")}
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """The options; no argument: the defaults."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=200_000, help="random pages")
+    ap = OneLineParser(prog="./dev bench layout_speed", description=__doc__)
+    ap.add_argument("-n", type=positive_int, default=200_000, help="random pages")
     return ap.parse_args(argv)
 
 
@@ -34,4 +36,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

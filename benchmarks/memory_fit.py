@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = {"twin_tiny": "cpu", "twin": "cpu_bf16"}
 BIG = {"twin"}
@@ -179,4 +181,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -20,9 +20,12 @@ import argparse
 import os
 import resource
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Optional, Sequence
+
+from llm_perf_opt.jobs.args import run_script
 
 TARGET = 1.15
 COVERAGE_TARGET = 0.90  # the parts cover the forward's wall time to within 10 %
@@ -184,4 +187,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

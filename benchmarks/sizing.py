@@ -9,17 +9,31 @@ evaluations (page shape x batch x device) in under a second.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+
+from llm_perf_opt.config.fields import MAX_BATCH
+from llm_perf_opt.jobs.args import OneLineParser, bounded_int, positive_int, run_script
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pages", type=int, default=25, help="page shapes (an n x n grid of sizes, rounded)")
-    ap.add_argument("--batches", type=int, default=80, help="batches 1..N per page and device")
+    ap = OneLineParser(prog="./dev bench sizing", description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--pages", type=bounded_int(1, 10_000), default=25, help="page shapes (an n x n grid of sizes, rounded)"
+    )
+    ap.add_argument("--batches", type=bounded_int(1, MAX_BATCH), default=80, help="batches 1..N per page and device")
     ap.add_argument("--devices", nargs="+", default=["a100_80gb", "h100_sxm", "h200", "l40s", "rtx5090"])
     ap.add_argument("--mode", default="gundam")
-    ap.add_argument("--output-tokens", type=int, default=1000)
-    return ap.parse_args(argv)
+    ap.add_argument("--output-tokens", type=positive_int, default=1000)
+    args = ap.parse_args(argv)
+    from llm_perf_opt.analytic.time.hardware import datasheet_names
+
+    unknown = [d for d in args.devices if d not in datasheet_names()]
+    if unknown:
+        ap.error(
+            f"--devices: {', '.join(map(repr, unknown))} not among the datasheets ({', '.join(datasheet_names())})"
+        )
+    return args
 
 
 def main(argv=None) -> None:
@@ -62,4 +76,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 120.0
 
@@ -89,4 +91,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

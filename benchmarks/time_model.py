@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 0.25
 BIG_LOCK = "/tmp/llm-perf-opt-big.lock"
@@ -174,4 +176,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -28,6 +29,7 @@ from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.jobs.args import run_script
 
 MODES = modes()  # the workload presets of conf/workload/
 DEFAULT_MODES = ("tiny", "gundam")
@@ -197,4 +199,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

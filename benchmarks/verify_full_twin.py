@@ -12,6 +12,7 @@ formula, and fvcore's second opinion when asked; `--json PATH` writes verificati
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Optional, Sequence
@@ -23,6 +24,7 @@ from llm_perf_opt.dsocr.inputs import build_inputs
 from llm_perf_opt.dsocr.parts import modes
 from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.dsocr.twin import build_twin
+from llm_perf_opt.jobs.args import run_script
 from llm_perf_opt.measure import check_model_agreement, fvcore_flops, render_table, write_verification
 from llm_perf_opt.model_runtime.measure import measure_forward
 
@@ -112,4 +114,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

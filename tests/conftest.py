@@ -218,6 +218,55 @@ def timed_run(untimed_run, tmp_path_factory) -> Path:
     return made_once(tmp_path_factory, "timed_run", make)
 
 
+@pytest.fixture(scope="session")
+def batch_run(tmp_path_factory) -> Path:
+    """The trace job at batch 2 (`workload=tiny workload.batch=2 trace.decode_steps=2 profile=off ~hardware`),
+    `run_trace` in this process (the job's own process: the session's `default_run`): the batch tests' kernel
+    counts and the comparison of runs at two batches."""
+    from hydra import compose, initialize_config_dir
+
+    from llm_perf_opt.runs.entry import CONF_DIR
+    from llm_perf_opt.trace.job import run_trace
+
+    def make(d: Path) -> Path:
+        out = d / "run"
+        out.mkdir()
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            raw = compose(
+                config_name="config",
+                overrides=["workload=tiny", "workload.batch=2", "trace.decode_steps=2", "profile=off", "~hardware"],
+            )
+        assert run_trace(raw, out).status == "ok"
+        return out
+
+    return made_once(tmp_path_factory, "batch_run", make)
+
+
+@pytest.fixture(scope="session")
+def ocr2_run(tmp_path_factory) -> tuple[Path, dict]:
+    """(run dir, summary.json's data) of `./dev trace model=ocr2_twin_tiny workload=ocr2/default` on a 1536 x 768
+    page (the smallest crop grid: 2 x 1 crops of 768 beside the 1024 global view), no profile: DeepSeek-OCR 2
+    end to end (tests/dsocr2), and a run of another family (the comparison's tests)."""
+    import json
+
+    def make(d: Path) -> tuple[Path, dict]:
+        run_dir = d / "run"
+        proc = run_job_script(
+            "trace",
+            f"hydra.run.dir={run_dir}",
+            "model=ocr2_twin_tiny",
+            "workload=ocr2/default",
+            "workload.page.width=1536",
+            "workload.page.height=768",
+            "profile.enabled=false",
+            timeout=900,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
+
+    return made_once(tmp_path_factory, "ocr2_run", make)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     """(spec, model, prefill kwargs) of the tiny twin in Tiny mode (512 x 512 view, no crops), real model with

@@ -92,9 +92,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk: name the file, not the temporary one
+            exc.filename = str(path)
         raise
 
 

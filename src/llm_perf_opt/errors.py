@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Callable
 
@@ -73,10 +74,13 @@ class ExitCode:
         "ERROR": "an unexpected error (a bug): Python's traceback",
         "CONFIG": "bad input, whether Hydra finds it (`workload.base_size=abc`, an unknown key) or the project "
         "(a value out of range, a missing file, a run directory in use, changed vendor code, a directory that is not "
-        "a sweep): one line `error: ...`, nothing written",
+        "a sweep, a run that cannot be compared), or an output the file system refuses (a full disk, a read-only "
+        "directory): one line `error: ...`, nothing written",
         "JOBS_FAILED": "a sweep in which a job failed, or `./dev report` of such a sweep (failed, interrupted, "
         "killed or never started)",
-        "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR`",
+        "INTERRUPTED": "Ctrl-C (or SIGTERM/SIGHUP): one line `interrupted at stage X; partial results in DIR` (or "
+        "`..., before any result was written: nothing kept`: the run directory is taken back); a second signal "
+        "while it ends changes nothing",
     }
 
     @classmethod
@@ -105,6 +109,20 @@ def os_error_line(exc: OSError) -> str:
     """A file-system error (a read-only directory, a full disk, a missing file) as one line naming the path."""
     where = f"{exc.filename}: " if exc.filename else ""
     return cut(f"{where}{exc.strerror or exc}" + (f" (errno {exc.errno})" if exc.errno else ""))
+
+
+# errno values of an output that cannot be written: a full disk or quota, a read-only file system, no permission, a
+# file above the size limit. A job that meets one ends in one line (the path and the reason), never a traceback.
+WRITE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG", "ENOTDIR")
+    if hasattr(errno, name)
+)
+
+
+def is_write_error(exc: BaseException) -> bool:
+    """An OSError of the file system refusing an output (`WRITE_ERRNOS`), not a bug."""
+    return isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS
 
 
 def one_line_errors(run: Callable[[], int]) -> int:

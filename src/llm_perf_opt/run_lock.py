@@ -195,6 +195,10 @@ def claim(
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "argv": sys.argv,
     }
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+    except OSError as exc:  # a full disk: the run could write nothing either
+        lock.release()
+        raise ConfigError.field(field, str(directory), f"cannot be written: {exc.strerror}") from None
     return lock

@@ -161,3 +161,55 @@ def test_bad_input(tiny, roof):
         size(sm, load_hardware("h100_sxm"), roof, Targets(1, 1e-9, 10, 10))
     with pytest.raises(ConfigError, match="size.ttft_s"):
         Targets(0, 1, 1, 1)
+
+
+# ------------------------------------------------------------------ issue 34, group 7: size at the edges
+@pytest.fixture(scope="module")
+def full_serving():
+    return serving_model(DeepseekOCRAnalyticModel.for_page(ModelSpec.deepseek_ocr(), GUNDAM, 1700, 2200))
+
+
+def test_a_device_that_cannot_hold_one_page_says_memory_first(full_serving, roof):
+    from dataclasses import replace
+
+    from llm_perf_opt.analytic.serving_text import render_sizing
+
+    small = replace(load_hardware("h100_sxm"), memory_bytes=1e9)
+    s = size(full_serving, small, roof, Targets(1, 0.02, 1e6, 1000))
+    one_page = memory_use(full_serving, 1, 1000, Allowance(), prefill_batch=1).total
+    volume = {r.target: r for r in s.requirements}["pages_per_day"]
+    assert s.holds_no_page and s.replicas is None and s.batch == 0
+    assert (volume.binds, volume.ratio) == ("memory", pytest.approx(one_page / 1e9))
+    text = render_sizing(s).splitlines()
+    assert text[1].startswith(f"  h100_sxm cannot serve one page: batch 1 holds {one_page / 1e9:,.2f} GB")
+    assert "latency" not in render_sizing(s) and "infx" not in render_sizing(s)
+
+
+@pytest.mark.parametrize("volume", [1e-9, 1.0, 1e6, 1e11])
+def test_replicas_at_least_one_each_at_the_smallest_batch_that_carries_its_share(full_serving, roof, volume):
+    from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
+
+    hw = load_hardware("h100_sxm")
+    s = size(full_serving, hw, roof, Targets(1, 0.02, volume, 1000))
+    assert s.replicas == max(1, math.ceil(volume / s.pages_per_day_per_device - 1e-9))
+    share = volume / s.replicas
+    n, ctx = 1000, full_serving.mean_decode_context(full_serving.prompt_tokens, 1000)
+    pre1 = float(full_serving.prefill_times([1.0], roof).time_s[0])
+
+    def per_day(b: int) -> float:  # continuous batching's pages/day at batch b (analytic.serving)
+        step = float(full_serving.decode_times([float(b)], roof, ctx).time_s[0])
+        return b / (b * pre1 + (n - 1) * step) * SECONDS_PER_DAY
+
+    assert per_day(s.batch) >= share * (1 - 1e-9)
+    assert s.batch == 1 or per_day(s.batch - 1) < share  # the smallest batch that carries it
+    volume_row = {r.target: r for r in s.requirements}["pages_per_day"]
+    assert volume_row.memory_gb * 1e9 == pytest.approx(
+        memory_use(full_serving, s.batch, n, Allowance(), prefill_batch=1).total
+    )
+    if volume <= 1.0:
+        assert s.batch == 1 and s.replicas == 1  # a small volume is served at batch 1, in batch 1's memory
+
+
+def test_a_volume_beyond_any_fleet_is_refused():
+    with pytest.raises(ConfigError, match=r"size.pages_per_day=1e\+30 is invalid: must be at most 1e\+12"):
+        Targets(1, 0.02, 1e30, 1000)

@@ -46,7 +46,8 @@ def _verified(spec, model, workload, sizes):
 @pytest.fixture(scope="module")
 def uniform(twin):
     spec, model = twin
-    return _verified(spec, model, VisionWorkload(512, 512, False), [(1700, 2200)] * 2)
+    # three identical pages: sequences 2 and 3 share one image, priced once and counted twice
+    return _verified(spec, model, VisionWorkload(512, 512, False), [(1700, 2200)] * 3)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +142,7 @@ def test_pages_config_and_bad_input():
         assert field in str(err.value) and "\n" not in str(err.value)
 
 
-def test_trace_job_kernel_counts_at_batch_with_the_routing_the_gates_chose(tmp_path):
+def test_trace_job_kernel_counts_at_batch_with_the_routing_the_gates_chose(batch_run):
     """The trace job at batch 2 with 2 decode steps: every kernel-count row equal. At batch 2 a decode step routes
     2 tokens x top_k slots, and the tiny twin's loop runs only the distinct experts they chose: each MoE row of a
     step takes off 5 kernels (the expert MLP's gate, up, act, mul, down) per slot that landed on an expert
@@ -149,19 +150,9 @@ def test_trace_job_kernel_counts_at_batch_with_the_routing_the_gates_chose(tmp_p
     ids handed to the next step) is the program's, not the model's."""
     import json
 
-    from hydra import compose, initialize_config_dir
-
-    from llm_perf_opt.runs.entry import CONF_DIR
-    from llm_perf_opt.trace.job import run_trace
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(
-            config_name="config",
-            overrides=["workload=tiny", "workload.batch=2", f"trace.decode_steps={STEPS}", "profile=off", "~hardware"],
-        )
-    assert run_trace(raw, tmp_path).status == "ok"
-    kc = json.loads((tmp_path / "verification.json").read_text())["data"]["kernel_counts"]
-    routing = json.loads((tmp_path / "routing.json").read_text())["data"]
+    assert STEPS == 2  # the session's `batch_run` (tests/conftest.py): workload=tiny, batch 2, 2 decode steps
+    kc = json.loads((batch_run / "verification.json").read_text())["data"]["kernel_counts"]
+    routing = json.loads((batch_run / "routing.json").read_text())["data"]
     k, e = routing["top_k"], routing["n_experts"]
     slots = {(c["layer"], c["step"]): min(e, c["tokens"] * k) - len(c["experts"]) for c in routing["calls"]}
     assert kc["passed"] and kc["n_failures"] == 0 and len(kc["rows"]) == kc["n_rows"] > 50

@@ -47,21 +47,10 @@ def test_nested_group_options_are_options():
 
 # ------------------------------------------------------------------------------------------ the trace job
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("ocr2_trace")
-    # a 1536 x 768 page: the smallest crop grid (2 x 1 crops of 768) beside the 1024 global view
-    proc = _job(
-        "trace",
-        run_dir,
-        "model=ocr2_twin_tiny",
-        "workload=ocr2/default",
-        "workload.page.width=1536",
-        "workload.page.height=768",
-        "profile.enabled=false",
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]
+def traced(ocr2_run):
+    """The session's OCR-2 trace (tests/conftest.py `ocr2_run`): a 1536 x 768 page, the smallest crop grid (2 x 1
+    crops of 768) beside the 1024 global view."""
+    return ocr2_run
 
 
 @pytest.mark.slow

@@ -161,3 +161,40 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
     assert load_calibration(tmp_path / "two" / "calibration.json").to_dict() == copy.to_dict()
     third = run_job("calibrate", tmp_path / "three", *args, "hardware.recalibrate=true")
     assert third.returncode == 0 and "wrote " + str(cached[0]) in third.stderr
+
+
+# ------------------------------------------------------------------ issue 34, group 6: paths from another directory
+@pytest.mark.parametrize(
+    "given, meant",
+    [
+        ("hydra.run.dir='dir with space/run17'", "{cwd}/dir with space/run17"),
+        ('hydra.run.dir="it\'s/run"', "{cwd}/it's/run"),
+        ("hydra.run.dir=dïr/run18", "{cwd}/dïr/run18"),
+        ("hydra.run.dir='/abs/dïr with space'", "/abs/dïr with space"),
+        ("hydra.run.dir=plain/run", "{cwd}/plain/run"),
+        ("hardware.cache_dir='cache dir'", "{cwd}/cache dir"),
+        ("workload.page.image=pàge.png", "pàge.png"),  # the schema resolves it: only quoted
+    ],
+)
+def test_path_overrides_from_outside_the_repository_reach_hydra_verbatim(tmp_path, monkeypatch, given, meant):
+    """Hydra's override grammar reads the rewritten value back as the path the user meant: a quoted value is
+    seen as a path (relative or absolute), and one the grammar cannot read unquoted is quoted."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from llm_perf_opt.jobs.cli import absolute_path_overrides
+
+    monkeypatch.setenv("LLM_PERF_OPT_CWD", str(tmp_path))
+    (rewritten,) = absolute_path_overrides([given])
+    assert OverridesParser.create().parse_override(rewritten).value() == meant.format(cwd=tmp_path), rewritten
+    assert absolute_path_overrides(["hydra.run.dir=a,b", "hydra.run.dir=x/${now:%H}"]) == [
+        "hydra.run.dir=a,b",
+        "hydra.run.dir=x/${now:%H}",
+    ]  # Hydra's own syntax (a sweep, an interpolation) is left to Hydra
+
+
+def test_a_quoted_non_ascii_run_dir_from_another_directory_is_made(tmp_path, monkeypatch, capsys):
+    from llm_perf_opt.jobs.cli import main
+
+    monkeypatch.setenv("LLM_PERF_OPT_CWD", str(tmp_path))
+    assert main(["analyze", "model=twin_tiny", "hydra.run.dir='dïr with space/run17'"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "dïr with space" / "run17" / "costs.json").is_file()

@@ -51,6 +51,21 @@ def test_analyze_serving_at_batch(tmp_path):
     assert s.batch == 32 and s.point["memory"]["fits"] is True
 
 
+def run_here(capsys, job: str, *args: str) -> tuple[int, list[str]]:
+    """`llm-perf-opt JOB ARGS` in this process (`jobs.cli.main`): (exit code, stderr lines without progress)."""
+    from llm_perf_opt.jobs.cli import main
+
+    try:
+        code = main([job, *args])
+    except SystemExit as exc:  # a refusal in a Hydra callback ends the process
+        code = exc.code
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("[")]
+    return code, lines
+
+
+TARGETS = ("tpot_s=0.02", "ttft_s=1", "pages_per_day=1e6", "hardware=h100_sxm")
+
+
 @pytest.mark.parametrize(
     "job, args, field",
     [
@@ -61,14 +76,80 @@ def test_analyze_serving_at_batch(tmp_path):
         ("size", ["tpot_s=0.00001", "ttft_s=1", "pages_per_day=10", "hardware=h100_sxm"], "size.tpot_s"),
         ("size", ["tpot_s=0.02", "ttft_s=1", "hardware=h100_sxm"], "size.pages_per_day"),
         ("size", ["tpot_s=0.02", "ttft_s=1", "pages_per_day=10", *CUSTOM], "hardware.memory_gb.value"),
+        # issue 34, group 5: refused once the sizing or the serving figures were computed, which used to leave
+        # .hydra/, .lock and an empty log behind; now checked before the run directory exists
+        ("size", ["hardware=h100_sxm", "tpot_s=1e-9", "ttft_s=1", "pages_per_day=1e6"], "size.tpot_s"),
+        ("size", ["hardware=h100_sxm", "tpot_s=0.02", "ttft_s=1e-9", "pages_per_day=1e6"], "size.ttft_s"),
+        ("size", ["~hardware", "tpot_s=0.02", "ttft_s=1", "pages_per_day=1e6"], "hardware"),
+        ("size", [*TARGETS, "serve.output_tokens=100000000"], "serve.output_tokens"),
+        ("analyze", ["workload.batch=200", "hardware=h100_sxm"], "largest batch that fits is 84"),
+        ("analyze", ["serve.output_tokens=7285", "hardware=h100_sxm"], "serve.output_tokens"),
+        # group 1: a batch the work cannot respect, refused before any page is listed or priced
+        ("size", [*TARGETS, "workload.batch=1000000000"], "workload.batch"),
+        ("size", [*TARGETS, "workload.batch=4"], "size chooses the batch itself"),
+        ("analyze", ["workload.batch=1000000000"], "must be at most 4,096"),
+        ("analyze", ["hardware=h100_sxm", "workload.batch=100000"], "must be at most 4,096"),
+        ("analyze", ["hardware=h100_sxm", "workload.batch=4000"], "largest batch that fits is 84"),
+        ("trace", ["model=twin_tiny", "workload.batch=1000000000"], "must be at most 4,096"),
+        ("trace", ["model=twin_tiny", "workload.batch=300"], "a job that runs the model takes at most 256"),
+        # group 13: a target given twice (Hydra would keep the last silently)
+        ("size", ["tpot_s=0.02", "size.tpot_s=0.5", "ttft_s=1", "pages_per_day=1e6"], "is given twice"),
     ],
 )
-def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, job, args, field):
-    r = run(job, tmp_path, *args)
-    assert r.returncode == 2, r.stderr
-    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and field in errors[0], r.stderr
-    assert not (tmp_path / "serving.json").exists() and not (tmp_path / "costs.json").exists()
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, job, args, field):
+    out = tmp_path / "run"
+    code, lines = run_here(capsys, job, *args, f"hydra.run.dir={out}")
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and field in lines[0], (code, lines)
+    assert not out.exists(), sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+
+
+def test_a_refusal_that_needs_the_measured_roof_takes_its_run_directory_back(tmp_path, capsys, calibration_dir):
+    """`hardware=measured`: the targets are judged once the roof is calibrated, inside the job; the refused run's
+    directory (.hydra/, .lock, the log) is removed, and an existing directory keeps only what it held before."""
+    code, lines = run_here(capsys, "size", "hardware=measured", *TARGETS[:3], f"hydra.run.dir={tmp_path / 'new'}")
+    assert code == 2 and len(lines) == 1 and "size.ttft_s" in lines[0], lines
+    assert not (tmp_path / "new").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("kept")
+    code, lines = run_here(capsys, "size", "hardware=measured", *TARGETS[:3], f"hydra.run.dir={mine}")
+    assert code == 2 and [p.name for p in mine.iterdir()] == ["notes.txt"], lines
+
+
+def test_a_billion_pages_is_refused_in_bounded_memory(tmp_path):
+    """A batch of 10^9 used to build a list of 10^9 pages (8 GB, then a MemoryError or the machine's memory): in
+    a process limited to 2 GB of address space it is one line."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "pipelines" / "analyze.py"),
+            "workload.batch=1000000000",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
+    assert r.returncode == 2 and r.stderr.startswith("error: workload.batch=1000000000"), r.stderr[-2000:]
+
+
+def test_analyze_prices_a_batch_of_identical_pages_once(tmp_path, capsys):
+    """4,000 identical pages: one distinct image beside the first, counted 3,999 times (group 1)."""
+    code, lines = run_here(capsys, "analyze", "workload.batch=4000", f"hydra.run.dir={tmp_path}")
+    assert code == 0, lines
+    import json
+
+    data = json.loads((tmp_path / "costs.json").read_text())["data"]
+    assert data["batch"] == 4000 and len(data["layouts"]) == 4000
+    (more,) = data["stages"]["vision"]["shapes"]["more_images"]
+    assert more["count"] == 3999
 
 
 def test_bench_sizing_arguments():

@@ -44,5 +44,6 @@ def test_analytic_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "page layouts and cost models in" in proc.stdout
     assert sum(1 for _ in open(tmp_path / "analytic.csv")) == 1 + 2 * 16
-    proc = run_report("--analytic", tmp_path, "--modes", "huge", "--n", "4")
+    proc = run_report("--analytic", tmp_path, "--modes", "huge", "--n", "4", "--overwrite")
     assert proc.returncode == 2 and "--modes='huge' is invalid" in proc.stderr
+    assert sum(1 for _ in open(tmp_path / "analytic.csv")) == 1 + 2 * 16  # a refused report replaces nothing

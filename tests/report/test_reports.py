@@ -74,7 +74,9 @@ def test_report_cli_hardware_flag(tmp_path):
     bad = subprocess.run(
         [*cmd, tmp_path / "b", "--n", "2", "--hardware", "h999"], capture_output=True, text=True, cwd=REPO_ROOT
     )
-    assert bad.returncode == 2 and bad.stderr.startswith("error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb")
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        "error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb"
+    )
     assert not (tmp_path / "b").exists()
 
 
@@ -124,7 +126,7 @@ def test_sweep_report_default_hardware_and_bad_hardware(timed_sweep, tmp_path):
     assert rep.hardware == list(DEFAULT_HARDWARE)  # the jobs ran on the measured roof: the default list
     proc = run_pipeline("report", timed_sweep, "--out", tmp_path / "bad", "--hardware", "h999")
     assert proc.returncode == 2 and error_lines(proc) == [
-        "error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb, h100_pcie, h100_sxm, h200, l40s, rtx4090, rtx5090 "
-        "(datasheets)"
+        "error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb, h100_pcie, h100_sxm, h200, l40s, rtx4090, "
+        "rtx5090 (datasheets)"
     ]
     assert not (tmp_path / "bad").exists()

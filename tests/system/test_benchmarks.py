@@ -121,3 +121,56 @@ def test_verify_full_twin_quick_mode_passes(capsys):
     out = capsys.readouterr().out
     assert exc.value.code == 0, out[-3000:]
     assert out.count("analytic ") >= 3  # vision, prefill and decode rows
+
+
+# ------------------------------------------------------------------ issue 34, group 9: ./dev bench's input
+DEV = Path(__file__).resolve().parents[2] / "dev"
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        ([], "error: ./dev bench: NAME is one of: analytic_speed "),
+        (["nosuch"], "error: ./dev bench: 'nosuch' is not a benchmark; NAME is one of: analytic_speed "),
+        (["../pipelines/analyze"], "error: ./dev bench: '../pipelines/analyze' is not a benchmark"),
+        (["__pycache__"], "error: ./dev bench: '__pycache__' is not a benchmark"),
+    ],
+)
+def test_dev_bench_takes_a_benchmark_by_name_only(tmp_path, argv, says):
+    import subprocess
+
+    proc = subprocess.run([str(DEV), "bench", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(says), proc.stderr
+    assert "__pycache__" not in lines[0].split("NAME is one of:")[-1]
+    assert sorted(lines[0].split("NAME is one of: ")[1].split()) == NAMES
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+
+
+@pytest.mark.parametrize(
+    "name, argv, says",
+    [
+        ("layout_speed", ["-n", "-5"], "argument -n: -5 is not a positive integer"),
+        ("sizing", ["--pages", "0"], "argument --pages: 0 is not between 1 and 10,000"),
+        ("sizing", ["--batches", "100000"], "argument --batches: 100000 is not between 1 and 4,096"),
+        ("sizing", ["--devices", "h100_sxm", "nosuch"], "--devices: 'nosuch' not among the datasheets (a100_80gb"),
+        ("analytic_speed", ["--cold", "0"], "argument --cold: 0 is not a positive integer"),
+    ],
+)
+def test_a_size_a_benchmark_cannot_respect_is_one_line(name, argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        load_benchmark(name).parse_args(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert exc.value.code == 2 and len(err) == 1 and says in err[0] and "usage:" not in err[0], err
+
+
+def test_a_benchmarks_bad_input_at_run_time_is_one_line(capsys):
+    from llm_perf_opt.errors import ConfigError
+    from llm_perf_opt.jobs.args import run_script
+
+    def main() -> None:
+        raise ConfigError.field("hardware", "nosuch", "one of a100_80gb, h100_sxm")
+
+    assert run_script(main) == 2
+    assert capsys.readouterr().err == "error: hardware='nosuch' is invalid: one of a100_80gb, h100_sxm\n"
+    assert run_script(lambda: None) == 0

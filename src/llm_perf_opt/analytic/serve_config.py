@@ -10,10 +10,13 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from llm_perf_opt.config.fields import _one_of, _positive_int
+from llm_perf_opt.config.fields import _batch, _one_of, _positive_int
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 
+# The largest daily volume `./dev size` takes: a trillion pages a day (about 11.6 million a second), far beyond
+# any fleet; beyond it the replica count says nothing (`analytic.sizing`)
+MAX_PAGES_PER_DAY_TARGET = 1e12
 SERVE_LEVELS = ("ideal",)  # time levels the serving math has here (the time model adds kernel, eager)
 
 
@@ -41,7 +44,7 @@ class ServeConfig:
         if not self.batches:
             raise ConfigError.field("serve.batches", self.batches, "must list at least one batch")
         for b in self.batches:
-            _positive_int("serve.batches[]", b)
+            _batch("serve.batches[]", b, "(a batch of the latency curve)")
         if self.routing is not None:
             self.routing = str(user_path(self.routing))
             if not Path(self.routing).is_file():
@@ -62,3 +65,9 @@ class SizeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError.field(f"size.{name}", value, "must be a positive number")
+        if self.pages_per_day > MAX_PAGES_PER_DAY_TARGET:
+            raise ConfigError.field(
+                "size.pages_per_day",
+                self.pages_per_day,
+                f"must be at most {MAX_PAGES_PER_DAY_TARGET:.0e} pages a day (a trillion: far beyond any fleet)",
+            )

@@ -17,7 +17,13 @@ def _gb(x: float) -> str:
 
 
 def _num(x: float) -> str:
-    return "unreachable alone" if not math.isfinite(x) else f"{x:,.1f}"
+    if not math.isfinite(x):
+        return "unreachable alone"
+    return f"{x:,.1f}" if x >= 1 or x == 0 else f"{x:.2g}"
+
+
+def _count(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1 else f"{x:.2g}"
 
 
 def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit: Optional[int]) -> str:
@@ -74,27 +80,45 @@ def render_curve(points: Sequence[ServingPoint], knee: Knee, continuous: bool = 
     return "\n".join(rows)
 
 
+def _ratio(r) -> str:
+    return "missed at every batch" if not math.isfinite(r.ratio) else f"{r.ratio:,.2f}x"
+
+
 def render_sizing(s: Sizing) -> str:
     t = s.targets
     lines = [
         f"sizing against {s.hardware} [{s.level} level: {convention.batch_level(s.level)}], "
         f"{t.output_tokens} output tokens per page",
-        f"  {'target':<22} {'this device':>14} {'matmul TFLOP/s':>16} {'bandwidth GB/s':>16} {'memory GB':>10}  binds",
     ]
+    if s.holds_no_page:  # the cause first: every row below is what a device would need
+        lines.append(
+            f"  {s.hardware} cannot serve one page: batch 1 holds {s.batch1_memory_gb:,.2f} GB, the device has "
+            f"{s.capacity_gb:,.2f} GB (memory binds; the figures below are what a device needs)"
+        )
+    lines.append(
+        f"  {'target':<22} {'this device':>14} {'matmul TFLOP/s':>16} {'bandwidth GB/s':>16} {'memory GB':>10}  binds"
+    )
     for r in s.requirements:
         value = f"{r.target}={r.value:g}"
         achieved = f"{r.achieved:,.0f}/day" if r.target == "pages_per_day" else f"{r.achieved * 1e3:,.2f} ms"
         lines.append(
             f"  {value:<22} {achieved:>14} {_num(r.matmul_tflops):>16} {_num(r.bandwidth_gbs):>16} "
-            f"{r.memory_gb:>10,.2f}  {r.binds} ({r.ratio:.2f}x of {s.hardware}'s)"
+            f"{r.memory_gb:>10,.2f}  {r.binds} ({_ratio(r)}"
+            + (f" of {s.hardware}'s)" if math.isfinite(r.ratio) else ")")
         )
-    if s.replicas is None:
+    if s.holds_no_page:
+        lines.append(f"  replicas: none: {s.hardware} holds no page (memory)")
+    elif s.replicas is None:
         lines.append(f"  replicas: none: {s.hardware} misses the latency targets at every batch")
     else:
         lines.append(
-            f"  replicas: {s.replicas} x {s.hardware} at batch {s.batch} (continuous batching, "
-            f"{s.pages_per_day_per_device:,.0f} pages/day each; largest batch that fits: {s.max_fit_batch})"
+            f"  replicas: {s.replicas:,} x {s.hardware} at batch {s.batch} (continuous batching, each carrying "
+            f"{_count(t.pages_per_day / s.replicas)} pages/day; the most one carries within the targets is "
+            f"{s.pages_per_day_per_device:,.0f} at batch {s.best_batch}; largest batch that fits: {s.max_fit_batch})"
         )
     b = s.binding
-    lines.append(f"  binding: {b.target} on {b.binds} ({b.ratio:.2f}x of {s.hardware}'s figure)")
+    lines.append(
+        f"  binding: {b.target} on {b.binds} ("
+        + (f"{b.ratio:,.2f}x of {s.hardware}'s figure)" if math.isfinite(b.ratio) else "missed at every batch)")
+    )
     return "\n".join(lines)

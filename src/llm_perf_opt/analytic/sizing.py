@@ -9,12 +9,18 @@ figures a requirement holds fixed. Conventions (`CONVENTION`, in every output):
 * required matmul TFLOP/s: the smallest matmul peak that meets the target with the reference's vector peak
   and bandwidth; required bandwidth: the smallest bandwidth with the reference's peaks (infinite when the
   other side alone is already over the target); memory: what batch 1 holds (`analytic.memory_model`);
-* pages/day on the reference device: the batch with the most pages/day whose TTFT and TPOT meet the
-  targets and whose memory fits (continuous batching); replicas = ceil(target / that); a single device
-  carrying the whole volume needs every compute and bandwidth figure scaled by target / that (the ideal
-  level's time scales as 1 / k when every figure does) and the memory of that batch;
+* pages/day on the reference device: the most pages/day of a batch whose TTFT and TPOT meet the targets
+  and whose memory fits (continuous batching); replicas = ceil(target / that), at least 1; each replica runs
+  the smallest such batch that carries its share (target / replicas: a small volume is served at batch 1, in
+  batch 1's memory, not at the batch of the most pages/day); a single device carrying the whole volume needs
+  every compute and bandwidth figure scaled by target / the most pages/day (the ideal level's time scales as
+  1 / k when every figure does) and the memory of that batch;
+* a reference device whose memory cannot hold one page at batch 1 serves nothing: the volume's row binds on
+  memory (what batch 1 needs against what the device has) and no replica count is given;
 * `binds`: per target, the resource whose requirement is largest against the reference's figure; overall,
   the largest of those;
+* bounds: `pages_per_day` at most `MAX_PAGES_PER_DAY` (beyond it the replica count says nothing), the batch
+  at most `MAX_SEARCH_BATCH`;
 * a latency target no device within `max_scale` times every figure of the reference meets is refused
   (one line naming the target, the bound that holds it, and by how much).
 """
@@ -28,15 +34,18 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
+from llm_perf_opt.analytic.serve_config import MAX_PAGES_PER_DAY_TARGET
 from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.time.convention import BATCH_LEVELS, IDEAL
 from llm_perf_opt.analytic.time.hardware import Hardware, Roof
+from llm_perf_opt.config.fields import MAX_BATCH
 from llm_perf_opt.errors import ConfigError
 
 TERA, GIGA = 1e12, 1e9
 DEFAULT_MAX_SCALE = 10.0  # about two generations beyond the reference device
-MAX_SEARCH_BATCH = 4096
+MAX_SEARCH_BATCH = MAX_BATCH  # the largest batch any job takes (config.fields)
+MAX_PAGES_PER_DAY = MAX_PAGES_PER_DAY_TARGET  # a trillion pages a day (config: analytic.serve_config)
 _HUGE = 1e30
 
 CONVENTION = {
@@ -45,9 +54,10 @@ CONVENTION = {
     "required_matmul": "smallest matmul peak meeting the target with the reference's vector peak and bandwidth",
     "required_bandwidth": "smallest bandwidth meeting the target with the reference's peaks",
     "required_memory": "weights + KV cache + peak activations + allowance at the batch the target is met with",
-    "pages_per_day": "reference device: the batch with the most pages/day meeting TTFT and TPOT and fitting "
-    "memory (continuous batching); replicas = ceil(target / that); one device carrying it all: "
-    "every compute and bandwidth figure x (target / that)",
+    "pages_per_day": "reference device: the most pages/day of a batch meeting TTFT and TPOT and fitting "
+    "memory (continuous batching); replicas = max(1, ceil(target / that)), each at the smallest such batch "
+    "carrying target / replicas; one device carrying it all: every compute and bandwidth figure x (target / "
+    "the most pages/day); a device that cannot hold one page: memory binds, no replicas",
     "binds": "the resource whose requirement is largest against the reference's figure",
 }
 
@@ -64,6 +74,10 @@ class Targets:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                 raise ConfigError.field(f"size.{name}", v, "must be a positive number")
+        if self.pages_per_day > MAX_PAGES_PER_DAY:
+            raise ConfigError.field(
+                "size.pages_per_day", self.pages_per_day, f"must be at most {MAX_PAGES_PER_DAY:.0e} pages a day"
+            )
         o = self.output_tokens
         if isinstance(o, bool) or not isinstance(o, int) or o < 1:
             raise ConfigError.field("serve.output_tokens", o, "must be a positive integer")
@@ -102,10 +116,18 @@ class Sizing:
     level: str
     targets: Targets
     requirements: tuple[Requirement, ...]
-    batch: int  # the reference device's best batch for the volume (0: the targets are missed at batch 1)
-    pages_per_day_per_device: float
-    replicas: Optional[int]  # None: the latency targets are missed on the reference device at any batch
+    batch: int  # each replica's batch: the smallest carrying its share (0: no batch meets the targets or fits)
+    pages_per_day_per_device: float  # the most one reference device carries within the targets
+    replicas: Optional[int]  # None: the reference device meets the latency targets at no batch, or holds no page
     max_fit_batch: Optional[int]
+    best_batch: int = 0  # the batch of the most pages/day per device
+    batch1_memory_gb: float = 0.0  # what one page at batch 1 holds (the least memory any batch needs)
+    capacity_gb: Optional[float] = None  # the reference device's memory (None: not given)
+
+    @property
+    def holds_no_page(self) -> bool:
+        """The reference device's memory cannot hold one page at batch 1."""
+        return self.capacity_gb is not None and self.batch1_memory_gb > self.capacity_gb
 
     @property
     def binding(self) -> Requirement:
@@ -123,6 +145,8 @@ class Sizing:
             "pages_per_day_per_device": self.pages_per_day_per_device,
             "replicas": self.replicas,
             "max_fit_batch": self.max_fit_batch,
+            "best_batch": self.best_batch,
+            "batch1_memory_gb": self.batch1_memory_gb,
             "binding": {"target": b.target, "resource": b.binds, "ratio": b.ratio},
             "convention": dict(CONVENTION),
         }
@@ -215,7 +239,8 @@ def size(
     # pages/day on the reference device
     fit = max_batch(model, n, capacity, allowance, continuous=True) if capacity else None
     top = min(fit if fit is not None else MAX_SEARCH_BATCH, MAX_SEARCH_BATCH)
-    best_b, best_ppd = 0, 0.0
+    best_b, best_ppd, use_b = 0, 0.0, 0
+    replicas: Optional[int] = None
     if top >= 1:
         bs = np.arange(1, top + 1, dtype=float)
         ctx = model.mean_decode_context(model.prompt_tokens, n)
@@ -228,10 +253,13 @@ def size(
         if ok.any():
             i = int(np.argmax(np.where(ok, ppd, -1.0)))
             best_b, best_ppd = int(bs[i]), float(ppd[i])
+            replicas = max(1, math.ceil(targets.pages_per_day / best_ppd - 1e-9))
+            share = targets.pages_per_day / replicas  # what each replica carries
+            carries = ok & (ppd >= share * (1 - 1e-12))
+            use_b = int(bs[int(np.argmax(carries))]) if carries.any() else best_b
     if best_b:
         k = targets.pages_per_day / best_ppd
-        replicas: Optional[int] = math.ceil(k - 1e-9)
-        mem = memory_use(model, best_b, n, allowance, prefill_batch=1).total
+        mem = memory_use(model, use_b, n, allowance, prefill_batch=1).total
         ratios = {"compute": k, "bandwidth": k, "memory": mem / capacity if capacity else 0.0}
         binds = max(ratios, key=ratios.__getitem__)
         if binds in ("compute", "bandwidth"):  # both scale by k: name the roof the decode step sits on
@@ -245,16 +273,41 @@ def size(
                 roof.matmul_flops * k / TERA,
                 roof.bandwidth * k / GIGA,
                 mem / GIGA,
-                best_b,
+                use_b,
                 binds,
                 max(ratios.values()),
             )
         )
+    elif capacity and mem1 > capacity:  # not one page fits: memory, not latency, is what stops it
+        reqs.append(
+            Requirement(
+                "pages_per_day",
+                targets.pages_per_day,
+                0.0,
+                math.inf,
+                math.inf,
+                mem1 / GIGA,
+                1,
+                "memory",
+                mem1 / capacity,
+            )
+        )
     else:
-        replicas = None
         reqs.append(
             Requirement(
                 "pages_per_day", targets.pages_per_day, 0.0, math.inf, math.inf, mem1 / GIGA, 0, "latency", math.inf
             )
         )
-    return Sizing(hardware.name, level, targets, tuple(reqs), best_b, best_ppd, replicas, fit)
+    return Sizing(
+        hardware.name,
+        level,
+        targets,
+        tuple(reqs),
+        use_b,
+        best_ppd,
+        replicas,
+        fit,
+        best_batch=best_b,
+        batch1_memory_gb=mem1 / GIGA,
+        capacity_gb=capacity / GIGA if capacity else None,
+    )

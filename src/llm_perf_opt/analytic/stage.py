@@ -46,6 +46,24 @@ class CostNode:
             yield from child.walk(path)
 
 
+def repeated(node: CostNode, n: int) -> CostNode:
+    """`n` identical calls of `node`'s module as one node: every cost of its subtree times `n`, so the flat
+    table sums to what `n` copies would (a batch of identical pages priced once, not page by page). Shared
+    subtrees stay shared (one scaled node per node)."""
+    if n == 1:
+        return node
+    done: dict[int, CostNode] = {}
+
+    def scale(x: CostNode) -> CostNode:
+        got = done.get(id(x))
+        if got is None:
+            kids = tuple((name, scale(child)) for name, child in x.children)
+            got = done[id(x)] = CostNode(x.own.times(n), kids, x.container, x.module)
+        return got
+
+    return scale(node)
+
+
 def leaf(cost: LayerCost, module: str = "") -> CostNode:
     return CostNode(cost, module=module)
 

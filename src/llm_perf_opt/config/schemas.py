@@ -46,7 +46,7 @@ from llm_perf_opt.analytic.hardware_config import (  # noqa: F401 - re-exported
 )
 from llm_perf_opt.analytic.serve_config import SERVE_LEVELS, ServeConfig, SizeConfig  # noqa: F401 - re-exported
 from llm_perf_opt.callgraph.render_config import RENDER_COLOR_BY, RenderConfig  # noqa: F401 - re-exported
-from llm_perf_opt.config.fields import _one_of, _positive_int
+from llm_perf_opt.config.fields import MAX_BATCH, _batch, _one_of, _positive_int
 from llm_perf_opt.config.paths import user_path
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.export.export_config import EXPORT_MOE_REMEDIES, ExportConfig  # noqa: F401 - re-exported
@@ -170,8 +170,12 @@ class WorkloadConfig:
     pages: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        _positive_int("workload.batch", self.batch, "(pages served together)")
+        _batch("workload.batch", self.batch)
         if self.pages:
+            if len(self.pages) > MAX_BATCH:
+                raise ConfigError.field(
+                    "workload.pages", f"{len(self.pages):,} pages", f"must list at most {MAX_BATCH:,} pages"
+                )
             self.pages = [str(p) for p in self.pages]
             for entry in self.pages:
                 page_size_of(entry)  # one line naming workload.pages when an entry is neither WxH nor a preset
@@ -190,7 +194,7 @@ class WorkloadConfig:
         """(width, height) of each sequence's page: `pages`, else `batch` copies of `page` (its config size)."""
         if self.pages:
             return [page_size_of(p) for p in self.pages]
-        return [(self.page.width, self.page.height)] * self.batch
+        return [(self.page.width, self.page.height)] * self.batch  # one tuple, `batch` references (bounded)
 
 
 @dataclass

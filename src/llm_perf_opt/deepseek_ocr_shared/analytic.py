@@ -70,7 +70,20 @@ def _pass_shapes(passes: Passes, image_tokens: int) -> dict[str, Any]:
 def _batch_shapes(batch: int, more: tuple) -> dict[str, Any]:
     if batch == 1:
         return {}
-    return {"batch": batch, "more_images": [_pass_shapes(p, t) for p, t in more]}
+    return {"batch": batch, "more_images": [_pass_shapes(p, t) | {"count": n} for p, t, n in more]}
+
+
+def more_images(layouts: tuple[ViewLayout, ...]) -> tuple[tuple[tuple, int, int], ...]:
+    """The images of a batch's sequences 2.. as ((passes, image tokens, count), ...): identical images once, with
+    how many sequences have them, in first-seen order (so a batch of identical pages is priced once)."""
+    counts: dict[tuple, int] = {}
+    keys: dict[int, tuple] = {}  # a batch of one page repeats one layout object: its key once
+    for lay in layouts:
+        key = keys.get(id(lay))
+        if key is None:
+            key = keys[id(lay)] = (tuple((p.name, p.batch, p.side) for p in vision_passes(lay)), lay.image_tokens)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple((passes, tokens, n) for (passes, tokens), n in counts.items())
 
 
 class SpecStages:
@@ -210,9 +223,7 @@ class DeepSeekOCRAnalyticBase:
         self._passes_key = tuple((p.name, p.batch, p.side) for p in vision_passes(layout))
         self.batch = batch
         self.layouts = layouts
-        self._more = tuple(
-            (tuple((p.name, p.batch, p.side) for p in vision_passes(lay)), lay.image_tokens) for lay in layouts[1:]
-        )
+        self._more = more_images(layouts[1:])
         self._attention = ATTENTION_CLASSES[decoder_attention]
         self._stages = self.stage_cache(spec)
 
@@ -329,7 +340,7 @@ def costs_dict(model: DeepSeekOCRAnalyticBase, with_parts: bool = True) -> dict[
         "layout": model.layout.as_dict(),
         "seq_len": model.seq_len,
         "context_len": model.context_len,
-        **({"batch": model.batch, "layouts": [lay.as_dict() for lay in model.layouts]} if model.batch > 1 else {}),
+        **({"batch": model.batch, "layouts": _layout_dicts(model.layouts)} if model.batch > 1 else {}),
         "dtype_bytes": model.dtype_bytes,
         "decoder_attention": model.decoder_attention,
         # where the forward runs, when not on the CPU (the formulas' default; a CPU run's file is unchanged)
@@ -359,3 +370,9 @@ def costs_dict(model: DeepSeekOCRAnalyticBase, with_parts: bool = True) -> dict[
         },
         "stages": {name: stage.to_dict(with_parts=with_parts) for name, stage in model.stages().items()},
     }
+
+
+def _layout_dicts(layouts: tuple[ViewLayout, ...]) -> list[dict[str, Any]]:
+    """Each sequence's layout as a dict, each distinct layout converted once."""
+    done: dict[int, dict[str, Any]] = {}
+    return [done[id(lay)] if id(lay) in done else done.setdefault(id(lay), lay.as_dict()) for lay in layouts]

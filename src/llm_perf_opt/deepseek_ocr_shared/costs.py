@@ -79,10 +79,11 @@ class ForwardShape:
     dtype_bytes: int = 2
     language: bool = True
     # Batch (`generate()`'s batched inputs): `batch` sequences padded on the left to `q_len`; the images of
-    # sequences 2.. as ((passes, image_tokens), ...) (sequence 1's are `passes`, `image_tokens`);
+    # sequences 2.. as ((passes, image_tokens, count), ...), identical images once with their count (sequence
+    # 1's are `passes`, `image_tokens`);
     # `masked`: the 2-D attention mask and the position ids generate() passes are given (batch > 1).
     batch: int = 1
-    more_images: tuple[tuple[Passes, int], ...] = ()
+    more_images: tuple[tuple[Passes, int, int], ...] = ()
     masked: bool = False
     execution: Execution = CPU  # where it runs: CUDA autocast's casts and float32 results, the SDPA backend
 

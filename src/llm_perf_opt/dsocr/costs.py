@@ -20,6 +20,7 @@ from llm_perf_opt.analytic.registry import (
     register_children,
     register_cost,
 )
+from llm_perf_opt.analytic.stage import repeated
 from llm_perf_opt.deepseek_ocr_shared.costs import ForwardShape, Passes, register_vision, residual_adds, sam_grids
 from llm_perf_opt.dsocr.spec import ClipSpec, ModelSpec
 
@@ -157,11 +158,12 @@ def clip_out_bytes(dtype_bytes: int, execution: Execution = CPU) -> int:
 
 
 def _vision_batch(shape: ForwardShape) -> tuple[LayerCost, Children]:
-    """The vision of every sequence's image, in the forward's loop over the images (one image per sequence)."""
+    """The vision of every sequence's image, in the forward's loop over the images (one image per sequence);
+    `count` identical images are priced once and counted `count` times (`stage.repeated`)."""
     own, children = _vision(shape.spec, shape.passes, shape.image_tokens, shape.dtype_bytes, execution=shape.execution)
-    for passes, tokens in shape.more_images:
+    for passes, tokens, count in shape.more_images:
         o, c = _vision(shape.spec, passes, tokens, shape.dtype_bytes, first=False, execution=shape.execution)
-        own, children = own + o, children + c
+        own, children = own + o.times(count), children + tuple((name, repeated(n, count)) for name, n in c)
     return own, children
 
 

@@ -4,7 +4,7 @@ composing the layers below; `cli` dispatches to them. The top layer of the impor
 | file | job |
 |---|---|
 | `cli.py` | the installed console script `llm-perf-opt JOB [args]`: the jobs, exit codes, where outputs go |
-| `args.py` | the argparse parser of the plain commands (group, explore, report): a bad argument is one line |
+| `args.py` | the argparse parser of the plain commands and benchmarks: one-line errors, bounded integers |
 | `trace.py` | `./dev trace`: session, inputs, forward, call graph, grouping, costs and verification for one config |
 | `analyze.py` | `./dev analyze`: the analytic cost model alone, no model built; with `hardware=NAME` times, serving |
 | `size.py` | `./dev size`: the compute, bandwidth and memory a device needs for serving targets, and the replicas |

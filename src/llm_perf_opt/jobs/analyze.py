@@ -29,22 +29,43 @@ from llm_perf_opt.report.serving_report import write_curve_plot
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
-@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
-def main(raw: DictConfig) -> None:
+def plan(raw: DictConfig, log=progress, measure: bool = True) -> tuple:
+    """Every check of the job, before any work that grows with the batch: the config (`validate`), the roof,
+    and at `workload.batch` with a roof the serving figures (output length, memory: the largest batch that
+    fits), all on the first page alone; then the batch's costs, identical pages priced once. Returns (job,
+    hardware, roof, model, serving). `measure=False` (the check before the run directory exists): a roof that
+    must be measured first (`hardware=measured`) is left to the job, and nothing is priced."""
     job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
+    cfg = job.cfg
+    if not measure and cfg.hardware is not None and cfg.hardware.kind == "measured":
+        return job, None, None, None, None
+    width, height = job.page_size
+    hardware = hardware_for(cfg, log)  # hardware=measured calibrates (or reuses the cache) first
+    roof = roof_for(cfg, hardware) if hardware is not None else None
+    first = analytic_model_for(job, width, height, batch=False)
+    if roof is not None:  # bytes follow the predicted dtype
+        first = model_for_dtype(first, roof.dtype)
+    serving = None
+    if roof is not None:  # every check (batch, output length, memory) before the batch is priced or anything written
+        sm = serving_model_for(cfg, first, roof)
+        serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
+    if not measure:
+        return job, hardware, roof, None, serving
+    model = first
+    if cfg.workload.batch > 1:
+        model = analytic_model_for(job, width, height)
+        if roof is not None:
+            model = model_for_dtype(model, roof.dtype)
+    return job, hardware, roof, model, serving
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="analyze")
+@reports_errors(check=partial(plan, log=lambda _: None, measure=False))  # before the run directory is created
+def main(raw: DictConfig) -> None:
+    job, hardware, roof, model, serving = plan(raw)
     cfg, spec = job.cfg, job.spec
     width, height = job.page_size
-    hardware = hardware_for(cfg, progress)  # hardware=measured calibrates (or reuses the cache) first
-    roof = roof_for(cfg, hardware) if hardware is not None else None
-    model = analytic_model_for(job, width, height)
-    if roof is not None:  # bytes follow the predicted dtype
-        model = model_for_dtype(model, roof.dtype)
     latency = predict_latency(model.stages(), roof) if roof is not None else None
-    serving = None
-    if roof is not None:  # every check (batch, output length, memory) before anything is written
-        sm = serving_model_for(cfg, model, roof)
-        serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
     path = write_artifact(run_dir() / "costs.json", COSTS_SCHEMA, COSTS_SCHEMA_VERSION, model.to_dict(), config=raw)
     lay = model.layout
     print(

@@ -26,35 +26,61 @@ by Hydra or by the project (one line `error: ...`); 3 a sweep or its report with
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Callable, Optional, Sequence
 
-from llm_perf_opt.errors import ExitCode
+from llm_perf_opt.errors import ExitCode, is_write_error, os_error_line
 
 # Overrides naming directories or files outside the config schema (the schema resolves the page image and
 # the vendor model path itself): made absolute against the user's directory before Hydra sees them.
 PATH_OVERRIDES = ("hydra.run.dir", "hydra.sweep.dir", "hardware.cache_dir")
+# Paths the schema itself resolves against the user's directory: only quoted for Hydra when they need it.
+SCHEMA_PATHS = ("workload.page.image", "model.path", "serve.routing")
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_/\-+.:%@]+")  # a value Hydra's override grammar reads unquoted as it is
+_INTERPOLATION = ("$", ",", "(", ")", "[", "]", "{", "}")  # a sweep, a choice or `${...}`: Hydra's own syntax
+
+
+def _unquoted(value: str) -> tuple[str, bool]:
+    """(the text of a quoted override value, True), or (value, False) when it is not quoted."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        quote = value[0]
+        return value[1:-1].replace("\\" + quote, quote), True
+    return value, False
+
+
+def _quoted(path: str) -> str:
+    """`path` as an override value Hydra reads back verbatim: unquoted when its grammar allows, else quoted."""
+    if _PLAIN.fullmatch(path):
+        return path
+    if "'" not in path:
+        return f"'{path}'"
+    if '"' not in path:
+        return f'"{path}"'
+    return "'" + path.replace("'", "\\'") + "'"
 
 
 def absolute_path_overrides(args: Sequence[str]) -> list[str]:
-    """`hydra.run.dir=out` -> `hydra.run.dir=<user cwd>/out` (see `config.paths.user_path`)."""
+    """`hydra.run.dir=out` -> `hydra.run.dir=<user cwd>/out` (see `config.paths.user_path`), quoted or not
+    (`hydra.run.dir='dir with space/run'`); a path Hydra's grammar cannot read unquoted (spaces, non-ASCII letters)
+    is quoted for it, here and in `SCHEMA_PATHS`. A value in Hydra's own syntax (a sweep `a,b`, `${...}`) is left
+    as it is."""
     from pathlib import Path
 
     from llm_perf_opt.config.paths import user_cwd, user_path
 
-    if user_cwd() == Path.cwd():
-        return list(args)  # relative paths already mean the user's directory
+    elsewhere = user_cwd() != Path.cwd()  # relative paths must be made absolute against the user's directory
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
-        if (
-            sep
-            and key.lstrip("+") in PATH_OVERRIDES
-            and value
-            and not os.path.isabs(os.path.expanduser(value))
-            and not any(c in value for c in "$,()[]{}")
-        ):
-            arg = f"{key}={user_path(value)}"
+        name = key.lstrip("+")
+        if sep and name in PATH_OVERRIDES + SCHEMA_PATHS and value:
+            text, quoted = _unquoted(value)
+            if text and not any(c in text for c in (_INTERPOLATION[:1] if quoted else _INTERPOLATION)):
+                rebase = name in PATH_OVERRIDES and (elsewhere or text.startswith("~"))
+                arg = f"{key}={_quoted(str(user_path(text)) if rebase else text)}"
         out.append(arg)
     return out
 
@@ -81,8 +107,14 @@ def _hydra_job(
 
         from hydra.errors import HydraException
 
+        from llm_perf_opt.errors import PipelineError
+
         if rewrite is not None:
-            args = rewrite(list(args))
+            try:
+                args = rewrite(list(args))
+            except PipelineError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return ExitCode.CONFIG
         from omegaconf.errors import OmegaConfBaseException
 
         from llm_perf_opt.config.options import check_group_options
@@ -100,6 +132,15 @@ def _hydra_job(
             if getattr(exc, TASK_ERROR_FLAG, False):
                 raise
             print(f"error: {hydra_error_line(exc)}", file=sys.stderr)
+            return ExitCode.CONFIG
+        except OSError as exc:  # Hydra's own files (.hydra/, the log) on a full or read-only disk, before the job
+            if getattr(exc, TASK_ERROR_FLAG, False) or not is_write_error(exc):
+                raise
+            from llm_perf_opt.runs.dirs import discard_claimed
+
+            taken_back = discard_claimed()
+            where = "" if exc.filename or not taken_back else f"hydra.run.dir={taken_back[0]}: "
+            print(f"error: {where}{os_error_line(exc)} (Hydra could not write the run's own files)", file=sys.stderr)
             return ExitCode.CONFIG
         finally:
             sys.argv = argv

@@ -7,6 +7,7 @@ device, its knee marked)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Optional
 
 import hydra
 from omegaconf import DictConfig
@@ -36,33 +37,58 @@ TARGET_KEYS = {
 
 
 def expand_targets(args: list[str]) -> list[str]:
-    out = []
+    """Bare targets as the job's keys; a target given twice (`tpot_s=0.02 size.tpot_s=0.5`, where Hydra would
+    silently keep the last) is one ConfigError naming both."""
+    out, given = [], {}
+    full_keys = set(TARGET_KEYS.values())
     for arg in args:
         key, sep, value = arg.partition("=")
-        out.append(f"{TARGET_KEYS[key]}={value}" if sep and key in TARGET_KEYS else arg)
+        if sep and key in TARGET_KEYS:
+            arg = f"{TARGET_KEYS[key]}={value}"
+        full, _, _ = arg.partition("=")
+        if sep and full in full_keys:
+            if full in given:
+                raise ConfigError.field(
+                    full, value, f"is given twice ({given[full]} and {key}={value}): give each target once"
+                )
+            given[full] = f"{key}={value}"
+        out.append(arg)
     return out
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="size")
-@reports_errors(check=partial(validate, runs_model=False))  # before the run directory is created
-def main(raw: DictConfig) -> None:
+def plan(raw: DictConfig, log=progress, measure: bool = True) -> Optional[tuple]:
+    """Every check and the whole sizing (pure arithmetic on the first page: milliseconds): the config, the
+    targets, the reference device, `size()` (a latency target no device within max_scale meets is refused) and
+    the curve. Returns (job, hardware, roof, model, sm, sizing, (points, knee, fit)). `measure=False` (the check
+    before the run directory exists): None for a reference that must be measured first (`hardware=measured`),
+    whose checks the job makes once it has the roof."""
     job = validate(raw, runs_model=False)
     cfg = job.cfg
     if cfg.size is None:
         raise ConfigError("size: the targets are missing (ttft_s=..., tpot_s=..., pages_per_day=...)")
     if cfg.hardware is None:
         raise ConfigError("hardware: size needs a reference device (hardware=h100_sxm, or hardware=custom ...)")
-    hardware = hardware_for(cfg, progress)
+    if cfg.workload.batch != 1:
+        raise ConfigError.field(
+            "workload.pages" if cfg.workload.pages else "workload.batch",
+            list(cfg.workload.pages) or cfg.workload.batch,
+            "size chooses the batch itself (the smallest batch that carries pages_per_day within the latency "
+            "targets, up to the largest that fits): leave it out; ./dev analyze workload.batch=N gives the "
+            "figures at one batch",
+        )
+    if not measure and cfg.hardware.kind == "measured":
+        return None
+    hardware = hardware_for(cfg, log)
     roof = roof_for(cfg, hardware)
     width, height = job.page_size
-    model = model_for_dtype(analytic_model_for(job, width, height), roof.dtype)
+    model = model_for_dtype(analytic_model_for(job, width, height, batch=False), roof.dtype)
     sm = serving_model_for(cfg, model, roof)
     targets = Targets(
         float(cfg.size.ttft_s), float(cfg.size.tpot_s), float(cfg.size.pages_per_day), cfg.serve.output_tokens
     )
     allowance = allowance_for(cfg)
     sizing = size(sm, hardware, roof, targets, allowance, cfg.serve.level, float(cfg.size.max_scale))
-    points, knee, fit = latency_curve(
+    curve = latency_curve(
         sm,
         roof,
         cfg.serve.output_tokens,
@@ -72,6 +98,15 @@ def main(raw: DictConfig) -> None:
         cfg.serve.level,
         continuous=True,
     )
+    return job, hardware, roof, model, sm, sizing, curve
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="size")
+@reports_errors(check=partial(plan, log=lambda _: None, measure=False))  # before the run directory is created
+def main(raw: DictConfig) -> None:
+    job, hardware, roof, model, sm, sizing, (points, knee, fit) = plan(raw)
+    cfg = job.cfg
+    width, height = job.page_size
     lay = model.layout
     print(
         f"{model.spec.name} | mode {cfg.workload.name} | page {width}x{height} | image tokens {lay.image_tokens} "

@@ -40,20 +40,29 @@ def analytic_model_for(
     height: int,
     seq_len: int | None = None,
     capability: Optional[tuple[int, int]] = None,
+    *,
+    batch: bool = True,
 ) -> Any:
     """The analytic model with exactly the knobs the job runs: workload, page, prompt, dtype, attention, where it
-    runs (`execution_for`; `capability`: the GPU's, for a recorded run)."""
+    runs (`execution_for`; `capability`: the GPU's, for a recorded run); `batch=False`: the page alone at batch 1
+    (what the serving math scales: `serving_model` serves the first page), so a job can check what depends on the
+    batch (its memory) before the batch is priced."""
     cfg = job.cfg
     # The vendor decoder has no SDPA path for plain multi-head attention: it is always eager.
     eager = cfg.model.source == "vendor" or cfg.runtime.attn_implementation == "eager"
     family = job.family
     layout = family.layout(job.workload, width, height)
-    batch = {}
-    if cfg.workload.batch > 1:  # the batch's layouts, the first being (width, height)'s
-        sizes = [(width, height)] + list(job.page_sizes[1:])
-        batch = {
+    batched = {}
+    if (
+        batch and cfg.workload.batch > 1
+    ):  # the batch's layouts, the first being (width, height)'s; one per distinct page
+        layouts = {(width, height): layout}
+        for w, h in job.page_sizes[1:]:
+            if (w, h) not in layouts:
+                layouts[(w, h)] = family.layout(job.workload, w, h)
+        batched = {
             "batch": cfg.workload.batch,
-            "batch_layouts": tuple([layout] + [family.layout(job.workload, w, h) for w, h in sizes[1:]]),
+            "batch_layouts": tuple([layout] + [layouts[size] for size in job.page_sizes[1:]]),
         }
     return family.analytic_model(
         job.analytic,
@@ -63,7 +72,7 @@ def analytic_model_for(
         dtype=cfg.runtime.dtype,
         decoder_attention="eager" if eager else "sdpa",
         execution=execution_for(cfg, capability),
-        **batch,
+        **batched,
     )
 
 

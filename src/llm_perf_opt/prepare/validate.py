@@ -22,6 +22,7 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt import families
 from llm_perf_opt.config import RootConfig, WorkloadConfig, to_typed_config
+from llm_perf_opt.config.fields import MAX_BATCH
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.family import ModelFamily
 
@@ -29,6 +30,10 @@ from llm_perf_opt.family import ModelFamily
 # 89,478,485 pixels, about 9459 x 9459; 268 MB as RGB before any copy). A synthetic page and an image
 # file are both materialised at full size before they are resized and tiled.
 MAX_PAGE_PIXELS = 89_478_485
+# Largest batch a job that runs the model accepts (trace, sweep, export): every page's views are built in memory
+# (a Gundam page: a 1024² global view and up to a few dozen 640² crops, tens of MB in float32) and run in one
+# batched forward; vLLM's default max_num_seqs. The analytic jobs take up to `config.fields.MAX_BATCH`.
+MAX_RUN_BATCH = 256
 EXIF_ORIENTATION = 0x0112  # the EXIF tag ImageOps.exif_transpose reads
 
 
@@ -45,6 +50,7 @@ class ValidJob:
     analytic_spec: Optional[Any] = None  # the analytic model's spec when verify.analytic_spec changes it
     family: Optional[ModelFamily] = None  # the model family `model.family` names
     page_sizes: tuple[tuple[int, int], ...] = ()  # each sequence's page (batch > 1: `workload.batch` / `pages`)
+    notes: tuple[str, ...] = ()  # what the vendor's conversion does to the page image (`page_image_notes`)
 
     @property
     def page_size(self) -> tuple[int, int]:
@@ -124,6 +130,57 @@ def check_page_pixels(cfg: RootConfig, width: int, height: int) -> None:
         f"of {MAX_PAGE_PIXELS:,} (the page is built in memory at full size); ./dev analyze "
         "computes the costs of any page size without pixels",
     )
+
+
+# PIL modes of more than 8 bits per sample: the vendor's load_image converts them with `Image.convert("RGB")`,
+# which clips every value above 255 (a 16-bit greyscale scan comes out mostly white)
+WIDE_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+
+def page_image_notes(cfg: RootConfig) -> tuple[str, ...]:
+    """A job that builds the page decodes the whole image file now, so a file whose header reads but whose data
+    is cut or corrupt is one line before any work (not a failure mid-run); and what the vendor's own conversion
+    does to the page, which the run keeps as it is, said in notes: an animated image (its first frame only),
+    more than 8 bits per sample (clipped to 255 by `convert("RGB")`, with the share of pixels that turn white)."""
+    from PIL import Image
+
+    path = cfg.workload.page.image
+    if path is None:
+        return ()
+    notes = []
+    try:
+        with Image.open(path) as img:
+            frames = getattr(img, "n_frames", 1)
+            img.load()  # the first frame, whole: what the vendor's load_image reads
+            if frames > 1:
+                notes.append(
+                    f"workload.page.image is an animated {img.format} of {frames} frames: the vendor's load_image "
+                    "(PIL Image.open, then convert('RGB')) reads the first frame only; so does this run"
+                )
+            if img.mode in WIDE_MODES:
+                import numpy as np
+
+                clipped = float((np.asarray(img) > 255).mean())
+                notes.append(
+                    f"workload.page.image has {img.mode} pixels (more than 8 bits per sample): the vendor's "
+                    f"load_image converts it with PIL's convert('RGB'), which clips values above 255, so "
+                    f"{clipped:.1%} of its pixels turn white; so does this run (scale it to 8 bits to see the page)"
+                )
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise ConfigError(f"workload.page.image={path!r} could not be read as an image: {exc}") from None
+    return tuple(notes)
+
+
+def check_run_batch(cfg: RootConfig) -> None:
+    """A job that runs the model builds every page's views in memory (tens of MB a page) and runs one batched
+    forward: at most MAX_RUN_BATCH pages."""
+    if cfg.workload.batch > MAX_RUN_BATCH:
+        raise ConfigError.field(
+            "workload.batch",
+            cfg.workload.batch,
+            f"a job that runs the model takes at most {MAX_RUN_BATCH} pages in one batch (each page's views are "
+            f"built in memory and run in one forward); ./dev analyze and ./dev size take up to {MAX_BATCH:,}",
+        )
 
 
 def check_device(cfg: RootConfig) -> None:
@@ -216,9 +273,11 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
     spec = model_spec_for(cfg)
     width, height = page_size(cfg)
     sizes = batch_page_sizes(cfg, width, height)
+    distinct = list(dict.fromkeys(sizes))  # identical pages are checked (and later priced) once
     if runs_model:
-        for w, h in sizes:
+        for w, h in distinct:
             check_page_pixels(cfg, w, h)
+        check_run_batch(cfg)
         if cfg.workload.batch != 1 and not family.supports_batch:
             raise ConfigError.field(
                 "workload.batch",
@@ -227,17 +286,20 @@ def validate(raw: Any, runs_model: bool = True) -> ValidJob:
                 "and ./dev size take any batch",
             )
     prompt = family.check_run(cfg, spec, workload, width, height)
-    for w, h in sizes[1:]:  # every page's prompt plus the decode steps within the model's positions
-        family.check_run(cfg, spec, workload, w, h)
+    for w, h in distinct:  # every page's prompt plus the decode steps within the model's positions
+        if (w, h) != (width, height):
+            family.check_run(cfg, spec, workload, w, h)
     analytic = changed_spec(spec, cfg.verify.analytic_spec) if cfg.verify.analytic_spec else None
     # Last, the checks that import torch (about a second) or the vendor code: the rules above refuse bad input
     # without it.
     if runs_model:
         check_device(cfg)  # the model runs there
     check_timing(cfg)  # a measured roof's device is checked there too
+    notes: tuple[str, ...] = ()
     if runs_model:
+        notes = page_image_notes(cfg)  # the pixels, decoded: after the pixel-count check above
         check_vendor_code(cfg)
-    return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family, tuple(sizes))
+    return ValidJob(cfg, spec, workload, width, height, prompt, analytic, family, tuple(sizes), notes)
 
 
 def batch_page_sizes(cfg: RootConfig, width: int, height: int) -> list[tuple[int, int]]:

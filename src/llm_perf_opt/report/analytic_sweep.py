@@ -34,7 +34,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from llm_perf_opt.config.compose import compose_each, group_options
 from llm_perf_opt.config.registry import to_typed_config
@@ -460,6 +460,15 @@ def page_data(sweep: AnalyticSweep, plots: list[tuple[Path, str]]) -> dict[str, 
     }
 
 
+ANALYTIC_OUTPUTS = ("analytic.csv", "analytic.md", "analytic.html", PLOTS_DIR)  # what build_analytic_report writes
+COMPARE_OUTPUTS = ("compare.csv", "compare.md")  # what build_family_comparison writes
+
+
+def _make_dir(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def build_analytic_report(
     out_dir: str | Path,
     modes: Optional[Sequence[str]] = None,
@@ -472,9 +481,12 @@ def build_analytic_report(
     hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE,
     *,
     family: Any,
+    make_dir: Callable[[Path], Path] = _make_dir,
 ) -> AnalyticReport:
     """`hardware`: datasheets to predict times on (default `DEFAULT_HARDWARE`; empty: none); `family`: the
-    model family (`llm_perf_opt.families`), whose spec `model` names (a preset or a vendor config.json)."""
+    model family (`llm_perf_opt.families`), whose spec `model` names (a preset or a vendor config.json);
+    `make_dir(out)`: the output directory made ready once everything is evaluated, before the first write
+    (`report.output_dirs.claim_output`: refused or cleared of an earlier report)."""
     out = Path(out_dir)
     spec = model_spec(family, model)
     side_grid(min_side, max_side, n)  # refuse bad sides before anything is composed or written
@@ -491,7 +503,7 @@ def build_analytic_report(
         roofs,
         load_capacities(list(roofs)),
     )
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dir(out)
     csv_path = render.write_csv(out / "analytic.csv", POINT_COLUMNS + hardware_columns(roofs), sweep.points)
     plot_files = _plots(out / PLOTS_DIR, sweep) if plots else []
     data = page_data(sweep, plot_files)
@@ -769,15 +781,15 @@ def build_family_comparison(
     pages: Optional[dict[str, tuple[int, int]]] = None,
     dtype: str = "bfloat16",
     hardware: Optional[Sequence[str]] = DEFAULT_HARDWARE,
+    make_dir: Callable[[Path], Path] = _make_dir,
 ) -> tuple[Path, Path, int]:
     """compare.csv and compare.md in `out_dir`: every entry at the same pages (default: the page presets).
-    Returns (csv, markdown, rows)."""
+    Returns (csv, markdown, rows). `make_dir` as `build_analytic_report`'s."""
     if len(entries) < 2:
         raise ConfigError.field("--compare", [e.label for e in entries], "needs at least two entries to compare")
     roofs = load_roofs(list(hardware or ()), dtype)
     rows = compare_rows(entries, pages if pages is not None else load_pages(), roofs, dtype)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dir(Path(out_dir))
     columns = compare_columns(roofs)
     csv_path = render.write_csv(out / "compare.csv", columns, rows)
     brief = [c for c in columns if c.brief]

@@ -11,7 +11,15 @@ Matching:
 - stages, parts and decode steps by name (`report.time_levels`); time levels present in either run.
 
 Bad input, one line each (exit 2 in the job): a directory that is not a run (no `summary.json`), an
-unreadable artifact, the two runs holding one artifact at different schema versions.
+unreadable artifact, the two runs holding one artifact at different schema versions; and a run that cannot be
+compared honestly: one still running (a live process holds its lock), one that did not end `ok` (failed,
+interrupted, or killed: `running` with no live holder), one without a call graph (`callgraph.grouped.json`:
+traced with `trace.capture=false`, or its files removed), whose nodes nothing could be matched against.
+
+What differs between the runs (model family, model, batch, mode, page, dtype, attention, device, the hardware
+their times were predicted on) is said first (`Comparison.differences`): on the page's top and in the job's
+output, with what it means for the figures (a batch of 2 runs twice the sequences, so its FLOPs double; two
+families match only the modules whose paths they share).
 
 Outputs in the output directory: `compare.html` (the run page's look), `compare.csv` (one row per compared
 figure: section, key, metric, a, b, delta, ratio) and `compare.graph.svg` / `.dot`: run B's grouped graph
@@ -60,11 +68,16 @@ class Run:
     grouped: Optional[GroupedGraph]
     times: RunTimes
     versions: dict[str, int]  # file -> schema_version, of the JSON artifacts present
+    family: str = ""  # the model family (`model.family` of the run's saved config), "" when unknown
+
+    @property
+    def batch(self) -> int:
+        return self.summary.tokens.batch
 
     def label(self) -> str:
         s, wl = self.summary, self.summary.workload
         return (
-            f"{s.model.name} · {wl.mode} · {s.page.width}×{s.page.height} · {s.runtime.dtype} · "
+            f"{s.model.name} · {wl.mode} · {s.page.width}×{s.page.height} · batch {self.batch} · {s.runtime.dtype} · "
             f"attention {s.runtime.attn_implementation}"
         )
 
@@ -72,7 +85,9 @@ class Run:
         s = self.summary
         return {
             "directory": str(self.dir),
+            "family": self.family or "—",
             "model": f"{s.model.name} ({s.model.source}, spec {s.model.spec})",
+            "batch": f"{self.batch} sequence{'s' if self.batch != 1 else ''}",
             "mode": s.workload.mode,
             "page": f"{s.page.width} × {s.page.height}",
             "tokens": f"{s.tokens.image} image, {s.tokens.sequence} in the sequence",
@@ -92,14 +107,38 @@ def _schema_version(path: Path) -> Optional[int]:
     return v if isinstance(v, int) else None
 
 
-def open_run(path: str | Path, name: str) -> Run:
-    """A run directory, read for comparison; one-line errors for anything that is not a readable run."""
+def saved_family(run_dir: Path) -> str:
+    """`model.family` of the run's saved Hydra config (`.hydra/config.yaml`), "" when it has none."""
+    saved = run_dir / ".hydra" / "config.yaml"
+    if not saved.is_file():
+        return ""
+    from omegaconf import OmegaConf
+
+    try:
+        return str(OmegaConf.select(OmegaConf.load(saved), "model.family", default="") or "")
+    except Exception:  # noqa: BLE001 - an unreadable saved config: the family stays unknown
+        return ""
+
+
+def open_run(path: str | Path, name: str, default_family: str = "") -> Run:
+    """A run directory, read for comparison; one-line errors for anything that is not a readable run, or not one
+    that can be compared honestly (live, not ended ok, no call graph)."""
+    from llm_perf_opt.run_lock import holder
+
     p = Path(path)
     if not p.is_dir():
         raise ConfigError(f"run {name} {p}: not a run directory ({'a file' if p.exists() else 'no such directory'})")
     if not (p / "summary.json").is_file():
         raise ConfigError(
             f"run {name} {p}: not a run directory (no summary.json; a sweep directory holds one run per job)"
+        )
+    live = holder(p)
+    if live is not None:
+        pid = f"pid {live['pid']}" if live.get("pid") else "another process"
+        since = f", since {live['started']}" if live.get("started") else ""
+        raise ConfigError(
+            f"run {name} {p}: still running ({pid} holds it{since}): its files are not final; compare it once "
+            "the job ends"
         )
     versions = {}
     for f in RUN_FILES:
@@ -108,8 +147,31 @@ def open_run(path: str | Path, name: str) -> Run:
             if v is not None:
                 versions[f.file] = v
     summary = load_summary(p / "summary.json")
-    grouped = load_grouped_json(p / "callgraph.grouped.json") if (p / "callgraph.grouped.json").is_file() else None
-    return Run(dir=p, name=name, summary=summary, grouped=grouped, times=run_times(p), versions=versions)
+    if summary.status != "ok":
+        how = (
+            "was killed (status running, and no process holds it)"
+            if summary.status == "running"
+            else (f"ended {summary.status}")
+        )
+        at = f" at stage {summary.stage}" if summary.stage else ""
+        why = f": {summary.error.type}: {summary.error.message}" if summary.error else ""
+        raise ConfigError(
+            f"run {name} {p}: {how}{at}{why}; its figures are partial, so compare needs two runs that ended ok"
+        )
+    if not (p / "callgraph.grouped.json").is_file():
+        has_capture = (p / "callgraph.json").is_file()
+        raise ConfigError(
+            f"run {name} {p}: no call graph (callgraph.grouped.json"
+            + (
+                "; regroup it with ./dev group RUN_DIR)"
+                if has_capture
+                else ", nor callgraph.json: traced with trace.capture=false?)"
+            )
+            + ": compare matches the two runs node by node, so both need one"
+        )
+    grouped = load_grouped_json(p / "callgraph.grouped.json")
+    family = saved_family(p) or default_family
+    return Run(p, name, summary, grouped, run_times(p), versions, family)
 
 
 def check_compatible(a: Run, b: Run) -> None:
@@ -271,6 +333,8 @@ class Comparison:
     stages_only_b: list[str]
     levels: list[str]
     notes: list[str] = field(default_factory=list)
+    # what differs between the runs, and what it means: (what, explanation), e.g. ("batch", "batch 1 → 2: ...")
+    differences: list[tuple[str, str]] = field(default_factory=list)
 
     def changed_nodes(self, metric: str = "time_measured", threshold: float = 0.0) -> list[Row]:
         """Matched nodes whose `metric` differs by more than `threshold` (relative to A), largest change first."""
@@ -284,19 +348,71 @@ class Comparison:
         return sorted(out, key=lambda r: -abs(r.figure(metric).delta))
 
 
-def compare_runs(dir_a: str | Path, dir_b: str | Path) -> Comparison:
-    a, b = open_run(dir_a, "A"), open_run(dir_b, "B")
+def differences(a: Run, b: Run, only_a: int = 0, only_b: int = 0) -> list[tuple[str, str]]:
+    """What differs between the two runs, as (what, explanation): each says what it means for the figures."""
+    sa, sb = a.summary, b.summary
+    out = []
+    if a.family != b.family:
+        out.append(
+            (
+                "family",
+                f"model family {a.family or '?'} → {b.family or '?'}: two families' module trees; nodes are matched "
+                f"only where their module paths agree ({only_a} nodes only in A, {only_b} only in B), and a "
+                "matched node may run different code",
+            )
+        )
+    if (sa.model.name, sa.model.spec) != (sb.model.name, sb.model.spec):
+        out.append(("model", f"model {sa.model.name} ({sa.model.spec}) → {sb.model.name} ({sb.model.spec})"))
+    if a.batch != b.batch:
+        out.append(
+            (
+                "batch",
+                f"batch {a.batch} → {b.batch}: each run's FLOPs, bytes and times are of its whole batched forward "
+                f"(B runs {b.batch / a.batch:.3g}x the sequences of A); divide by the batch for one sequence",
+            )
+        )
+    if sa.workload.mode != sb.workload.mode:
+        out.append(("mode", f"mode {sa.workload.mode} → {sb.workload.mode}: other views and image tokens"))
+    pa, pb = (sa.page.width, sa.page.height, sa.page.image), (sb.page.width, sb.page.height, sb.page.image)
+    if pa != pb:
+        show = lambda p: f"{p[0]}×{p[1]}" + (f" {p[2]}" if p[2] else "")  # noqa: E731
+        out.append(("page", f"page {show(pa)} → {show(pb)}"))
+    for what, x, y in (
+        ("dtype", sa.runtime.dtype, sb.runtime.dtype),
+        ("attention", sa.runtime.attn_implementation, sb.runtime.attn_implementation),
+        ("device", sa.runtime.device, sb.runtime.device),
+    ):
+        if x != y:
+            out.append((what, f"{what} {x} → {y}"))
+    if a.times.roof != b.times.roof:
+        out.append(
+            (
+                "hardware",
+                f"predicted on {a.times.roof or 'no hardware'} → {b.times.roof or 'no hardware'}: the predicted "
+                "times use other hardware figures",
+            )
+        )
+    return out
+
+
+def compare_runs(dir_a: str | Path, dir_b: str | Path, default_family: str = "") -> Comparison:
+    """The two runs compared (`default_family`: the family of a run whose saved config names none)."""
+    a, b = open_run(dir_a, "A", default_family), open_run(dir_b, "B", default_family)
     check_compatible(a, b)
     nodes, only_a, only_b = node_rows(a, b)
     stages, s_only_a, s_only_b = stage_rows(a, b)
-    notes = []
-    if a.grouped is None or b.grouped is None:
-        notes.append(
-            "no callgraph.grouped.json in run "
-            + " and ".join(r.name for r in (a, b) if r.grouped is None)
-            + ": no node comparison"
-        )
-    return Comparison(a, b, nodes, stages, only_a, only_b, s_only_a, s_only_b, level_names(a, b), notes)
+    return Comparison(
+        a,
+        b,
+        nodes,
+        stages,
+        only_a,
+        only_b,
+        s_only_a,
+        s_only_b,
+        level_names(a, b),
+        differences=differences(a, b, len(only_a), len(only_b)),
+    )
 
 
 # ------------------------------------------------------------------------------------------------ outputs
@@ -304,6 +420,8 @@ def csv_text(cmp: Comparison) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["section", "key", "label", "metric", "a", "b", "delta", "ratio"])
+    for what, text in cmp.differences:  # what differs, first: the figures below mean what these say
+        w.writerow(["differs", what, text, "", "", "", "", ""])
     for r in cmp.stages + cmp.nodes:
         for f in r.figures:
             if f.a is None and f.b is None:
@@ -359,8 +477,12 @@ def delta_graph(cmp: Comparison) -> Optional[GroupedGraph]:
     return g
 
 
+COMPARE_OUTPUTS = (COMPARE_HTML, COMPARE_CSV, f"{COMPARE_STEM}.dot", f"{COMPARE_STEM}.svg")
+
+
 def write_comparison(cmp: Comparison, out_dir: str | Path) -> dict[str, Path]:
-    """compare.html, compare.csv and (with Graphviz) compare.graph.svg in `out_dir`; return their paths."""
+    """compare.html, compare.csv and (with Graphviz) compare.graph.svg in `out_dir` (claimed by the caller:
+    `report.output_dirs`); return their paths."""
     from llm_perf_opt.callgraph.dot import build_grouped_dot, render_dot
     from llm_perf_opt.report.render import render_page
 

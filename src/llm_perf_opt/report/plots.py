@@ -2,15 +2,38 @@
 
 SVG text stays text (`svg.fonttype = none`) so the page is searchable and small, and the files are
 reproducible (fixed hash salt, no date in the metadata).
+
+Matplotlib keeps its configuration and font cache under the home directory (`~/.config/matplotlib`,
+`~/.cache/matplotlib`) and makes them, with every missing parent, on import: a home directory that does not
+exist or cannot be written (a batch system's placeholder `HOME`) would be created or warned about. Then its
+directory is a temporary one of this process instead (`MPLCONFIGDIR`), removed at exit (`_matplotlib_dir`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-import matplotlib
+
+def _matplotlib_dir() -> None:
+    """MPLCONFIGDIR for a home directory that is missing or read-only (an explicit MPLCONFIGDIR is kept)."""
+    home = os.path.expanduser("~")
+    if os.environ.get("MPLCONFIGDIR") or (os.path.isdir(home) and os.access(home, os.W_OK)):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="llm-perf-opt-matplotlib-")
+    os.environ["MPLCONFIGDIR"] = path
+    atexit.register(shutil.rmtree, path, True)
+
+
+_matplotlib_dir()
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -14,23 +14,78 @@ Nothing is written for a refused run: before a directory is claimed (and so befo
 writes `.hydra/`), `on_run_start` runs the job's own checks (`register_check`: `reports_errors(check=...)`,
 e.g. the trace job's `validate`) on the composed config, and `on_multirun_start` composes every job of the
 sweep (a value of the wrong type, an unknown key) before the sweeper writes `multirun.yaml`. An empty
-`hydra.run.dir` / `hydra.sweep.dir` is refused too (it would mean the current directory).
+`hydra.run.dir` / `hydra.sweep.dir` is refused too (it would mean the current directory). A check that can only
+run inside the job (one that needs a calibrated roof: `hardware=measured`) may still refuse it late: a single run
+that ends, refused or interrupted, before writing any result is taken back (`discard_if_empty`: the directory
+when this run created it, else what this run added: `.hydra/`, `.lock`, the log), so a refusal writes nothing
+either way.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError, one_line
+from llm_perf_opt.errors import ConfigError, ExitCode, PipelineError, one_line, os_error_line
 from llm_perf_opt.run_lock import RunLock, claim
 
 # Hydra's job name (the job module's file name: trace, analyze, ...) -> the job's checks of its composed config
 _CHECKS: dict[str, Callable[[DictConfig], Any]] = {}
+
+
+# A single run's directory as this process claimed it: (created by the claim, the entries it held before)
+_CLAIMED: dict[Path, tuple[bool, frozenset[str]]] = {}
+BOOKKEEPING = (".hydra", ".lock")  # what Hydra and the lock put into a run directory before the job runs
+
+
+def discard_if_empty(directory: str | os.PathLike) -> bool:
+    """Take back a single run's directory that holds no result of this run (only `.hydra/`, `.lock` and the job's
+    `*.log`): removed when this run created it, else emptied of what this run added. True when it was taken
+    back; False when the run wrote a result (kept, with its status) or this process did not claim it."""
+    path = Path(directory).absolute()
+    claimed = _CLAIMED.get(path)
+    if claimed is None or not path.is_dir():
+        return False
+    created, before = claimed
+    added = [p for p in path.iterdir() if p.name not in before]
+    if any(p.name not in BOOKKEEPING and not (p.suffix == ".log" and p.is_file()) for p in added):
+        return False
+    _close_logs_under(path)  # the job's log file, still open in this process (Hydra's job logging)
+    if created:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        for p in added:
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
+    _CLAIMED.pop(path, None)
+    return True
+
+
+def _close_logs_under(path: Path) -> None:
+    """Close and detach every logging file handler writing into `path` (a taken-back run's log)."""
+    import logging
+
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
+    for lg in loggers:
+        for handler in list(lg.handlers):
+            name = getattr(handler, "baseFilename", None)
+            if name and Path(name).is_relative_to(path):
+                lg.removeHandler(handler)
+                handler.close()
+
+
+def discard_claimed() -> list[Path]:
+    """Every single-run directory this process claimed and that holds no result, taken back
+    (`discard_if_empty`): a job that Hydra itself could not start (its own `.hydra/` files on a full disk)."""
+    return [p for p in list(_CLAIMED) if discard_if_empty(p)]
 
 
 def register_check(job: str, check: Callable[[DictConfig], Any]) -> None:
@@ -112,13 +167,20 @@ class RunDirLock(Callback):
         try:
             _check_directory(config, "hydra.run.dir")
             _check_run(config)  # the job's own checks: a refused run creates nothing
+            path = Path(str(directory)).absolute()
+            existed = path.is_dir()
+            before = set(os.listdir(path)) if existed else set()
             self._run = claim(str(directory), overwrite=_overwrite(config), field="hydra.run.dir", clear=True)
+            _CLAIMED[path] = (not existed, frozenset(before & set(os.listdir(path))))
         except PipelineError as exc:
             _refuse(exc)
+        except OSError as exc:  # the directory cannot be listed or written (Hydra would only warn and go on)
+            _refuse(ConfigError.field("hydra.run.dir", str(directory), f"cannot be written: {os_error_line(exc)}"))
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._run is not None:
             self._run.release()
+            _CLAIMED.pop(self._run.dir, None)
             self._run = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:

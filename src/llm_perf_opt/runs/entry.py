@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from llm_perf_opt.config import register_configs
 from llm_perf_opt.config.paths import conf_dir
-from llm_perf_opt.errors import ExitCode, PipelineError
+from llm_perf_opt.errors import ExitCode, PipelineError, is_write_error, os_error_line
 from llm_perf_opt.run_artifacts import ErrorRecord, run_file
 from llm_perf_opt.runs import memory as job_memory
 from llm_perf_opt.runs import signals
@@ -70,9 +70,12 @@ def reports_errors(
       directory is created (`runs.dirs.register_check`), so a refused run writes nothing;
 
     * a `PipelineError` (bad input) is one line `error: ...` on stderr and exit code 2 (`ExitCode.CONFIG`);
-      in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on;
+      in a multirun the job writes `error.json` (type, message, config) instead and the sweep goes on; a single
+      run refused before it wrote any result leaves nothing (`runs.dirs.discard_if_empty`);
     * Ctrl-C is one line `interrupted at stage X; partial results in DIR` and exit code 130, in a multirun
-      too (the sweep stops);
+      too (the sweep stops); a single run stopped before it wrote any result says so and leaves nothing;
+    * an output the file system refuses (a full disk, a read-only directory: `errors.is_write_error`) is one
+      line naming the file, exit code 2, like bad input;
     * any other exception is a bug: recorded, then re-raised (Python's traceback, exit code 1); in a
       multirun it is recorded in `error.json` and the sweep goes on.
 
@@ -82,7 +85,7 @@ def reports_errors(
         return functools.partial(reports_errors, check=check)
     job_name = task.__module__.rsplit(".", 1)[-1]
     from llm_perf_opt.config import to_typed_config
-    from llm_perf_opt.runs.dirs import register_check
+    from llm_perf_opt.runs.dirs import discard_if_empty, register_check
 
     register_check(job_name, check or to_typed_config)
 
@@ -106,26 +109,31 @@ def reports_errors(
             job = current_job()
             signum = signals.signal_of(exc)
             by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
-            print(
-                f"interrupted{by} at stage {run.stage}{' of ' + job if job else ''}; partial results in {run.out_dir}",
-                file=sys.stderr,
-                flush=True,
-            )
+            where = f"at stage {run.stage}{' of ' + job if job else ''}"
+            if not multirun and discard_if_empty(run.out_dir):
+                print(f"interrupted{by} {where}, before any result was written: nothing kept", file=sys.stderr)
+            else:
+                print(f"interrupted{by} {where}; partial results in {run.out_dir}", file=sys.stderr, flush=True)
             raise SystemExit(ExitCode.INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, then re-raised or reported
             run.stopped(exc)
-            expected = isinstance(exc, PipelineError)
+            expected = isinstance(exc, PipelineError) or is_write_error(exc)
+            message = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
             if multirun:
-                write_error(exc, cfg)
+                try:
+                    write_error(exc, cfg)
+                    recorded = "error.json written"
+                except OSError as write_failed:  # the same full disk: said, not a second traceback
+                    recorded = f"error.json not written: {os_error_line(write_failed)}"
                 progress(
-                    f"job failed at stage {run.stage}: {type(exc).__name__}: {exc} "
-                    "(error.json written; the sweep goes on)"
+                    f"job failed at stage {run.stage}: {type(exc).__name__}: {message} ({recorded}; the sweep goes on)"
                 )
                 return None
             if not expected:
                 setattr(exc, TASK_ERROR_FLAG, True)
                 raise
-            print(f"error: {exc}", file=sys.stderr, flush=True)
+            discard_if_empty(run.out_dir)  # refused before any result: nothing written (the run's own files go)
+            print(f"error: {message}", file=sys.stderr, flush=True)
             raise SystemExit(ExitCode.CONFIG) from None
         finally:
             run.end()

@@ -8,6 +8,11 @@ A KeyboardInterrupt raised while a finalizer runs (a weakref callback, `__del__`
 "Exception ignored in ..." and lost, and the job would go on to end `ok`. So the signal is also remembered
 (`pending()`), and the job's bookkeeping raises it again at the next stage boundary and before it writes
 `ok` (`raise_pending`).
+
+Once a job is stopping (`ignore()`: its interruption is being recorded), the process is on its way out: every
+`handling()` block that ends from then on leaves the three signals ignored instead of restoring Python's
+defaults, so a second signal (Ctrl-C then SIGTERM 50 ms later) can no longer kill the process in the gap
+before it exits with 130 and its one line. `clear()` (a new job) ends that state.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, Iterator, Optional
 
 HANDLED = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
 _PENDING: Optional[int] = None
+_STOPPING = False  # ignore() was called: the process is ending; handling() leaves the signals ignored
 
 
 class Interrupted(KeyboardInterrupt):
@@ -57,8 +63,14 @@ def pending() -> Optional[int]:
 
 
 def clear() -> None:
-    global _PENDING
+    global _PENDING, _STOPPING
     _PENDING = None
+    _STOPPING = False
+
+
+def stopping() -> bool:
+    """An interruption is being recorded: the process is ending (`ignore()` was called)."""
+    return _STOPPING
 
 
 def raise_pending() -> None:
@@ -68,9 +80,12 @@ def raise_pending() -> None:
 
 
 def ignore() -> None:
-    """While an interruption is being recorded, further signals are ignored (no second traceback)."""
+    """While an interruption is being recorded, further signals are ignored (no second traceback), to the end
+    of the process (`handling()` no longer restores the defaults)."""
+    global _STOPPING
     if threading.current_thread() is not threading.main_thread():
         return
+    _STOPPING = True
     for signum in HANDLED:
         try:
             signal.signal(signum, signal.SIG_IGN)
@@ -80,8 +95,9 @@ def ignore() -> None:
 
 @contextmanager
 def handling() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` inside the block (main thread only; restored after).
-    A signal the process ignores (a background job's SIGINT under `nohup`) stays ignored."""
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` inside the block (main thread only; restored after, or
+    left ignored once the process is stopping: an interruption that leaves the block stops it). A signal the
+    process ignores (a background job's SIGINT under `nohup`) stays ignored."""
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for signum in HANDLED:
@@ -95,9 +111,13 @@ def handling() -> Iterator[None]:
                 pass
     try:
         yield
+    except KeyboardInterrupt:  # an interruption leaving the block: the process is ending, no second signal kills it
+        ignore()
+        raise
     finally:
         for signum, old in previous.items():
             try:
-                signal.signal(signum, old if old is not None else signal.SIG_DFL)
+                restored = signal.SIG_IGN if _STOPPING else (old if old is not None else signal.SIG_DFL)
+                signal.signal(signum, restored)
             except (ValueError, OSError):
                 pass

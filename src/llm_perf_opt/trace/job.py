@@ -82,6 +82,8 @@ def validate_stage(ctx: TraceRun) -> None:
     ctx.job = validate(ctx.raw_cfg)  # every rule, before any work
     ctx.cfg, ctx.family = ctx.job.cfg, ctx.job.family
     progress(f"run dir {ctx.out_dir}")
+    for note in ctx.job.notes:  # the vendor's own conversion of the page image, said (summary.json: page.notes)
+        progress(f"note: {note}")
 
 
 def inputs_stage(ctx: TraceRun) -> None:
@@ -331,7 +333,12 @@ def base_summary(cfg: RootConfig, job: ValidJob, inputs: Any) -> Summary:
     return Summary(
         model=ModelInfo(name=cfg.model.name, source=cfg.model.source, spec=job.spec.name),
         workload=WorkloadInfo(mode=w.name, extra={k: getattr(w, k) for k in job.family.workload_knobs}),
-        page=PageInfo(width=layout.page_width, height=layout.page_height, image=w.page.image),
+        page=PageInfo(
+            width=layout.page_width,
+            height=layout.page_height,
+            image=w.page.image,
+            extra={"notes": list(job.notes)} if job.notes else {},
+        ),
         layout=typed(LayoutView, layout.as_dict(), "layout"),
         tokens=TokenCounts(
             image=layout.image_tokens,
