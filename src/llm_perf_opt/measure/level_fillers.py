@@ -135,12 +135,16 @@ FILLERS: tuple[Filler, ...] = (
     ),
     Filler(
         figure="host.op_s",
-        since=6,
-        means="the host's cost per kernel of the model's eager path on the device (module calls, launches)",
+        # 7: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
+        # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
+        # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs)
+        since=7,
+        means="the host's cost per kernel of the model's own eager forward on the device (module calls, launches)",
         devices=("cuda",),
         from_recording=host_op_from_recording,
-        older="a tiny module forward on CPU tensors per aten op, with no device launch in it (a lower bound of the "
-        "host's cost per kernel on the device)",
+        older="version 5: a tiny module forward on CPU tensors per aten op, with no device launch in it (a lower "
+        "bound of the host's cost per kernel on the device); version 6: a decoder-shaped workload per op "
+        "(`measure.host_workload`), not the model's own code",
         default=NamedDefault(
             "host.dispatch_s",
             "the bare dispatcher's cost per op (no module code, no launch): a lower bound",
