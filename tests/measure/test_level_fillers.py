@@ -103,3 +103,36 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
     # device
     cpu = copy.deepcopy(h200_levels["float32"])
     assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})
+
+
+def test_launch_bound_figures_of_a_version_5_cuda_file(h200_levels):
+    from llm_perf_opt.measure.level_fillers import LAUNCH_BOUND, LAUNCH_BOUND_FACTOR, launch_bound
+
+    lv = h200_levels["bfloat16"]
+    out, bound = launch_bound(lv, "cuda")
+    assert {f.origin for f in bound.values()} == {"launch-bound"}
+    # the attention rows are all within 1.5x of the fastest SDPA call (29.4-41.1 µs): set aside, the GEMM curve
+    assert out["attention"] == [] and out["attention_launch_bound"] == lv["attention"] and bound["attention"].value == 5
+    # the small and medium add (within 1.5x of the 1-element add) and the small copy: labelled, kept
+    assert "elementwise.small.bytes_per_s" in bound and "elementwise.medium.bytes_per_s" in bound
+    assert "elementwise.large.bytes_per_s" not in bound and out["elementwise"] == lv["elementwise"]
+    fastest = min(g["seconds"] for g in lv["gemm"])
+    assert bound["gemm"].value == sum(g["seconds"] <= LAUNCH_BOUND_FACTOR * fastest for g in lv["gemm"]) == 25
+    assert out["gemm"] == lv["gemm"] and "upper bounds" in bound["gemm"].source
+    assert [r.figure for r in LAUNCH_BOUND if r.set_aside] == ["attention"]
+    # a device-timed file (version 6) and a CPU file as they are
+    assert launch_bound({**lv, "version": 6}, "cuda") == ({**lv, "version": 6}, {})
+    assert launch_bound(lv, "cpu") == (lv, {})
+
+
+def test_a_set_aside_gemm_row_leaves_the_rows_and_keeps_the_fixed_cost_floor(h200_levels):
+    from llm_perf_opt.analytic.time.figures import device_from_calibration
+    from llm_perf_opt.measure.level_fillers import LaunchBound, launch_bound
+
+    lv = h200_levels["bfloat16"]
+    out, _ = launch_bound(lv, "cuda", (LaunchBound("gemm", "own", True, "left out"),))
+    dev = device_from_calibration(out, "h200", False, 1e12)
+    assert [m for m, _ in dev.gemm_rows] == [1024, 4096]  # rows 1..256 had only launch-bound points
+    # the 3x fixed-cost floor is the fastest call's, the set-aside ones included: 46-178 µs products kept
+    assert [x for x, _ in dev.gemm] == [1365.333333, 2730.666667]
+    assert "25 launch-bound shape(s) set aside" in dev.sources["gemm"]
