@@ -1,4 +1,5 @@
-"""`analytic.kernels_taken_off`: a stage with some paths' own kernels taken off (the MoE experts a routing left idle)."""
+"""`analytic.kernels_taken_off`: a stage with some paths' own kernels taken off (the MoE experts a routing left
+idle)."""
 
 from __future__ import annotations
 

@@ -21,12 +21,13 @@ give it); the known version follows (`known_levels_version`).
 Launch-bound figures (`LAUNCH_BOUND`, `launch_bound`): a CUDA file older than `TIMED_ON_DEVICE_SINCE` timed each
 case with CUDA events around back-to-back eager launches, so a case whose device time is shorter than the host's
 cost of issuing it measured that cost, not the device. Such a figure is an upper bound of the device time,
-labelled, and set aside where its row says so (where what stands in is nearer the device time, measured): a case is launch-bound when its per-call time is within `LAUNCH_BOUND_FACTOR` of the fastest
-call of its own kind in the file (each kind's host cost per call differs: a torch.add, a transpose copy, a cuBLAS
-matmul, an SDPA call). A launch-bound bandwidth tier takes its kind's large tier (bytes / large bandwidth; the
-kernel level floors it by the min kernel time, itself filled from the recording's kernel durations); a
-launch-bound GEMM or attention point leaves its curve (a row of the GEMM grid left without a point leaves
-`gemm_rows`: its products read the curve over x; an attention curve left without a point: the GEMM curve).
+labelled, and set aside where its row says so (where what stands in is nearer the device time, measured). A case
+is launch-bound when its per-call time is within `LAUNCH_BOUND_FACTOR` of the fastest call of its own kind in the
+file (each kind's host cost per call differs: a torch.add, a transpose copy, a cuBLAS matmul, an SDPA call). A
+launch-bound bandwidth tier set aside takes its kind's large tier (bytes / large bandwidth; the kernel level floors
+it by the min kernel time, itself filled from the recording's kernel durations); a launch-bound GEMM or attention
+point set aside leaves its curve (a row of the GEMM grid left without a point leaves `gemm_rows`: its products read
+the curve over x; an attention curve left without a point: the GEMM curve).
 """
 
 from __future__ import annotations
@@ -211,10 +212,10 @@ def launch_bound(
             if rule.set_aside:
                 out[rule.figure] = [c for c in cases if c not in left]
                 out[f"{rule.figure}_launch_bound"] = left
+            lo, hi = (f(float(c["seconds"]) for c in left) * 1e6 for f in (min, max))
             done[rule.figure] = Filled(
                 float(len(left)),
-                f"{why} ({fastest * 1e6:.3g} µs): {len(left)} of {len(cases)} point(s) at "
-                f"{min(float(c['seconds']) for c in left) * 1e6:.3g}-{max(float(c['seconds']) for c in left) * 1e6:.3g} "
+                f"{why} ({fastest * 1e6:.3g} µs): {len(left)} of {len(cases)} point(s) at {lo:.3g}-{hi:.3g} "
                 f"µs per call, upper bounds of their device times; {rule.instead}",
                 "launch-bound",
             )
