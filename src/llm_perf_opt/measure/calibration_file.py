@@ -71,7 +71,7 @@ class CalibrationFile:
             "recording": "from the recording beside the file",
             "older": "the file's older figure, kept and labelled",
             "default": "a named default",
-            "launch-bound": "launch-bound, set aside (an upper bound of the device time)",
+            "launch-bound": "launch-bound: an upper bound of the device time, labelled (`level_fillers.LAUNCH_BOUND`)",
         }
         by: dict[tuple[str, str], list[str]] = {}
         for dtype, figures in self.filled.items():
