@@ -71,7 +71,9 @@ def test_analyze_on_the_recorded_file_alone_prints_the_figures_the_recorded_run_
     payload = json.loads((out / "roofline.json").read_text())["data"]
     assert payload["levels"] == ["ideal", "kernel", "eager"] and payload["absent_levels"] == {}
     notes = payload["time_model"]["notes"]
-    assert notes[0] == f"recorded calibration {alone} (kernel-level figures version 5)" and len(notes) == 3
+    assert notes[0] == f"recorded calibration {alone} (kernel-level figures version 5)" and len(notes) == 9
+    # 2 figures kept (min_kernel_s, host.op_s), 6 launch-bound ones labelled (`level_fillers.LAUNCH_BOUND`)
+    assert sum("launch-bound: timed by CUDA events" in n for n in notes) == 6
     assert (
         payload["time_model"]["device"]["min_kernel_s"]
         == json.loads(H200.read_text())["data"]["levels"]["bfloat16"]["min_kernel_s"]

@@ -48,7 +48,7 @@ def test_the_h200_file_alone_is_the_recorded_device_and_host(tmp_path):
     got = read_calibration_file(path)
     assert got.device_type == "cuda" and got.levels_versions == {"float32": 5, "bfloat16": 5}
     assert got.recordings == () and got.left_out == ()
-    assert {o.origin for by in got.filled.values() for o in by.values()} == {"older"}
+    assert {o.origin for by in got.filled.values() for o in by.values()} == {"older", "launch-bound"}
     cfg = _cfg(path, "runtime=cuda")  # the recorded run's runtime: bfloat16 under CUDA autocast
     check_hardware(cfg)  # no CUDA on this machine: nothing but the file is needed
     hw = hardware_for(cfg)
@@ -88,7 +88,7 @@ def test_the_h200_file_with_its_recording_fills_the_version_6_figures(tmp_path):
 def test_the_file_in_the_repository_reads_with_what_lies_beside_it():
     got = read_calibration_file(H200)
     assert RUN / "profile.trace.json.gz" in got.recordings
-    assert {o.origin for by in got.filled.values() for o in by.values()} == {"recording"}
+    assert {o.origin for by in got.filled.values() for o in by.values()} == {"recording", "launch-bound"}
 
 
 def test_a_compressed_file_reads_the_same(tmp_path):

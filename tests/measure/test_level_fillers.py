@@ -39,12 +39,12 @@ def recording():
     return [read_recorded_profile(TRACE)]
 
 
-def test_the_table_declares_the_version_6_figures():
+def test_the_table_declares_the_version_6_and_7_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
         ("min_kernel_s", 6, ("cuda",)),
-        ("host.op_s", 6, ("cuda",)),
+        ("host.op_s", 7, ("cuda",)),  # 7: measured on the model's own eager forward
     ]
-    assert known_levels_version() == max(LEVELS_VERSION, 6)
+    assert known_levels_version() == max(LEVELS_VERSION, 7)
     assert known_levels_version([]) == LEVELS_VERSION
 
 
@@ -97,9 +97,44 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
     def no_recording():
         raise AssertionError("the recording is read only when a figure needs it")
 
-    current = dict(copy.deepcopy(h200_levels["bfloat16"]), version=6)
+    current = dict(copy.deepcopy(h200_levels["bfloat16"]), version=known_levels_version())
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the
     # device
     cpu = copy.deepcopy(h200_levels["float32"])
     assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})
+
+
+def test_launch_bound_figures_of_a_version_5_cuda_file(h200_levels):
+    from llm_perf_opt.measure.level_fillers import LAUNCH_BOUND, LAUNCH_BOUND_FACTOR, LaunchBound, launch_bound
+
+    lv = h200_levels["bfloat16"]
+    out, bound = launch_bound(lv, "cuda")
+    assert {f.origin for f in bound.values()} == {"launch-bound"}
+    # the attention rows are all within 1.5x of the fastest SDPA call (29.4-41.1 µs): labelled, kept
+    assert out["attention"] == lv["attention"] and bound["attention"].value == 5 and "kept" in bound["attention"].source
+    aside, _ = launch_bound(lv, "cuda", (LaunchBound("attention", "own", True, "the GEMM curve"),))
+    assert aside["attention"] == [] and aside["attention_launch_bound"] == lv["attention"]
+    # the small and medium add (within 1.5x of the 1-element add) and the small copy: labelled, kept
+    assert "elementwise.small.bytes_per_s" in bound and "elementwise.medium.bytes_per_s" in bound
+    assert "elementwise.large.bytes_per_s" not in bound and out["elementwise"] == lv["elementwise"]
+    fastest = min(g["seconds"] for g in lv["gemm"])
+    assert bound["gemm"].value == sum(g["seconds"] <= LAUNCH_BOUND_FACTOR * fastest for g in lv["gemm"]) == 25
+    assert out["gemm"] == lv["gemm"] and "upper bounds" in bound["gemm"].source
+    assert [r.figure for r in LAUNCH_BOUND if r.set_aside] == []  # measured: every stand-in is further off
+    # a device-timed file (version 6) and a CPU file as they are
+    assert launch_bound({**lv, "version": 6}, "cuda") == ({**lv, "version": 6}, {})
+    assert launch_bound(lv, "cpu") == (lv, {})
+
+
+def test_a_set_aside_gemm_row_leaves_the_rows_and_keeps_the_fixed_cost_floor(h200_levels):
+    from llm_perf_opt.analytic.time.figures import device_from_calibration
+    from llm_perf_opt.measure.level_fillers import LaunchBound, launch_bound
+
+    lv = h200_levels["bfloat16"]
+    out, _ = launch_bound(lv, "cuda", (LaunchBound("gemm", "own", True, "left out"),))
+    dev = device_from_calibration(out, "h200", False, 1e12)
+    assert [m for m, _ in dev.gemm_rows] == [1024, 4096]  # rows 1..256 had only launch-bound points
+    # the 3x fixed-cost floor is the fastest call's, the set-aside ones included: 46-178 µs products kept
+    assert [x for x, _ in dev.gemm] == [1365.333333, 2730.666667]
+    assert "25 launch-bound shape(s) set aside" in dev.sources["gemm"]

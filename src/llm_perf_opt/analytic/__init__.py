@@ -8,6 +8,7 @@ built on the time model. Generic: the families compose their stages from these (
 | `costs.py` | pure per-op cost functions: shapes in, `LayerCost` out (exact integers); the FLOP and byte conventions |
 | `registry.py` | the cost registry: a module class name -> the shape-only formula of one call (`module_cost`) |
 | `stage.py` | `CostNode` trees named by module path, and `StageCost`: the cost of one stage, per part |
+| `kernels_taken_off.py` | a stage with some paths' kernels taken off: the routed experts a run's routing left idle |
 | `dtypes.py` | element sizes of the dtypes the analytic models count bytes in |
 | `execution.py` | `Execution`: where a forward runs (device, CUDA autocast, GPU); the SDPA backend it gets and makes |
 | `autocast.py` | CUDA autocast's op policy: which op casts which inputs to 16 bits or float32, what it returns |

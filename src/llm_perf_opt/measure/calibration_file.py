@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from llm_perf_opt.errors import ConfigError
-from llm_perf_opt.measure.level_fillers import Filled, MissingFigure, fill_levels, known_levels_version
+from llm_perf_opt.measure.level_fillers import (
+    Filled,
+    MissingFigure,
+    fill_levels,
+    known_levels_version,
+    launch_bound,
+)
 from llm_perf_opt.measure.recorded_profile import RecordedProfile, read_json_file, recordings_beside
 
 SCHEMA = "llm_perf_opt.calibration"
@@ -65,6 +71,7 @@ class CalibrationFile:
             "recording": "from the recording beside the file",
             "older": "the file's older figure, kept and labelled",
             "default": "a named default",
+            "launch-bound": "launch-bound: an upper bound of the device time, labelled (`level_fillers.LAUNCH_BOUND`)",
         }
         by: dict[tuple[str, str], list[str]] = {}
         for dtype, figures in self.filled.items():
@@ -184,7 +191,9 @@ def read_calibration_file(path: str | Path) -> CalibrationFile:
     filled: dict[str, dict[str, Filled]] = {}
     for dtype, lv in levels.items():
         try:
-            filled_levels[dtype], filled[dtype] = fill_levels(lv, device_type, recordings)
+            set_aside, bounds = launch_bound(lv, device_type)
+            filled_levels[dtype], filled[dtype] = fill_levels(set_aside, device_type, recordings)
+            filled[dtype].update(bounds)
         except MissingFigure as exc:
             raise _refuse(path, f"levels.{dtype}.{exc.figure}", exc.why) from None
         filled_levels[dtype]["filled"] = {figure: got.source for figure, got in filled[dtype].items()}

@@ -122,6 +122,29 @@ def decode_measured(decode: Any) -> dict[str, float]:
     return out
 
 
+ROUTING_ASSUMED = (
+    "kernels of a run without its routing: the cost formulas' uniform routing, min(E, T x top_k) experts per MoE "
+    "layer and call"
+)
+ROUTING_TAKEN = "kernels that ran: the routed experts the run's routing left without tokens taken off"
+STEP_STAGE = {0: "prefill", 1: "decode"}  # routing step -> the analytic stage it ran in (decode = step 1's context)
+
+
+def stages_that_ran(stages: Mapping[str, Any], unrouted: Optional[Mapping[int, Mapping[str, int]]]) -> dict[str, Any]:
+    """The stages with the kernels the run did not launch taken off (`analytic.kernels_taken_off`): `unrouted` is
+    {routing step: {experts path: kernels}} (`Family.unrouted_expert_kernels`, or a recorded run's kernel-count
+    rows); steps other than the prefill (0) and decode step 1 are not levelled. Without it, the stages as given
+    (uniform routing: `ROUTING_ASSUMED`)."""
+    from llm_perf_opt.analytic.kernels_taken_off import kernels_taken_off
+
+    out = dict(stages)
+    for step, paths in (unrouted or {}).items():
+        name = STEP_STAGE.get(int(step))
+        if name in out and paths:
+            out[name] = kernels_taken_off(out[name], paths)
+    return out
+
+
 def levels_section(
     cfg: Any,
     model: Any,
@@ -129,11 +152,15 @@ def levels_section(
     times: Any = None,
     decode_times: Optional[Mapping[str, float]] = None,
     cpu_times: Optional[Mapping[str, Mapping[str, float]]] = None,
+    unrouted: Optional[Mapping[int, Mapping[str, int]]] = None,
 ) -> tuple[dict[str, Any], str, dict[str, Any]]:
-    """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof."""
+    """(summary section, console table, roofline.json's levels payload) of the levels on the primary roof;
+    `unrouted`: the run's routing (`stages_that_ran`), so that its kernel and eager levels sum the kernels that ran
+    (the ideal level counts FLOPs and bytes, which do not depend on the routing)."""
     cpu_times = cpu_times or {}
     tm = job_time_model(cfg, latency.roof)
-    by_stage = levels.latency_levels(model.stages(), latency, tm)
+    stages = stages_that_ran(model.stages(), unrouted)
+    by_stage = levels.latency_levels(stages, latency, tm)
     measured = measured_by_stage(times, getattr(model, "vocabulary", None))
     if decode_times:
         measured["decode"] = dict(decode_times)
@@ -142,6 +169,7 @@ def levels_section(
         "convention": dict(convention.LEVELS),
         "missing": dict(tm.missing),
         "measured_by": MEASURED_BY,
+        "routing": ROUTING_TAKEN if unrouted else ROUTING_ASSUMED,
         **({"cpu_time_by": CPU_TIME_BY} if cpu_times else {}),
         "stages": {
             s: {
@@ -165,14 +193,14 @@ def levels_section(
             for s, parts in by_stage.items()
         },
     }
-    text = levels.render_levels(by_stage, tm, measured) + f"\nmeasured: {MEASURED_BY}"
+    text = levels.render_levels(by_stage, tm, measured) + f"\nmeasured: {MEASURED_BY}\nrouting: {section['routing']}"
     for s, by in cpu_times.items():
         lt = by_stage.get(s, {}).get("")
         if lt is not None and lt.eager_s and by.get(""):
             text += f"\n{s}: CPU time {by[''] * 1e3:.4g} ms, eager / CPU time {lt.eager_s / by['']:.2f}"
     if cpu_times:
         text += f"\nCPU time: {CPU_TIME_BY}"
-    return section, text, levels.levels_payload(by_stage, tm, levels.latency_paths(model.stages(), tm))
+    return section, text, levels.levels_payload(by_stage, tm, levels.latency_paths(stages, tm))
 
 
 def accuracy_rows(section: Mapping[str, Any], min_share: float = 0.05) -> list[dict[str, Any]]:

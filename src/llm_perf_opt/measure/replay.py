@@ -48,6 +48,18 @@ def replay_kernel_rows(analytic: Any, recorded: Sequence[KernelRow]) -> list[Ker
     return out
 
 
+def recorded_unrouted(recorded: Sequence[KernelRow]) -> dict[int, dict[str, int]]:
+    """{routing step: {experts path: kernels}} of the routed experts a run's routing left without tokens, from its
+    recorded kernel-count rows (each experts path's `unrouted`: the prefill's rows are step 0, decode step k's k):
+    what `levels_stage.stages_that_ran` takes off, so that a replayed run's time levels sum the kernels that ran,
+    as the trace job's do from its `routing.json`. A recording without routing.json (2026-11-26) keeps it here."""
+    out: dict[int, dict[str, int]] = {}
+    for r in recorded:
+        if r.unrouted and r.part.endswith(".experts") and r.stage in ("prefill", "decode"):
+            out.setdefault(0 if r.stage == "prefill" else int(r.step or 1), {})[r.part] = r.unrouted
+    return out
+
+
 def replay_activation_rows(
     analytic: Any, recorded: Sequence[ActivationRow], decode_steps: int, rtol: float = DEFAULT_RTOL
 ) -> list[ActivationRow]:

@@ -200,6 +200,8 @@ def roofline_stage(ctx: TraceRun) -> None:
         progress=progress,
         decode=ctx.summary.decode,
         title=f"Roofline: {cfg.model.name}, {cfg.workload.name}, page {layout.page_width}x{layout.page_height}",
+        # the time levels sum the kernels that ran: the routed experts the capture's routing left idle taken off
+        unrouted=ctx.family.unrouted_expert_kernels(ctx.analytic, ctx.out_dir),
     )
 
 

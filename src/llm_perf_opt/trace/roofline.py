@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from llm_perf_opt.analytic.roofline_artifact import write_roofline
 from llm_perf_opt.analytic.roofline_table import describe_figures
@@ -140,8 +140,10 @@ def run_roofline_stage(
     title: str = "",
     progress: Optional[Callable[[str], None]] = None,
     decode: Any = None,
+    unrouted: Optional[Mapping[int, Mapping[str, int]]] = None,
 ) -> RooflineFigures:
-    """Predict on the job's roofs, compare with the profile, write roofline.json and the plot."""
+    """Predict on the job's roofs, compare with the profile, write roofline.json and the plot; the time levels of
+    the kernels that ran (`unrouted`: the run's routing, `levels_stage.stages_that_ran`)."""
     from llm_perf_opt.report.roofline_plot import plot_from_summary
 
     say = progress or (lambda _msg: None)
@@ -182,6 +184,7 @@ def run_roofline_stage(
         times,
         levels_stage.decode_measured(decode),
         levels_stage.cpu_time_measured(times, decode, _threads(times)),
+        unrouted=unrouted,
     )
     write_roofline(
         out_dir / ROOFLINE_FILE, primary, latencies[roofs[0].name], roofs[0].hardware, config=raw_cfg, levels=payload

@@ -164,8 +164,11 @@ def device_from_calibration(
     itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
     grid = levels["gemm"]
     if version >= 2 and all("x" in g for g in grid):
-        gemm, dropped = gemm_curve(grid)
-        floor = OVERHEAD_BOUND * min((float(g["seconds"]) for g in grid if g.get("seconds")), default=0.0)
+        # the fixed cost of a call: the fastest product, those set aside as launch-bound included
+        # (`measure.level_fillers.launch_bound`: they are left out of the curve already)
+        aside = levels.get("gemm_launch_bound") or ()
+        floor = OVERHEAD_BOUND * min((float(g["seconds"]) for g in (*grid, *aside) if g.get("seconds")), default=0.0)
+        gemm, dropped = gemm_curve(grid, floor=floor)
         rows = []
         for m in sorted({int(g["m"]) for g in grid}):
             curve, _ = gemm_curve([g for g in grid if int(g["m"]) == m], floor=floor)
@@ -178,7 +181,8 @@ def device_from_calibration(
                 f"{sorted({g['m'] for g in grid})}, read at the kernel's FLOPs per element moved "
                 f"(log-log), running maximum over x; {dropped} shape(s) timed under "
                 f"{OVERHEAD_BOUND:g}x the smallest product's time left out (their rate is the call's "
-                f"fixed cost, which the eager level charges per kernel); "
+                f"fixed cost, which the eager level charges per kernel)"
+                f"{f', {len(aside)} launch-bound shape(s) set aside before' if aside else ''}; "
                 f"{levels.get('statistic', '')}"
             ),
         )
