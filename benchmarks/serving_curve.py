@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from llm_perf_opt.jobs.args import run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "llm_perf_opt.serving_curve"
 SCHEMA_VERSION = 1
@@ -401,4 +403,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))
