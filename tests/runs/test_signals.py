@@ -5,10 +5,10 @@ rows 3, 4, 18). Signals are sent to real processes."""
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import socket
 import sys
+import threading
 import time
 import weakref
 
@@ -71,7 +71,9 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_job(tmp_path, monke
         pass
 
     def finalizer(_ref: object) -> None:  # what WeakIdKeyDictionary's remove() is when Ctrl-C lands in it
-        os.kill(os.getpid(), signal.SIGINT)
+        # to this (the main) thread: a process-directed kill may land on another thread of the test process (xdist's
+        # I/O thread under load), and then the main thread's sleep is not interrupted inside the callback
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         time.sleep(0.05)  # the handler runs here, inside the callback
 
     swallowed: list[type] = []

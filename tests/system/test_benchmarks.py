@@ -153,7 +153,11 @@ def test_dev_bench_takes_a_benchmark_by_name_only(tmp_path, argv, says):
         ("layout_speed", ["-n", "-5"], "argument -n: -5 is not a positive integer"),
         ("sizing", ["--pages", "0"], "argument --pages: 0 is not between 1 and 10,000"),
         ("sizing", ["--batches", "100000"], "argument --batches: 100000 is not between 1 and 4,096"),
-        ("sizing", ["--devices", "h100_sxm", "nosuch"], "--devices: 'nosuch' not among the datasheets (a100_80gb"),
+        (
+            "sizing",
+            ["--devices", "h100_sxm", "nosuch"],
+            "--devices: 'nosuch' not among the datasheets (a100_40gb, a100_80gb",
+        ),
         ("analytic_speed", ["--cold", "0"], "argument --cold: 0 is not a positive integer"),
     ],
 )
