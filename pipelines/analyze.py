@@ -2,7 +2,12 @@
 
 import sys
 
-from llm_perf_opt.jobs.cli import main
+from llm_perf_opt.early_refusal import refused
 
 if __name__ == "__main__":
+    code = refused(sys.argv[1:])  # before the jobs (and Hydra) are imported
+    if code is not None:
+        sys.exit(code)
+    from llm_perf_opt.jobs.cli import main
+
     sys.exit(main(["analyze", *sys.argv[1:]]))

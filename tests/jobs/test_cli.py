@@ -198,3 +198,24 @@ def test_a_quoted_non_ascii_run_dir_from_another_directory_is_made(tmp_path, mon
     monkeypatch.setenv("LLM_PERF_OPT_CWD", str(tmp_path))
     assert main(["analyze", "model=twin_tiny", "hydra.run.dir='dïr with space/run17'"]) == 0, capsys.readouterr().err
     assert (tmp_path / "dïr with space" / "run17" / "costs.json").is_file()
+
+
+def test_a_batch_beyond_the_bound_is_refused_before_the_job_or_hydra_is_imported():
+    """The 10^9 batch of every job: one line, exit 2, and nothing heavy imported first (the refusal takes a fraction
+    of the start-up time); the message is the job's own validation's."""
+    from llm_perf_opt.config.fields import MAX_BATCH
+    from llm_perf_opt.early_refusal import batch_beyond_bound
+
+    said = batch_beyond_bound(["model=twin", "workload.batch=1000000000"])
+    assert said is not None and said.startswith("workload.batch=1000000000 is invalid: must be at most 4,096")
+    assert batch_beyond_bound(["workload.batch=1,2,5000"]).startswith("workload.batch=5000 is invalid")
+    assert batch_beyond_bound([f"workload.batch={MAX_BATCH}", "+workload.batch=abc", "serve.output_tokens=9"]) is None
+    code = (
+        "import sys; from llm_perf_opt.early_refusal import refused\n"
+        "rcs = [refused(['workload.batch=1000000000']) for job in ('analyze', 'size', 'trace', 'sweep')]\n"
+        "print(rcs, sorted(m for m in ('hydra', 'omegaconf', 'torch', 'numpy') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[2, 2, 2, 2] []", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("error: workload.batch=1000000000 is invalid") for line in lines)

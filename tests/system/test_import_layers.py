@@ -38,6 +38,7 @@ LAYERS = {
     "family": 0,
     "lazy": 0,
     "config": 1,
+    "early_refusal": 2,  # a command-line check on top of config.fields, below everything a job imports
     "callgraph": 2,
     "analytic": 3,
     "measure": 4,

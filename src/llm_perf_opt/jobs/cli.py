@@ -196,6 +196,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if job not in JOBS:
         print(f"error: unknown job {job!r}: one of {', '.join(JOBS)} (llm-perf-opt --help)", file=sys.stderr)
         return ExitCode.CONFIG
+    from llm_perf_opt.early_refusal import refused
+
+    code = refused(rest)
+    if code is not None:
+        return code
     from llm_perf_opt.runs import signals
 
     try:
