@@ -80,19 +80,26 @@ def test_a_ctrl_c_that_a_finalizer_swallowed_still_stops_the_job(tmp_path, monke
     monkeypatch.setattr(sys, "unraisablehook", lambda u: swallowed.append(u.exc_type))
     run = JobRun(tmp_path)
     signals.clear()
-    with signals.handling():
-        node = Node()
-        ref = weakref.ref(node, finalizer)
-        del node
-        gc.collect()
-        assert ref() is None and swallowed == [KeyboardInterrupt]  # Python printed it and went on
-        assert signals.pending() == signal.SIGINT
-        with pytest.raises(KeyboardInterrupt):
-            run.step("verify")
-        with pytest.raises(KeyboardInterrupt):
-            run.finish_ok()
-    signals.clear()
-    assert run.ended is None  # never `ok`
+    # an earlier in-process test whose interruption left a handling() block leaves SIGINT ignored in this worker
+    # (handling()'s rule for a stopping process), and handling() keeps an ignored signal ignored: start from Python's
+    # own handler, as a fresh process does, and put the worker's back after
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with signals.handling():
+            node = Node()
+            ref = weakref.ref(node, finalizer)
+            del node
+            gc.collect()
+            assert ref() is None and swallowed == [KeyboardInterrupt]  # Python printed it and went on
+            assert signals.pending() == signal.SIGINT
+            with pytest.raises(KeyboardInterrupt):
+                run.step("verify")
+            with pytest.raises(KeyboardInterrupt):
+                run.finish_ok()
+        signals.clear()
+        assert run.ended is None  # never `ok`
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
 
 
 def test_ctrl_c_on_explore_is_exit_130_with_one_line(tmp_path):
