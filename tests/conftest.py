@@ -1,7 +1,8 @@
 """Shared fixtures: where the vendor code is (opt-in), CUDA availability, a real browser; the default trace
-job (as it is, and without its timing stages then timed afterwards), one small sweep and the quick gate, each
-run once per test session and read by tests in several folders (none of them writes into these directories: a
-test that changes a run works on a copy); the tiny v1 twin and its inputs; a check that nothing was written.
+job (as it is, and with sdpa attention without its timing stages, then timed afterwards), one small sweep and
+the quick gate, each run once per test session and read by tests in several folders (none of them writes into
+these directories: a test that changes a run works on a copy); the tiny v1 twin and its inputs; a check that
+nothing was written.
 
 Where a test goes (the folders mirror src/llm_perf_opt/):
 
@@ -36,12 +37,12 @@ import pytest
 # (libgomp reads it when it loads), here and in every job subprocess, which inherits it; results are unchanged.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
     sys.path.insert(0, str(TESTS))
 
-from shared_runs import SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
+from job_scripts import run_job_in_process  # noqa: E402
+from shared_runs import OCR2_PAGE, SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
 
 from llm_perf_opt import families  # noqa: E402
 
@@ -115,7 +116,9 @@ def default_run(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
 def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.CompletedProcess]:
     """(sweep dir, completed process) of `./dev sweep model=twin_tiny workload=tiny,gundam` on a 1300 x 700 page
     (SMALL_SWEEP_PAGE: Gundam's smallest crop grid, 2 x 1): two jobs of the whole trace job (profile on,
-    hardware=measured)."""
+    hardware=measured). The profile times one plain and one profiled forward, without a warm-up
+    (`profile.warmup=0 profile.repeats=1`): the tests read that the times are there and how the report shows
+    them, never how steady they are."""
 
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
         width, height = SMALL_SWEEP_PAGE
@@ -125,6 +128,8 @@ def small_sweep(tmp_path_factory, calibration_dir) -> tuple[Path, subprocess.Com
             "workload=tiny,gundam",
             f"workload.page.width={width}",
             f"workload.page.height={height}",
+            "profile.warmup=0",
+            "profile.repeats=1",
             f"hardware.cache_dir={calibration_dir}",
             f"hydra.sweep.dir={d / 'ok'}",
             env={"HYDRA_FULL_ERROR": "1"},
@@ -142,14 +147,10 @@ def quick_gate(tmp_path_factory) -> GateRun:
     return made_once(tmp_path_factory, "quick_gate", lambda d: run_gate(d / "quick", "verify=quick"))
 
 
-def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{args}: {proc.stderr[-3000:]}"
-    return proc
-
-
-def write_profile(run: Path) -> None:
-    """profile.json of the default job's session and inputs, as a user who profiles a run later would."""
+def write_profile(run: Path, *overrides: str) -> None:
+    """profile.json of the default job's session and inputs (with `overrides`), as a user who profiles a run later
+    would (one plain and one profiled forward, no warm-up: the tests read that the graph carries the times, not
+    their spread)."""
     from hydra import compose, initialize_config_dir
 
     from llm_perf_opt.config.paths import conf_dir
@@ -161,19 +162,25 @@ def write_profile(run: Path) -> None:
 
     families.register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        job = validate(compose(config_name="config"))
+        job = validate(compose(config_name="config", overrides=list(overrides)))
     inputs = build_job_inputs(job)
     with DeepSeekOCRSession.open(job.cfg.model, job.cfg.runtime) as session:
         times = profile_forward(
-            ForwardCall.from_session(session, inputs), ProfileConfig(warmup=1, repeats=2, chrome_trace=False)
+            ForwardCall.from_session(session, inputs), ProfileConfig(warmup=0, repeats=1, chrome_trace=False)
         )
     times.write(run / "profile.json")
 
 
+UNTIMED = ("runtime.attn_implementation=sdpa", "profile=off", "~hardware")
+
+
 @pytest.fixture(scope="session")
 def untimed_run(tmp_path_factory) -> Path:
-    """The default run without its timing stages (`profile=off ~hardware`): no time on the graph, said why.
-    The trace job's `run_trace` in this process (the job's own process: the session's `default_run`)."""
+    """The default run with sdpa attention and without its timing stages (`UNTIMED`): no time on the graph, said
+    why. The trace job's `run_trace` in this process (the job's own process: the session's `default_run`). Read
+    as run B of the compare tests (tests/report/test_compare_and_run_page.py: the default job against the same
+    job whose decoder attention materialises no score matrices) and copied by `timed_run`, whose tests read
+    times on the graph, never the attention's implementation: one capture of the default page for both."""
     from hydra import compose, initialize_config_dir
 
     from llm_perf_opt.runs.entry import CONF_DIR
@@ -183,7 +190,7 @@ def untimed_run(tmp_path_factory) -> Path:
         out = d / "run"
         out.mkdir()
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            raw = compose(config_name="config", overrides=["profile=off", "~hardware"])
+            raw = compose(config_name="config", overrides=list(UNTIMED))
         assert run_trace(raw, out).status == "ok"
         return out
 
@@ -198,17 +205,12 @@ def timed_run(untimed_run, tmp_path_factory) -> Path:
     def make(d: Path) -> Path:
         out = d / "run"
         shutil.copytree(untimed_run, out)
-        write_profile(out)
+        write_profile(out, *UNTIMED[:1])  # the untimed run's own session (its attention)
         roof = d / "roof"
-        _run(
-            [
-                str(REPO_ROOT / "pipelines" / "analyze.py"),
-                "model=twin_tiny",
-                "runtime.dtype=float32",
-                "hardware=h100_sxm",
-                f"hydra.run.dir={roof}",
-            ]
-        )
+        proc = run_job_in_process(
+            "analyze", "model=twin_tiny", "runtime.dtype=float32", "hardware=h100_sxm", f"hydra.run.dir={roof}"
+        )  # ./dev analyze in this process: its roofline.json is what is read, not its process
+        assert proc.returncode == 0, proc.stderr[-3000:]
         shutil.copy(roof / "roofline.json", out / "roofline.json")
         from llm_perf_opt.jobs.group import main as group
 
@@ -244,22 +246,18 @@ def batch_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ocr2_run(tmp_path_factory) -> tuple[Path, dict]:
-    """(run dir, summary.json's data) of `./dev trace model=ocr2_twin_tiny workload=ocr2/default` on a 1536 x 768
-    page (the smallest crop grid: 2 x 1 crops of 768 beside the 1024 global view), no profile: DeepSeek-OCR 2
-    end to end (tests/dsocr2), and a run of another family (the comparison's tests)."""
+    """(run dir, summary.json's data) of `./dev trace` on the tiny OCR-2 twin, default workload, on a 1536 x 768
+    page (OCR2_PAGE: the smallest crop grid, 2 x 1 crops of 768 beside the 1024 global view), with the export stage
+    on and no timing stages (`trace.export=true profile=off ~hardware`), the job in this process (its files are
+    read, not its process; `.hydra/` names the family for the comparison): DeepSeek-OCR 2 end to end (tests/dsocr2:
+    the trace's checks and every export target from one TorchLens capture), and a run of another family (the
+    comparison's tests)."""
     import json
 
     def make(d: Path) -> tuple[Path, dict]:
         run_dir = d / "run"
-        proc = run_job_script(
-            "trace",
-            f"hydra.run.dir={run_dir}",
-            "model=ocr2_twin_tiny",
-            "workload=ocr2/default",
-            "workload.page.width=1536",
-            "workload.page.height=768",
-            "profile.enabled=false",
-            timeout=900,
+        proc = run_job_in_process(
+            "trace", f"hydra.run.dir={run_dir}", *OCR2_PAGE, "trace.export=true", "profile=off", "~hardware"
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return run_dir, json.loads((run_dir / "summary.json").read_text())["data"]

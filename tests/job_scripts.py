@@ -1,13 +1,18 @@
-"""Running the real job scripts (pipelines/*.py, what ./dev runs) in subprocesses, and reading what they say
-(the runs, config and system tests; tests/conftest.py puts this directory on sys.path)."""
+"""Running the real job scripts (pipelines/*.py, what ./dev runs) in subprocesses, or the same command in this
+process where a test is not about the process itself, and reading what they say (the runs, config and system
+tests; tests/conftest.py puts this directory on sys.path)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -29,6 +34,35 @@ def run_job(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_job_in_process(name: str, *args: str) -> subprocess.CompletedProcess:
+    """`llm-perf-opt NAME ARGS` in this process (`jobs.cli.main`, what pipelines/NAME.py runs), as a completed
+    process: the exit code (a refusal in a Hydra callback ends with SystemExit; a bug is exit code 1 with its
+    traceback on stderr, as Python prints it) and what the job printed on stdout and stderr. A composition and
+    the job, not a Python start-up (most of a light job's cost). The logging handlers a Hydra job installs (its
+    stderr and log file) are removed afterwards, so nothing of this run writes into a later test's output."""
+    from llm_perf_opt.jobs.cli import main
+
+    loggers = [logging.getLogger(), logging.getLogger("llm_perf_opt")]
+    before = [(list(lg.handlers), lg.level) for lg in loggers]
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([name, *map(str, args)])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception:  # noqa: BLE001 - what the process would print before exiting 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        for lg, (handlers, level) in zip(loggers, before):
+            for h in [h for h in lg.handlers if h not in handlers]:
+                lg.removeHandler(h)
+                h.close()
+            lg.setLevel(level)
+    return subprocess.CompletedProcess([name, *map(str, args)], int(code or 0), out.getvalue(), err.getvalue())
 
 
 def start_job(name: str, *args: str, cwd: Optional[Path] = None) -> subprocess.Popen:

@@ -1,7 +1,7 @@
 """Running the job scripts (pipelines/*.py, what ./dev runs) in their own processes, for the runs the test
-session shares (tests/conftest.py) and the gate runs of tests/gate; the full-size vendor traces of the opt-in
-tests and their kernel-count check; loading a benchmark script. Importable as a top-level module
-(tests/conftest.py puts this directory on sys.path)."""
+session shares (tests/conftest.py), and the gate runs of tests/gate (in this process); the full-size vendor
+traces of the opt-in tests and their kernel-count check; loading a benchmark script. Importable as a top-level
+module (tests/conftest.py puts this directory on sys.path)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from typing import Any, Callable, Optional, TypeVar
 REPO_ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 SMALL_SWEEP_PAGE = (1300, 700)  # the session's small sweep (tests/conftest.py): Gundam's smallest crop grid, 2 x 1
+# the session's OCR-2 run (tests/conftest.py `ocr2_run`): the tiny OCR-2 twin, default workload (1024 global view,
+# 768 crops), on a 1536 x 768 page: the smallest crop grid, 2 x 1 crops of 768
+OCR2_PAGE = ("model=ocr2_twin_tiny", "workload=ocr2/default", "workload.page.width=1536", "workload.page.height=768")
 
 
 def run_job_script(
@@ -46,11 +49,18 @@ class GateRun:
         return [line for line in self.proc.stdout.splitlines() if line.startswith("FAIL ")]
 
 
-def run_gate(out: Path, *overrides: str, timeout: float = 600) -> GateRun:
-    """`pipelines/verify.py OVERRIDES verify.out_dir=OUT` (./dev verify), HYDRA_FULL_ERROR unset."""
-    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *overrides, f"verify.out_dir={out}"]
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+def run_gate(out: Path, *overrides: str) -> GateRun:
+    """`./dev verify OVERRIDES verify.out_dir=OUT` in this process (`job_scripts.run_job_in_process`: the gate's
+    exit status, its verdict on stdout, its files; no Python start-up), HYDRA_FULL_ERROR unset. The gate runs its
+    sweep in a child process of its own, as always."""
+    from job_scripts import run_job_in_process
+
+    full_error = os.environ.pop("HYDRA_FULL_ERROR", None)
+    try:
+        proc = run_job_in_process("verify", *overrides, f"verify.out_dir={out}")
+    finally:
+        if full_error is not None:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
     return GateRun(out, proc)
 
 

@@ -1,7 +1,8 @@
 """DeepSeek-OCR 2's own export targets (`dsocr2.family`: export_submodules, export_blocks, export_refused), through
-the trace job's export stage on the tiny OCR-2 twin (default workload, a 2x1 crop grid): every target exported,
-FLOPs of the exported graph = FlopCounterMode's = the analytic model's, op counts reconciled with the trace's call
-graph; v1's names and the whole encoder refused with one line naming `export.submodules` and the family."""
+the trace job's export stage on the tiny OCR-2 twin (the session's `ocr2_run`: default workload, a 2x1 crop grid):
+every target exported, FLOPs of the exported graph = FlopCounterMode's = the analytic model's, op counts reconciled
+with the trace's call graph; v1's names and the whole encoder refused with one line naming `export.submodules` and
+the family."""
 
 from __future__ import annotations
 
@@ -10,14 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-
-from llm_perf_opt.runs.entry import CONF_DIR
+from job_scripts import run_job_in_process
+from shared_runs import OCR2_PAGE
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
-# ocr2 default (1024 global view, 768 crops) on a 1300x700 page: a 2x1 grid of 768 crops and the global view
-OCR2 = ("model=ocr2_twin_tiny", "workload=ocr2/default", "workload.page.width=1300", "workload.page.height=700")
 NAMES = (
     "sam.crops",
     "sam.global",
@@ -32,15 +30,14 @@ NAMES = (
 
 
 @pytest.fixture(scope="module")
-def ocr2_export(tmp_path_factory):
+def ocr2_export(ocr2_run):
+    """(summary, export summary, run dir) of the session's OCR-2 run (tests/conftest.py `ocr2_run`): the trace job
+    with its export stage on `OCR2_PAGE` (2 x 1 crops of 768 and the 1024 global view)."""
     from llm_perf_opt.export import load_export_summary
-    from llm_perf_opt.trace.job import run_trace
+    from llm_perf_opt.run_artifacts import load_summary
 
-    out = tmp_path_factory.mktemp("ocr2_export")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        raw = compose(config_name="config", overrides=[*OCR2, "trace.export=true", "profile=off", "~hardware"])
-    summary = run_trace(raw, out)
-    return summary, load_export_summary(out / "export" / "summary.json"), out
+    run, _ = ocr2_run
+    return load_summary(run / "summary.json"), load_export_summary(run / "export" / "summary.json"), run
 
 
 def test_every_ocr2_target_is_exported_and_agrees_with_the_analytic_model(ocr2_export):
@@ -95,27 +92,20 @@ def test_encoder_layer_calls_have_the_views_shapes_and_flops(ocr2_export):
 
 
 def test_encoder_layer_op_counts_alone_and_its_onnx_file(tmp_path):
-    """The export job (no trace call graph): TorchLens captures the layer alone, per function; the one op the
-    graph lacks is a `contiguous` of an already contiguous tensor (export records no node). With export.onnx the
-    family's ONNX block is that layer (its RoPE tables a tuple input), checked on ONNX Runtime."""
+    """The export job (no trace call graph; `./dev export`, in this process: what it writes is read, not its
+    process): TorchLens captures the layer alone, per function; the one op the graph lacks is a `contiguous` of an
+    already contiguous tensor (export records no node). With export.onnx the family's ONNX block is that layer
+    (its RoPE tables a tuple input), checked on ONNX Runtime."""
     from llm_perf_opt.export import load_export_summary
     from llm_perf_opt.export.onnx_files import onnx_unavailable
 
     onnx = onnx_unavailable() is None
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "llm_perf_opt.jobs.export",
-            f"hydra.run.dir={tmp_path}",
-            *OCR2,
-            "export.submodules=[encoder_layer.global,dense_layer]",
-            f"export.onnx={str(onnx).lower()}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
+    proc = run_job_in_process(
+        "export",
+        f"hydra.run.dir={tmp_path}",
+        *OCR2_PAGE,
+        "export.submodules=[encoder_layer.global,dense_layer]",
+        f"export.onnx={str(onnx).lower()}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     export = load_export_summary(tmp_path / "export" / "summary.json")
@@ -137,7 +127,7 @@ def _trace_job(tmp_path, *overrides):
             sys.executable,
             str(REPO / "pipelines" / "trace.py"),
             f"hydra.run.dir={tmp_path}",
-            *OCR2,
+            *OCR2_PAGE,
             "trace.export=true",
             *overrides,
         ],

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from hydra import compose, initialize_config_dir
+from job_scripts import run_job_in_process
 
 from llm_perf_opt.export import load_export_summary
 from llm_perf_opt.runs.entry import CONF_DIR
 
 pytestmark = pytest.mark.slow
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_export_job(tmp_path, *overrides):
-    return subprocess.run(
-        [sys.executable, "-m", "llm_perf_opt.jobs.export", f"hydra.run.dir={tmp_path}", *overrides],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
+    """`./dev export hydra.run.dir=TMP_PATH OVERRIDES`, the job end to end in this process
+    (`job_scripts.run_job_in_process`: what it writes, prints and exits with; no Python start-up)."""
+    return run_job_in_process("export", f"hydra.run.dir={tmp_path}", *overrides)
 
 
 @pytest.mark.parametrize(

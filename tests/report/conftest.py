@@ -41,11 +41,17 @@ def ok_sweep(small_sweep) -> tuple[Path, subprocess.CompletedProcess]:
 @pytest.fixture(scope="session")
 def failing_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """Three jobs, the middle one with an invalid base_size (not a multiple of 64): the sweep goes on, and
-    exits 3 (a job failed) at the end. The forward only, no profile: its tests read statuses and errors."""
+    exits 3 (a job failed) at the end. The forward only, no profile, no hardware (no roofline stage): its tests
+    read statuses and errors."""
 
     def make(d: Path) -> tuple[Path, subprocess.CompletedProcess]:
         proc = run_sweep(
-            d / "failing", "model=twin_tiny", "trace=forward_only", "profile=off", "workload.base_size=1024,1000,1280"
+            d / "failing",
+            "model=twin_tiny",
+            "trace=forward_only",
+            "profile=off",
+            "~hardware",
+            "workload.base_size=1024,1000,1280",
         )
         assert proc.returncode == ExitCode.JOBS_FAILED, proc.stderr[-4000:]
         return d / "failing", proc

@@ -2,9 +2,9 @@
 browser (Playwright on Debian's chromium), and the comparison's figures against the runs' own files.
 
 Run A: the default job (`./dev trace`: profile and roofline on). Run B: the same job with
-`runtime.attn_implementation=sdpa` and `profile=off` (the decoder's attention no longer materialises its
-score matrices, so its observed activation bytes drop; no measured time in B). Screenshots go to
-tmp/screens/ for a person to look at."""
+`runtime.attn_implementation=sdpa` and without its timing stages (`profile=off ~hardware`; the decoder's
+attention no longer materialises its score matrices, so its observed activation bytes drop; no measured time in
+B): the session's `untimed_run` (tests/conftest.py). Screenshots go to tmp/screens/ for a person to look at."""
 
 from __future__ import annotations
 
@@ -29,15 +29,10 @@ def _job(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, default_run) -> tuple[Path, Path, subprocess.CompletedProcess]:
+def runs(default_run, untimed_run) -> tuple[Path, Path, subprocess.CompletedProcess]:
     """The default job (eager attention: the session's `default_run`, tests/conftest.py) and the same with
-    sdpa attention and no profile."""
-    base = tmp_path_factory.mktemp("compare_runs")
-    (a, proc_a), b = default_run, base / "sdpa"
-    proc_b = _job(
-        REPO / "pipelines" / "trace.py", "runtime.attn_implementation=sdpa", "profile=off", f"hydra.run.dir={b}"
-    )
-    assert proc_b.returncode == 0, proc_b.stderr[-3000:]
+    sdpa attention and no timing stages (the session's `untimed_run`)."""
+    (a, proc_a), b = default_run, untimed_run
     return a, b, proc_a
 
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from shared_runs import run_job_script
+from job_scripts import run_job_in_process
 
 pytestmark = pytest.mark.slow
 FAST = ("trace=forward_only", "profile=off", "~hardware")  # the session, the inputs, one forward: a layout
@@ -19,11 +19,13 @@ GLOBAL_SIDE, CROP_SIDE, PATCH, DOWNSAMPLE = 1024, 768, 16, 4  # SAM: 16-px patch
 
 
 def run_sweep(sweep_dir: Path, *overrides: str):
-    return run_job_script("sweep", *overrides, f"hydra.sweep.dir={sweep_dir}")
+    """`./dev sweep OVERRIDES hydra.sweep.dir=SWEEP_DIR` in this process (the jobs' files are what is read)."""
+    return run_job_in_process("sweep", *overrides, f"hydra.sweep.dir={sweep_dir}")
 
 
 def run_report(*args):
-    return run_job_script("report", *args, timeout=300)
+    """`./dev report ARGS` in this process."""
+    return run_job_in_process("report", *args)
 
 
 def _rows(csv_path: Path) -> list[dict[str, str]]:

@@ -129,7 +129,9 @@ def test_dead_and_unstarted_jobs(failing_sweep, tmp_path):
     assert len(rows) == 3  # multirun.yaml says 3 jobs
     assert rows[0]["status"].startswith("failed: no result: no summary.json or error.json")
     assert rows[2]["status"].startswith("failed: not started")
-    assert rows[2]["overrides"] == "model=twin_tiny trace=forward_only profile=off workload.base_size=1280"
+    assert (
+        rows[2]["overrides"] == "model=twin_tiny trace=forward_only profile=off ~hardware=null workload.base_size=1280"
+    )
 
 
 def test_report_of_a_directory_that_is_no_sweep(tmp_path):
@@ -163,6 +165,7 @@ def test_submitit_local_launcher(tmp_path):
         "model=twin_tiny",
         "trace=forward_only",
         "profile=off",
+        "~hardware",  # the launcher is under test, not the roofline stage: each job process skips its plots
         "workload=tiny,small",
     )
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from job_scripts import one_line_error, run_job, start_job, wait_for_line
+from job_scripts import one_line_error, run_job, run_job_in_process, start_job, wait_for_line
 
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.run_lock import LOCK_FILE, claim, holder
@@ -46,7 +46,13 @@ def test_two_default_runs_started_together_get_their_own_directories(tmp_path):
 def test_a_second_run_is_refused_while_the_first_holds_the_directory(tmp_path):
     run_dir = tmp_path / "run"
     first = start_job(
-        "trace", "model=twin_tiny", "workload=tiny", "trace=forward_only", "profile=off", f"hydra.run.dir={run_dir}"
+        "trace",
+        "model=twin_tiny",
+        "workload=tiny",
+        "trace=forward_only",
+        "profile=off",
+        "~hardware",
+        f"hydra.run.dir={run_dir}",
     )
     try:
         wait_for_line(first, "opening session")
@@ -80,12 +86,20 @@ def test_a_finished_run_is_kept_unless_overwrite(tmp_path):
 
 
 def test_a_sweep_directory_is_kept_unless_overwrite(tmp_path):
+    """One sweep after another, never two at once: the three commands run in this process."""
     sweep = tmp_path / "sweep"
-    args = ("model=twin_tiny", "trace=forward_only", "profile=off", "workload=tiny", f"hydra.sweep.dir={sweep}")
-    assert run_job("sweep", *args).returncode == 0
-    line = one_line_error(run_job("sweep", *args))
+    args = (
+        "model=twin_tiny",
+        "trace=forward_only",
+        "profile=off",
+        "~hardware",
+        "workload=tiny",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert run_job_in_process("sweep", *args).returncode == 0
+    line = one_line_error(run_job_in_process("sweep", *args))
     assert "hydra.sweep.dir=" in line and "already holds the results of another sweep" in line
-    proc = run_job("sweep", *args, "run.overwrite=true")
+    proc = run_job_in_process("sweep", *args, "run.overwrite=true")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert data(sweep / "0" / "summary.json")["status"] == "ok"
 

@@ -1,7 +1,7 @@
 """Fixtures of the trace job's tests: the session's default run (`default_run` in tests/conftest.py,
 `pipelines/trace.py` as `./dev trace` runs it: tiny twin, Gundam, letter page, CPU, profile on,
-hardware=measured) under the names its tests read it by. The same run without its timing stages and timed
-afterwards (`untimed_run`, `timed_run`) is in tests/conftest.py: the report tests read it too."""
+hardware=measured) under the names its tests read it by. The same run with sdpa attention, without its timing
+stages and timed afterwards (`untimed_run`, `timed_run`) is in tests/conftest.py: the report tests read it too."""
 
 from __future__ import annotations
 
