@@ -65,7 +65,7 @@ def run_job_in_process(name: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([name, *map(str, args)], int(code or 0), out.getvalue(), err.getvalue())
 
 
-def start_job(name: str, *args: str, cwd: Optional[Path] = None) -> subprocess.Popen:
+def start_job(name: str, *args: str, cwd: Optional[Path] = None, env: Optional[dict] = None) -> subprocess.Popen:
     """A job in the background, stderr piped line by line; SIGINT restored to Python's default handler (a
     background process may inherit it ignored)."""
     return subprocess.Popen(
@@ -74,6 +74,7 @@ def start_job(name: str, *args: str, cwd: Optional[Path] = None) -> subprocess.P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env or {})},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 

@@ -124,19 +124,22 @@ def test_ctrl_c_on_explore_is_exit_130_with_one_line(tmp_path):
 
 # ------------------------------------------------------------------ issue 34, group 8: the signal windows
 def test_ctrl_c_before_any_result_leaves_nothing_and_says_so(tmp_path):
-    """Ctrl-C while the inputs of a large page are built (before the layout is known, so before summary.json):
-    the run directory held only Hydra's files and the log, so it is taken back, and the line says nothing was
-    kept (it used to say 'partial results in DIR' of a directory without results)."""
+    """Ctrl-C in the inputs stage before its work (before the layout is known, so before summary.json): the run
+    directory held only Hydra's files and the log, so it is taken back, and the line says nothing was kept (it
+    used to say 'partial results in DIR' of a directory without results). The job waits at the start of the
+    stage for the signal (LLM_PERF_OPT_PAUSE_AT, trace/stage.py): a Ctrl-C sent on the 'run dir' line could land
+    after the stage wrote summary.json on a loaded machine, and then there are results to keep."""
+    from llm_perf_opt.run_files import run_file
+    from llm_perf_opt.runs.dirs import BOOKKEEPING
+    from llm_perf_opt.trace.stage import PAUSE_ENV
+
     run_dir = tmp_path / "run"
-    proc = start_job(
-        "trace", *FAST, "workload.page.width=9000", "workload.page.height=9000", f"hydra.run.dir={run_dir}"
-    )
-    wait_for_line(proc, "run dir")
+    proc = start_job("trace", *FAST, f"hydra.run.dir={run_dir}", env={PAUSE_ENV: "inputs"})
+    wait_for_line(proc, "paused at the start of stage inputs")
+    assert {p.name for p in run_dir.iterdir()} - set(BOOKKEEPING) == {run_file("log").file}  # no result yet
     lines = stop(proc, signal.SIGINT)
     assert proc.returncode == ExitCode.INTERRUPTED, lines[-20:]
-    assert lines[-1].startswith("interrupted at stage ") and lines[-1].endswith(
-        ", before any result was written: nothing kept"
-    ), lines[-20:]
+    assert lines[-1] == "interrupted at stage inputs, before any result was written: nothing kept", lines[-20:]
     assert not run_dir.exists()
 
 

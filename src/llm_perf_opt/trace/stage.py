@@ -5,7 +5,9 @@ it reads and writes, when it runs, and whether it needs the model's session; `ru
 job's `TraceRun` (the context every stage reads from and writes into). `run_stages` is the whole job's control:
 for each stage in order, the session opened or closed around it, `run.step(name)` (which raises a pending
 Ctrl-C or SIGTERM and saves summary.json naming the stage), then the stage. Adding a stage is adding one entry
-to the list (`trace.job.STAGES`).
+to the list (`trace.job.STAGES`). `LLM_PERF_OPT_PAUSE_AT=<stage>` holds the job at the start of that stage (after
+`run.step`, before its work) until a signal ends it, saying so on stderr: a known moment to send Ctrl-C or
+SIGTERM to, or to attach a debugger or py-spy.
 
 What a stage reads and writes is declared in three kinds of names, checked against the code by the tests:
 a `TraceRun` field (`inputs`, `analytic`, `times`, ...), a summary.json section (`summary.<section>`), and the
@@ -14,6 +16,9 @@ role of a file it writes into the run directory (`run_files`: `costs`, `profile`
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,8 @@ from typing import Any, Callable, Optional, Sequence
 from omegaconf import DictConfig
 
 from llm_perf_opt.runs.job_run import JobRun
+
+PAUSE_ENV = "LLM_PERF_OPT_PAUSE_AT"  # a stage's name: the job waits at its start for a signal
 
 
 @dataclass
@@ -86,5 +93,16 @@ def run_stages(stages: Sequence[Stage], ctx: TraceRun) -> None:
             if not stage.when(ctx):
                 continue
             ctx.run.step(stage.step_name(ctx))
+            pause_if_asked(stage.name)
             stage.run(ctx)
         ctx.close_session()
+
+
+def pause_if_asked(name: str) -> None:
+    """Wait for a signal (Ctrl-C, SIGTERM: they end the job as anywhere else) when `PAUSE_ENV` names this stage,
+    after a line on stderr saying where the job waits."""
+    if os.environ.get(PAUSE_ENV) != name:
+        return
+    print(f"paused at the start of stage {name} ({PAUSE_ENV}): waiting for a signal", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(3600)
