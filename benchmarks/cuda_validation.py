@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -500,12 +501,23 @@ def readme(env: dict[str, Any], kit_record: dict[str, Any], dropped: list[str]) 
 
 def pack(rec: Path, archive: Path, env: dict[str, Any], kit_record: dict[str, Any]) -> list[str]:
     """Write the tarball of `rec`; drop the largest optional files until it fits `ARCHIVE_MAX`. Returns the
-    dropped files."""
+    dropped files. The tarball is reproducible: every member's time and the gzip header's are the recording's
+    date (`env["date"]`), so the same files pack to the same bytes (the README rewritten on each try, or a second
+    pack, changes no size: compressed sizes moved by a few bytes with the files' times)."""
+    stamp = int(datetime.datetime.fromisoformat(env["date"]).timestamp())
+
+    def at_stamp(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime = stamp
+        return info
+
     dropped: list[str] = []
     while True:
         (rec / "README.md").write_text(readme(env, kit_record, dropped))
-        with tarfile.open(archive, "w:gz", compresslevel=9) as tar:
-            tar.add(rec, arcname=rec.name)
+        with (
+            gzip.GzipFile(archive, "wb", compresslevel=9, mtime=stamp) as gz,
+            tarfile.open(fileobj=gz, mode="w") as tar,
+        ):
+            tar.add(rec, arcname=rec.name, filter=at_stamp)
         if archive.stat().st_size <= ARCHIVE_MAX:
             return dropped
         optional = sorted(
