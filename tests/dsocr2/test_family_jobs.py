@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 
 from llm_perf_opt import families
 from llm_perf_opt.callgraph.grouped import load_grouped_json
@@ -20,14 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 GLOBAL_SIDE, CROP_SIDE, PATCH, DOWNSAMPLE = 1024, 768, 16, 4  # infer(base_size=1024, image_size=768); SAM 16 px, /4
 
 
-def _job(script: str, run_dir: Path, *overrides: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "pipelines" / f"{script}.py"), f"hydra.run.dir={run_dir}", *overrides],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def _job(script: str, run_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """`./dev SCRIPT hydra.run.dir=RUN_DIR OVERRIDES` in this process (`job_scripts.run_job_in_process`): these
+    tests read what the job writes, prints and exits with, not its process."""
+    return run_job_in_process(script, f"hydra.run.dir={run_dir}", *overrides)
 
 
 def test_the_family_is_registered_and_selected_by_the_model_config():

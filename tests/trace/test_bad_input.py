@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from timing_helpers import error_lines, files_under, run_pipeline
+from job_scripts import run_job_in_process
+from timing_helpers import error_lines, files_under
 
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.errors import ConfigError
@@ -41,7 +42,8 @@ def test_trace_job_refuses_in_one_line_and_writes_nothing(tmp_path, overrides, f
     if "profile.nvtx=true" in overrides and torch.cuda.is_available():
         pytest.skip("runtime=cpu with a GPU present is still refused, but this machine checks the CPU-only case")
     run = tmp_path / "run"
-    proc = run_pipeline("trace", f"hydra.run.dir={run}", f"hardware.cache_dir={tmp_path / 'cache'}", *overrides)
+    # the job in this process (jobs.cli.main, what pipelines/trace.py runs): its exit status, stderr and files
+    proc = run_job_in_process("trace", f"hydra.run.dir={run}", f"hardware.cache_dir={tmp_path / 'cache'}", *overrides)
     assert proc.returncode == 2, proc.stderr
     lines = error_lines(proc)
     assert len(lines) == 1 and lines[0].startswith(first_words), proc.stderr
