@@ -1,8 +1,8 @@
 """The compare page's ranking, chart, node panel and tables (issue 33, item 4), on the session's timed run
-(tests/conftest.py `timed_run`) against a copy of it in which one leaf got slower and another faster, as a real change would show: the
-leaf's own time and the inclusive time of every ancestor move by the same amount. In a real browser (Playwright on the
-system's chromium): the chart and the panel answer clicks, the tables sort and filter, nothing is wider than the
-screen, nothing is fetched. Screenshots go to tmp/screens/."""
+(tests/conftest.py `timed_run`) against a copy of it in which one leaf got slower and another faster, as a real
+change would show: the leaf's own time and the inclusive time of every ancestor move by the same amount. In a real
+browser (Playwright on the system's chromium): the chart and the panel answer clicks, the tables sort and filter,
+nothing is wider than the screen, nothing is fetched. Screenshots go to tmp/screens/."""
 
 from __future__ import annotations
 
