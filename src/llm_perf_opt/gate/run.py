@@ -9,7 +9,7 @@
 
 Runs the trace job as one Hydra multirun over the matrix (`verify_plan`), then judges every job
 (`verify_gate`) and the pinned analytic totals (`verify_expected`). Writes into `verify.out_dir`
-(default tmp/verify/<date>/<time>/): `junit.xml` (one test case per job, one per pinned mode),
+(default tmp/verify/<date>/<time>-<pid>/): `junit.xml` (one test case per job, one per pinned mode),
 `verify.html` (the gate's page: the verdict, the failing rows, the jobs, the pinned totals),
 `report.{html,md,csv}` + `report_plots/` (the sweep report), `sweep/` (the jobs' run directories) and
 `sweep.log` (the multirun's output). Each failure is one line on stdout:

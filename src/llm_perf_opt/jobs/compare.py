@@ -31,7 +31,8 @@ from llm_perf_opt.errors import ExitCode, one_line_errors
 from llm_perf_opt.jobs.args import OneLineParser, positive_int
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The command line of `./dev compare` (docs/jobs.md's table of its options is generated from it)."""
     p = OneLineParser(
         prog="./dev compare",
         description=__doc__.split("\n\n", 1)[0],
@@ -40,10 +41,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     p.add_argument("run_a", help="run directory A (the baseline)")
     p.add_argument("run_b", help="run directory B")
-    p.add_argument("--out", default=None, help="output directory (default: a new tmp/compare/<A>_vs_<B>)")
+    p.add_argument(
+        "--out", default=None, metavar="DIR", help="output directory (default: a new tmp/compare/<A>_vs_<B>)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace the comparison an existing --out holds")
-    p.add_argument("--top", type=positive_int, default=10, help="how many changed nodes to print")
-    return p.parse_args(argv)
+    p.add_argument("--top", type=positive_int, default=10, metavar="N", help="how many changed nodes to print")
+    return p
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    return parser().parse_args(argv)
 
 
 def run_name(run: Path) -> str:
