@@ -78,6 +78,25 @@ def browser_page(width: int = 1300, height: int = 900) -> Iterator[tuple[object,
         yield page, errors
 
 
+LOCAL = ("file:", "data:", "about:", "blob:")
+# Run in a page: (the page's width, the viewport's, what sticks out of it beyond 1 px: at most 10, tag#id.class)
+WIDER_THAN_VIEWPORT = """() => { const vw = document.documentElement.clientWidth, out = [];
+  document.querySelectorAll('body *').forEach(e => { const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > vw + 1 && !e.closest('.tablewrap, #graph'))
+      out.push(e.tagName.toLowerCase() + '#' + e.id + '.' + (e.getAttribute('class') || '')); });
+  return [document.documentElement.scrollWidth, window.innerWidth, out.slice(0, 10)]; }"""
+
+
+@contextmanager
+def offline_page(width: int = 1300, height: int = 900) -> Iterator[tuple[object, list[str], list[str]]]:
+    """(page, console errors, requests that left the machine): `browser_page` plus every request whose URL is not
+    file:, data:, about: or blob: (a self-contained page fetches nothing)."""
+    with browser_page(width, height) as (page, errors):
+        foreign: list[str] = []
+        page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith(LOCAL) else None)
+        yield page, errors, foreign
+
+
 def mermaid_cli() -> tuple[str, str]:
     """(mmdc, puppeteer config): $MMDC and $MMDC_PUPPETEER_CONFIG as `./dev test` exports them; without a
     config, one for the system chromium is written. Missing: skip, or fail under CI."""

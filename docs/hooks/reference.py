@@ -192,6 +192,23 @@ def jobs() -> str:
     return table(["command", "what"], rows)
 
 
+def compare_options() -> str:
+    """`./dev compare`'s arguments and options, from its argument parser (jobs/compare.py)."""
+    from llm_perf_opt.jobs.compare import parser
+
+    rows = []
+    for action in parser()._actions:
+        if action.help == "==SUPPRESS==" or "-h" in action.option_strings:
+            continue
+        name = ", ".join(action.option_strings) or action.dest.upper()
+        if action.option_strings and action.nargs != 0:
+            name += f" {action.metavar or action.dest.upper()}"
+        default = "" if action.default in (None, False) or not action.option_strings else f" (default {action.default})"
+        rows.append([f"`{name}`", (action.help or "") + default])
+    assert len(rows) >= 4, rows
+    return table(["argument", "what"], rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "run-files": run_files,
     "report-columns": report_columns,
@@ -201,6 +218,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "config-schemas": config_schemas,
     "hardware": hardware,
     "jobs": jobs,
+    "compare-options": compare_options,
 }
 
 

@@ -96,3 +96,36 @@ def test_analytic_report_renders_in_chromium(tmp_path):
     assert seen["rows"] == 4 * 8
     assert errors == []
     assert_not_blank(shot)
+
+
+def test_sweep_report_leads_with_plots_and_a_compact_job_table(ok_sweep, tmp_path):
+    """The plots come first; the job table opens with its job and time column groups (the rest one tick away), sorts
+    and filters its rows; the glossary is folded; nothing is wider than the screen, nothing is fetched."""
+    from browser import WIDER_THAN_VIEWPORT, offline_page
+
+    sweep, _ = ok_sweep
+    out = tmp_path / "report"
+    assert run_report(sweep, "--out", out).returncode == 0
+    for w, h in ((1366, 768), (1920, 1080)):
+        with offline_page(w, h) as (page, errors, foreign):
+            page.goto((out / "report.html").as_uri(), wait_until="load")
+            order = page.eval_on_selector_all("h2", "els => els.map(e => e.textContent)")
+            assert order.index("Plots") < order.index("Jobs") < order.index("Columns")
+            assert page.locator("details.glossary").count() == 1 and not page.is_visible("details.glossary dl")
+            visible = "els => els.filter(e => e.offsetParent !== null).map(e => e.textContent.trim())"
+            shown = page.eval_on_selector_all("table thead th", visible)
+            groups = page.eval_on_selector_all(".tablegroups input", "els => els.map(e => [e.value, e.checked])")
+            assert [g for g, on in groups if on] == ["job", "time"] and len(groups) >= 4
+            assert shown[:2] == ["job", "status"] and len(shown) < 30
+            page.check(".tablegroups input[value='FLOPs']")
+            assert len(page.eval_on_selector_all("table thead th", visible)) > len(shown)
+            jobs = "els => els.filter(e => !e.hidden).map(e => e.cells[0].innerText)"
+            assert page.eval_on_selector_all("table tbody tr", jobs) == ["0", "1"]
+            page.click("table thead th:text-is('job')")
+            page.click("table thead th:text-is('job')")  # descending
+            assert page.eval_on_selector_all("table tbody tr", jobs) == ["1", "0"]
+            page.fill(".tabletools input[type=search]", "gundam")
+            assert page.eval_on_selector_all("table tbody tr", jobs) == ["1"]
+            scroll, inner, wide = page.evaluate(WIDER_THAN_VIEWPORT)
+            assert scroll <= inner and wide == [], (w, wide)
+            assert errors == [] and foreign == []

@@ -9,7 +9,8 @@
 
 Runs the trace job as one Hydra multirun over the matrix (`verify_plan`), then judges every job
 (`verify_gate`) and the pinned analytic totals (`verify_expected`). Writes into `verify.out_dir`
-(default tmp/verify/<date>/<time>/): `junit.xml` (one test case per job, one per pinned mode),
+(default tmp/verify/<date>/<time>-<pid>/): `junit.xml` (one test case per job, one per pinned mode),
+`verify.html` (the gate's page: the verdict, the failing rows, the jobs, the pinned totals),
 `report.{html,md,csv}` + `report_plots/` (the sweep report), `sweep/` (the jobs' run directories) and
 `sweep.log` (the multirun's output). Each failure is one line on stdout:
 
@@ -63,8 +64,8 @@ def run_sweep(gate: GatePlan) -> int:
 
 
 # -------------------------------------------------------------------------------------------- pins
-def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
-    """The pinned analytic totals recomputed and compared: (findings, one JUnit case per mode, pins checked)."""
+def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], dict]:
+    """The pinned analytic totals recomputed and compared: (findings, one JUnit case per mode, the totals now)."""
     from llm_perf_opt import families
 
     old, pages = pins.load(gate.expected)
@@ -107,7 +108,7 @@ def pin_findings(gate: GatePlan) -> tuple[list[Finding], list[JUnitCase], int]:
                 )
             )
         cases.append(case)
-    return findings, cases, len(pins.pins_of(new))
+    return findings, cases, new
 
 
 def update_expected(gate: GatePlan) -> int:
@@ -175,6 +176,36 @@ def write_report(gate: GatePlan) -> tuple[Optional[Path], list[Finding]]:
         return None, [Finding("ReportFailed", "report", "report", "—", "—", "—", f"{type(exc).__name__}: {exc}")]
 
 
+def write_page(
+    gate: GatePlan,
+    passed: bool,
+    counts: str,
+    verdicts: Sequence[JobVerdict],
+    others: Sequence[Finding],
+    pinned: dict,
+    pins_only: bool = False,
+) -> Path:
+    """The gate's own page (`verify.html`, gate.page): the verdict, the failing rows, the jobs, the pinned totals."""
+    from llm_perf_opt.gate.page import GatePage, links_of, write_gate_page
+
+    files = (("sweep report", "report.html"), ("junit.xml", JUNIT_FILE), ("sweep.log", SWEEP_LOG))
+    return write_gate_page(
+        GatePage(
+            gate.matrix,
+            passed,
+            counts,
+            gate.out_dir,
+            verdicts,
+            others,
+            pinned,
+            str(gate.expected),
+            list(gate.arguments),
+            pins_only,
+            links_of(gate.out_dir, files),
+        )
+    )
+
+
 def print_findings(verdicts: Sequence[JobVerdict], others: Sequence[Finding]) -> None:
     """Every failure, one line each: per job its stage totals first, then the parts, then the rest."""
     for verdict in verdicts:
@@ -191,7 +222,8 @@ def run_gate(gate: GatePlan) -> int:
             f"matrix {gate.matrix} ({v.description or 'no description'}): {len(gate.jobs)} jobs, rtol "
             f"{units.percent(gate.rtol)} -> {gate.out_dir}"
         )
-    pin_list, pin_cases, n_pins = pin_findings(gate)
+    pin_list, pin_cases, pinned = pin_findings(gate)
+    n_pins = len(pins.pins_of(pinned))
     pins_unchanged = f"pinned totals {n_pins - len(pin_list)}/{n_pins} unchanged"
     say(
         f"pinned analytic totals ({gate.expected}): {n_pins - len(pin_list)} of {n_pins} unchanged"
@@ -206,8 +238,11 @@ def run_gate(gate: GatePlan) -> int:
             properties={"matrix": gate.matrix, "pins_only": "true", "expected": str(gate.expected)},
         )
         print_findings([], pin_list)
-        print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: pins only (no job run), {pins_unchanged}")
+        counts = f"pins only (no job run), {pins_unchanged}"
+        page = write_page(gate, not pin_list, counts, [], pin_list, pinned, pins_only=True)
+        print(f"verify {gate.matrix}: {'FAILED' if pin_list else 'PASSED'}: {counts}")
         print(f"  junit  {junit}")
+        print(f"  report {page}")
         return EXIT_FAILED if pin_list else EXIT_OK
     status = run_sweep(gate)
     if status == EXIT_BAD_INPUT and not gate.sweep_dir.is_dir():
@@ -242,9 +277,11 @@ def run_gate(gate: GatePlan) -> int:
     counts = (
         f"{len(verdicts)} jobs ({len(verdicts) - len(failed_jobs)} passed, {len(failed_jobs)} failed), {pins_unchanged}"
     )
+    page = write_page(gate, passed, counts, verdicts, others, pinned)
     print(f"verify {gate.matrix}: {'PASSED' if passed else 'FAILED'}: {counts}")
     print(f"  junit  {junit}")
-    print(f"  report {html if html is not None else '(not written: see the FAIL report line)'}")
+    print(f"  report {page}")
+    print(f"  sweep  {html if html is not None else '(the sweep report was not written: see the FAIL report line)'}")
     return EXIT_OK if passed else EXIT_FAILED
 
 

@@ -30,7 +30,7 @@ class VerifyConfig:
     expected: Optional[str] = None  # the pinned analytic totals; null: conf/verify/expected.yaml
     update_expected: bool = False  # rewrite `expected` from the analytic model instead of gating
     pins_only: bool = False  # judge the pinned analytic totals only: no job runs, no model is built (seconds)
-    out_dir: Optional[str] = None  # where ./dev verify writes; null: tmp/verify/<date>/<time>
+    out_dir: Optional[str] = None  # where ./dev verify writes; null: tmp/verify/<date>/<time>-<pid>
 
     def __post_init__(self) -> None:
         if isinstance(self.rtol, bool) or not isinstance(self.rtol, (int, float)) or not 0 <= self.rtol < 1:

@@ -2,7 +2,8 @@
 
 Writes compare.html, compare.csv and compare.graph.svg (run B's grouped graph coloured by
 render.color_by=delta_time) and prints what differs between the runs (model family, batch, mode, page, dtype,
-hardware, with what it means for the figures) and the nodes whose measured time changed most.
+hardware, with what it means for the figures) and the nodes whose measured self time (the node's time less its
+child calls) changed most.
 
 Where it writes: --out DIR, refused when DIR is a run or sweep directory (or inside one: a comparison never
 lands among a job's files) or already holds a comparison (pass --overwrite to replace it); by default a new
@@ -30,7 +31,8 @@ from llm_perf_opt.errors import ExitCode, one_line_errors
 from llm_perf_opt.jobs.args import OneLineParser, positive_int
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The command line of `./dev compare` (docs/jobs.md's table of its options is generated from it)."""
     p = OneLineParser(
         prog="./dev compare",
         description=__doc__.split("\n\n", 1)[0],
@@ -39,10 +41,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     p.add_argument("run_a", help="run directory A (the baseline)")
     p.add_argument("run_b", help="run directory B")
-    p.add_argument("--out", default=None, help="output directory (default: a new tmp/compare/<A>_vs_<B>)")
+    p.add_argument(
+        "--out", default=None, metavar="DIR", help="output directory (default: a new tmp/compare/<A>_vs_<B>)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace the comparison an existing --out holds")
-    p.add_argument("--top", type=positive_int, default=10, help="how many changed nodes to print")
-    return p.parse_args(argv)
+    p.add_argument("--top", type=positive_int, default=10, metavar="N", help="how many changed nodes to print")
+    return p
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    return parser().parse_args(argv)
 
 
 def run_name(run: Path) -> str:
@@ -57,7 +65,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from llm_perf_opt import families
-    from llm_perf_opt.report.compare import COMPARE_OUTPUTS, compare_runs, write_comparison
+    from llm_perf_opt.report.compare import COMPARE_OUTPUTS, SELF_TIME, compare_runs, write_comparison
     from llm_perf_opt.report.output_dirs import claim_output, discard_outputs, unique_dir
 
     a, b = user_path(args.run_a), user_path(args.run_b)
@@ -79,8 +87,12 @@ def run(args: argparse.Namespace) -> int:
         f"{len(cmp.nodes)} nodes matched by module path ({len(cmp.only_a)} only in A, {len(cmp.only_b)} only "
         f"in B); {len(cmp.stages)} stages, parts and decode steps"
     )
-    for r in cmp.changed_nodes("time_measured")[: args.top]:
-        f = r.figure("time_measured")
+    rank = cmp.rank_metric()
+    changed = cmp.changed_nodes(rank)
+    if changed:
+        print(f"changed most ({'measured self time' if rank == SELF_TIME else 'measured time, inclusive'}, B − A):")
+    for r in changed[: args.top]:
+        f = r.figure(rank)
         print(f"  {f.text('delta'):>12} ({f.text('ratio'):>7})  {r.key}")
     for key in ("html", "csv", "svg"):
         if key in written:

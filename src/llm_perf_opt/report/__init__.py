@@ -15,8 +15,9 @@ compared, and the analytic-only page sweep. The run and multirun reports read ar
 | `run_charts.py` | the run page's two charts, from what the run's artifacts say |
 | `run_page.py` | `run.html`: one run on one self-contained page (inline CSS, SVG and script) |
 | `compare.py` | two runs side by side: per grouped node, stage, part and decode step, deltas and ratios |
+| `compare_chart.py` | the compare page's chart of the nodes whose self time changed most, and its node panel's data |
 | `output_dirs.py` | where a report writes: never a run directory, never over an earlier report unless asked |
 | `render.py` | rendering, apart from the data: CSV, and the Markdown and HTML pages through jinja2 templates |
 | `run_files.py` | this package's run files: the plots and the run page it draws into a run directory |
-| `templates/` | the jinja2 templates: one per page and format, and the blocks and style they share |
+| `templates/` | the jinja2 templates: one per page and format; the blocks, style and table script they share |
 """

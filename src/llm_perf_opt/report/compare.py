@@ -54,8 +54,10 @@ NODE_METRICS = (
     ("io_bytes_analytic", "bytes"),
     ("activation_bytes_observed", "bytes"),
     ("time_measured", "time"),
+    ("time_measured_self", "time"),
     ("time_predicted", "time"),
 )
+SELF_TIME = "time_measured_self"  # the profiler's time in the node less its child calls: what "changed most" ranks
 _BRACKET = re.compile(r"\[[^\]]*\]")
 
 
@@ -280,16 +282,8 @@ def node_rows(a: Run, b: Run) -> tuple[list[Row], list[str], list[str]]:
         na = ka.get(key)
         if na is None:
             continue
-        rows.append(
-            Row(
-                "node",
-                key,
-                f"{nb.class_name} @ {key}",
-                [Figure(m, kind, _total(na, m), _total(nb, m)) for m, kind in metrics],
-                a_id=na.id,
-                b_id=nb.id,
-            )
-        )
+        figures = [Figure(m, kind, _total(na, m), _total(nb, m)) for m, kind in metrics]
+        rows.append(Row("node", key, f"{nb.class_name} @ {key}", figures, a_id=na.id, b_id=nb.id))
     return rows, [k for k in ka if k not in kb], [k for k in kb if k not in ka]
 
 
@@ -335,6 +329,12 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     # what differs between the runs, and what it means: (what, explanation), e.g. ("batch", "batch 1 → 2: ...")
     differences: list[tuple[str, str]] = field(default_factory=list)
+
+    def rank_metric(self) -> str:
+        """What "changed most" ranks: measured self time where both graphs carry it (one change is one node),
+        else the inclusive measured time (a change then shows on every ancestor too)."""
+        has_self = any((r.figure(SELF_TIME) or Figure("", "", None, None)).delta is not None for r in self.nodes)
+        return SELF_TIME if has_self else "time_measured"
 
     def changed_nodes(self, metric: str = "time_measured", threshold: float = 0.0) -> list[Row]:
         """Matched nodes whose `metric` differs by more than `threshold` (relative to A), largest change first."""
@@ -506,8 +506,18 @@ def write_comparison(cmp: Comparison, out_dir: str | Path) -> dict[str, Path]:
 
 
 def page_data(cmp: Comparison, graph_svg: Optional[str]) -> dict[str, Any]:
+    from llm_perf_opt.report.compare_chart import change_chart, metric_labels, panel_data
+
     fa, fb = cmp.a.facts(), cmp.b.facts()
-    changed = cmp.changed_nodes("time_measured", 0.0)
+    graph_labels = metric_labels(cmp)
+    # "what changed most": by self time where the graphs carry it (one change is one node), else inclusive time
+    rank = cmp.rank_metric()
+    rank_label = (
+        "measured self time (the profiler's time in the node less its child calls)"
+        if rank == SELF_TIME
+        else "measured time, inclusive (these runs' graphs carry no self time: a change shows on every ancestor)"
+    )
+    changed = cmp.changed_nodes(rank, 0.0)
     return {
         "title": f"Compare: {cmp.a.label()}  vs  {cmp.b.label()}",
         "cmp": cmp,
@@ -520,8 +530,15 @@ def page_data(cmp: Comparison, graph_svg: Optional[str]) -> dict[str, Any]:
             ("io_bytes_analytic", "analytic I/O"),
         ],
         "node_metrics": [
-            (m, m.replace("_", " ")) for m, _ in NODE_METRICS if any(r.figure(m) is not None for r in cmp.nodes)
+            (m, graph_labels.get(m, (m.replace("_", " "), ""))[0])
+            for m, _ in NODE_METRICS
+            if any(r.figure(m) is not None for r in cmp.nodes)
         ],
+        "stage_shown": ["measured time"] + [f"{lv} (predicted)" for lv in cmp.levels],  # the rest: one click
+        "rank": rank,
+        "rank_label": rank_label,
         "changed": changed[:15],
+        "chart": change_chart(changed, rank, f"B − A, {rank_label.split(' (')[0]}, top {min(len(changed), 15)}"),
+        "panel": panel_data(cmp),
         "graph_svg": graph_svg,
     }

@@ -27,9 +27,21 @@ class TableView:
     rows: Sequence[dict[str, Any]]
     links: dict[str, Callable[[dict[str, Any]], Optional[str]]] = field(default_factory=dict)
     title: str = ""
+    # column key -> its group: the HTML table's column chooser (none: every column, no chooser); `shown`: the
+    # groups shown when the page opens (the others one click away)
+    groups: dict[str, str] = field(default_factory=dict)
+    shown: Sequence[str] = ()
 
     def href(self, key: str, row: dict[str, Any]) -> Optional[str]:
         return self.links[key](row) if key in self.links else None
+
+    def group(self, key: str) -> str:
+        return self.groups.get(key, "")
+
+    def raw(self, key: str, row: dict[str, Any]) -> str:
+        """A cell's raw number for sorting (`data-v`), "" when it is not one number."""
+        v = row.get(key)
+        return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
 
 
 @dataclass

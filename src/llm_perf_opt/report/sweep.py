@@ -322,6 +322,38 @@ def failures(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[dict[s
     return items
 
 
+# The job table's column groups (report.html's column chooser): what a job is, then what it measured; the table opens
+# with JOB_GROUPS shown, every other group one click away (report.csv and report.md hold every column regardless).
+JOB_GROUPS = ("job", "time")
+_JOB_KEYS = {"job", "status", "overrides", "model", "mode", "page", "grid", "views", "grouped_svg", "job_dir"}
+_SHAPE_KEYS = {"base_size", "image_size", "crop_mode", "page_width", "page_height", "image_tokens", "seq_len",
+               "params", "ops", "module_calls"}  # fmt: skip
+_SERVING_PREFIXES = ("serve_", "hw_", "pages_per_day", "knee_", "size_", "required_")
+
+
+def column_group(c: Column) -> str:
+    """The group of a job-table column: job, shape, FLOPs, decode, time, memory, serving, or family (the columns a
+    model family adds)."""
+    k = c.key
+    if k in _JOB_KEYS:
+        return "job"
+    if k in _SHAPE_KEYS:
+        return "shape"
+    if k.startswith(_SERVING_PREFIXES):
+        return "serving"
+    if c.kind in ("seconds", "seconds_list") or k.startswith(("ttft_", "efficiency_", "profile_")) or k == "roof":
+        return "time"
+    if k.startswith(("flops_", "rel_error_")) or k == "analytic_source":
+        return "FLOPs"
+    if k.startswith(("decode_", "kv_")):
+        return "decode"
+    if c.kind in ("bytes", "bytes_list") or k.startswith("peak_"):
+        return "memory"
+    if k in {col.key for col in COLUMNS}:
+        return "checks"
+    return "family"
+
+
 def page_data(
     sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot], out: Path, columns: Optional[list[Column]] = None
 ) -> dict[str, Any]:
@@ -332,6 +364,7 @@ def page_data(
     n_failed = len(sweep.jobs) - n_ok - n_running
     command, params = sweep_command(sweep)
     models = sorted({str(r["model"]) for r in rows if r.get("model")})
+    brief = [c for c in columns if c.brief and (not c.when_present or any(r.get(c.key) is not None for r in rows))]
     return {
         "title": f"Sweep report: {sweep.experiment or sweep.dir.name}",
         "sweep_dir": str(sweep.dir),
@@ -360,9 +393,11 @@ def page_data(
             for p in plots
         ],
         "jobs": TableView(
-            [c for c in columns if c.brief and (not c.when_present or any(r.get(c.key) is not None for r in rows))],
+            brief,
             rows,
             _links(sweep.dir, out),
+            groups={c.key: column_group(c) for c in brief},
+            shown=[g for g in JOB_GROUPS if any(column_group(c) == g for c in brief)],
         ),
         "columns": columns,
     }
