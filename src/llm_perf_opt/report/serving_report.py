@@ -113,6 +113,14 @@ SERVING_COLUMNS: list[Column] = [
         False,
     ),
     _c(
+        "serve_engine",
+        "engine",
+        "str",
+        "the serving engine the figures model (ideal = the roofline, no engine; hf_eager, cuda_graphs, vllm: "
+        "analytic.serve_engines), the first of serve.engine",
+        lambda j: _serving(j).engine.get("name") if _serving(j) is not None else None,
+    ),
+    _c(
         "serve_level",
         "time level",
         "str",
