@@ -134,7 +134,7 @@ def timing_of(model: ServingModel, roof: Roof, level: str, timing: Optional[Timi
     if timing is not None:
         return timing
     if level != IDEAL:
-        raise ConfigError.field("serve.level", level, "needs an engine's timing (analytic.serve_engines.select)")
+        raise ConfigError.field("level", level, "needs an engine's timing (analytic.serve_engines.select)")
     return IdealTiming(model, roof)
 
 
@@ -297,13 +297,14 @@ def latency_curve(
     the knee, and the largest batch that fits (None without a capacity; `continuous`: with prefills at
     batch 1, else static batching's; a paged engine: its pool's, and no more than its concurrency)."""
     fit = fit_batch(model, output_tokens, capacity, allowance, continuous, paged) if capacity is not None else None
-    if paged is not None:
-        fit = min(fit, paged.concurrency) if fit is not None else paged.concurrency
+    memory_fit = fit  # what the memory holds (the knee's memory reason)
+    if paged is not None and (fit is None or paged.concurrency < fit):  # the engine admits no more than its slots
+        fit, memory_fit = paged.concurrency, None
     wanted = sorted({b for b in batches if fit is None or b <= fit} | ({fit} if fit else set()))
     points = (
         serving_points(model, roof, wanted, output_tokens, allowance, capacity, level, timing, paged) if wanted else []
     )
-    return points, find_knee(points, fit), fit
+    return points, find_knee(points, memory_fit), fit
 
 
 CURVE_COLUMNS = (
