@@ -252,11 +252,13 @@ def find_knee(points: Sequence[ServingPoint], fit_batch: Optional[int]) -> Knee:
     if fit_batch is not None and (compute is None or fit_batch < compute):
         if fit_batch == 0:
             return Knee(0, "memory", "not even one page fits in the device's memory")
+        at = next((p.step_bound for p in points if p.batch == fit_batch), "memory")
+        still = {"memory": "bandwidth", "launch": "launch"}.get(at, at)
         return Knee(
             fit_batch,
             "memory",
             f"memory capacity: the largest batch that fits is {fit_batch}; the decode "
-            "step is still bandwidth-bound there, so more memory would buy throughput",
+            f"step is still {still}-bound there, so more memory would buy throughput",
         )
     if compute is not None:
         return Knee(

@@ -94,7 +94,9 @@ def render_point(
 def binding(p: ServingPoint, capacity: Optional[float]) -> str:
     if capacity and p.memory.total > capacity:
         return f"memory ({_gb(p.memory.total)} > {_gb(capacity)})"
-    side = "compute" if p.step_bound == "compute" else "memory bandwidth"
+    side = {"compute": "compute", "host": "host", "launch": "kernel launches (the minimum kernel time)"}.get(
+        p.step_bound, "memory bandwidth"
+    )
     decode_s = (p.output_tokens - 1) * p.step_s
     share = 100 * decode_s / (p.prefill_s + decode_s)
     return f"{side} (the decode step, {p.step_s * 1e3:,.3f} ms, holds {share:.0f}% of a static batch's time)"
