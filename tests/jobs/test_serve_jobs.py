@@ -92,6 +92,18 @@ TARGETS = ("tpot_s=0.02", "ttft_s=1", "pages_per_day=1e6", "hardware=h100_sxm")
         ("trace", ["model=twin_tiny", "workload.batch=300"], "a job that runs the model takes at most 256"),
         # group 13: a target given twice (Hydra would keep the last silently)
         ("size", ["tpot_s=0.02", "size.tpot_s=0.5", "ttft_s=1", "pages_per_day=1e6"], "is given twice"),
+        # issue 32: the serving engines
+        ("analyze", ["hardware=h100_sxm", "serve.engine=trt"], "serve.engine"),
+        ("size", [*TARGETS, "serve.engine=vllm,vllm"], "serve.engine"),
+        ("analyze", ["hardware=h100_sxm", "serve.engine=vllm", "serve.concurrency=0"], "serve.concurrency"),
+        ("analyze", ["hardware=h100_sxm", "serve.engine=vllm", "serve.concurrency=2.5"], "serve.concurrency"),
+        ("analyze", ["hardware=h100_sxm", "serve.engine=vllm", "serve.concurrency=-4"], "serve.concurrency"),
+        (
+            "analyze",
+            ["hardware=a100_40gb", "serve.engine=vllm", "serve.gpu_memory_utilization=0.1"],
+            "serve.gpu_memory_utilization",
+        ),
+        ("analyze", ["hardware=a100_40gb", "serve.engine=cuda_graphs", "workload.batch=300"], "workload.batch"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, job, args, field):
@@ -112,6 +124,16 @@ def test_a_refusal_that_needs_the_measured_roof_takes_its_run_directory_back(tmp
     (mine / "notes.txt").write_text("kept")
     code, lines = run_here(capsys, "size", "hardware=measured", *TARGETS[:3], f"hydra.run.dir={mine}")
     assert code == 2 and [p.name for p in mine.iterdir()] == ["notes.txt"], lines
+
+
+@pytest.mark.parametrize("engine", ["cuda_graphs", "vllm"])
+def test_cuda_graphs_on_the_cpu_are_refused(tmp_path, capsys, calibration_dir, engine):
+    """An engine that needs a figure the device lacks: CUDA graphs on this CPU (hardware=measured), one line naming
+    serve.engine, exit 2, the run directory taken back."""
+    out = tmp_path / "run"
+    code, lines = run_here(capsys, "analyze", "hardware=measured", f"serve.engine={engine}", f"hydra.run.dir={out}")
+    assert code == 2 and len(lines) == 1 and "serve.engine" in lines[0] and "CUDA device" in lines[0], lines
+    assert not out.exists()
 
 
 BILLION = """
@@ -172,3 +194,70 @@ def test_bench_sizing_arguments():
     sizing = load_benchmark("sizing")
     args = sizing.parse_args(["--pages", "4", "--batches", "3", "--devices", "h100_sxm"])
     assert (args.pages, args.batches, args.devices) == (4, 3, ["h100_sxm"])
+
+
+@pytest.mark.parametrize("engine, level", [("vllm", "kernel"), ("cuda_graphs", "kernel")])
+def test_analyze_names_the_engine_its_level_and_assumptions(tmp_path, engine, level):
+    """Issue 32's done-when: a100_40gb, Gundam, vllm at concurrency 100 (the pool of a 40 GB GPU holds it)."""
+    r = run(
+        "analyze", tmp_path, "hardware=a100_40gb", "workload=gundam", f"serve.engine={engine}", "serve.concurrency=100"
+    )
+    assert r.returncode == 0, r.stderr
+    for text in ("TTFT", "TPOT", "tokens/s", "pages/day", f"engine {engine}:", f"[{level} level", "assumes:"):
+        assert text in r.stdout, text
+    s = load_serving(tmp_path)
+    assert s.engine["name"] == engine and s.level == level and len(s.engines) == 1
+    assert s.engine["assumes"] and s.conventions["level"].startswith(f"the {level} level")
+    if engine == "vllm":  # continuous batching at the concurrency, memory the paged pool's
+        assert s.batch == 100 and s.max_fit_batch["continuous"] >= 100
+        assert s.point["memory_continuous"]["phase"] == "paged" and s.engine["paged_memory"]["max_num_seqs"] == 100
+        assert s.point["continuous"]["pages_per_day"] > 0
+    else:
+        assert s.batch == 1 and s.point["memory"]["phase"] in ("prefill", "decode")
+
+
+def test_size_answers_per_engine(tmp_path, default_run):
+    """Issue 32's done-when: one row per engine (`serve.engine=hf_eager,vllm`; the host figures are this host's
+    calibration, made by the session's default trace run)."""
+    r = run("size", tmp_path, "tpot_s=0.05", "pages_per_day=1000000", "hardware=h100_sxm", "serve.engine=hf_eager,vllm")
+    assert r.returncode == 0, r.stderr
+    assert "per engine:" in r.stdout
+    rows = [line.split() for line in r.stdout.splitlines() if line.startswith(("  hf_eager ", "  vllm "))]
+    assert sorted(row[0] for row in rows) == ["hf_eager", "vllm"], r.stdout
+    s = load_serving(tmp_path)
+    assert [e["engine"]["name"] for e in s.engines] in (["hf_eager", "vllm"], ["vllm", "hf_eager"])
+    vllm = next(e for e in s.engines if e["engine"]["name"] == "vllm")
+    assert vllm["sizing"]["replicas"] >= 1 and vllm["sizing"]["engine"] == "vllm"
+
+
+def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_dir):
+    """Issue 32, item 4, on this CPU: the tiny twin's serving curve measured with plain forwards at batches 1, 2, 4,
+    8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
+    the ratio. The issue's 25% agreement is a figure of `./dev bench serving_curve` + `./dev analyze
+    serve.measured=...` (docs/serving.md), not asserted here: on this shared 2-core host both sides move with the
+    load (a calibration made under a load of 7 put a 5 ms decode step's host work at 1.3 s, 270x), so the test
+    checks the machinery and a bound only a unit slip breaks: every ratio within 1e-3x-1e3x (seconds for ms is
+    1000x)."""
+    out = tmp_path / "curve"
+    bench = load_benchmark("serving_curve")
+    argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
+    assert bench.main([*argv, "--warmup", "0", "--repeats", "1", "--out", str(out)]) == 0
+    run_dir = tmp_path / "run"
+    code, lines = run_here(
+        capsys,
+        "analyze",
+        "model=twin_tiny",
+        "workload=tiny",
+        "hardware=measured",
+        "serve.engine=hf_eager",
+        f"serve.measured={out / 'serving_curve.json'}",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert code == 0, lines
+    m = load_serving(run_dir).measured
+    assert m["measured_on"]["model"] == "twin_tiny" and m["ratio"] == "predicted / measured"
+    assert [r["batch"] for r in m["rows"]] == [1, 2, 4, 8]
+    for r in m["rows"]:
+        assert r["decode_steps"] == 2 and r["prefill_measured_s"] > 0 and r["step_measured_s"] > 0
+        assert r["prefill_ratio"] == pytest.approx(r["prefill_predicted_s"] / r["prefill_measured_s"])
+        assert 1e-3 < r["prefill_ratio"] < 1e3 and 1e-3 < r["step_ratio"] < 1e3, r

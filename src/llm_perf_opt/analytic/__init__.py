@@ -22,6 +22,7 @@ built on the time model. Generic: the families compose their stages from these (
 | `memory_model.py` | device memory of a serving replica at batch B: what it holds, whether it fits, the largest batch |
 | `serving.py` | serving figures on one device: TTFT, TPOT, tokens/s, pages/day at batch B, the curve as B grows |
 | `sizing.py` | the device a set of serving targets needs, and how many of a named device a daily volume needs |
+| `serving_measured.py` | a serving curve measured with plain forwards beside `hf_eager`'s prediction, the ratios |
 | `serving_run.py` | what `analyze hardware=...`, `size` and the serving stage share: the figures, `serving.json` |
 | `serving_file.py` | `serving.json`: the serving figures of one run, typed, and its loader |
 | `serving_text.py` | the printed serving and sizing figures: plain text lines |
@@ -29,6 +30,7 @@ built on the time model. Generic: the families compose their stages from these (
 | `serve_config.py` | the `serve` and `size` config sections: serving figures and `./dev size` targets |
 | `analytic_summary.py` | summary.json's `analytic` section: totals per stage, prefill matmul FLOPs per part |
 | `run_files.py` | this package's run files: `costs.json`, `roofline.json`, `serving.json`, `curve.csv` |
+| `serve_engines/` | the serving engines (ideal, hf_eager, cuda_graphs, vllm): level, batching, memory, assumptions |
 | `time/` | the time model: how long the costs take on a device (hardware; the ideal / kernel / eager levels) |
 """
 

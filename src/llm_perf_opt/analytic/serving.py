@@ -15,13 +15,17 @@ Conventions (`CONVENTION`, written into serving.json and printed):
   + (N - 1)·step(B)); a page's TPOT = step(B) + B·prefill(1) / (N - 1) (the prefills that stall its steps,
   averaged over them); TTFT = prefill(1) + step(B) (a new page waits for the step in flight; no queueing:
   arrivals at the service rate).
-* pages/day = pages/s × 86,400. Every time is at one time level (`ideal` until the time model's kernel and
-  eager levels are available), named in every output.
+* pages/day = pages/s × 86,400. Every time is at one engine's time level (`analytic.serve_engines`: `ideal`
+  the roofline, `hf_eager` the eager level, `cuda_graphs` and `vllm` the kernel level), named in every output; the
+  engine's `Timing` gives the prefill and the decode step at batch B (default: the roofline).
+* a paged engine (`vllm`) holds its pages in a paged KV pool (`serve_engines.paged_memory`) instead of
+  `memory_model`'s static allocation.
 
 The curve over B (`latency_curve`) marks its knee: the batch where the decode step turns compute-bound
 (beyond it throughput gains flatten and latency grows about linearly), or the largest batch that fits in
 memory if that comes first; if neither happens in the range, throughput is still bandwidth-bound there.
-A host-bound knee needs the eager level.
+At the eager level a decode step whose host work exceeds its device work is host-bound: the knee is then where
+the device takes over (the first batch that is not host-bound), or none in range.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import numpy as np
 
 from llm_perf_opt.analytic.memory_model import CONVENTION as MEMORY_CONVENTION
 from llm_perf_opt.analytic.memory_model import Allowance, MemoryUse, max_batch, memory_use
+from llm_perf_opt.analytic.serve_engines.paged_memory import PagedPool
+from llm_perf_opt.analytic.serve_engines.timing import IdealTiming, Timing
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.time import convention
 from llm_perf_opt.analytic.time.convention import IDEAL
@@ -124,12 +130,48 @@ class ServingPoint:
         }
 
 
-def _figures(model: ServingModel, roof: Roof, batches: np.ndarray, output_tokens: int, level: str):
+def timing_of(model: ServingModel, roof: Roof, level: str, timing: Optional[Timing]) -> Timing:
+    if timing is not None:
+        return timing
+    if level != IDEAL:
+        raise ConfigError.field("level", level, "needs an engine's timing (analytic.serve_engines.select)")
+    return IdealTiming(model, roof)
+
+
+def _figures(model: ServingModel, timing: Timing, batches: np.ndarray, output_tokens: int):
     ctx = model.mean_decode_context(model.prompt_tokens, output_tokens)
-    pre = model.prefill_times(batches, roof, level)
-    pre1 = model.prefill_times([1.0], roof, level).time_s[0]
-    step = model.decode_times(batches, roof, ctx, level)
+    pre = timing.prefill(batches)
+    pre1 = timing.prefill([1.0]).time_s[0]
+    step = timing.decode(batches, ctx)
     return pre, pre1, step
+
+
+def memory_of(
+    model: ServingModel,
+    batch: int,
+    output_tokens: int,
+    allowance: Allowance,
+    capacity: Optional[float],
+    paged: Optional[PagedPool],
+    prefill_batch: Optional[int] = None,
+) -> MemoryUse:
+    if paged is not None:
+        return paged.use(model, batch, output_tokens, allowance, capacity)
+    return memory_use(model, batch, output_tokens, allowance, capacity, prefill_batch=prefill_batch)
+
+
+def fit_batch(
+    model: ServingModel,
+    output_tokens: int,
+    capacity: float,
+    allowance: Allowance,
+    continuous: bool = False,
+    paged: Optional[PagedPool] = None,
+) -> int:
+    """The largest batch that fits (a paged engine: the pages its KV pool holds)."""
+    if paged is not None:
+        return paged.max_batch(model, output_tokens, capacity, allowance)
+    return max_batch(model, output_tokens, capacity, allowance, continuous)
 
 
 def serving_points(
@@ -140,13 +182,17 @@ def serving_points(
     allowance: Allowance = Allowance(),
     capacity: Optional[float] = None,
     level: str = IDEAL,
+    timing: Optional[Timing] = None,
+    paged: Optional[PagedPool] = None,
 ) -> list[ServingPoint]:
     """Static and continuous figures at each batch (vectorised over the batches)."""
     for b in batches:
         check_batch(b)
     model.check_output_tokens(output_tokens)
     bs = np.asarray(batches, dtype=float)
-    pre, pre1, step = _figures(model, roof, bs, output_tokens, level)
+    timing = timing_of(model, roof, level, timing)
+    level = timing.level
+    pre, pre1, step = _figures(model, timing, bs, output_tokens)
     n = output_tokens
     out = []
     for i, b in enumerate(batches):
@@ -169,8 +215,8 @@ def serving_points(
                 pre.bound(i),
                 static,
                 continuous,
-                memory_use(model, b, n, allowance, capacity),
-                memory_use(model, b, n, allowance, capacity, prefill_batch=1),
+                memory_of(model, b, n, allowance, capacity, paged),
+                memory_of(model, b, n, allowance, capacity, paged, prefill_batch=1),
                 experts,
             )
         )
@@ -185,14 +231,16 @@ def serving_point(
     allowance: Allowance = Allowance(),
     capacity: Optional[float] = None,
     level: str = IDEAL,
+    timing: Optional[Timing] = None,
+    paged: Optional[PagedPool] = None,
 ) -> ServingPoint:
-    return serving_points(model, roof, [batch], output_tokens, allowance, capacity, level)[0]
+    return serving_points(model, roof, [batch], output_tokens, allowance, capacity, level, timing, paged)[0]
 
 
 @dataclass(frozen=True)
 class Knee:
     batch: Optional[int]
-    reason: str  # compute, memory, bandwidth (no knee in range), host (eager level only)
+    reason: str  # compute, memory, bandwidth (no knee in range), host (eager level: host-bound in the whole range)
     note: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,11 +252,13 @@ def find_knee(points: Sequence[ServingPoint], fit_batch: Optional[int]) -> Knee:
     if fit_batch is not None and (compute is None or fit_batch < compute):
         if fit_batch == 0:
             return Knee(0, "memory", "not even one page fits in the device's memory")
+        at = next((p.step_bound for p in points if p.batch == fit_batch), "memory")
+        still = {"memory": "bandwidth", "launch": "launch"}.get(at, at)
         return Knee(
             fit_batch,
             "memory",
             f"memory capacity: the largest batch that fits is {fit_batch}; the decode "
-            "step is still bandwidth-bound there, so more memory would buy throughput",
+            f"step is still {still}-bound there, so more memory would buy throughput",
         )
     if compute is not None:
         return Knee(
@@ -218,6 +268,13 @@ def find_knee(points: Sequence[ServingPoint], fit_batch: Optional[int]) -> Knee:
             "throughput gains flatten and latency grows about linearly with the batch",
         )
     last = points[-1].batch if points else None
+    if points and all(p.step_bound == "host" for p in points):
+        return Knee(
+            None,
+            "host",
+            f"no knee up to batch {last}: the decode step is host-bound (the host's per-kernel work and syncs set "
+            "its time), so larger batches buy throughput at almost no latency until the device takes over",
+        )
     return Knee(
         None,
         "bandwidth",
@@ -235,14 +292,21 @@ def latency_curve(
     capacity: Optional[float] = None,
     level: str = IDEAL,
     continuous: bool = False,
+    timing: Optional[Timing] = None,
+    paged: Optional[PagedPool] = None,
 ) -> tuple[list[ServingPoint], Knee, Optional[int]]:
     """The points over `batches` (up to the largest that fits, and that one too, when a capacity is given),
     the knee, and the largest batch that fits (None without a capacity; `continuous`: with prefills at
-    batch 1, else static batching's)."""
-    fit = max_batch(model, output_tokens, capacity, allowance, continuous) if capacity is not None else None
+    batch 1, else static batching's; a paged engine: its pool's, and no more than its concurrency)."""
+    fit = fit_batch(model, output_tokens, capacity, allowance, continuous, paged) if capacity is not None else None
+    memory_fit = fit  # what the memory holds (the knee's memory reason)
+    if paged is not None and (fit is None or paged.concurrency < fit):  # the engine admits no more than its slots
+        fit, memory_fit = paged.concurrency, None
     wanted = sorted({b for b in batches if fit is None or b <= fit} | ({fit} if fit else set()))
-    points = serving_points(model, roof, wanted, output_tokens, allowance, capacity, level) if wanted else []
-    return points, find_knee(points, fit), fit
+    points = (
+        serving_points(model, roof, wanted, output_tokens, allowance, capacity, level, timing, paged) if wanted else []
+    )
+    return points, find_knee(points, memory_fit), fit
 
 
 CURVE_COLUMNS = (
@@ -294,12 +358,17 @@ def conventions(level: str) -> dict[str, str]:
 
 
 def pages_per_day(
-    model: ServingModel, roof: Roof, batches: Sequence[float], output_tokens: int, level: str = IDEAL
+    model: ServingModel,
+    roof: Roof,
+    batches: Sequence[float],
+    output_tokens: int,
+    level: str = IDEAL,
+    timing: Optional[Timing] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(static, continuous) pages/day at each batch, vectorised (the sweep and the sizing benchmark's path;
     `serving_points` gives the same figures with memory and bounds, one object per batch)."""
     bs = np.asarray(batches, dtype=float)
-    pre, pre1, step = _figures(model, roof, bs, output_tokens, level)
+    pre, pre1, step = _figures(model, timing_of(model, roof, level, timing), bs, output_tokens)
     n = output_tokens
     static = bs / (pre.time_s + (n - 1) * step.time_s) * SECONDS_PER_DAY
     continuous = bs / (bs * pre1 + (n - 1) * step.time_s) * SECONDS_PER_DAY

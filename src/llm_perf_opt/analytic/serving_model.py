@@ -4,18 +4,22 @@ A model family builds it from its analytic model (DeepSeek-OCR: `deepseek_ocr_sh
 `analytic_model.serving_model`): the prefill's units (vision + the whole prompt, one sequence), a decode step's
 units as an affine function of the context,
 the prompt length, the model's position limit, its parameter bytes, KV-cache bytes per token and its MoE
-shape. `serving`, `memory_model` and `sizing` read nothing else.
+shape; for the serving engines above the ideal level (`analytic.serve_engines`) its batch rules (`rules`) and
+`stage_at(stage, batch, context, kernels)`: the family's stage ("prefill" or "decode" at `context`) at batch B, with
+the model's own attention (`kernels="hf"`) or the fused attention a vLLM-like engine runs (`"vllm"`).
+`serving`, `memory_model` and `sizing` read nothing else.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
 from llm_perf_opt.analytic.moe_batch import MoEShape
-from llm_perf_opt.analytic.time.batch import BatchTimes, DecodeTable, UnitTable, level_times
+from llm_perf_opt.analytic.stage import StageCost
+from llm_perf_opt.analytic.time.batch import BatchRules, BatchTimes, DecodeTable, UnitTable, level_times
 from llm_perf_opt.analytic.time.convention import IDEAL
 from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.errors import ConfigError
@@ -35,6 +39,8 @@ class ServingModel:
     moe: Optional[MoEShape] = None
     shapes: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    rules: Optional[BatchRules] = None
+    stage_at: Optional[Callable[[str, int, Optional[int], str], StageCost]] = None
 
     def max_output_tokens(self) -> int:
         return self.max_positions - self.prompt_tokens

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from llm_perf_opt.analytic.serving import Knee, ServingPoint
 from llm_perf_opt.analytic.sizing import Sizing
@@ -26,18 +26,54 @@ def _count(x: float) -> str:
     return f"{x:,.0f}" if x >= 1 else f"{x:.2g}"
 
 
-def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit: Optional[int]) -> str:
-    m = p.memory
+def render_engine(run: Any, hardware: str, capacity: Optional[float]) -> str:
+    """One engine's block (`serving_run.EngineServing`): what it is and assumes, the point, the curve."""
+    e = run.engine
+    head = [f"engine {e.name}: {e.summary} [{e.level} level; {e.batching} batching; {e.memory} memory]"]
+    head += [f"  assumes: {a}" for a in e.assumes]
+    if run.generate is not None:
+        g = run.generate
+        head.append(
+            f"  generate loop per step: {g.per_step_s * 1e3:.3g} ms + {g.per_sequence_s * 1e3:.3g} ms per sequence + "
+            f"{g.per_token_s * 1e6:.3g} us per history token ({'history walk only' if g.host_only else 'all'} "
+            f"charged; {g.where}: {g.source})"
+        )
+    if run.paged is not None:
+        p = run.paged
+        head.append(
+            f"  paged KV: block {p.block_size} tokens, gpu_memory_utilization {p.utilization:g}, prefill chunk "
+            f"{p.chunk_tokens} tokens, max_num_seqs {p.concurrency}; the pool holds {run.fits.get('continuous')} "
+            f"pages: batch {run.batch}"
+        )
+    if run.point is None:
+        head.append("  no page fits: no figures")
+        return "\n".join(head)
+    continuous = e.batching == "continuous"
+    fit = run.fits.get("continuous" if continuous else "static")
+    return "\n".join(
+        [
+            *head,
+            render_point(run.point, hardware, capacity, fit, continuous),
+            render_curve(run.points, run.knee, continuous),
+        ]
+    )
+
+
+def render_point(
+    p: ServingPoint, hardware: str, capacity: Optional[float], fit: Optional[int], continuous: bool = False
+) -> str:
+    m = p.memory_continuous if continuous else p.memory
     cap = f" of {_gb(capacity)} ({'fits' if m.fits else 'does NOT fit'})" if capacity else " (no capacity given)"
+    mark = ("", " <- the engine's") if continuous else (" <- the engine's", "")
     lines = [
         f"serving on {hardware} at batch {p.batch}, {p.output_tokens} output tokens per page "
         f"[{p.level} level: {convention.batch_level(p.level)}]",
         f"  static batching:     TTFT {p.static.ttft_s * 1e3:,.2f} ms | TPOT {p.static.tpot_s * 1e3:,.3f} ms | "
         f"{p.static.tokens_per_s:,.0f} tokens/s | {p.static.pages_per_s:,.2f} pages/s | "
-        f"{p.static.pages_per_day:,.0f} pages/day",
+        f"{p.static.pages_per_day:,.0f} pages/day{mark[0]}",
         f"  continuous batching: TTFT {p.continuous.ttft_s * 1e3:,.2f} ms | TPOT {p.continuous.tpot_s * 1e3:,.3f} ms | "
         f"{p.continuous.tokens_per_s:,.0f} tokens/s | {p.continuous.pages_per_s:,.2f} pages/s | "
-        f"{p.continuous.pages_per_day:,.0f} pages/day",
+        f"{p.continuous.pages_per_day:,.0f} pages/day{mark[1]}",
         f"  decode step {p.step_s * 1e3:,.3f} ms ({p.step_bound}-bound); prefill {p.prefill_s * 1e3:,.2f} ms "
         f"({p.prefill_bound}-bound)"
         + (
@@ -45,7 +81,8 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
             if p.experts_per_layer is not None
             else ""
         ),
-        f"  memory (static, {m.phase} phase): weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} + "
+        f"  memory ({'continuous' if continuous else 'static'}, {m.phase} phase): weights {_gb(m.weights)} + "
+        f"KV cache {_gb(m.kv_cache)} + "
         f"inputs {_gb(m.inputs)} + activations "
         f"{_gb(m.activations)} + allowance {_gb(m.allowance)} = {_gb(m.total)}{cap}; dominant: {m.dominant}"
         + (f"; largest batch that fits: {fit}" if fit is not None else ""),
@@ -57,7 +94,9 @@ def render_point(p: ServingPoint, hardware: str, capacity: Optional[float], fit:
 def binding(p: ServingPoint, capacity: Optional[float]) -> str:
     if capacity and p.memory.total > capacity:
         return f"memory ({_gb(p.memory.total)} > {_gb(capacity)})"
-    side = "compute" if p.step_bound == "compute" else "memory bandwidth"
+    side = {"compute": "compute", "host": "host", "launch": "kernel launches (the minimum kernel time)"}.get(
+        p.step_bound, "memory bandwidth"
+    )
     decode_s = (p.output_tokens - 1) * p.step_s
     share = 100 * decode_s / (p.prefill_s + decode_s)
     return f"{side} (the decode step, {p.step_s * 1e3:,.3f} ms, holds {share:.0f}% of a static batch's time)"
@@ -87,7 +126,7 @@ def _ratio(r) -> str:
 def render_sizing(s: Sizing) -> str:
     t = s.targets
     lines = [
-        f"sizing against {s.hardware} [{s.level} level: {convention.batch_level(s.level)}], "
+        f"sizing against {s.hardware}, engine {s.engine} [{s.level} level: {convention.batch_level(s.level)}], "
         f"{t.output_tokens} output tokens per page",
     ]
     if s.holds_no_page:  # the cause first: every row below is what a device would need
@@ -121,4 +160,41 @@ def render_sizing(s: Sizing) -> str:
         f"  binding: {b.target} on {b.binds} ("
         + (f"{b.ratio:,.2f}x of {s.hardware}'s figure)" if math.isfinite(b.ratio) else "missed at every batch)")
     )
+    return "\n".join(lines)
+
+
+def render_engines(runs: Sequence[Any], refused: Optional[dict] = None) -> str:
+    """One row per engine of a sizing: replicas, batch, pages/day per device, what binds (or why it cannot)."""
+    rows = [f"  {'engine':<12} {'level':<7} {'replicas':>9} {'batch':>6} {'pages/day/device':>17}  binds"]
+    for r in runs:
+        s = r.sizing
+        b = s.binding
+        reps = f"{s.replicas:,}" if s.replicas is not None else "none"
+        rows.append(
+            f"  {r.engine.name:<12} {r.engine.level:<7} {reps:>9} {s.batch:>6} {s.pages_per_day_per_device:>17,.0f}  "
+            f"{b.target} on {b.binds}"
+        )
+    for name, why in (refused or {}).items():
+        rows.append(f"  {name:<12} refused: {why}")
+    return "per engine:\n" + "\n".join(rows)
+
+
+def render_measured(block: Optional[dict]) -> str:
+    """serving.json's `measured`: per batch measured vs hf_eager's forwards, with the ratios."""
+    if not block:
+        return ""
+    on = block["measured_on"]
+    lines = [
+        f"measured ({block['file']}: {on.get('model')} {on.get('mode')} on "
+        f"{on.get('device_name') or on.get('runtime')}, plain forwards) vs {block['engine']} "
+        f"on {block['predicted_by']}",
+        f"  {'batch':>6} {'prefill ms':>11} {'predicted':>10} {'ratio':>6} {'step ms':>9} {'predicted':>10} "
+        f"{'ratio':>6}",
+    ]
+    for r in block["rows"]:
+        lines.append(
+            f"  {r['batch']:>6} {r['prefill_measured_s'] * 1e3:>11,.2f} {r['prefill_predicted_s'] * 1e3:>10,.2f} "
+            f"{r['prefill_ratio']:>6.2f} {r['step_measured_s'] * 1e3:>9,.2f} {r['step_predicted_s'] * 1e3:>10,.2f} "
+            f"{r['step_ratio']:>6.2f}"
+        )
     return "\n".join(lines)

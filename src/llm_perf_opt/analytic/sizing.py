@@ -22,7 +22,13 @@ figures a requirement holds fixed. Conventions (`CONVENTION`, in every output):
 * bounds: `pages_per_day` at most `MAX_PAGES_PER_DAY` (beyond it the replica count says nothing), the batch
   at most `MAX_SEARCH_BATCH`;
 * a latency target no device within `max_scale` times every figure of the reference meets is refused
-  (one line naming the target, the bound that holds it, and by how much).
+  (one line naming the target, the bound that holds it, and by how much);
+* engines (`serve.engine`, `analytic.serve_engines`): every figure at the engine's level; a required figure scales
+  the reference's (at the kernel and eager levels: every calibrated matmul rate, or every bandwidth, by the same
+  factor, the efficiencies, kernel floors and the host kept: a target the host alone misses is unreachable by
+  compute or bandwidth); the batches searched above the ideal level are `engine_batches` (1, 2, 3, 4, 6, 8, 12,
+  ...: powers of two and 1.5 times them, up to the largest that fits, which is searched too); a paged engine's
+  memory is its KV pool's, its batch at most `serve.concurrency`.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from llm_perf_opt.analytic.memory_model import Allowance, max_batch, memory_use
+from llm_perf_opt.analytic.memory_model import Allowance
 from llm_perf_opt.analytic.serve_config import MAX_PAGES_PER_DAY_TARGET
-from llm_perf_opt.analytic.serving import SECONDS_PER_DAY
+from llm_perf_opt.analytic.serve_engines.paged_memory import PagedPool
+from llm_perf_opt.analytic.serve_engines.timing import Timing
+from llm_perf_opt.analytic.serving import SECONDS_PER_DAY, fit_batch, memory_of, timing_of
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.time.convention import BATCH_LEVELS, IDEAL
 from llm_perf_opt.analytic.time.hardware import Hardware, Roof
@@ -59,12 +67,25 @@ CONVENTION = {
     "carrying target / replicas; one device carrying it all: every compute and bandwidth figure x (target / "
     "the most pages/day); a device that cannot hold one page: memory binds, no replicas",
     "binds": "the resource whose requirement is largest against the reference's figure",
+    "engines": "every figure at the engine's level; required figures scale the reference's rates (efficiencies, "
+    "floors and host kept); above the ideal level the batches searched are 1, 2, 3, 4, 6, 8, 12, ... (powers of two "
+    "and 1.5x them) up to the largest that fits",
 }
+
+
+def engine_batches(top: int) -> np.ndarray:
+    """1, 2, 3, 4, 6, 8, 12, 16, ... up to `top`, and `top` (the batches sizing searches above the ideal level)."""
+    out, p = {1}, 1
+    while p <= top:
+        out.update(b for b in (p, p + p // 2) if b <= top)
+        p *= 2
+    out.add(top)
+    return np.array(sorted(out), dtype=float)
 
 
 @dataclass(frozen=True)
 class Targets:
-    ttft_s: float
+    ttft_s: Optional[float]  # None: no TTFT target
     tpot_s: float
     pages_per_day: float
     output_tokens: int
@@ -72,6 +93,8 @@ class Targets:
     def __post_init__(self) -> None:
         for name in ("ttft_s", "tpot_s", "pages_per_day"):
             v = getattr(self, name)
+            if name == "ttft_s" and v is None:
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                 raise ConfigError.field(f"size.{name}", v, "must be a positive number")
         if self.pages_per_day > MAX_PAGES_PER_DAY:
@@ -123,6 +146,7 @@ class Sizing:
     best_batch: int = 0  # the batch of the most pages/day per device
     batch1_memory_gb: float = 0.0  # what one page at batch 1 holds (the least memory any batch needs)
     capacity_gb: Optional[float] = None  # the reference device's memory (None: not given)
+    engine: str = "ideal"
 
     @property
     def holds_no_page(self) -> bool:
@@ -137,6 +161,7 @@ class Sizing:
         b = self.binding
         return {
             "hardware": self.hardware,
+            "engine": self.engine,
             "level": self.level,
             "level_convention": BATCH_LEVELS.get(self.level),
             "targets": self.targets.__dict__,
@@ -152,21 +177,18 @@ class Sizing:
         }
 
 
-def _latency_fns(model: ServingModel, n: int, level: str) -> dict[str, Callable[[Roof], float]]:
+def _latency_fns(model: ServingModel, n: int) -> dict[str, Callable[[Timing], float]]:
     ctx = model.mean_decode_context(model.prompt_tokens, n)
 
-    def parts(roof: Roof) -> tuple[float, float]:
-        return (
-            float(model.prefill_times([1.0], roof, level).time_s[0]),
-            float(model.decode_times([1.0], roof, ctx, level).time_s[0]),
-        )
+    def parts(t: Timing) -> tuple[float, float]:
+        return float(t.prefill([1.0]).time_s[0]), float(t.decode([1.0], ctx).time_s[0])
 
-    def ttft(roof: Roof) -> float:
-        p, s = parts(roof)
+    def ttft(t: Timing) -> float:
+        p, s = parts(t)
         return p + s
 
-    def tpot(roof: Roof) -> float:
-        p, s = parts(roof)
+    def tpot(t: Timing) -> float:
+        p, s = parts(t)
         return s + (p / (n - 1) if n > 1 else 0.0)
 
     return {"ttft_s": ttft, "tpot_s": tpot}
@@ -201,30 +223,36 @@ def size(
     allowance: Allowance = Allowance(),
     level: str = IDEAL,
     max_scale: float = DEFAULT_MAX_SCALE,
+    timing: Optional[Timing] = None,
+    paged: Optional[PagedPool] = None,
+    engine: str = "ideal",
 ) -> Sizing:
     n = model.check_output_tokens(targets.output_tokens)
+    timing = timing_of(model, roof, level, timing)
+    level = timing.level
     capacity = hardware.memory_bytes
-    mem1 = memory_use(model, 1, n, allowance, prefill_batch=1).total
+    mem1 = memory_of(model, 1, n, allowance, None, paged, prefill_batch=1).total
     reqs = []
-    for name, fn in _latency_fns(model, n, level).items():
+    for name, fn in _latency_fns(model, n).items():
         target = getattr(targets, name)
-        achieved = fn(roof)
-        if achieved / max_scale > target:
-            est_ref = (
-                model.prefill_times([1.0], roof, level)
-                if name == "ttft_s"
-                else model.decode_times([1.0], roof, model.mean_decode_context(model.prompt_tokens, n), level)
-            )
-            bound = "compute" if est_ref.compute_s[0] >= est_ref.memory_s[0] else "memory bandwidth"
+        if target is None:
+            continue
+        achieved = fn(timing)
+        at_max = fn(timing.scaled(max_scale, max_scale, max_scale))
+        if at_max > target:
+            ctx = model.mean_decode_context(model.prompt_tokens, n)
+            est_ref = timing.prefill([1.0]) if name == "ttft_s" else timing.decode([1.0], ctx)
+            bound = est_ref.bound(0)
+            bound = "memory bandwidth" if bound == "memory" else bound
             raise ConfigError.field(
                 f"size.{name}",
                 target,
                 f"no device within size.max_scale={max_scale:g}x every figure of {hardware.name} "
-                f"meets it: {achieved:.3g} s at batch 1 there, {achieved / target:.3g}x over "
-                f"({bound}-bound; {achieved / max_scale / target:.3g}x over even at {max_scale:g}x)",
+                f"meets it: {achieved:.3g} s at batch 1 there ({engine} engine, {level} level), "
+                f"{achieved / target:.3g}x over ({bound}-bound; {at_max / target:.3g}x over even at {max_scale:g}x)",
             )
-        p_req = _smallest(lambda p: fn(replace(roof, matmul_flops=p)), target, roof.matmul_flops)
-        bw_req = _smallest(lambda bw: fn(replace(roof, bandwidth=bw)), target, roof.bandwidth)
+        p_req = _smallest(lambda p: fn(timing.scaled(matmul=p / roof.matmul_flops)), target, roof.matmul_flops)
+        bw_req = _smallest(lambda bw: fn(timing.scaled(bandwidth=bw / roof.bandwidth)), target, roof.bandwidth)
         ratios = {
             "compute": p_req / roof.matmul_flops,
             "bandwidth": bw_req / roof.bandwidth,
@@ -237,19 +265,22 @@ def size(
             Requirement(name, target, achieved, p_req / TERA, bw_req / GIGA, mem1 / GIGA, 1, binds, finite[binds])
         )
     # pages/day on the reference device
-    fit = max_batch(model, n, capacity, allowance, continuous=True) if capacity else None
+    fit = fit_batch(model, n, capacity, allowance, True, paged) if capacity else None
     top = min(fit if fit is not None else MAX_SEARCH_BATCH, MAX_SEARCH_BATCH)
+    if paged is not None:
+        top = min(top, paged.concurrency)
     best_b, best_ppd, use_b = 0, 0.0, 0
     replicas: Optional[int] = None
     if top >= 1:
-        bs = np.arange(1, top + 1, dtype=float)
+        bs = np.arange(1, top + 1, dtype=float) if level == IDEAL else engine_batches(top)
         ctx = model.mean_decode_context(model.prompt_tokens, n)
-        pre1 = float(model.prefill_times([1.0], roof, level).time_s[0])
-        step = model.decode_times(bs, roof, ctx, level).time_s
+        pre1 = float(timing.prefill([1.0]).time_s[0])
+        step = timing.decode(bs, ctx).time_s
         ttft = pre1 + step
         tpot = step + (bs * pre1 / (n - 1) if n > 1 else 0.0)
         ppd = bs / (bs * pre1 + (n - 1) * step) * SECONDS_PER_DAY
-        ok = (ttft <= targets.ttft_s) & (tpot <= targets.tpot_s)
+        ttft_target = math.inf if targets.ttft_s is None else targets.ttft_s
+        ok = (ttft <= ttft_target) & (tpot <= targets.tpot_s)
         if ok.any():
             i = int(np.argmax(np.where(ok, ppd, -1.0)))
             best_b, best_ppd = int(bs[i]), float(ppd[i])
@@ -259,12 +290,13 @@ def size(
             use_b = int(bs[int(np.argmax(carries))]) if carries.any() else best_b
     if best_b:
         k = targets.pages_per_day / best_ppd
-        mem = memory_use(model, use_b, n, allowance, prefill_batch=1).total
+        mem = memory_of(model, use_b, n, allowance, None, paged, prefill_batch=1).total
         ratios = {"compute": k, "bandwidth": k, "memory": mem / capacity if capacity else 0.0}
         binds = max(ratios, key=ratios.__getitem__)
         if binds in ("compute", "bandwidth"):  # both scale by k: name the roof the decode step sits on
-            est = model.decode_times([float(best_b)], roof, model.mean_decode_context(model.prompt_tokens, n), level)
-            binds = "compute" if est.compute_s[0] >= est.memory_s[0] else "bandwidth"
+            est = timing.decode([float(best_b)], model.mean_decode_context(model.prompt_tokens, n))
+            bound = est.bound(0)
+            binds = "compute" if bound == "compute" else ("host" if bound == "host" else "bandwidth")
         reqs.append(
             Requirement(
                 "pages_per_day",
@@ -310,4 +342,5 @@ def size(
         best_batch=best_b,
         batch1_memory_gb=mem1 / GIGA,
         capacity_gb=capacity / GIGA if capacity else None,
+        engine=engine,
     )

@@ -44,7 +44,7 @@ from llm_perf_opt.analytic.hardware_config import (  # noqa: F401 - re-exported
     HardwareConfig,
     HardwareFigure,
 )
-from llm_perf_opt.analytic.serve_config import SERVE_LEVELS, ServeConfig, SizeConfig  # noqa: F401 - re-exported
+from llm_perf_opt.analytic.serve_config import ENGINE_NAMES, ServeConfig, SizeConfig  # noqa: F401 - re-exported
 from llm_perf_opt.callgraph.render_config import RENDER_COLOR_BY, RenderConfig  # noqa: F401 - re-exported
 from llm_perf_opt.config.fields import MAX_BATCH, _batch, _one_of, _positive_int
 from llm_perf_opt.config.paths import user_path

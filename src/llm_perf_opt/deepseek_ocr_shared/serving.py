@@ -87,6 +87,31 @@ def moe_shape(spec: Any, dtype_bytes: int) -> Optional[MoEShape]:
 DECODE_SPAN = 1024
 
 
+def _stages_at(model: Any):
+    """`ServingModel.stage_at` of one analytic model: its page at batch B, identical pages priced once; `kernels`
+    "vllm" takes SDPA attention (the fused kernel a serving engine runs) instead of the model's own."""
+
+    @lru_cache(maxsize=64)
+    def at_batch(batch: int, attention: str) -> Any:
+        return type(model)(
+            model.spec,
+            model.layout,
+            model.seq_len,
+            dtype=model.dtype_bytes,
+            decoder_attention=attention,
+            batch=batch,
+            execution=model.requested_execution,
+        )
+
+    def stage_at(stage: str, batch: int, context: Optional[int] = None, kernels: str = "hf") -> Any:
+        m = at_batch(int(batch), "sdpa" if kernels == "vllm" else model.decoder_attention)
+        if stage == "prefill":
+            return m.prefill()
+        return m.decode(int(context if context is not None else model.seq_len))
+
+    return stage_at
+
+
 def serving_model(model: Any, moe: Optional[MoEShape] = None, dtype: str = "bfloat16") -> ServingModel:
     """The `ServingModel` of one analytic model (one page shape, one dtype). `moe`: a shape with measured
     routing (`MoEShape.with_routing`); default: uniform routing."""
@@ -144,6 +169,8 @@ def _cached(
         moe,
         shapes,
         tuple(f"{k}: {v}" for k, v in rules.description.items()),
+        rules,
+        _stages_at(model),
     )
 
 

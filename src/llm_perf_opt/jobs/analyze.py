@@ -17,7 +17,7 @@ from llm_perf_opt.analytic.roofline_table import render_roofline_table
 from llm_perf_opt.analytic.serving import curve_rows
 from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
 from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
-from llm_perf_opt.analytic.serving_text import render_curve, render_point
+from llm_perf_opt.analytic.serving_text import render_engine, render_measured
 from llm_perf_opt.analytic.table import render_costs_table
 from llm_perf_opt.analytic.time.ideal import predict_latency
 from llm_perf_opt.artifacts import atomic_write_text, write_artifact
@@ -47,8 +47,10 @@ def plan(raw: DictConfig, log=progress, measure: bool = True) -> tuple:
         first = model_for_dtype(first, roof.dtype)
     serving = None
     if roof is not None:  # every check (batch, output length, memory) before the batch is priced or anything written
+        from llm_perf_opt.measure.engine_figures import engine_figures
+
         sm = serving_model_for(cfg, first, roof)
-        serving = (sm, *analyze_serving(cfg, sm, hardware, roof))
+        serving = (sm, analyze_serving(cfg, sm, hardware, roof, *engine_figures(cfg, roof)))
     if not measure:
         return job, hardware, roof, None, serving
     model = first
@@ -86,19 +88,22 @@ def main(raw: DictConfig) -> None:
     progress(
         f"wrote {write_roofline(run_dir() / 'roofline.json', model, latency, hardware, config=raw, levels=payload)}"
     )
-    sm, point, points, knee, fits = serving
-    print()
-    print(render_point(point, hardware.name, hardware.memory_bytes, fits["static"]))
-    print(render_curve(points, knee))
-    record = serving_record("analyze", cfg, sm, hardware, roof, point, points, knee, fits)
-    atomic_write_text(run_dir() / "curve.csv", csv_text(curve_rows(points)))
+    sm, runs = serving
+    for run in runs:
+        print()
+        print(render_engine(run, hardware.name, hardware.memory_bytes))
+    if runs[0].measured:
+        print(render_measured(runs[0].measured))
+    record = serving_record("analyze", cfg, sm, hardware, roof, runs)
+    first = runs[0]
+    atomic_write_text(run_dir() / "curve.csv", csv_text(curve_rows(first.points)))
     write_curve_plot(
-        points,
-        knee,
+        first.points,
+        first.knee,
         run_dir(),
         progress,
         f"{spec.name} {cfg.workload.name} {width}x{height} on {hardware.name}, "
-        f"{cfg.serve.output_tokens} tokens/page, {cfg.serve.level} level",
+        f"{cfg.serve.output_tokens} tokens/page, engine {first.engine.name} ({first.engine.level} level)",
     )
     progress(f"wrote {write_serving(run_dir() / SERVING_FILE, record, config=raw)}")
 

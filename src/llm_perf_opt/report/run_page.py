@@ -284,6 +284,18 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
                 f"({s.knee['reason']}): {s.knee['note']}",
             )
         )
+    eng = s.engine or {}
+    facts.insert(0, ("engine", f"{eng.get('name')}: {eng.get('summary', '')}"))
+    facts.extend(("assumes", a) for a in eng.get("assumes", ()))
+    for r in (s.measured or {}).get("rows", ()):
+        facts.append(
+            (
+                f"measured at batch {r['batch']}",
+                f"prefill {r['prefill_measured_s'] * 1e3:,.2f} ms vs hf_eager {r['prefill_predicted_s'] * 1e3:,.2f} ms "
+                f"({r['prefill_ratio']:.2f}x); decode step {r['step_measured_s'] * 1e3:,.2f} ms vs "
+                f"{r['step_predicted_s'] * 1e3:,.2f} ms ({r['step_ratio']:.2f}x)",
+            )
+        )
     return {
         "level": s.level,
         "convention": s.level_convention,

@@ -80,6 +80,21 @@ def achieved_pages_per_day(job: JobRecord) -> Any:
     return _point("continuous", "pages_per_day")(job)
 
 
+def measured_ratio(key: str) -> Callable[[JobRecord], Any]:
+    """hf_eager / measured (`serving.json`'s `measured`, serve.measured) at the job's batch, else the first measured
+    batch; None without a measured curve."""
+
+    def get(job: JobRecord) -> Any:
+        s = _serving(job)
+        rows = ((s.measured or {}).get("rows") or []) if s is not None else []
+        if not rows:
+            return None
+        row = next((r for r in rows if r["batch"] == s.batch), rows[0])
+        return row.get(key)
+
+    return get
+
+
 def _binds(job: JobRecord) -> Any:
     b = _sizing("binding")(job)
     return f"{b['target']}: {b['resource']} ({b['ratio']:.3g}x)" if b else None
@@ -113,11 +128,34 @@ SERVING_COLUMNS: list[Column] = [
         False,
     ),
     _c(
+        "serve_engine",
+        "engine",
+        "str",
+        "the serving engine the figures model (ideal = the roofline, no engine; hf_eager, cuda_graphs, vllm: "
+        "analytic.serve_engines), the first of serve.engine",
+        lambda j: _serving(j).engine.get("name") if _serving(j) is not None else None,
+    ),
+    _c(
         "serve_level",
         "time level",
         "str",
         "the time level every serving figure of the job uses (ideal = roofline)",
         lambda j: _serving(j).level if _serving(j) is not None else None,
+    ),
+    _c(
+        "serve_measured_step_ratio",
+        "decode step hf_eager/measured",
+        "float",
+        "hf_eager's decode step / the measured one (serve.measured: plain forwards) at the job's batch, else the "
+        "first measured batch",
+        measured_ratio("step_ratio"),
+    ),
+    _c(
+        "serve_measured_prefill_ratio",
+        "prefill hf_eager/measured",
+        "float",
+        "hf_eager's prefill / the measured one (serve.measured) at the job's batch, else the first measured batch",
+        measured_ratio("prefill_ratio"),
     ),
     _c("serve_hardware", "device", "str", "the device of the serving figures (a datasheet, or custom)", _hw("name")),
     _c(

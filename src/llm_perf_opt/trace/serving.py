@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from llm_perf_opt.analytic.memory_model import max_batch
-from llm_perf_opt.analytic.serving import curve_rows, latency_curve, serving_point
+from llm_perf_opt.analytic.serving import curve_rows
 from llm_perf_opt.analytic.serving_file import SERVING_FILE, write_serving
-from llm_perf_opt.analytic.serving_run import allowance_for, csv_text, serving_model_for, serving_record
-from llm_perf_opt.analytic.serving_text import render_point
+from llm_perf_opt.analytic.serving_run import analyze_serving, csv_text, serving_model_for, serving_record
+from llm_perf_opt.analytic.serving_text import render_engine
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.errors import ConfigError
@@ -29,24 +28,32 @@ def serving_stage(
     hardware = hardware_for(cfg, progress)
     roof = roof_for(cfg, hardware)
     model = model_for_dtype(analytic, roof.dtype)
-    s, batch = cfg.serve, cfg.workload.batch
+    s = cfg.serve
     try:
         sm = serving_model_for(cfg, model, roof)
     except ConfigError as exc:
         progress(f"serving: left out: {exc}")
         return {"skipped": str(exc)}
-    allowance, capacity = allowance_for(cfg), hardware.memory_bytes
-    point = serving_point(sm, roof, batch, s.output_tokens, allowance, capacity, s.level)
-    fits = {
-        "static": max_batch(sm, s.output_tokens, capacity, allowance) if capacity else None,
-        "continuous": max_batch(sm, s.output_tokens, capacity, allowance, continuous=True) if capacity else None,
-    }
-    points, knee, _ = latency_curve(sm, roof, s.output_tokens, s.batches, allowance, capacity, s.level)
-    print(render_point(point, hardware.name, capacity, fits["static"]))
-    record = serving_record("trace", cfg, sm, hardware, roof, point, points, knee, fits)
-    atomic_write_text(out_dir / "curve.csv", csv_text(curve_rows(points)))
+    from llm_perf_opt.measure.engine_figures import engine_figures
+
+    capacity = hardware.memory_bytes
+    try:  # a batch beyond the memory is reported (serve_memory_fits false), not refused: the trace already ran
+        runs = analyze_serving(cfg, sm, hardware, roof, *engine_figures(cfg, roof), refuse=False)
+    except ConfigError as exc:  # an engine the device lacks a figure for
+        progress(f"serving: left out: {exc}")
+        return {"skipped": str(exc)}
+    for run in runs:
+        print(render_engine(run, hardware.name, capacity))
+    record = serving_record("trace", cfg, sm, hardware, roof, runs)
+    first = runs[0]
+    atomic_write_text(out_dir / "curve.csv", csv_text(curve_rows(first.points)))
     write_curve_plot(
-        points, knee, out_dir, progress, f"{sm.name} on {hardware.name}, {s.output_tokens} tokens/page, {s.level} level"
+        first.points,
+        first.knee,
+        out_dir,
+        progress,
+        f"{sm.name} on {hardware.name}, {s.output_tokens} tokens/page, engine {first.engine.name} "
+        f"({first.engine.level} level)",
     )
     progress(f"wrote {write_serving(out_dir / SERVING_FILE, record, config=raw_cfg)}")
     return record.summary()

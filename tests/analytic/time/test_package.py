@@ -139,7 +139,9 @@ def test_the_batch_levels_at_batch_one_are_the_ideal_estimate():
     # batch 4: the weights are read once, FLOPs and activations four times
     assert at.compute_s[1] == pytest.approx(4 * one.compute_s)
     assert at.memory_s[1] == pytest.approx((6e6 + 4 * 2e6) / ROOF.bandwidth)
-    assert set(BATCH_LEVELS) == set(convention.BATCH_LEVELS) == {"ideal"}
+    # the unit-table levels: the roofline alone; the kernel and eager levels at batch B are the serving engines'
+    # (analytic.serve_engines.timing), their texts beside ideal's
+    assert set(BATCH_LEVELS) == {"ideal"} and set(convention.BATCH_LEVELS) == {"ideal", "kernel", "eager"}
     with pytest.raises(ConfigError, match="serve.level.*one of ideal"):
         level_times(table, [1.0], ROOF, level="kernel")
 

@@ -214,8 +214,11 @@ class BatchTimes:
     time_s: np.ndarray
     compute_s: np.ndarray
     memory_s: np.ndarray
+    bounds: Optional[tuple[str, ...]] = None  # per batch, where a level names its own (eager: host, kernel: launch)
 
     def bound(self, i: int) -> str:
+        if self.bounds is not None:
+            return self.bounds[i]
         return "compute" if self.compute_s[i] >= self.memory_s[i] else "memory"
 
 

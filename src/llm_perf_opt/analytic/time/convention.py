@@ -52,6 +52,11 @@ LEVELS: dict[str, str] = {
 BATCH_LEVELS: dict[str, str] = {
     IDEAL: f"roofline, the speed of light: per unit max(B x ({_COMPUTE}), (weights read once per step + B x "
     "(inputs + outputs)) / bandwidth), summed over units; no kernel efficiency, launch or host time",
+    KERNEL: "the kernel level (`LEVELS['kernel']`) of the stage's kernel census at batch B (the cost formulas of the "
+    "batch-B forward: GEMMs of B x T rows, the MoE's kernels for the experts B x T tokens touch in expectation): "
+    "no host time, no host syncs",
+    EAGER: "the eager level (`LEVELS['eager']`) of the same census at batch B: + the host's cost per kernel and the "
+    "MoE's per-layer host sync; a decode step + the generate loop's per-step host work (measured, its source named)",
 }
 
 

@@ -87,6 +87,30 @@ class DeviceFigures:
         f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))
         return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
 
+    def scaled(self, matmul: float = 1.0, vector: float = 1.0, bandwidth: float = 1.0) -> "DeviceFigures":
+        """The same device with every matmul rate x `matmul`, the vector rate x `vector` and every bandwidth x
+        `bandwidth` (efficiencies, kernel floors, launch and sync kept): what a faster device of this kind runs
+        at (the serving engines' sizing asks how much faster a device must be)."""
+        from dataclasses import replace
+
+        def curve(c):
+            return tuple((x, r * matmul) for x, r in c)
+
+        bw = lambda x: None if x is None else x * bandwidth  # noqa: E731
+        return replace(
+            self,
+            gemm=curve(self.gemm),
+            attention=curve(self.attention),
+            gemm_rows=tuple((m, curve(c)) for m, c in self.gemm_rows),
+            vector_flops=self.vector_flops * vector,
+            bw_small=self.bw_small * bandwidth,
+            bw_large=self.bw_large * bandwidth,
+            bw_medium=bw(self.bw_medium),
+            copy_bw=None if self.copy_bw is None else tuple(x * bandwidth for x in self.copy_bw),  # type: ignore
+            gemm_bw_large=bw(self.gemm_bw_large),
+            fresh_s_per_byte=self.fresh_s_per_byte / bandwidth,
+        )
+
     def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
         tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
         if kind == "copy" and self.copy_bw is not None:

@@ -1,0 +1,83 @@
+"""The measured side of serving: a serving curve measured with plain forwards (`benchmarks/serving_curve.py`'s
+`serving_curve.json`: prefill and greedy decode steps at batches 1..N on one device) beside the `hf_eager` engine's
+prediction of the same forwards at each batch, and the ratio predicted / measured.
+
+What is compared: the measured fastest wall time of the prefill at batch B, and the mean over the recorded decode steps
+of their fastest wall times at batch B, against `hf_eager`'s eager level of the same forwards (the prefill at batch
+B; the decode step at batch B at the recorded steps' mean context), without the generate loop's host work (the
+plain forwards run no `generate()`). The record's own configuration (model, mode, runtime) must be the job's; the
+prediction is the job's device and host figures (`hardware=`), named in `predicted_by`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from llm_perf_opt.analytic.serve_engines.timing import Timing
+from llm_perf_opt.artifacts import read_artifact
+from llm_perf_opt.errors import ArtifactError, ConfigError
+
+CURVE_SCHEMA = "llm_perf_opt.serving_curve"
+CURVE_READS = (1,)
+
+
+def load_curve(path: str | os.PathLike, field: str = "serve.measured") -> dict[str, Any]:
+    """A `serving_curve.json`'s data; ConfigError naming `field` when it is not one."""
+    try:
+        _, data = read_artifact(path, CURVE_SCHEMA, CURVE_READS, required=("rows", "config"))
+    except (ArtifactError, OSError) as exc:
+        raise ConfigError.field(field, str(path), f"must be a serving_curve.json ({exc})") from None
+    return data
+
+
+def measured_rows(data: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """{batch: {"prefill_s", "step_s", "context", "steps"}} of a curve's rows (batches with a prefill row)."""
+    out: dict[int, dict[str, Any]] = {}
+    for r in data["rows"]:
+        b = int(r["batch"])
+        if r["phase"] == "prefill":
+            out.setdefault(b, {"steps": []})["prefill_s"] = float(r["wall_s"])
+        elif r["phase"] == "decode":
+            out.setdefault(b, {"steps": []})["steps"].append((int(r["context_len"]), float(r["wall_s"])))
+    rows = {}
+    for b, v in sorted(out.items()):
+        if "prefill_s" not in v or not v["steps"]:
+            continue
+        steps = v.pop("steps")
+        v["step_s"] = sum(s for _, s in steps) / len(steps)
+        v["context"] = sum(c for c, _ in steps) / len(steps)
+        v["steps"] = len(steps)
+        rows[b] = v
+    return rows
+
+
+def measured_block(data: Mapping[str, Any], timing: Timing, label: str, path: str = "") -> dict[str, Any]:
+    """serving.json's `measured`: per batch measured vs `timing` (hf_eager without the generate loop) and ratios."""
+    rows = []
+    for b, m in measured_rows(data).items():
+        pre = float(timing.prefill([b]).time_s[0])
+        step = float(timing.decode([b], m["context"]).time_s[0])
+        rows.append(
+            {
+                "batch": b,
+                "context": m["context"],
+                "decode_steps": m["steps"],
+                "prefill_measured_s": m["prefill_s"],
+                "prefill_predicted_s": pre,
+                "prefill_ratio": pre / m["prefill_s"],
+                "step_measured_s": m["step_s"],
+                "step_predicted_s": step,
+                "step_ratio": step / m["step_s"],
+            }
+        )
+    cfg = data.get("config", {})
+    return {
+        "file": str(path),
+        "engine": "hf_eager (its forwards: the eager level, no generate loop)",
+        "measured_by": dict(data.get("measured_by", {})),
+        "measured_on": {k: cfg.get(k) for k in ("model", "mode", "runtime", "device_name", "dtype", "host", "threads")},
+        "predicted_by": label,
+        "ratio": "predicted / measured",
+        "rows": rows,
+    }

@@ -1,0 +1,260 @@
+"""The serving engines (analytic.serve_engines) derived by hand for one small configuration (the tiny spec, Tiny
+mode, a hand-made device whose every kernel costs max(FLOPs / rate, bytes / bandwidth, floor)), and replayed on the
+recorded H200 calibration against the recorded decode step and prefill."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from llm_perf_opt.analytic.memory_model import Allowance, memory_use
+from llm_perf_opt.analytic.serve_engines.cuda_graphs import CUDA_GRAPHS
+from llm_perf_opt.analytic.serve_engines.engine import engine_named, engines_named
+from llm_perf_opt.analytic.serve_engines.generate_host import GenerateHost
+from llm_perf_opt.analytic.serve_engines.hf_eager import HF_EAGER
+from llm_perf_opt.analytic.serve_engines.paged_memory import PagedPool
+from llm_perf_opt.analytic.serve_engines.select import timing_for
+from llm_perf_opt.analytic.serve_engines.vllm import VLLM
+from llm_perf_opt.analytic.serve_engines.vllm_kernels import fused_stage
+from llm_perf_opt.analytic.serving import serving_point
+from llm_perf_opt.analytic.time.figures import DeviceFigures, HostFigures, TimeModel
+from llm_perf_opt.analytic.time.hardware import load_hardware
+from llm_perf_opt.deepseek_ocr_shared.serving import serving_model
+from llm_perf_opt.dsocr.analytic import DeepseekOCRAnalyticModel
+from llm_perf_opt.dsocr.layout import VisionWorkload
+from llm_perf_opt.dsocr.spec import ModelSpec
+from llm_perf_opt.errors import ConfigError
+
+TINY_MODE = VisionWorkload(base_size=512, image_size=512, crop_mode=False)
+GEMM_RATE, VECTOR_RATE, BW, FLOOR = 1e12, 1e11, 1e11, 2e-6
+LAUNCH, SYNC, HOST = 3e-6, 10e-6, 10e-6
+GEN = GenerateHost(1e-3, 2e-4, 1e-6, "by hand", "by hand")
+
+
+def kernel_s(kind: str, flops: int, nbytes: int) -> float:
+    rate = GEMM_RATE if kind in ("gemm", "conv", "attention") else VECTOR_RATE
+    return max(flops / rate, nbytes / BW, FLOOR)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    model = DeepseekOCRAnalyticModel.for_page(ModelSpec.tiny(), TINY_MODE, 512, 512)
+    sm = serving_model(model)
+    roof = load_hardware("h100_sxm").roof("bfloat16")
+    dev = DeviceFigures(
+        "by hand", False, ((1.0, GEMM_RATE),), VECTOR_RATE, BW, BW, FLOOR, LAUNCH, SYNC, gemm_axis="m", itemsize=2
+    )
+    tm = TimeModel(roof, dev, HostFigures("by hand", HOST, "by hand"))
+    return model, sm, roof, tm
+
+
+def at_batch(model, batch: int, attention: str = "eager"):
+    return DeepseekOCRAnalyticModel(
+        model.spec, model.layout, model.seq_len, dtype=model.dtype_bytes, decoder_attention=attention, batch=batch
+    )
+
+
+def touched(n_experts: int, top_k: int, tokens: float) -> float:
+    return n_experts * (1 - (1 - top_k / n_experts) ** tokens)
+
+
+def routed_counts(node, tokens: int, d) -> dict:
+    """The HF census of a routed unit for the experts `tokens` touch in expectation: each kernel key's count scaled
+    by kept / listed, kept = listed - round(listed x (1 - touched / census experts))."""
+    listed_experts = min(d.n_routed_experts, tokens * d.num_experts_per_tok)
+    t = touched(d.n_routed_experts, d.num_experts_per_tok, tokens)
+    n = node.own.kernels.count
+    kept = n - round(n * (1 - t / listed_experts)) if t < listed_experts else n
+    return {k: round(c * kept / n) for k, c in node.own.kernels.counts.items()}
+
+
+def test_cuda_graphs_decode_is_the_kernel_sum_of_the_batch_census(setup):
+    model, sm, roof, tm = setup
+    d = model.spec.decoder
+    batch, ctx = 4, model.seq_len + 10
+    stage = at_batch(model, batch).decode(ctx)
+    total, routed_units = 0.0, 0
+    for path, node in stage.root.walk():
+        counts = node.own.kernels.counts
+        if path.endswith(".mlp.experts"):
+            counts, routed_units = routed_counts(node, batch, d), routed_units + 1
+        total += sum(c * kernel_s(k[0], k[2], k[3]) for k, c in counts.items())
+    own_root = sum(c * kernel_s(k[0], k[2], k[3]) for k, c in stage.root.own.kernels.counts.items())
+    assert routed_units == sum(1 for i in range(d.num_layers) if d.is_moe_layer(i)) > 0
+    timing = timing_for(CUDA_GRAPHS, sm, roof, tm)
+    assert timing.level == "kernel"
+    assert timing.decode([batch], ctx).time_s[0] == pytest.approx(total + own_root, rel=1e-12)
+
+
+def test_hf_eager_decode_is_segments_between_syncs_plus_the_generate_loop(setup):
+    model, sm, roof, tm = setup
+    ctx = model.seq_len + 10
+    stage = at_batch(model, 1).decode(ctx)  # batch 1: top-k experts, the census's own count
+    host = dev = closed = 0.0
+    syncs = 0
+
+    def walk(node):
+        nonlocal host, dev, closed, syncs
+        for _, child in node.children:
+            walk(child)
+        ks = node.own.kernels
+        host += (HOST + LAUNCH) * ks.count
+        dev += sum(c * kernel_s(k[0], k[2], k[3]) for k, c in ks.counts.items())
+        for _ in range(node.own.syncs):
+            closed += max(host, dev) + SYNC
+            host = dev = 0.0
+            syncs += 1
+
+    walk(stage.root)
+    eager = closed + max(host, dev)
+    assert syncs == sum(1 for i in range(model.spec.decoder.num_layers) if model.spec.decoder.is_moe_layer(i))
+    timing = timing_for(HF_EAGER, sm, roof, tm, GEN)
+    # a GPU-like (asynchronous) device: the generate loop charges the walk over the history only
+    assert timing.generate.host_only and timing.level == "eager"
+    assert timing.decode([1], ctx).time_s[0] == pytest.approx(eager + 1e-6 * 1 * (ctx + 1), rel=1e-12)
+    assert timing.decode([1], ctx).bound(0) == "host"  # 13 us per kernel against 2 us kernels
+
+
+def test_vllm_fuses_the_census_and_groups_the_experts(setup):
+    model, sm, roof, tm = setup
+    d = model.spec.decoder
+    batch, ctx = 4, model.seq_len + 10
+    hf = at_batch(model, batch, "sdpa").decode(ctx)
+    fused = fused_stage(hf, sm, batch)
+    ratio = touched(d.n_routed_experts, d.num_experts_per_tok, batch) / min(d.n_routed_experts, batch * 2)
+    hand = 0.0
+    nodes = dict(hf.root.walk())
+    compared = 0
+    for path, node in fused.root.walk():
+        src = nodes[path]
+        assert node.own.syncs == 0
+        gemms = {k: c for k, c in src.own.kernels.counts.items() if k[0] in ("gemm", "conv", "attention")}
+        rest = {k: c for k, c in src.own.kernels.counts.items() if k not in gemms}
+        if path.endswith(".mlp.experts"):  # one grouped GEMM per per-expert projection key
+            want = {(k[0], k[1], k[2] * c, round(k[3] * c * ratio), k[4] * c): 1 for k, c in gemms.items()}
+        else:
+            want = dict(gemms)
+        if rest:
+            want[("elementwise", 0, sum(k[2] * c for k, c in rest.items()), max(k[3] for k in rest), 0)] = 1
+        got = node.own.kernels.counts
+        assert got == want, path
+        hand += sum(c * kernel_s(k[0], k[2], k[3]) for k, c in want.items())
+        compared += 1
+    assert compared == len(nodes) > 50
+    timing = timing_for(VLLM, sm, roof, tm)
+    root_own = fused.root.own.kernels.counts
+    hand += sum(c * kernel_s(k[0], k[2], k[3]) for k, c in root_own.items())
+    assert timing.decode([batch], ctx).time_s[0] == pytest.approx(hand, rel=1e-12)
+    # fewer launches than the model's own code, attention as one fused kernel per layer
+    assert fused.root.total.kernels.count < at_batch(model, batch).decode(ctx).root.total.kernels.count
+    assert fused.root.total.kernels.by_kind().get("attention") == d.num_layers
+
+
+def test_the_paged_pool_by_hand(setup):
+    model, sm, roof, tm = setup
+    n, cap = 500, 80e9
+    pool = PagedPool(0.9, 16, 8192, 100)
+    allowance = Allowance()
+    page = math.ceil((sm.prompt_tokens + n) / 16) * 16 * sm.kv_bytes_per_token
+    act = sm.prefill.peak_live(8192 / sm.prompt_tokens)
+    free = 0.9 * cap - sm.weight_bytes - act - sm.input_bytes - allowance.workspace_bytes
+    assert pool.max_batch(sm, n, cap, allowance) == int(free // page) > 100
+    use = pool.use(sm, 100, n, allowance, cap)
+    assert use.kv_cache == 100 * page and use.capacity == 0.9 * cap and use.fits and use.phase == "paged"
+    # the vllm engine's point runs at the concurrency (the pool holds more); static engines keep memory_model's
+    p = serving_point(sm, roof, 100, n, allowance, cap, timing=timing_for(VLLM, sm, roof, tm), paged=pool)
+    assert p.memory_continuous.kv_cache == 100 * page and p.level == "kernel"
+    q = serving_point(sm, roof, 8, n, allowance, cap, timing=timing_for(HF_EAGER, sm, roof, tm))
+    assert q.memory.total == memory_use(sm, 8, n, allowance, cap).total and q.level == "eager"
+
+
+def test_engines_refuse_by_name(setup):
+    model, sm, roof, tm = setup
+    with pytest.raises(ConfigError, match="serve.engine.*one of ideal, hf_eager, cuda_graphs, vllm"):
+        engine_named("trt")
+    with pytest.raises(ConfigError, match="serve.engine.*twice"):
+        engines_named(["vllm", "vllm"])
+    cpu = TimeModel(roof, DeviceFigures("cpu", True, ((1.0, 1e9),), 1e9, 1e9, 1e9, 1e-6), tm.host)
+    for engine in (CUDA_GRAPHS, VLLM):  # no graph to capture on the CPU
+        with pytest.raises(ConfigError, match=f"serve.engine.*{engine.name}.*CUDA device"):
+            timing_for(engine, sm, roof, cpu)
+    timing_for(HF_EAGER, sm, roof, cpu)  # the CPU runs the model's own code
+    no_host = TimeModel(roof, tm.device, None, {"eager": "no host calibration here"})
+    with pytest.raises(ConfigError, match="serve.engine.*hf_eager.*no host calibration here"):
+        timing_for(HF_EAGER, sm, roof, no_host)
+    with pytest.raises(ConfigError, match="serve.engine.*cuda_graphs.*kernel level.*no min_kernel"):
+        timing_for(CUDA_GRAPHS, sm, roof, TimeModel(roof, None, None, {"kernel": "no min_kernel_us figure"}))
+
+
+# ----------------------------------------------------------------------------------- the recorded H200
+H200 = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-27"
+CALIBRATION = H200 / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+
+
+@pytest.fixture(scope="module")
+def h200():
+    """The full twin, Tiny mode, as the recording ran it (runtime=cuda), on the recorded calibration (device and
+    host of the H200 machine), and the recorded serving curve (plain forwards at batches 1, 8, 32, 64)."""
+    from llm_perf_opt.analytic.serving_measured import measured_rows
+    from llm_perf_opt.analytic.serving_run import serving_model_for
+    from llm_perf_opt.config.compose import compose
+    from llm_perf_opt.families import register_configs
+    from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+    from llm_perf_opt.measure.levels_stage import job_time_model
+    from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
+    from llm_perf_opt.prepare.validate import validate
+
+    register_configs()
+    job = validate(
+        compose(
+            ["model=twin", "workload=tiny", "runtime=cuda", "hardware=measured", f"hardware.calibration={CALIBRATION}"]
+        ),
+        runs_model=False,
+    )
+    cfg = job.cfg
+    hw = hardware_for(cfg, lambda _: None)
+    roof = roof_for(cfg, hw)
+    model = model_for_dtype(analytic_model_for(job, job.page_width, job.page_height, batch=False), roof.dtype)
+    sm = serving_model_for(cfg, model, roof)
+    doc = json.loads((H200 / "serving_curve" / "serving_curve.json").read_text())
+    return sm, roof, job_time_model(cfg, roof), measured_rows(doc["data"])
+
+
+def test_hf_eager_tpot_at_batch_1_matches_the_recorded_decode_step(h200):
+    """The recorded H200 decode step of the full twin, Tiny (plain forwards, batch 1, contexts 78 and 79): 29.66 ms
+    (the 11-26 trace: 27.6 ms); hf_eager's forward at batch 1 within 25% of both."""
+    sm, roof, tm, rows = h200
+    timing = timing_for(HF_EAGER, sm, roof, tm)  # the forwards alone: no generate loop in the recording
+    m = rows[1]
+    assert m["steps"] == 2 and m["step_s"] == pytest.approx(29.66e-3, rel=1e-3)
+    step = timing.decode([1], m["context"]).time_s[0]
+    for measured in (m["step_s"], 27.6e-3):
+        assert 0.75 <= step / measured <= 1.25, (step, measured)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the eager level's host cost per kernel overcounts the prefill's cheap ops: 102.6 ms predicted vs 71.3 ms "
+    "recorded (1.44x); the eager level's two-class host cost (analytic/time/eager.py, in progress) is what fixes it",
+)
+def test_hf_eager_ttft_at_batch_1_matches_the_recorded_prefill(h200):
+    sm, roof, tm, rows = h200
+    timing = timing_for(HF_EAGER, sm, roof, tm)
+    measured = rows[1]["prefill_s"]
+    assert measured == pytest.approx(71.3e-3, rel=1e-2)
+    assert 0.75 <= timing.prefill([1]).time_s[0] / measured <= 1.25
+
+
+def test_the_kernel_engines_sit_below_what_the_eager_forwards_measured(h200):
+    """CUDA graphs and the vLLM-like engine take the host out: at every recorded batch their decode step is below the
+    recorded eager step (wall), and vllm's fused list is below cuda_graphs' census."""
+    sm, roof, tm, rows = h200
+    graphs, vllm = timing_for(CUDA_GRAPHS, sm, roof, tm), timing_for(VLLM, sm, roof, tm)
+    assert sorted(rows) == [1, 8, 32, 64]
+    for b, m in rows.items():
+        g = graphs.decode([b], m["context"]).time_s[0]
+        v = vllm.decode([b], m["context"]).time_s[0]
+        assert v < g < m["step_s"], (b, v, g, m["step_s"])
