@@ -13,6 +13,7 @@ family seam and its registry; each subpackage is one layer or one model family, 
 | `run_files.py` | every file a run directory holds: one registry of (role, file, schema, version, loader) |
 | `run_lock.py` | a run directory belongs to one process: a lock held for the job's life |
 | `units.py` | human-readable numbers, one way everywhere: SI prefixes for FLOPs, bytes, counts and rates; times |
+| `quantities.py` | the named time quantities (measured how, predicted at which level) pages and tables label |
 | `early_refusal.py` | refusals made on the command line before a job or Hydra is imported (a batch beyond the bound) |
 | `lazy.py` | names a package loads on first use (PEP 562), so importing it does not import its heavy submodules |
 | `family.py` | the model-family seam: what a model family supplies to the generic layers (`ModelFamily`) |

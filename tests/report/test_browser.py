@@ -43,11 +43,24 @@ def test_run_page_loads_clean_and_shows_node_details(timed_run, browser):
     texts = page.eval_on_selector_all("#graph svg g.node", "els => els.map(e => e.textContent)")
     assert any("Block @ model.sam_model.blocks.[0-3] for 4" in t for t in texts)
     assert any("◦ window_size=0 ×2" in t for t in texts)
+    # a node's tooltip is its module path, kind and time per quantity, never Graphviz' id
+    titles = page.eval_on_selector_all("#graph svg g.node > title", "els => els.map(e => e.textContent)")
+    assert len(titles) == len(grouped.nodes) + 1 and not any(t.strip() in {n.id for n in grouped.nodes} for t in titles)
+    assert any(t.startswith("model.sam_model (ImageEncoderViT)") and "predicted ideal" in t for t in titles), titles[:3]
     assert page.inner_text("table#parts").count("model.") >= 5  # the part table: sam, clip, projector, layers...
 
     block = _sam_blocks(grouped)
-    assert page.inner_text("#panel-body") == ""
-    page.click("#fit-all")  # the whole drawing in the box (the first view shows its top at 1:1)
+    # the first panel: a stage (the longest measured one; this run has no measured stage time: the first)
+    assert page.get_attribute("#panel-body", "data-stage") == "vision" and "(stage)" in page.inner_text("#panel-body")
+    # the tree opens at the parts: SAM's row is there, its blocks are not until SAM is opened
+    sam = next(n for n in grouped.nodes if n.pattern == "model.sam_model")
+    child_rows = page.locator(f"#tree tr[data-parent='{sam.id}']")
+    assert child_rows.count() == len(sam.children) > 0
+    assert page.locator(f"#tree tr[data-id='{sam.id}']").is_visible() and not child_rows.first.is_visible()
+    page.click(f"#tree tr[data-id='{sam.id}'] button.tog")
+    assert all(child_rows.nth(i).is_visible() for i in range(child_rows.count()))
+    page.click("#show-drawing")  # the whole Graphviz drawing, one click away
+    page.click("#fit-all")
     page.click(f"#graph svg g.node#{block.id}")
     panel = page.inner_text("#panel-body")
     for text in (

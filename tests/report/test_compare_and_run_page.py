@@ -142,7 +142,13 @@ def _visible(page, selector: str) -> bool:
     return box is not None and box["width"] > 50 and box["height"] > 20
 
 
+FOREIGN = ("file:", "data:", "about:")
+
+
 def test_run_page_answers_first_and_fits_the_screen(runs):
+    """At 1366x768 and 1920x1080 the first screen (no scrolling) holds the headline card, the legend and the stage
+    chart with its numbers; nothing is wider than the window; no console error, no request leaves the machine; a
+    stage bar selects its stage, a part bar its node, a tree node opens its children."""
     a, _, _ = runs
     from llm_perf_opt.callgraph.grouped import load_grouped_json
 
@@ -150,31 +156,135 @@ def test_run_page_answers_first_and_fits_the_screen(runs):
     SCREENS.mkdir(parents=True, exist_ok=True)
     for w, h in VIEWPORTS:
         with browser_page(w, h) as (page, errors):
+            foreign = []
+            page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith(FOREIGN) else None)
             page.goto((a / "run.html").as_uri(), wait_until="load")
             scroll, inner = page.evaluate(OVERFLOW)
             assert scroll <= inner, (w, scroll, inner)
-            for sel in ("#timechart", "#times", "#icicle", "#graph svg"):
+            wide = page.evaluate(
+                "() => [...document.querySelectorAll('body *')].filter(e => { const r = e.getBoundingClientRect();"
+                " return r.width > 0 && r.right > innerWidth + 1 && !e.closest('.tablewrap'); }).length"
+            )
+            assert wide == 0, (w, wide)
+            for sel in ("#headline", "#levels-legend", "#stagechart", "#shares"):
+                box = page.locator(sel).bounding_box()
+                assert box is not None and box["width"] > 50 and box["y"] + box["height"] <= h, (w, sel, box)
+            assert "units within 25%" in page.inner_text("#accuracy")
+            numbers = page.locator("#stagechart text.num")
+            assert numbers.count() >= 8 and all(
+                (numbers.nth(i).text_content() or "").strip() for i in range(numbers.count())
+            )
+            assert page.locator("#levels-legend .li").count() >= 4  # measured and the three levels
+            for sel in ("#timechart", "#times", "#icicle", "#tree"):
                 assert _visible(page, sel), (w, sel)
-            # the chart is the first thing: it starts inside the first screen
-            assert page.locator("#timechart").bounding_box()["y"] < h
-            bars = page.locator("#timechart rect.bar")
-            assert bars.count() >= 12 and page.locator("#timechart rect[data-series='ideal']").count() >= 12
             page.screenshot(path=str(SCREENS / f"run_page_{w}x{h}.png"))
-            # a click on the chart's measured bar of SAM opens SAM's node with its figures
+            # a stage bar selects that stage (not the root node)
+            page.click("#stagechart rect[data-stage='vision'][data-series='measured']")
+            assert page.get_attribute("#panel-body", "data-stage") == "vision"
+            assert "vision (stage)" in page.inner_text("#panel-body")
+            page.click("#timechart rect[data-stage='prefill'][data-series='measured']")
+            assert page.get_attribute("#panel-body", "data-stage") == "prefill"
+            # a part's bar opens its node with its figures
             sam = next(n for n in grouped.nodes if n.pattern == "model.sam_model")
             page.click("#timechart rect[data-row='prefill/sam'][data-series='measured']")
             panel = page.inner_text("#panel-body")
             assert "ImageEncoderViT" in panel and "model.sam_model" in panel and "measured time" in panel, panel[:500]
             assert page.get_attribute("#panel-body", "data-node") == sam.id
-            # and a click on an icicle cell opens that node
+            # the panel fits its box
+            over = page.evaluate(
+                "() => { const p = document.getElementById('panel'); return p.scrollWidth - p.clientWidth; }"
+            )
+            assert over <= 0, over
+            # an icicle cell opens its node
             lm = next(n for n in grouped.nodes if n.pattern == "lm_head")
             page.click(f"#icicle .cell[data-node='{lm.id}']")
             assert "Linear @ lm_head" in page.inner_text("#panel-body")
-            # pan and zoom keep the page's width
+            # the tree: opening SAM shows its children
+            kids = page.locator(f"#tree tr[data-parent='{sam.id}']")
+            assert kids.count() == len(sam.children) > 0 and not kids.first.is_visible()
+            page.click(f"#tree tr[data-id='{sam.id}'] button.tog")
+            assert all(kids.nth(i).is_visible() for i in range(kids.count()))
+            # the whole drawing is one click away and keeps the page's width when zoomed
+            page.click("#show-drawing")
             page.click("#fit-width")
             page.click("#zoom-in")
             assert page.evaluate(OVERFLOW)[0] <= inner
-            assert errors == []
+            assert errors == [] and foreign == []
+
+
+def _cli_levels(out: str) -> dict[str, dict[str, str]]:
+    """{key: {column: text}} of the time-levels table the job printed (keys as the run page's: stage, stage/part)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("time levels on "))
+    head = next(i for i in range(start, len(lines)) if lines[i].startswith("stage / part"))
+    rows, stage = {}, None
+    for line in lines[head + 2 :]:
+        if not line.strip() or line.startswith(
+            ("device figures", "host figures", "figures:", "convention", "measured")
+        ):
+            break
+        cells = [c for c in line[20:].split("  ") if c.strip()]
+        name = line[:20].strip()
+        if not line.startswith("  "):
+            stage, key = name, name
+        else:
+            key = f"{stage}/{name}"
+        rows[key] = {
+            "ideal": cells[0].strip(),
+            "kernel": cells[1].strip(),
+            "eager": cells[2].strip(),
+            "measured": cells[3].strip(),
+        }
+    return rows
+
+
+def test_one_number_per_quantity_on_the_page_the_console_and_summary(runs):
+    """The fastest-run measured time and the eager prediction of every stage and part: the same text in
+    summary.json (formatted), the console's time-levels table and the run page (in the browser); a decoder layer is
+    never slower than the decoder within that quantity."""
+    a, _, proc = runs
+    from llm_perf_opt import units
+    from llm_perf_opt.quantities import label
+
+    out = proc.stdout + proc.stderr
+    assert f"measured = {label('fastest')}" in out and "verdict = bound at the eager level" in out
+    cli = _cli_levels(out)
+    levels = json.loads((a / "summary.json").read_text())["data"]["roofline"]["levels"]["stages"]
+    decoder = levels["prefill"]["decoder"]["measured_s"]
+    layers = [e["measured_s"] for k, e in levels["prefill"].items() if k.startswith("decoder.layer.")]
+    assert len(layers) == 3 and all(x <= decoder for x in layers), (layers, decoder)
+    with browser_page(1366, 768) as (page, errors):
+        page.goto((a / "run.html").as_uri(), wait_until="load")
+        page_measured = page.eval_on_selector_all(
+            "#times td[data-q='fastest']",
+            "els => Object.fromEntries(els.map(e => [e.dataset.key, e.textContent.trim()]))",
+        )
+        head = page.eval_on_selector_all(
+            "#headline-table td[data-q='fastest']",
+            "els => Object.fromEntries(els.map(e => [e.dataset.key, e.textContent.trim()]))",
+        )
+        eager_col = page.eval_on_selector_all("#times thead th", "els => els.map(e => e.textContent.trim())").index(
+            "eager"
+        )
+        page_eager = page.eval_on_selector_all(
+            "#times tbody tr",
+            "rows => Object.fromEntries(rows.map(r => [r.children[1].dataset.key, "
+            f"r.children[{eager_col}].textContent.trim()]))",
+        )
+        assert errors == []
+    compared = 0
+    for stage, parts in levels.items():
+        for alias, e in parts.items():
+            key = stage if alias == "" else f"{stage}/{alias}"
+            if key not in page_measured or e.get("measured_s") is None:
+                continue
+            text = units.seconds(e["measured_s"])
+            assert cli[key]["measured"] == text == page_measured[key], (key, cli[key], text, page_measured[key])
+            assert cli[key]["eager"] == units.seconds(e["eager_s"]) == page_eager[key], key
+            if alias == "":
+                assert head[stage] == text
+            compared += 1
+    assert compared >= 10, compared  # the prefill, vision and every prefill part and layer
 
 
 def test_compare_page_fits_the_screen(runs, tmp_path):

@@ -30,6 +30,7 @@ LAYERS = {
     "errors": 0,
     "artifacts": 0,
     "units": 0,
+    "quantities": 0,
     "run_lock": 0,
     "run_artifacts": 0,
     "run_files": 0,

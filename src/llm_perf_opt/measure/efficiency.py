@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from llm_perf_opt import units
+from llm_perf_opt import quantities, units
 from llm_perf_opt.analytic.stage import StageCost
 from llm_perf_opt.analytic.time import convention
 from llm_perf_opt.analytic.time.ideal import Estimate, StagePrediction
@@ -218,7 +218,13 @@ def render_comparison(rows: Sequence[ComparisonRow], roofs: Sequence[RoofEntry])
     head = f"{'stage / part':18s} {'measured':>10s} {'FLOP/B':>8s} {'achieved':>12s}"
     for name in names:
         head += f" | {('on ' + name)[:14]:>14s} {'bound':>7s} {'eff.':>6s}"  # predicted on that roof
-    lines = ["measured vs predicted on each roof (efficiency = predicted / measured)", head, "-" * len(head)]
+    lines = [
+        "measured vs predicted on each roof (efficiency = predicted / measured)",
+        f"on <roof> = {quantities.label('ideal')} on that roof; bound = {quantities.bound_label('ideal')}; measured: "
+        f"forward = {quantities.label('median_plain')}, parts = {quantities.label('ranges')}",
+        head,
+        "-" * len(head),
+    ]
     for row in rows:
         label = row.name if row.kind == "stage" else f"  {row.name}"
         text = (

@@ -8,7 +8,8 @@ Measured (`MEASURED_BY`), the fastest-run convention (the calibration's figures 
 `measure.calibrate_levels`): the prefill is the fastest plain forward (no profiler); vision the fastest of the
 per-repeat sums of SAM, CLIP and the projector; a part the fastest of its times in the plain forwards on the CPU
 (`measure.profile.PartClock`: perf_counter hooks around the part, no profiler), else of its per-repeat inclusive
-times in the profiled forwards (module ranges: on CUDA their kernel time); a decode step the fastest plain
+times in the profiled forwards (module ranges: on CUDA their kernel time), a decoder layer the same way as its
+stack (one quantity: `quantities`, a layer never slower than the decoder); a decode step the fastest plain
 forward of the first timed step (the analytic decode stage's context) and its parts' fastest times, the same way.
 """
 
@@ -83,12 +84,25 @@ def measured_by_stage(times: Any, vocabulary: Any) -> dict[str, dict[str, float]
     vision_plain = [plain_runs.get(vocabulary.alias(p)) for p in vocabulary.vision_paths]
     if vision_plain and all(v is not None for v in vision_plain):
         out["vision"][""] = float(min(sum(v) for v in zip(*vision_plain)))  # type: ignore[arg-type]
+    # a layer is timed as its stack is (one quantity: a layer is never slower than the decoder): the plain-forward
+    # clock when the stack has one (`coverage["layers"]`), else the profiled ranges; a run that clocked the stack
+    # but not its layers (profile.json from before the layer clocks) has no layer figure rather than a mixed one
+    layer_plain = {
+        alias: r["plain_inclusive_s"]["min"]
+        for alias, r in ((times.coverage or {}).get("layers") or {}).items()
+        if (r.get("plain_inclusive_s") or {}).get("min") is not None
+    }
+    stack = vocabulary.alias(vocabulary.decoder_stack)
     i = 0
     while True:
+        alias = f"{vocabulary.layer_alias_prefix}{i}"
         values = path_inclusive_repeats(times, vocabulary.decoder_layer_path(i))
-        if not values:
+        if not values and alias not in layer_plain:
             break
-        out["prefill"][f"{vocabulary.layer_alias_prefix}{i}"] = min(values)
+        if alias in layer_plain:
+            out["prefill"][alias] = float(layer_plain[alias])
+        elif stack not in plain and values:
+            out["prefill"][alias] = min(values)
         i += 1
     return out
 

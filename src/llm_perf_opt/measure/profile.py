@@ -108,6 +108,19 @@ def default_parts(model: nn.Module, vocabulary: Any = None) -> dict[str, str]:
     return {p.alias: p.path for p in (vocabulary.parts if vocabulary is not None else ()) if p.path in names}
 
 
+def default_layers(model: nn.Module, vocabulary: Any = None) -> dict[str, str]:
+    """{alias: module path} of the decoder layers the model has (`decoder.layer.<i>`): clocked in the plain forwards
+    as their stack is, so that a layer and the decoder are one quantity (a layer is never slower than its stack)."""
+    if vocabulary is None:
+        return {}
+    names = {path for path, _ in model.named_modules()}
+    out, i = {}, 0
+    while (path := vocabulary.decoder_layer_path(i)) in names:
+        out[f"{vocabulary.layer_alias_prefix}{i}"] = path
+        i += 1
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- running
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
@@ -158,8 +171,8 @@ class PartClock:
                 self._handles.append(
                     module.register_forward_pre_hook(lambda _m, _a, s=started: s.append(time.perf_counter()))
                 )
-                self._handles.append(
-                    module.register_forward_hook(lambda _m, _a, _o, s=started, a=alias: self._done(a, s))
+                self._handles.append(  # prepended: the clocks on one module nest (a layer inside its stack)
+                    module.register_forward_hook(lambda _m, _a, _o, s=started, a=alias: self._done(a, s), prepend=True)
                 )
         return self
 
@@ -236,12 +249,14 @@ def profile_forward(
     trace_path: str | Path | None = None,
     parts: Optional[Mapping[str, str]] = None,
     progress: Optional[Callable[[str], None]] = None,
+    layers: Optional[Mapping[str, str]] = None,
 ) -> ModuleTimes:
     """Warm up, then time plain and profiled forwards (interleaved) and return the time per module call.
 
     `trace_path`: where to write the Chrome trace of the last profiled forward (None: none, also when
     `cfg.chrome_trace` is false). `parts`: {alias: module path} for the coverage check (default: the
-    DeepSeek-OCR parts the model has).
+    DeepSeek-OCR parts the model has). `layers`: {alias: module path} clocked in the plain forwards beside the
+    parts (the decoder layers: `default_layers`), outside the coverage; their times in `coverage["layers"]`.
     """
     check_torch()
     if not isinstance(cfg, ProfileConfig):
@@ -255,7 +270,9 @@ def profile_forward(
     plain: list[tuple[float, float]] = []
     repeats: list[_Repeat] = []
     part_paths = dict(parts) if parts is not None else default_parts(call.model)
-    clock = PartClock(call.model, part_paths) if device.type == "cpu" else None  # CUDA: the ranges' kernel time
+    layer_paths = dict(layers or {})
+    clocked = {**part_paths, **layer_paths}
+    clock = PartClock(call.model, clocked) if device.type == "cpu" else None  # CUDA: the ranges' kernel time
     plain_parts: list[dict[str, float]] = []
 
     def plain_forward() -> None:
@@ -304,6 +321,13 @@ def profile_forward(
     times = _assemble(call, device, cfg, plain, repeats, warmup_s)
     times.method.update(_rounds_method(cfg, rounds, pace))
     times.coverage = coverage(times, part_paths, plain_parts)
+    plain_layers = {
+        alias: {"path": path, "plain_inclusive_s": Stat.of([p[alias] for p in plain_parts]).to_dict()}
+        for alias, path in layer_paths.items()
+        if plain_parts and all(alias in p for p in plain_parts)
+    }
+    if plain_layers:
+        times.coverage["layers"] = plain_layers
     times.wall["plain_rewarmed"] = rewarm
     if trace is not None:  # written last, so a failure above leaves no trace without its profile
         export_chrome_trace(repeats[-1].profiler, trace)

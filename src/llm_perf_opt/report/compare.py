@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_perf_opt import units
+from llm_perf_opt import quantities, units
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import signed_text
@@ -309,7 +309,7 @@ def stage_rows(a: Run, b: Run) -> tuple[list[Row], list[str], list[str]]:
             Figure("time_measured", "time", x.measured_s, y.measured_s),
         ]
         figs += [Figure(f"time_{lv}", "time", x.predicted(lv), y.predicted(lv)) for lv in levels]
-        bound = " → ".join(dict.fromkeys(filter(None, (x.bound(), y.bound()))))
+        bound = " → ".join(dict.fromkeys(filter(None, (x.bound(a.times.bound_level), y.bound(b.times.bound_level)))))
         rows.append(Row(y.kind, key, y.label, figs, note=bound))
     return rows, [k for k in ra if k not in rb], [k for k in rb if k not in ra]
 
@@ -522,8 +522,11 @@ def page_data(cmp: Comparison, graph_svg: Optional[str]) -> dict[str, Any]:
         "title": f"Compare: {cmp.a.label()}  vs  {cmp.b.label()}",
         "cmp": cmp,
         "facts": [(k, fa.get(k, "—"), fb.get(k, "—"), fa.get(k) != fb.get(k)) for k in dict.fromkeys([*fa, *fb])],
-        "stage_metrics": [("time_measured", "measured time")]
-        + [(f"time_{lv}", f"{lv} (predicted)") for lv in cmp.levels]
+        "stage_metrics": [("time_measured", quantities.label("fastest"))]
+        + [
+            (f"time_{lv}", quantities.label(lv) if lv in quantities.QUANTITIES else f"predicted: {lv}")
+            for lv in cmp.levels
+        ]
         + [
             ("flops_analytic", "analytic FLOPs"),
             ("flops_measured", "measured FLOPs"),

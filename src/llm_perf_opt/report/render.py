@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from llm_perf_opt import quantities
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.report.table import MISSING, Column, csv_value, fmt
 
@@ -94,6 +95,7 @@ def environment(html: bool) -> Any:
 
     env.filters.update(seconds=units.seconds, flops=units.flops, nbytes=units.nbytes)
     env.globals["missing"] = MISSING
+    env.globals["quantity"] = quantities.label  # every time shown says which quantity it is
     return env
 
 

@@ -6,11 +6,15 @@ the page, grid and tokens (`summary.json`); the stage and part cost table, analy
 call graph (`callgraph.grouped.svg`), where clicking a node opens a side panel with everything the
 grouped graph knows about it (`callgraph.grouped.json`: pattern, for / parfor, calls, parameters,
 constructor parameters, I/O shapes and dtypes, every cost with its per-instance figures, the variants);
-the runtime checks; at the top, time per stage, part and decode step, measured and predicted at each time
-level the run has (`report.time_levels`, drawn by `report.run_charts`), and an icicle of measured time over
-the grouped call tree (a click on a bar or a cell opens the node's panel); the roofline plot when the run has
-one (`roofline.svg`); links to every artifact of
-the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
+the runtime checks. The first screen: the headline card (`time_levels.headline`: per stage measured against
+the prediction at the bound level, the ratio, the bound, the accuracy line, the verdict), the stage chart
+(linear, numbers on the bars, the legend beside it; `run_charts.stage_chart_svg`) and the parts' shares
+(`run_charts.share_rows`); the side panel opens on the longest stage (`time_levels.stage_details`). Below: time
+per stage, part and decode step at each level (log axis), an icicle of measured time over the grouped call tree,
+the grouped call tree as an outline opened to the parts (`tree_rows`), the Graphviz drawing one click away (its
+node tooltips the module path, kind and times: `graph_markup`); the roofline plot (`roofline.svg`); serving at
+each level; links to every artifact of the run (`run_artifacts.RUN_FILES` and the Model Explorer files). Every
+time names its quantity (`llm_perf_opt.quantities`).
 
 `write_run_page(run_dir)` is called by the trace job after its last stage and by `./dev group`.
 """
@@ -18,10 +22,14 @@ the run (`run_artifacts.RUN_FILES` and the Model Explorer files).
 from __future__ import annotations
 
 import json
+import re
+from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from llm_perf_opt import units
+from markupsafe import Markup
+
+from llm_perf_opt import quantities, units
 from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.callgraph.grouped import GroupedGraph, GroupNode, load_grouped_json
 from llm_perf_opt.callgraph.heat import Heat, format_value
@@ -32,8 +40,16 @@ from llm_perf_opt.callgraph.node_costs import (
     load_module_costs,
 )
 from llm_perf_opt.report.render import render_page
-from llm_perf_opt.report.run_charts import icicle_cells, level_colour, time_chart_svg
-from llm_perf_opt.report.time_levels import run_times
+from llm_perf_opt.report.run_charts import (
+    icicle_cells,
+    level_colour,
+    node_of_path,
+    series_of,
+    share_rows,
+    stage_chart_svg,
+    time_chart_svg,
+)
+from llm_perf_opt.report.time_levels import headline, run_times, stage_details
 from llm_perf_opt.run_artifacts import RUN_FILES, Summary, load_summary
 
 RUN_PAGE = "run.html"
@@ -41,6 +57,7 @@ ROOFLINE_SVG = "roofline.svg"
 GROUPED_SVG = "callgraph.grouped.svg"
 GROUPED_JSON = "callgraph.grouped.json"
 MAX_MEMBERS = 24
+LEVEL_METRICS = {"ideal": "time_predicted", "kernel": "time_predicted_kernel", "eager": "time_predicted_eager"}
 
 
 def _svg_markup(path: Path) -> Optional[str]:
@@ -134,9 +151,15 @@ def _fmt_meta(meta: Any) -> str:
     return str(meta)
 
 
+METRIC_QUANTITY = {"time_measured": "ranges", **{metric: lv for lv, metric in LEVEL_METRICS.items()}}
+
+
 def _figure_row(metric: Mapping[str, Any], fig: Mapping[str, Any] | None) -> dict[str, Any]:
     kind = metric["kind"]
     fig = fig or {}
+    q = METRIC_QUANTITY.get(metric["name"])
+    if q is not None:  # a time says which quantity it is
+        metric = {**metric, "label": f"{metric['label']} ({quantities.label(q)})"}
     if fig.get("total") is None:
         return {
             "label": metric["label"],
@@ -170,9 +193,9 @@ def node_detail(node: GroupNode, grouped: GroupedGraph) -> dict[str, Any]:
     members = node.members
     return {
         "id": node.id,
-        "title": f"{node.name} {for_text(node)}".strip(),
+        "title": wbr(f"{node.name} {for_text(node)}".strip()),
         "class_name": node.class_name,
-        "pattern": node.pattern or "(root)",
+        "pattern": wbr(node.pattern or "(root)"),
         "repeat": repeat_text(node) or "called once per parent call",
         "calls": node.calls,
         "parent_calls": node.parent_calls,
@@ -305,6 +328,108 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
     }
 
 
+WBR_AFTER = ".,_/"
+
+
+def wbr(text: Any) -> Markup:
+    """Escaped text with a line-break opportunity after every dot, comma, underscore and slash: a long module path
+    wraps at its dots in a narrow panel, never inside a word."""
+    out = str(escape(str(text)))
+    for ch in WBR_AFTER:
+        out = out.replace(ch, ch + "<wbr>")
+    return Markup(out)
+
+
+def _total(node: GroupNode, metric: str) -> Optional[float]:
+    return (node.costs.get(metric) or {}).get("total")
+
+
+def node_costs_line(node: GroupNode) -> str:
+    """The node's time at each quantity, each named: its tooltip's second line and the tree's text."""
+    bits = []
+    m = _total(node, "time_measured")
+    if m is not None:
+        bits.append(f"{units.seconds(m)} {quantities.label('ranges')}")
+    pred = [(lv, _total(node, metric)) for lv, metric in LEVEL_METRICS.items()]
+    if any(v is not None for _, v in pred):
+        bits.append("predicted " + " / ".join(f"{lv} {units.seconds(v)}" for lv, v in pred if v is not None))
+    return "; ".join(bits) or "no time figure"
+
+
+def node_tooltip(node: GroupNode) -> str:
+    return f"{node.pattern or '(root)'} ({node.class_name})\n{node_costs_line(node)}"
+
+
+def graph_markup(svg: Optional[str], grouped: Optional[GroupedGraph]) -> Optional[str]:
+    """The grouped SVG with each node's tooltip its module path, kind and costs per level (Graphviz writes its own
+    ids, "n0", as the node's <title>, and a long xlink:title; both replaced)."""
+    if svg is None or grouped is None:
+        return svg
+    ids = {n.id: n for n in grouped.nodes}
+
+    def title(match: "re.Match[str]") -> str:
+        node = ids.get(match.group(1))
+        return match.group(0) if node is None else f"<title>{escape(node_tooltip(node))}</title>"
+
+    svg = re.sub(r"<title>([^<]*)</title>", title, svg)
+    return re.sub(r'\sxlink:title="[^"]*"', "", svg)
+
+
+def tree_rows(grouped: Optional[GroupedGraph], part_paths: set[str]) -> list[dict[str, Any]]:
+    """The grouped graph as an outline, depth first: {id, parent, depth, has_children, name, pattern, kind, share
+    (of the root's measured time), text, title, open}. Open at first: the root and every ancestor of a part node
+    (a node holding one of `part_paths`), so the first view shows the stages' parts and nothing deeper."""
+    if grouped is None:
+        return []
+    root = grouped.node(grouped.root)
+    total = _total(root, "time_measured")
+    parts = {n.id for n in grouped.nodes if part_paths & set(n.members)}
+    open_ids: set[str] = {root.id}
+    for pid in parts:
+        n = grouped.node(pid)
+        while n.parent:
+            open_ids.add(n.parent)
+            n = grouped.node(n.parent)
+    rows: list[dict[str, Any]] = []
+
+    def visit(node_id: str, depth: int) -> None:
+        node = grouped.node(node_id)
+        parent = grouped.node(node.parent) if node.parent else None
+        name = node.pattern or "(root)"
+        if parent is not None and parent.pattern and name.startswith(parent.pattern + "."):
+            name = name[len(parent.pattern) + 1 :]
+        m = _total(node, "time_measured")
+        up, visible = node.parent, True
+        while up:
+            visible = visible and up in open_ids
+            up = grouped.node(up).parent
+        rows.append(
+            {
+                "visible": visible,
+                "measured": m,
+                **{lv: _total(node, metric) for lv, metric in LEVEL_METRICS.items()},
+                "id": node.id,
+                "parent": node.parent or "",
+                "depth": depth,
+                "has_children": bool(node.children),
+                "name": name if depth else "whole forward",
+                "for": for_text(node),
+                "pattern": node.pattern or "(root)",
+                "kind": node.class_name,
+                "share": 100 * m / total if m and total else 0.0,
+                "text": node_costs_line(node),
+                "title": node_tooltip(node),
+                "open": node.id in open_ids,
+                "part": node.id in parts,
+            }
+        )
+        for child in node.children:
+            visit(child, depth + 1)
+
+    visit(root.id, 0)
+    return rows
+
+
 def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     run_dir = Path(run_dir)
     summary = load_summary(run_dir / "summary.json")
@@ -314,9 +439,21 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
     heat = Heat.of(grouped, grouped.source.get("color_by") or "none") if grouped is not None else None
     times = run_times(run_dir)
     icicle, icicle_rows = icicle_cells(grouped)
+    part_paths = {r.path for r in times.rows if r.kind == "part" and r.path and "layer." not in r.label}
+    node_of = node_of_path(grouped)
+    shares = share_rows(times)
+    for st in shares:
+        for cell in st["parts"]:
+            cell["node"] = node_of.get(cell["path"] or "\0")
     return {
         "times": times,
         "time_chart_svg": time_chart_svg(times, grouped),
+        "stage_chart_svg": stage_chart_svg(times),
+        "series": series_of(times),
+        "shares": shares,
+        "headline": headline(times),
+        "stage_details": stage_details(times, node_of),
+        "tree": tree_rows(grouped, part_paths),
         "level_colours": {lv: level_colour(lv, times.levels) for lv in times.levels},
         "icicle": icicle,
         "icicle_rows": icicle_rows,
@@ -337,14 +474,19 @@ def run_page_data(run_dir: Path, vocabulary: Any = None) -> dict[str, Any]:
                 "runtime",
                 f"{summary.runtime.device}, {summary.runtime.dtype}, attention {summary.runtime.attn_implementation}",
             ),
-            ("forward", units.seconds(summary.forward.seconds) if summary.forward else "—"),
+            (
+                "first forward",
+                f"{units.seconds(summary.forward.seconds)} ({quantities.label('first_forward')})"
+                if summary.forward
+                else "—",
+            ),
             ("status", summary.status),
         ],
         "stages": stage_rows(summary),
         "parts": part_rows(costs, vocabulary),
         "metrics": list(grouped.metrics) if grouped is not None else [],
         "absent": dict(grouped.absent_metrics) if grouped is not None else ({} if costs is None else costs.absent),
-        "graph_svg": _svg_markup(run_dir / GROUPED_SVG),
+        "graph_svg": graph_markup(_svg_markup(run_dir / GROUPED_SVG), grouped),
         "graph_note": None
         if (run_dir / GROUPED_SVG).is_file()
         else "no callgraph.grouped.svg in this run (trace.capture=false, or Graphviz' dot was missing)",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from llm_perf_opt import units
+from llm_perf_opt import quantities, units
 from llm_perf_opt.analytic import STAGES  # vision, prefill, decode
 from llm_perf_opt.config.schemas import COMMON_WORKLOAD_FIELDS
 from llm_perf_opt.report.collect import JobRecord
@@ -201,14 +201,14 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
             "ttft_predicted_s",
             "TTFT predicted",
             "seconds",
-            "predicted time to first token (the prefill) on the job's roof, roofline convention",
+            f"{quantities.label('ideal')}: time to first token (the prefill) on the job's roof, roofline convention",
             lambda j: job_roof_figure(j, "ttft_s"),
         ),
         Column(
             "decode_predicted_s",
             "decode/token predicted",
             "seconds",
-            "predicted decode time per token at the prompt's context on the job's roof",
+            f"{quantities.label('ideal')}: decode time per token at the prompt's context on the job's roof",
             lambda j: job_roof_figure(j, "decode_s_per_token"),
             False,
         ),
@@ -216,7 +216,7 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
             "ttft_eager_s",
             "TTFT eager",
             "seconds",
-            "predicted time to first token at the eager level (kernels + host per op, analytic.time.levels) on the "
+            f"{quantities.label('eager')}: time to first token (kernels + host per op, analytic.time.levels) on the "
             "job's roof",
             lambda j: job_level(j, "prefill", "eager"),
         ),
@@ -224,7 +224,7 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
             "decode_eager_s",
             "decode/token eager",
             "seconds",
-            "predicted decode step at the eager level on the job's roof",
+            f"{quantities.label('eager')}: one decode step on the job's roof",
             lambda j: job_level(j, "decode", "eager"),
             False,
         ),
@@ -232,7 +232,8 @@ def _timing_columns(parts: Sequence[str] = ()) -> list[Column]:
             "prefill_measured_s",
             "prefill measured",
             "seconds",
-            "the plain forward's wall time, median of the profile's repeats (CUDA synchronised)",
+            f"{quantities.label('median_plain')}: the plain forward's wall time, median of the profile's repeats "
+            "(CUDA synchronised)",
             _profile("plain_s"),
         ),
         Column(
@@ -729,7 +730,11 @@ def job_columns(parts: Sequence[str] = ()) -> list[Column]:
         ),
         *_part_columns(parts),
         Column(
-            "forward_s", "forward", "seconds", "wall time of one plain forward (no capture)", _get("forward", "seconds")
+            "forward_s",
+            "forward",
+            "seconds",
+            f"{quantities.label('first_forward')}: the job's first plain forward (no capture)",
+            _get("forward", "seconds"),
         ),
         Column(
             "peak_rss_bytes",

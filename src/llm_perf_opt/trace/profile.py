@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from llm_perf_opt.config import RootConfig
 from llm_perf_opt.measure.module_times import PROFILE_FILE, TRACE_FILE, ModuleTimes, module_time_table
-from llm_perf_opt.measure.profile import ForwardCall, default_parts, profile_forward
+from llm_perf_opt.measure.profile import ForwardCall, default_layers, default_parts, profile_forward
 from llm_perf_opt.measure.profile_summary import ProfileFigures
 from llm_perf_opt.measure.profile_table import render_profile
 from llm_perf_opt.typecheck import typed
@@ -49,6 +49,7 @@ def run_profile_stage(
         trace_path=out_dir / TRACE_FILE,
         progress=say,
         parts=default_parts(session.model, parts),
+        layers=default_layers(session.model, parts),
     )
     times.write(out_dir / PROFILE_FILE, config=raw_cfg)
     print(render_profile(times))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
+from llm_perf_opt import quantities
 from llm_perf_opt.analytic.costs import Kernels
 from llm_perf_opt.analytic.stage import CostNode, StageCost
 from llm_perf_opt.analytic.time import convention
@@ -239,7 +240,13 @@ def render_levels(
         + (f" {'measured':>10} {'eager/m':>8}" if has_m else "")
         + f" {'kernels':>8} {'syncs':>5} {'verdict':>8} {'overhead':>16}"
     )
-    lines = [f"time levels on {model.label}", head, "-" * len(head)]
+    lines = [
+        f"time levels on {model.label}",
+        f"ideal / kernel / eager = predicted at that level; measured = {quantities.label('fastest')}; "
+        f"verdict = {quantities.bound_label(quantities.BOUND_LEVEL)}",
+        head,
+        "-" * len(head),
+    ]
     for stage, parts in levels.items():
         for alias, lt in parts.items():
             label = stage if alias == "" else f"  {alias}"
