@@ -279,4 +279,8 @@ def test_analyze_takes_a_list_of_engines(tmp_path, capsys):
     s = load_serving(out)
     assert [e["engine"]["name"] for e in s.engines] == ["cuda_graphs", "vllm"] and s.engine["name"] == "cuda_graphs"
     assert s.point == s.engines[0]["point"] and s.engines[1]["engine"]["memory"] == "paged"
-    assert [row["batch"] for row in s.engines[0]["curve"]] == [1, 8]
+    assert [row["batch"] for row in s.engines[0]["curve"]] == [
+        1,
+        8,
+        s.max_fit_batch["static"],
+    ]  # + the largest that fits
