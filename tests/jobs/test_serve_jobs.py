@@ -235,9 +235,9 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
     the ratio. The issue's 25% agreement is a figure of `./dev bench serving_curve` + `./dev analyze
     serve.measured=...` (docs/serving.md), not asserted here: on this shared 2-core host both sides move with the
-    load (a calibration made under a load of 7 put a 5 ms decode step's host work at 1.3 s, 270x), so the test
-    checks the machinery and a bound only a unit slip breaks: every ratio within 1e-3x-1e3x (seconds for ms is
-    1000x)."""
+    load, and calibrations made here put float32's host cost per op at 5 ms (a 5 ms decode step predicted at 1.3 s),
+    so the test checks the machinery and a bound only a unit slip breaks: every ratio within 1e-3x-1e3x (seconds for
+    ms is 1000x)."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
