@@ -258,3 +258,29 @@ def test_the_kernel_engines_sit_below_what_the_eager_forwards_measured(h200):
         g = graphs.decode([b], m["context"]).time_s[0]
         v = vllm.decode([b], m["context"]).time_s[0]
         assert v < g < m["step_s"], (b, v, g, m["step_s"])
+
+
+def test_sizing_with_an_engine_scales_its_rates_and_searches_the_engine_batches(setup):
+    from llm_perf_opt.analytic.sizing import Targets, engine_batches, size
+
+    model, sm, roof, tm = setup
+    assert list(engine_batches(20)) == [1, 2, 3, 4, 6, 8, 12, 16, 20]
+    timing = timing_for(CUDA_GRAPHS, sm, roof, tm)
+    ctx = sm.prompt_tokens + 10
+    base = timing.decode([1, 4], ctx).time_s
+    assert list(timing.scaled().decode([1, 4], ctx).time_s) == list(base)
+    fast = timing.scaled(10, 10, 10).decode([1, 4], ctx).time_s
+    n_kernels = at_batch(model, 1).decode(ctx).root.total.kernels.count
+    assert all(fast < base) and fast[0] >= FLOOR * n_kernels * 0.99  # the kernel floor is kept
+    hw = load_hardware("h100_sxm")
+    s = size(sm, hw, roof, Targets(None, 1.0, 1e6, 200), timing=timing, engine="cuda_graphs")
+    assert (
+        s.engine == "cuda_graphs"
+        and s.level == "kernel"
+        and [r.target for r in s.requirements]
+        == [
+            "tpot_s",
+            "pages_per_day",
+        ]
+    )
+    assert s.best_batch in engine_batches(s.max_fit_batch) and s.replicas >= 1

@@ -172,9 +172,16 @@ def _size_targets(args: list[str]) -> list[str]:
     return expand_targets(args)
 
 
+def _engine_list(args: list[str]) -> list[str]:
+    """`serve.engine=hf_eager,vllm` (no --multirun): the list of engines, one block each."""
+    from llm_perf_opt.jobs.size import engine_list
+
+    return engine_list(args)
+
+
 JOBS: dict[str, Callable[[Sequence[str]], Optional[int]]] = {
     "trace": _hydra_job("trace"),
-    "analyze": _hydra_job("analyze"),
+    "analyze": _hydra_job("analyze", rewrite=_engine_list),
     "size": _hydra_job("size", rewrite=_size_targets),
     "calibrate": _hydra_job("calibrate"),
     "export": _hydra_job("export"),

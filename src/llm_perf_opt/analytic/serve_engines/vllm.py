@@ -22,7 +22,8 @@ VLLM = Engine(
         "kernels: the cost formulas at batch B with flash (SDPA) attention, rewritten as the engine fuses them "
         "(analytic.serve_engines.vllm_kernels): one grouped GEMM per MoE projection, one kernel per norm, "
         "activation and routing step; at the device's calibrated rates (the kernel level)",
-        "decode replayed as a CUDA graph: no host time in the step; the scheduler's host work overlapped",
+        "decode replayed as a CUDA graph: no host time in the step; the scheduler's host work overlapped; the "
+        "prefill's large kernels keep the device ahead of the host (no host time charged either)",
         "continuous batching, steady state: serve.concurrency slots (max_num_seqs) capped by the KV pool, each "
         "finished page refilled by one prefill (vision + prompt, in chunks of serve.chunk_tokens) between steps",
         "memory: a paged KV pool = gpu_memory_utilization x memory - weights - one prefill chunk's peak "

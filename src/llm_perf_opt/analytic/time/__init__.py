@@ -15,8 +15,8 @@ no model family (measuring a device and this host needs torch: `measure.calibrat
 The ideal formula is `ideal.compute_seconds` and `ideal.memory_seconds` (numbers or numpy arrays): `ideal.estimate`
 (one unit) and `batch.ideal_at_batch` (every unit of a stage at many batches) both call them.
 
-Where the next levels go: the serving engines' kernel and eager levels at batch B are new entries of
-`batch.BATCH_LEVELS` (a function of a `UnitTable`, the batches, the roof and the MoE shape, returning `BatchTimes`),
-each with its text in `convention.BATCH_LEVELS`; `ideal` is the only one today, and `batch.level_times` refuses any
-other by name. The calibration cache's directory is `config.paths.calibration_dir()`.
+The kernel and eager levels at batch B are the serving engines' (`analytic.serve_engines.timing`): they need the
+kernel census at batch B, which a `UnitTable` does not hold, so they run `levels.LevelPredictor` on the family's stage
+at batch B; `batch.BATCH_LEVELS` stays the unit-table levels (`ideal`), and `convention.BATCH_LEVELS` holds the texts
+of all three. The calibration cache's directory is `config.paths.calibration_dir()`.
 """

@@ -21,8 +21,9 @@ Time levels (`BATCH_LEVELS`, by name; their convention `convention.BATCH_LEVELS`
 batches, roof, MoE shape) to `BatchTimes`, seconds per batch. `ideal` is the roofline per unit at batch B, with
 `ideal`'s formula over whole arrays: max(B·compute_seconds(flops), memory_seconds(weights read +
 B·(inputs + outputs))), summed over units. The kernel and eager levels at batch B (the serving engines': CUDA
-graphs at the kernel level, the vendor's eager loop at the eager level) are entries of `BATCH_LEVELS` beside
-`ideal`, each with its text in `convention.BATCH_LEVELS`; until then `level_times` refuses any other level by name.
+graphs and the vLLM-like engine at the kernel level, the vendor's eager loop at the eager level) need the kernel
+census at batch B, not a unit table: they are `analytic.serve_engines.timing.LevelTiming`'s, their texts in
+`convention.BATCH_LEVELS`; `level_times` refuses any level but the unit-table ones by name.
 Pure Python + numpy; no torch, no family.
 """
 
