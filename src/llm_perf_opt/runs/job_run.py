@@ -124,10 +124,15 @@ class JobRun:
 
     def stopped(self, exc: BaseException) -> None:
         """Record a job that raised: "interrupted" for Ctrl-C, "failed" otherwise (once; later calls no-op).
-        A failure to write is reported on stderr and swallowed: the original error matters more."""
+        A failure to write is reported on stderr and swallowed: the original error matters more. An interruption
+        by a signal (`signals.pending()`) ignores further signals first (`signals.ignore()`: the process is
+        ending): a second one landing during the write would abort it and leave summary.json at `running`
+        with no error, and this record is made only once."""
         if self.ended is not None:
             return
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        if status == "interrupted" and signals.pending() is not None:
+            signals.ignore()
         self.ended = status
         if self.summary is None:
             return
