@@ -14,6 +14,7 @@ import pytest
 from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
 from llm_perf_opt.measure.level_fillers import (
     FILLERS,
+    GEMM_FIXED_PERCENTILE,
     MIN_KERNEL_PERCENTILE,
     MissingFigure,
     fill_levels,
@@ -42,6 +43,7 @@ def recording():
 def test_the_table_declares_the_version_6_and_7_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
         ("min_kernel_s", 6, ("cuda",)),
+        ("gemm_fixed_s", 6, ("cuda",)),  # measured by version-6 calibrations written since; earlier ones lack it
         ("host.op_s", 7, ("cuda",)),  # 7: measured on the model's own eager forward
     ]
     assert known_levels_version() == max(LEVELS_VERSION, 7)
@@ -57,8 +59,15 @@ def test_percentile_is_nearest_rank():
 def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     lv = h200_levels["bfloat16"]
     out, filled = fill_levels(lv, "cuda", lambda: recording)
-    assert sorted(filled) == ["host.op_s", "min_kernel_s"] and {f.origin for f in filled.values()} == {"recording"}
+    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s"]
+    assert {f.origin for f in filled.values()} == {"recording"}
     kernels = sorted(recording[0].kernel_s)
+    gemms = recording[0].gemm_kernel_s
+    assert 50 <= len(gemms) < len(kernels)
+    # the shortest GEMMs' device time: above the shortest kernels' (a GEMM's fixed cost), a few µs on the H200
+    assert out["gemm_fixed_s"] == percentile(gemms, GEMM_FIXED_PERCENTILE)
+    assert out["min_kernel_s"] < out["gemm_fixed_s"] < 4e-6
+    assert out["gemm_fixed_op"] == filled["gemm_fixed_s"].source and "GEMM kernel durations" in out["gemm_fixed_op"]
     assert out["min_kernel_s"] == percentile(kernels, MIN_KERNEL_PERCENTILE) < 2e-6 < lv["min_kernel_s"]
     assert out["host"]["op_s"] == recording[0].host_per_kernel_s() > lv["host"]["op_s"]
     assert out["min_kernel_op"] == filled["min_kernel_s"].source and "602 CUDA kernel durations" in out["min_kernel_op"]
@@ -75,7 +84,12 @@ def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
 def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
     lv = h200_levels["float32"]
     out, filled = fill_levels(lv, "cuda", lambda: [])
-    assert {f.origin for f in filled.values()} == {"older"} and len(filled) == 2
+    assert {f: g.origin for f, g in filled.items()} == {
+        "min_kernel_s": "older",
+        "gemm_fixed_s": "default",  # no older figure of that name: the levels before it, named
+        "host.op_s": "older",
+    }
+    assert out["gemm_fixed_s"] == 0.0 and out["gemm_fixed_op"].startswith("named default 0: no recording")
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
     assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
     assert "no device launch" in out["host"]["op_module"]
@@ -97,12 +111,29 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
     def no_recording():
         raise AssertionError("the recording is read only when a figure needs it")
 
-    current = dict(copy.deepcopy(h200_levels["bfloat16"]), version=known_levels_version())
+    current = dict(
+        copy.deepcopy(h200_levels["bfloat16"]), version=known_levels_version(), gemm_fixed_s=2.2e-6, gemm_fixed_op="x"
+    )
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the
     # device
+    # device; a figure the CPU file lacks (gemm_fixed_s) stays absent: the CPU has none (`DeviceFigures`)
     cpu = copy.deepcopy(h200_levels["float32"])
     assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})
+
+
+def test_a_version_6_file_written_before_the_gemm_fixed_time_takes_it_from_its_recording():
+    from llm_perf_opt.measure.calibration_file import read_calibration_file
+
+    path = DATA.parent / "h200-2026-11-27" / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+    raw = json.loads(path.read_text())["data"]["levels"]["bfloat16"]
+    assert raw["version"] == 6 and "gemm_fixed_s" not in raw
+    cal = read_calibration_file(path)
+    got = cal.filled["bfloat16"]["gemm_fixed_s"]
+    gemms = [d for trace in cal.recordings for d in read_recorded_profile(trace).gemm_kernel_s]
+    assert got.origin == "recording" and len(cal.recordings) == 5 and len(gemms) > 1000
+    assert got.value == percentile(gemms, GEMM_FIXED_PERCENTILE) == cal.data["levels"]["bfloat16"]["gemm_fixed_s"]
+    assert 1.5e-6 < got.value < 3e-6 and f"{len(gemms):,} GEMM kernel durations" in got.source
 
 
 def test_launch_bound_figures_of_a_version_5_cuda_file(h200_levels):

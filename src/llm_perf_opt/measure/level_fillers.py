@@ -6,7 +6,8 @@ kernel-level and host figures (a dotted path in `levels[dtype]`), the version th
 the device types on which an older figure of that name means something else. For each such figure, in this order:
 
 1. the figure as the file has it, when the file is of that version or newer, or of a device type the change does not
-   touch;
+   touch (there a figure the file lacks stays absent: the time model reads it as none, e.g. a CPU file's
+   `gemm_fixed_s`);
 2. `from_recording`: computed from the recorded runs beside the file (`measure.recorded_profile`);
 3. `older`: the file's own figure of the older meaning, kept and labelled with what it measured;
 4. `default`: a named default;
@@ -42,6 +43,8 @@ from llm_perf_opt.measure.recorded_profile import RecordedProfile
 
 MIN_KERNEL_PERCENTILE = 5  # the device's shortest kernel: a low percentile of the recorded kernel durations
 MIN_RECORDED_KERNELS = 100  # fewer recorded kernels than this say nothing about the shortest one
+GEMM_FIXED_PERCENTILE = 5  # a GEMM's fixed device time: a low percentile of the recorded GEMM kernel durations
+MIN_RECORDED_GEMMS = 50  # fewer recorded GEMM kernels than this say nothing about the shortest one
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,24 @@ def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
         value,
         f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} CUDA "
         f"kernel durations (device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+    )
+
+
+def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """The fixed device time of one matrix-product kernel: the `GEMM_FIXED_PERCENTILE`th percentile of the recorded
+    GEMM kernels' durations (`RecordedProfile.gemm_kernel_s`: cuBLAS / cuBLASLt / CUTLASS kernels by name; CUPTI's
+    device timestamps), pooled over the runs. The shortest GEMMs of a forward (a tiny model's projections, a
+    router's, a few tokens through a small weight) have negligible work: their duration is the fixed part. None
+    under `MIN_RECORDED_GEMMS`."""
+    durations = [d for r in recordings for d in r.gemm_kernel_s if d > 0]
+    if len(durations) < MIN_RECORDED_GEMMS:
+        return None
+    value = percentile(durations, GEMM_FIXED_PERCENTILE)
+    return Filled(
+        value,
+        f"from the recording beside the file: the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations):,} GEMM "
+        f"kernel durations (cuBLAS / cuBLASLt / CUTLASS kernels by name; device-only, torch.profiler/CUPTI) in "
+        f"{_runs(recordings)}: {value * 1e6:.3g} µs",
     )
 
 
@@ -236,6 +257,23 @@ FILLERS: tuple[Filler, ...] = (
         describes="min_kernel_op",
     ),
     Filler(
+        figure="gemm_fixed_s",
+        # measured since version 6 files carry it (`calibrate_levels`: the shortest eager GEMM kernels' CUPTI
+        # durations); a version-6 file written before has none and takes it from its recording
+        since=6,
+        means="the fixed device time of one matrix-product kernel (the shortest GEMM kernels' device durations)",
+        devices=("cuda",),
+        from_recording=gemm_fixed_from_recording,
+        older=None,
+        default=NamedDefault(
+            "0",
+            "no recording beside the file: GEMMs costed by their work alone, floored by the min kernel time (the "
+            "levels before this figure)",
+            lambda lv: 0.0,
+        ),
+        describes="gemm_fixed_op",
+    ),
+    Filler(
         figure="host.op_s",
         # 7: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
         # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
@@ -296,8 +334,9 @@ def fill_levels(
     found: Optional[Sequence[RecordedProfile]] = None
     for f in fillers:
         have = _get(out, f.figure)
-        current = version >= f.since or device_type not in f.devices
-        if have is not None and current:
+        if device_type not in f.devices:  # a device the change does not touch: its figures as they are
+            continue
+        if have is not None and version >= f.since:
             continue
         got = None
         if f.from_recording is not None:

@@ -239,6 +239,34 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
     assert t == pytest.approx(compute + out * 1e-9)
 
 
+def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=6, min_kernel_s=1.5e-6)
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    fixed = device_from_calibration(dict(lv, gemm_fixed_s=2.2e-6, gemm_fixed_op="test"), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, gemm_fixed_s=2.2e-6, gemm_fixed_op="test"), "cpu", True, 1e9)
+    assert (plain.gemm_fixed_s, fixed.gemm_fixed_s, cpu.gemm_fixed_s) == (0.0, 2.2e-6, 0.0)  # the CPU: none
+    assert fixed.sources["gemm_fixed"] == "test" and "gemm_fixed" not in plain.sources
+    # a tiny product: its work is under the min kernel time; the fixed time + its work, bound "launch"
+    tiny = costs.linear(4, 16, 16, bias=False, dtype_bytes=B).kernels
+    (key,) = tiny.counts
+    work, _ = kernel_time(plain, *key)
+    assert work == plain.min_kernel_s
+    t, bound = kernel_time(fixed, *key)
+    raw, _ = kernel_time(device_from_calibration(dict(lv, min_kernel_s=0.0), "gpu", False, 1e9), *key)  # its work
+    assert t == pytest.approx(2.2e-6 + raw) and bound == "launch" and raw < 2.2e-6
+    # a large product: the fixed time is added to its work, which keeps its bound
+    big = costs.linear(4096, 1024, 1024, bias=False, dtype_bytes=B).kernels
+    (key,) = big.counts
+    (w, wb), (t, tb) = kernel_time(plain, *key), kernel_time(fixed, *key)
+    assert t == pytest.approx(w + 2.2e-6) and tb == wb == "compute"
+    # other kinds and the CPU are not touched
+    ew = ("elementwise", 0, 0, 1 << 20, 0)
+    assert kernel_time(fixed, *ew) == kernel_time(plain, *ew)
+    assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
+
+
 def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
     # (x, FLOP/s, seconds): the two fastest calls (10 and 20 us, under 3 x 10 us) measure the call's fixed cost
     grid = [

@@ -61,6 +61,10 @@ class DeviceFigures:
     # reads the two rows around m at its x, log-log between them (a 65-row product runs like a 64-row one, not like
     # a square one of the same x); (): the one curve over x
     gemm_rows: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
+    # an asynchronous device's fixed device time of one matrix-product kernel, serial with its work (operand
+    # pipeline fill, epilogue): a GEMM of negligible work still takes it (calibrated `gemm_fixed_s`: the shortest
+    # GEMM kernels' device durations); 0: none (the CPU, a datasheet, a calibration without the figure)
+    gemm_fixed_s: float = 0.0
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -231,7 +235,13 @@ def device_from_calibration(
         bw_large=bw_large,
         min_kernel_s=float(levels["min_kernel_s"]),
         sync_s=float(levels["host"].get("sync_s", 0.0)),
-        sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
+        sources={
+            "gemm": gemm_src,
+            "bandwidth": bw_src,
+            "min_kernel": levels.get("min_kernel_op", ""),
+            **({"gemm_fixed": str(levels.get("gemm_fixed_op", ""))} if levels.get("gemm_fixed_s") else {}),
+        },
+        gemm_fixed_s=0.0 if synchronous else float(levels.get("gemm_fixed_s") or 0.0),
         gemm_axis=axis,
         itemsize=itemsize,
         **extra,

@@ -3,7 +3,9 @@
 One kernel (`kernel_time`): max(FLOPs at the matmul rate the device reaches at the kernel's FLOPs per element
 moved (gemm, conv; the fused attention its own curve) or at the vector rate, bytes / the bandwidth of its size
 tier) + on the CPU the fresh-page cost of a large result, and never under the device's minimum kernel time
-(convention: `convention.LEVELS["kernel"]`). A census of kernels (`Kernels`, exact counts from the cost
+(convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
+device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
+product's work) to its work time. A census of kernels (`Kernels`, exact counts from the cost
 formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
 """
 
@@ -37,6 +39,12 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
             fresh = result * dev.fresh_s_per_byte
     # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
     t = max(compute, memory) + fresh
+    fixed = dev.gemm_fixed_s if kind == "gemm" else 0.0
+    if fixed:
+        # the fixed part holding most of the kernel's time is its launch-like cost, as the min kernel time is
+        work, t = t, t + fixed
+        if t >= dev.min_kernel_s and fixed >= work:
+            return t, "launch"
     if t < dev.min_kernel_s:
         return dev.min_kernel_s, "launch"
     return t, "compute" if compute >= memory + fresh else "memory"
