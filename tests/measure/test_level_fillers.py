@@ -44,6 +44,7 @@ def test_the_table_declares_the_version_6_and_7_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
         ("min_kernel_s", 6, ("cuda",)),
         ("gemm_fixed_s", 6, ("cuda",)),  # measured by version-6 calibrations written since; earlier ones lack it
+        ("multiprocessors", 6, ("cuda",)),  # the same
         ("host.op_s", 7, ("cuda",)),  # 7: measured on the model's own eager forward
     ]
     assert known_levels_version() == max(LEVELS_VERSION, 7)
@@ -59,8 +60,9 @@ def test_percentile_is_nearest_rank():
 def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     lv = h200_levels["bfloat16"]
     out, filled = fill_levels(lv, "cuda", lambda: recording)
-    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s"]
+    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors"]
     assert {f.origin for f in filled.values()} == {"recording"}
+    assert out["multiprocessors"] == recording[0].multiprocessors == 132  # an H200's, as its trace names them
     kernels = sorted(recording[0].kernel_s)
     gemms = recording[0].gemm_kernel_s
     assert 50 <= len(gemms) < len(kernels)
@@ -87,9 +89,11 @@ def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
     assert {f: g.origin for f, g in filled.items()} == {
         "min_kernel_s": "older",
         "gemm_fixed_s": "default",  # no older figure of that name: the levels before it, named
+        "multiprocessors": "default",
         "host.op_s": "older",
     }
     assert out["gemm_fixed_s"] == 0.0 and out["gemm_fixed_op"].startswith("named default 0: no recording")
+    assert out["multiprocessors"] == 0.0 and "no occupancy" in out["multiprocessors_op"]
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
     assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
     assert "no device launch" in out["host"]["op_module"]
@@ -112,7 +116,11 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
         raise AssertionError("the recording is read only when a figure needs it")
 
     current = dict(
-        copy.deepcopy(h200_levels["bfloat16"]), version=known_levels_version(), gemm_fixed_s=2.2e-6, gemm_fixed_op="x"
+        copy.deepcopy(h200_levels["bfloat16"]),
+        version=known_levels_version(),
+        gemm_fixed_s=2.2e-6,
+        gemm_fixed_op="x",
+        multiprocessors=132,
     )
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the

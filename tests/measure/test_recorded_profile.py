@@ -28,7 +28,7 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
     doc = read_json_file(RUN / "profile.trace.json.gz")
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     rec = read_recorded_profile(RUN / "profile.trace.json.gz")
-    assert rec.device_name == "NVIDIA H200" and rec.run == RUN
+    assert rec.device_name == "NVIDIA H200" and rec.run == RUN and rec.multiprocessors == 132
     assert rec.kernels == len(kernels) == 602  # one profiled forward of the tiny twin in Tiny mode, bfloat16
     assert rec.kernel_s == tuple(e["dur"] * 1e-6 for e in kernels)  # microseconds in the file
     assert 0 < min(rec.kernel_s) < 2e-6  # the device-only time of a tiny kernel on an H200: about a microsecond

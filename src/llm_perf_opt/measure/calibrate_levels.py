@@ -33,6 +33,8 @@ Measured:
   the `level_fillers.GEMM_FIXED_PERCENTILE`th percentile of their GEMM kernels' CUPTI durations (device-only, no
   graph: the kernels' own durations, as a forward's profile records them); the kernel level adds it to each GEMM's
   work time. CPU: 0 (the host's per-op cost is counted once in the eager level);
+* `multiprocessors`: CUDA: the device's streaming multiprocessors (the fused attention's occupancy: the calibrated
+  attention points fill only some of them, `analytic.time.figures.attention_at_full_occupancy`); CPU: 0;
 * `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
   (the dispatcher alone). `op_s`: wall time of a small transformer block's forward (`_HostBlock`: LayerNorm,
   qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
@@ -436,9 +438,12 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
             "(events around 1,000 back-to-back launches) is launch_rate_s"
         )
         gemm_fixed, gemm_fixed_op = measure_gemm_fixed(device, dtype, rounds)
+        sms = int(torch.cuda.get_device_properties(device).multi_processor_count)
+        sms_op = "torch.cuda.get_device_properties(device).multi_processor_count"
     else:
         min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
         gemm_fixed, gemm_fixed_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
+        sms, sms_op = 0, "CPU: 0 (no occupancy model)"
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
@@ -477,5 +482,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "launch_rate_s": launch_rate,
         "gemm_fixed_s": gemm_fixed,
         "gemm_fixed_op": gemm_fixed_op,
+        "multiprocessors": sms,
+        "multiprocessors_op": sms_op,
         "host": host,
     }

@@ -129,6 +129,20 @@ def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
     )
 
 
+def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """The device's streaming multiprocessors as the recorded traces name them (`deviceProperties[0].numSms`); None
+    when no trace says, or two traces disagree."""
+    counts = {r.multiprocessors for r in recordings if r.multiprocessors}
+    if len(counts) != 1:
+        return None
+    (value,) = counts
+    return Filled(
+        float(value),
+        f"from the recording beside the file: the profile traces' deviceProperties numSms ({_runs(recordings)}): "
+        f"{value}",
+    )
+
+
 def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
     """Host seconds per kernel of this model's own eager forward on the device's host: per recorded run, the host
     thread's busy time in the traced forward (its CPU-side op events, first to last, less its waits in device
@@ -272,6 +286,20 @@ FILLERS: tuple[Filler, ...] = (
             lambda lv: 0.0,
         ),
         describes="gemm_fixed_op",
+    ),
+    Filler(
+        figure="multiprocessors",
+        since=6,  # as gemm_fixed_s: version-6 files written since carry it
+        means="the device's streaming multiprocessors (the fused attention's occupancy)",
+        devices=("cuda",),
+        from_recording=multiprocessors_from_recording,
+        older=None,
+        default=NamedDefault(
+            "0",
+            "no recording beside the file: the attention curve as calibrated, no occupancy (the levels before it)",
+            lambda lv: 0.0,
+        ),
+        describes="multiprocessors_op",
     ),
     Filler(
         figure="host.op_s",
