@@ -93,10 +93,20 @@ def test_the_h200_file_with_its_recording_fills_the_version_6_figures(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == [H200.name, RUN.name]  # nothing written beside it
 
 
-def test_the_file_in_the_repository_reads_with_what_lies_beside_it():
+def test_the_file_in_the_repository_reads_with_what_lies_beside_it(tmp_path):
     got = read_calibration_file(H200)
     assert RUN / "profile.trace.json.gz" in got.recordings
     assert {o.origin for by in got.filled.values() for o in by.values()} == {"recording", "launch-bound"}
+    # with the recording, the launch-bound elementwise, copy and GEMM figures are set aside (`launch_bound_rules`),
+    # the attention points kept; alone (above), every one is kept
+    lv = got.data["levels"]["bfloat16"]
+    assert lv["elementwise"]["small"]["bytes_per_s"] == lv["elementwise"]["large"]["bytes_per_s"]
+    assert len(lv["gemm_launch_bound"]) == 25 and "attention_launch_bound" not in lv
+    alone = read_calibration_file(_alone(tmp_path)).data["levels"]["bfloat16"]
+    assert (
+        "gemm_launch_bound" not in alone
+        and alone["elementwise"] == json.loads(H200.read_text())["data"]["levels"]["bfloat16"]["elementwise"]
+    )
 
 
 def test_a_compressed_file_reads_the_same(tmp_path):
