@@ -296,17 +296,20 @@ def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
     for fn in cases:  # cuBLAS handle, workspace and heuristics on the first call of each shape
         fn()
     torch.cuda.synchronize(device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(max(rounds, 1)):
-            for fn in cases:
-                fn()
-        torch.cuda.synchronize(device)
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "gemm_fixed.trace.json"
-        prof.export_chrome_trace(str(trace))
-        durations = [d for d in read_recorded_profile(trace).gemm_kernel_s if d > 0]
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(max(rounds, 1)):
+                for fn in cases:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "gemm_fixed.trace.json"
+            prof.export_chrome_trace(str(trace))
+            durations = [d for d in read_recorded_profile(trace).gemm_kernel_s if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (GEMMs by their work alone)"
     if not durations:
-        raise RuntimeError("calibration: the profiler recorded no GEMM kernel of the small products")
+        return 0.0, "not measured: the profiler recorded no GEMM kernel by name; 0 (GEMMs by their work alone)"
     value = percentile(durations, GEMM_FIXED_PERCENTILE)
     shapes = sorted({(m, k, n) for m, k, n in GEMM_FIXED_SHAPES})
     return value, (
