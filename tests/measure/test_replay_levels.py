@@ -2,7 +2,8 @@
 analytic model of the run's own configuration, its kernels that ran (the routed experts its recorded routing left
 idle taken off: `measure.replay.recorded_unrouted`, `levels_stage.stages_that_ran`), on the recording's own
 calibration (`hardware=measured hardware.calibration=FILE`, older versions completed by `measure.level_fillers`),
-against the times the run measured (its summary's `roofline.levels`, `levels_stage.MEASURED_BY`):
+against the times the run measured (its summary's `roofline.levels`, `levels_stage.MEASURED_BY`); the ratios are
+`benchmarks/replay_levels.py`'s (`./dev bench replay_levels` prints them all):
 
 * kernel level / measured device time (profiled module ranges' kernel time) for every part holding >= 5% of its
   stage's device time;
@@ -13,23 +14,18 @@ achieve today and why: the bound asserted for them is that one, never a looser o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from shared_runs import load_benchmark
 
-from llm_perf_opt import families
 from llm_perf_opt.measure.recorded_runs import recordings
 
 GPU_DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
-TARGET = 0.25
-RECS = recordings(GPU_DATA)  # no data: an ArtifactError at collection, loud
-CASES = [
-    (rec, run)
-    for rec in RECS
-    for run in rec.runs
-    if rec.calibrations and run.device_type == "cuda" and run.batch == 1 and run.status == "ok"
-]
+REPLAY = load_benchmark("replay_levels")  # the ratios it prints: `./dev bench replay_levels`
+TARGET = REPLAY.BOUND
+assert recordings(GPU_DATA)  # no data: an ArtifactError at collection, loud
+CASES = REPLAY.replay_cases(GPU_DATA)
 
 # (run label, unit) -> the |ratio - 1| it achieves today, above the target. Causes:
 # - v5 (2026-11-26) kernel level: its small-size figures are launch-bound (CUDA events around back-to-back launches:
@@ -69,50 +65,9 @@ GAPS: dict[tuple[str, str], float] = {
 }
 
 
-def _ratios(rec, run):
-    from llm_perf_opt.analytic.time import levels
-    from llm_perf_opt.analytic.time.ideal import predict_latency
-    from llm_perf_opt.config.compose import compose
-    from llm_perf_opt.measure.calibrate import hardware_for, roof_for
-    from llm_perf_opt.measure.levels_stage import job_time_model, stages_that_ran
-    from llm_perf_opt.measure.replay import recorded_unrouted
-    from llm_perf_opt.prepare.builders import analytic_model_of_run, model_for_dtype
-    from llm_perf_opt.prepare.validate import validate
-
-    families.register_configs()
-    analytic = analytic_model_of_run(run)
-    job = validate(
-        compose((*run.overrides(), "hardware=measured", f"hardware.calibration={rec.calibrations[0]}")),
-        runs_model=False,
-    )
-    roof = roof_for(job.cfg, hardware_for(job.cfg))
-    model = model_for_dtype(analytic, roof.dtype)
-    verification = run.verification()
-    stages = stages_that_ran(model.stages(), recorded_unrouted(verification.kernels) if verification else {})
-    by = levels.latency_levels(stages, predict_latency(model.stages(), roof), job_time_model(job.cfg, roof))
-    recorded = json.loads((run.path / "summary.json").read_text())["data"]["roofline"]["levels"]["stages"]
-    out = {}
-    for stage in ("vision", "prefill", "decode"):
-        parts = recorded[stage]
-        device = (
-            parts[""]["measured_s"]
-            if stage == "vision"
-            else sum(v.get("measured_s") or 0 for a, v in parts.items() if a and "." not in a)
-        )
-        for alias, lt in by[stage].items():
-            m = (parts.get(alias) or {}).get("measured_s")
-            if m is None:
-                continue
-            if alias == "" and stage in ("prefill", "decode"):
-                out[f"{stage} eager/wall"] = lt.eager_s / m
-            elif alias and "." not in alias and m >= 0.05 * device:
-                out[f"{stage}/{alias} kernel/device"] = lt.kernel_s / m
-    return out
-
-
 @pytest.mark.parametrize("rec,run", CASES, ids=[run.label for _, run in CASES])
 def test_replay_time_levels(rec, run):
-    ratios = _ratios(rec, run)
+    ratios = REPLAY.level_ratios(rec, run)
     # every stage's wall and its parts: SAM and CLIP in vision and the prefill, the decoder in the prefill and decode
     assert len(ratios) >= 8, ratios
     bad = {}
