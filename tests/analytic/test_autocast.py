@@ -65,10 +65,27 @@ def test_layer_norm2d_under_autocast():
 
 
 def test_inner_kinds_are_not_op_kernels():
-    assert set(INNER_KINDS) == {"cast", "memset"} and set(INNER_KINDS) <= set(costs.KERNEL_KINDS)
-    k = K("gemm", 10, 10, m=1) + K("cast", 0, 6) + K("memset", 0, 4) + K("copy", 0, 8, 2)
-    assert (k.count, k.op_count) == (5, 3)
+    assert set(INNER_KINDS) == {"cast", "memset", "relayout"} and set(INNER_KINDS) <= set(costs.KERNEL_KINDS)
+    k = K("gemm", 10, 10, m=1) + K("cast", 0, 6) + K("memset", 0, 4) + K("copy", 0, 8, 2) + K("relayout", 0, 8)
+    assert (k.count, k.op_count) == (6, 3)
     cudnn = costs.sdpa(1, 4, 9, 9, 16, mask=True, fused=True, backend="cudnn")
     assert cudnn.kernels.by_kind() == {"attention": 1, "memset": 1} and cudnn.op_kernel_count == 1
     assert costs.sdpa(1, 4, 9, 9, 16, mask=True, fused=True) == cudnn  # the same costs; only the kernels differ
+    # a fused CUDA kernel's m: its query rows padded to whole tiles, over every (batch, head); else the query length
+    ((_, m, *_),) = [key for key in cudnn.kernels.counts if key[0] == "attention"]
+    ((_, m_cpu, *_),) = costs.sdpa(1, 4, 9, 9, 16, mask=True, fused=True, backend="cpu_flash").kernels.counts
+    assert (m, m_cpu) == (1 * 4 * costs.SDPA_QUERY_TILE, 9)
+    big = costs.sdpa(2, 3, 130, 130, 64, fused=True, backend="flash").kernels.counts
+    assert [key[1] for key in big] == [2 * 3 * 3 * costs.SDPA_QUERY_TILE]  # 130 rows: three tiles of 64
+
+
+def test_a_strided_layer_norm_input_is_copied_contiguous_inside_the_op():
+    plain = costs.layer_norm(10, 8, 2, 0, autocast=True)
+    strided = costs.layer_norm(10, 8, 2, 0, autocast=True, strided=True)
+    # one more kernel, inside native_layer_norm (not an op TorchLens sees): the float32 input copied contiguous
+    assert strided.kernels == plain.kernels + K("relayout", 0, 2 * 80 * 4, out=80 * 4)
+    assert strided.op_kernel_count == plain.op_kernel_count == 1
+    assert strided == plain  # FLOPs and bytes as before: the copy is in the kernels only
+    no_ac = costs.layer_norm(10, 8, 2, 0, strided=True)
+    assert no_ac.kernels == costs.layer_norm(10, 8, 2, 0).kernels + K("relayout", 0, 2 * 80 * 2, out=80 * 2)
     assert costs.casts((10, 2, 4), (5, 4, 4)) == K("cast", 0, 60, out=40)

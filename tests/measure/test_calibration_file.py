@@ -48,7 +48,9 @@ def test_the_h200_file_alone_is_the_recorded_device_and_host(tmp_path):
     got = read_calibration_file(path)
     assert got.device_type == "cuda" and got.levels_versions == {"float32": 5, "bfloat16": 5}
     assert got.recordings == () and got.left_out == ()
-    assert {o.origin for by in got.filled.values() for o in by.values()} == {"older", "launch-bound"}
+    assert {o.origin for by in got.filled.values() for o in by.values()} == {"older", "launch-bound", "default"}
+    # alone, the fixed GEMM time (which only a recording or a newer calibration gives) is the named default: none
+    assert {by[f].origin for by in got.filled.values() for f in ("gemm_fixed_s", "multiprocessors")} == {"default"}
     cfg = _cfg(path, "runtime=cuda")  # the recorded run's runtime: bfloat16 under CUDA autocast
     check_hardware(cfg)  # no CUDA on this machine: nothing but the file is needed
     hw = hardware_for(cfg)
@@ -65,6 +67,8 @@ def test_the_h200_file_alone_is_the_recorded_device_and_host(tmp_path):
     assert tm.label.startswith("the recorded host (Intel(R) Xeon(R) Processor (16 logical CPUs), torch 2.11.0+cu130")
     assert "NVIDIA H200" in tm.label and "recorded calibration, bfloat16" in tm.label
     assert "launch-bound" in tm.device.sources["min_kernel"]
+    assert tm.device.gemm_fixed_s == 0.0 and any(n.startswith("gemm_fixed_s: named default 0") for n in tm.notes)
+    assert tm.device.multiprocessors == 0 and tm.device.attention_full == ()  # the attention curve as calibrated
     assert any(n.startswith("min_kernel_s: the file's version-5 figure, kept: launch-bound") for n in tm.notes)
     assert path.read_bytes() == before and sorted(p.name for p in path.parent.iterdir()) == [H200.name]
 
@@ -81,14 +85,28 @@ def test_the_h200_file_with_its_recording_fills_the_version_6_figures(tmp_path):
     assert tm.device is not None and tm.host is not None
     assert tm.device.min_kernel_s < 2e-6 and "602 CUDA kernel durations" in tm.device.sources["min_kernel"]
     assert 5e-6 < tm.host.dispatch_s < 100e-6 and "CPU op events" in tm.host.source
+    assert tm.device.min_kernel_s < tm.device.gemm_fixed_s < 4e-6  # the recorded GEMM kernels' shortest times
+    assert "GEMM kernel durations" in tm.device.sources["gemm_fixed"]
+    assert tm.device.multiprocessors == 132 and len(tm.device.attention_full) == len(tm.device.attention) == 5
+    assert "132 multiprocessors" in tm.device.sources["attention_occupancy"]
     assert any("twin_tiny-tiny/profile.trace.json.gz" in n for n in tm.notes)
     assert sorted(p.name for p in path.parent.iterdir()) == [H200.name, RUN.name]  # nothing written beside it
 
 
-def test_the_file_in_the_repository_reads_with_what_lies_beside_it():
+def test_the_file_in_the_repository_reads_with_what_lies_beside_it(tmp_path):
     got = read_calibration_file(H200)
     assert RUN / "profile.trace.json.gz" in got.recordings
     assert {o.origin for by in got.filled.values() for o in by.values()} == {"recording", "launch-bound"}
+    # with the recording, the launch-bound elementwise, copy and GEMM figures are set aside (`launch_bound_rules`),
+    # the attention points kept; alone (above), every one is kept
+    lv = got.data["levels"]["bfloat16"]
+    assert lv["elementwise"]["small"]["bytes_per_s"] == lv["elementwise"]["large"]["bytes_per_s"]
+    assert len(lv["gemm_launch_bound"]) == 25 and "attention_launch_bound" not in lv
+    alone = read_calibration_file(_alone(tmp_path)).data["levels"]["bfloat16"]
+    assert (
+        "gemm_launch_bound" not in alone
+        and alone["elementwise"] == json.loads(H200.read_text())["data"]["levels"]["bfloat16"]["elementwise"]
+    )
 
 
 def test_a_compressed_file_reads_the_same(tmp_path):

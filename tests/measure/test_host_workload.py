@@ -39,6 +39,10 @@ def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured
     assert 0 < lv["min_kernel_s"] < lv["launch_rate_s"]
     assert "CUDA graph" in lv["min_kernel_op"] and "graph" in lv["timer"]
     assert lv["launch_timed"] == []  # every case of the grid was captured
+    # the fixed GEMM time: the shortest eager GEMM kernels' CUPTI durations, above the shortest kernel's device time;
+    # the multiprocessors as torch names them
+    assert lv["min_kernel_s"] < lv["gemm_fixed_s"] < 20e-6 and "GEMM kernel durations" in lv["gemm_fixed_op"]
+    assert lv["multiprocessors"] == torch.cuda.get_device_properties(0).multi_processor_count > 0
     host = lv["host"]
     assert host["op_syncs"] == DecodeStep.SYNCS and host["sync_s"] > 0
     assert host["op_s"] > 0 and "op_cpu_s" in host and "autocast bfloat16" in host["op_module"]

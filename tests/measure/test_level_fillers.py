@@ -14,6 +14,7 @@ import pytest
 from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
 from llm_perf_opt.measure.level_fillers import (
     FILLERS,
+    GEMM_FIXED_PERCENTILE,
     MIN_KERNEL_PERCENTILE,
     MissingFigure,
     fill_levels,
@@ -42,6 +43,8 @@ def recording():
 def test_the_table_declares_the_version_6_and_7_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
         ("min_kernel_s", 6, ("cuda",)),
+        ("gemm_fixed_s", 6, ("cuda",)),  # measured by version-6 calibrations written since; earlier ones lack it
+        ("multiprocessors", 6, ("cuda",)),  # the same
         ("host.op_s", 7, ("cuda",)),  # 7: measured on the model's own eager forward
     ]
     assert known_levels_version() == max(LEVELS_VERSION, 7)
@@ -57,8 +60,16 @@ def test_percentile_is_nearest_rank():
 def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     lv = h200_levels["bfloat16"]
     out, filled = fill_levels(lv, "cuda", lambda: recording)
-    assert sorted(filled) == ["host.op_s", "min_kernel_s"] and {f.origin for f in filled.values()} == {"recording"}
+    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors"]
+    assert {f.origin for f in filled.values()} == {"recording"}
+    assert out["multiprocessors"] == recording[0].multiprocessors == 132  # an H200's, as its trace names them
     kernels = sorted(recording[0].kernel_s)
+    gemms = recording[0].gemm_kernel_s
+    assert 50 <= len(gemms) < len(kernels)
+    # the shortest GEMMs' device time: above the shortest kernels' (a GEMM's fixed cost), a few µs on the H200
+    assert out["gemm_fixed_s"] == percentile(gemms, GEMM_FIXED_PERCENTILE)
+    assert out["min_kernel_s"] < out["gemm_fixed_s"] < 4e-6
+    assert out["gemm_fixed_op"] == filled["gemm_fixed_s"].source and "GEMM kernel durations" in out["gemm_fixed_op"]
     assert out["min_kernel_s"] == percentile(kernels, MIN_KERNEL_PERCENTILE) < 2e-6 < lv["min_kernel_s"]
     assert out["host"]["op_s"] == recording[0].host_per_kernel_s() > lv["host"]["op_s"]
     assert out["min_kernel_op"] == filled["min_kernel_s"].source and "602 CUDA kernel durations" in out["min_kernel_op"]
@@ -75,7 +86,14 @@ def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
 def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
     lv = h200_levels["float32"]
     out, filled = fill_levels(lv, "cuda", lambda: [])
-    assert {f.origin for f in filled.values()} == {"older"} and len(filled) == 2
+    assert {f: g.origin for f, g in filled.items()} == {
+        "min_kernel_s": "older",
+        "gemm_fixed_s": "default",  # no older figure of that name: the levels before it, named
+        "multiprocessors": "default",
+        "host.op_s": "older",
+    }
+    assert out["gemm_fixed_s"] == 0.0 and out["gemm_fixed_op"].startswith("named default 0: no recording")
+    assert out["multiprocessors"] == 0.0 and "no occupancy" in out["multiprocessors_op"]
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
     assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
     assert "no device launch" in out["host"]["op_module"]
@@ -97,12 +115,33 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
     def no_recording():
         raise AssertionError("the recording is read only when a figure needs it")
 
-    current = dict(copy.deepcopy(h200_levels["bfloat16"]), version=known_levels_version())
+    current = dict(
+        copy.deepcopy(h200_levels["bfloat16"]),
+        version=known_levels_version(),
+        gemm_fixed_s=2.2e-6,
+        gemm_fixed_op="x",
+        multiprocessors=132,
+    )
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the
     # device
+    # device; a figure the CPU file lacks (gemm_fixed_s) stays absent: the CPU has none (`DeviceFigures`)
     cpu = copy.deepcopy(h200_levels["float32"])
     assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})
+
+
+def test_a_version_6_file_written_before_the_gemm_fixed_time_takes_it_from_its_recording():
+    from llm_perf_opt.measure.calibration_file import read_calibration_file
+
+    path = DATA.parent / "h200-2026-11-27" / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+    raw = json.loads(path.read_text())["data"]["levels"]["bfloat16"]
+    assert raw["version"] == 6 and "gemm_fixed_s" not in raw
+    cal = read_calibration_file(path)
+    got = cal.filled["bfloat16"]["gemm_fixed_s"]
+    gemms = [d for trace in cal.recordings for d in read_recorded_profile(trace).gemm_kernel_s]
+    assert got.origin == "recording" and len(cal.recordings) == 5 and len(gemms) > 1000
+    assert got.value == percentile(gemms, GEMM_FIXED_PERCENTILE) == cal.data["levels"]["bfloat16"]["gemm_fixed_s"]
+    assert 1.5e-6 < got.value < 3e-6 and f"{len(gemms):,} GEMM kernel durations" in got.source
 
 
 def test_launch_bound_figures_of_a_version_5_cuda_file(h200_levels):
@@ -115,16 +154,30 @@ def test_launch_bound_figures_of_a_version_5_cuda_file(h200_levels):
     assert out["attention"] == lv["attention"] and bound["attention"].value == 5 and "kept" in bound["attention"].source
     aside, _ = launch_bound(lv, "cuda", (LaunchBound("attention", "own", True, "the GEMM curve"),))
     assert aside["attention"] == [] and aside["attention_launch_bound"] == lv["attention"]
-    # the small and medium add (within 1.5x of the 1-element add) and the small copy: labelled, kept
+    # the small and medium add (within 1.5x of the 1-element add) and the small and medium copy: set aside, the large
+    # tier's bandwidth stands in; the large tiers as they are
     assert "elementwise.small.bytes_per_s" in bound and "elementwise.medium.bytes_per_s" in bound
-    assert "elementwise.large.bytes_per_s" not in bound and out["elementwise"] == lv["elementwise"]
+    assert "elementwise.large.bytes_per_s" not in bound and "copy.small.bytes_per_s" in bound
+    for kind in ("elementwise", "copy"):
+        large = lv[kind]["large"]["bytes_per_s"]
+        assert out[kind]["large"] == lv[kind]["large"]
+        assert [out[kind][t]["bytes_per_s"] for t in bound_tiers(bound, kind)] == [large] * len(
+            bound_tiers(bound, kind)
+        )
+    assert out["elementwise"]["small"]["bytes_per_s"] > 10 * lv["elementwise"]["small"]["bytes_per_s"]
     fastest = min(g["seconds"] for g in lv["gemm"])
-    assert bound["gemm"].value == sum(g["seconds"] <= LAUNCH_BOUND_FACTOR * fastest for g in lv["gemm"]) == 25
-    assert out["gemm"] == lv["gemm"] and "upper bounds" in bound["gemm"].source
-    assert [r.figure for r in LAUNCH_BOUND if r.set_aside] == []  # measured: every stand-in is further off
+    left = [g for g in lv["gemm"] if g["seconds"] <= LAUNCH_BOUND_FACTOR * fastest]
+    assert bound["gemm"].value == len(left) == 25 and "upper bounds" in bound["gemm"].source
+    assert out["gemm_launch_bound"] == left and len(out["gemm"]) == len(lv["gemm"]) - 25
+    # measured per kind (the table's comment): the stand-in is nearer the device time for all but attention
+    assert [r.figure for r in LAUNCH_BOUND if r.set_aside] == ["elementwise", "copy", "gemm"]
     # a device-timed file (version 6) and a CPU file as they are
     assert launch_bound({**lv, "version": 6}, "cuda") == ({**lv, "version": 6}, {})
     assert launch_bound(lv, "cpu") == (lv, {})
+
+
+def bound_tiers(bound, kind):
+    return [f.split(".")[1] for f in bound if f.startswith(kind + ".")]
 
 
 def test_a_set_aside_gemm_row_leaves_the_rows_and_keeps_the_fixed_cost_floor(h200_levels):

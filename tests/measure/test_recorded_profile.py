@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from llm_perf_opt.measure.recorded_profile import read_json_file, read_recorded_profile, recordings_beside
+from llm_perf_opt.measure.recorded_profile import (
+    is_gemm_kernel,
+    read_json_file,
+    read_recorded_profile,
+    recordings_beside,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
 H200 = DATA / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
@@ -23,10 +28,16 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
     doc = read_json_file(RUN / "profile.trace.json.gz")
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     rec = read_recorded_profile(RUN / "profile.trace.json.gz")
-    assert rec.device_name == "NVIDIA H200" and rec.run == RUN
+    assert rec.device_name == "NVIDIA H200" and rec.run == RUN and rec.multiprocessors == 132
     assert rec.kernels == len(kernels) == 602  # one profiled forward of the tiny twin in Tiny mode, bfloat16
     assert rec.kernel_s == tuple(e["dur"] * 1e-6 for e in kernels)  # microseconds in the file
     assert 0 < min(rec.kernel_s) < 2e-6  # the device-only time of a tiny kernel on an H200: about a microsecond
+    # the GEMM kernels among them, by name: cuBLASLt's nvjet, CUTLASS gemm, split-K reduce; not cuDNN's conv / SDPA
+    names = [e["name"] for e in kernels]
+    gemm = [e["dur"] * 1e-6 for e in kernels if is_gemm_kernel(e["name"])]
+    assert rec.gemm_kernel_s == tuple(gemm) and 50 <= len(gemm) < 602
+    assert sum("nvjet" in n for n in names) <= len(gemm)
+    assert not any(is_gemm_kernel(n) for n in names if "sdpa" in n or "convolve" in n or "fprop" in n)
     wall = read_json_file(RUN / "profile.json.gz")["data"]["wall"]
     assert (rec.plain_min_s, rec.profiled_min_s) == (wall["plain_s"]["min"], wall["profiled_s"]["min"])
     assert rec.plain_min_s < rec.profiled_min_s  # the profiler slows the host
@@ -37,6 +48,15 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
     per_kernel = rec.host_per_kernel_s()
     assert per_kernel == pytest.approx(rec.host_busy_s / 602 * rec.plain_min_s / rec.profiled_min_s)
     assert 5e-6 < per_kernel < 100e-6  # tens of microseconds per kernel: the eager decode's host cost on this host
+
+
+def test_gemm_kernel_names():
+    assert is_gemm_kernel("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN")
+    assert is_gemm_kernel("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_32x1_tn_align2>")
+    assert is_gemm_kernel("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>")
+    assert not is_gemm_kernel("void implicit_convolve_sgemm<__nv_bfloat16, __nv_bfloat16, 1024, 5, 5, 3, 3, 3, 1>")
+    assert not is_gemm_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64")
+    assert not is_gemm_kernel("void at::native::vectorized_elementwise_kernel<8, at::native::silu_kernel>")
 
 
 def test_runs_beside_the_file_of_its_device_only(tmp_path):

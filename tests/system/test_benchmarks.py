@@ -28,6 +28,7 @@ DEFAULTS = {
     "layout_speed": {"n": 200_000},
     "memory_fit": {"models": ["twin_tiny", "twin"], "batches": [1], "runs": None},
     "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
+    "replay_levels": {"data": ""},
     "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
     "serving_curve": {"model": "twin_tiny", "mode": "tiny", "runtime": "cpu", "batches": [1, 2, 4], "steps": 2},
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
@@ -97,6 +98,7 @@ SMOKE = {
         1,
     ),
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
+    "replay_levels": ([], " units within 25%, median |ratio - 1| ", 3),  # two recordings and all
 }
 
 

@@ -91,12 +91,14 @@ class UnsupportedLayerError(PipelineError, KeyError):
 # (empty, empty_like) launch nothing and are not listed. Sync points (`.item()`, `.cpu()` of a device tensor,
 # `.tolist()`, `nonzero`) are not kernels: `LayerCost.syncs` counts them (the eager level splits a step there); the
 # copy a `.cpu()` of a CUDA tensor makes is one (a device-to-host memcpy).
-# Two kinds run inside another op's call, not as ops of their own (`INNER_KINDS`): the device launches them (the
+# Three kinds run inside another op's call, not as ops of their own (`INNER_KINDS`): the device launches them (the
 # profiler lists them, the kernel and eager levels count them), a Python-level op trace (TorchLens) does not:
 #   cast: a dtype conversion an op makes of an input (CUDA autocast's input casts, `analytic.autocast`; an op's
-#         `dtype=` argument), memset: a fill a library call makes before its kernel (cuDNN attention's 4-byte one).
+#         `dtype=` argument), memset: a fill a library call makes before its kernel (cuDNN attention's 4-byte one),
+#   relayout: the contiguous copy an op makes of a strided input it needs contiguous (native_layer_norm's
+#         `X.contiguous()`; costed as a layout copy).
 OP_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy")
-INNER_KINDS = ("cast", "memset")
+INNER_KINDS = ("cast", "memset", "relayout")
 KERNEL_KINDS = OP_KINDS + INNER_KINDS
 KernelKey = tuple  # (kind, m, flops, bytes, out): identical kernels share one key
 # `out`: the bytes of the kernel's result, where the formula states it (0: not stated; the time levels then take a
@@ -375,14 +377,21 @@ def conv2d(
     )
 
 
-def layer_norm(tokens: int, dim: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False) -> LayerCost:
+def layer_norm(
+    tokens: int, dim: int, dtype_bytes: int = 2, in_bytes: int = 0, autocast: bool = False, strided: bool = False
+) -> LayerCost:
     """nn.LayerNorm (affine) over `tokens` rows of `dim` (one fused aten.native_layer_norm). `in_bytes`: the input's
     element size (0: the weights'). Under CUDA autocast layer_norm is a float32 op: the input (when not float32), the
-    weight and the bias are cast to float32 inside the call, and the output is float32 (`layer_norm_out_bytes`)."""
+    weight and the bias are cast to float32 inside the call, and the output is float32 (`layer_norm_out_bytes`).
+    `strided`: the input is not contiguous (a permuted layout; a cast keeps its strides): native_layer_norm copies it
+    contiguous first, one `relayout` kernel of the element size it computes in."""
     n, b = tokens * dim, dtype_bytes
     a = in_bytes or b
     c = layer_norm_out_bytes(b, autocast)  # the element size it computes and returns
     cast = casts(*autocast_casts("layer_norm", ((n, a), (dim, b), (dim, b)), b)) if autocast else NO_KERNELS
+    if strided:
+        e = c if autocast else a
+        cast = cast + K("relayout", 0, 2 * n * e, out=n * e)
     return LayerCost(
         flops_other=ELEMENTWISE_FLOPS["layer_norm"] * n,  # 7 per element (see module docstring)
         weight_bytes=2 * dim * b,  # weight + bias
@@ -539,6 +548,14 @@ def interpolate(
     )
 
 
+# The fused CUDA attention kernels tile the query rows of every (batch, head) sequence: one tile per CTA, of
+# `SDPA_QUERY_TILE` rows (cuDNN's sm90 flash forward on the H200 recordings: `..._knob_7_64x128x64_...`, 64 query rows
+# by 128 keys). Their kernel's `m` is the padded query rows, batch x heads x whole tiles: how many CTAs it has, what
+# the kernel level's occupancy reads (`analytic.time.kernel`); elsewhere `m` is the sequence's query length.
+CUDA_FUSED_SDPA = ("cudnn", "flash", "efficient")
+SDPA_QUERY_TILE = 64
+
+
 def sdpa(
     batch: int,
     heads: int,
@@ -576,7 +593,7 @@ def sdpa(
             "attention",
             2 * scores * (head_dim + ev) + scores * (1 + mask + ELEMENTWISE_FLOPS["softmax"]),
             q_bytes + kv_bytes + out * b + (scores * b if mask else 0),
-            m=q_len,
+            m=batch * heads * -(-q_len // SDPA_QUERY_TILE) * SDPA_QUERY_TILE if backend in CUDA_FUSED_SDPA else q_len,
             out=out * b,
         ) + (K("memset", 0, 4, out=4) if backend == "cudnn" else NO_KERNELS)
     else:  # matmul, / sqrt(d), + mask, float32 softmax, .to(dtype) when b != 4 (dropout in eval: none), matmul

@@ -243,7 +243,10 @@ def sam_block(
             execution=execution,
         )
     own = own + residual_adds(tokens * width, b)
-    norm = module_cost("LayerNorm", tokens, width, b, 0, ac)
+    # the residual stream keeps the patch embedding's permuted layout ((B, C, H, W) memory seen as (B, H, W, C): the
+    # adds follow their first input's strides), so each norm's native_layer_norm copies its input contiguous; on
+    # CUDA (the H200 traces: 5 kernels per SAM norm, the 5th a strided copy of the float32 input, 12 of 12 blocks)
+    norm = module_cost("LayerNorm", tokens, width, b, 0, ac, strided=execution.cuda)
     return own, (
         ("norm1", norm),
         ("attn", attn),

@@ -28,6 +28,13 @@ Measured:
   launch rate, which a host-bound stream shows instead of the kernels; that figure is kept as `launch_rate_s`);
   CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the host's per-op cost, counted
   once in the eager level);
+* `gemm_fixed_s`: CUDA: the fixed device time of one matrix-product kernel (`measure_gemm_fixed`): the small
+  products of the grid (M up to 64, K and N up to 1024, nn.Linear's layout) launched eagerly under torch.profiler,
+  the `level_fillers.GEMM_FIXED_PERCENTILE`th percentile of their GEMM kernels' CUPTI durations (device-only, no
+  graph: the kernels' own durations, as a forward's profile records them); the kernel level adds it to each GEMM's
+  work time. CPU: 0 (the host's per-op cost is counted once in the eager level);
+* `multiprocessors`: CUDA: the device's streaming multiprocessors (the fused attention's occupancy: the calibrated
+  attention points fill only some of them, `analytic.time.figures.attention_at_full_occupancy`); CPU: 0;
 * `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
   (the dispatcher alone). `op_s`: wall time of a small transformer block's forward (`_HostBlock`: LayerNorm,
   qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
@@ -266,6 +273,52 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
     }
 
 
+GEMM_FIXED_SHAPES = tuple((m, k, n) for m in (1, 4, 16, 64) for k, n in ((256, 1024), (1024, 1024)))
+
+
+def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
+    """(seconds, what was measured) of a CUDA device's fixed GEMM time (see the module docstring): each of
+    `GEMM_FIXED_SHAPES` warmed up, then `rounds` eager rounds of them all under torch.profiler (CPU + CUDA
+    activities), the trace read as a recorded one (`measure.recorded_profile`: GEMM kernels by name)."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.level_fillers import GEMM_FIXED_PERCENTILE, percentile
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    cases = []
+    for m, k, n in GEMM_FIXED_SHAPES:
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
+        c = torch.empty(m, n, device=device, dtype=dtype)
+        cases.append(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
+    for fn in cases:  # cuBLAS handle, workspace and heuristics on the first call of each shape
+        fn()
+    torch.cuda.synchronize(device)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(max(rounds, 1)):
+                for fn in cases:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "gemm_fixed.trace.json"
+            prof.export_chrome_trace(str(trace))
+            durations = [d for d in read_recorded_profile(trace).gemm_kernel_s if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (GEMMs by their work alone)"
+    if not durations:
+        return 0.0, "not measured: the profiler recorded no GEMM kernel by name; 0 (GEMMs by their work alone)"
+    value = percentile(durations, GEMM_FIXED_PERCENTILE)
+    shapes = sorted({(m, k, n) for m, k, n in GEMM_FIXED_SHAPES})
+    return value, (
+        f"the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations)} GEMM kernel durations (torch.profiler/CUPTI, "
+        f"device-only) of eager torch.matmul in nn.Linear's layout, {max(rounds, 1)} rounds of {len(shapes)} shapes "
+        f"(M, K, N) {shapes[0]}..{shapes[-1]}: {value * 1e6:.3g} µs"
+    )
+
+
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
@@ -387,8 +440,13 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
             f"its replay, per kernel, fastest consistent (timer: {tiny['tiny']['timer']}); the eager launch rate "
             "(events around 1,000 back-to-back launches) is launch_rate_s"
         )
+        gemm_fixed, gemm_fixed_op = measure_gemm_fixed(device, dtype, rounds)
+        sms = int(torch.cuda.get_device_properties(device).multi_processor_count)
+        sms_op = "torch.cuda.get_device_properties(device).multi_processor_count"
     else:
         min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
+        gemm_fixed, gemm_fixed_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
+        sms, sms_op = 0, "CPU: 0 (no occupancy model)"
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
@@ -425,5 +483,9 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "min_kernel_s": min_kernel,
         "min_kernel_op": min_kernel_op,
         "launch_rate_s": launch_rate,
+        "gemm_fixed_s": gemm_fixed,
+        "gemm_fixed_op": gemm_fixed_op,
+        "multiprocessors": sms,
+        "multiprocessors_op": sms_op,
         "host": host,
     }

@@ -23,11 +23,14 @@ from typing import Any, Mapping, Optional
 
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.level_fillers import (
+    LAUNCH_BOUND,
+    TIMED_ON_DEVICE_SINCE,
     Filled,
     MissingFigure,
     fill_levels,
     known_levels_version,
     launch_bound,
+    launch_bound_rules,
 )
 from llm_perf_opt.measure.recorded_profile import RecordedProfile, read_json_file, recordings_beside
 
@@ -191,7 +194,9 @@ def read_calibration_file(path: str | Path) -> CalibrationFile:
     filled: dict[str, dict[str, Filled]] = {}
     for dtype, lv in levels.items():
         try:
-            set_aside, bounds = launch_bound(lv, device_type)
+            old_cuda = device_type == "cuda" and versions[dtype] < TIMED_ON_DEVICE_SINCE
+            rules = launch_bound_rules(bool(recordings())) if old_cuda else LAUNCH_BOUND
+            set_aside, bounds = launch_bound(lv, device_type, rules)
             filled_levels[dtype], filled[dtype] = fill_levels(set_aside, device_type, recordings)
             filled[dtype].update(bounds)
         except MissingFigure as exc:

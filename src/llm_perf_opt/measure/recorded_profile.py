@@ -9,7 +9,9 @@ writes it, `benchmarks/cuda_validation.py` compresses it) whose `devicePropertie
 What each trace gives (`RecordedProfile`):
 
 * `kernel_s`: every CUDA kernel's device duration (`cat == "kernel"` events, microseconds in the file): device-only
-  time, as CUPTI recorded it, whatever the host was doing;
+  time, as CUPTI recorded it, whatever the host was doing; `gemm_kernel_s`: those of the GEMM kernels among them
+  (`is_gemm_kernel`: cuBLAS / cuBLASLt / CUTLASS matrix products by kernel name); `multiprocessors`: the device's
+  streaming multiprocessors (`deviceProperties[0].numSms`);
 * `host_busy_s`: the host thread's time in the traced forward: from the first to the last CPU-side op event
   (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
   in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
@@ -23,12 +25,25 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 TRACE_NAMES = ("profile.trace.json.gz", "profile.trace.json")
+# the kernel names of matrix products (nn.Linear, torch.matmul) on CUDA: cuBLASLt's nvjet kernels (Hopper),
+# cuBLAS / CUTLASS gemm kernels and cuBLASLt's split-K reduction; cuDNN's convolution and attention kernels
+# (fprop, convolve, sdpa, fmha) are not among them
+GEMM_KERNEL = re.compile(r"nvjet|gemm|splitKreduce", re.IGNORECASE)
+NOT_GEMM_KERNEL = re.compile(r"conv|fprop|sdpa|fmha|flash", re.IGNORECASE)
+
+
+def is_gemm_kernel(name: str) -> bool:
+    """Whether a CUDA kernel of this name is a matrix product's (see `GEMM_KERNEL`)."""
+    return bool(GEMM_KERNEL.search(name)) and not NOT_GEMM_KERNEL.search(name)
+
+
 PROFILE_NAMES = ("profile.json.gz", "profile.json")
 
 
@@ -43,6 +58,8 @@ class RecordedProfile:
     sync_wait_s: float
     plain_min_s: Optional[float] = None
     profiled_min_s: Optional[float] = None
+    gemm_kernel_s: tuple[float, ...] = ()
+    multiprocessors: Optional[int] = None  # the device's streaming multiprocessors (deviceProperties' numSms)
 
     @property
     def kernels(self) -> int:
@@ -92,9 +109,13 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         raise ValueError(f"not readable ({type(exc).__name__}: {exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise ValueError("not a Chrome trace (no traceEvents list)")
-    names = [str(d.get("name")) for d in doc.get("deviceProperties") or [] if isinstance(d, dict)]
+    props = [d for d in doc.get("deviceProperties") or [] if isinstance(d, dict)]
+    names = [str(d.get("name")) for d in props]
+    sms = props[0].get("numSms") if props else None
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
-    kernels = tuple(float(e["dur"]) * 1e-6 for e in events if e.get("cat") == "kernel" and "dur" in e)
+    timed = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
+    kernels = tuple(float(e["dur"]) * 1e-6 for e in timed)
+    gemms = tuple(float(e["dur"]) * 1e-6 for e in timed if is_gemm_kernel(str(e.get("name", ""))))
     ops = [e for e in events if e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
     busy = wait = 0.0
     if ops:
@@ -112,7 +133,17 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         )
         busy = max(end - start - wait, 0.0) * 1e-6
     plain, profiled = _walls(trace.parent)
-    return RecordedProfile(trace, names[0] if names else "", kernels, busy, wait * 1e-6, plain, profiled)
+    return RecordedProfile(
+        trace,
+        names[0] if names else "",
+        kernels,
+        busy,
+        wait * 1e-6,
+        plain,
+        profiled,
+        gemms,
+        int(sms) if isinstance(sms, int) and sms > 0 else None,
+    )
 
 
 _CACHE: dict[tuple[str, int, int], RecordedProfile | str] = {}

@@ -239,6 +239,72 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
     assert t == pytest.approx(compute + out * 1e-9)
 
 
+def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=6, min_kernel_s=1.5e-6)
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    fixed = device_from_calibration(dict(lv, gemm_fixed_s=2.2e-6, gemm_fixed_op="test"), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, gemm_fixed_s=2.2e-6, gemm_fixed_op="test"), "cpu", True, 1e9)
+    assert (plain.gemm_fixed_s, fixed.gemm_fixed_s, cpu.gemm_fixed_s) == (0.0, 2.2e-6, 0.0)  # the CPU: none
+    assert fixed.sources["gemm_fixed"] == "test" and "gemm_fixed" not in plain.sources
+    # a tiny product: its work is under the min kernel time; the fixed time + its work, bound "launch"
+    tiny = costs.linear(4, 16, 16, bias=False, dtype_bytes=B).kernels
+    (key,) = tiny.counts
+    work, _ = kernel_time(plain, *key)
+    assert work == plain.min_kernel_s
+    t, bound = kernel_time(fixed, *key)
+    raw, _ = kernel_time(device_from_calibration(dict(lv, min_kernel_s=0.0), "gpu", False, 1e9), *key)  # its work
+    assert t == pytest.approx(2.2e-6 + raw) and bound == "launch" and raw < 2.2e-6
+    # a large product: the fixed time is added to its work, which keeps its bound
+    big = costs.linear(4096, 1024, 1024, bias=False, dtype_bytes=B).kernels
+    (key,) = big.counts
+    (w, wb), (t, tb) = kernel_time(plain, *key), kernel_time(fixed, *key)
+    assert t == pytest.approx(w + 2.2e-6) and tb == wb == "compute"
+    # other kinds and the CPU are not touched
+    ew = ("elementwise", 0, 0, 1 << 20, 0)
+    assert kernel_time(fixed, *ew) == kernel_time(plain, *ew)
+    assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
+
+
+def test_a_fused_attention_runs_at_its_occupancy_of_the_multiprocessors():
+    from llm_perf_opt.analytic.time.figures import attention_at_full_occupancy, occupancy
+    from llm_perf_opt.measure.calibrate_levels import attention_work
+
+    assert (occupancy(33, 132), occupancy(264, 132), occupancy(0.5, 132), occupancy(5, 0)) == (0.25, 1.0, 1 / 132, 1)
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 1e16, "medium": 1e16, "large": 1e16}  # compute-bound: the rates alone
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=6, min_kernel_s=1e-9)
+    # two calibrated points: 16 windows x 2 heads of 196 tokens (4 tiles each: 128 of 132 multiprocessors) and one
+    # head of 2048 tokens (32 tiles)
+    f1, b1 = attention_work(16, 2, 196, 64, True, 4)
+    f2, b2 = attention_work(1, 1, 2048, 64, False, 4)
+    x1, x2 = f1 / (b1 / 4), f2 / (b2 / 4)
+    points = [
+        {"batch": 16, "heads": 2, "tokens": 196, "x": x1, "flops_per_s": 1e12},
+        {"batch": 1, "heads": 1, "tokens": 2048, "x": x2, "flops_per_s": 2e12},
+    ]
+    assert attention_at_full_occupancy(points, 132) == (
+        (round(x1, 6), 1e12 * 132 / 128),
+        (round(x2, 6), 2e12 * 132 / 32),
+    )
+    assert attention_at_full_occupancy(points, 0) == () and attention_at_full_occupancy([{"x": 1.0}], 132) == ()
+    dev = device_from_calibration(dict(lv, attention=points, multiprocessors=132), "gpu", False, 1e15)
+    flat = device_from_calibration(dict(lv, attention=points), "gpu", False, 1e15)  # no multiprocessors: as calibrated
+    assert (dev.multiprocessors, flat.multiprocessors, flat.attention_full) == (132, 0, ())
+    # SAM's windows on the device: the calibrated point's shape runs at its calibrated rate; 9 windows x 12 heads
+    # (432 tiles) fill the device; 1 window x 1 head (4 tiles) 4 of its multiprocessors
+    for bh, rate in ((32, 1e12), (108, 1e12 * 132 / 128), (1, 1e12 * 132 / 128 * 4 / 132)):
+        kernels = costs.sdpa(bh, 1, 196, 196, 64, mask=True, fused=True, dtype_bytes=4, backend="cudnn").kernels
+        ((key, _),) = [(k, n) for k, n in kernels.counts.items() if k[0] == "attention"]
+        t, bound = kernel_time(dev, *key)
+        assert bound == "compute" and t == pytest.approx(key[2] / rate, rel=1e-9), bh
+        assert kernel_time(flat, *key)[0] == pytest.approx(key[2] / 1e12, rel=1e-9)  # one rate for every size
+    # the CPU's fused kernel (m: the query length) and a synchronous device: no occupancy
+    cpu = device_from_calibration(dict(lv, attention=points, multiprocessors=132), "cpu", True, 1e15)
+    assert (cpu.multiprocessors, cpu.attention_full) == (0, ())
+
+
 def test_gemm_curve_leaves_out_fixed_cost_samples_and_never_falls_with_x():
     # (x, FLOP/s, seconds): the two fastest calls (10 and 20 us, under 3 x 10 us) measure the call's fixed cost
     grid = [

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
+from llm_perf_opt.analytic.costs import SDPA_QUERY_TILE
 from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.config.paths import calibration_dir
 
 SMALL_BYTES = 1 << 20  # kernels moving up to this many bytes run at the small-size (cache) bandwidth
 FRESH_BYTES = 1 << 25  # CPU: results above this size are written to fresh (mmapped) pages on every call
 GEMM_KINDS = ("gemm", "conv", "attention")
+COPY_KINDS = ("copy", "relayout")  # layout copies: an op's own (copy) and one inside another op (relayout)
 GEMV_ROWS = 16  # a product of at most this many rows is GEMV-like: its bytes are its weights
 
 
@@ -61,6 +63,15 @@ class DeviceFigures:
     # reads the two rows around m at its x, log-log between them (a 65-row product runs like a 64-row one, not like
     # a square one of the same x); (): the one curve over x
     gemm_rows: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
+    # an asynchronous device's fixed device time of one matrix-product kernel, serial with its work (operand
+    # pipeline fill, epilogue): a GEMM of negligible work still takes it (calibrated `gemm_fixed_s`: the shortest
+    # GEMM kernels' device durations); 0: none (the CPU, a datasheet, a calibration without the figure)
+    gemm_fixed_s: float = 0.0
+    # the device's streaming multiprocessors (0: not known) and the fused attention's curve at full occupancy
+    # (x, FLOP/s): each calibrated point's rate / its occupancy (`occupancy`: its query tiles / multiprocessors);
+    # (): the attention curve as calibrated (no occupancy model)
+    multiprocessors: int = 0
+    attention_full: tuple[tuple[float, float], ...] = ()
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -113,7 +124,7 @@ class DeviceFigures:
 
     def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
         tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
-        if kind == "copy" and self.copy_bw is not None:
+        if kind in COPY_KINDS and self.copy_bw is not None:
             return self.copy_bw[tier]
         if (
             kind in GEMM_KINDS
@@ -178,6 +189,34 @@ def gemm_curve(
     return tuple(curve), len(grid) - len(usable)
 
 
+def occupancy(tiles: float, multiprocessors: int) -> float:
+    """The share of a device's multiprocessors a kernel of `tiles` independent tiles (one per CTA) keeps busy: tiles /
+    multiprocessors, at most 1 (a kernel of many waves fills the device); 1 when the device's count is not known."""
+    if multiprocessors <= 0:
+        return 1.0
+    return min(1.0, max(tiles, 1.0) / multiprocessors)
+
+
+def attention_at_full_occupancy(
+    points: Iterable[Mapping[str, Any]], multiprocessors: int
+) -> tuple[tuple[float, float], ...]:
+    """The fused attention's rate at full occupancy over x: each calibrated point's FLOP/s / its occupancy (its
+    batch x heads x query tiles of `analytic.costs.SDPA_QUERY_TILE` rows over the multiprocessors), the faster at one
+    x. The calibrated points (SAM's windows, 2 heads; 1-2 heads of 1-2k tokens) fill 16-128 of an H200's 132
+    multiprocessors: their raw rates hold only for kernels as small. (): the device's count not known, or a point
+    without its shape."""
+    if multiprocessors <= 0:
+        return ()
+    full: dict[float, float] = {}
+    for a in points:
+        if not all(a.get(k) for k in ("batch", "heads", "tokens", "x", "flops_per_s")):
+            return ()
+        tiles = int(a["batch"]) * int(a["heads"]) * -(-int(a["tokens"]) // SDPA_QUERY_TILE)
+        x = round(float(a["x"]), 6)
+        full[x] = max(full.get(x, 0.0), float(a["flops_per_s"]) / occupancy(tiles, multiprocessors))
+    return tuple(sorted(full.items()))
+
+
 def device_from_calibration(
     levels: Mapping[str, Any], label: str, synchronous: bool, vector_flops: float
 ) -> DeviceFigures:
@@ -217,7 +256,11 @@ def device_from_calibration(
         for a in levels.get("attention") or ():  # points at the same x: the faster one
             x = round(float(a["x"]), 6)
             att[x] = max(att.get(x, 0.0), float(a["flops_per_s"]))
+        sms = 0 if synchronous else int(levels.get("multiprocessors") or 0)
+        full = attention_at_full_occupancy(levels.get("attention") or (), sms)
         extra = dict(
+            multiprocessors=sms if full else 0,
+            attention_full=full,
             bw_medium=float(ew["medium"]["bytes_per_s"]),
             copy_bw=copy_bw,  # type: ignore[arg-type]
             fresh_s_per_byte=float(fresh.get("s_per_byte", 0.0)),
@@ -255,7 +298,22 @@ def device_from_calibration(
         bw_large=bw_large,
         min_kernel_s=float(levels["min_kernel_s"]),
         sync_s=float(levels["host"].get("sync_s", 0.0)),
-        sources={"gemm": gemm_src, "bandwidth": bw_src, "min_kernel": levels.get("min_kernel_op", "")},
+        sources={
+            "gemm": gemm_src,
+            "bandwidth": bw_src,
+            "min_kernel": levels.get("min_kernel_op", ""),
+            **({"gemm_fixed": str(levels.get("gemm_fixed_op", ""))} if levels.get("gemm_fixed_s") else {}),
+            **(
+                {
+                    "attention_occupancy": f"{extra['multiprocessors']} multiprocessors "
+                    f"({levels.get('multiprocessors_op', '')}); the calibrated attention points' rates / their "
+                    f"occupancy (batch x heads x {SDPA_QUERY_TILE}-row query tiles over the multiprocessors)"
+                }
+                if extra.get("multiprocessors")
+                else {}
+            ),
+        },
+        gemm_fixed_s=0.0 if synchronous else float(levels.get("gemm_fixed_s") or 0.0),
         gemm_axis=axis,
         itemsize=itemsize,
         **extra,

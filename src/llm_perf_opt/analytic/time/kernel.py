@@ -3,17 +3,29 @@
 One kernel (`kernel_time`): max(FLOPs at the matmul rate the device reaches at the kernel's FLOPs per element
 moved (gemm, conv; the fused attention its own curve) or at the vector rate, bytes / the bandwidth of its size
 tier) + on the CPU the fresh-page cost of a large result, and never under the device's minimum kernel time
-(convention: `convention.LEVELS["kernel"]`). A census of kernels (`Kernels`, exact counts from the cost
+(convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
+device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
+product's work) to its work time, and a fused attention (`m`: its query rows padded to whole tiles, on CUDA)
+runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at most 1
+(`figures.occupancy`; `DeviceFigures.attention_full`). A census of kernels (`Kernels`, exact counts from the cost
 formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
 """
 
 from __future__ import annotations
 
-from llm_perf_opt.analytic.costs import Kernels
-from llm_perf_opt.analytic.time.figures import GEMM_KINDS, DeviceFigures
+from llm_perf_opt.analytic.costs import SDPA_QUERY_TILE, Kernels
+from llm_perf_opt.analytic.time.figures import GEMM_KINDS, DeviceFigures, occupancy
 
 # share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
-OUT_SHARE = {"gemm": 1 / 3, "conv": 1 / 3, "attention": 1 / 4, "elementwise": 1 / 2, "reduction": 1 / 2, "copy": 1 / 2}
+OUT_SHARE = {
+    "gemm": 1 / 3,
+    "conv": 1 / 3,
+    "attention": 1 / 4,
+    "elementwise": 1 / 2,
+    "reduction": 1 / 2,
+    "copy": 1 / 2,
+    "relayout": 1 / 2,
+}
 
 
 def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
@@ -21,7 +33,12 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
     if kind in GEMM_KINDS:
         at = m if dev.gemm_axis == "m" else flops / max(nbytes / dev.itemsize, 1.0)
         if kind == "attention" and dev.gemm_axis == "x" and dev.attention:
-            rate = dev.gemm_rate(at, dev.attention)
+            if dev.attention_full and m > 0:
+                # a fused CUDA attention's `m` is its padded query rows: tiles of SDPA_QUERY_TILE rows, one per
+                # CTA; fewer tiles than the device's multiprocessors leave the rest idle
+                rate = dev.gemm_rate(at, dev.attention_full) * occupancy(m / SDPA_QUERY_TILE, dev.multiprocessors)
+            else:
+                rate = dev.gemm_rate(at, dev.attention)
         elif kind == "gemm" and dev.gemm_axis == "x" and dev.gemm_rows and m > 0:
             rate = dev.row_rate(m, at)
         else:
@@ -37,6 +54,12 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
             fresh = result * dev.fresh_s_per_byte
     # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
     t = max(compute, memory) + fresh
+    fixed = dev.gemm_fixed_s if kind == "gemm" else 0.0
+    if fixed:
+        # the fixed part holding most of the kernel's time is its launch-like cost, as the min kernel time is
+        work, t = t, t + fixed
+        if t >= dev.min_kernel_s and fixed >= work:
+            return t, "launch"
     if t < dev.min_kernel_s:
         return dev.min_kernel_s, "launch"
     return t, "compute" if compute >= memory + fresh else "memory"
