@@ -41,7 +41,8 @@ def _rows(text: str) -> dict[str, list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("time levels on "))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("device figures: "))
-    return {line[:20].rstrip(): line[20:].split() for line in lines[start + 3 : end]}
+    rule = next(i for i in range(start, end) if set(lines[i]) == {"-"})  # the rule under the column header
+    return {line[:20].rstrip(): line[20:].split() for line in lines[rule + 1 : end]}
 
 
 def test_analyze_on_the_recorded_file_alone_prints_the_figures_the_recorded_run_printed(tmp_path, capsys):
