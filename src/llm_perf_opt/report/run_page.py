@@ -320,6 +320,7 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
             )
         )
     return {
+        "engine": eng.get("name"),
         "level": s.level,
         "convention": s.level_convention,
         "device": s.hardware.get("name"),
