@@ -33,7 +33,11 @@ Measured:
   qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
   with GELU, residual add) on tiny tensors under `torch.no_grad`, divided by the kernels it launches (aten ops
   that are not views, counted with a TorchDispatchMode): Python + nn.Module + dispatcher + allocation per kernel,
-  with the views and metadata ops of real module code around each kernel. CUDA (version 6): `op_s` is measured on
+  with the views and metadata ops of real module code around each kernel. Both are timed on one thread
+  (`torch.set_num_threads(1)`, the thread count restored after): the host's cost per op is the framework's work
+  around a kernel, while a kernel's own thread fork / join is the kernel level's (the GEMM grid, vector, attention
+  are timed at torch's thread count); on a loaded host a parallel region waits for its other threads to be
+  scheduled, which would otherwise be charged to every op (version 7). CUDA (version 6): `op_s` is measured on
   the device by `measure.host_workload` (a decode step of a small MoE decoder and its generate loop under autocast,
   host-bound: dispatch, autocast, allocator and the launch call per kernel, with the syncs' round trips taken
   out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
@@ -60,11 +64,13 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 6  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+LEVELS_VERSION = 7  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
 # 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`);
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # 6: CUDA: device-only times (CUDA graph replay), min_kernel_s of a replayed graph, the host's op_s measured on the
 # device on a decoder-shaped workload (`measure.host_workload`)
+# 7: the host figures (dispatch_s, op_s) measured on one thread: on a loaded host a multi-threaded op's parallel
+# region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1)
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
 ATTENTION_SHAPES = (
@@ -252,17 +258,27 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
             blocks(x)
 
     kernels = count_kernels(forward)
-    got = _interleaved(
-        {"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward}, torch.device("cpu"), rounds, warmup, 2e-3
-    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the framework's work around a kernel, not the kernel's own thread fork / join
+    try:
+        got = _interleaved(
+            {"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward},
+            torch.device("cpu"),
+            rounds,
+            warmup,
+            2e-3,
+        )
+    finally:
+        torch.set_num_threads(threads)
     return {
         "dispatch_s": got["dispatch"]["seconds"],
         "op_s": got["block"]["seconds"] / kernels,
         "op_kernels": kernels,
         "op_forward_s": got["block"]["seconds"],
-        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter",
-        "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad: forward wall "
-        f"time / its {kernels} non-view aten ops (TorchDispatchMode)",
+        "host_threads": 1,
+        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter, torch.set_num_threads(1)",
+        "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad on one "
+        f"thread (torch.set_num_threads(1)): forward wall time / its {kernels} non-view aten ops (TorchDispatchMode)",
     }
 
 
