@@ -43,6 +43,11 @@ Measured:
   out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
   idle stream. The eager level charges `op_s` per kernel (`dispatch_s` when a calibration predates it).
 
+CPU timing (version 7): on one thread (the host figures always; every figure when torch runs one thread,
+`runtime.threads=1`) each sample is the thread's CPU time (`time.thread_time`): the wall time of an idle host, without
+the time other processes held the core, so a calibration made under load reads what an idle host would; on several
+threads the wall (`time.perf_counter`), as other threads' work is not on the calling thread's clock.
+
 CUDA timing (version 6): every case is captured `inner` times into a CUDA graph and the graph replayed between
 CUDA events (`timer: graph`), so a small kernel's figure is its device time, not the host's launch rate; a case
 that cannot be captured falls back to events around eager launches, and its entry says `timer: launches`.
@@ -70,7 +75,8 @@ LEVELS_VERSION = 7  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 6: CUDA: device-only times (CUDA graph replay), min_kernel_s of a replayed graph, the host's op_s measured on the
 # device on a decoder-shaped workload (`measure.host_workload`)
 # 7: the host figures (dispatch_s, op_s) measured on one thread: on a loaded host a multi-threaded op's parallel
-# region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1)
+# region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1);
+# on one thread every CPU sample is the thread's CPU time (time.thread_time), not the wall
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
 ATTENTION_SHAPES = (
@@ -141,13 +147,28 @@ def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
 
         return run
 
+    clock = cpu_clock()
+
     def run_cpu(fn: Callable[[], Any], inner: int) -> float:
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn()
-        return (time.perf_counter() - t0) / inner
+        return (clock() - t0) / inner
 
     return run_cpu
+
+
+def cpu_clock() -> Callable[[], float]:
+    """The CPU's sample clock: on one thread `time.thread_time` (the thread that runs every kernel: its CPU time is
+    the wall time of an idle host, without the time other processes held the core), else `time.perf_counter`
+    (several threads' work is not on one thread's clock)."""
+    return time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
+def cpu_timer_text() -> str:
+    if torch.get_num_threads() == 1:
+        return "time.thread_time (one thread: the CPU time of the thread that runs the kernels)"
+    return "time.perf_counter (wall, synchronous device)"
 
 
 def graph_of(fn: Callable[[], Any], inner: int, device: torch.device) -> Optional["torch.cuda.CUDAGraph"]:
@@ -276,9 +297,11 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
         "op_kernels": kernels,
         "op_forward_s": got["block"]["seconds"],
         "host_threads": 1,
-        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter, torch.set_num_threads(1)",
+        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, on one thread (torch.set_num_threads(1)), "
+        "time.thread_time",
         "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad on one "
-        f"thread (torch.set_num_threads(1)): forward wall time / its {kernels} non-view aten ops (TorchDispatchMode)",
+        f"thread (torch.set_num_threads(1)): the forward's CPU time (time.thread_time) / its {kernels} non-view aten "
+        "ops (TorchDispatchMode)",
     }
 
 
@@ -292,7 +315,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "a CUDA graph of the case's calls replayed between torch.cuda.Event pairs (device time; `launch_timed`: the "
         "cases timed by events around eager launches instead)"
         if cuda
-        else "time.perf_counter (wall, synchronous device)"
+        else cpu_timer_text()
     )
     shapes = gemm_shapes(device.type, quick)
     cases: dict[str, Callable[[], Any]] = {}
