@@ -235,10 +235,10 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
     the ratio. On one thread (`runtime.threads=1`) both sides are load-robust: the calibration's samples and the
     forwards are the thread's CPU time (`time.thread_time`: the wall of an idle host, without the time other
-    processes held a core of this shared 2-core host). Three runs under loads of 4.5-8.8 gave hf_eager / measured 0.54-0.75
-    at every batch (docs/serving.md): a steady 26-44 % under-prediction of the model, not load, so the issue's 25 %
-    is a figure `./dev bench serving_curve --threads 1` prints, and the test asserts the band [1/3, 3] that the
-    loaded calibrations' 30x-210x broke."""
+    processes held a core of this shared 2-core host). Three runs under loads of 4.5-8.8 gave hf_eager / measured
+    0.54-0.75 at every batch (docs/serving.md): a steady 25-46 % under-prediction of the model, not load, so the
+    issue's 25 % is a figure `./dev bench serving_curve --threads 1` prints, and the test asserts the band [1/3, 3]
+    that the loaded calibrations' 30x-210x broke."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
