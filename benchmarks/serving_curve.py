@@ -15,7 +15,9 @@ the trace job's session does: on CUDA directly on the device in bf16, run under 
   grown attention mask; `model_runtime.decode.greedy_decode`), warm-up and repeats the same way (re-running a step
   is exact: the legacy cache tuple is read, never grown in place);
 * measured: `measure.plain_timing` (wall: perf_counter, CUDA synchronised, fastest sample; device: on CUDA the
-  kernel-time sum of one extra profiled call, on the CPU the wall);
+  kernel-time sum of one extra profiled call, on the CPU the wall; cpu: on the CPU at `--threads 1` the thread's
+  CPU time, `time.thread_time`, fastest sample: what `serve.measured` compares on such a curve, as it leaves out
+  the time other processes held the core);
 * predicted: ideal, kernel and eager (`analytic.time.levels`, convention `analytic.time.convention.LEVELS`) of the
   analytic model at batch B (`./dev analyze workload.batch=B`'s model): the prefill stage, and the decode stage at
   each step's context; on `--hardware measured` (default) the device's calibration (cached,
@@ -210,6 +212,7 @@ def measure_batch(
         log(
             f"batch {batch} {phase}{f' {step}' if step else ''} (context {context}): wall {timed.wall_s * 1e3:.2f} ms"
             + (f", device {timed.device_s * 1e3:.2f} ms" if timed.device_s is not None else "")
+            + (f", cpu {timed.cpu_s * 1e3:.2f} ms" if timed.cpu_s is not None else "")
             + f"; predicted eager {_ms(predicted.get('eager_s'))} ms"
         )
         return r
@@ -243,35 +246,64 @@ def _ms(x: Optional[float]) -> str:
     return "—" if x is None else f"{x * 1e3:.4g}"
 
 
+def agreement(doc: dict[str, Any]) -> tuple[str, list[tuple[int, str, float]]]:
+    """(the measured field, [(batch, phase, eager / measured)]): issue 32's check on this curve, the eager level
+    (hf_eager's forwards) against the measured time (`analytic.serving_measured.measured_field`: the thread's CPU
+    time on a one-thread CPU curve, else the wall)."""
+    from llm_perf_opt.analytic.serving_measured import measured_field
+
+    key = measured_field(doc) if doc["rows"] else "wall_s"
+    out = []
+    for r in doc["rows"]:
+        eager = r["predicted"].get("eager_s")
+        if eager:
+            phase = "prefill" if r["phase"] == "prefill" else f"decode {r['step']}"
+            out.append((int(r["batch"]), phase, eager / r[key]))
+    return key, out
+
+
 def render(doc: dict[str, Any]) -> str:
     cfg = doc["config"]
+    key, ratios = agreement(doc)
     lines = [
         f"# Serving curve: {cfg['model']} ({cfg['spec']}), mode {cfg['mode']}, {cfg['runtime']} "
         f"({cfg['dtype']}{', autocast' if cfg['autocast'] else ''}) on {cfg['device_name']}",
         "",
-        "| batch | phase | context | wall ms | device ms | samples | ideal ms | kernel ms | eager ms | "
-        "eager / wall | tokens/s | pages/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| batch | phase | context | wall ms | device ms | cpu ms | samples | ideal ms | kernel ms | eager ms | "
+        f"eager / {key.removesuffix('_s')} | tokens/s | pages/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["rows"]:
         p = r["predicted"]
         phase = "prefill" if r["phase"] == "prefill" else f"decode {r['step']}"
-        ratio = f"{p['eager_s'] / r['wall_s']:.2f}" if p.get("eager_s") else "—"
+        ratio = f"{p['eager_s'] / r[key]:.2f}" if p.get("eager_s") else "—"
         pages = r.get("pages_per_s") if r["phase"] == "prefill" else None
         lines.append(
             f"| {r['batch']} | {phase} | {r['context_len']} | {_ms(r['wall_s'])} | {_ms(r['device_s'])} | "
-            f"{r['samples']} | {_ms(p['ideal_s'])} | {_ms(p.get('kernel_s'))} | {_ms(p.get('eager_s'))} | {ratio} | "
-            f"{r['tokens_per_s']:.4g} | {'—' if pages is None else format(pages, '.4g')} |"
+            f"{_ms(r.get('cpu_s'))} | {r['samples']} | {_ms(p['ideal_s'])} | {_ms(p.get('kernel_s'))} | "
+            f"{_ms(p.get('eager_s'))} | {ratio} | {r['tokens_per_s']:.4g} | "
+            f"{'—' if pages is None else format(pages, '.4g')} |"
         )
     for b in doc["failed"]:
-        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | |")
+        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | | |")
+    within = [x for x in ratios if 0.75 <= x[2] <= 1.25]
     lines += [
         "",
-        f"Measured: wall = {doc['measured_by']['wall']}; device = {doc['measured_by']['device']}.",
+        f"Measured: wall = {doc['measured_by']['wall']}; device = {doc['measured_by']['device']}"
+        + (f"; cpu = {doc['measured_by']['cpu']}" if "cpu" in doc["measured_by"] else "")
+        + ".",
         f"Predicted on {doc['predicted_by']['hardware']} ({doc['predicted_by']['hardware_kind']}; "
         f"roof {doc['predicted_by']['roof']}; figures {doc['predicted_by']['figures']}).",
         f"Levels: {doc['predicted_by']['convention']}",
         "tokens/s: prefill = batch x sequence / wall; decode = batch / wall. pages/s (prefill) = batch / wall.",
+        f"Issue 32's check (eager level = hf_eager's forwards, / measured {key}): within 25% at {len(within)} of "
+        f"{len(ratios)} rows"
+        + (
+            f"; eager / {key.removesuffix('_s')} {min(x[2] for x in ratios):.2f}-{max(x[2] for x in ratios):.2f}"
+            if ratios
+            else ""
+        )
+        + ".",
     ]
     if doc["skipped"]:
         lines.append(f"Skipped (budget {cfg['budget_s']} s): batches {', '.join(map(str, doc['skipped']))}.")
@@ -283,6 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from llm_perf_opt.measure import calibrate
+    from llm_perf_opt.measure.plain_timing import CPU_BY
 
     t_start = time.perf_counter()
     deadline = t_start + args.budget_s if args.budget_s > 0 else None
@@ -362,6 +395,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "and CUDA activities, no module ranges); span_s: CUDA event pair around the fastest call"
             if cuda
             else "CPU: no separate device; device time = wall time",
+            **({"cpu": f"{CPU_BY}; {args.warmup} warm-up, {args.repeats} timed"} if not cuda and threads == 1 else {}),
             "regions": "prefill: the forward with use_cache=True (generate()'s prefill); decode step k: the greedy "
             "step's forward over context seq_len + k - 1 (model_runtime.decode.greedy_decode); no TorchLens, no "
             "module ranges",

@@ -233,15 +233,16 @@ def test_size_answers_per_engine(tmp_path, default_run):
 def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_dir):
     """Issue 32, item 4, on this CPU: the tiny twin's serving curve measured with plain forwards at batches 1, 2, 4,
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
-    the ratio. The issue's 25% agreement is a figure of `./dev bench serving_curve` + `./dev analyze
-    serve.measured=...` (docs/serving.md), not asserted here: on this shared 2-core host both sides move with the
-    load, and calibrations made here put float32's host cost per op at 5 ms (a 5 ms decode step predicted at 1.3 s),
-    so the test checks the machinery and a bound only a unit slip breaks: every ratio within 1e-3x-1e3x (seconds for
-    ms is 1000x)."""
+    the ratio. On one thread (`runtime.threads=1`) both sides are load-robust: the calibration's samples and the
+    forwards are the thread's CPU time (`time.thread_time`: the wall of an idle host, without the time other
+    processes held a core of this shared 2-core host). Three runs under loads of 4.5-8.8 gave hf_eager / measured
+    0.54-0.75 at every batch (docs/serving.md): a steady 25-46 % under-prediction of the model, not load, so the
+    issue's 25 % is a figure `./dev bench serving_curve --threads 1` prints, and the test asserts the band [1/3, 3]
+    that the loaded calibrations' 30x-210x broke."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
-    assert bench.main([*argv, "--warmup", "0", "--repeats", "1", "--out", str(out)]) == 0
+    assert bench.main([*argv, "--threads", "1", "--warmup", "1", "--repeats", "1", "--out", str(out)]) == 0
     run_dir = tmp_path / "run"
     code, lines = run_here(
         capsys,
@@ -249,6 +250,7 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
         "model=twin_tiny",
         "workload=tiny",
         "hardware=measured",
+        "runtime.threads=1",
         "serve.engine=hf_eager",
         f"serve.measured={out / 'serving_curve.json'}",
         f"hydra.run.dir={run_dir}",
@@ -256,11 +258,12 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     assert code == 0, lines
     m = load_serving(run_dir).measured
     assert m["measured_on"]["model"] == "twin_tiny" and m["ratio"] == "predicted / measured"
+    assert m["measured"] == "cpu_s" and m["measured_on"]["threads"] == 1 and "thread_time" in m["measured_by"]["cpu"]
     assert [r["batch"] for r in m["rows"]] == [1, 2, 4, 8]
     for r in m["rows"]:
         assert r["decode_steps"] == 2 and r["prefill_measured_s"] > 0 and r["step_measured_s"] > 0
         assert r["prefill_ratio"] == pytest.approx(r["prefill_predicted_s"] / r["prefill_measured_s"])
-        assert 1e-3 < r["prefill_ratio"] < 1e3 and 1e-3 < r["step_ratio"] < 1e3, r
+        assert 1 / 3 < r["prefill_ratio"] < 3 and 1 / 3 < r["step_ratio"] < 3, r
 
 
 def test_analyze_takes_a_list_of_engines(tmp_path, capsys):

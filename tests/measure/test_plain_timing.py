@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from llm_perf_opt.measure.plain_timing import DEVICE_BY_CPU, DEVICE_BY_CUDA, kernel_time_s, time_region
+from llm_perf_opt.measure.plain_timing import CPU_BY, DEVICE_BY_CPU, DEVICE_BY_CUDA, kernel_time_s, time_region
 
 CPU = torch.device("cpu")
 
@@ -30,6 +30,29 @@ def test_warmup_and_repeats_are_counted_and_the_fastest_kept():
     assert timed.wall_s == min(timed.wall_samples_s) > 0
     assert min(timed.wall_samples_s) <= timed.wall_median_s <= max(timed.wall_samples_s)
     assert timed.device_s == timed.wall_s and timed.how["device"] == DEVICE_BY_CPU and timed.span_s is None
+
+
+def test_one_thread_records_the_threads_cpu_time_beside_the_wall():
+    """On one thread cpu_s is the thread's CPU time (time.thread_time) of each call, the fastest kept: a sleep
+    (the thread off the core, as when other processes hold it) is in the wall and not in cpu_s; on two threads
+    there is no cpu_s."""
+    before = torch.get_num_threads()
+    a = torch.randn(128, 128)
+
+    def fn():
+        time.sleep(0.02)
+        return a @ a
+
+    try:
+        torch.set_num_threads(1)
+        one, _ = time_region(fn, CPU, warmup=1, repeats=3)
+        torch.set_num_threads(2)
+        two, _ = time_region(fn, CPU, warmup=0, repeats=1)
+    finally:
+        torch.set_num_threads(before)
+    assert one.how["cpu"] == CPU_BY and len(one.cpu_samples_s) == 3 and one.cpu_s == min(one.cpu_samples_s) > 0
+    assert one.wall_s >= 0.02 > one.cpu_s and one.to_dict()["cpu_s"] == one.cpu_s
+    assert two.cpu_s is None and two.cpu_samples_s == [] and "cpu" not in two.how
 
 
 def test_a_deadline_stops_the_repeats_after_one_sample():

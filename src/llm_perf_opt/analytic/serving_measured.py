@@ -2,11 +2,13 @@
 `serving_curve.json`: prefill and greedy decode steps at batches 1..N on one device) beside the `hf_eager` engine's
 prediction of the same forwards at each batch, and the ratio predicted / measured.
 
-What is compared: the measured fastest wall time of the prefill at batch B, and the mean over the recorded decode steps
-of their fastest wall times at batch B, against `hf_eager`'s eager level of the same forwards (the prefill at batch
-B; the decode step at batch B at the recorded steps' mean context), without the generate loop's host work (the
-plain forwards run no `generate()`). The record's own configuration (model, mode, runtime) must be the job's; the
-prediction is the job's device and host figures (`hardware=`), named in `predicted_by`.
+What is compared: the measured fastest time of the prefill at batch B, and the mean over the recorded decode steps of
+their fastest times at batch B (`measured_field`: the wall time, or on a CPU curve measured on one thread the
+thread's CPU time, `cpu_s`: equal to the wall on an idle host, without the time other processes held the core),
+against `hf_eager`'s eager level of the same forwards (the prefill at batch B; the decode step at batch B at the
+recorded steps' mean context), without the generate loop's host work (the plain forwards run no `generate()`). The
+record's own configuration (model, mode, runtime) must be the job's; the prediction is the job's device and host
+figures (`hardware=`), named in `predicted_by`.
 """
 
 from __future__ import annotations
@@ -31,15 +33,23 @@ def load_curve(path: str | os.PathLike, field: str = "serve.measured") -> dict[s
     return data
 
 
+def measured_field(data: Mapping[str, Any]) -> str:
+    """The row field compared: `cpu_s` when every row has one (a CPU curve on one thread), else `wall_s`."""
+    rows = data["rows"]
+    return "cpu_s" if rows and all(r.get("cpu_s") is not None for r in rows) else "wall_s"
+
+
 def measured_rows(data: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    """{batch: {"prefill_s", "step_s", "context", "steps"}} of a curve's rows (batches with a prefill row)."""
+    """{batch: {"prefill_s", "step_s", "context", "steps"}} of a curve's rows (batches with a prefill row), in
+    `measured_field`'s seconds."""
+    key = measured_field(data)
     out: dict[int, dict[str, Any]] = {}
     for r in data["rows"]:
         b = int(r["batch"])
         if r["phase"] == "prefill":
-            out.setdefault(b, {"steps": []})["prefill_s"] = float(r["wall_s"])
+            out.setdefault(b, {"steps": []})["prefill_s"] = float(r[key])
         elif r["phase"] == "decode":
-            out.setdefault(b, {"steps": []})["steps"].append((int(r["context_len"]), float(r["wall_s"])))
+            out.setdefault(b, {"steps": []})["steps"].append((int(r["context_len"]), float(r[key])))
     rows = {}
     for b, v in sorted(out.items()):
         if "prefill_s" not in v or not v["steps"]:
@@ -76,6 +86,7 @@ def measured_block(data: Mapping[str, Any], timing: Timing, label: str, path: st
         "file": str(path),
         "engine": "hf_eager (its forwards: the eager level, no generate loop)",
         "measured_by": dict(data.get("measured_by", {})),
+        "measured": measured_field(data),
         "measured_on": {k: cfg.get(k) for k in ("model", "mode", "runtime", "device_name", "dtype", "host", "threads")},
         "predicted_by": label,
         "ratio": "predicted / measured",

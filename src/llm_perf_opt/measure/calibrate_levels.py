@@ -40,11 +40,20 @@ Measured:
   qkv Linear, reshape / permute / unbind, SDPA, transpose / reshape, proj Linear, residual add, LayerNorm, MLP
   with GELU, residual add) on tiny tensors under `torch.no_grad`, divided by the kernels it launches (aten ops
   that are not views, counted with a TorchDispatchMode): Python + nn.Module + dispatcher + allocation per kernel,
-  with the views and metadata ops of real module code around each kernel. CUDA (version 6): `op_s` is measured on
+  with the views and metadata ops of real module code around each kernel. Both are timed on one thread
+  (`torch.set_num_threads(1)`, the thread count restored after): the host's cost per op is the framework's work
+  around a kernel, while a kernel's own thread fork / join is the kernel level's (the GEMM grid, vector, attention
+  are timed at torch's thread count); on a loaded host a parallel region waits for its other threads to be
+  scheduled, which would otherwise be charged to every op (version 7). CUDA (version 6): `op_s` is measured on
   the device by `measure.host_workload` (a decode step of a small MoE decoder and its generate loop under autocast,
   host-bound: dispatch, autocast, allocator and the launch call per kernel, with the syncs' round trips taken
   out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
   idle stream. The eager level charges `op_s` per kernel (`dispatch_s` when a calibration predates it).
+
+CPU timing (version 7): on one thread (the host figures always; every figure when torch runs one thread,
+`runtime.threads=1`) each sample is the thread's CPU time (`time.thread_time`): the wall time of an idle host, without
+the time other processes held the core, so a calibration made under load reads what an idle host would; on several
+threads the wall (`time.perf_counter`), as other threads' work is not on the calling thread's clock.
 
 CUDA timing (version 6): every case is captured `inner` times into a CUDA graph and the graph replayed between
 CUDA events (`timer: graph`), so a small kernel's figure is its device time, not the host's launch rate; a case
@@ -67,11 +76,14 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 6  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+LEVELS_VERSION = 7  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
 # 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`);
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # 6: CUDA: device-only times (CUDA graph replay), min_kernel_s of a replayed graph, the host's op_s measured on the
 # device on a decoder-shaped workload (`measure.host_workload`)
+# 7: the host figures (dispatch_s, op_s) measured on one thread: on a loaded host a multi-threaded op's parallel
+# region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1);
+# on one thread every CPU sample is the thread's CPU time (time.thread_time), not the wall
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
 ATTENTION_SHAPES = (
@@ -142,13 +154,28 @@ def _timer(device: torch.device) -> Callable[[Callable[[], Any], int], float]:
 
         return run
 
+    clock = cpu_clock()
+
     def run_cpu(fn: Callable[[], Any], inner: int) -> float:
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn()
-        return (time.perf_counter() - t0) / inner
+        return (clock() - t0) / inner
 
     return run_cpu
+
+
+def cpu_clock() -> Callable[[], float]:
+    """The CPU's sample clock: on one thread `time.thread_time` (the thread that runs every kernel: its CPU time is
+    the wall time of an idle host, without the time other processes held the core), else `time.perf_counter`
+    (several threads' work is not on one thread's clock)."""
+    return time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
+def cpu_timer_text() -> str:
+    if torch.get_num_threads() == 1:
+        return "time.thread_time (one thread: the CPU time of the thread that runs the kernels)"
+    return "time.perf_counter (wall, synchronous device)"
 
 
 def graph_of(fn: Callable[[], Any], inner: int, device: torch.device) -> Optional["torch.cuda.CUDAGraph"]:
@@ -259,17 +286,29 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
             blocks(x)
 
     kernels = count_kernels(forward)
-    got = _interleaved(
-        {"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward}, torch.device("cpu"), rounds, warmup, 2e-3
-    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the framework's work around a kernel, not the kernel's own thread fork / join
+    try:
+        got = _interleaved(
+            {"dispatch": lambda: torch.add(hx, hx, out=hout), "block": forward},
+            torch.device("cpu"),
+            rounds,
+            warmup,
+            2e-3,
+        )
+    finally:
+        torch.set_num_threads(threads)
     return {
         "dispatch_s": got["dispatch"]["seconds"],
         "op_s": got["block"]["seconds"] / kernels,
         "op_kernels": kernels,
         "op_forward_s": got["block"]["seconds"],
-        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, time.perf_counter",
-        "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad: forward wall "
-        f"time / its {kernels} non-view aten ops (TorchDispatchMode)",
+        "host_threads": 1,
+        "op": "torch.add(x, y, out=z) on 1-element CPU tensors, eager, on one thread (torch.set_num_threads(1)), "
+        "time.thread_time",
+        "op_module": f"4 pre-norm transformer blocks (width 8, 4 tokens, {dtype}) under torch.no_grad on one "
+        f"thread (torch.set_num_threads(1)): the forward's CPU time (time.thread_time) / its {kernels} non-view aten "
+        "ops (TorchDispatchMode)",
     }
 
 
@@ -329,7 +368,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "a CUDA graph of the case's calls replayed between torch.cuda.Event pairs (device time; `launch_timed`: the "
         "cases timed by events around eager launches instead)"
         if cuda
-        else "time.perf_counter (wall, synchronous device)"
+        else cpu_timer_text()
     )
     shapes = gemm_shapes(device.type, quick)
     cases: dict[str, Callable[[], Any]] = {}

@@ -15,6 +15,11 @@ How (`RegionTime.how` says it in the record):
   timed call, `elapsed_time`) is kept as `span_s` of the fastest sample: on a host-bound stream it is close to the
   wall time, so it does not measure the kernels.
 * device, CPU: there is no separate device; `device_s` is the wall time and `how` says so.
+* cpu, CPU on one thread (`torch.get_num_threads() == 1`): `cpu_s`, the calling thread's CPU time of the fastest
+  such sample (`time.thread_time` around each timed call: user + system time of the one thread that runs the
+  forward and its kernels). On an idle host it equals the wall time; on a loaded one it leaves out the time other
+  processes held the core (preemption), which the wall counts. With more threads it is None (the other threads'
+  work is not on the calling thread's clock).
 
 A `deadline` (a `time.perf_counter` value) stops the repeats early, after at least one timed sample; the
 record says how many samples it has.
@@ -36,6 +41,10 @@ DEVICE_BY_CUDA = (
 )
 SPAN_BY_CUDA = "torch.cuda.Event pair around the fastest timed call (stream span: includes idle gaps)"
 DEVICE_BY_CPU = "CPU: no separate device; device time = wall time"
+CPU_BY = (
+    "CPU, one thread: time.thread_time around the call (user + system time of the thread that runs the forward and "
+    "its kernels; preemption by other processes not counted); fastest sample"
+)
 
 
 @dataclass
@@ -47,6 +56,8 @@ class RegionTime:
     wall_samples_s: list[float]
     device_s: Optional[float]  # CUDA: kernel-time sum of one extra call; CPU: wall_s
     span_s: Optional[float] = None  # CUDA: event span of the fastest sample
+    cpu_s: Optional[float] = None  # CPU on one thread: the thread's CPU time, fastest sample (see the docstring)
+    cpu_samples_s: list[float] = field(default_factory=list)
     warmup: int = 0
     stopped_early: bool = False  # the deadline cut the repeats short
     how: dict[str, str] = field(default_factory=dict)
@@ -62,6 +73,8 @@ class RegionTime:
             "wall_samples_s": list(self.wall_samples_s),
             "device_s": self.device_s,
             "span_s": self.span_s,
+            "cpu_s": self.cpu_s,
+            "cpu_samples_s": list(self.cpu_samples_s),
             "samples": self.samples,
             "warmup": self.warmup,
             "stopped_early": self.stopped_early,
@@ -111,6 +124,8 @@ def time_region(
     _sync(device)
     walls: list[float] = []
     spans: list[Optional[float]] = []
+    cpus: list[float] = []
+    one_thread = not cuda and torch.get_num_threads() == 1
     stopped = False
     for i in range(repeats):
         if i and deadline is not None and time.perf_counter() >= deadline:
@@ -127,9 +142,10 @@ def time_region(
             walls.append(time.perf_counter() - t0)
             spans.append(start.elapsed_time(end) / 1e3)
         else:
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             out = fn()
             walls.append(time.perf_counter() - t0)
+            cpus.append(time.thread_time() - c0)
             spans.append(None)
     best = min(range(len(walls)), key=walls.__getitem__)
     how = {"wall": WALL_BY}
@@ -148,6 +164,8 @@ def time_region(
     else:
         device_s = walls[best]
         how["device"] = DEVICE_BY_CPU
+        if one_thread:
+            how["cpu"] = CPU_BY
     return (
         RegionTime(
             wall_s=walls[best],
@@ -155,6 +173,8 @@ def time_region(
             wall_samples_s=walls,
             device_s=device_s,
             span_s=spans[best],
+            cpu_s=min(cpus) if one_thread else None,
+            cpu_samples_s=cpus if one_thread else [],
             warmup=warmup,
             stopped_early=stopped,
             how=how,
