@@ -319,10 +319,12 @@ FILLERS: tuple[Filler, ...] = (
     ),
     Filler(
         figure="host.op_s",
-        # 7: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
+        # 8: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
         # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
-        # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs)
-        since=7,
+        # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs). Declared ahead
+        # of the calibration that measures it: version 7 (the CPU host figures on one thread) still writes the
+        # workload's op_s on CUDA, so a version-7 CUDA file's op_s is filled like a version-6 one's
+        since=8,
         means="the host's cost per kernel of the model's own eager forward on the device (module calls, launches)",
         devices=("cuda",),
         from_recording=host_op_from_recording,

@@ -3,12 +3,15 @@ the cost primitives against the ops a real TorchLens capture records."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from torch import nn
 
 from llm_perf_opt.analytic import costs
 from llm_perf_opt.analytic.stage import CostNode
+from llm_perf_opt.analytic.time import figures
 from llm_perf_opt.analytic.time.figures import (
     FRESH_BYTES,
     GEMV_ROWS,
@@ -353,3 +356,28 @@ def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_leve
     assert tm.device is not None and tm.device.min_kernel_s == pytest.approx(2e-6)
     assert "launch_us" in tm.missing["eager"]
     assert LevelPredictor(tm).levels([_block()], 1.0).kernel_s == pytest.approx(3 * 2e-6)  # each at the floor
+
+
+def _cache_file(path, version: int, op_s: float) -> None:
+    host = {
+        "name": "a CPU",
+        "torch": "2.x",
+        "threads": 2,
+        "op_s": op_s,
+        "op_module": "a module forward",
+        "dispatch_s": 1e-6,
+    }
+    data = {"device": "cpu", "levels": {"float32": {"version": version, "host": host}}}
+    path.write_text(json.dumps({"schema": "calibration", "schema_version": 1, "data": data}))
+
+
+def test_a_cached_calibration_older_than_one_thread_host_figures_is_not_used(tmp_path):
+    """A CPU cache of kernel-level version < 7 timed the host figures on all threads (a loaded host read the wait
+    for the second thread into every op: 5.8 ms): the eager level never takes it, and says which file and why;
+    a version-7 file beside it is taken."""
+    _cache_file(tmp_path / "old.json", 5, 5.8e-3)
+    host, why = figures.host_from_cache(tmp_path)
+    assert host is None and "old.json (version 5)" in why and "./dev calibrate" in why
+    _cache_file(tmp_path / "new.json", figures.HOST_FIGURES_SINCE, 9.8e-6)
+    host, why = figures.host_from_cache(tmp_path)
+    assert why == "" and host.dispatch_s == 9.8e-6

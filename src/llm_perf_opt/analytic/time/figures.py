@@ -374,23 +374,38 @@ def device_from_datasheet(
     return dev, {}
 
 
+# The kernel-level version since which a CPU calibration's host figures mean what the eager level takes them for:
+# measured on one thread (`measure.calibrate_levels`, version 7). An older cache read the wait for a second
+# OpenMP thread into every op on a loaded host (float32 op_s 5.8 ms instead of ~10 µs): it is not used.
+HOST_FIGURES_SINCE = 7
+
+
 def host_from_cache(cache_dir: str | Path) -> tuple[Optional[HostFigures], str]:
-    """This host's figures from the newest cached CPU calibration that has them (no torch needed)."""
+    """This host's figures from the newest cached CPU calibration that has them, of kernel-level version
+    `HOST_FIGURES_SINCE` or newer (no torch needed)."""
     from llm_perf_opt.artifacts import read_json
 
-    found = []
+    found, stale = [], []
     for path in Path(cache_dir).glob("*.json"):
         try:
             data = read_json(path).get("data") or {}
         except Exception:  # noqa: BLE001 - an unreadable cache file is skipped, not fatal
             continue
-        if str(data.get("device", "")).startswith("cpu") and data.get("levels"):
-            found.append((path.stat().st_mtime, data))
+        if not (str(data.get("device", "")).startswith("cpu") and data.get("levels")):
+            continue
+        levels = data["levels"].get("float32") or next(iter(data["levels"].values()))
+        if int(levels.get("version", 1)) < HOST_FIGURES_SINCE:
+            stale.append(f"{path.name} (version {levels.get('version', 1)})")
+            continue
+        found.append((path.stat().st_mtime, levels))
     if not found:
+        if stale:
+            return None, (
+                f"the cached calibrations of this host under {cache_dir} are older than kernel-level version "
+                f"{HOST_FIGURES_SINCE} (host figures on one thread): {', '.join(sorted(stale))} (run ./dev calibrate)"
+            )
         return None, f"no calibration of this host with host figures under {cache_dir} (run ./dev calibrate)"
-    data = max(found, key=lambda t: t[0])[1]
-    levels = data["levels"].get("float32") or next(iter(data["levels"].values()))
-    return host_from_calibration(levels), ""
+    return host_from_calibration(max(found, key=lambda t: t[0])[1]), ""
 
 
 def time_model_for(
