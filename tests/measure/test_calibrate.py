@@ -204,3 +204,23 @@ def test_every_calibration_follows_the_one_cache_rule(tmp_path, monkeypatch, giv
     with pytest.raises(ConfigError, match="stop here"):
         roofline_stage.job_roofs(to_typed_config(compose_cfg("hardware=h100_sxm", *args)), profiled=True)
     assert seen == ([str(where)] if given else [None])  # None: the rule, resolved where the cache is opened
+
+
+def test_a_calibration_says_when_the_machine_was_loaded(tmp_path):
+    """The load while it measured is kept in the file; a CPU calibration measured with more runnable threads than
+    CPUs carries one line saying so in its hardware notes and in the job's log when it is made or reused."""
+    logs: list[str] = []
+    cal, path, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK, threads=1, log=logs.append)
+    assert set(cal.load) == {"before", "after", "cpus"} and cal.load["cpus"] >= 1
+    assert load_calibration(path).load == cal.load
+    data = json.loads(path.read_text())
+    for load, loaded in ((0.5, False), (data["data"]["load"]["cpus"] + 4.0, True)):
+        data["data"]["load"] = {"before": load, "after": 0.0, "cpus": cal.load["cpus"]}
+        path.write_text(json.dumps(data))
+        logs.clear()
+        again, _, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, threads=1, log=logs.append)
+        note = again.loaded_note()
+        assert reused and bool(note) == loaded and (note in again.hardware().notes) == loaded
+        assert (logs == [f"{path}: {note}"]) if loaded else logs == [], logs
+        if loaded:
+            assert f"load {load:.1f} on {cal.load['cpus']} CPUs" in note and "recalibrate" in note

@@ -212,6 +212,25 @@ class Calibration:
     levels: dict[str, Any] = field(default_factory=dict)
     # the file it was read from when given by path (`hardware.calibration`: another machine's); "": this machine's
     recorded_from: str = ""
+    # the machine's load while it measured (`machine_load`: os.getloadavg's 1-minute figure before and after, the CPUs
+    # this process may use); {} in files written before it
+    load: dict[str, Any] = field(default_factory=dict)
+
+    def loaded_note(self) -> str:
+        """One line when the calibration was measured on an oversubscribed machine, else "": more runnable threads
+        than CPUs make a small kernel's parallel region wait for a core (a 2-thread GEMM of 1x64x256 read 2 ms
+        instead of 3 µs on this project's 2-CPU machine at a load of 6), and no "fastest consistent" sample is free
+        of it when the load lasts the whole calibration."""
+        if not self.load or self.device_type != "cpu":
+            return ""
+        worst, cpus = max(self.load.get("before", 0.0), self.load.get("after", 0.0)), int(self.load.get("cpus", 0))
+        if not cpus or worst <= cpus:
+            return ""
+        return (
+            f"calibrated on a loaded machine (load {worst:.1f} on {cpus} CPUs, {self.created}): its small-kernel and "
+            "multi-thread figures may hold waits for a core; recalibrate on a quiet machine (./dev calibrate "
+            "hardware.recalibrate=true)"
+        )
 
     @property
     def device_type(self) -> str:
@@ -224,6 +243,8 @@ class Calibration:
         sources["bandwidth"] = self.bandwidth.describe()
         label = f"{self.device_name} (torch {self.torch_version}, {self.threads} threads)"
         notes = (f"calibrated {self.created} in {self.seconds:.1f} s, plan {self.plan.name}",)
+        if self.loaded_note():
+            notes += (self.loaded_note(),)
         if self.recorded_from:
             label = f"{self.device_name} (torch {self.torch_version}, {self.threads} threads; recorded {self.created})"
             notes += (f"recorded calibration {self.recorded_from}, read by path: nothing measured on this machine",)
@@ -255,6 +276,7 @@ class Calibration:
             "bandwidth": self.bandwidth.to_dict(),
             "vector": self.vector.to_dict(),
             "levels": self.levels,
+            "load": self.load,
         }
 
     @classmethod
@@ -272,6 +294,7 @@ class Calibration:
             d.get("created", ""),
             float(d.get("seconds", 0.0)),
             dict(d.get("levels") or {}),
+            load=dict(d.get("load") or {}),
         )
 
 
@@ -494,6 +517,7 @@ def calibrate(
     plan = plan or CalibrationPlan.default(dev.type)
     keys = matmul_keys or (CUDA_MATMUL_KEYS if dev.type == "cuda" else CPU_MATMUL_KEYS)
     t0 = time.perf_counter()
+    load_before = machine_load()
     with _threads(threads), torch.no_grad():
         matmul = {key: measure_matmul(key, dev, plan) for key in keys}
         bandwidth = measure_bandwidth(dev, plan)
@@ -518,7 +542,23 @@ def calibrate(
         memory,
         seconds=time.perf_counter() - t0,
         levels=levels,
+        load={"before": load_before, "after": machine_load(), "cpus": _usable_cpus()},
     )
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def machine_load() -> float:
+    """The machine's 1-minute load average (runnable threads, os.getloadavg); 0.0 where the OS has none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return 0.0
 
 
 # ----------------------------------------------------------------------------------------------- cache
@@ -578,6 +618,8 @@ def load_or_calibrate(
                     n_threads,
                     plan,
                 ) and _levels_current(cal):
+                    if cal.loaded_note():
+                        log(f"{path}: {cal.loaded_note()}")
                     return cal, path, True
                 if not _levels_current(cal):
                     found = sorted({int(v.get("version", 1)) for v in cal.levels.values()}) or "none"
@@ -591,6 +633,8 @@ def load_or_calibrate(
                 log(f"cached calibration not usable ({exc}): calibrating again")
         log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
         cal = calibrate(str(dev), plan, threads)
+        if cal.loaded_note():
+            log(cal.loaded_note())
         return cal, write_calibration(path, cal), False
 
 
