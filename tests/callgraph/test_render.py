@@ -200,6 +200,7 @@ def test_group_cli_missing_or_corrupt_input_is_one_line(tmp_path, capsys):
 @pytest.mark.slow
 def test_group_cli_as_a_module(tmp_path):
     deep_graph().save(tmp_path / "callgraph.json")
+    # a subprocess: the test is about `python -m llm_perf_opt.jobs.group` (the module's __main__ and its exit status)
     proc = subprocess.run(
         [sys.executable, "-m", "llm_perf_opt.jobs.group", str(tmp_path), "--formats", "mmd"],
         capture_output=True,

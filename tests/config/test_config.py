@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 
 from llm_perf_opt.config import ModelConfig, PageConfig, RuntimeConfig, WorkloadConfig, to_typed_config
 from llm_perf_opt.config.compose import compose
@@ -16,8 +16,6 @@ from llm_perf_opt.deepseek_ocr_shared.workload_config import DeepSeekWorkloadCon
 from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.prepare.validate import validate
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def compose_cfg(*overrides: str):
@@ -153,14 +151,9 @@ def test_unknown_key_is_refused_by_schema():
 
 
 def run_job(job, tmp_path, *overrides):
-    """A job script of pipelines/ (what ./dev runs)."""
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "pipelines" / f"{job}.py"), f"hydra.run.dir={tmp_path}", *overrides],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-    )
+    """`./dev JOB hydra.run.dir=TMP OVERRIDES` in this process (`run_job_in_process`: the exit code, stdout and
+    stderr the job's script in pipelines/ would give, a bug as exit 1 with its traceback on stderr)."""
+    return run_job_in_process(job, f"hydra.run.dir={tmp_path}", *overrides)
 
 
 @pytest.mark.slow

@@ -6,16 +6,11 @@ the family."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from job_scripts import run_job_in_process
 from shared_runs import OCR2_PAGE
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 NAMES = (
     "sam.crops",
     "sam.global",
@@ -122,20 +117,8 @@ def test_encoder_layer_op_counts_alone_and_its_onnx_file(tmp_path):
 
 
 def _trace_job(tmp_path, *overrides):
-    return subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "pipelines" / "trace.py"),
-            f"hydra.run.dir={tmp_path}",
-            *OCR2_PAGE,
-            "trace.export=true",
-            *overrides,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
+    """`./dev trace` on the OCR 2 page with the export stage, in this process (`run_job_in_process`)."""
+    return run_job_in_process("trace", f"hydra.run.dir={tmp_path}", *OCR2_PAGE, "trace.export=true", *overrides)
 
 
 @pytest.mark.parametrize(

@@ -4,12 +4,12 @@ Nothing here runs a job; the plan composes and validates each job's config as th
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from job_scripts import run_job_in_process
 from omegaconf import OmegaConf
 
 from llm_perf_opt.config import to_typed_config
@@ -19,7 +19,6 @@ from llm_perf_opt.dsocr.parts import mode_names
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.gate.plan import plan
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["page=letter_portrait", "page=slide"]
 
 
@@ -161,25 +160,14 @@ def test_an_out_dir_holding_a_sweep_is_refused(tmp_path):
     ],
 )
 def test_the_command_prints_one_line_and_exits_2(tmp_path, args, line):
-    proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), *args, f"verify.out_dir={tmp_path}"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_job_in_process("verify", *args, f"verify.out_dir={tmp_path}")
     assert proc.returncode == 2
     assert proc.stderr.strip() == line and proc.stdout == ""
     assert not (tmp_path / "sweep").exists()  # nothing ran
 
 
 def test_help_names_the_exit_codes():
-    proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "pipelines" / "verify.py"), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_job_in_process("verify", "--help")
     assert proc.returncode == 0 and "Exit status: 0" in proc.stdout and "2 bad input" in proc.stdout
 
 

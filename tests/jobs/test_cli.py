@@ -1,5 +1,6 @@
-"""`./dev analyze` and `./dev calibrate` as the user runs them (subprocesses): predictions printed and
-written, bad input as one line with nothing written."""
+"""`./dev analyze` and `./dev calibrate` as the user runs them (the job command in this process; a subprocess where
+the test is about the process: what it imports, a second process waiting on the cache's lock): predictions printed
+and written, bad input as one line with nothing written."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 
 import pytest
 import torch
+from job_scripts import run_job_in_process
 from roofline_helpers import REPO_ROOT, error_lines, run_job
 
 from llm_perf_opt.analytic.roofline_artifact import load_roofline
@@ -22,6 +24,12 @@ from llm_perf_opt.dsocr.spec import ModelSpec
 from llm_perf_opt.measure.calibrate import load_calibration
 
 pytestmark = pytest.mark.slow
+
+
+def run_here(job: str, run_dir, *overrides: str) -> subprocess.CompletedProcess:
+    """`./dev JOB hydra.run.dir=RUN_DIR OVERRIDES` in this process (`run_job_in_process`: the exit code and what the
+    job prints, without a Python start-up per run)."""
+    return run_job_in_process(job, f"hydra.run.dir={run_dir}", *overrides)
 
 
 def _outputs(run_dir):
@@ -39,6 +47,7 @@ def imported_modules(stderr: str) -> list[str]:
 
 
 def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
+    # a subprocess: the test is about what the job's process imports (-X importtime)
     proc = run_job(
         "analyze", tmp_path, "hardware=h100_sxm", "workload=gundam", env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     )
@@ -61,16 +70,16 @@ def test_analyze_prints_and_writes_gundam_on_h100(tmp_path):
 
 
 def test_analyze_still_takes_the_tiny_twin_and_runs_without_hardware(tmp_path):
-    proc = run_job("analyze", tmp_path / "a", "model=twin_tiny", "hardware=l40s")
+    proc = run_here("analyze", tmp_path / "a", "model=twin_tiny", "hardware=l40s")
     assert proc.returncode == 0, proc.stderr
     assert load_roofline(tmp_path / "a" / "roofline.json").model == "deepseek-ocr-tiny"
-    proc = run_job("analyze", tmp_path / "b")
+    proc = run_here("analyze", tmp_path / "b")
     assert proc.returncode == 0, proc.stderr
     assert "no predicted times" in proc.stderr and _outputs(tmp_path / "b") == ["costs.json"]
 
 
 def test_analyze_takes_the_vendor_model(tmp_path, vendor_dir):
-    proc = run_job("analyze", tmp_path, "model=vendor", f"model.path={vendor_dir}", "hardware=h200")
+    proc = run_here("analyze", tmp_path, "model=vendor", f"model.path={vendor_dir}", "hardware=h200")
     assert proc.returncode == 0, proc.stderr
     assert load_roofline(tmp_path / "roofline.json").roof.hardware == "h200"
 
@@ -84,7 +93,7 @@ def test_analyze_takes_the_vendor_model(tmp_path, vendor_dir):
     ],
 )
 def test_bad_hardware_is_one_line_and_writes_nothing(tmp_path, overrides, first_words):
-    proc = run_job("analyze", tmp_path / "run", *overrides)
+    proc = run_here("analyze", tmp_path / "run", *overrides)
     assert proc.returncode == 2
     lines = error_lines(proc)
     assert len(lines) == 1 and lines[0].startswith(first_words), proc.stderr
@@ -92,7 +101,7 @@ def test_bad_hardware_is_one_line_and_writes_nothing(tmp_path, overrides, first_
 
 
 def test_measured_without_the_dtype_is_one_line(tmp_path):
-    proc = run_job(
+    proc = run_here(
         "analyze",
         tmp_path / "run",
         "hardware=measured",
@@ -108,7 +117,7 @@ def test_measured_without_the_dtype_is_one_line(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the failure on a machine without CUDA")
 def test_measured_where_calibration_fails_is_one_line(tmp_path, no_files_under):
-    proc = run_job(
+    proc = run_here(
         "analyze", tmp_path / "run", "hardware=measured", "runtime=cuda", f"hardware.cache_dir={tmp_path / 'cache'}"
     )
     assert proc.returncode == 2
@@ -120,7 +129,7 @@ def test_measured_where_calibration_fails_is_one_line(tmp_path, no_files_under):
 
 def test_calibrate_prints_caches_and_reuses(tmp_path):
     args = ("hardware.quick=true", f"hardware.cache_dir={tmp_path / 'cache'}")
-    first = run_job("calibrate", tmp_path / "one", *args)
+    first = run_here("calibrate", tmp_path / "one", *args)
     assert first.returncode == 0, first.stderr
     assert "matmul float32" in first.stdout and "bandwidth" in first.stdout and "how:" in first.stdout
     cached = list((tmp_path / "cache").glob("*.json"))
@@ -154,12 +163,12 @@ def test_calibrate_prints_caches_and_reuses(tmp_path):
     out, err = waiting.communicate(timeout=300)
     watchdog.cancel()
     assert waiting.returncode == 0 and "reused " + str(cached[0]) in err, err
-    second = run_job("calibrate", tmp_path / "two", *args, "hardware=h100_sxm")
+    second = run_here("calibrate", tmp_path / "two", *args, "hardware=h100_sxm")
     assert second.returncode == 0, second.stderr
     assert "reused " + str(cached[0]) in second.stderr
     assert "measured/datasheet" in second.stdout and "datasheet NVIDIA H100 SXM5 80GB" in second.stdout
     assert load_calibration(tmp_path / "two" / "calibration.json").to_dict() == copy.to_dict()
-    third = run_job("calibrate", tmp_path / "three", *args, "hardware.recalibrate=true")
+    third = run_here("calibrate", tmp_path / "three", *args, "hardware.recalibrate=true")
     assert third.returncode == 0 and "wrote " + str(cached[0]) in third.stderr
 
 

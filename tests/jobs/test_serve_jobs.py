@@ -1,4 +1,5 @@
-"""./dev size and ./dev analyze's serving figures end to end (subprocesses, real config, real files)."""
+"""./dev size and ./dev analyze's serving figures end to end (the job command in this process, one in a subprocess of
+bounded memory; real config, real files)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 from shared_runs import load_benchmark
 
 from llm_perf_opt.analytic.serving_file import load_serving
 
-ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = [
     "hardware=custom",
     "hardware.matmul_tflops.bfloat16.value=500",
@@ -21,13 +22,9 @@ CUSTOM = [
 
 
 def run(job: str, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "pipelines" / f"{job}.py"), *args, f"hydra.run.dir={out}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`./dev JOB ARGS hydra.run.dir=OUT` in this process (`run_job_in_process`: the same exit code and printed
+    text, without a Python start-up of torch, transformers and Hydra per test)."""
+    return run_job_in_process(job, *args, f"hydra.run.dir={out}")
 
 
 def test_size_prints_requirements_and_replicas(tmp_path):

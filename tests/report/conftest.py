@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 from shared_runs import made_once
 
 from llm_perf_opt.errors import ExitCode
@@ -21,15 +22,17 @@ def job_script(name: str) -> list[str]:
 
 
 def run_sweep(sweep_dir: Path, *overrides: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """`pipelines/sweep.py OVERRIDES hydra.sweep.dir=SWEEP_DIR` (./dev sweep)."""
+    """`pipelines/sweep.py OVERRIDES hydra.sweep.dir=SWEEP_DIR` (./dev sweep), a subprocess: the failing sweep's exit
+    status (3) and its jobs' progress lines are what the script's process gives."""
     cmd = [*job_script("sweep"), *overrides, f"hydra.sweep.dir={sweep_dir}"]
     env = dict(os.environ, HYDRA_FULL_ERROR="1")
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def run_report(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [*job_script("report"), *map(str, args)]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+def run_report(*args: str) -> subprocess.CompletedProcess:
+    """`./dev report ARGS` in this process (`run_job_in_process`: the exit code and what it prints, without a
+    Python start-up per report)."""
+    return run_job_in_process("report", *args)
 
 
 @pytest.fixture(scope="session")

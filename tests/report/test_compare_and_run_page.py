@@ -12,20 +12,16 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from browser import browser_page
+from job_scripts import run_job_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENS = REPO / "tmp" / "screens"
 pytestmark = pytest.mark.slow
 VIEWPORTS = ((1366, 768), (1920, 1080))
-
-
-def _job(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +48,7 @@ def _values(run: Path, metric: str) -> dict:
 def test_compare_shows_the_changed_attention_with_the_files_delta(runs, tmp_path):
     a, b, _ = runs
     out = tmp_path / "cmp"
-    proc = _job(REPO / "pipelines" / "compare.py", a, b, "--out", out)
+    proc = run_job_in_process("compare", a, b, "--out", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "attention eager" in proc.stdout and "attention sdpa" in proc.stdout
     from llm_perf_opt.report.compare import compare_runs
@@ -119,7 +115,7 @@ def test_compare_refuses_bad_input_in_one_line(runs, tmp_path):
         (tmp_path / "missing", "not a run directory (no such directory)"),
     ):
         out = tmp_path / "out1"
-        proc = _job(REPO / "pipelines" / "compare.py", a, other, "--out", out)
+        proc = run_job_in_process("compare", a, other, "--out", out)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
         assert not out.exists()
     bumped = tmp_path / "bumped"
@@ -128,7 +124,7 @@ def test_compare_refuses_bad_input_in_one_line(runs, tmp_path):
     doc["schema_version"] = doc["schema_version"] + 1
     (bumped / "module_costs.json").write_text(json.dumps(doc))
     out = tmp_path / "out2"
-    proc = _job(REPO / "pipelines" / "compare.py", a, bumped, "--out", out)
+    proc = run_job_in_process("compare", a, bumped, "--out", out)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "incompatible schema versions: module_costs.json" in proc.stderr
     assert not out.exists()
@@ -290,7 +286,7 @@ def test_one_number_per_quantity_on_the_page_the_console_and_summary(runs):
 def test_compare_page_fits_the_screen(runs, tmp_path):
     a, b, _ = runs
     out = tmp_path / "cmp"
-    assert _job(REPO / "pipelines" / "compare.py", a, b, "--out", out).returncode == 0
+    assert run_job_in_process("compare", a, b, "--out", out).returncode == 0
     for w, h in VIEWPORTS:
         with browser_page(w, h) as (page, errors):
             page.goto((out / "compare.html").as_uri(), wait_until="load")

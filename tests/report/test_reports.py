@@ -4,11 +4,10 @@ columns and plots for one or more GPUs; the sweep report also the jobs' own meas
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 
 import pytest
-from timing_helpers import REPO_ROOT, error_lines, run_pipeline
+from job_scripts import run_job_in_process
+from timing_helpers import error_lines
 
 from llm_perf_opt.analytic.time.hardware import load_hardware
 from llm_perf_opt.analytic.time.ideal import predict
@@ -62,18 +61,21 @@ def test_analytic_report_hardware_options(tmp_path):
 
 
 def test_report_cli_hardware_flag(tmp_path):
-    cmd = [sys.executable, str(REPO_ROOT / "pipelines" / "report.py"), "--analytic"]
-    ok = subprocess.run(
-        [*cmd, tmp_path / "a", "--modes", "tiny", "--n", "2", "--no-plots", "--hardware", "h100_sxm,l40s"],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
+    ok = run_job_in_process(
+        "report",
+        "--analytic",
+        tmp_path / "a",
+        "--modes",
+        "tiny",
+        "--n",
+        "2",
+        "--no-plots",
+        "--hardware",
+        "h100_sxm,l40s",
     )
     assert ok.returncode == 0, ok.stderr
     assert "ttft_l40s_s" in (tmp_path / "a" / "analytic.csv").read_text().splitlines()[0]
-    bad = subprocess.run(
-        [*cmd, tmp_path / "b", "--n", "2", "--hardware", "h999"], capture_output=True, text=True, cwd=REPO_ROOT
-    )
+    bad = run_job_in_process("report", "--analytic", tmp_path / "b", "--n", "2", "--hardware", "h999")
     assert bad.returncode == 2 and bad.stderr.startswith(
         "error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb"
     )
@@ -124,7 +126,7 @@ def test_sweep_report_default_hardware_and_bad_hardware(timed_sweep, tmp_path):
 
     rep = build_sweep_report(timed_sweep, out_dir=tmp_path / "default", plots=False)
     assert rep.hardware == list(DEFAULT_HARDWARE)  # the jobs ran on the measured roof: the default list
-    proc = run_pipeline("report", timed_sweep, "--out", tmp_path / "bad", "--hardware", "h999")
+    proc = run_job_in_process("report", timed_sweep, "--out", tmp_path / "bad", "--hardware", "h999")
     assert proc.returncode == 2 and error_lines(proc) == [
         "error: --hardware='h999' is invalid: one of a100_40gb, a100_80gb, h100_pcie, h100_sxm, h200, l40s, rtx4090, "
         "rtx5090 (datasheets)"

@@ -4,15 +4,12 @@ sweep report), the latency-vs-throughput plot beside curve.csv, and pages/day pe
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
-from pathlib import Path
 
+from job_scripts import run_job_in_process
 from shared_runs import load_benchmark
 
 from llm_perf_opt.analytic.serving_file import load_serving
 
-ROOT = Path(__file__).resolve().parents[2]
 BANDWIDTHS = (1000, 4000)
 CUSTOM = [
     "hardware=custom",
@@ -24,22 +21,15 @@ CUSTOM = [
 
 def test_size_multirun_over_bandwidth_into_the_sweep_report(tmp_path):
     sweep_dir = tmp_path / "sweep"
-    r = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "pipelines" / "size.py"),
-            "--multirun",
-            *CUSTOM,
-            f"hardware.memory_bandwidth_gbs.value={','.join(map(str, BANDWIDTHS))}",
-            "tpot_s=0.02",
-            "ttft_s=1",
-            "pages_per_day=1000000",
-            f"hydra.sweep.dir={sweep_dir}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    r = run_job_in_process(
+        "size",
+        "--multirun",
+        *CUSTOM,
+        f"hardware.memory_bandwidth_gbs.value={','.join(map(str, BANDWIDTHS))}",
+        "tpot_s=0.02",
+        "ttft_s=1",
+        "pages_per_day=1000000",
+        f"hydra.sweep.dir={sweep_dir}",
     )
     assert r.returncode == 0, r.stderr[-3000:]
     for job in ("0", "1"):  # the curve's plot beside its CSV
@@ -112,19 +102,7 @@ def test_trace_job_serving_summary_run_page_and_columns(tmp_path):
     from llm_perf_opt.run_artifacts import load_summary
 
     out = tmp_path / "run"
-    r = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "pipelines" / "trace.py"),
-            "trace.enabled=false",
-            "hardware=a100_80gb",
-            f"hydra.run.dir={out}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = run_job_in_process("trace", "trace.enabled=false", "hardware=a100_80gb", f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr[-3000:]
     s = load_serving(out)
     assert s.job == "trace" and s.batch == 1 and s.hardware["name"] == "a100_80gb"

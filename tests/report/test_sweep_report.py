@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from job_scripts import run_job_in_process
 from shared_runs import SMALL_SWEEP_PAGE
 
 from llm_perf_opt.dsocr.layout import VisionWorkload, compute_view_layout
@@ -16,7 +17,7 @@ from llm_perf_opt.report.serving_report import SERVING_COLUMNS
 from llm_perf_opt.report.table import job_columns
 from llm_perf_opt.run_artifacts import load_error
 
-from .conftest import REPO_ROOT, job_script, run_report, run_sweep
+from .conftest import run_report, run_sweep
 
 EXPECTED_COLUMNS = {
     "job",
@@ -179,20 +180,8 @@ def test_submitit_local_launcher(tmp_path):
 
 def test_slurm_launcher_config_composes():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the 'cluster' extra is not installed")
-    proc = subprocess.run(
-        [
-            *job_script("trace"),
-            "hydra/launcher=slurm",
-            "hydra.launcher.partition=gpu",
-            "--cfg",
-            "hydra",
-            "-p",
-            "hydra.launcher",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_job_in_process(
+        "trace", "hydra/launcher=slurm", "hydra.launcher.partition=gpu", "--cfg", "hydra", "-p", "hydra.launcher"
     )
     assert proc.returncode == 0, proc.stderr
     assert "SlurmLauncher" in proc.stdout and "partition: gpu" in proc.stdout and "timeout_min: 120" in proc.stdout
@@ -205,6 +194,7 @@ def test_reading_a_sweep_does_not_import_torch(ok_sweep):
         f"rows = build_rows(collect_sweep({str(ok_sweep[0])!r}).jobs); "
         "print(len(rows), 'torch' in sys.modules)"
     )
+    # a subprocess: the test is about what importing the reader pulls into a fresh interpreter
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["2", "False"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from job_scripts import run_job
+from job_scripts import run_job_in_process
 
 from llm_perf_opt.run_artifacts import run_file
 
@@ -14,7 +14,7 @@ STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}\] ")
 
 def test_trace_log_holds_the_progress_lines(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_job(
+    proc = run_job_in_process(
         "trace",
         "model=twin_tiny",
         "workload=tiny",

@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from job_scripts import one_line_error, run_job
+from job_scripts import one_line_error, run_job, run_job_in_process
 
 from llm_perf_opt.errors import ExitCode
 from llm_perf_opt.prepare.validate import MAX_PAGE_PIXELS
@@ -28,6 +28,8 @@ def png_header_only(path: Path, width: int, height: int) -> Path:
     return path
 
 
+# The two page-size tests run the jobs in subprocesses: a regression would allocate 10^10 pixels (tens of GB), which
+# must not take the test run's memory; the other tests run the job command in this process (`run_job_in_process`).
 def test_a_bomb_image_is_one_line_for_jobs_that_build_pixels_and_fine_for_analyze(tmp_path):
     bomb = png_header_only(tmp_path / "bomb.png", 100_000, 100_000)
     run_dir = tmp_path / "run"
@@ -84,7 +86,7 @@ def vendor_dir_with(tmp_path: Path, change: dict) -> Path:
 
 def test_the_made_up_vendor_config_itself_is_accepted(tmp_path):
     model = vendor_dir_with(tmp_path, {})
-    proc = run_job("analyze", "model=vendor", f"model.path={model}", f"hydra.run.dir={tmp_path / 'run'}")
+    proc = run_job_in_process("analyze", "model=vendor", f"model.path={model}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -100,7 +102,7 @@ def test_the_made_up_vendor_config_itself_is_accepted(tmp_path):
 def test_a_vendor_config_with_wrong_types_is_one_line(tmp_path, change, named):
     model = vendor_dir_with(tmp_path, change)
     line = one_line_error(
-        run_job("analyze", "model=vendor", f"model.path={model}", f"hydra.run.dir={tmp_path / 'run'}")
+        run_job_in_process("analyze", "model=vendor", f"model.path={model}", f"hydra.run.dir={tmp_path / 'run'}")
     )
     assert named in line and str(model / "config.json") in line
     assert not (tmp_path / "run" / "costs.json").exists()
@@ -115,15 +117,15 @@ def test_group_on_a_callgraph_with_string_counts_is_one_line(tmp_path):
         "module_types": {"": "M", "a": "Linear"},
     }
     (tmp_path / "callgraph.json").write_text(json.dumps(graph))
-    line = one_line_error(run_job("group", str(tmp_path)))
+    line = one_line_error(run_job_in_process("group", str(tmp_path)))
     assert "call_counts['a'] must be a non-negative integer, found '1'" in line
     assert not (tmp_path / "callgraph.grouped.json").exists()
 
 
 def test_group_max_depth_follows_the_render_rule(tmp_path):
-    line = one_line_error(run_job("group", str(tmp_path), "--max-depth", "0"))
+    line = one_line_error(run_job_in_process("group", str(tmp_path), "--max-depth", "0"))
     assert line == "error: --max-depth=0 is invalid: must be >= 1 or null"
-    trace = one_line_error(run_job("trace", "render.max_depth=0", f"hydra.run.dir={tmp_path / 'run'}"))
+    trace = one_line_error(run_job_in_process("trace", "render.max_depth=0", f"hydra.run.dir={tmp_path / 'run'}"))
     assert "render.max_depth=0 is invalid: must be >= 1 or null" in trace
 
 
@@ -132,9 +134,9 @@ def test_report_out_pointing_at_a_file_is_one_line(tmp_path):
     target.write_text("x")
     (tmp_path / "sweep").mkdir()
     (tmp_path / "sweep" / "multirun.yaml").write_text("hydra: {}\n")
-    line = one_line_error(run_job("report", str(tmp_path / "sweep"), "--out", str(target)))
+    line = one_line_error(run_job_in_process("report", str(tmp_path / "sweep"), "--out", str(target)))
     assert f"--out='{target}' is invalid: is an existing file" in line
-    line = one_line_error(run_job("report", "--analytic", str(target)))
+    line = one_line_error(run_job_in_process("report", "--analytic", str(target)))
     assert "is an existing file" in line and target.read_text() == "x"
 
 
@@ -143,15 +145,15 @@ def test_report_out_pointing_at_a_file_is_one_line(tmp_path):
 )
 def test_refused_analytic_report_arguments_create_nothing(tmp_path, args):
     out = tmp_path / "analytic"
-    one_line_error(run_job("report", "--analytic", str(out), *args))
+    one_line_error(run_job_in_process("report", "--analytic", str(out), *args))
     assert not out.exists()
 
 
 def test_a_directory_of_single_runs_is_not_a_sweep(tmp_path):
     runs = tmp_path / "runs"
     for i in range(2):
-        assert run_job("analyze", "workload=tiny", f"hydra.run.dir={runs / str(i)}").returncode == 0
-    line = one_line_error(run_job("report", str(runs)))
+        assert run_job_in_process("analyze", "workload=tiny", f"hydra.run.dir={runs / str(i)}").returncode == 0
+    line = one_line_error(run_job_in_process("report", str(runs)))
     assert (
         line
         == f"error: {runs}: not a sweep (no multirun.yaml): pass the directory of one ./dev sweep (hydra.sweep.dir)"
@@ -169,14 +171,16 @@ def test_a_directory_of_single_runs_is_not_a_sweep(tmp_path):
     ],
 )
 def test_config_errors_have_one_exit_code_whoever_finds_them(tmp_path, override, fragment):
-    line = one_line_error(run_job("trace", override, f"hydra.run.dir={tmp_path / 'run'}"), code=ExitCode.CONFIG)
+    line = one_line_error(
+        run_job_in_process("trace", override, f"hydra.run.dir={tmp_path / 'run'}"), code=ExitCode.CONFIG
+    )
     assert fragment in line
 
 
 def test_a_bad_sweep_value_stops_the_sweep_in_one_line(tmp_path):
     """Hydra composes each job before launching it: the sweep stops at once (after its announcement)."""
     sweep = tmp_path / "sweep"
-    proc = run_job("sweep", "workload.base_size=640,abc", f"hydra.sweep.dir={sweep}")
+    proc = run_job_in_process("sweep", "workload.base_size=640,abc", f"hydra.sweep.dir={sweep}")
     assert proc.returncode == ExitCode.CONFIG and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "Value 'abc' of type 'str' could not be converted to Integer" in errors[0]

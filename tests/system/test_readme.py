@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 HOW = "regenerate with ./dev docs --readme (all) or ./dev docs --readme NAME"
@@ -32,16 +32,11 @@ CHEAP = [name for name, e in HOOK.EXCERPTS.items() if e.cheap]
 
 
 def job_output(command: str) -> str:
-    """stdout and stderr of an excerpt's `./dev JOB ARGS` run as ./dev runs it (the job's script in pipelines/)."""
+    """stdout and stderr of an excerpt's `./dev JOB ARGS`, the job command run in this process (`run_job_in_process`:
+    what the job's script in pipelines/ prints, on the same two streams, without a Python start-up per command)."""
     argv = shlex.split(command)
     assert argv[0] == "./dev", command
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "pipelines" / f"{argv[1]}.py"), *argv[2:]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_job_in_process(argv[1], *argv[2:])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr
 

@@ -5,11 +5,9 @@ profile and a roofline added and regrouped carries measured and predicted times.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from job_scripts import run_job_in_process
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.model_explorer import GROUPED_ID, INTENSITY, RAW_ID
@@ -18,7 +16,6 @@ from llm_perf_opt.jobs import explore
 from llm_perf_opt.measure.verification_file import load_verification
 from llm_perf_opt.run_artifacts import load, load_summary
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 TRACE_METRICS = [
     "flops_analytic",
@@ -182,13 +179,7 @@ def test_group_cli_colours_by_another_metric(traced_run, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(traced_run, run)
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "pipelines" / "group.py"), str(run), "--color-by", "bytes"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    proc = run_job_in_process("group", run, "--color-by", "bytes")
     assert proc.returncode == 0, proc.stderr
     assert "costs from module_costs.json" in proc.stdout
     grouped = load_grouped_json(run / "callgraph.grouped.json")

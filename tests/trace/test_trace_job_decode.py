@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from job_scripts import run_job_in_process
 
 from llm_perf_opt.callgraph.grouped import load_grouped_json
 from llm_perf_opt.callgraph.schema import load_callgraph_json
@@ -152,13 +153,7 @@ def test_summary_round_trips_and_every_file_is_registered(job):
     ],
 )
 def test_bad_decode_steps_is_one_line_and_nothing_is_written(tmp_path, value, message):
-    proc = subprocess.run(
-        trace_cmd(tmp_path, "workload=tiny", f"trace.decode_steps={value}"),
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_job_in_process("trace", f"hydra.run.dir={tmp_path}", "workload=tiny", f"trace.decode_steps={value}")
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert errors == [message] and "Traceback" not in proc.stderr
@@ -166,6 +161,7 @@ def test_bad_decode_steps_is_one_line_and_nothing_is_written(tmp_path, value, me
 
 
 def test_a_job_killed_during_decode_leaves_a_summary_that_says_so(tmp_path):
+    # a subprocess: the test kills the job's process mid-decode
     proc = subprocess.Popen(
         trace_cmd(tmp_path, "workload=tiny", "trace.decode_steps=3", "profile=off"),
         cwd=REPO_ROOT,
