@@ -13,7 +13,7 @@ import pytest
 from llm_perf_opt.analytic.costs import LayerCost
 from llm_perf_opt.analytic.time import convention
 from llm_perf_opt.analytic.time.batch import BATCH_LEVELS, UnitTable, level_times
-from llm_perf_opt.analytic.time.figures import time_model_for
+from llm_perf_opt.analytic.time.figures import HOST_FIGURES_SINCE, time_model_for
 from llm_perf_opt.analytic.time.hardware import Roof
 from llm_perf_opt.analytic.time.ideal import compute_seconds, estimate, memory_seconds
 from llm_perf_opt.config.paths import CALIBRATION_DIR_ENV, DEFAULT_CALIBRATION_DIR, calibration_dir
@@ -166,7 +166,7 @@ def test_a_datasheet_reads_this_hosts_figures_from_the_calibration_dir(monkeypat
         min_kernel_us, launch_us, sync_us = Figure(2.0), Figure(3.0), Figure(10.0)
 
     host = {"name": "test cpu", "torch": "x", "threads": 1, "op_s": 7e-6, "op_module": "nn.Linear forward"}
-    doc = {"data": {"device": "cpu", "levels": {"float32": {"host": host}}}}
+    doc = {"data": {"device": "cpu", "levels": {"float32": {"version": HOST_FIGURES_SINCE, "host": host}}}}
     (tmp_path / "cpu.json").write_text(json.dumps(doc))
     monkeypatch.setenv(CALIBRATION_DIR_ENV, str(tmp_path))
     model = time_model_for(ROOF, Sheet(), None)
