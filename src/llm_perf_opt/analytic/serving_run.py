@@ -202,17 +202,12 @@ def analyze_serving(
                 points,
                 knee,
                 fits,
-                generate=timing_generate(timing),
+                generate=timing.generate,
             )
         )
     if out:
         out[0].measured = measured_for(cfg, sm, roof, time_model)
     return out
-
-
-def timing_generate(timing: Timing) -> Optional[GenerateHost]:
-    """The generate loop's figure a timing charges (None: none)."""
-    return getattr(timing, "generate", None)
 
 
 def serving_record(

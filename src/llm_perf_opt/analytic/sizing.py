@@ -34,7 +34,7 @@ figures a requirement holds fixed. Conventions (`CONVENTION`, in every output):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -207,12 +207,6 @@ def _smallest(fn: Callable[[float], float], target: float, ref: float) -> float:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if fn(mid) <= target else (mid, hi)
     return hi
-
-
-def _scaled(roof: Roof, k: float) -> Roof:
-    return replace(
-        roof, matmul_flops=roof.matmul_flops * k, vector_flops=roof.vector_flops * k, bandwidth=roof.bandwidth * k
-    )
 
 
 def size(

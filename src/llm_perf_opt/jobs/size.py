@@ -22,7 +22,6 @@ from llm_perf_opt.analytic.serving_run import (
     measured_for,
     serving_model_for,
     serving_record,
-    timing_generate,
 )
 from llm_perf_opt.analytic.serving_text import render_curve, render_engines, render_measured, render_sizing
 from llm_perf_opt.analytic.sizing import Targets, size
@@ -146,7 +145,7 @@ def plan(raw: DictConfig, log=progress, measure: bool = True) -> Optional[tuple]
             timing=timing,
             paged=paged,
         )
-        gen = timing_generate(timing)
+        gen = timing.generate
         runs.append(
             EngineServing(
                 engine,

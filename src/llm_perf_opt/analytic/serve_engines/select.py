@@ -32,7 +32,7 @@ def timing_for(
     if time_model is None or time_model.device is None:
         why = (time_model.missing.get("kernel") if time_model is not None else None) or "no kernel-level figures"
         raise ConfigError.field("serve.engine", name, f"needs the kernel level on {roof.hardware}: {why}")
-    if engine.name != "hf_eager" and time_model.device.synchronous:
+    if not engine.syncs and time_model.device.synchronous:  # no host sync in its forward: a replayed CUDA graph
         raise ConfigError.field(
             "serve.engine",
             name,

@@ -35,6 +35,7 @@ from llm_perf_opt.analytic.time.levels import LevelPredictor, LevelTimes
 class Timing:
     level: str = IDEAL
     roof: Roof
+    generate: Optional[GenerateHost] = None  # the generate loop's host work it charges per decode step (None: none)
 
     def prefill(self, batches: Sequence[float]) -> BatchTimes:
         raise NotImplementedError
@@ -57,16 +58,7 @@ class IdealTiming(Timing):
         return level_times(self.model.decode.at(context), batches, self.roof, self.model.moe)
 
     def scaled(self, matmul=1.0, vector=1.0, bandwidth=1.0):
-        r = self.roof
-        return IdealTiming(
-            self.model,
-            replace(
-                r,
-                matmul_flops=r.matmul_flops * matmul,
-                vector_flops=r.vector_flops * vector,
-                bandwidth=r.bandwidth * bandwidth,
-            ),
-        )
+        return IdealTiming(self.model, self.roof.scaled(matmul, vector, bandwidth))
 
 
 def routed_census(stage: StageCost, model: ServingModel, tokens: float) -> StageCost:
@@ -167,13 +159,7 @@ class LevelTiming(Timing):
         return self._times("decode", batches, int(round(float(context))))
 
     def scaled(self, matmul=1.0, vector=1.0, bandwidth=1.0):
-        tm, r = self.time_model, self.roof
-        roof = replace(
-            r,
-            matmul_flops=r.matmul_flops * matmul,
-            vector_flops=r.vector_flops * vector,
-            bandwidth=r.bandwidth * bandwidth,
-        )
+        tm = self.time_model
         dev = tm.device.scaled(matmul, vector, bandwidth) if tm.device is not None else None
-        out = LevelTiming(self.model, replace(tm, roof=roof, device=dev), self.engine, self.generate)
-        return out
+        roof = self.roof.scaled(matmul, vector, bandwidth)
+        return LevelTiming(self.model, replace(tm, roof=roof, device=dev), self.engine, self.generate)

@@ -9,7 +9,7 @@ every prediction carries. Pure Python: no torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -39,6 +39,15 @@ class Roof:
     vector_flops: float  # FLOP/s
     bandwidth: float  # bytes/s
     sources: tuple[tuple[str, str], ...] = ()
+
+    def scaled(self, matmul: float = 1.0, vector: float = 1.0, bandwidth: float = 1.0) -> "Roof":
+        """This roof with its peaks times these factors (a device that much faster: sizing's requirements)."""
+        return replace(
+            self,
+            matmul_flops=self.matmul_flops * matmul,
+            vector_flops=self.vector_flops * vector,
+            bandwidth=self.bandwidth * bandwidth,
+        )
 
     @property
     def ridge_intensity(self) -> float:
