@@ -3,6 +3,7 @@ the cost primitives against the ops a real TorchLens capture records."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -273,8 +274,8 @@ def test_version_8_writes_at_the_write_bandwidth_and_a_products_large_result_is_
     assert bias == pytest.approx(b / 8e9 + (b // 16) / read) and bias > (b + b // 16) / 1.5e10
     mean = kernel_time(dev, "reduction", 0, 0, b + 4, 4)[0]  # reads 8 MiB, writes 4 bytes
     assert mean == pytest.approx(b / read + 4 / 8e9) and mean < (b + 4) / 1.5e10
-    copy = kernel_time(dev, "copy", 0, 0, 2 * b, b)[0]  # a layout copy keeps its own figure
-    assert copy == pytest.approx(2 * b / 1.5e10)
+    layout = kernel_time(dev, "copy", 0, 0, 2 * b, b)[0]  # a layout copy keeps its own figure
+    assert layout == pytest.approx(2 * b / 1.5e10)
     # a GEMM whose 4 MiB result leaves the cache: its work, then the result at the write bandwidth
     m, k, n = 1024, 64, 1024
     flops, nbytes, out = 2 * m * k * n, (m * k + k * n + m * n) * 4, m * n * 4
@@ -287,15 +288,9 @@ def test_version_8_writes_at_the_write_bandwidth_and_a_products_large_result_is_
     # not the CPU, or a fill slower than the add (no time left for the reads: noise): one bandwidth per tier
     gpu = device_from_calibration(lv, "gpu", False, 1e12)
     assert gpu.read_bw is None and gpu.write_bw is None and gpu.writeback_s("gemm", out) == 0.0
-    noisy = copy_levels(lv)
+    noisy = copy.deepcopy(lv)
     noisy["write"]["large"]["bytes_per_s"] = 3e9  # its 128 MiB fill longer than the add of 384 MiB moved
     assert device_from_calibration(noisy, "cpu", True, 1e12).write_bw is None
-
-
-def copy_levels(lv: dict) -> dict:
-    import copy
-
-    return copy.deepcopy(lv)
 
 
 def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
