@@ -232,14 +232,20 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
     the ratio. On one thread (`runtime.threads=1`) both sides are load-robust: the calibration's samples and the
     forwards are the thread's CPU time (`time.thread_time`: the wall of an idle host, without the time other
-    processes held a core of this shared 2-core host). Three runs under loads of 4.5-8.8 gave hf_eager / measured
-    0.54-0.75 at every batch (docs/serving.md): a steady 25-46 % under-prediction of the model, not load, so the
-    issue's 25 % is a figure `./dev bench serving_curve --threads 1` prints, and the test asserts the band [1/3, 3]
-    that the loaded calibrations' 30x-210x broke."""
+    processes held a core of this shared 2-core host), each region the fastest of 5 (a burst of other processes'
+    memory traffic slows a sample without taking the core: the fastest of several is the uncontended one).
+
+    The prefill holds the issue's 25 % at every batch: 0.77-0.96 in runs at loads of 1.3 to 4.5 (docs/serving.md;
+    0.58-0.75 before the kernel level wrote results at the write bandwidth and a product's large result back), with
+    the least margin at batch 1 (0.77-0.86), where the forward starts with its buffers out of cache after the last
+    forward's 40 MB of logits (~3 ms no kernel figure holds). The decode step is held to [1/2, 2]: it streams the
+    lm_head's 33 MB of weights each step, so the thread's time depends on what other processes do to the shared
+    cache and memory (up to 1.33 of measured on a quiet host, where the weights stay in the last-level cache between
+    steps, down to 0.64 under load), which no CPU-time clock removes."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
-    assert bench.main([*argv, "--threads", "1", "--warmup", "1", "--repeats", "1", "--out", str(out)]) == 0
+    assert bench.main([*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--out", str(out)]) == 0
     run_dir = tmp_path / "run"
     code, lines = run_here(
         capsys,
@@ -260,7 +266,8 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     for r in m["rows"]:
         assert r["decode_steps"] == 2 and r["prefill_measured_s"] > 0 and r["step_measured_s"] > 0
         assert r["prefill_ratio"] == pytest.approx(r["prefill_predicted_s"] / r["prefill_measured_s"])
-        assert 1 / 3 < r["prefill_ratio"] < 3 and 1 / 3 < r["step_ratio"] < 3, r
+        assert 0.75 <= r["prefill_ratio"] <= 1.25, r  # the issue's bound
+        assert 1 / 2 < r["step_ratio"] < 2, r
 
 
 def test_analyze_takes_a_list_of_engines(tmp_path, capsys):

@@ -244,9 +244,10 @@ def sam_block(
         )
     own = own + residual_adds(tokens * width, b)
     # the residual stream keeps the patch embedding's permuted layout ((B, C, H, W) memory seen as (B, H, W, C): the
-    # adds follow their first input's strides), so each norm's native_layer_norm copies its input contiguous; on
+    # adds follow their first input's strides), so each norm's native_layer_norm copies its input contiguous: on
     # CUDA (the H200 traces: 5 kernels per SAM norm, the 5th a strided copy of the float32 input, 12 of 12 blocks)
-    norm = module_cost("LayerNorm", tokens, width, b, 0, ac, strided=execution.cuda)
+    # and on the CPU (torch.profiler: a clone's copy_ of the (B, H, W, C) input inside every norm of every block)
+    norm = module_cost("LayerNorm", tokens, width, b, 0, ac, strided=True)
     return own, (
         ("norm1", norm),
         ("attn", attn),

@@ -17,7 +17,14 @@ Measured:
 * `elementwise`: bytes/s of `torch.add(x, y, out=z)` (3 x numel x itemsize bytes) at a small (cache-resident,
   256 KiB), a medium (8 MiB) and a large (128 MiB; quick: 16 MiB) size; `copy`: bytes/s of a layout copy,
   `dst.copy_(src.transpose)` (2 x bytes; the copies of a transformer forward are mostly contiguous() after a
-  permute, cat and pad), at the same sizes;
+  permute, cat and pad), at the same sizes; `write`: bytes/s of a write-only kernel, `z.fill_(1)` (numel x itemsize
+  bytes), at the same sizes: with the add it splits a kernel's bytes into reads and writes (a result is written at
+  `write`, its inputs read at the rate the add leaves for them; `analytic.time.figures.DeviceFigures.memory_s`). On one
+  CPU core a write costs about 2.5x a read beyond the cache (8 vs 21 GB/s on this project's 2-core Xeon: a store that
+  misses fetches its line first, read-for-ownership, then writes it back), so a kernel that mostly writes (SAM's
+  relative-position bias, 8 MiB written from 0.5 MiB read) is twice the add's time per byte. The medium and large
+  sizes of the add, the copy and the fill are timed one call per sample, interleaved with every other case: their
+  buffers are not in cache from the call before, as in a forward (version 8);
 * `fresh`: CPU: seconds per byte of a result written into fresh memory: `(t(x + y) - t(torch.add(x, y, out=z)))
   / result bytes` at the large size. Allocations above glibc's largest mmap threshold (`FRESH_BYTES`, 32 MiB on
   64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
@@ -76,7 +83,7 @@ GEMM_KN_CUDA = ((256, 1024), (1024, 1024), (1024, 4096), (4096, 4096))
 GEMM_MAX_FLOPS = {"cpu": 2.2e9, "cuda": 2e12}
 FRESH_BYTES = 1 << 25  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: larger allocations are always mmapped
 CONSISTENT = 1.2  # a sample confirmed by another within 20 %
-LEVELS_VERSION = 7  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
+LEVELS_VERSION = 8  # 3: 15 rounds on the CPU (7 left figures of a loaded machine 3x apart between calibrations);
 # 4: the GEMV streaming its weights from memory (`gemv`), the fused attention kernel's own curve (`attention`);
 # 5: the GEMM grid and the GEMV in nn.Linear's layout (a transposed (N, K) weight)
 # 6: CUDA: device-only times (CUDA graph replay), min_kernel_s of a replayed graph, the host's op_s measured on the
@@ -84,16 +91,27 @@ LEVELS_VERSION = 7  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 7: the host figures (dispatch_s, op_s) measured on one thread: on a loaded host a multi-threaded op's parallel
 # region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1);
 # on one thread every CPU sample is the thread's CPU time (time.thread_time), not the wall
+# 8: the write bandwidth (`write`: a fill at each size) beside the add, the medium and large sizes timed one call per
+# sample (not in cache from the call before); the fused attention at head dim 16 beside 64
+
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
-# 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill
+# 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill, at the
+# full models' head dim (64) and the tiny twins' (16): the CPU's flash attention runs a 16-wide head at about two
+# thirds of a 64-wide one's rate (its Q·Kᵀ and P·V blocks are skinny GEMMs, and its per-score softmax work is the same
+# per score), and the kernel level reads the curve flat below its lowest point, so the curve needs points there. Head
+# dim 16 with a mask only: with a mask a point's x (FLOPs per element moved) grows with the head dim (the mask's
+# element per score is fixed), without one with the tokens, so an unmasked 16-wide point would sit among the
+# 64-wide ones' x and pull their rate down
 ATTENTION_SHAPES = (
     (16, 2, 196, 64, True),
     (1, 2, 1024, 64, True),
     (1, 1, 2048, 64, True),
     (1, 2, 1024, 64, False),
     (1, 1, 2048, 64, False),
+    (16, 2, 196, 16, True),
+    (1, 2, 1024, 16, True),
 )
-ATTENTION_SHAPES_QUICK = ((4, 2, 196, 64, True), (1, 2, 512, 64, False))
+ATTENTION_SHAPES_QUICK = ((4, 2, 196, 64, True), (1, 2, 512, 64, False), (4, 2, 196, 16, True))
 
 
 def attention_work(b: int, h: int, n: int, d: int, mask: bool, itemsize: int) -> tuple[int, int]:
@@ -210,11 +228,17 @@ def replay_time(graph: "torch.cuda.CUDAGraph", inner: int, device: torch.device)
 
 
 def _interleaved(
-    cases: dict[str, Callable[[], Any]], device: torch.device, rounds: int, warmup: int, target_s: float
+    cases: dict[str, Callable[[], Any]],
+    device: torch.device,
+    rounds: int,
+    warmup: int,
+    target_s: float,
+    single: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """{name: {"seconds", "samples", "inner", "timer"}}: every case once per round, `inner` calls per sample sized
-    from a probe to about `target_s`; on CUDA each sample replays a CUDA graph of the `inner` calls (device time)
-    when the case can be captured."""
+    from a probe to about `target_s` (the cases named in `single`: one call per sample, so that what the other cases
+    ran since evicted its buffers from the cache); on CUDA each sample replays a CUDA graph of the `inner` calls
+    (device time) when the case can be captured."""
     timer = _timer(device)
     inner: dict[str, int] = {}
     graphs: dict[str, Any] = {}
@@ -222,7 +246,7 @@ def _interleaved(
         for _ in range(warmup):
             fn()
         probe = min(timer(fn, 1) for _ in range(2))
-        inner[name] = max(1, min(2000, int(target_s / max(probe, 1e-7))))
+        inner[name] = 1 if name in single else max(1, min(2000, int(target_s / max(probe, 1e-7))))
         if device.type == "cuda":
             graphs[name] = graph_of(fn, inner[name], device)
     samples: dict[str, list[float]] = {name: [] for name in cases}
@@ -403,9 +427,12 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         keep.append((x, y, z, src2, dst2))
         cases[f"add {label}"] = lambda x=x, y=y, z=z: torch.add(x, y, out=z)
         cases[f"copy {label}"] = lambda s=src2, d=dst2: d.copy_(s.t())
+        cases[f"fill {label}"] = lambda z=z: z.fill_(1.0)
         if label == "large" and not cuda:
             cases["add fresh"] = lambda x=x, y=y: torch.add(x, y)
-    got = _interleaved(cases, device, rounds, warmup, target)
+    # beyond the small (cache) size a buffer is timed as a forward meets it: not in cache from the call before
+    single = [f"{op} {label}" for op in ("add", "copy", "fill") for label in sizes if label != "small"]
+    got = _interleaved(cases, device, rounds, warmup, target, single)
     gemm = []
     for m, k, n in shapes:
         t = got[f"gemm {m} {k} {n}"]["seconds"]
@@ -439,8 +466,10 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
                 "flops_per_s": flops / t,
             }
         )
-    elementwise, copy = {}, {}
+    elementwise, copy, write = {}, {}, {}
     for label, numel in sizes.items():
+        t = got[f"fill {label}"]["seconds"]
+        write[label] = {"numel": numel, "bytes": numel * itemsize, "seconds": t, "bytes_per_s": numel * itemsize / t}
         t = got[f"add {label}"]["seconds"]
         elementwise[label] = {
             "numel": numel,
@@ -518,6 +547,9 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "attention": attention,
         "elementwise": elementwise,
         "copy": copy,
+        "write": write,
+        "write_op": "z.fill_(1) (numel x itemsize bytes written) at the add's sizes; beyond the small size one call "
+        "per sample, interleaved with the other cases (as the add and the copy there)",
         "fresh": fresh,
         "min_kernel_s": min_kernel,
         "min_kernel_op": min_kernel_op,

@@ -39,7 +39,7 @@ SCHEMA_VERSIONS = (1,)
 ROOF_FIELDS = ("device", "device_name", "torch_version", "threads", "plan", "matmul", "bandwidth", "vector")
 MEASUREMENT_FIELDS = ("value", "unit", "op", "work", "samples_s", "warmup", "timer")
 # what the time model reads of one dtype's levels (analytic.time.figures.device_from_calibration): version 1 on;
-# version 2 on adds the medium sizes and each GEMM point's x
+# version 2 on adds the medium sizes and each GEMM point's x, version 8 the write bandwidth (a fill) at each size
 LEVEL_FIELDS = (
     (1, "gemm"),
     (1, "elementwise.small.bytes_per_s"),
@@ -49,6 +49,9 @@ LEVEL_FIELDS = (
     (1, "host"),
     (2, "elementwise.medium.bytes_per_s"),
     (2, "copy.medium.bytes_per_s"),
+    (8, "write.small.bytes_per_s"),
+    (8, "write.medium.bytes_per_s"),
+    (8, "write.large.bytes_per_s"),
 )
 GEMM_FIELDS = ((1, "m"), (1, "flops_per_s"), (2, "x"), (2, "seconds"))
 

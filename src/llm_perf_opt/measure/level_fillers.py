@@ -322,9 +322,10 @@ FILLERS: tuple[Filler, ...] = (
         # 8: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
         # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
         # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs). Declared ahead
-        # of the calibration that measures it: version 7 (the CPU host figures on one thread) still writes the
-        # workload's op_s on CUDA, so a version-7 CUDA file's op_s is filled like a version-6 one's
-        since=8,
+        # of the calibration that measures it: versions 7 (the CPU host figures on one thread) and 8 (the write
+        # bandwidth, the attention at head dim 16) still write the workload's op_s on CUDA, so a version-7 or -8 CUDA
+        # file's op_s is filled like a version-6 one's
+        since=9,
         means="the host's cost per kernel of the model's own eager forward on the device (module calls, launches)",
         devices=("cuda",),
         from_recording=host_op_from_recording,

@@ -3,6 +3,7 @@ the cost primitives against the ops a real TorchLens capture records."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -240,6 +241,56 @@ def test_version_4_figures_streaming_gemv_attention_curve_and_fresh_pages_serial
     t, bound = kernel_time(dev, "gemm", gm, flops, nbytes, out)
     assert compute > nbytes / dev.bandwidth("gemm", nbytes)
     assert t == pytest.approx(compute + out * 1e-9)
+
+
+def test_version_8_writes_at_the_write_bandwidth_and_a_products_large_result_is_written_back_serially():
+    """The add and the fill of each size split a kernel's bytes: its result at the fill's bandwidth, its inputs at
+    what the add leaves for them. An add costs what the calibrated add took; a kernel that mostly writes costs more
+    per byte, one that mostly reads less. On the CPU a matrix product's result beyond the cache is written back
+    after its work; a device that is not synchronous, or a calibration without a fill, keeps one bandwidth."""
+    rates = {(1, 64, 64): 1e9, (64, 64, 64): 8e9}
+    bw = {"small": 6e10, "medium": 1.5e10, "large": 1.4e10}
+    lv = _levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6)
+    numel = {"small": 1 << 16, "medium": 1 << 21, "large": 1 << 25}
+    write = {"small": 4e10, "medium": 8e9, "large": 8e9}
+    for tier, n in numel.items():
+        lv["elementwise"][tier].update(numel=n, bytes=3 * n * 4, seconds=3 * n * 4 / bw[tier])
+    lv.update(
+        version=8,
+        write={
+            t: {"numel": n, "bytes": n * 4, "bytes_per_s": write[t], "seconds": n * 4 / write[t]}
+            for t, n in numel.items()
+        },
+    )
+    dev = device_from_calibration(lv, "cpu", True, 1e12)
+    assert dev.write_bw == (4e10, 8e9, 8e9)
+    # medium: the add's 8 MiB result took 8 MiB / 8 GB/s of its 24 MiB / 15 GB/s; its 16 MiB of inputs the rest
+    b = numel["medium"] * 4
+    read = 2 * b / (3 * b / 1.5e10 - b / 8e9)
+    assert dev.read_bw[1] == pytest.approx(read)
+    add = kernel_time(dev, "elementwise", 0, 0, 3 * b, b)[0]
+    assert add == pytest.approx(3 * b / 1.5e10)  # the calibrated add, by construction
+    bias = kernel_time(dev, "elementwise", 0, 0, b + b // 16, b)[0]  # 8 MiB written from 0.5 MiB read
+    assert bias == pytest.approx(b / 8e9 + (b // 16) / read) and bias > (b + b // 16) / 1.5e10
+    mean = kernel_time(dev, "reduction", 0, 0, b + 4, 4)[0]  # reads 8 MiB, writes 4 bytes
+    assert mean == pytest.approx(b / read + 4 / 8e9) and mean < (b + 4) / 1.5e10
+    layout = kernel_time(dev, "copy", 0, 0, 2 * b, b)[0]  # a layout copy keeps its own figure
+    assert layout == pytest.approx(2 * b / 1.5e10)
+    # a GEMM whose 4 MiB result leaves the cache: its work, then the result at the write bandwidth
+    m, k, n = 1024, 64, 1024
+    flops, nbytes, out = 2 * m * k * n, (m * k + k * n + m * n) * 4, m * n * 4
+    t, _ = kernel_time(dev, "gemm", m, flops, nbytes, out)
+    assert t == pytest.approx(
+        max(flops / dev.row_rate(m, flops / (nbytes / 4)), nbytes / dev.bandwidth("gemm", nbytes)) + out / 8e9
+    )
+    small = kernel_time(dev, "gemm", 64, 2 * 64 * 64 * 64, 3 * 64 * 64 * 4, 64 * 64 * 4)[0]
+    assert small == pytest.approx(max(2 * 64**3 / dev.row_rate(64, 128 / 3), 3 * 64 * 64 * 4 / 6e10))  # in cache
+    # not the CPU, or a fill slower than the add (no time left for the reads: noise): one bandwidth per tier
+    gpu = device_from_calibration(lv, "gpu", False, 1e12)
+    assert gpu.read_bw is None and gpu.write_bw is None and gpu.writeback_s("gemm", out) == 0.0
+    noisy = copy.deepcopy(lv)
+    noisy["write"]["large"]["bytes_per_s"] = 3e9  # its 128 MiB fill longer than the add of 384 MiB moved
+    assert device_from_calibration(noisy, "cpu", True, 1e12).write_bw is None
 
 
 def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():

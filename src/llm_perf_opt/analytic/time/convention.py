@@ -40,8 +40,10 @@ LEVELS: dict[str, str] = {
     "rate), or flops / vector rate; bytes / bandwidth at its size (up to "
     f"{SMALL_BYTES} bytes: cache, up to {FRESH_BYTES}: medium, else large (matmul kernels above it, and "
     f"GEMV-like ones of at most {GEMV_ROWS} rows above the cache tier: a weight-streaming GEMV's bandwidth); "
-    "layout copies their own figures) + on the CPU the fresh-page cost of a result above "
-    "the mmap threshold (serial: the kernel's threads fault the pages); min kernel time), + on an async device a "
+    "layout copies their own figures; on the CPU an elementwise kernel's result at the write bandwidth and its "
+    "inputs at the read bandwidth of its tier) + on the CPU the fresh-page cost of a result above "
+    "the mmap threshold (serial: the kernel's threads fault the pages) and a matrix product's write-back of a result "
+    f"above {SMALL_BYTES} bytes (serial: the computing core stores it); min kernel time), + on an async device a "
     "gemm kernel's calibrated fixed device time (gemm_fixed_s, serial with its work), summed",
     EAGER: "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
     "async device); sync points split the forward into segments: async device: each segment max(host, "

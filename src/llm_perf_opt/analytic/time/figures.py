@@ -72,6 +72,10 @@ class DeviceFigures:
     # (): the attention curve as calibrated (no occupancy model)
     multiprocessors: int = 0
     attention_full: tuple[tuple[float, float], ...] = ()
+    # the CPU's reads and writes by size tier (small, medium, large), bytes/s: `write` a fill's, `read` what the add
+    # of the same tier leaves for its two inputs (`read_write_tiers`); None: every byte at the tier's bandwidth
+    read_bw: Optional[tuple[float, float, float]] = None
+    write_bw: Optional[tuple[float, float, float]] = None
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -120,10 +124,37 @@ class DeviceFigures:
             copy_bw=None if self.copy_bw is None else tuple(x * bandwidth for x in self.copy_bw),  # type: ignore
             gemm_bw_large=bw(self.gemm_bw_large),
             fresh_s_per_byte=self.fresh_s_per_byte / bandwidth,
+            read_bw=None if self.read_bw is None else tuple(x * bandwidth for x in self.read_bw),  # type: ignore
+            write_bw=None if self.write_bw is None else tuple(x * bandwidth for x in self.write_bw),  # type: ignore
         )
 
+    def tier(self, nbytes: int) -> int:
+        """The size tier of `nbytes` moved: 0 up to SMALL_BYTES (cache), 1 up to fresh_bytes (medium), 2 beyond."""
+        return 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
+
+    def memory_s(self, kind: str, nbytes: int, m: int = 0, out: int = 0) -> float:
+        """Seconds a kernel's bytes take: `nbytes` at `bandwidth(kind, nbytes, m)`, or, on a device with read and
+        write figures, for a kernel of no figure of its own (elementwise, reduction, cast, memset: not a layout copy,
+        not a matrix product), its `out` result bytes at the write bandwidth of its size tier and the rest at the
+        read bandwidth: an add (a third written) takes what the calibrated add took, a kernel that mostly writes
+        more, one that mostly reads less."""
+        if self.write_bw is None or self.read_bw is None or kind in COPY_KINDS or kind in GEMM_KINDS:
+            return nbytes / self.bandwidth(kind, nbytes, m)
+        t = self.tier(nbytes)
+        out = min(max(out, 0), nbytes)
+        return (nbytes - out) / self.read_bw[t] + out / self.write_bw[t]
+
+    def writeback_s(self, kind: str, out: int) -> float:
+        """A matrix product's (gemm, conv, attention) write-back of a result larger than the cache on a synchronous
+        device with a write figure: `out` bytes at the write bandwidth of the result's tier, serial with the
+        product's work (the core that computes the tiles stores them, and a store that misses the cache fetches its
+        line first: the calibrated GEMM grid's results stay in cache, so its rates hold none of it). 0 elsewhere."""
+        if not self.synchronous or self.write_bw is None or kind not in GEMM_KINDS or out <= SMALL_BYTES:
+            return 0.0
+        return out / self.write_bw[self.tier(out)]
+
     def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
-        tier = 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
+        tier = self.tier(nbytes)
         if kind in COPY_KINDS and self.copy_bw is not None:
             return self.copy_bw[tier]
         if (
@@ -270,10 +301,20 @@ def device_from_calibration(
             gemm_rows=tuple(rows),
         )
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
+        split = read_write_tiers(levels) if synchronous else None
+        if split is not None:
+            extra["read_bw"], extra["write_bw"] = split
         bw_src = (
             "calibrated torch.add(out=) at 256 KiB / 8 MiB / large and layout copies (transpose) at the same "
             f"sizes; fresh result pages {fresh.get('op', 'not measured')}; matmul kernels above "
             f"{FRESH_BYTES} bytes: {gemv.get('op', 'the large add (no streaming GEMV calibrated)')}"
+            + (
+                f"; writes: {levels.get('write_op', 'a fill')}, reads: what the add leaves for its two inputs "
+                "(elementwise kernels: result at the write, inputs at the read bandwidth; a matrix product's result "
+                f"above {SMALL_BYTES} bytes written back serially)"
+                if split is not None
+                else ""
+            )
         )
     else:
         pts = sorted((int(g["m"]), float(g["flops_per_s"])) for g in grid)
@@ -318,6 +359,29 @@ def device_from_calibration(
         itemsize=itemsize,
         **extra,
     )
+
+
+def read_write_tiers(
+    levels: Mapping[str, Any],
+) -> Optional[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """((read, write) bytes/s per size tier (small, medium, large)) from one dtype's calibrated add and fill
+    (version 8): write = the fill's bytes / its time; read = the add's two inputs' bytes / (the add's time - the
+    time its result took at the write bandwidth). None without a fill (an older calibration) or where the add took
+    no longer than the fill of its result (no time left for its reads: a noisy sample, not a rate)."""
+    ew, wr = levels.get("elementwise") or {}, levels.get("write") or {}
+    reads, writes = [], []
+    for tier in ("small", "medium", "large"):
+        a, f = ew.get(tier) or {}, wr.get(tier) or {}
+        if not (a.get("seconds") and f.get("seconds") and a.get("numel") and f.get("numel")):
+            return None
+        written = float(a["bytes"]) / 3  # the add's result: a third of the bytes it moves
+        t_write = written / float(f["bytes_per_s"])
+        left = float(a["seconds"]) - t_write
+        if left <= 0:
+            return None
+        reads.append(2 * written / left)
+        writes.append(float(f["bytes_per_s"]))
+    return tuple(reads), tuple(writes)  # type: ignore[return-value]
 
 
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:

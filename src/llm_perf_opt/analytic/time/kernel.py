@@ -2,7 +2,9 @@
 
 One kernel (`kernel_time`): max(FLOPs at the matmul rate the device reaches at the kernel's FLOPs per element
 moved (gemm, conv; the fused attention its own curve) or at the vector rate, bytes / the bandwidth of its size
-tier) + on the CPU the fresh-page cost of a large result, and never under the device's minimum kernel time
+tier (on the CPU an elementwise kernel's result at the write and its inputs at the read bandwidth,
+`DeviceFigures.memory_s`)) + on the CPU the fresh-page cost of a large result and a matrix product's write-back of a
+result beyond the cache (`DeviceFigures.writeback_s`), and never under the device's minimum kernel time
 (convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
 device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
 product's work) to its work time, and a fused attention (`m`: its query rows padded to whole tiles, on CUDA)
@@ -46,13 +48,14 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
         compute = flops / rate if flops else 0.0
     else:
         compute = flops / dev.vector_flops if flops else 0.0
-    memory = nbytes / dev.bandwidth(kind, nbytes, m)
+    result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
+    memory = dev.memory_s(kind, nbytes, m, result)
     fresh = 0.0
-    if dev.fresh_s_per_byte:
-        result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
-        if result > dev.fresh_bytes:
-            fresh = result * dev.fresh_s_per_byte
-    # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
+    if dev.fresh_s_per_byte and result > dev.fresh_bytes:
+        fresh = result * dev.fresh_s_per_byte
+    # the fresh pages are faulted in by the threads that compute the kernel, and on the CPU a product's result
+    # beyond the cache is stored by them: serial with its work, not hidden
+    fresh += dev.writeback_s(kind, result)
     t = max(compute, memory) + fresh
     fixed = dev.gemm_fixed_s if kind == "gemm" else 0.0
     if fixed:

@@ -210,6 +210,8 @@ def levels_payload(
                 "sync_s": dev.sync_s,
                 "gemm_axis": dev.gemm_axis,
                 "fresh_s_per_byte": dev.fresh_s_per_byte,
+                "read_bw": list(dev.read_bw) if dev.read_bw else None,
+                "write_bw": list(dev.write_bw) if dev.write_bw else None,
                 "sources": dict(dev.sources),
             },
             "host": None
@@ -272,6 +274,11 @@ def render_levels(
             f"{dev.gemm_axis}=64 {units.si(dev.gemm_rate(64), 'FLOP/s')}, at {dev.gemm_axis}=1024 "
             f"{units.si(dev.gemm_rate(1024), 'FLOP/s')}"
             + (f", streaming GEMV {units.si(dev.gemm_bw_large, 'B/s')}" if dev.gemm_bw_large else "")
+            + (
+                f", read / write medium {units.si(dev.read_bw[1], 'B/s')} / {units.si(dev.write_bw[1], 'B/s')}"
+                if dev.read_bw and dev.write_bw
+                else ""
+            )
             + (
                 f", fresh result pages {dev.fresh_s_per_byte * 2**20 * 1e3:.3g} ms/MiB above "
                 f"{dev.fresh_bytes / 2**20:g} MiB"
