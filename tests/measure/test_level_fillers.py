@@ -16,6 +16,8 @@ from llm_perf_opt.measure.level_fillers import (
     FILLERS,
     GEMM_FIXED_PERCENTILE,
     MIN_KERNEL_PERCENTILE,
+    WAVE_KERNEL_PERCENTILE,
+    WAVE_KINDS,
     MissingFigure,
     fill_levels,
     known_levels_version,
@@ -40,13 +42,16 @@ def recording():
     return [read_recorded_profile(TRACE)]
 
 
-def test_the_table_declares_the_version_6_and_8_figures():
+def test_the_table_declares_the_version_6_7_and_8_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
         ("min_kernel_s", 6, ("cuda",)),
         ("gemm_fixed_s", 6, ("cuda",)),  # measured by version-6 calibrations written since; earlier ones lack it
         ("multiprocessors", 6, ("cuda",)),  # the same
+        # measured by version-7 CUDA calibrations written since (`measure_wave_kernels`); earlier ones lack them
+        *((f"wave_kernel_s.{kind}", 7, ("cuda",)) for kind in WAVE_KINDS),
         ("host.op_s", 8, ("cuda",)),  # 8: measured on the model's own eager forward (declared ahead)
     ]
+    assert WAVE_KINDS == ("elementwise", "copy", "cast", "reduction")
     assert known_levels_version() == max(LEVELS_VERSION, 8)
     assert known_levels_version([]) == LEVELS_VERSION
 
@@ -60,8 +65,19 @@ def test_percentile_is_nearest_rank():
 def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     lv = h200_levels["bfloat16"]
     out, filled = fill_levels(lv, "cuda", lambda: recording)
-    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors"]
+    waves = [f"wave_kernel_s.{kind}" for kind in WAVE_KINDS]
+    assert sorted(filled) == sorted(["gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors", *waves])
     assert {f.origin for f in filled.values()} == {"recording"}
+    # a one-wave small kernel's device time, per kind: the median of the recorded ones, above the shortest kernel's;
+    # a strided copy and a norm take twice to thrice a cast (the tiny twin's forward on an H200)
+    for kind in WAVE_KINDS:
+        durations = recording[0].wave_kernel_s[kind]
+        assert len(durations) >= 20 and out["wave_kernel_s"][kind] == percentile(durations, WAVE_KERNEL_PERCENTILE)
+        assert (
+            f"one-wave {kind} kernel durations" in out["wave_kernel_op"][kind] == filled[f"wave_kernel_s.{kind}"].source
+        )
+    wave = out["wave_kernel_s"]
+    assert out["min_kernel_s"] < wave["cast"] < 1.5e-6 < wave["copy"] < wave["reduction"] < 4e-6
     assert out["multiprocessors"] == recording[0].multiprocessors == 132  # an H200's, as its trace names them
     kernels = sorted(recording[0].kernel_s)
     gemms = recording[0].gemm_kernel_s
@@ -77,7 +93,7 @@ def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     assert out["host"]["op_module"] == filled["host.op_s"].source and "CPU op events" in out["host"]["op_module"]
     assert lv["min_kernel_s"] == 7.722976207733155e-06  # the file's figures are not touched
     # every other figure as the file has it
-    same = [k for k in lv if k not in ("min_kernel_s", "min_kernel_op", "host")]
+    same = [k for k in lv if k not in ("min_kernel_s", "min_kernel_op", "host", "wave_kernel_s", "wave_kernel_op")]
     assert len(same) == 13 and all(out[k] == lv[k] for k in same)
     host_same = [k for k in lv["host"] if k not in ("op_s", "op_module")]
     assert len(host_same) == 10 and all(out["host"][k] == lv["host"][k] for k in host_same)
@@ -90,8 +106,11 @@ def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
         "min_kernel_s": "older",
         "gemm_fixed_s": "default",  # no older figure of that name: the levels before it, named
         "multiprocessors": "default",
+        **{f"wave_kernel_s.{kind}": "default" for kind in WAVE_KINDS},  # the min kernel floors every small kernel
         "host.op_s": "older",
     }
+    assert out["wave_kernel_s"] == dict.fromkeys(WAVE_KINDS, 0.0)
+    assert all(op.startswith("named default 0: no recording") for op in out["wave_kernel_op"].values())
     assert out["gemm_fixed_s"] == 0.0 and out["gemm_fixed_op"].startswith("named default 0: no recording")
     assert out["multiprocessors"] == 0.0 and "no occupancy" in out["multiprocessors_op"]
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
@@ -121,6 +140,8 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
         gemm_fixed_s=2.2e-6,
         gemm_fixed_op="x",
         multiprocessors=132,
+        wave_kernel_s=dict.fromkeys(WAVE_KINDS, 2e-6),
+        wave_kernel_op=dict.fromkeys(WAVE_KINDS, "x"),
     )
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the

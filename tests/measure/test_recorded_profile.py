@@ -13,9 +13,11 @@ import pytest
 
 from llm_perf_opt.measure.recorded_profile import (
     is_gemm_kernel,
+    one_wave,
     read_json_file,
     read_recorded_profile,
     recordings_beside,
+    small_kind,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
@@ -38,6 +40,12 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
     assert rec.gemm_kernel_s == tuple(gemm) and 50 <= len(gemm) < 602
     assert sum("nvjet" in n for n in names) <= len(gemm)
     assert not any(is_gemm_kernel(n) for n in names if "sdpa" in n or "convolve" in n or "fprop" in n)
+    # the one-wave small kernels (2 to 132 blocks) by kind, by name: TensorIterator's and the reductions'
+    blocks = [e["args"]["grid"][0] * e["args"]["grid"][1] * e["args"]["grid"][2] for e in kernels]
+    for kind, durations in rec.wave_kernel_s.items():
+        want = [e["dur"] * 1e-6 for e, b in zip(kernels, blocks) if small_kind(e["name"]) == kind and 1 < b <= 132]
+        assert durations == tuple(want) and len(want) >= 20
+    assert sorted(rec.wave_kernel_s) == ["cast", "copy", "elementwise", "reduction"]
     wall = read_json_file(RUN / "profile.json.gz")["data"]["wall"]
     assert (rec.plain_min_s, rec.profiled_min_s) == (wall["plain_s"]["min"], wall["profiled_s"]["min"])
     assert rec.plain_min_s < rec.profiled_min_s  # the profiler slows the host
@@ -48,6 +56,30 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
     per_kernel = rec.host_per_kernel_s()
     assert per_kernel == pytest.approx(rec.host_busy_s / 602 * rec.plain_min_s / rec.profiled_min_s)
     assert 5e-6 < per_kernel < 100e-6  # tens of microseconds per kernel: the eager decode's host cost on this host
+
+
+def test_small_kernel_kinds_by_name_and_one_wave_by_grid():
+    assert small_kind("void at::native::vectorized_elementwise_kernel<8, at::native::silu_kernel>") == "elementwise"
+    assert small_kind("void at::native::elementwise_kernel<128, 4, gpu_kernel_impl_nocast<CUDAFunctor_add>>") == (
+        "elementwise"
+    )
+    assert small_kind("void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda(...)>") == "copy"
+    assert small_kind("void at::native::(anonymous namespace)::CatArrayBatchedCopy<...>") == "copy"
+    assert small_kind("void at::native::vectorized_elementwise_kernel<8, bfloat16_copy_kernel_cuda(...)>") == "cast"
+    assert small_kind("fused__autocast_to__12152488584593855096") == "cast"
+    assert small_kind("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>") == "reduction"
+    assert small_kind("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, MeanOps>>") == "reduction"
+    for other in (
+        "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN",
+        "void implicit_convolve_sgemm<__nv_bfloat16, __nv_bfloat16, 1024, 5, 5, 3, 3, 3, 1>",
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64",
+        "void at::native::radixSortKVInPlace<-2, -1, 32, 32, long, long, unsigned int>",
+        "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>",
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16>",
+    ):
+        assert small_kind(other) is None, other
+    assert one_wave([64, 1, 1], 132) and one_wave([2, 1, 1], 132) and one_wave([4, 33, 1], 132)
+    assert not one_wave([1, 1, 1], 132) and not one_wave([133, 1, 1], 132) and not one_wave([64, 1, 1], None)
 
 
 def test_gemm_kernel_names():

@@ -27,40 +27,16 @@ TARGET = REPLAY.BOUND
 assert recordings(GPU_DATA)  # no data: an ArtifactError at collection, loud
 CASES = REPLAY.replay_cases(GPU_DATA)
 
-# (run label, unit) -> the |ratio - 1| it achieves today, above the target. Causes:
-# - v5 (2026-11-26) kernel level: its small-size figures are launch-bound (CUDA events around back-to-back launches:
-#   the host's launch rate, 7.7-14 µs per call); the elementwise, copy and GEMM ones are set aside, their stand-ins
-#   nearer the device time per kernel, the attention points kept (`measure.level_fillers.LAUNCH_BOUND`); small
-#   kernels then sit at the recorded min kernel (the 5th percentile, ~0.9 µs) where eager ones take 1-2.5 µs: SAM,
-#   CLIP and the decoder at 0.6-0.9 of their device time;
-# - SAM (both files): the patch-embed conv (cuDNN's implicit_convolve_sgemm, 49-944 µs, costed at the conv's
-#   GEMM rate: 2-28 µs) and the rel-pos path's small kernels, costed too cheap on the tiny twin;
+# (run label, unit) -> the |ratio - 1| it achieves today, above the target. Every kernel-level unit is within it since
+# the one-wave small-kernel times (`DeviceFigures.wave_kernel`, filled for both files from their recordings: a
+# strided copy ~2.7 µs, a norm ~3.5 µs, where the shortest kernel is ~1 µs): 56 -> 77 of 80 units, median
+# |ratio - 1| 0.168 -> 0.103. Causes of what is left, the prefill's eager level (host-bound):
 # - eager: one host cost per kernel (the model's own prefill, median of the runs) for kernels of every class; the
-#   decode step's kernels cost the host ~24 µs, the prefill's MoE expert loop less.
+#   tiny twin's prefill runs the same kernels on both dates but its wall differs between runs (twin_tiny-tiny: 11.5
+#   ms on 2026-11-26, 15.5 ms on 2026-11-27; the sweep's Tiny and Gundam runs under-predicted, 0.62 and 0.66).
 GAPS: dict[tuple[str, str], float] = {
-    ("h200-2026-11-26/sweep-twin_tiny/0", "vision/sam kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/0", "vision/clip kernel/device"): 0.37,  # ratio 0.63
     ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.38,  # ratio 0.62
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/sam kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/clip kernel/device"): 0.37,  # ratio 0.63
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/decoder kernel/device"): 0.36,  # ratio 0.64
-    ("h200-2026-11-26/sweep-twin_tiny/1", "vision/clip kernel/device"): 0.41,  # ratio 0.59
-    ("h200-2026-11-26/sweep-twin_tiny/1", "prefill/clip kernel/device"): 0.41,  # ratio 0.59
-    ("h200-2026-11-26/sweep-twin_tiny/1", "prefill/decoder kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/2", "vision/clip kernel/device"): 0.39,  # ratio 0.62
     ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.35,  # ratio 0.66
-    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill/clip kernel/device"): 0.39,  # ratio 0.62
-    ("h200-2026-11-26/twin-tiny", "vision/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin-tiny", "prefill/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin-tiny", "prefill/decoder kernel/device"): 0.37,  # ratio 0.63
-    ("h200-2026-11-26/twin-tiny", "decode/decoder kernel/device"): 0.40,  # ratio 0.60
-    ("h200-2026-11-26/twin_tiny-tiny", "vision/sam kernel/device"): 0.32,  # ratio 0.69
-    ("h200-2026-11-26/twin_tiny-tiny", "vision/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/sam kernel/device"): 0.32,  # ratio 0.69
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/decoder kernel/device"): 0.36,  # ratio 0.65
-    ("h200-2026-11-27/twin_tiny-gundam", "vision/sam kernel/device"): 0.27,  # ratio 0.73
-    ("h200-2026-11-27/twin_tiny-gundam", "prefill/sam kernel/device"): 0.27,  # ratio 0.73
     ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.29,  # ratio 0.71
 }
 
@@ -76,6 +52,19 @@ def test_replay_time_levels(rec, run):
         if abs(r - 1) > bound:
             bad[unit] = round(r, 3)
     assert not bad, f"{run.label}: {bad} (all: { {u: round(r, 2) for u, r in ratios.items()} })"
+
+
+# over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
+# last line); fewer, or a larger median, fails
+WITHIN, MEDIAN = 77, 0.104
+
+
+def test_replay_time_levels_over_all_recordings_do_not_regress():
+    import statistics
+
+    errors = [abs(r - 1) for rec, run in CASES for r in REPLAY.level_ratios(rec, run).values()]
+    assert len(errors) == 80
+    assert sum(e <= TARGET for e in errors) >= WITHIN and statistics.median(errors) <= MEDIAN
 
 
 def test_replay_time_levels_cover_the_item_5_runs():

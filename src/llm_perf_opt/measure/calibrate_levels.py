@@ -33,6 +33,13 @@ Measured:
   the `level_fillers.GEMM_FIXED_PERCENTILE`th percentile of their GEMM kernels' CUPTI durations (device-only, no
   graph: the kernels' own durations, as a forward's profile records them); the kernel level adds it to each GEMM's
   work time. CPU: 0 (the host's per-op cost is counted once in the eager level);
+* `wave_kernel_s`: CUDA: per small-kernel kind (elementwise, copy, cast, reduction) the device time of a one-wave
+  kernel of it (`measure_wave_kernels`): ops of a transformer forward on tensors of `WAVE_NUMEL` elements (tens of
+  blocks: more than one, at most one per multiprocessor) launched eagerly under torch.profiler, the median CUPTI
+  duration of the kind's one-wave kernels, the kind by kernel name as a recorded trace's (`level_fillers.
+  WAVE_KERNEL_PERCENTILE`, `recorded_profile.small_kind`); the kernel level floors such kernels by it instead of
+  the min kernel time (a strided copy or a norm of a few thousand rows takes 2-4 µs on an H200, a 1-element add 1);
+  CPU: absent (the host's per-op cost is counted once in the eager level);
 * `multiprocessors`: CUDA: the device's streaming multiprocessors (the fused attention's occupancy: the calibrated
   attention points fill only some of them, `analytic.time.figures.attention_at_full_occupancy`); CPU: 0;
 * `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
@@ -358,6 +365,90 @@ def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
     )
 
 
+WAVE_NUMEL = 1 << 15  # 64 blocks of TensorIterator's 512 elements: one wave on any recent GPU, more than one block
+
+
+def wave_kernel_cases(device: torch.device, dtype: torch.dtype) -> dict[str, list[Callable[[], Any]]]:
+    """{kind: eager calls whose kernels are one-wave kernels of that kind}: what a transformer forward runs on a few
+    hundred tokens (`WAVE_NUMEL` elements, rows of 256): contiguous and strided / broadcast arithmetic, a GELU;
+    layout copies after a permute, a cat; casts to and from float32; a sum, a mean, a softmax and a layer norm over
+    the last dimension."""
+    rows, width = WAVE_NUMEL // 256, 256
+    x, y = torch.randn(rows, width, device=device).to(dtype), torch.randn(rows, width, device=device).to(dtype)
+    col = torch.randn(rows, 1, device=device).to(dtype)
+    quad = torch.randn(2, rows // 2, 4, width // 4, device=device).to(dtype)
+    wide = torch.randn(rows, width, device=device)  # float32
+    return {
+        "elementwise": [
+            lambda: torch.add(x, y),
+            lambda: torch.mul(x, col),  # broadcast
+            lambda: torch.add(x.t(), y.t()),  # strided operands
+            lambda: torch.nn.functional.gelu(x),
+        ],
+        "copy": [
+            lambda: quad.permute(0, 2, 1, 3).contiguous(),
+            lambda: x.t().contiguous(),
+            lambda: torch.cat((x, y), dim=-1),
+        ],
+        "cast": [lambda: x.to(torch.float32), lambda: wide.to(dtype)],
+        "reduction": [
+            lambda: x.sum(dim=-1),
+            lambda: wide.mean(dim=-1, keepdim=True),
+            lambda: torch.softmax(x, dim=-1),
+            lambda: torch.nn.functional.layer_norm(wide, (width,)),
+        ],
+    }
+
+
+def measure_wave_kernels(
+    device: torch.device, dtype: torch.dtype, rounds: int
+) -> tuple[dict[str, float], dict[str, str]]:
+    """({kind: seconds}, {kind: what was measured}) of a CUDA device's one-wave small kernels (see the module
+    docstring): the calls of `wave_kernel_cases` warmed up, then `rounds` eager rounds of them all under
+    torch.profiler (CPU + CUDA activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
+    the kind by kernel name, one wave by the kernel's grid). A kind the profiler gave no kernel of is absent."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.level_fillers import WAVE_KERNEL_PERCENTILE, WAVE_KINDS, percentile
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    cases = wave_kernel_cases(device, dtype)
+    calls = [fn for kind in WAVE_KINDS for fn in cases[kind]]
+    for fn in calls:  # allocator blocks and kernel modules loaded on the first call
+        fn()
+    torch.cuda.synchronize(device)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(max(rounds, 1)):
+                for fn in calls:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "wave_kernels.trace.json"
+            prof.export_chrome_trace(str(trace))
+            got = read_recorded_profile(trace).wave_kernel_s
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        why = f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
+        return {}, {kind: why for kind in WAVE_KINDS}
+    values, ops = {}, {}
+    for kind in WAVE_KINDS:
+        durations = [d for d in got.get(kind, ()) if d > 0]
+        if not durations:
+            ops[kind] = "not measured: the profiler recorded no one-wave kernel of this kind by name"
+            continue
+        values[kind] = percentile(durations, WAVE_KERNEL_PERCENTILE)
+        ops[kind] = (
+            f"the {WAVE_KERNEL_PERCENTILE}th percentile of {len(durations)} one-wave {kind} kernel durations "
+            f"(torch.profiler/CUPTI, device-only; 2 to multiprocessors blocks) of {len(cases[kind])} eager ops on "
+            f"{WAVE_NUMEL:,}-element {str(dtype).removeprefix('torch.')} tensors, {max(rounds, 1)} rounds: "
+            f"{values[kind] * 1e6:.3g} µs"
+        )
+    return values, ops
+
+
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
@@ -480,12 +571,14 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
             "(events around 1,000 back-to-back launches) is launch_rate_s"
         )
         gemm_fixed, gemm_fixed_op = measure_gemm_fixed(device, dtype, rounds)
+        wave_kernel, wave_kernel_op = measure_wave_kernels(device, dtype, rounds)
         sms = int(torch.cuda.get_device_properties(device).multi_processor_count)
         sms_op = "torch.cuda.get_device_properties(device).multi_processor_count"
     else:
         min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
         gemm_fixed, gemm_fixed_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
         sms, sms_op = 0, "CPU: 0 (no occupancy model)"
+        wave_kernel, wave_kernel_op = {}, {}
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
@@ -524,6 +617,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "launch_rate_s": launch_rate,
         "gemm_fixed_s": gemm_fixed,
         "gemm_fixed_op": gemm_fixed_op,
+        **({"wave_kernel_s": wave_kernel, "wave_kernel_op": wave_kernel_op} if cuda else {}),
         "multiprocessors": sms,
         "multiprocessors_op": sms_op,
         "host": host,

@@ -47,6 +47,9 @@ MIN_KERNEL_PERCENTILE = 5  # the device's shortest kernel: a low percentile of t
 MIN_RECORDED_KERNELS = 100  # fewer recorded kernels than this say nothing about the shortest one
 GEMM_FIXED_PERCENTILE = 5  # a GEMM's fixed device time: a low percentile of the recorded GEMM kernel durations
 MIN_RECORDED_GEMMS = 50  # fewer recorded GEMM kernels than this say nothing about the shortest one
+WAVE_KERNEL_PERCENTILE = 50  # a one-wave kernel's device time: the median of the recorded ones of its kind
+MIN_RECORDED_WAVE_KERNELS = 20  # fewer recorded one-wave kernels of a kind than this say nothing about it
+WAVE_KINDS = ("elementwise", "copy", "cast", "reduction")  # the kinds with a one-wave figure (`wave_kernel_s`)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,28 @@ def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
         f"kernel durations (cuBLAS / cuBLASLt / CUTLASS kernels by name; device-only, torch.profiler/CUPTI) in "
         f"{_runs(recordings)}: {value * 1e6:.3g} µs",
     )
+
+
+def wave_kernel_from_recording(kind: str) -> Callable[[Sequence[RecordedProfile]], Optional[Filled]]:
+    """The device time of a one-wave kernel of `kind` (more than one block, at most one per multiprocessor: a
+    TensorIterator or reduction kernel over a few thousand to ~100k elements, whose time is its fixed cost, not its
+    bytes): the `WAVE_KERNEL_PERCENTILE`th percentile of the recorded kernels of that kind and size
+    (`RecordedProfile.wave_kernel_s`: the kind by kernel name, `recorded_profile.small_kind`; the grid from the
+    trace; CUPTI's device timestamps), pooled over the runs. None under `MIN_RECORDED_WAVE_KERNELS`."""
+
+    def fill(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+        durations = [d for r in recordings for d in r.wave_kernel_s.get(kind, ()) if d > 0]
+        if len(durations) < MIN_RECORDED_WAVE_KERNELS:
+            return None
+        value = percentile(durations, WAVE_KERNEL_PERCENTILE)
+        return Filled(
+            value,
+            f"from the recording beside the file: the {WAVE_KERNEL_PERCENTILE}th percentile of {len(durations):,} "
+            f"one-wave {kind} kernel durations (kind by kernel name, 2 to numSms blocks; device-only, "
+            f"torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+        )
+
+    return fill
 
 
 def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
@@ -316,6 +341,26 @@ FILLERS: tuple[Filler, ...] = (
             lambda lv: 0.0,
         ),
         describes="multiprocessors_op",
+    ),
+    *(
+        Filler(
+            figure=f"wave_kernel_s.{kind}",
+            # measured since version 7 files carry it (`calibrate_levels.measure_wave_kernels`: CUPTI durations of
+            # eager one-wave kernels of the kind); a CUDA file written before has none and takes it from its recording
+            since=7,
+            means=f"the device time of a one-wave {kind} kernel (2 to one block per multiprocessor: its fixed cost)",
+            devices=("cuda",),
+            from_recording=wave_kernel_from_recording(kind),
+            older=None,
+            default=NamedDefault(
+                "0",
+                "no recording beside the file: every small kernel floored by the min kernel time (the levels before "
+                "this figure)",
+                lambda lv: 0.0,
+            ),
+            describes=f"wave_kernel_op.{kind}",
+        )
+        for kind in WAVE_KINDS
     ),
     Filler(
         figure="host.op_s",

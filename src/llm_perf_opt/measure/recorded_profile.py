@@ -11,7 +11,9 @@ What each trace gives (`RecordedProfile`):
 * `kernel_s`: every CUDA kernel's device duration (`cat == "kernel"` events, microseconds in the file): device-only
   time, as CUPTI recorded it, whatever the host was doing; `gemm_kernel_s`: those of the GEMM kernels among them
   (`is_gemm_kernel`: cuBLAS / cuBLASLt / CUTLASS matrix products by kernel name); `multiprocessors`: the device's
-  streaming multiprocessors (`deviceProperties[0].numSms`);
+  streaming multiprocessors (`deviceProperties[0].numSms`); `wave_kernel_s`: per small-kernel kind (`small_kind`:
+  elementwise, copy, cast, reduction, by kernel name) the durations of its kernels whose grid is one wave of more
+  than one block (2 to `multiprocessors` blocks: the size class whose time is the kind's fixed cost, not its work);
 * `host_busy_s`: the host thread's time in the traced forward: from the first to the last CPU-side op event
   (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
   in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
@@ -27,9 +29,9 @@ import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 TRACE_NAMES = ("profile.trace.json.gz", "profile.trace.json")
 # the kernel names of matrix products (nn.Linear, torch.matmul) on CUDA: cuBLASLt's nvjet kernels (Hopper),
@@ -42,6 +44,41 @@ NOT_GEMM_KERNEL = re.compile(r"conv|fprop|sdpa|fmha|flash", re.IGNORECASE)
 def is_gemm_kernel(name: str) -> bool:
     """Whether a CUDA kernel of this name is a matrix product's (see `GEMM_KERNEL`)."""
     return bool(GEMM_KERNEL.search(name)) and not NOT_GEMM_KERNEL.search(name)
+
+
+# The small-kernel kinds of the kernel level (`analytic.costs.KERNEL_KINDS`) by CUDA kernel name, first match wins:
+# PyTorch's TensorIterator and reduction kernels. Not among them: matrix products, convolutions, attention, and the
+# sorts / top-k / scans (single-block radix sorts of tens of µs: another cost than a norm's or a sum's)
+SMALL_KINDS = (
+    (
+        "other",
+        re.compile(r"nvjet|gemm|splitKreduce|conv|fprop|nchwToNhwc|nhwcToNchw|sdpa|fmha|flash|sort|topk|scan", re.I),
+    ),
+    ("reduction", re.compile(r"layer_norm|reduce_kernel|softmax|norm", re.I)),
+    ("cast", re.compile(r"(?<!direct)_copy_kernel|autocast", re.I)),  # bfloat16_copy_kernel_cuda, fused autocast
+    ("copy", re.compile(r"direct_copy|CatArray|gather|index|scatter|upsample|fill|arange", re.I)),
+    ("elementwise", re.compile(r"elementwise", re.I)),
+)
+
+
+def small_kind(name: str) -> Optional[str]:
+    """The kernel level's small-kernel kind of a CUDA kernel of this name (elementwise, copy, cast, reduction; see
+    `SMALL_KINDS`), None for any other kernel."""
+    for kind, pattern in SMALL_KINDS:
+        if pattern.search(name):
+            return None if kind == "other" else kind
+    return None
+
+
+def one_wave(grid: Any, multiprocessors: Optional[int]) -> bool:
+    """Whether a kernel launched on `grid` ([x, y, z] blocks) is one wave of more than one block on a device of
+    `multiprocessors` (False when either is unknown)."""
+    if not multiprocessors or not isinstance(grid, (list, tuple)) or not grid:
+        return False
+    blocks = 1
+    for g in grid:
+        blocks *= int(g)
+    return 1 < blocks <= multiprocessors
 
 
 PROFILE_NAMES = ("profile.json.gz", "profile.json")
@@ -60,6 +97,7 @@ class RecordedProfile:
     profiled_min_s: Optional[float] = None
     gemm_kernel_s: tuple[float, ...] = ()
     multiprocessors: Optional[int] = None  # the device's streaming multiprocessors (deviceProperties' numSms)
+    wave_kernel_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # small kind -> one-wave durations
 
     @property
     def kernels(self) -> int:
@@ -111,11 +149,17 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         raise ValueError("not a Chrome trace (no traceEvents list)")
     props = [d for d in doc.get("deviceProperties") or [] if isinstance(d, dict)]
     names = [str(d.get("name")) for d in props]
-    sms = props[0].get("numSms") if props else None
+    raw_sms = props[0].get("numSms") if props else None
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
     timed = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
     kernels = tuple(float(e["dur"]) * 1e-6 for e in timed)
     gemms = tuple(float(e["dur"]) * 1e-6 for e in timed if is_gemm_kernel(str(e.get("name", ""))))
+    sms = int(raw_sms) if isinstance(raw_sms, int) and raw_sms > 0 else None
+    wave: dict[str, list[float]] = {}
+    for e in timed:
+        kind = small_kind(str(e.get("name", "")))
+        if kind and one_wave((e.get("args") or {}).get("grid"), sms):
+            wave.setdefault(kind, []).append(float(e["dur"]) * 1e-6)
     ops = [e for e in events if e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
     busy = wait = 0.0
     if ops:
@@ -142,7 +186,8 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         plain,
         profiled,
         gemms,
-        int(sms) if isinstance(sms, int) and sms > 0 else None,
+        sms,
+        {k: tuple(v) for k, v in sorted(wave.items())},
     )
 
 

@@ -270,6 +270,42 @@ def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
     assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
 
 
+def test_an_async_devices_small_kernel_of_more_than_one_block_costs_its_kinds_one_wave_time():
+    from llm_perf_opt.analytic.time.kernel import WAVE_ELEMENTS
+
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=7, min_kernel_s=1e-6)
+    wave = {"elementwise": 1.4e-6, "copy": 2.7e-6, "cast": 1.1e-6, "reduction": 3.5e-6}
+    ops = {k: f"test {k}" for k in wave}
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    dev = device_from_calibration(dict(lv, wave_kernel_s=wave, wave_kernel_op=ops), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, wave_kernel_s=wave, wave_kernel_op=ops), "cpu", True, 1e9)
+    assert dict(dev.wave_kernel) == wave and not plain.wave_kernel and not cpu.wave_kernel  # the CPU: none
+    assert dev.sources["wave_kernel.copy"] == "test copy" and not any(k.startswith("wave") for k in plain.sources)
+    item = dev.itemsize
+    for kind in ("elementwise", "copy", "relayout", "cast", "reduction"):
+        figure = wave["copy" if kind == "relayout" else kind]
+        # one block's result (a decode step's kernels): the min kernel time, as before
+        block = (kind, 0, 0, 2 * WAVE_ELEMENTS * item, WAVE_ELEMENTS * item)
+        assert kernel_time(dev, *block) == kernel_time(plain, *block) == (1e-6, "launch")
+        # more than one block, little work: the kind's one-wave time, not the shortest kernel's
+        wave_key = (kind, 0, 0, 8 * WAVE_ELEMENTS * item, 4 * WAVE_ELEMENTS * item)
+        assert kernel_time(plain, *wave_key) == (1e-6, "launch")
+        assert kernel_time(dev, *wave_key) == (figure, "launch")
+        # without a stated result the kind's share of its bytes is the result (`OUT_SHARE`)
+        assert kernel_time(dev, kind, 0, 0, 8 * WAVE_ELEMENTS * item)[0] == figure
+        # a kernel whose work takes longer: its work, whatever the figure
+        big = (kind, 0, 0, 1 << 30, 1 << 29)
+        assert kernel_time(dev, *big) == kernel_time(plain, *big) and kernel_time(dev, *big)[0] > figure
+    # other kinds and the CPU are not touched
+    g = costs.linear(64, 1024, 1024, bias=False, dtype_bytes=B).kernels
+    (key,) = g.counts
+    assert kernel_time(dev, *key) == kernel_time(plain, *key)
+    ew = ("elementwise", 0, 0, 1 << 16, 1 << 15)
+    assert kernel_time(cpu, *ew) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *ew)
+
+
 def test_a_fused_attention_runs_at_its_occupancy_of_the_multiprocessors():
     from llm_perf_opt.analytic.time.figures import attention_at_full_occupancy, occupancy
     from llm_perf_opt.measure.calibrate_levels import attention_work

@@ -72,6 +72,11 @@ class DeviceFigures:
     # (): the attention curve as calibrated (no occupancy model)
     multiprocessors: int = 0
     attention_full: tuple[tuple[float, float], ...] = ()
+    # an asynchronous device's device time of a one-wave small kernel, by kind (elementwise, copy, cast, reduction:
+    # `measure.level_fillers.WAVE_KINDS`): a kernel of more than one block but at most one wave costs its kind's
+    # fixed time, not the shortest kernel's (calibrated `wave_kernel_s`: CUPTI durations; `kernel.WAVE_ELEMENTS`);
+    # {}: none (the CPU, a datasheet, a calibration without the figure: every small kernel floored by min_kernel_s)
+    wave_kernel: Mapping[str, float] = field(default_factory=dict)
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -289,6 +294,7 @@ def device_from_calibration(
         bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
         bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
         bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
+    wave = {str(k): float(v) for k, v in (levels.get("wave_kernel_s") or {}).items() if v}
     return DeviceFigures(
         label=label,
         synchronous=synchronous,
@@ -303,6 +309,10 @@ def device_from_calibration(
             "bandwidth": bw_src,
             "min_kernel": levels.get("min_kernel_op", ""),
             **({"gemm_fixed": str(levels.get("gemm_fixed_op", ""))} if levels.get("gemm_fixed_s") else {}),
+            **{
+                f"wave_kernel.{kind}": str((levels.get("wave_kernel_op") or {}).get(kind, ""))
+                for kind in ({} if synchronous else wave)
+            },
             **(
                 {
                     "attention_occupancy": f"{extra['multiprocessors']} multiprocessors "
@@ -314,6 +324,7 @@ def device_from_calibration(
             ),
         },
         gemm_fixed_s=0.0 if synchronous else float(levels.get("gemm_fixed_s") or 0.0),
+        wave_kernel={} if synchronous else wave,
         gemm_axis=axis,
         itemsize=itemsize,
         **extra,

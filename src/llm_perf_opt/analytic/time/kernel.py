@@ -7,7 +7,11 @@ tier) + on the CPU the fresh-page cost of a large result, and never under the de
 device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
 product's work) to its work time, and a fused attention (`m`: its query rows padded to whole tiles, on CUDA)
 runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at most 1
-(`figures.occupancy`; `DeviceFigures.attention_full`). A census of kernels (`Kernels`, exact counts from the cost
+(`figures.occupancy`; `DeviceFigures.attention_full`). A small kernel (elementwise, copy or relayout, cast, reduction)
+whose result is more than one block (`WAVE_ELEMENTS`) costs at least its kind's one-wave time
+(`DeviceFigures.wave_kernel`: what such a kernel takes on the device whatever its bytes, e.g. 1.1 µs for a cast,
+2.7 µs for a strided copy, 3.5 µs for a norm on an H200) instead of the shortest kernel's; one of a block (a decode
+step's) keeps the min kernel time. A census of kernels (`Kernels`, exact counts from the cost
 formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
 """
 
@@ -15,6 +19,10 @@ from __future__ import annotations
 
 from llm_perf_opt.analytic.costs import SDPA_QUERY_TILE, Kernels
 from llm_perf_opt.analytic.time.figures import GEMM_KINDS, DeviceFigures, occupancy
+
+# the elements of one block of PyTorch's TensorIterator kernels (128 threads x 4 elements): a small kernel whose result
+# has more runs several blocks, up to a wave (`DeviceFigures.wave_kernel`)
+WAVE_ELEMENTS = 512
 
 # share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
 OUT_SHARE = {
@@ -60,8 +68,12 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
         work, t = t, t + fixed
         if t >= dev.min_kernel_s and fixed >= work:
             return t, "launch"
-    if t < dev.min_kernel_s:
-        return dev.min_kernel_s, "launch"
+    floor = dev.min_kernel_s
+    wave = dev.wave_kernel.get("copy" if kind == "relayout" else kind) if dev.wave_kernel else None
+    if wave and (out or nbytes * OUT_SHARE.get(kind, 0.5)) > WAVE_ELEMENTS * dev.itemsize:
+        floor = wave  # more than one block: the kind's one-wave time (CUPTI), not the shortest kernel's
+    if t < floor:
+        return floor, "launch"
     return t, "compute" if compute >= memory + fresh else "memory"
 
 
