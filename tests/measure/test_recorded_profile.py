@@ -13,6 +13,7 @@ import pytest
 
 from llm_perf_opt.measure.recorded_profile import (
     is_gemm_kernel,
+    one_block,
     one_wave,
     read_json_file,
     read_recorded_profile,
@@ -46,6 +47,16 @@ def test_the_recorded_trace_gives_device_kernels_and_host_time():
         want = [e["dur"] * 1e-6 for e, b in zip(kernels, blocks) if small_kind(e["name"]) == kind and 1 < b <= 132]
         assert durations == tuple(want) and len(want) >= 20
     assert sorted(rec.wave_kernel_s) == ["cast", "copy", "elementwise", "reduction"]
+    # the one-block small kernels (a decode row's): ~1.1 µs each, the kernel level's floor
+    one = [e["dur"] * 1e-6 for e, b in zip(kernels, blocks) if small_kind(e["name"]) and b == 1]
+    assert rec.block_kernel_s == tuple(one) and len(one) >= 100
+    assert 1.0e-6 < sorted(one)[len(one) // 2] < 1.3e-6
+    # the convolution calls (aten::convolution: SAM's patch embedding and neck): all their kernels summed, the layout
+    # transforms cuDNN runs around the convolution included; the 1 x 1 neck is one GEMM kernel
+    assert len(rec.conv_call_s) == 5 and sum(rec.conv_call_s) < sum(rec.kernel_s)
+    transforms = [e["dur"] * 1e-6 for e in kernels if "nchwToNhwc" in e["name"] or "nhwcToNchw" in e["name"]]
+    assert len(transforms) == 9 and sum(transforms) < sum(rec.conv_call_s) - max(rec.conv_call_s)
+    assert min(rec.conv_call_s) < 3e-6 < 8e-6 < sorted(rec.conv_call_s)[1] < 11e-6 < 40e-6 < max(rec.conv_call_s)
     wall = read_json_file(RUN / "profile.json.gz")["data"]["wall"]
     assert (rec.plain_min_s, rec.profiled_min_s) == (wall["plain_s"]["min"], wall["profiled_s"]["min"])
     assert rec.plain_min_s < rec.profiled_min_s  # the profiler slows the host
@@ -80,6 +91,7 @@ def test_small_kernel_kinds_by_name_and_one_wave_by_grid():
         assert small_kind(other) is None, other
     assert one_wave([64, 1, 1], 132) and one_wave([2, 1, 1], 132) and one_wave([4, 33, 1], 132)
     assert not one_wave([1, 1, 1], 132) and not one_wave([133, 1, 1], 132) and not one_wave([64, 1, 1], None)
+    assert one_block([1, 1, 1]) and not one_block([2, 1, 1]) and not one_block(None) and not one_block([])
 
 
 def test_gemm_kernel_names():

@@ -5,9 +5,9 @@ file of an older `calibrate_levels.LEVELS_VERSION` is read, not refused. Each `F
 kernel-level and host figures (a dotted path in `levels[dtype]`), the version that gave it its present meaning, and
 the device types on which an older figure of that name means something else. For each such figure, in this order:
 
-1. the figure as the file has it, when the file is of that version or newer, or of a device type the change does not
-   touch (there a figure the file lacks stays absent: the time model reads it as none, e.g. a CPU file's
-   `gemm_fixed_s`);
+1. the figure as the file has it, when the file is of that version or newer (and, for a meaning changed within a
+   version, has the figure's `present_with` marker beside it), or of a device type the change does not touch (there a
+   figure the file lacks stays absent: the time model reads it as none, e.g. a CPU file's `gemm_fixed_s`);
 2. `from_recording`: computed from the recorded runs beside the file (`measure.recorded_profile`);
 3. `older`: the file's own figure of the older meaning, kept and labelled with what it measured;
 4. `default`: a named default;
@@ -43,10 +43,12 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from llm_perf_opt.measure.recorded_profile import RecordedProfile
 
-MIN_KERNEL_PERCENTILE = 5  # the device's shortest kernel: a low percentile of the recorded kernel durations
-MIN_RECORDED_KERNELS = 100  # fewer recorded kernels than this say nothing about the shortest one
+MIN_KERNEL_PERCENTILE = 50  # a one-block kernel's device time: the median of the recorded one-block small kernels
+MIN_RECORDED_KERNELS = 100  # fewer recorded one-block kernels than this say nothing about them
 GEMM_FIXED_PERCENTILE = 5  # a GEMM's fixed device time: a low percentile of the recorded GEMM kernel durations
 MIN_RECORDED_GEMMS = 50  # fewer recorded GEMM kernels than this say nothing about the shortest one
+CONV_FIXED_PERCENTILE = 50  # a convolution call's fixed device time: the median of the recorded calls' times
+MIN_RECORDED_CONVS = 4  # fewer recorded convolution calls than this say nothing about the shortest one
 WAVE_KERNEL_PERCENTILE = 50  # a one-wave kernel's device time: the median of the recorded ones of its kind
 MIN_RECORDED_WAVE_KERNELS = 20  # fewer recorded one-wave kernels of a kind than this say nothing about it
 WAVE_KINDS = ("elementwise", "copy", "cast", "reduction")  # the kinds with a one-wave figure (`wave_kernel_s`)
@@ -81,6 +83,9 @@ class Filler:
     older: Optional[str]  # what the older figure of this name measured (kept with this label); None: never kept
     default: Optional[NamedDefault] = None
     describes: Optional[str] = None  # the dotted path of the figure's description text, replaced when filled
+    # a dotted path whose presence marks a file of version `since` or newer as measuring the figure's present meaning
+    # (a meaning changed within a version: files written before the change lack it); None: the version alone
+    present_with: Optional[str] = None
 
 
 class MissingFigure(ValueError):
@@ -102,17 +107,21 @@ def _runs(recordings: Sequence[RecordedProfile]) -> str:
 
 
 def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
-    """The device-only time of the shortest kernels: the `MIN_KERNEL_PERCENTILE`th percentile of every CUDA kernel
-    duration the recorded traces hold (CUPTI's device timestamps, whatever the host did), pooled over the runs;
-    a percentile, not the minimum, so that one odd kernel does not set it. None under `MIN_RECORDED_KERNELS`."""
-    durations = [d for r in recordings for d in r.kernel_s if d > 0]
+    """The device-only time of a one-block kernel, the kernel level's floor of every kernel: the
+    `MIN_KERNEL_PERCENTILE`th percentile of the recorded one-block small kernels' durations
+    (`RecordedProfile.block_kernel_s`: TensorIterator and reduction kernels launched on a single block, by kernel name
+    and grid, CUPTI's device timestamps, whatever the host did), pooled over the runs: what a kernel of a decode row
+    takes (an add, a cast, a copy of a few hundred elements: ~1.1 µs on an H200), not the shortest kernel's outlier
+    (0.6-0.7 µs fills). None under `MIN_RECORDED_KERNELS`."""
+    durations = [d for r in recordings for d in r.block_kernel_s if d > 0]
     if len(durations) < MIN_RECORDED_KERNELS:
         return None
     value = percentile(durations, MIN_KERNEL_PERCENTILE)
     return Filled(
         value,
-        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} CUDA "
-        f"kernel durations (device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} one-block "
+        f"small kernel durations (elementwise, copy, cast, reduction kernels by name on a grid of one block; "
+        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
     )
 
 
@@ -131,6 +140,26 @@ def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
         f"from the recording beside the file: the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations):,} GEMM "
         f"kernel durations (cuBLAS / cuBLASLt / CUTLASS kernels by name; device-only, torch.profiler/CUPTI) in "
         f"{_runs(recordings)}: {value * 1e6:.3g} µs",
+    )
+
+
+def conv_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """The fixed device time of one convolution call: the `CONV_FIXED_PERCENTILE`th percentile of the recorded calls'
+    device times (`RecordedProfile.conv_call_s`: per `aten::convolution`, the convolution kernel and cuDNN's layout
+    transforms around it, CUPTI's device timestamps), pooled over the runs. Most calls of these forwards are small
+    (SAM's neck on its 16 x 16 map: three transforms of ~1.5 µs and a 4-5 µs kernel, ~10 µs a call, where its work
+    at the GEMM rate is under 1 µs): their time is the call's fixed part. A median, not a low percentile: the
+    shortest calls are 1 x 1 convolutions cuDNN runs as one GEMM kernel (~2.5 µs, no transforms), a minority the
+    kernel level cannot tell apart by its census. None under `MIN_RECORDED_CONVS`."""
+    durations = [d for r in recordings for d in r.conv_call_s if d > 0]
+    if len(durations) < MIN_RECORDED_CONVS:
+        return None
+    value = percentile(durations, CONV_FIXED_PERCENTILE)
+    return Filled(
+        value,
+        f"from the recording beside the file: the {CONV_FIXED_PERCENTILE}th percentile of {len(durations):,} "
+        f"convolution calls' device times (aten::convolution: its kernels and cuDNN's layout transforms summed; "
+        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
     )
 
 
@@ -303,12 +332,18 @@ def launch_bound(
 FILLERS: tuple[Filler, ...] = (
     Filler(
         figure="min_kernel_s",
-        since=6,
-        means="the device-only time of the shortest kernel",
+        # version 7 files written since carry it (`calibrate_levels.measure_min_kernel`: CUPTI durations of eager
+        # one-block kernels), with the graph-timed figure beside it (`min_kernel_graph_s`); an older CUDA file's
+        # min_kernel_s is a CUDA-graph replay period (version 6: the kernel + the gap to the next one, 1.55 µs on
+        # the H200 of 2026-11-27 where its recorded one-block kernels take 1.1 µs) or a launch rate (before)
+        since=7,
+        present_with="min_kernel_graph_s",
+        means="the device-only time of a one-block kernel (CUPTI duration, no gap to the next kernel)",
         devices=("cuda",),
         from_recording=min_kernel_from_recording,
-        older="launch-bound: CUDA events around back-to-back launches measure the host's launch rate, not a "
-        "kernel's device time (an upper bound of the shortest kernel)",
+        older="launch-bound before version 6 (CUDA events around back-to-back launches measure the host's launch "
+        "rate, not a kernel's device time), in version 6 the period of a CUDA graph of 1-element adds (each kernel + "
+        "the gap to the next): an upper bound of a one-block kernel's own device time",
         describes="min_kernel_op",
     ),
     Filler(
@@ -327,6 +362,23 @@ FILLERS: tuple[Filler, ...] = (
             lambda lv: 0.0,
         ),
         describes="gemm_fixed_op",
+    ),
+    Filler(
+        figure="conv_fixed_s",
+        # measured since version 7 files carry it (`calibrate_levels.measure_conv_fixed`: CUPTI durations of eager
+        # small convolutions' kernels per call); a CUDA file written before has none and takes it from its recording
+        since=7,
+        means="the fixed device time of one convolution call (its kernel and cuDNN's layout transforms)",
+        devices=("cuda",),
+        from_recording=conv_fixed_from_recording,
+        older=None,
+        default=NamedDefault(
+            "0",
+            "no recording beside the file: convolutions costed by their work alone, floored by the min kernel time "
+            "(the levels before this figure)",
+            lambda lv: 0.0,
+        ),
+        describes="conv_fixed_op",
     ),
     Filler(
         figure="multiprocessors",
@@ -427,7 +479,8 @@ def fill_levels(
         have = _get(out, f.figure)
         if device_type not in f.devices:  # a device the change does not touch: its figures as they are
             continue
-        if have is not None and version >= f.since:
+        current = version >= f.since and (f.present_with is None or _get(out, f.present_with) is not None)
+        if have is not None and current:
             continue
         got = None
         if f.from_recording is not None:

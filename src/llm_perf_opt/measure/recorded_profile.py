@@ -14,6 +14,11 @@ What each trace gives (`RecordedProfile`):
   streaming multiprocessors (`deviceProperties[0].numSms`); `wave_kernel_s`: per small-kernel kind (`small_kind`:
   elementwise, copy, cast, reduction, by kernel name) the durations of its kernels whose grid is one wave of more
   than one block (2 to `multiprocessors` blocks: the size class whose time is the kind's fixed cost, not its work);
+  `block_kernel_s`: the durations of the small kernels (any of those kinds) launched on a single block (`one_block`:
+  a decode row's add, cast or copy; the kernel level's floor, `level_fillers.min_kernel_from_recording`);
+  `conv_call_s`: per
+  convolution call (`aten::convolution`) the device time of the kernels it launched (`conv_calls`: the convolution
+  kernel with cuDNN's layout transforms), `level_fillers.conv_fixed_from_recording`;
 * `host_busy_s`: the host thread's time in the traced forward: from the first to the last CPU-side op event
   (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
   in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
@@ -25,6 +30,7 @@ What each trace gives (`RecordedProfile`):
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import re
@@ -81,6 +87,43 @@ def one_wave(grid: Any, multiprocessors: Optional[int]) -> bool:
     return 1 < blocks <= multiprocessors
 
 
+def one_block(grid: Any) -> bool:
+    """Whether a kernel launched on `grid` ([x, y, z] blocks) is a single block (False when unknown)."""
+    return isinstance(grid, (list, tuple)) and bool(grid) and all(int(g) == 1 for g in grid)
+
+
+CONV_OP = "aten::convolution"  # the op of a convolution call (nn.Conv2d, F.conv2d): cuDNN's kernels run inside it
+DEVICE_WORK = ("kernel", "gpu_memset", "gpu_memcpy")
+
+
+def conv_calls(events: list[dict], ops: list[dict]) -> tuple[float, ...]:
+    """Per `CONV_OP` call of the host thread (`ops`: its CPU op events), the device time of every kernel, memset
+    and memcpy it launched (its runtime launch calls within the op's span, tied to the device work by correlation
+    id): the convolution kernel and cuDNN's layout transforms (NCHW to NHWC of the input and the weights, back for
+    the result) around it."""
+    calls = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ops if e.get("name") == CONV_OP)
+    if not calls:
+        return ()
+    thread = {(e.get("pid"), e.get("tid")) for e in ops}
+    launched = {
+        (e.get("args") or {}).get("correlation"): float(e["ts"])
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("pid"), e.get("tid")) in thread and "ts" in e
+    }
+    starts = [c[0] for c in calls]
+    out = [0.0] * len(calls)
+    for e in events:
+        if e.get("cat") not in DEVICE_WORK or "dur" not in e:
+            continue
+        ts = launched.get((e.get("args") or {}).get("correlation"))
+        if ts is None:
+            continue
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0 and ts <= calls[i][1]:
+            out[i] += float(e["dur"]) * 1e-6
+    return tuple(t for t in out if t > 0)
+
+
 PROFILE_NAMES = ("profile.json.gz", "profile.json")
 
 
@@ -98,6 +141,8 @@ class RecordedProfile:
     gemm_kernel_s: tuple[float, ...] = ()
     multiprocessors: Optional[int] = None  # the device's streaming multiprocessors (deviceProperties' numSms)
     wave_kernel_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # small kind -> one-wave durations
+    block_kernel_s: tuple[float, ...] = ()  # the one-block small kernels' durations (grid of one block)
+    conv_call_s: tuple[float, ...] = ()  # per convolution call (`CONV_OP`): the device time of all its kernels
 
     @property
     def kernels(self) -> int:
@@ -156,10 +201,14 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
     gemms = tuple(float(e["dur"]) * 1e-6 for e in timed if is_gemm_kernel(str(e.get("name", ""))))
     sms = int(raw_sms) if isinstance(raw_sms, int) and raw_sms > 0 else None
     wave: dict[str, list[float]] = {}
+    block: list[float] = []
     for e in timed:
         kind = small_kind(str(e.get("name", "")))
-        if kind and one_wave((e.get("args") or {}).get("grid"), sms):
+        grid = (e.get("args") or {}).get("grid")
+        if kind and one_wave(grid, sms):
             wave.setdefault(kind, []).append(float(e["dur"]) * 1e-6)
+        elif kind and one_block(grid):
+            block.append(float(e["dur"]) * 1e-6)
     ops = [e for e in events if e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
     busy = wait = 0.0
     if ops:
@@ -176,6 +225,7 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
             and start <= float(e.get("ts", -1)) <= end
         )
         busy = max(end - start - wait, 0.0) * 1e-6
+    convs = conv_calls(events, ops)
     plain, profiled = _walls(trace.parent)
     return RecordedProfile(
         trace,
@@ -188,6 +238,8 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         gemms,
         sms,
         {k: tuple(v) for k, v in sorted(wave.items())},
+        tuple(block),
+        convs,
     )
 
 

@@ -270,6 +270,33 @@ def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
     assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
 
 
+def test_an_async_devices_convolution_adds_its_fixed_call_time_to_its_work():
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=7, min_kernel_s=1.1e-6)
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    fixed = device_from_calibration(dict(lv, conv_fixed_s=9e-6, conv_fixed_op="test"), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, conv_fixed_s=9e-6, conv_fixed_op="test"), "cpu", True, 1e9)
+    assert (plain.conv_fixed_s, fixed.conv_fixed_s, cpu.conv_fixed_s) == (0.0, 9e-6, 0.0)  # the CPU: none
+    assert (
+        fixed.sources["conv_fixed"] == "test" and "conv_fixed" not in plain.sources and "conv_fixed" not in cpu.sources
+    )
+    # a convolution on a tiny map: its work under the min kernel time; the call's fixed time + its work
+    key = ("conv", 4, 2 * 4 * 8 * 8, 2 * (8 * 4 + 8 * 8 + 8 * 4), 2 * 8 * 4)  # 4 pixels, 8 -> 8 channels, 1 x 1
+    raw, _ = kernel_time(device_from_calibration(dict(lv, min_kernel_s=0.0), "gpu", False, 1e9), *key)
+    assert kernel_time(plain, *key) == (1.1e-6, "launch") and raw < 1.1e-6
+    t, bound = kernel_time(fixed, *key)
+    assert t == pytest.approx(9e-6 + raw) and bound == "launch"
+    # a large one: the fixed time on top of its work, which keeps its bound
+    big = ("conv", 1 << 16, 1 << 36, 1 << 24, 1 << 22)
+    (w, wb), (t, tb) = kernel_time(plain, *big), kernel_time(fixed, *big)
+    assert t == pytest.approx(w + 9e-6) and tb == wb == "compute"
+    # GEMMs and the CPU are not touched
+    (g,) = costs.linear(4, 16, 16, bias=False, dtype_bytes=B).kernels.counts
+    assert kernel_time(fixed, *g) == kernel_time(plain, *g)
+    assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
+
+
 def test_an_async_devices_small_kernel_of_more_than_one_block_costs_its_kinds_one_wave_time():
     from llm_perf_opt.analytic.time.kernel import WAVE_ELEMENTS
 

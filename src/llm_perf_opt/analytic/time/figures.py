@@ -67,6 +67,11 @@ class DeviceFigures:
     # pipeline fill, epilogue): a GEMM of negligible work still takes it (calibrated `gemm_fixed_s`: the shortest
     # GEMM kernels' device durations); 0: none (the CPU, a datasheet, a calibration without the figure)
     gemm_fixed_s: float = 0.0
+    # an asynchronous device's fixed device time of one convolution call, serial with its work: the convolution
+    # kernel's own fixed time and cuDNN's layout transforms around it (NCHW to NHWC and back, ~1.5 µs each on an
+    # H200; calibrated `conv_fixed_s`: the median small convolution call's device time, CUPTI, ~10 µs); 0: none (the
+    # CPU, a datasheet, a calibration without the figure)
+    conv_fixed_s: float = 0.0
     # the device's streaming multiprocessors (0: not known) and the fused attention's curve at full occupancy
     # (x, FLOP/s): each calibrated point's rate / its occupancy (`occupancy`: its query tiles / multiprocessors);
     # (): the attention curve as calibrated (no occupancy model)
@@ -309,6 +314,11 @@ def device_from_calibration(
             "bandwidth": bw_src,
             "min_kernel": levels.get("min_kernel_op", ""),
             **({"gemm_fixed": str(levels.get("gemm_fixed_op", ""))} if levels.get("gemm_fixed_s") else {}),
+            **(
+                {"conv_fixed": str(levels.get("conv_fixed_op", ""))}
+                if levels.get("conv_fixed_s") and not synchronous
+                else {}
+            ),
             **{
                 f"wave_kernel.{kind}": str((levels.get("wave_kernel_op") or {}).get(kind, ""))
                 for kind in ({} if synchronous else wave)
@@ -324,6 +334,7 @@ def device_from_calibration(
             ),
         },
         gemm_fixed_s=0.0 if synchronous else float(levels.get("gemm_fixed_s") or 0.0),
+        conv_fixed_s=0.0 if synchronous else float(levels.get("conv_fixed_s") or 0.0),
         wave_kernel={} if synchronous else wave,
         gemm_axis=axis,
         itemsize=itemsize,

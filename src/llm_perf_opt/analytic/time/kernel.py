@@ -5,14 +5,16 @@ moved (gemm, conv; the fused attention its own curve) or at the vector rate, byt
 tier) + on the CPU the fresh-page cost of a large result, and never under the device's minimum kernel time
 (convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
 device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
-product's work) to its work time, and a fused attention (`m`: its query rows padded to whole tiles, on CUDA)
-runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at most 1
-(`figures.occupancy`; `DeviceFigures.attention_full`). A small kernel (elementwise, copy or relayout, cast, reduction)
-whose result is more than one block (`WAVE_ELEMENTS`) costs at least its kind's one-wave time
+product's work) to its work time, a convolution the device's fixed convolution time (`DeviceFigures.conv_fixed_s`:
+its kernel's fixed time and cuDNN's layout transforms around it), and a fused attention (`m`: its query rows padded
+to whole tiles, on CUDA) runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at
+most 1 (`figures.occupancy`; `DeviceFigures.attention_full`). A small kernel (elementwise, copy or relayout, cast,
+reduction) whose result is more than one block (`WAVE_ELEMENTS`) costs at least its kind's one-wave time
 (`DeviceFigures.wave_kernel`: what such a kernel takes on the device whatever its bytes, e.g. 1.1 µs for a cast,
 2.7 µs for a strided copy, 3.5 µs for a norm on an H200) instead of the shortest kernel's; one of a block (a decode
-step's) keeps the min kernel time. A census of kernels (`Kernels`, exact counts from the cost
-formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
+step's) keeps the min kernel time (`DeviceFigures.min_kernel_s`: a one-block kernel's own device time, ~1.1 µs on
+an H200). A census of kernels (`Kernels`, exact counts from the cost formulas) costs the sum over its kernels
+(`KernelLevel`, each kernel key computed once per device).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
             fresh = result * dev.fresh_s_per_byte
     # the fresh pages are faulted in by the threads that compute the kernel: serial with its work, not hidden
     t = max(compute, memory) + fresh
-    fixed = dev.gemm_fixed_s if kind == "gemm" else 0.0
+    fixed = dev.gemm_fixed_s if kind == "gemm" else (dev.conv_fixed_s if kind == "conv" else 0.0)
     if fixed:
         # the fixed part holding most of the kernel's time is its launch-like cost, as the min kernel time is
         work, t = t, t + fixed
