@@ -34,7 +34,9 @@ CASES = REPLAY.replay_cases(GPU_DATA)
 # 2026-11-27 file's 1.55 µs was a CUDA graph's period, each kernel + the gap to the next: its tiny twin's decode step
 # 1.19-1.24 -> 0.98-1.01) and a convolution call's fixed device time (`DeviceFigures.conv_fixed_s`: cuDNN's layout
 # transforms + its kernel, ~10 µs a call where the work is under 2 µs: SAM 0.77-0.89 -> 0.80-0.99 on the tiny twin):
-# median 0.103 -> 0.073. Causes of what is left, the prefill's eager level (host-bound):
+# median 0.103 -> 0.073; then an autocast upcast at the copy kind's one-wave time (TensorIterator's casting copy, ~2.9
+# µs, not the vectorized downcast's 1.1: the full twin's CLIP upcasts its layer norms' bf16 weights 196 times, 0.78
+# -> 0.87-0.89): median 0.057. Causes of what is left, the prefill's eager level (host-bound):
 # - eager: one host cost per kernel (the model's own prefill, median of the runs) for kernels of every class; the
 #   tiny twin's prefill runs the same kernels on both dates but its wall differs between runs (twin_tiny-tiny: 11.5
 #   ms on 2026-11-26, 15.5 ms on 2026-11-27; the sweep's Tiny and Gundam runs under-predicted, 0.62 and 0.66).
@@ -60,7 +62,7 @@ def test_replay_time_levels(rec, run):
 
 # over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
 # last line); fewer, or a larger median, fails
-WITHIN, MEDIAN = 77, 0.074
+WITHIN, MEDIAN = 77, 0.058
 
 
 def test_replay_time_levels_over_all_recordings_do_not_regress():

@@ -507,8 +507,8 @@ WAVE_NUMEL = 1 << 15  # 64 blocks of TensorIterator's 512 elements: one wave on 
 def wave_kernel_cases(device: torch.device, dtype: torch.dtype) -> dict[str, list[Callable[[], Any]]]:
     """{kind: eager calls whose kernels are one-wave kernels of that kind}: what a transformer forward runs on a few
     hundred tokens (`WAVE_NUMEL` elements, rows of 256): contiguous and strided / broadcast arithmetic, a GELU;
-    layout copies after a permute, a cat; casts to and from float32; a sum, a mean, a softmax and a layer norm over
-    the last dimension."""
+    layout copies after a permute, a cat, an upcast to float32 (a casting copy); a downcast from float32; a sum, a
+    mean, a softmax and a layer norm over the last dimension."""
     rows, width = WAVE_NUMEL // 256, 256
     x, y = torch.randn(rows, width, device=device).to(dtype), torch.randn(rows, width, device=device).to(dtype)
     col = torch.randn(rows, 1, device=device).to(dtype)
@@ -525,8 +525,11 @@ def wave_kernel_cases(device: torch.device, dtype: torch.dtype) -> dict[str, lis
             lambda: quad.permute(0, 2, 1, 3).contiguous(),
             lambda: x.t().contiguous(),
             lambda: torch.cat((x, y), dim=-1),
+            # an upcast: TensorIterator's casting copy (direct_copy_kernel, each element converted on load), a copy by
+            # its kernel's name, as the kernel level costs a widening cast (`analytic.time.kernel.wave_kind`)
+            lambda: x.to(torch.float32),
         ],
-        "cast": [lambda: x.to(torch.float32), lambda: wide.to(dtype)],
+        "cast": [lambda: wide.to(dtype)],  # a downcast: the vectorized float-to-16-bit kernel
         "reduction": [
             lambda: x.sum(dim=-1),
             lambda: wide.mean(dim=-1, keepdim=True),

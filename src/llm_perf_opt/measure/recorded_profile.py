@@ -62,6 +62,7 @@ SMALL_KINDS = (
     ),
     ("reduction", re.compile(r"layer_norm|reduce_kernel|softmax|norm", re.I)),
     ("cast", re.compile(r"(?<!direct)_copy_kernel|autocast", re.I)),  # bfloat16_copy_kernel_cuda, fused autocast
+    # direct_copy: contiguous copies and TensorIterator's casting copy (LoadWithCast: an upcast to float32)
     ("copy", re.compile(r"direct_copy|CatArray|gather|index|scatter|upsample|fill|arange", re.I)),
     ("elementwise", re.compile(r"elementwise", re.I)),
 )

@@ -325,6 +325,12 @@ def test_an_async_devices_small_kernel_of_more_than_one_block_costs_its_kinds_on
         # a kernel whose work takes longer: its work, whatever the figure
         big = (kind, 0, 0, 1 << 30, 1 << 29)
         assert kernel_time(dev, *big) == kernel_time(plain, *big) and kernel_time(dev, *big)[0] > figure
+    # a widening cast (an autocast float32 op's bfloat16 input: result twice its input) runs the casting copy: the copy
+    # kind's one-wave time; a narrowing one the cast's
+    n = 4 * WAVE_ELEMENTS
+    assert kernel_time(dev, "cast", 0, 0, 6 * n, 4 * n) == (wave["copy"], "launch")  # bf16 in, float32 out
+    assert kernel_time(dev, "cast", 0, 0, 6 * n, 2 * n) == (wave["cast"], "launch")  # float32 in, bf16 out
+    assert kernel_time(dev, "cast", 0, 0, 6 * n)[0] == wave["cast"]  # no stated result: its kind's
     # other kinds and the CPU are not touched
     g = costs.linear(64, 1024, 1024, bias=False, dtype_bytes=B).kernels
     (key,) = g.counts

@@ -38,6 +38,17 @@ OUT_SHARE = {
 }
 
 
+def wave_kind(kind: str, nbytes: int, out: int) -> str:
+    """The one-wave figure a small kernel takes (`DeviceFigures.wave_kernel`): its kind's, but a relayout's is the
+    copy's (a layout copy inside another op), and so is an upcast's: a cast whose stated result is wider than its input
+    (an autocast float32 op's 16-bit inputs) runs TensorIterator's casting copy (`direct_copy_kernel` converting each
+    element on load, no vectorized path: ~2.9 µs at one wave on an H200, as an explicit `.to(torch.float32)`, a copy),
+    where a downcast runs the vectorized float-to-16-bit kernel (~1.1 µs)."""
+    if kind == "relayout" or (kind == "cast" and out and out > nbytes - out):
+        return "copy"
+    return kind
+
+
 def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
     """(seconds, bound) of one kernel on `dev`: bound is compute, memory or launch."""
     if kind in GEMM_KINDS:
@@ -71,7 +82,7 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
         if t >= dev.min_kernel_s and fixed >= work:
             return t, "launch"
     floor = dev.min_kernel_s
-    wave = dev.wave_kernel.get("copy" if kind == "relayout" else kind) if dev.wave_kernel else None
+    wave = dev.wave_kernel.get(wave_kind(kind, nbytes, out)) if dev.wave_kernel else None
     if wave and (out or nbytes * OUT_SHARE.get(kind, 0.5)) > WAVE_ELEMENTS * dev.itemsize:
         floor = wave  # more than one block: the kind's one-wave time (CUPTI), not the shortest kernel's
     if t < floor:
