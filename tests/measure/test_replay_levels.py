@@ -36,14 +36,20 @@ CASES = REPLAY.replay_cases(GPU_DATA)
 # transforms + its kernel, ~10 µs a call where the work is under 2 µs: SAM 0.77-0.89 -> 0.80-0.99 on the tiny twin):
 # median 0.103 -> 0.073; then an autocast upcast at the copy kind's one-wave time (TensorIterator's casting copy, ~2.9
 # µs, not the vectorized downcast's 1.1: the full twin's CLIP upcasts its layer norms' bf16 weights 196 times, 0.78
-# -> 0.87-0.89): median 0.057. Causes of what is left, the prefill's eager level (host-bound):
-# - eager: one host cost per kernel (the model's own prefill, median of the runs) for kernels of every class; the
-#   tiny twin's prefill runs the same kernels on both dates but its wall differs between runs (twin_tiny-tiny: 11.5
-#   ms on 2026-11-26, 15.5 ms on 2026-11-27; the sweep's Tiny and Gundam runs under-predicted, 0.62 and 0.66).
+# -> 0.87-0.89): median 0.057; then the host figure filled from the recording scaled by the fastest plain / the
+# *traced* profiled forward (it was scaled by the fastest profiled one, but the trace is the last round's: the
+# 2026-11-26 tiny twin's per-kernel figure 25.3 -> 18.8 µs, the file's median 22.0 -> 18.4, both dates now ~18.4):
+# the 2026-11-26 decode steps had looked right only by the inflated figure (0.93-1.04 -> 0.78-0.87); 77 -> 76 of 80,
+# median 0.069. Causes of what is left, the eager level (host-bound):
+# - one host cost per kernel, the full twin's prefill's (18.2-18.5 µs on both dates); its decode step costs 22.7-25.1
+#   per kernel on both dates, and the tiny twin's prefill walls differ between runs of the same forward (twin_tiny-
+#   tiny: 11.5 ms on 2026-11-26, 15.5 ms on 2026-11-27; the sweep's Tiny and Gundam runs, one plain forward each:
+#   20.5 and 29.6 ms).
 GAPS: dict[tuple[str, str], float] = {
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.38,  # ratio 0.62
-    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.35,  # ratio 0.66
-    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.29,  # ratio 0.71
+    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.48,  # ratio 0.52
+    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.45,  # ratio 0.56
+    ("h200-2026-11-27/twin-gundam", "decode eager/wall"): 0.26,  # ratio 0.74
+    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.31,  # ratio 0.70
 }
 
 
@@ -62,7 +68,7 @@ def test_replay_time_levels(rec, run):
 
 # over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
 # last line); fewer, or a larger median, fails
-WITHIN, MEDIAN = 77, 0.058
+WITHIN, MEDIAN = 76, 0.070
 
 
 def test_replay_time_levels_over_all_recordings_do_not_regress():

@@ -202,8 +202,9 @@ def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Opt
 def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
     """Host seconds per kernel of this model's own eager forward on the device's host: per recorded run, the host
     thread's busy time in the traced forward (its CPU-side op events, first to last, less its waits in device
-    syncs) / the kernels the forward ran, scaled by the fastest plain / the fastest profiled forward (the profiler
-    slows the host; `RecordedProfile.host_per_kernel_s`); the median over the runs. On a host-bound forward this
+    syncs) / the kernels the forward ran, scaled by the fastest plain / the traced profiled forward (the profiler
+    slows the host; `RecordedProfile.host_per_kernel_s`: the trace is the last round's, whose profiled wall is not
+    the fastest's); the median over the runs. On a host-bound forward this
     is the host's cost per kernel, Python and module code included; where the device was busy longer than the
     host it is an upper bound. None without a run that has both a trace and its profile.json."""
     per_run = [(r, r.host_per_kernel_s()) for r in recordings]
@@ -213,15 +214,15 @@ def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Fi
     value = statistics.median(v for _, v in usable)
     runs = "; ".join(
         f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host / {r.kernels:,} kernels x plain {r.plain_min_s * 1e3:.4g} ms "
-        f"/ profiled {r.profiled_min_s * 1e3:.4g} ms = {v * 1e6:.3g} µs"
+        f"/ traced profiled {r.profiled_traced_s * 1e3:.4g} ms = {v * 1e6:.3g} µs"
         for r, v in usable
-        if r.plain_min_s and r.profiled_min_s
+        if r.plain_min_s and r.profiled_traced_s
     )
     return Filled(
         value,
         "from the recording beside the file: host time per kernel of the model's eager forward (the host thread's "
         "CPU op events in the profile trace, less its sync waits, per device kernel, scaled by the fastest plain / "
-        f"fastest profiled forward), median of {len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs",
+        f"the traced profiled forward), median of {len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs",
     )
 
 

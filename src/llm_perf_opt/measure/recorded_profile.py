@@ -23,9 +23,16 @@ What each trace gives (`RecordedProfile`):
   (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
   in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
 * `kernels`: how many kernels that forward ran on the device;
-* `plain_min_s` / `profiled_min_s`: the fastest plain and the fastest profiled forward of the same run
-  (`profile.json(.gz)` beside the trace, `wall.plain_s.min` / `wall.profiled_s.min`; None without it): the profiler
-  slows the host (it records every op), and their ratio says by how much.
+* `ops`: how many ops the host thread called that launched device work: its outermost CPU op events
+  (`cat == "cpu_op"` not inside another of the thread's ops) under which a kernel or memset was launched (tied by
+  correlation id). An op's inner kernels (an autocast cast before a product, cuDNN's layout transforms around a
+  convolution, SDPA's memset) are launched by the dispatcher inside it: they count once, with their op. What the
+  cost formulas list as `Kernels.op_count` and TorchLens records (the kernel-count check's measured column);
+* `plain_min_s` / `profiled_traced_s`: the fastest plain forward of the same run and the wall of the profiled
+  forward this trace recorded (`profile.json(.gz)` beside the trace: `wall.plain_s.min`, and
+  `wall.profiled_s.repeats[trace_repeat]`, the trace being the last profiled round's; `profiled_min_s` the fastest
+  profiled forward, kept for the label; None without profile.json): the profiler slows the host (it records every
+  op), and the traced forward's wall against the fastest plain one says by how much.
 """
 
 from __future__ import annotations
@@ -144,6 +151,8 @@ class RecordedProfile:
     wave_kernel_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # small kind -> one-wave durations
     block_kernel_s: tuple[float, ...] = ()  # the one-block small kernels' durations (grid of one block)
     conv_call_s: tuple[float, ...] = ()  # per convolution call (`CONV_OP`): the device time of all its kernels
+    ops: int = 0  # the host thread's outermost ops that launched a kernel or memset (see the module docstring)
+    profiled_traced_s: Optional[float] = None  # the wall of the profiled forward this trace recorded
 
     @property
     def kernels(self) -> int:
@@ -153,12 +162,24 @@ class RecordedProfile:
     def run(self) -> Path:
         return self.trace.parent
 
-    def host_per_kernel_s(self) -> Optional[float]:
-        """Host seconds per device kernel in a plain forward: the profiled host time per kernel scaled by the
-        fastest plain / the fastest profiled forward (None without kernels or without profile.json)."""
-        if not self.kernels or not self.plain_min_s or not self.profiled_min_s:
+    def plain_host_s(self) -> Optional[float]:
+        """The traced forward's host time as a plain forward would spend it: the host's busy time in the trace scaled
+        by the fastest plain forward / the traced profiled forward (None without profile.json). The traced forward,
+        not the fastest profiled one: the trace is the last round's, and the rounds' profiled walls differ (2026-11-26
+        twin_tiny-tiny: 27.9 and 37.5 ms; the trace is the 37.5 ms one)."""
+        if not self.plain_min_s or not self.profiled_traced_s:
             return None
-        return self.host_busy_s / self.kernels * (self.plain_min_s / self.profiled_min_s)
+        return self.host_busy_s * (self.plain_min_s / self.profiled_traced_s)
+
+    def host_per_kernel_s(self) -> Optional[float]:
+        """Host seconds per device kernel in a plain forward (`plain_host_s` / kernels; None without either)."""
+        host = self.plain_host_s()
+        return host / self.kernels if host and self.kernels else None
+
+    def host_per_op_s(self) -> Optional[float]:
+        """Host seconds per op that launched device work in a plain forward (`plain_host_s` / `ops`)."""
+        host = self.plain_host_s()
+        return host / self.ops if host and self.ops else None
 
 
 def read_json_file(path: Path) -> Any:
@@ -173,16 +194,51 @@ def _first(folder: Path, names: tuple[str, ...]) -> Optional[Path]:
     return next((folder / n for n in names if (folder / n).is_file()), None)
 
 
-def _walls(run: Path) -> tuple[Optional[float], Optional[float]]:
-    """(fastest plain, fastest profiled) forward of profile.json beside a trace; (None, None) without it."""
+def _walls(run: Path) -> tuple[Optional[float], Optional[float], Optional[float]]:
+    """(fastest plain, fastest profiled, traced profiled) forward of profile.json beside a trace: the traced one is
+    `profiled_s.repeats[trace_repeat]` (a profile.json without `trace_repeat`: the last repeat, the round whose trace
+    is kept; without the repeats: the fastest); (None, None, None) without it."""
     path = _first(run, PROFILE_NAMES)
     if path is None:
-        return None, None
+        return None, None, None
     try:
-        wall = (read_json_file(path).get("data") or {}).get("wall") or {}
-        return float(wall["plain_s"]["min"]), float(wall["profiled_s"]["min"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None, None
+        data = read_json_file(path).get("data") or {}
+        wall = data.get("wall") or {}
+        profiled = wall["profiled_s"]
+        repeats = [float(v) for v in profiled.get("repeats") or []]
+        at = data.get("trace_repeat")
+        traced = repeats[int(at) if at is not None else -1] if repeats else float(profiled["min"])
+        return float(wall["plain_s"]["min"]), float(profiled["min"]), traced
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None, None, None
+
+
+def launching_ops(events: list[dict], ops: list[dict]) -> int:
+    """How many of the host thread's outermost CPU ops (`ops`: its op events) launched a kernel or memset (their
+    runtime launch calls within the op's span, tied to the device work by correlation id)."""
+    if not ops:
+        return 0
+    outer, end = [], -1.0
+    for e in sorted(ops, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+        if float(e["ts"]) >= end:
+            outer.append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+            end = outer[-1][1]
+    device = {(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in ("kernel", "gpu_memset")}
+    thread = {(e.get("pid"), e.get("tid")) for e in ops}
+    starts = [o[0] for o in outer]
+    hit = set()
+    for e in events:
+        if (
+            e.get("cat") in ("cuda_runtime", "cuda_driver")
+            and (e.get("pid"), e.get("tid")) in thread
+            and "ts" in e
+            and (e.get("args") or {}).get("correlation") in device
+        ):
+            ts = float(e["ts"])
+            i = bisect.bisect_right(starts, ts) - 1
+            if i >= 0 and ts <= outer[i][1]:
+                hit.add(i)
+    return len(hit)
 
 
 def read_recorded_profile(trace: Path) -> RecordedProfile:
@@ -227,7 +283,7 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         )
         busy = max(end - start - wait, 0.0) * 1e-6
     convs = conv_calls(events, ops)
-    plain, profiled = _walls(trace.parent)
+    plain, profiled, traced = _walls(trace.parent)
     return RecordedProfile(
         trace,
         names[0] if names else "",
@@ -241,6 +297,8 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         {k: tuple(v) for k, v in sorted(wave.items())},
         tuple(block),
         convs,
+        launching_ops(events, ops),
+        traced,
     )
 
 
