@@ -50,3 +50,23 @@ def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured
     host = lv["host"]
     assert host["op_syncs"] == DecodeStep.SYNCS and host["sync_s"] > 0
     assert host["op_s"] > 0 and "op_cpu_s" in host and "autocast bfloat16" in host["op_module"]
+    # per op the step calls (autocast's casts launched inside the products): fewer ops than aten ops
+    assert host["op_unit"] == "op" and 0 < host["op_ops"] < host["op_kernels"]
+
+
+def test_the_ops_the_step_calls_count_an_ops_inner_kernels_with_it():
+    from llm_perf_opt.measure.calibrate_levels import count_ops
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    assert count_ops(lambda: x.view(2, 16).t()) == 0  # views launch nothing
+    assert count_kernels(lambda: torch.nn.functional.linear(x, w)) >= 1
+    assert count_ops(lambda: torch.nn.functional.linear(x, w)) == 1  # one op, whatever it dispatches below
+    assert count_ops(lambda: (x + 1).relu().sum()) == 3
+    run = step_runner(torch.device("cpu"), torch.float32)
+    ops, kernels = count_ops(run), count_kernels(run)
+    assert LAYERS * 20 < ops < kernels and count_ops(run) == ops
+    got = measure_host_workload(
+        torch.device("cpu"), torch.float32, 0.0, count_kernels, 3, 1, fastest_consistent, 2, count_ops=count_ops
+    )
+    assert (got["op_ops"], got["op_kernels"], got["op_unit"]) == (ops, kernels, "op")
+    assert got["op_s"] == pytest.approx(got["op_forward_s"] / ops) and f"its {ops} ops that launch" in got["op_module"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from llm_perf_opt.measure.level_fillers import (
     known_levels_version,
     percentile,
 )
-from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+from llm_perf_opt.measure.recorded_profile import read_recorded_profile, recordings_beside
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
 H200 = DATA / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
@@ -98,7 +99,9 @@ def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     blocks = recording[0].block_kernel_s
     assert 100 <= len(blocks) < len(kernels) and percentile(kernels, 5) < out["min_kernel_s"]
     assert out["min_kernel_s"] == percentile(blocks, MIN_KERNEL_PERCENTILE) and 1.0e-6 < out["min_kernel_s"] < 1.3e-6
-    assert out["host"]["op_s"] == recording[0].host_per_kernel_s() > lv["host"]["op_s"]
+    # the host's cost per op the model's forward called (pooled over the one run: its own), marked per op
+    assert out["host"]["op_s"] == pytest.approx(recording[0].host_per_op_s()) and out["host"]["op_unit"] == "op"
+    assert out["host"]["op_s"] > recording[0].host_per_kernel_s() > lv["host"]["op_s"]
     assert out["min_kernel_op"] == filled["min_kernel_s"].source
     assert f"{len(blocks)} one-block small kernel durations" in out["min_kernel_op"]
     # a convolution call's fixed device time: the median of the recorded calls (SAM's: the patch embedding, a 1 x 1
@@ -136,6 +139,22 @@ def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
     assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
     assert "no device launch" in out["host"]["op_module"]
+    assert "op_unit" not in out["host"]  # a kept figure keeps its unit: per kernel
+
+
+def test_the_host_figure_is_pooled_per_op_over_the_recorded_runs():
+    from llm_perf_opt.measure.level_fillers import host_op_from_recording
+
+    both = DATA.parent / "h200-2026-11-27"
+    runs, _ = recordings_beside(next(both.glob("NVIDIA_H200*.json")), "NVIDIA H200")
+    assert len(runs) == 5 and all(r.ops and r.profiled_traced_s for r in runs)
+    got = host_op_from_recording(runs)
+    # each op weighs the same: the full twin's forwards (3,308 and 4,570 ops, 20.4-20.9 µs an op) outweigh the tiny
+    # twin's (482-696 ops, whose one plain wall each scales them: 23-30 µs)
+    assert got.value == pytest.approx(sum(r.plain_host_s() for r in runs) / sum(r.ops for r in runs))
+    per_run = sorted(r.host_per_op_s() for r in runs)
+    assert per_run[0] < got.value < statistics.median(per_run) and 20e-6 < got.value < 23e-6
+    assert "pooled over 5 run(s)" in got.source and "twin-gundam" in got.source and got.origin == "recording"
 
 
 def test_a_named_default_stands_in_and_a_figure_without_any_source_is_named(h200_levels):

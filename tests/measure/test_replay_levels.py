@@ -40,16 +40,19 @@ CASES = REPLAY.replay_cases(GPU_DATA)
 # *traced* profiled forward (it was scaled by the fastest profiled one, but the trace is the last round's: the
 # 2026-11-26 tiny twin's per-kernel figure 25.3 -> 18.8 µs, the file's median 22.0 -> 18.4, both dates now ~18.4):
 # the 2026-11-26 decode steps had looked right only by the inflated figure (0.93-1.04 -> 0.78-0.87); 77 -> 76 of 80,
-# median 0.069. Causes of what is left, the eager level (host-bound):
-# - one host cost per kernel, the full twin's prefill's (18.2-18.5 µs on both dates); its decode step costs 22.7-25.1
-#   per kernel on both dates, and the tiny twin's prefill walls differ between runs of the same forward (twin_tiny-
-#   tiny: 11.5 ms on 2026-11-26, 15.5 ms on 2026-11-27; the sweep's Tiny and Gundam runs, one plain forward each:
-#   20.5 and 29.6 ms).
+# median 0.069; then the host's cost per op the code calls, not per kernel launched (`HostFigures.per_op`,
+# `Kernels.op_count`: an op's inner kernels, autocast's casts, cuDNN's layout transforms, SDPA's memsets, are launched
+# by the dispatcher inside it), filled per op from the recording (its traces' outermost ops that launched device
+# work, within 1% of TorchLens' counts) and pooled over its runs: per op the full twin's prefill and its decode step
+# are 1.18x apart (20.1-20.9 and 23.6-26.1 µs), per kernel 1.28x; decode steps 0.74-0.87 -> 0.83-0.94, 76 -> 77 of 80.
+# Causes of what is left, the eager level of the tiny twin's prefill (host-bound): its plain walls differ between runs
+# of the same forward far more than the predicted figures can (twin_tiny-tiny: 11.5 ms on 2026-11-26, 15.5 ms on
+# 2026-11-27; the 2026-11-26 sweep's Tiny and Gundam runs, `profile.repeats=1`: one plain forward each, 20.5 and 29.6
+# ms, where the same forwards' fastest elsewhere took 11.5 and 16.4 ms and the profiled ones 28.0 and 27.9 ms alike).
 GAPS: dict[tuple[str, str], float] = {
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.48,  # ratio 0.52
-    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.45,  # ratio 0.56
-    ("h200-2026-11-27/twin-gundam", "decode eager/wall"): 0.26,  # ratio 0.74
-    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.31,  # ratio 0.70
+    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.50,  # ratio 0.50
+    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.49,  # ratio 0.52
+    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.28,  # ratio 0.72
 }
 
 
@@ -68,7 +71,7 @@ def test_replay_time_levels(rec, run):
 
 # over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
 # last line); fewer, or a larger median, fails
-WITHIN, MEDIAN = 76, 0.070
+WITHIN, MEDIAN = 77, 0.069
 
 
 def test_replay_time_levels_over_all_recordings_do_not_regress():

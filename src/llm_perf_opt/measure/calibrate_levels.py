@@ -66,8 +66,11 @@ Measured:
   scheduled, which would otherwise be charged to every op (version 7). CUDA (version 6): `op_s` is measured on
   the device by `measure.host_workload` (a decode step of a small MoE decoder and its generate loop under autocast,
   host-bound: dispatch, autocast, allocator and the launch call per kernel, with the syncs' round trips taken
-  out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
-  idle stream. The eager level charges `op_s` per kernel (`dispatch_s` when a calibration predates it).
+  out), per op the step calls that launches a kernel (`count_ops`, `host.op_unit: op`: an op's inner kernels, an
+  autocast cast, a layout transform, are launched inside it and paid with it; added within version 7); the CPU
+  block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an idle stream. The
+  eager level charges `op_s` per op where `op_unit` says so, else per kernel (`dispatch_s` when a calibration
+  predates it).
 
 CPU timing (version 7): on one thread (the host figures always; every figure when torch runs one thread,
 `runtime.threads=1`) each sample is the thread's CPU time (`time.thread_time`): the wall time of an idle host, without
@@ -295,6 +298,36 @@ def count_kernels(fn: Callable[[], Any]) -> int:
     with Count():
         fn()
     return Count.n
+
+
+def count_ops(fn: Callable[[], Any]) -> int:
+    """Ops `fn` calls that launch a kernel: its outermost torch calls (functions, tensor methods, seen by a
+    TorchFunctionMode, which does not see the calls made inside them) under which at least one aten op that is not a
+    view ran (a TorchDispatchMode below it, as `count_kernels`). An op's inner aten ops (autocast's cast of an input,
+    a convolution's layout transforms, SDPA's fill) count with it, once: what the cost formulas list as
+    `Kernels.op_count` and TorchLens records."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = {"kernels": 0, "ops": 0}
+
+    class Kernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if not getattr(func, "is_view", False) and func.__name__.split(".")[0] not in ("detach", "alias"):
+                seen["kernels"] += 1
+            return func(*args, **(kwargs or {}))
+
+    class Ops(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            before = seen["kernels"]
+            out = func(*args, **(kwargs or {}))
+            if seen["kernels"] > before:
+                seen["ops"] += 1
+            return out
+
+    with Kernels(), Ops():
+        fn()
+    return seen["ops"]
 
 
 def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]:
@@ -731,7 +764,9 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
         from llm_perf_opt.measure.host_workload import measure_host_workload
 
-        on_device = measure_host_workload(device, dtype, sync_s, count_kernels, rounds, warmup, fastest_consistent)
+        on_device = measure_host_workload(
+            device, dtype, sync_s, count_kernels, rounds, warmup, fastest_consistent, count_ops=count_ops
+        )
         host["op_cpu_s"], host["op_cpu_module"] = host.pop("op_s"), host.pop("op_module")
         host.update(on_device)
     host.update(

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import copy
 import math
-import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -86,6 +85,9 @@ class Filler:
     # a dotted path whose presence marks a file of version `since` or newer as measuring the figure's present meaning
     # (a meaning changed within a version: files written before the change lack it); None: the version alone
     present_with: Optional[str] = None
+    # (dotted path, value) set beside a figure filled from a recording (a figure whose unit the recording fixes:
+    # `host.op_unit`); a figure kept or defaulted leaves it as the file has it
+    marks: Optional[tuple[str, Any]] = None
 
 
 class MissingFigure(ValueError):
@@ -200,29 +202,35 @@ def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Opt
 
 
 def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
-    """Host seconds per kernel of this model's own eager forward on the device's host: per recorded run, the host
-    thread's busy time in the traced forward (its CPU-side op events, first to last, less its waits in device
-    syncs) / the kernels the forward ran, scaled by the fastest plain / the traced profiled forward (the profiler
-    slows the host; `RecordedProfile.host_per_kernel_s`: the trace is the last round's, whose profiled wall is not
-    the fastest's); the median over the runs. On a host-bound forward this
-    is the host's cost per kernel, Python and module code included; where the device was busy longer than the
-    host it is an upper bound. None without a run that has both a trace and its profile.json."""
-    per_run = [(r, r.host_per_kernel_s()) for r in recordings]
-    usable = [(r, v) for r, v in per_run if v]
+    """Host seconds per op of this model's own eager forward on the device's host, pooled over the recorded runs:
+    the host thread's busy time in each traced forward (its CPU-side op events, first to last, less its waits in
+    device syncs), scaled by the fastest plain forward / that traced profiled forward (the profiler slows the host;
+    `RecordedProfile.plain_host_s`), summed, over the ops those forwards called that launched device work, summed
+    (`RecordedProfile.ops`: an op's inner kernels, an autocast cast, cuDNN's layout transforms, SDPA's memset, count
+    with it; what the cost formulas' `Kernels.op_count` lists). Per op, not per kernel: the host pays Python, the
+    module and the dispatcher once per op, and the dispatcher launches the op's inner kernels with it (the full
+    twin's prefill: 20.1-20.9 µs per op on both dates, 18.2-18.5 per kernel, its decode step 23.6-26.1 per op, 22.7-25.1
+    per kernel: per op the two stages are 1.18x apart, per kernel 1.28x). Pooled (each op weighs the same), not a
+    median of the runs: a short forward's figure carries its one plain wall's noise (the tiny twin's: 11.5 to 20.5 ms
+    for the same forward). On a host-bound forward this is the host's cost per op, Python and module code included;
+    where the device was busy longer than the host it is an upper bound. None without a run that has both a trace
+    and its profile.json."""
+    usable = [(r, r.plain_host_s()) for r in recordings if r.ops and r.plain_host_s()]
     if not usable:
         return None
-    value = statistics.median(v for _, v in usable)
+    ops = sum(r.ops for r, _ in usable)
+    value = sum(h for _, h in usable) / ops
     runs = "; ".join(
-        f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host / {r.kernels:,} kernels x plain {r.plain_min_s * 1e3:.4g} ms "
-        f"/ traced profiled {r.profiled_traced_s * 1e3:.4g} ms = {v * 1e6:.3g} µs"
-        for r, v in usable
-        if r.plain_min_s and r.profiled_traced_s
+        f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host x plain {r.plain_min_s * 1e3:.4g} ms / traced profiled "
+        f"{r.profiled_traced_s * 1e3:.4g} ms / {r.ops:,} ops = {h / r.ops * 1e6:.3g} µs"
+        for r, h in usable
     )
     return Filled(
         value,
-        "from the recording beside the file: host time per kernel of the model's eager forward (the host thread's "
-        "CPU op events in the profile trace, less its sync waits, per device kernel, scaled by the fastest plain / "
-        f"the traced profiled forward), median of {len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs",
+        "from the recording beside the file: host time per op of the model's eager forward (the host thread's CPU op "
+        "events in the profile trace, less its sync waits, scaled by the fastest plain / the traced profiled forward; "
+        "per outermost op that launched a kernel or memset), pooled over "
+        f"{len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs per op",
     )
 
 
@@ -417,24 +425,26 @@ FILLERS: tuple[Filler, ...] = (
     ),
     Filler(
         figure="host.op_s",
-        # 8: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
+        # 8: the host's cost per op measured on this model's own eager forward (version 6 measured it per aten op on a
         # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
         # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs). Declared ahead
         # of the calibration that measures it: version 7 (the CPU host figures on one thread) still writes the
-        # workload's op_s on CUDA, so a version-7 CUDA file's op_s is filled like a version-6 one's
+        # workload's op_s on CUDA (per op the workload calls since `host.op_unit`), so a version-7 CUDA file's op_s
+        # is filled like a version-6 one's wherever its recording is beside it
         since=8,
-        means="the host's cost per kernel of the model's own eager forward on the device (module calls, launches)",
+        means="the host's cost per op of the model's own eager forward on the device (module calls, launches)",
         devices=("cuda",),
         from_recording=host_op_from_recording,
         older="version 5: a tiny module forward on CPU tensors per aten op, with no device launch in it (a lower "
-        "bound of the host's cost per kernel on the device); version 6: a decoder-shaped workload per op "
-        "(`measure.host_workload`), not the model's own code",
+        "bound of the host's cost per kernel on the device); versions 6-7: a decoder-shaped workload per aten op, or "
+        "per op it calls where the file says `op_unit: op` (`measure.host_workload`), not the model's own code",
         default=NamedDefault(
             "host.dispatch_s",
             "the bare dispatcher's cost per op (no module code, no launch): a lower bound",
             lambda lv: (lv.get("host") or {}).get("dispatch_s"),
         ),
         describes="host.op_module",
+        marks=("host.op_unit", "op"),
     ),
 )
 
@@ -500,6 +510,8 @@ def fill_levels(
                 f.figure, f"{why}, and no recording beside the file or named default supplies {f.means}"
             )
         _set(out, f.figure, got.value)
+        if f.marks is not None and got.origin == "recording":
+            _set(out, f.marks[0], f.marks[1])
         if f.describes:
             _set(out, f.describes, got.source)
         filled[f.figure] = got

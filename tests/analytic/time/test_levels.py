@@ -111,6 +111,23 @@ def test_async_device_overlaps_host_and_device_between_syncs():
     assert lt.verdict == "host"
 
 
+def test_a_host_figure_per_op_is_paid_once_per_op_its_inner_kernels_launched_with_it():
+    dev = DeviceFigures("gpu", False, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=1e-6, launch_s=1e-6, sync_s=2e-6)
+    # a product with autocast's cast of its input inside it (an inner kernel), then an add: 3 kernels, 2 ops
+    product = costs.LayerCost(kernels=costs.K("gemm", 2, 8, m=1) + costs.K("cast", 0, 4) + costs.K("elementwise", 1, 4))
+    node = CostNode(product)
+    per_kernel = LevelPredictor(TimeModel(ROOF, dev, HostFigures("host", 4e-6, "test"))).levels([node], 0.0)
+    per_op = LevelPredictor(TimeModel(ROOF, dev, HostFigures("host", 4e-6, "test", per_op=True))).levels([node], 0.0)
+    assert per_kernel.kernels == per_op.kernels == 3 and product.kernels.op_count == 2
+    assert per_kernel.host_s == pytest.approx(3 * (4e-6 + 1e-6))  # the figure per kernel launched
+    assert per_op.host_s == pytest.approx(2 * 4e-6 + 3 * 1e-6)  # per op the code calls; each launch call still paid
+    assert per_op.eager_s == pytest.approx(per_op.host_s)  # host-bound
+    # a synchronous device the same way
+    cpu = DeviceFigures("cpu", True, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=0.0)
+    sync = LevelPredictor(TimeModel(ROOF, cpu, HostFigures("host", 4e-6, "test", per_op=True))).levels([node], 0.0)
+    assert sync.host_s == pytest.approx(2 * 4e-6)
+
+
 def test_missing_figures_make_levels_absent_not_zero():
     dev, missing = device_from_datasheet(ROOF, None, None)
     assert dev is None and "min_kernel_us" in missing["kernel"]

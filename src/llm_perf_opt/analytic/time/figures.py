@@ -153,6 +153,18 @@ class HostFigures:
     dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
     source: str
     where: str = "this host"  # "the recorded host": a calibration file of another machine (`hardware.calibration`)
+    # True: `dispatch_s` is the cost per op the code calls (`Kernels.op_count`: an op's inner kernels, an autocast
+    # cast, cuDNN's layout transforms, SDPA's memset, are launched inside it and paid with it), a host figure whose
+    # calibration says so (`host.op_unit == "op"`, `HOST_PER_OP`); False: per kernel launched (every other figure)
+    per_op: bool = False
+
+    @property
+    def unit(self) -> str:
+        return "op" if self.per_op else "kernel"
+
+    def charged(self, kernels: Any) -> int:
+        """How many times the host pays `dispatch_s` for `kernels` (a `Kernels`): its ops, or its kernels."""
+        return kernels.op_count if self.per_op else kernels.count
 
 
 @dataclass(frozen=True)
@@ -342,6 +354,9 @@ def device_from_calibration(
     )
 
 
+HOST_PER_OP = "op"  # `host.op_unit` of a figure per op the code calls (not per kernel launched)
+
+
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
     """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`. A calibration
     read from a file (`levels["recorded"]`) is the recorded machine's host, not this one."""
@@ -349,7 +364,9 @@ def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
     label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
     where = "the recorded host" if levels.get("recorded") else "this host"
     if h.get("op_s") is not None:
-        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")), where)
+        return HostFigures(
+            label, float(h["op_s"]), str(h.get("op_module", "")), where, per_op=h.get("op_unit") == HOST_PER_OP
+        )
     return HostFigures(
         label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)", where
     )
