@@ -72,12 +72,15 @@ def test_analyze_on_the_recorded_file_alone_prints_the_figures_the_recorded_run_
     payload = json.loads((out / "roofline.json").read_text())["data"]
     assert payload["levels"] == ["ideal", "kernel", "eager"] and payload["absent_levels"] == {}
     notes = payload["time_model"]["notes"]
-    assert notes[0] == f"recorded calibration {alone} (kernel-level figures version 5)" and len(notes) == 11
-    # 2 figures kept (min_kernel_s, host.op_s), 2 named defaults (gemm_fixed_s, multiprocessors: none without a
-    # recording), 6 launch-bound ones labelled and kept (`level_fillers.launch_bound_rules`: alone, nothing set aside)
+    assert notes[0] == f"recorded calibration {alone} (kernel-level figures version 5)" and len(notes) == 16
+    # 2 figures kept (min_kernel_s, host.op_s), 7 named defaults (gemm_fixed_s, conv_fixed_s, multiprocessors, the 4
+    # one-wave kernel times: none without a recording), 6 launch-bound ones labelled and kept
+    # (`level_fillers.launch_bound_rules`: alone, nothing set aside)
     assert sum("launch-bound: timed by CUDA events" in n for n in notes) == 6
     assert sum("kept: no recording beside the file" in n for n in notes) == 6
-    assert sum(n.startswith(("gemm_fixed_s: named default 0", "multiprocessors: named default 0")) for n in notes) == 2
+    defaults = ("gemm_fixed_s: named default 0", "conv_fixed_s: named default 0", "multiprocessors: named default 0")
+    assert sum(n.startswith(defaults) for n in notes) == 3
+    assert sum(n.startswith("wave_kernel_s.") and ": named default 0: no recording" in n for n in notes) == 4
     assert (
         payload["time_model"]["device"]["min_kernel_s"]
         == json.loads(H200.read_text())["data"]["levels"]["bfloat16"]["min_kernel_s"]

@@ -83,7 +83,7 @@ def test_the_h200_file_with_its_recording_fills_the_version_6_figures(tmp_path):
     assert "runtime=cuda predicts the forward as the recorded device ran it" in logs[1]
     tm = time_model_for(hw.roof("float32"), cfg.hardware, cal.levels)
     assert tm.device is not None and tm.host is not None
-    assert tm.device.min_kernel_s < 2e-6 and "602 CUDA kernel durations" in tm.device.sources["min_kernel"]
+    assert tm.device.min_kernel_s < 2e-6 and "149 one-block small kernel durations" in tm.device.sources["min_kernel"]
     assert 5e-6 < tm.host.dispatch_s < 100e-6 and "CPU op events" in tm.host.source
     assert tm.device.min_kernel_s < tm.device.gemm_fixed_s < 4e-6  # the recorded GEMM kernels' shortest times
     assert "GEMM kernel durations" in tm.device.sources["gemm_fixed"]

@@ -7,21 +7,25 @@ from __future__ import annotations
 
 import copy
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
 from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
 from llm_perf_opt.measure.level_fillers import (
+    CONV_FIXED_PERCENTILE,
     FILLERS,
     GEMM_FIXED_PERCENTILE,
     MIN_KERNEL_PERCENTILE,
+    WAVE_KERNEL_PERCENTILE,
+    WAVE_KINDS,
     MissingFigure,
     fill_levels,
     known_levels_version,
     percentile,
 )
-from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+from llm_perf_opt.measure.recorded_profile import read_recorded_profile, recordings_beside
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-2026-11-26"
 H200 = DATA / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
@@ -40,13 +44,19 @@ def recording():
     return [read_recorded_profile(TRACE)]
 
 
-def test_the_table_declares_the_version_6_and_9_figures():
+def test_the_table_declares_the_version_6_7_and_9_figures():
     assert [(f.figure, f.since, f.devices) for f in FILLERS] == [
-        ("min_kernel_s", 6, ("cuda",)),
+        # 7: a one-block kernel's CUPTI duration, with the graph period beside it (`min_kernel_graph_s` marks it)
+        ("min_kernel_s", 7, ("cuda",)),
         ("gemm_fixed_s", 6, ("cuda",)),  # measured by version-6 calibrations written since; earlier ones lack it
-        ("multiprocessors", 6, ("cuda",)),  # the same
+        ("conv_fixed_s", 7, ("cuda",)),  # measured by version-7 CUDA calibrations written since
+        ("multiprocessors", 6, ("cuda",)),  # the same as gemm_fixed_s
+        # measured by version-7 CUDA calibrations written since (`measure_wave_kernels`); earlier ones lack them
+        *((f"wave_kernel_s.{kind}", 7, ("cuda",)) for kind in WAVE_KINDS),
         ("host.op_s", 9, ("cuda",)),  # 9: measured on the model's own eager forward (declared ahead)
     ]
+    assert WAVE_KINDS == ("elementwise", "copy", "cast", "reduction")
+    assert [f.present_with for f in FILLERS if f.present_with] == ["min_kernel_graph_s"]
     assert known_levels_version() == max(LEVELS_VERSION, 9)
     assert known_levels_version([]) == LEVELS_VERSION
 
@@ -60,8 +70,22 @@ def test_percentile_is_nearest_rank():
 def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     lv = h200_levels["bfloat16"]
     out, filled = fill_levels(lv, "cuda", lambda: recording)
-    assert sorted(filled) == ["gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors"]
+    waves = [f"wave_kernel_s.{kind}" for kind in WAVE_KINDS]
+    assert sorted(filled) == sorted(
+        ["conv_fixed_s", "gemm_fixed_s", "host.op_s", "min_kernel_s", "multiprocessors", *waves]
+    )
     assert {f.origin for f in filled.values()} == {"recording"}
+    # a one-wave small kernel's device time, per kind: the median of the recorded ones, above the shortest kernel's;
+    # a strided copy and a norm take twice to thrice a cast (the tiny twin's forward on an H200)
+    for kind in WAVE_KINDS:
+        durations = recording[0].wave_kernel_s[kind]
+        assert len(durations) >= 20 and out["wave_kernel_s"][kind] == percentile(durations, WAVE_KERNEL_PERCENTILE)
+        assert (
+            f"one-wave {kind} kernel durations" in out["wave_kernel_op"][kind] == filled[f"wave_kernel_s.{kind}"].source
+        )
+    wave = out["wave_kernel_s"]
+    # a one-block kernel and a one-wave cast both ~1.1 µs; a strided copy and a norm two to three times that
+    assert max(out["min_kernel_s"], wave["cast"]) < 1.5e-6 < wave["copy"] < wave["reduction"] < 4e-6
     assert out["multiprocessors"] == recording[0].multiprocessors == 132  # an H200's, as its trace names them
     kernels = sorted(recording[0].kernel_s)
     gemms = recording[0].gemm_kernel_s
@@ -70,14 +94,27 @@ def test_a_version_5_cuda_file_with_its_recording(h200_levels, recording):
     assert out["gemm_fixed_s"] == percentile(gemms, GEMM_FIXED_PERCENTILE)
     assert out["min_kernel_s"] < out["gemm_fixed_s"] < 4e-6
     assert out["gemm_fixed_op"] == filled["gemm_fixed_s"].source and "GEMM kernel durations" in out["gemm_fixed_op"]
-    assert out["min_kernel_s"] == percentile(kernels, MIN_KERNEL_PERCENTILE) < 2e-6 < lv["min_kernel_s"]
-    assert out["host"]["op_s"] == recording[0].host_per_kernel_s() > lv["host"]["op_s"]
-    assert out["min_kernel_op"] == filled["min_kernel_s"].source and "602 CUDA kernel durations" in out["min_kernel_op"]
+    # a one-block kernel's device time: the median of the recorded one-block small kernels (a decode row's add, cast,
+    # copy), above the shortest kernels (0.6-0.7 µs fills), under the graph-timed 1.55 µs of 2026-11-27
+    blocks = recording[0].block_kernel_s
+    assert 100 <= len(blocks) < len(kernels) and percentile(kernels, 5) < out["min_kernel_s"]
+    assert out["min_kernel_s"] == percentile(blocks, MIN_KERNEL_PERCENTILE) and 1.0e-6 < out["min_kernel_s"] < 1.3e-6
+    # the host's cost per op the model's forward called (pooled over the one run: its own), marked per op
+    assert out["host"]["op_s"] == pytest.approx(recording[0].host_per_op_s()) and out["host"]["op_unit"] == "op"
+    assert out["host"]["op_s"] > recording[0].host_per_kernel_s() > lv["host"]["op_s"]
+    assert out["min_kernel_op"] == filled["min_kernel_s"].source
+    assert f"{len(blocks)} one-block small kernel durations" in out["min_kernel_op"]
+    # a convolution call's fixed device time: the median of the recorded calls (SAM's: the patch embedding, a 1 x 1
+    # neck cuDNN runs as one GEMM, three 3 x 3 with cuDNN's layout transforms), ~10 µs where each call's work at the
+    # GEMM rate is under 2 µs
+    convs = recording[0].conv_call_s
+    assert len(convs) == 5 and out["conv_fixed_s"] == percentile(convs, CONV_FIXED_PERCENTILE)
+    assert 8e-6 < out["conv_fixed_s"] < 11e-6 and "5 convolution calls' device times" in out["conv_fixed_op"]
     assert "twin_tiny-tiny/profile.trace.json.gz" in out["min_kernel_op"] and "device-only" in out["min_kernel_op"]
     assert out["host"]["op_module"] == filled["host.op_s"].source and "CPU op events" in out["host"]["op_module"]
     assert lv["min_kernel_s"] == 7.722976207733155e-06  # the file's figures are not touched
     # every other figure as the file has it
-    same = [k for k in lv if k not in ("min_kernel_s", "min_kernel_op", "host")]
+    same = [k for k in lv if k not in ("min_kernel_s", "min_kernel_op", "host", "wave_kernel_s", "wave_kernel_op")]
     assert len(same) == 13 and all(out[k] == lv[k] for k in same)
     host_same = [k for k in lv["host"] if k not in ("op_s", "op_module")]
     assert len(host_same) == 10 and all(out["host"][k] == lv["host"][k] for k in host_same)
@@ -89,14 +126,35 @@ def test_a_version_5_cuda_file_alone_keeps_its_figures_labelled(h200_levels):
     assert {f: g.origin for f, g in filled.items()} == {
         "min_kernel_s": "older",
         "gemm_fixed_s": "default",  # no older figure of that name: the levels before it, named
+        "conv_fixed_s": "default",
         "multiprocessors": "default",
+        **{f"wave_kernel_s.{kind}": "default" for kind in WAVE_KINDS},  # the min kernel floors every small kernel
         "host.op_s": "older",
     }
+    assert out["wave_kernel_s"] == dict.fromkeys(WAVE_KINDS, 0.0)
+    assert all(op.startswith("named default 0: no recording") for op in out["wave_kernel_op"].values())
     assert out["gemm_fixed_s"] == 0.0 and out["gemm_fixed_op"].startswith("named default 0: no recording")
+    assert out["conv_fixed_s"] == 0.0 and out["conv_fixed_op"].startswith("named default 0: no recording")
     assert out["multiprocessors"] == 0.0 and "no occupancy" in out["multiprocessors_op"]
     assert out["min_kernel_s"] == lv["min_kernel_s"] and out["host"]["op_s"] == lv["host"]["op_s"]
     assert "launch-bound" in out["min_kernel_op"] and "version-5 figure, kept" in out["min_kernel_op"]
     assert "no device launch" in out["host"]["op_module"]
+    assert "op_unit" not in out["host"]  # a kept figure keeps its unit: per kernel
+
+
+def test_the_host_figure_is_pooled_per_op_over_the_recorded_runs():
+    from llm_perf_opt.measure.level_fillers import host_op_from_recording
+
+    both = DATA.parent / "h200-2026-11-27"
+    runs, _ = recordings_beside(next(both.glob("NVIDIA_H200*.json")), "NVIDIA H200")
+    assert len(runs) == 5 and all(r.ops and r.profiled_traced_s for r in runs)
+    got = host_op_from_recording(runs)
+    # each op weighs the same: the full twin's forwards (3,308 and 4,570 ops, 20.4-20.9 µs an op) outweigh the tiny
+    # twin's (482-696 ops, whose one plain wall each scales them: 23-30 µs)
+    assert got.value == pytest.approx(sum(r.plain_host_s() for r in runs) / sum(r.ops for r in runs))
+    per_run = sorted(r.host_per_op_s() for r in runs)
+    assert per_run[0] < got.value < statistics.median(per_run) and 20e-6 < got.value < 23e-6
+    assert "pooled over 5 run(s)" in got.source and "twin-gundam" in got.source and got.origin == "recording"
 
 
 def test_a_named_default_stands_in_and_a_figure_without_any_source_is_named(h200_levels):
@@ -120,7 +178,13 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
         version=known_levels_version(),
         gemm_fixed_s=2.2e-6,
         gemm_fixed_op="x",
+        conv_fixed_s=9e-6,
+        conv_fixed_op="x",
+        min_kernel_s=1.1e-6,
+        min_kernel_graph_s=1.5e-6,
         multiprocessors=132,
+        wave_kernel_s=dict.fromkeys(WAVE_KINDS, 2e-6),
+        wave_kernel_op=dict.fromkeys(WAVE_KINDS, "x"),
     )
     assert fill_levels(current, "cuda", no_recording) == (current, {})
     # on the CPU a version-5 figure already means the version-6 thing: min kernel 0 by convention, the host is the
@@ -128,6 +192,20 @@ def test_a_current_file_and_a_cpu_file_keep_their_figures(h200_levels):
     # device; a figure the CPU file lacks (gemm_fixed_s) stays absent: the CPU has none (`DeviceFigures`)
     cpu = copy.deepcopy(h200_levels["float32"])
     assert fill_levels(cpu, "cpu", no_recording) == (cpu, {})
+
+
+def test_a_version_7_cuda_file_without_the_graph_marker_takes_its_min_kernel_from_its_recording(h200_levels, recording):
+    # written before the min kernel was the CUPTI duration of a one-block kernel: its min_kernel_s is a graph's period
+    lv = dict(copy.deepcopy(h200_levels["bfloat16"]), version=7, min_kernel_s=1.55e-6)
+    out, filled = fill_levels(lv, "cuda", lambda: recording)
+    assert filled["min_kernel_s"].origin == "recording" and out["min_kernel_s"] < 1.3e-6
+    alone, filled = fill_levels(lv, "cuda", lambda: [])
+    assert filled["min_kernel_s"].origin == "older" and alone["min_kernel_s"] == 1.55e-6
+    assert "version-7 figure, kept" in alone["min_kernel_op"] and "period of a CUDA graph" in alone["min_kernel_op"]
+    # with the marker: the figure as the file has it
+    marked = dict(lv, min_kernel_graph_s=1.55e-6, min_kernel_s=1.1e-6)
+    out, filled = fill_levels(marked, "cuda", lambda: recording)
+    assert "min_kernel_s" not in filled and out["min_kernel_s"] == 1.1e-6
 
 
 def test_a_version_6_file_written_before_the_gemm_fixed_time_takes_it_from_its_recording():

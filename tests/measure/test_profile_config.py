@@ -139,3 +139,26 @@ def test_no_budget_runs_every_round():
     assert model.calls == 1 + 3 * (2 + times.wall["plain_rewarmed"])
     assert times.repeats == 3 and times.method["repeats_asked"] == 3 and times.trace_repeat is None
     assert "round(s)" not in render_profile(times)  # every round asked ran: nothing to explain
+
+
+def test_plain_forwards_before_the_profiler_lead_plain_s_and_pair_with_nothing(monkeypatch):
+    """On CUDA `profile_forward` times plain forwards before the first profiled one (a plain forward after a profiled
+    one is slower there); the CPU times none. Here the CPU made to take two: they lead `plain_s`, the overhead
+    pairs stay the rounds' own."""
+    from llm_perf_opt.measure import profile as profile_module
+
+    assert profile_module.plain_before_profiler(torch.device("cpu")) == 0
+    assert profile_module.plain_before_profiler(torch.device("cuda")) == profile_module.PLAIN_BEFORE_PROFILER == 3
+    monkeypatch.setattr(profile_module, "plain_before_profiler", lambda device: 2)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4)).eval()
+    times = profile_module.profile_forward(
+        profile_module.ForwardCall(model, {"input": torch.randn(2, 4)}), ProfileConfig(warmup=1, repeats=2)
+    )
+    wall = times.wall
+    assert wall["plain_before_profiler"] == 2 and len(wall["plain_s"]["repeats"]) == 2 + 2
+    assert (
+        len(wall["profiled_s"]["repeats"]) == 2 and "2 plain forwards (before any profiled one" in times.method["order"]
+    )
+    rounds = wall["plain_s"]["repeats"][2:]
+    paired = sorted(p / q for p, q in zip(wall["profiled_s"]["repeats"], rounds))
+    assert wall["overhead_ratio_paired"] == pytest.approx(sum(paired) / 2)

@@ -76,3 +76,15 @@ def test_nvtx_ranges_run(cuda_twin):
     kwargs = build_inputs(ModelSpec.tiny(), VisionWorkload(512, 512, False)).forward_kwargs("cuda", torch.float32)
     times = profile_forward(ForwardCall(cuda_twin, kwargs), ProfileConfig(warmup=0, repeats=1, nvtx=True))
     assert times.method["nvtx"] is True and times.calls
+
+
+def test_plain_forwards_are_timed_before_the_profiler_too(cuda_times):
+    from llm_perf_opt.measure.profile import PLAIN_BEFORE_PROFILER
+
+    times, _ = cuda_times
+    wall, rounds = times.wall, len(times.wall["profiled_s"]["repeats"])
+    # the forwards before the first profiled one lead plain_s's repeats, the rounds' follow (each in its pair)
+    assert wall["plain_before_profiler"] == PLAIN_BEFORE_PROFILER == 3
+    assert len(wall["plain_s"]["repeats"]) == PLAIN_BEFORE_PROFILER + rounds
+    assert wall["plain_s"]["min"] == min(wall["plain_s"]["repeats"])
+    assert "before any profiled one" in times.method["order"]

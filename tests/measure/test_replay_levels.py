@@ -27,41 +27,32 @@ TARGET = REPLAY.BOUND
 assert recordings(GPU_DATA)  # no data: an ArtifactError at collection, loud
 CASES = REPLAY.replay_cases(GPU_DATA)
 
-# (run label, unit) -> the |ratio - 1| it achieves today, above the target. Causes:
-# - v5 (2026-11-26) kernel level: its small-size figures are launch-bound (CUDA events around back-to-back launches:
-#   the host's launch rate, 7.7-14 µs per call); the elementwise, copy and GEMM ones are set aside, their stand-ins
-#   nearer the device time per kernel, the attention points kept (`measure.level_fillers.LAUNCH_BOUND`); small
-#   kernels then sit at the recorded min kernel (the 5th percentile, ~0.9 µs) where eager ones take 1-2.5 µs: SAM,
-#   CLIP and the decoder at 0.6-0.9 of their device time;
-# - SAM (both files): the patch-embed conv (cuDNN's implicit_convolve_sgemm, 49-944 µs, costed at the conv's
-#   GEMM rate: 2-28 µs) and the rel-pos path's small kernels, costed too cheap on the tiny twin;
-# - eager: one host cost per kernel (the model's own prefill, median of the runs) for kernels of every class; the
-#   decode step's kernels cost the host ~24 µs, the prefill's MoE expert loop less.
+# (run label, unit) -> the |ratio - 1| it achieves today, above the target. Every kernel-level unit is within it since
+# the one-wave small-kernel times (`DeviceFigures.wave_kernel`, filled for both files from their recordings: a
+# strided copy ~2.7 µs, a norm ~3.5 µs, where the shortest kernel is ~1 µs): 56 -> 77 of 80 units, median
+# |ratio - 1| 0.168 -> 0.103; then the min kernel as a one-block kernel's own device time (CUPTI, ~1.1 µs; the
+# 2026-11-27 file's 1.55 µs was a CUDA graph's period, each kernel + the gap to the next: its tiny twin's decode step
+# 1.19-1.24 -> 0.98-1.01) and a convolution call's fixed device time (`DeviceFigures.conv_fixed_s`: cuDNN's layout
+# transforms + its kernel, ~10 µs a call where the work is under 2 µs: SAM 0.77-0.89 -> 0.80-0.99 on the tiny twin):
+# median 0.103 -> 0.073; then an autocast upcast at the copy kind's one-wave time (TensorIterator's casting copy, ~2.9
+# µs, not the vectorized downcast's 1.1: the full twin's CLIP upcasts its layer norms' bf16 weights 196 times, 0.78
+# -> 0.87-0.89): median 0.057; then the host figure filled from the recording scaled by the fastest plain / the
+# *traced* profiled forward (it was scaled by the fastest profiled one, but the trace is the last round's: the
+# 2026-11-26 tiny twin's per-kernel figure 25.3 -> 18.8 µs, the file's median 22.0 -> 18.4, both dates now ~18.4):
+# the 2026-11-26 decode steps had looked right only by the inflated figure (0.93-1.04 -> 0.78-0.87); 77 -> 76 of 80,
+# median 0.069; then the host's cost per op the code calls, not per kernel launched (`HostFigures.per_op`,
+# `Kernels.op_count`: an op's inner kernels, autocast's casts, cuDNN's layout transforms, SDPA's memsets, are launched
+# by the dispatcher inside it), filled per op from the recording (its traces' outermost ops that launched device
+# work, within 1% of TorchLens' counts) and pooled over its runs: per op the full twin's prefill and its decode step
+# are 1.18x apart (20.1-20.9 and 23.6-26.1 µs), per kernel 1.28x; decode steps 0.74-0.87 -> 0.83-0.94, 76 -> 77 of 80.
+# Causes of what is left, the eager level of the tiny twin's prefill (host-bound): its plain walls differ between runs
+# of the same forward far more than the predicted figures can (twin_tiny-tiny: 11.5 ms on 2026-11-26, 15.5 ms on
+# 2026-11-27; the 2026-11-26 sweep's Tiny and Gundam runs, `profile.repeats=1`: one plain forward each, 20.5 and 29.6
+# ms, where the same forwards' fastest elsewhere took 11.5 and 16.4 ms and the profiled ones 28.0 and 27.9 ms alike).
 GAPS: dict[tuple[str, str], float] = {
-    ("h200-2026-11-26/sweep-twin_tiny/0", "vision/sam kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/0", "vision/clip kernel/device"): 0.37,  # ratio 0.63
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.38,  # ratio 0.62
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/sam kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/clip kernel/device"): 0.37,  # ratio 0.63
-    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill/decoder kernel/device"): 0.36,  # ratio 0.64
-    ("h200-2026-11-26/sweep-twin_tiny/1", "vision/clip kernel/device"): 0.41,  # ratio 0.59
-    ("h200-2026-11-26/sweep-twin_tiny/1", "prefill/clip kernel/device"): 0.41,  # ratio 0.59
-    ("h200-2026-11-26/sweep-twin_tiny/1", "prefill/decoder kernel/device"): 0.32,  # ratio 0.68
-    ("h200-2026-11-26/sweep-twin_tiny/2", "vision/clip kernel/device"): 0.39,  # ratio 0.62
-    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.35,  # ratio 0.66
-    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill/clip kernel/device"): 0.39,  # ratio 0.62
-    ("h200-2026-11-26/twin-tiny", "vision/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin-tiny", "prefill/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin-tiny", "prefill/decoder kernel/device"): 0.37,  # ratio 0.63
-    ("h200-2026-11-26/twin-tiny", "decode/decoder kernel/device"): 0.40,  # ratio 0.60
-    ("h200-2026-11-26/twin_tiny-tiny", "vision/sam kernel/device"): 0.32,  # ratio 0.69
-    ("h200-2026-11-26/twin_tiny-tiny", "vision/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/sam kernel/device"): 0.32,  # ratio 0.69
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/clip kernel/device"): 0.37,  # ratio 0.64
-    ("h200-2026-11-26/twin_tiny-tiny", "prefill/decoder kernel/device"): 0.36,  # ratio 0.65
-    ("h200-2026-11-27/twin_tiny-gundam", "vision/sam kernel/device"): 0.27,  # ratio 0.73
-    ("h200-2026-11-27/twin_tiny-gundam", "prefill/sam kernel/device"): 0.27,  # ratio 0.73
-    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.29,  # ratio 0.71
+    ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.50,  # ratio 0.50
+    ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.49,  # ratio 0.52
+    ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.28,  # ratio 0.72
 }
 
 
@@ -76,6 +67,19 @@ def test_replay_time_levels(rec, run):
         if abs(r - 1) > bound:
             bad[unit] = round(r, 3)
     assert not bad, f"{run.label}: {bad} (all: { {u: round(r, 2) for u, r in ratios.items()} })"
+
+
+# over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
+# last line); fewer, or a larger median, fails
+WITHIN, MEDIAN = 77, 0.069
+
+
+def test_replay_time_levels_over_all_recordings_do_not_regress():
+    import statistics
+
+    errors = [abs(r - 1) for rec, run in CASES for r in REPLAY.level_ratios(rec, run).values()]
+    assert len(errors) == 80
+    assert sum(e <= TARGET for e in errors) >= WITHIN and statistics.median(errors) <= MEDIAN
 
 
 def test_replay_time_levels_cover_the_item_5_runs():

@@ -30,9 +30,15 @@ Measured:
   64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
   a millisecond per MiB on these machines); smaller ones are reused heap memory. CUDA: 0 (the caching
   allocator reuses blocks);
-* `min_kernel_s`: CUDA: the device time of the smallest kernel: a CUDA graph of 1,000 1-element adds replayed,
-  CUDA events around the replay, divided (device-only: events around 1,000 eager launches would time the host's
-  launch rate, which a host-bound stream shows instead of the kernels; that figure is kept as `launch_rate_s`);
+* `min_kernel_s`: CUDA: the device time of a one-block kernel, the kernel level's floor of every kernel
+  (`measure_min_kernel`): the ops of a decode row (`MIN_KERNEL_NUMEL` elements: one block of TensorIterator's: add,
+  multiply, SiLU, a cast each way, a layout copy, a sum and a softmax over the row) launched eagerly under
+  torch.profiler, the median CUPTI duration of their one-block kernels: the kernel's own device time, as a
+  forward's profile records it and its module ranges sum it (the statistic and the kernels a recording's filler
+  reads, `level_fillers.min_kernel_from_recording`). Beside it `min_kernel_graph_s`: the period of a CUDA graph
+  of 1-element adds replayed (CUDA events around the replay, divided: each kernel + the device's gap to the next
+  one, ~0.45 µs on an H200; what version 6 called min_kernel_s; a replayed graph's rate of tiny kernels), and
+  `launch_rate_s`: events around 1,000 eager launches (the host's launch rate, which a host-bound stream shows);
   CPU: 0 by convention (a CPU "kernel" runs on the host thread: its fixed cost is the host's per-op cost, counted
   once in the eager level);
 * `gemm_fixed_s`: CUDA: the fixed device time of one matrix-product kernel (`measure_gemm_fixed`): the small
@@ -40,6 +46,19 @@ Measured:
   the `level_fillers.GEMM_FIXED_PERCENTILE`th percentile of their GEMM kernels' CUPTI durations (device-only, no
   graph: the kernels' own durations, as a forward's profile records them); the kernel level adds it to each GEMM's
   work time. CPU: 0 (the host's per-op cost is counted once in the eager level);
+* `wave_kernel_s`: CUDA: per small-kernel kind (elementwise, copy, cast, reduction) the device time of a one-wave
+  kernel of it (`measure_wave_kernels`): ops of a transformer forward on tensors of `WAVE_NUMEL` elements (tens of
+  blocks: more than one, at most one per multiprocessor) launched eagerly under torch.profiler, the median CUPTI
+  duration of the kind's one-wave kernels, the kind by kernel name as a recorded trace's (`level_fillers.
+  WAVE_KERNEL_PERCENTILE`, `recorded_profile.small_kind`); the kernel level floors such kernels by it instead of
+  the min kernel time (a strided copy or a norm of a few thousand rows takes 2-4 µs on an H200, a 1-element add 1);
+  CPU: absent (the host's per-op cost is counted once in the eager level);
+* `conv_fixed_s`: CUDA: the fixed device time of one convolution call (`measure_conv_fixed`): small convolutions as
+  a vision encoder's (`CONV_FIXED_SHAPES`: a patch embedding, a 1 x 1 and 3 x 3 neck, two strided 3 x 3 on maps of
+  8-16 pixels a side) launched eagerly in NCHW under torch.profiler, per `aten::convolution` call the CUPTI
+  durations of every kernel it launched summed (the convolution kernel and cuDNN's layout transforms: NCHW to NHWC
+  of the input and the weights, back for the result), the `level_fillers.CONV_FIXED_PERCENTILE`th percentile; the
+  kernel level adds it to each convolution's work time. CPU: 0 (the host's per-op cost is counted once);
 * `multiprocessors`: CUDA: the device's streaming multiprocessors (the fused attention's occupancy: the calibrated
   attention points fill only some of them, `analytic.time.figures.attention_at_full_occupancy`); CPU: 0;
 * `host`: the host's cost per op. `dispatch_s`: wall time per `torch.add(x, y, out=z)` on 1-element CPU tensors
@@ -54,8 +73,11 @@ Measured:
   scheduled, which would otherwise be charged to every op (version 7). CUDA (version 6): `op_s` is measured on
   the device by `measure.host_workload` (a decode step of a small MoE decoder and its generate loop under autocast,
   host-bound: dispatch, autocast, allocator and the launch call per kernel, with the syncs' round trips taken
-  out); the CPU block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an
-  idle stream. The eager level charges `op_s` per kernel (`dispatch_s` when a calibration predates it).
+  out), per op the step calls that launches a kernel (`count_ops`, `host.op_unit: op`: an op's inner kernels, an
+  autocast cast, a layout transform, are launched inside it and paid with it; added within version 7); the CPU
+  block's figure stays beside it as `op_cpu_s`. `sync_s`: the round trip of one `.item()` on an idle stream. The
+  eager level charges `op_s` per op where `op_unit` says so, else per kernel (`dispatch_s` when a calibration
+  predates it).
 
 CPU timing (version 7): on one thread (the host figures always; every figure when torch runs one thread,
 `runtime.threads=1`) each sample is the thread's CPU time (`time.thread_time`): the wall time of an idle host, without
@@ -91,6 +113,9 @@ LEVELS_VERSION = 8  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 7: the host figures (dispatch_s, op_s) measured on one thread: on a loaded host a multi-threaded op's parallel
 # region waits for its other threads to be scheduled (float32 op_s 79 us at a load of 6 with 2 threads, 9.8 us on 1);
 # on one thread every CPU sample is the thread's CPU time (time.thread_time), not the wall
+# (CUDA figures added within version 7, each marked by its own key for `measure.level_fillers`: wave_kernel_s,
+# conv_fixed_s, and min_kernel_s as a one-block kernel's CUPTI duration with the graph period beside it as
+# min_kernel_graph_s)
 # 8: the write bandwidth (`write`: a fill at each size) beside the add, the medium and large sizes timed one call per
 # sample (not in cache from the call before); the fused attention at head dim 16 beside 64
 
@@ -299,6 +324,36 @@ def count_kernels(fn: Callable[[], Any]) -> int:
     return Count.n
 
 
+def count_ops(fn: Callable[[], Any]) -> int:
+    """Ops `fn` calls that launch a kernel: its outermost torch calls (functions, tensor methods, seen by a
+    TorchFunctionMode, which does not see the calls made inside them) under which at least one aten op that is not a
+    view ran (a TorchDispatchMode below it, as `count_kernels`). An op's inner aten ops (autocast's cast of an input,
+    a convolution's layout transforms, SDPA's fill) count with it, once: what the cost formulas list as
+    `Kernels.op_count` and TorchLens records."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = {"kernels": 0, "ops": 0}
+
+    class Kernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if not getattr(func, "is_view", False) and func.__name__.split(".")[0] not in ("detach", "alias"):
+                seen["kernels"] += 1
+            return func(*args, **(kwargs or {}))
+
+    class Ops(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            before = seen["kernels"]
+            out = func(*args, **(kwargs or {}))
+            if seen["kernels"] > before:
+                seen["ops"] += 1
+            return out
+
+    with Kernels(), Ops():
+        fn()
+    return seen["ops"]
+
+
 def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]:
     """dispatch_s (bare torch.add) and op_s (a module forward per kernel) on this host (see the docstring)."""
     hx, hout = torch.ones(1, dtype=dtype), torch.empty(1, dtype=dtype)
@@ -380,6 +435,214 @@ def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
         f"device-only) of eager torch.matmul in nn.Linear's layout, {max(rounds, 1)} rounds of {len(shapes)} shapes "
         f"(M, K, N) {shapes[0]}..{shapes[-1]}: {value * 1e6:.3g} µs"
     )
+
+
+# (in channels, out channels, kernel, stride, input side) of the convolutions `measure_conv_fixed` times: SAM's
+# patch embedding and neck at a small model's width, on small maps (work well under the call's fixed time)
+CONV_FIXED_SHAPES = (
+    (3, 32, 16, 16, 128),
+    (32, 64, 1, 1, 16),
+    (64, 64, 3, 1, 16),
+    (64, 128, 3, 2, 16),
+    (128, 256, 3, 2, 8),
+)
+
+
+def measure_conv_fixed(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
+    """(seconds, what was measured) of a CUDA device's fixed convolution time (see the module docstring): the
+    convolutions of `CONV_FIXED_SHAPES` warmed up (cuDNN's heuristics on the first call), then `rounds` x 2 eager
+    rounds of them under torch.profiler, the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
+    per `aten::convolution` call its kernels' durations summed), their `level_fillers.CONV_FIXED_PERCENTILE`th
+    percentile. (0, why) when the profiler fails or records no call."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.level_fillers import CONV_FIXED_PERCENTILE, percentile
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    calls = []
+    for cin, cout, k, stride, side in CONV_FIXED_SHAPES:
+        x = torch.randn(1, cin, side, side, device=device).to(dtype)
+        w = torch.randn(cout, cin, k, k, device=device).to(dtype)
+        pad = 1 if k == 3 else 0  # the 3 x 3 necks keep their map; the 1 x 1 and the patch embedding have none
+        calls.append(lambda x=x, w=w, s=stride, p=pad: torch.nn.functional.conv2d(x, w, stride=s, padding=p))
+    for fn in calls:
+        fn()
+    torch.cuda.synchronize(device)
+    n = 2 * max(rounds, 1)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                for fn in calls:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "conv_fixed.trace.json"
+            prof.export_chrome_trace(str(trace))
+            durations = [d for d in read_recorded_profile(trace).conv_call_s if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (convolutions by their work)"
+    if not durations:
+        return 0.0, "not measured: the profiler recorded no aten::convolution call's kernels; 0 (convolutions by work)"
+    value = percentile(durations, CONV_FIXED_PERCENTILE)
+    return value, (
+        f"the {CONV_FIXED_PERCENTILE}th percentile of {len(durations)} convolution calls' device times (per "
+        f"aten::convolution its kernels' torch.profiler/CUPTI durations summed: the convolution and cuDNN's layout "
+        f"transforms) of eager F.conv2d in NCHW, {n} rounds of {len(calls)} shapes (in, out, kernel, stride, side) "
+        f"{list(CONV_FIXED_SHAPES)}: {value * 1e6:.3g} µs"
+    )
+
+
+MIN_KERNEL_NUMEL = 256  # a decode row of a small model: half a block of TensorIterator's 512 elements
+
+
+def min_kernel_cases(device: torch.device, dtype: torch.dtype) -> list[Callable[[], Any]]:
+    """Eager calls whose kernels are one-block kernels: what a decode step runs on one row of `MIN_KERNEL_NUMEL`
+    elements (arithmetic, an activation, casts, a layout copy, a reduction and a softmax over the row)."""
+    x, y = torch.randn(1, MIN_KERNEL_NUMEL, device=device).to(dtype), torch.randn(1, MIN_KERNEL_NUMEL, device=device)
+    y16 = y.to(dtype)
+    quad = torch.randn(4, MIN_KERNEL_NUMEL // 4, device=device).to(dtype)
+    return [
+        lambda: torch.add(x, y16),
+        lambda: torch.mul(x, y16),
+        lambda: torch.nn.functional.silu(x),
+        lambda: x.to(torch.float32),
+        lambda: y.to(dtype),
+        lambda: quad.t().contiguous(),
+        lambda: x.sum(dim=-1),
+        lambda: torch.softmax(x, dim=-1),
+    ]
+
+
+def measure_min_kernel(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
+    """(seconds, what was measured) of a CUDA device's one-block kernel (see the module docstring): the calls of
+    `min_kernel_cases` warmed up, then `rounds` x 4 eager rounds of them under torch.profiler (CPU + CUDA
+    activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`: one-block small
+    kernels by name and grid), their `level_fillers.MIN_KERNEL_PERCENTILE`th percentile. (0, why) when the
+    profiler fails or records none: the caller keeps the graph-timed figure then."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.level_fillers import MIN_KERNEL_PERCENTILE, percentile
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    calls = min_kernel_cases(device, dtype)
+    for fn in calls:  # allocator blocks and kernel modules loaded on the first call
+        fn()
+    torch.cuda.synchronize(device)
+    n = 4 * max(rounds, 1)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                for fn in calls:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "min_kernel.trace.json"
+            prof.export_chrome_trace(str(trace))
+            durations = [d for d in read_recorded_profile(trace).block_kernel_s if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
+    if not durations:
+        return 0.0, "not measured: the profiler recorded no one-block kernel by name and grid"
+    value = percentile(durations, MIN_KERNEL_PERCENTILE)
+    return value, (
+        f"the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations)} one-block kernel durations (torch.profiler/"
+        f"CUPTI, device-only: the kernel alone, no gap to the next) of {len(calls)} eager ops on a "
+        f"{MIN_KERNEL_NUMEL}-element {str(dtype).removeprefix('torch.')} row (add, mul, SiLU, casts, a layout copy, "
+        f"sum, softmax), {n} rounds: {value * 1e6:.3g} µs"
+    )
+
+
+WAVE_NUMEL = 1 << 15  # 64 blocks of TensorIterator's 512 elements: one wave on any recent GPU, more than one block
+
+
+def wave_kernel_cases(device: torch.device, dtype: torch.dtype) -> dict[str, list[Callable[[], Any]]]:
+    """{kind: eager calls whose kernels are one-wave kernels of that kind}: what a transformer forward runs on a few
+    hundred tokens (`WAVE_NUMEL` elements, rows of 256): contiguous and strided / broadcast arithmetic, a GELU;
+    layout copies after a permute, a cat, an upcast to float32 (a casting copy); a downcast from float32; a sum, a
+    mean, a softmax and a layer norm over the last dimension."""
+    rows, width = WAVE_NUMEL // 256, 256
+    x, y = torch.randn(rows, width, device=device).to(dtype), torch.randn(rows, width, device=device).to(dtype)
+    col = torch.randn(rows, 1, device=device).to(dtype)
+    quad = torch.randn(2, rows // 2, 4, width // 4, device=device).to(dtype)
+    wide = torch.randn(rows, width, device=device)  # float32
+    return {
+        "elementwise": [
+            lambda: torch.add(x, y),
+            lambda: torch.mul(x, col),  # broadcast
+            lambda: torch.add(x.t(), y.t()),  # strided operands
+            lambda: torch.nn.functional.gelu(x),
+        ],
+        "copy": [
+            lambda: quad.permute(0, 2, 1, 3).contiguous(),
+            lambda: x.t().contiguous(),
+            lambda: torch.cat((x, y), dim=-1),
+            # an upcast: TensorIterator's casting copy (direct_copy_kernel, each element converted on load), a copy by
+            # its kernel's name, as the kernel level costs a widening cast (`analytic.time.kernel.wave_kind`)
+            lambda: x.to(torch.float32),
+        ],
+        "cast": [lambda: wide.to(dtype)],  # a downcast: the vectorized float-to-16-bit kernel
+        "reduction": [
+            lambda: x.sum(dim=-1),
+            lambda: wide.mean(dim=-1, keepdim=True),
+            lambda: torch.softmax(x, dim=-1),
+            lambda: torch.nn.functional.layer_norm(wide, (width,)),
+        ],
+    }
+
+
+def measure_wave_kernels(
+    device: torch.device, dtype: torch.dtype, rounds: int
+) -> tuple[dict[str, float], dict[str, str]]:
+    """({kind: seconds}, {kind: what was measured}) of a CUDA device's one-wave small kernels (see the module
+    docstring): the calls of `wave_kernel_cases` warmed up, then `rounds` eager rounds of them all under
+    torch.profiler (CPU + CUDA activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
+    the kind by kernel name, one wave by the kernel's grid). A kind the profiler gave no kernel of is absent."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.level_fillers import WAVE_KERNEL_PERCENTILE, WAVE_KINDS, percentile
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    cases = wave_kernel_cases(device, dtype)
+    calls = [fn for kind in WAVE_KINDS for fn in cases[kind]]
+    for fn in calls:  # allocator blocks and kernel modules loaded on the first call
+        fn()
+    torch.cuda.synchronize(device)
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(max(rounds, 1)):
+                for fn in calls:
+                    fn()
+            torch.cuda.synchronize(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "wave_kernels.trace.json"
+            prof.export_chrome_trace(str(trace))
+            got = read_recorded_profile(trace).wave_kernel_s
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        why = f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
+        return {}, {kind: why for kind in WAVE_KINDS}
+    values, ops = {}, {}
+    for kind in WAVE_KINDS:
+        durations = [d for d in got.get(kind, ()) if d > 0]
+        if not durations:
+            ops[kind] = "not measured: the profiler recorded no one-wave kernel of this kind by name"
+            continue
+        values[kind] = percentile(durations, WAVE_KERNEL_PERCENTILE)
+        ops[kind] = (
+            f"the {WAVE_KERNEL_PERCENTILE}th percentile of {len(durations)} one-wave {kind} kernel durations "
+            f"(torch.profiler/CUPTI, device-only; 2 to multiprocessors blocks) of {len(cases[kind])} eager ops on "
+            f"{WAVE_NUMEL:,}-element {str(dtype).removeprefix('torch.')} tensors, {max(rounds, 1)} rounds: "
+            f"{values[kind] * 1e6:.3g} µs"
+        )
+    return values, ops
 
 
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
@@ -498,30 +761,41 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     one = torch.ones(1, device=device, dtype=dtype)
     out = torch.empty_like(one)
     launch_rate = None
+    min_kernel_graph, graph_op = 0.0, ""
     if cuda:
         # inner: as many launches as the probe allows, capped at 2,000
         tiny = _interleaved({"tiny": lambda: torch.add(one, one, out=out)}, device, rounds, warmup, 1.0)
-        min_kernel = tiny["tiny"]["seconds"]
+        min_kernel_graph = tiny["tiny"]["seconds"]
         launch_rate = min(_timer(device)(lambda: torch.add(one, one, out=out), 1000) for _ in range(rounds))
-        min_kernel_op = (
+        graph_op = (
             f"torch.add on 1 element, {tiny['tiny']['inner']} launches captured in a CUDA graph, CUDA events around "
-            f"its replay, per kernel, fastest consistent (timer: {tiny['tiny']['timer']}); the eager launch rate "
-            "(events around 1,000 back-to-back launches) is launch_rate_s"
+            f"its replay, per kernel, fastest consistent (timer: {tiny['tiny']['timer']}): each kernel + the gap to "
+            "the next; the eager launch rate (events around 1,000 back-to-back launches) is launch_rate_s"
         )
+        min_kernel, min_kernel_op = measure_min_kernel(device, dtype, rounds)
+        if not min_kernel:  # the profiler failed: the graph's period, an upper bound, labelled
+            min_kernel = min_kernel_graph
+            min_kernel_op = f"{min_kernel_op}; instead the CUDA graph's period (an upper bound): {graph_op}"
         gemm_fixed, gemm_fixed_op = measure_gemm_fixed(device, dtype, rounds)
+        conv_fixed, conv_fixed_op = measure_conv_fixed(device, dtype, rounds)
+        wave_kernel, wave_kernel_op = measure_wave_kernels(device, dtype, rounds)
         sms = int(torch.cuda.get_device_properties(device).multi_processor_count)
         sms_op = "torch.cuda.get_device_properties(device).multi_processor_count"
     else:
         min_kernel, min_kernel_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
         gemm_fixed, gemm_fixed_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
+        conv_fixed, conv_fixed_op = 0.0, "CPU: 0 by convention (the fixed cost of an op is the host's per-op cost)"
         sms, sms_op = 0, "CPU: 0 (no occupancy model)"
+        wave_kernel, wave_kernel_op = {}, {}
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
         sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
         from llm_perf_opt.measure.host_workload import measure_host_workload
 
-        on_device = measure_host_workload(device, dtype, sync_s, count_kernels, rounds, warmup, fastest_consistent)
+        on_device = measure_host_workload(
+            device, dtype, sync_s, count_kernels, rounds, warmup, fastest_consistent, count_ops=count_ops
+        )
         host["op_cpu_s"], host["op_cpu_module"] = host.pop("op_s"), host.pop("op_module")
         host.update(on_device)
     host.update(
@@ -553,9 +827,13 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "fresh": fresh,
         "min_kernel_s": min_kernel,
         "min_kernel_op": min_kernel_op,
+        **({"min_kernel_graph_s": min_kernel_graph, "min_kernel_graph_op": graph_op} if cuda else {}),
         "launch_rate_s": launch_rate,
         "gemm_fixed_s": gemm_fixed,
         "gemm_fixed_op": gemm_fixed_op,
+        "conv_fixed_s": conv_fixed,
+        "conv_fixed_op": conv_fixed_op,
+        **({"wave_kernel_s": wave_kernel, "wave_kernel_op": wave_kernel_op} if cuda else {}),
         "multiprocessors": sms,
         "multiprocessors_op": sms_op,
         "host": host,

@@ -22,7 +22,10 @@ next: the step is host-bound, and its wall time is the host's. The figure:
 `op_s = (step wall - syncs x sync_s) / kernels`, where kernels are the step's aten ops that are not views (what the
 cost formulas list as kernels, counted with a TorchDispatchMode) and `sync_s` the round trip of one host sync
 measured beside it. On CUDA it runs under `torch.autocast` in the calibrated dtype, as the jobs' `runtime=cuda`
-does, so the autocast dispatch and its casts are in the cost.
+does, so the autocast dispatch and its casts are in the cost. The CUDA calibration divides by the ops the step
+calls that launch a kernel instead (`calibrate_levels.count_ops`; `op_unit: "op"`): the host pays Python, the
+module and the dispatcher once per op, and an op's inner kernels (autocast's cast of an input) are launched inside
+it; the eager level then charges the figure per op (`Kernels.op_count`).
 """
 
 from __future__ import annotations
@@ -163,13 +166,16 @@ def measure_host_workload(
     warmup: int,
     pick: Callable[[list[float]], float],
     steps_per_sample: Optional[int] = None,
+    count_ops: Optional[Callable[[Callable[[], Any]], int]] = None,
 ) -> dict[str, Any]:
     """The host's cost per kernel on `device` (see the module docstring): {op_s, op_kernels, op_syncs,
-    op_forward_s, op_samples, op_module}."""
+    op_forward_s, op_samples, op_module}; with `count_ops` (`calibrate_levels.count_ops`) per op the step calls
+    that launches a kernel instead: op_s over `op_ops`, `op_unit: "op"`."""
     run = step_runner(device, dtype)
     for _ in range(warmup):
         run()
     kernels = count_kernels(run)
+    ops = count_ops(run) if count_ops is not None else None
     inner = steps_per_sample or 20
     samples = []
     for _ in range(rounds):
@@ -183,8 +189,14 @@ def measure_host_workload(
         samples.append((time.perf_counter() - t0) / inner)
     step = pick(samples)
     syncs = DecodeStep.SYNCS if device.type == "cuda" else 0
+    per = (
+        f"its {ops} ops that launch a kernel ({kernels} non-view aten ops; `calibrate_levels.count_ops`)"
+        if ops
+        else (f"its {kernels} non-view aten ops (TorchDispatchMode)")
+    )
     return {
-        "op_s": max(step - syncs * sync_s, 0.0) / kernels,
+        "op_s": max(step - syncs * sync_s, 0.0) / (ops or kernels),
+        **({"op_ops": ops, "op_unit": "op"} if ops else {}),
         "op_kernels": kernels,
         "op_syncs": syncs,
         "op_forward_s": step,
@@ -194,8 +206,7 @@ def measure_host_workload(
             f"KV cache of {CONTEXT}; RMSNorm in float32, rotary, cache cat, SDPA, router top-k with its host sync, "
             f"a Python loop over the routed experts, the generate loop's argmax / cat / stopping check) on "
             f"{device.type}{' under autocast ' + str(dtype).removeprefix('torch.') if device.type == 'cuda' else ''}"
-            f", host-bound (tiny tensors): (wall per step - {syncs} syncs x sync_s) / its {kernels} non-view aten "
-            f"ops (TorchDispatchMode); {inner} steps per sample, time.perf_counter"
-            + (" with torch.cuda.synchronize" if device.type == "cuda" else "")
+            f", host-bound (tiny tensors): (wall per step - {syncs} syncs x sync_s) / {per}; {inner} steps per "
+            "sample, time.perf_counter" + (" with torch.cuda.synchronize" if device.type == "cuda" else "")
         ),
     }

@@ -5,9 +5,9 @@ file of an older `calibrate_levels.LEVELS_VERSION` is read, not refused. Each `F
 kernel-level and host figures (a dotted path in `levels[dtype]`), the version that gave it its present meaning, and
 the device types on which an older figure of that name means something else. For each such figure, in this order:
 
-1. the figure as the file has it, when the file is of that version or newer, or of a device type the change does not
-   touch (there a figure the file lacks stays absent: the time model reads it as none, e.g. a CPU file's
-   `gemm_fixed_s`);
+1. the figure as the file has it, when the file is of that version or newer (and, for a meaning changed within a
+   version, has the figure's `present_with` marker beside it), or of a device type the change does not touch (there a
+   figure the file lacks stays absent: the time model reads it as none, e.g. a CPU file's `gemm_fixed_s`);
 2. `from_recording`: computed from the recorded runs beside the file (`measure.recorded_profile`);
 3. `older`: the file's own figure of the older meaning, kept and labelled with what it measured;
 4. `default`: a named default;
@@ -37,16 +37,20 @@ from __future__ import annotations
 
 import copy
 import math
-import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from llm_perf_opt.measure.recorded_profile import RecordedProfile
 
-MIN_KERNEL_PERCENTILE = 5  # the device's shortest kernel: a low percentile of the recorded kernel durations
-MIN_RECORDED_KERNELS = 100  # fewer recorded kernels than this say nothing about the shortest one
+MIN_KERNEL_PERCENTILE = 50  # a one-block kernel's device time: the median of the recorded one-block small kernels
+MIN_RECORDED_KERNELS = 100  # fewer recorded one-block kernels than this say nothing about them
 GEMM_FIXED_PERCENTILE = 5  # a GEMM's fixed device time: a low percentile of the recorded GEMM kernel durations
 MIN_RECORDED_GEMMS = 50  # fewer recorded GEMM kernels than this say nothing about the shortest one
+CONV_FIXED_PERCENTILE = 50  # a convolution call's fixed device time: the median of the recorded calls' times
+MIN_RECORDED_CONVS = 4  # fewer recorded convolution calls than this say nothing about the shortest one
+WAVE_KERNEL_PERCENTILE = 50  # a one-wave kernel's device time: the median of the recorded ones of its kind
+MIN_RECORDED_WAVE_KERNELS = 20  # fewer recorded one-wave kernels of a kind than this say nothing about it
+WAVE_KINDS = ("elementwise", "copy", "cast", "reduction")  # the kinds with a one-wave figure (`wave_kernel_s`)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,12 @@ class Filler:
     older: Optional[str]  # what the older figure of this name measured (kept with this label); None: never kept
     default: Optional[NamedDefault] = None
     describes: Optional[str] = None  # the dotted path of the figure's description text, replaced when filled
+    # a dotted path whose presence marks a file of version `since` or newer as measuring the figure's present meaning
+    # (a meaning changed within a version: files written before the change lack it); None: the version alone
+    present_with: Optional[str] = None
+    # (dotted path, value) set beside a figure filled from a recording (a figure whose unit the recording fixes:
+    # `host.op_unit`); a figure kept or defaulted leaves it as the file has it
+    marks: Optional[tuple[str, Any]] = None
 
 
 class MissingFigure(ValueError):
@@ -99,17 +109,21 @@ def _runs(recordings: Sequence[RecordedProfile]) -> str:
 
 
 def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
-    """The device-only time of the shortest kernels: the `MIN_KERNEL_PERCENTILE`th percentile of every CUDA kernel
-    duration the recorded traces hold (CUPTI's device timestamps, whatever the host did), pooled over the runs;
-    a percentile, not the minimum, so that one odd kernel does not set it. None under `MIN_RECORDED_KERNELS`."""
-    durations = [d for r in recordings for d in r.kernel_s if d > 0]
+    """The device-only time of a one-block kernel, the kernel level's floor of every kernel: the
+    `MIN_KERNEL_PERCENTILE`th percentile of the recorded one-block small kernels' durations
+    (`RecordedProfile.block_kernel_s`: TensorIterator and reduction kernels launched on a single block, by kernel name
+    and grid, CUPTI's device timestamps, whatever the host did), pooled over the runs: what a kernel of a decode row
+    takes (an add, a cast, a copy of a few hundred elements: ~1.1 µs on an H200), not the shortest kernel's outlier
+    (0.6-0.7 µs fills). None under `MIN_RECORDED_KERNELS`."""
+    durations = [d for r in recordings for d in r.block_kernel_s if d > 0]
     if len(durations) < MIN_RECORDED_KERNELS:
         return None
     value = percentile(durations, MIN_KERNEL_PERCENTILE)
     return Filled(
         value,
-        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} CUDA "
-        f"kernel durations (device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} one-block "
+        f"small kernel durations (elementwise, copy, cast, reduction kernels by name on a grid of one block; "
+        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
     )
 
 
@@ -131,6 +145,48 @@ def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
     )
 
 
+def conv_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+    """The fixed device time of one convolution call: the `CONV_FIXED_PERCENTILE`th percentile of the recorded calls'
+    device times (`RecordedProfile.conv_call_s`: per `aten::convolution`, the convolution kernel and cuDNN's layout
+    transforms around it, CUPTI's device timestamps), pooled over the runs. Most calls of these forwards are small
+    (SAM's neck on its 16 x 16 map: three transforms of ~1.5 µs and a 4-5 µs kernel, ~10 µs a call, where its work
+    at the GEMM rate is under 1 µs): their time is the call's fixed part. A median, not a low percentile: the
+    shortest calls are 1 x 1 convolutions cuDNN runs as one GEMM kernel (~2.5 µs, no transforms), a minority the
+    kernel level cannot tell apart by its census. None under `MIN_RECORDED_CONVS`."""
+    durations = [d for r in recordings for d in r.conv_call_s if d > 0]
+    if len(durations) < MIN_RECORDED_CONVS:
+        return None
+    value = percentile(durations, CONV_FIXED_PERCENTILE)
+    return Filled(
+        value,
+        f"from the recording beside the file: the {CONV_FIXED_PERCENTILE}th percentile of {len(durations):,} "
+        f"convolution calls' device times (aten::convolution: its kernels and cuDNN's layout transforms summed; "
+        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+    )
+
+
+def wave_kernel_from_recording(kind: str) -> Callable[[Sequence[RecordedProfile]], Optional[Filled]]:
+    """The device time of a one-wave kernel of `kind` (more than one block, at most one per multiprocessor: a
+    TensorIterator or reduction kernel over a few thousand to ~100k elements, whose time is its fixed cost, not its
+    bytes): the `WAVE_KERNEL_PERCENTILE`th percentile of the recorded kernels of that kind and size
+    (`RecordedProfile.wave_kernel_s`: the kind by kernel name, `recorded_profile.small_kind`; the grid from the
+    trace; CUPTI's device timestamps), pooled over the runs. None under `MIN_RECORDED_WAVE_KERNELS`."""
+
+    def fill(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
+        durations = [d for r in recordings for d in r.wave_kernel_s.get(kind, ()) if d > 0]
+        if len(durations) < MIN_RECORDED_WAVE_KERNELS:
+            return None
+        value = percentile(durations, WAVE_KERNEL_PERCENTILE)
+        return Filled(
+            value,
+            f"from the recording beside the file: the {WAVE_KERNEL_PERCENTILE}th percentile of {len(durations):,} "
+            f"one-wave {kind} kernel durations (kind by kernel name, 2 to numSms blocks; device-only, "
+            f"torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+        )
+
+    return fill
+
+
 def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
     """The device's streaming multiprocessors as the recorded traces name them (`deviceProperties[0].numSms`); None
     when no trace says, or two traces disagree."""
@@ -146,28 +202,35 @@ def multiprocessors_from_recording(recordings: Sequence[RecordedProfile]) -> Opt
 
 
 def host_op_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
-    """Host seconds per kernel of this model's own eager forward on the device's host: per recorded run, the host
-    thread's busy time in the traced forward (its CPU-side op events, first to last, less its waits in device
-    syncs) / the kernels the forward ran, scaled by the fastest plain / the fastest profiled forward (the profiler
-    slows the host; `RecordedProfile.host_per_kernel_s`); the median over the runs. On a host-bound forward this
-    is the host's cost per kernel, Python and module code included; where the device was busy longer than the
-    host it is an upper bound. None without a run that has both a trace and its profile.json."""
-    per_run = [(r, r.host_per_kernel_s()) for r in recordings]
-    usable = [(r, v) for r, v in per_run if v]
+    """Host seconds per op of this model's own eager forward on the device's host, pooled over the recorded runs:
+    the host thread's busy time in each traced forward (its CPU-side op events, first to last, less its waits in
+    device syncs), scaled by the fastest plain forward / that traced profiled forward (the profiler slows the host;
+    `RecordedProfile.plain_host_s`), summed, over the ops those forwards called that launched device work, summed
+    (`RecordedProfile.ops`: an op's inner kernels, an autocast cast, cuDNN's layout transforms, SDPA's memset, count
+    with it; what the cost formulas' `Kernels.op_count` lists). Per op, not per kernel: the host pays Python, the
+    module and the dispatcher once per op, and the dispatcher launches the op's inner kernels with it (the full
+    twin's prefill: 20.1-20.9 µs per op on both dates, 18.2-18.5 per kernel, its decode step 23.6-26.1 per op, 22.7-25.1
+    per kernel: per op the two stages are 1.18x apart, per kernel 1.28x). Pooled (each op weighs the same), not a
+    median of the runs: a short forward's figure carries its one plain wall's noise (the tiny twin's: 11.5 to 20.5 ms
+    for the same forward). On a host-bound forward this is the host's cost per op, Python and module code included;
+    where the device was busy longer than the host it is an upper bound. None without a run that has both a trace
+    and its profile.json."""
+    usable = [(r, r.plain_host_s()) for r in recordings if r.ops and r.plain_host_s()]
     if not usable:
         return None
-    value = statistics.median(v for _, v in usable)
+    ops = sum(r.ops for r, _ in usable)
+    value = sum(h for _, h in usable) / ops
     runs = "; ".join(
-        f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host / {r.kernels:,} kernels x plain {r.plain_min_s * 1e3:.4g} ms "
-        f"/ profiled {r.profiled_min_s * 1e3:.4g} ms = {v * 1e6:.3g} µs"
-        for r, v in usable
-        if r.plain_min_s and r.profiled_min_s
+        f"{r.run.name}: {r.host_busy_s * 1e3:.4g} ms host x plain {r.plain_min_s * 1e3:.4g} ms / traced profiled "
+        f"{r.profiled_traced_s * 1e3:.4g} ms / {r.ops:,} ops = {h / r.ops * 1e6:.3g} µs"
+        for r, h in usable
     )
     return Filled(
         value,
-        "from the recording beside the file: host time per kernel of the model's eager forward (the host thread's "
-        "CPU op events in the profile trace, less its sync waits, per device kernel, scaled by the fastest plain / "
-        f"fastest profiled forward), median of {len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs",
+        "from the recording beside the file: host time per op of the model's eager forward (the host thread's CPU op "
+        "events in the profile trace, less its sync waits, scaled by the fastest plain / the traced profiled forward; "
+        "per outermost op that launched a kernel or memset), pooled over "
+        f"{len(usable)} run(s) ({runs}): {value * 1e6:.3g} µs per op",
     )
 
 
@@ -278,12 +341,18 @@ def launch_bound(
 FILLERS: tuple[Filler, ...] = (
     Filler(
         figure="min_kernel_s",
-        since=6,
-        means="the device-only time of the shortest kernel",
+        # version 7 files written since carry it (`calibrate_levels.measure_min_kernel`: CUPTI durations of eager
+        # one-block kernels), with the graph-timed figure beside it (`min_kernel_graph_s`); an older CUDA file's
+        # min_kernel_s is a CUDA-graph replay period (version 6: the kernel + the gap to the next one, 1.55 µs on
+        # the H200 of 2026-11-27 where its recorded one-block kernels take 1.1 µs) or a launch rate (before)
+        since=7,
+        present_with="min_kernel_graph_s",
+        means="the device-only time of a one-block kernel (CUPTI duration, no gap to the next kernel)",
         devices=("cuda",),
         from_recording=min_kernel_from_recording,
-        older="launch-bound: CUDA events around back-to-back launches measure the host's launch rate, not a "
-        "kernel's device time (an upper bound of the shortest kernel)",
+        older="launch-bound before version 6 (CUDA events around back-to-back launches measure the host's launch "
+        "rate, not a kernel's device time), in version 6 the period of a CUDA graph of 1-element adds (each kernel + "
+        "the gap to the next): an upper bound of a one-block kernel's own device time",
         describes="min_kernel_op",
     ),
     Filler(
@@ -304,6 +373,23 @@ FILLERS: tuple[Filler, ...] = (
         describes="gemm_fixed_op",
     ),
     Filler(
+        figure="conv_fixed_s",
+        # measured since version 7 files carry it (`calibrate_levels.measure_conv_fixed`: CUPTI durations of eager
+        # small convolutions' kernels per call); a CUDA file written before has none and takes it from its recording
+        since=7,
+        means="the fixed device time of one convolution call (its kernel and cuDNN's layout transforms)",
+        devices=("cuda",),
+        from_recording=conv_fixed_from_recording,
+        older=None,
+        default=NamedDefault(
+            "0",
+            "no recording beside the file: convolutions costed by their work alone, floored by the min kernel time "
+            "(the levels before this figure)",
+            lambda lv: 0.0,
+        ),
+        describes="conv_fixed_op",
+    ),
+    Filler(
         figure="multiprocessors",
         since=6,  # as gemm_fixed_s: version-6 files written since carry it
         means="the device's streaming multiprocessors (the fused attention's occupancy)",
@@ -317,27 +403,49 @@ FILLERS: tuple[Filler, ...] = (
         ),
         describes="multiprocessors_op",
     ),
+    *(
+        Filler(
+            figure=f"wave_kernel_s.{kind}",
+            # measured since version 7 files carry it (`calibrate_levels.measure_wave_kernels`: CUPTI durations of
+            # eager one-wave kernels of the kind); a CUDA file written before has none and takes it from its recording
+            since=7,
+            means=f"the device time of a one-wave {kind} kernel (2 to one block per multiprocessor: its fixed cost)",
+            devices=("cuda",),
+            from_recording=wave_kernel_from_recording(kind),
+            older=None,
+            default=NamedDefault(
+                "0",
+                "no recording beside the file: every small kernel floored by the min kernel time (the levels before "
+                "this figure)",
+                lambda lv: 0.0,
+            ),
+            describes=f"wave_kernel_op.{kind}",
+        )
+        for kind in WAVE_KINDS
+    ),
     Filler(
         figure="host.op_s",
-        # 8: the host's cost per kernel measured on this model's own eager forward (version 6 measured it on a
+        # 9: the host's cost per op measured on this model's own eager forward (version 6 measured it per aten op on a
         # decoder-shaped workload, `measure.host_workload`: 32 µs per op on the H200 host of 2026-11-27, 1.3-1.7x
         # what that host spent per kernel in the model's own forwards recorded beside it, 18-26 µs). Declared ahead
         # of the calibration that measures it: versions 7 (the CPU host figures on one thread) and 8 (the write
-        # bandwidth, the attention at head dim 16) still write the workload's op_s on CUDA, so a version-7 or -8 CUDA
-        # file's op_s is filled like a version-6 one's
+        # bandwidth, the attention at head dim 16) still write the workload's op_s on CUDA (per op the workload calls
+        # since `host.op_unit`), so a version-7 or -8 CUDA file's op_s is filled like a version-6 one's wherever its
+        # recording is beside it
         since=9,
-        means="the host's cost per kernel of the model's own eager forward on the device (module calls, launches)",
+        means="the host's cost per op of the model's own eager forward on the device (module calls, launches)",
         devices=("cuda",),
         from_recording=host_op_from_recording,
         older="version 5: a tiny module forward on CPU tensors per aten op, with no device launch in it (a lower "
-        "bound of the host's cost per kernel on the device); version 6: a decoder-shaped workload per op "
-        "(`measure.host_workload`), not the model's own code",
+        "bound of the host's cost per kernel on the device); versions 6-8: a decoder-shaped workload per aten op, or "
+        "per op it calls where the file says `op_unit: op` (`measure.host_workload`), not the model's own code",
         default=NamedDefault(
             "host.dispatch_s",
             "the bare dispatcher's cost per op (no module code, no launch): a lower bound",
             lambda lv: (lv.get("host") or {}).get("dispatch_s"),
         ),
         describes="host.op_module",
+        marks=("host.op_unit", "op"),
     ),
 )
 
@@ -383,7 +491,8 @@ def fill_levels(
         have = _get(out, f.figure)
         if device_type not in f.devices:  # a device the change does not touch: its figures as they are
             continue
-        if have is not None and version >= f.since:
+        current = version >= f.since and (f.present_with is None or _get(out, f.present_with) is not None)
+        if have is not None and current:
             continue
         got = None
         if f.from_recording is not None:
@@ -402,6 +511,8 @@ def fill_levels(
                 f.figure, f"{why}, and no recording beside the file or named default supplies {f.means}"
             )
         _set(out, f.figure, got.value)
+        if f.marks is not None and got.origin == "recording":
+            _set(out, f.marks[0], f.marks[1])
         if f.describes:
             _set(out, f.describes, got.source)
         filled[f.figure] = got

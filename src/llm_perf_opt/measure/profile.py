@@ -7,7 +7,8 @@
 
 How it measures, in order, all under the forward's own context (no_grad, the session's patches):
 
-1. `warmup` plain forwards (not timed).
+1. `warmup` plain forwards (not timed); on CUDA then `PLAIN_BEFORE_PROFILER` timed plain forwards, before any
+   profiled one (a plain forward right after a profiled one is slower on CUDA: see there), counted in `plain_s`.
 2. `repeats` rounds of one plain forward and one profiled forward; the order alternates between rounds
    (plain first in even rounds, profiled first in odd ones) so a slow drift of the machine hits both.
    A costly forward gets fewer rounds (`planned_rounds`): no more than fit in `budget_cpu_s` at two forwards
@@ -128,6 +129,19 @@ def _sync(device: torch.device) -> None:
 
 
 REWARM_BELOW_S = 0.05  # forwards shorter than this run once more, untimed, between the collection and the clock
+# CUDA: plain forwards timed after the warm-up, before the first profiled forward, beside the rounds' (`plain_s`
+# holds them all). A plain forward after a profiled one is slower on CUDA: the full twin's prefill on the H200 of
+# 2026-11-26/27 took 66.8 / 67.8 / 95.9 ms in round 0 (before any profiled forward) and 1.23-1.9x that in rounds 1
+# and 2 (127.3 / 86.3 / 130.0 and 116.9 / 83.6 / 125.0 ms); the tiny twin's, re-warmed, 1.12-1.53x in round 1. So
+# the fastest plain forward rested on one sample, and on a single one wherever `profile.repeats=1` (the 2026-11-26
+# sweep: 20.5 and 29.6 ms for forwards measured at 11.5 and 16.4 ms elsewhere, their profiled walls alike)
+PLAIN_BEFORE_PROFILER = 3
+
+
+def plain_before_profiler(device: torch.device) -> int:
+    """How many plain forwards `profile_forward` times before its first profiled one: `PLAIN_BEFORE_PROFILER` on
+    CUDA, none on the CPU (its measurements as they were: the slowing was seen on the H200 recordings)."""
+    return PLAIN_BEFORE_PROFILER if device.type == "cuda" else 0
 
 
 def planned_rounds(repeats: int, budget_cpu_s: Optional[float], round_cpu_s: float) -> int:
@@ -289,6 +303,10 @@ def profile_forward(
         # the pace of a round: two forwards at the warm-up's CPU time (no warm-up: the first round's own)
         pace = ("warm-up", 2 * min(c for _, c in warm)) if warm else None
         rounds = cfg.repeats
+        before = [_timed(call, device, rewarm=rewarm) for _ in range(plain_before_profiler(device))]
+        if before:
+            fastest = min(w for w, _ in before)
+            say(f"profile: {len(before)} plain forward(s) before the profiler, fastest {fastest:.3f} s")
 
         def plan() -> int:
             n = planned_rounds(cfg.repeats, cfg.budget_cpu_s, pace[1])
@@ -318,7 +336,7 @@ def profile_forward(
                 rounds = plan()
             r += 1
             say(f"profile: repeat {r}/{rounds}: plain {plain[-1][0]:.3f} s, profiled {repeats[-1].wall_s:.3f} s")
-    times = _assemble(call, device, cfg, plain, repeats, warmup_s)
+    times = _assemble(call, device, cfg, plain, repeats, warmup_s, before)
     times.method.update(_rounds_method(cfg, rounds, pace))
     times.coverage = coverage(times, part_paths, plain_parts)
     plain_layers = {
@@ -400,8 +418,12 @@ def _assemble(
     plain: list[tuple[float, float]],
     repeats: list[_Repeat],
     warmup_s: float,
+    before: Optional[list[tuple[float, float]]] = None,
 ) -> ModuleTimes:
+    """`plain`: the rounds' plain forwards (paired with their profiled ones); `before`: the plain forwards timed
+    before the first profiled one (`PLAIN_BEFORE_PROFILER`), in `plain_s` with the rounds' but in no pair."""
     use_device = device.type == "cuda"
+    before = list(before or [])
     problems: list[str] = []
     per_repeat = [_repeat_times(rep, problems, r) for r, rep in enumerate(repeats)]
     keys: dict[tuple[str, int], Optional[tuple[str, int]]] = {}
@@ -445,8 +467,8 @@ def _assemble(
         path: {"kind": u.kind, "caller": u.caller, "note": u.describe()}
         for path, u in unhooked_modules(call.model, first).items()
     }
-    plain_s, profiled_s = Stat.of(w for w, _ in plain), Stat.of(rep.wall_s for rep in repeats)
-    plain_cpu, profiled_cpu = Stat.of(c for _, c in plain), Stat.of(rep.cpu_s for rep in repeats)
+    plain_s, profiled_s = Stat.of(w for w, _ in before + plain), Stat.of(rep.wall_s for rep in repeats)
+    plain_cpu, profiled_cpu = Stat.of(c for _, c in before + plain), Stat.of(rep.cpu_s for rep in repeats)
     wall = {
         "plain_s": plain_s.to_dict(),
         "profiled_s": profiled_s.to_dict(),
@@ -461,6 +483,8 @@ def _assemble(
         "overhead_ratio_cpu": profiled_cpu.median / plain_cpu.median if plain_cpu.median > 0 else None,
         "warmup_s": warmup_s,
         "postprocess_s": Stat.of(rep.postprocess_s for rep in repeats).to_dict(),
+        # how many of plain_s's forwards ran before the first profiled one (the first ones of its repeats)
+        "plain_before_profiler": len(before),
     }
     if use_device:
         wall["device_total_s"] = Stat.of(rep.ranges.device_total_us * 1e-6 for rep in repeats).to_dict()
@@ -474,8 +498,13 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
     return {
         "warmup": cfg.warmup,
         "repeats": cfg.repeats,
-        "order": "after the warm-up, one plain and one profiled forward per round, plain first in even rounds "
-        "and profiled first in odd ones",
+        "order": "after the warm-up"
+        + (
+            f", {plain_before_profiler(device)} plain forwards (before any profiled one: in plain_s, in no pair)"
+            if plain_before_profiler(device)
+            else ""
+        )
+        + ", one plain and one profiled forward per round, plain first in even rounds and profiled first in odd ones",
         "statistics": "median, min and max over the repeats; self = inclusive - child calls' inclusive, per repeat",
         "synchronisation": (
             "torch.cuda.synchronize() before and after each timed forward; none inside module hooks"

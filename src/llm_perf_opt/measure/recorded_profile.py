@@ -11,25 +11,40 @@ What each trace gives (`RecordedProfile`):
 * `kernel_s`: every CUDA kernel's device duration (`cat == "kernel"` events, microseconds in the file): device-only
   time, as CUPTI recorded it, whatever the host was doing; `gemm_kernel_s`: those of the GEMM kernels among them
   (`is_gemm_kernel`: cuBLAS / cuBLASLt / CUTLASS matrix products by kernel name); `multiprocessors`: the device's
-  streaming multiprocessors (`deviceProperties[0].numSms`);
+  streaming multiprocessors (`deviceProperties[0].numSms`); `wave_kernel_s`: per small-kernel kind (`small_kind`:
+  elementwise, copy, cast, reduction, by kernel name) the durations of its kernels whose grid is one wave of more
+  than one block (2 to `multiprocessors` blocks: the size class whose time is the kind's fixed cost, not its work);
+  `block_kernel_s`: the durations of the small kernels (any of those kinds) launched on a single block (`one_block`:
+  a decode row's add, cast or copy; the kernel level's floor, `level_fillers.min_kernel_from_recording`);
+  `conv_call_s`: per
+  convolution call (`aten::convolution`) the device time of the kernels it launched (`conv_calls`: the convolution
+  kernel with cuDNN's layout transforms), `level_fillers.conv_fixed_from_recording`;
 * `host_busy_s`: the host thread's time in the traced forward: from the first to the last CPU-side op event
   (`cat == "cpu_op"`) of the thread that issued the most of them (the Python thread), less the time it spent waiting
   in device synchronisations (`cuda_runtime` events named `*Synchronize*`: waiting for the device, not host work);
 * `kernels`: how many kernels that forward ran on the device;
-* `plain_min_s` / `profiled_min_s`: the fastest plain and the fastest profiled forward of the same run
-  (`profile.json(.gz)` beside the trace, `wall.plain_s.min` / `wall.profiled_s.min`; None without it): the profiler
-  slows the host (it records every op), and their ratio says by how much.
+* `ops`: how many ops the host thread called that launched device work: its outermost CPU op events
+  (`cat == "cpu_op"` not inside another of the thread's ops) under which a kernel or memset was launched (tied by
+  correlation id). An op's inner kernels (an autocast cast before a product, cuDNN's layout transforms around a
+  convolution, SDPA's memset) are launched by the dispatcher inside it: they count once, with their op. What the
+  cost formulas list as `Kernels.op_count` and TorchLens records (the kernel-count check's measured column);
+* `plain_min_s` / `profiled_traced_s`: the fastest plain forward of the same run and the wall of the profiled
+  forward this trace recorded (`profile.json(.gz)` beside the trace: `wall.plain_s.min`, and
+  `wall.profiled_s.repeats[trace_repeat]`, the trace being the last profiled round's; `profiled_min_s` the fastest
+  profiled forward, kept for the label; None without profile.json): the profiler slows the host (it records every
+  op), and the traced forward's wall against the fastest plain one says by how much.
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 TRACE_NAMES = ("profile.trace.json.gz", "profile.trace.json")
 # the kernel names of matrix products (nn.Linear, torch.matmul) on CUDA: cuBLASLt's nvjet kernels (Hopper),
@@ -42,6 +57,79 @@ NOT_GEMM_KERNEL = re.compile(r"conv|fprop|sdpa|fmha|flash", re.IGNORECASE)
 def is_gemm_kernel(name: str) -> bool:
     """Whether a CUDA kernel of this name is a matrix product's (see `GEMM_KERNEL`)."""
     return bool(GEMM_KERNEL.search(name)) and not NOT_GEMM_KERNEL.search(name)
+
+
+# The small-kernel kinds of the kernel level (`analytic.costs.KERNEL_KINDS`) by CUDA kernel name, first match wins:
+# PyTorch's TensorIterator and reduction kernels. Not among them: matrix products, convolutions, attention, and the
+# sorts / top-k / scans (single-block radix sorts of tens of µs: another cost than a norm's or a sum's)
+SMALL_KINDS = (
+    (
+        "other",
+        re.compile(r"nvjet|gemm|splitKreduce|conv|fprop|nchwToNhwc|nhwcToNchw|sdpa|fmha|flash|sort|topk|scan", re.I),
+    ),
+    ("reduction", re.compile(r"layer_norm|reduce_kernel|softmax|norm", re.I)),
+    ("cast", re.compile(r"(?<!direct)_copy_kernel|autocast", re.I)),  # bfloat16_copy_kernel_cuda, fused autocast
+    # direct_copy: contiguous copies and TensorIterator's casting copy (LoadWithCast: an upcast to float32)
+    ("copy", re.compile(r"direct_copy|CatArray|gather|index|scatter|upsample|fill|arange", re.I)),
+    ("elementwise", re.compile(r"elementwise", re.I)),
+)
+
+
+def small_kind(name: str) -> Optional[str]:
+    """The kernel level's small-kernel kind of a CUDA kernel of this name (elementwise, copy, cast, reduction; see
+    `SMALL_KINDS`), None for any other kernel."""
+    for kind, pattern in SMALL_KINDS:
+        if pattern.search(name):
+            return None if kind == "other" else kind
+    return None
+
+
+def one_wave(grid: Any, multiprocessors: Optional[int]) -> bool:
+    """Whether a kernel launched on `grid` ([x, y, z] blocks) is one wave of more than one block on a device of
+    `multiprocessors` (False when either is unknown)."""
+    if not multiprocessors or not isinstance(grid, (list, tuple)) or not grid:
+        return False
+    blocks = 1
+    for g in grid:
+        blocks *= int(g)
+    return 1 < blocks <= multiprocessors
+
+
+def one_block(grid: Any) -> bool:
+    """Whether a kernel launched on `grid` ([x, y, z] blocks) is a single block (False when unknown)."""
+    return isinstance(grid, (list, tuple)) and bool(grid) and all(int(g) == 1 for g in grid)
+
+
+CONV_OP = "aten::convolution"  # the op of a convolution call (nn.Conv2d, F.conv2d): cuDNN's kernels run inside it
+DEVICE_WORK = ("kernel", "gpu_memset", "gpu_memcpy")
+
+
+def conv_calls(events: list[dict], ops: list[dict]) -> tuple[float, ...]:
+    """Per `CONV_OP` call of the host thread (`ops`: its CPU op events), the device time of every kernel, memset
+    and memcpy it launched (its runtime launch calls within the op's span, tied to the device work by correlation
+    id): the convolution kernel and cuDNN's layout transforms (NCHW to NHWC of the input and the weights, back for
+    the result) around it."""
+    calls = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ops if e.get("name") == CONV_OP)
+    if not calls:
+        return ()
+    thread = {(e.get("pid"), e.get("tid")) for e in ops}
+    launched = {
+        (e.get("args") or {}).get("correlation"): float(e["ts"])
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and (e.get("pid"), e.get("tid")) in thread and "ts" in e
+    }
+    starts = [c[0] for c in calls]
+    out = [0.0] * len(calls)
+    for e in events:
+        if e.get("cat") not in DEVICE_WORK or "dur" not in e:
+            continue
+        ts = launched.get((e.get("args") or {}).get("correlation"))
+        if ts is None:
+            continue
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0 and ts <= calls[i][1]:
+            out[i] += float(e["dur"]) * 1e-6
+    return tuple(t for t in out if t > 0)
 
 
 PROFILE_NAMES = ("profile.json.gz", "profile.json")
@@ -60,6 +148,11 @@ class RecordedProfile:
     profiled_min_s: Optional[float] = None
     gemm_kernel_s: tuple[float, ...] = ()
     multiprocessors: Optional[int] = None  # the device's streaming multiprocessors (deviceProperties' numSms)
+    wave_kernel_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # small kind -> one-wave durations
+    block_kernel_s: tuple[float, ...] = ()  # the one-block small kernels' durations (grid of one block)
+    conv_call_s: tuple[float, ...] = ()  # per convolution call (`CONV_OP`): the device time of all its kernels
+    ops: int = 0  # the host thread's outermost ops that launched a kernel or memset (see the module docstring)
+    profiled_traced_s: Optional[float] = None  # the wall of the profiled forward this trace recorded
 
     @property
     def kernels(self) -> int:
@@ -69,12 +162,24 @@ class RecordedProfile:
     def run(self) -> Path:
         return self.trace.parent
 
-    def host_per_kernel_s(self) -> Optional[float]:
-        """Host seconds per device kernel in a plain forward: the profiled host time per kernel scaled by the
-        fastest plain / the fastest profiled forward (None without kernels or without profile.json)."""
-        if not self.kernels or not self.plain_min_s or not self.profiled_min_s:
+    def plain_host_s(self) -> Optional[float]:
+        """The traced forward's host time as a plain forward would spend it: the host's busy time in the trace scaled
+        by the fastest plain forward / the traced profiled forward (None without profile.json). The traced forward,
+        not the fastest profiled one: the trace is the last round's, and the rounds' profiled walls differ (2026-11-26
+        twin_tiny-tiny: 27.9 and 37.5 ms; the trace is the 37.5 ms one)."""
+        if not self.plain_min_s or not self.profiled_traced_s:
             return None
-        return self.host_busy_s / self.kernels * (self.plain_min_s / self.profiled_min_s)
+        return self.host_busy_s * (self.plain_min_s / self.profiled_traced_s)
+
+    def host_per_kernel_s(self) -> Optional[float]:
+        """Host seconds per device kernel in a plain forward (`plain_host_s` / kernels; None without either)."""
+        host = self.plain_host_s()
+        return host / self.kernels if host and self.kernels else None
+
+    def host_per_op_s(self) -> Optional[float]:
+        """Host seconds per op that launched device work in a plain forward (`plain_host_s` / `ops`)."""
+        host = self.plain_host_s()
+        return host / self.ops if host and self.ops else None
 
 
 def read_json_file(path: Path) -> Any:
@@ -89,16 +194,51 @@ def _first(folder: Path, names: tuple[str, ...]) -> Optional[Path]:
     return next((folder / n for n in names if (folder / n).is_file()), None)
 
 
-def _walls(run: Path) -> tuple[Optional[float], Optional[float]]:
-    """(fastest plain, fastest profiled) forward of profile.json beside a trace; (None, None) without it."""
+def _walls(run: Path) -> tuple[Optional[float], Optional[float], Optional[float]]:
+    """(fastest plain, fastest profiled, traced profiled) forward of profile.json beside a trace: the traced one is
+    `profiled_s.repeats[trace_repeat]` (a profile.json without `trace_repeat`: the last repeat, the round whose trace
+    is kept; without the repeats: the fastest); (None, None, None) without it."""
     path = _first(run, PROFILE_NAMES)
     if path is None:
-        return None, None
+        return None, None, None
     try:
-        wall = (read_json_file(path).get("data") or {}).get("wall") or {}
-        return float(wall["plain_s"]["min"]), float(wall["profiled_s"]["min"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None, None
+        data = read_json_file(path).get("data") or {}
+        wall = data.get("wall") or {}
+        profiled = wall["profiled_s"]
+        repeats = [float(v) for v in profiled.get("repeats") or []]
+        at = data.get("trace_repeat")
+        traced = repeats[int(at) if at is not None else -1] if repeats else float(profiled["min"])
+        return float(wall["plain_s"]["min"]), float(profiled["min"]), traced
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None, None, None
+
+
+def launching_ops(events: list[dict], ops: list[dict]) -> int:
+    """How many of the host thread's outermost CPU ops (`ops`: its op events) launched a kernel or memset (their
+    runtime launch calls within the op's span, tied to the device work by correlation id)."""
+    if not ops:
+        return 0
+    outer, end = [], -1.0
+    for e in sorted(ops, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+        if float(e["ts"]) >= end:
+            outer.append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+            end = outer[-1][1]
+    device = {(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in ("kernel", "gpu_memset")}
+    thread = {(e.get("pid"), e.get("tid")) for e in ops}
+    starts = [o[0] for o in outer]
+    hit = set()
+    for e in events:
+        if (
+            e.get("cat") in ("cuda_runtime", "cuda_driver")
+            and (e.get("pid"), e.get("tid")) in thread
+            and "ts" in e
+            and (e.get("args") or {}).get("correlation") in device
+        ):
+            ts = float(e["ts"])
+            i = bisect.bisect_right(starts, ts) - 1
+            if i >= 0 and ts <= outer[i][1]:
+                hit.add(i)
+    return len(hit)
 
 
 def read_recorded_profile(trace: Path) -> RecordedProfile:
@@ -111,11 +251,21 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         raise ValueError("not a Chrome trace (no traceEvents list)")
     props = [d for d in doc.get("deviceProperties") or [] if isinstance(d, dict)]
     names = [str(d.get("name")) for d in props]
-    sms = props[0].get("numSms") if props else None
+    raw_sms = props[0].get("numSms") if props else None
     events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
     timed = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
     kernels = tuple(float(e["dur"]) * 1e-6 for e in timed)
     gemms = tuple(float(e["dur"]) * 1e-6 for e in timed if is_gemm_kernel(str(e.get("name", ""))))
+    sms = int(raw_sms) if isinstance(raw_sms, int) and raw_sms > 0 else None
+    wave: dict[str, list[float]] = {}
+    block: list[float] = []
+    for e in timed:
+        kind = small_kind(str(e.get("name", "")))
+        grid = (e.get("args") or {}).get("grid")
+        if kind and one_wave(grid, sms):
+            wave.setdefault(kind, []).append(float(e["dur"]) * 1e-6)
+        elif kind and one_block(grid):
+            block.append(float(e["dur"]) * 1e-6)
     ops = [e for e in events if e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
     busy = wait = 0.0
     if ops:
@@ -132,7 +282,8 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
             and start <= float(e.get("ts", -1)) <= end
         )
         busy = max(end - start - wait, 0.0) * 1e-6
-    plain, profiled = _walls(trace.parent)
+    convs = conv_calls(events, ops)
+    plain, profiled, traced = _walls(trace.parent)
     return RecordedProfile(
         trace,
         names[0] if names else "",
@@ -142,7 +293,12 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         plain,
         profiled,
         gemms,
-        int(sms) if isinstance(sms, int) and sms > 0 else None,
+        sms,
+        {k: tuple(v) for k, v in sorted(wave.items())},
+        tuple(block),
+        convs,
+        launching_ops(events, ops),
+        traced,
     )
 
 

@@ -112,6 +112,23 @@ def test_async_device_overlaps_host_and_device_between_syncs():
     assert lt.verdict == "host"
 
 
+def test_a_host_figure_per_op_is_paid_once_per_op_its_inner_kernels_launched_with_it():
+    dev = DeviceFigures("gpu", False, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=1e-6, launch_s=1e-6, sync_s=2e-6)
+    # a product with autocast's cast of its input inside it (an inner kernel), then an add: 3 kernels, 2 ops
+    product = costs.LayerCost(kernels=costs.K("gemm", 2, 8, m=1) + costs.K("cast", 0, 4) + costs.K("elementwise", 1, 4))
+    node = CostNode(product)
+    per_kernel = LevelPredictor(TimeModel(ROOF, dev, HostFigures("host", 4e-6, "test"))).levels([node], 0.0)
+    per_op = LevelPredictor(TimeModel(ROOF, dev, HostFigures("host", 4e-6, "test", per_op=True))).levels([node], 0.0)
+    assert per_kernel.kernels == per_op.kernels == 3 and product.kernels.op_count == 2
+    assert per_kernel.host_s == pytest.approx(3 * (4e-6 + 1e-6))  # the figure per kernel launched
+    assert per_op.host_s == pytest.approx(2 * 4e-6 + 3 * 1e-6)  # per op the code calls; each launch call still paid
+    assert per_op.eager_s == pytest.approx(per_op.host_s)  # host-bound
+    # a synchronous device the same way
+    cpu = DeviceFigures("cpu", True, ((1, 1e12),), 1e12, 1e12, 1e12, min_kernel_s=0.0)
+    sync = LevelPredictor(TimeModel(ROOF, cpu, HostFigures("host", 4e-6, "test", per_op=True))).levels([node], 0.0)
+    assert sync.host_s == pytest.approx(2 * 4e-6)
+
+
 def test_missing_figures_make_levels_absent_not_zero():
     dev, missing = device_from_datasheet(ROOF, None, None)
     assert dev is None and "min_kernel_us" in missing["kernel"]
@@ -319,6 +336,75 @@ def test_an_async_devices_gemm_adds_its_fixed_device_time_to_its_work():
     ew = ("elementwise", 0, 0, 1 << 20, 0)
     assert kernel_time(fixed, *ew) == kernel_time(plain, *ew)
     assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
+
+
+def test_an_async_devices_convolution_adds_its_fixed_call_time_to_its_work():
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=7, min_kernel_s=1.1e-6)
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    fixed = device_from_calibration(dict(lv, conv_fixed_s=9e-6, conv_fixed_op="test"), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, conv_fixed_s=9e-6, conv_fixed_op="test"), "cpu", True, 1e9)
+    assert (plain.conv_fixed_s, fixed.conv_fixed_s, cpu.conv_fixed_s) == (0.0, 9e-6, 0.0)  # the CPU: none
+    assert (
+        fixed.sources["conv_fixed"] == "test" and "conv_fixed" not in plain.sources and "conv_fixed" not in cpu.sources
+    )
+    # a convolution on a tiny map: its work under the min kernel time; the call's fixed time + its work
+    key = ("conv", 4, 2 * 4 * 8 * 8, 2 * (8 * 4 + 8 * 8 + 8 * 4), 2 * 8 * 4)  # 4 pixels, 8 -> 8 channels, 1 x 1
+    raw, _ = kernel_time(device_from_calibration(dict(lv, min_kernel_s=0.0), "gpu", False, 1e9), *key)
+    assert kernel_time(plain, *key) == (1.1e-6, "launch") and raw < 1.1e-6
+    t, bound = kernel_time(fixed, *key)
+    assert t == pytest.approx(9e-6 + raw) and bound == "launch"
+    # a large one: the fixed time on top of its work, which keeps its bound
+    big = ("conv", 1 << 16, 1 << 36, 1 << 24, 1 << 22)
+    (w, wb), (t, tb) = kernel_time(plain, *big), kernel_time(fixed, *big)
+    assert t == pytest.approx(w + 9e-6) and tb == wb == "compute"
+    # GEMMs and the CPU are not touched
+    (g,) = costs.linear(4, 16, 16, bias=False, dtype_bytes=B).kernels.counts
+    assert kernel_time(fixed, *g) == kernel_time(plain, *g)
+    assert kernel_time(cpu, *key) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *key)
+
+
+def test_an_async_devices_small_kernel_of_more_than_one_block_costs_its_kinds_one_wave_time():
+    from llm_perf_opt.analytic.time.kernel import WAVE_ELEMENTS
+
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    lv = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=7, min_kernel_s=1e-6)
+    wave = {"elementwise": 1.4e-6, "copy": 2.7e-6, "cast": 1.1e-6, "reduction": 3.5e-6}
+    ops = {k: f"test {k}" for k in wave}
+    plain = device_from_calibration(lv, "gpu", False, 1e9)
+    dev = device_from_calibration(dict(lv, wave_kernel_s=wave, wave_kernel_op=ops), "gpu", False, 1e9)
+    cpu = device_from_calibration(dict(lv, wave_kernel_s=wave, wave_kernel_op=ops), "cpu", True, 1e9)
+    assert dict(dev.wave_kernel) == wave and not plain.wave_kernel and not cpu.wave_kernel  # the CPU: none
+    assert dev.sources["wave_kernel.copy"] == "test copy" and not any(k.startswith("wave") for k in plain.sources)
+    item = dev.itemsize
+    for kind in ("elementwise", "copy", "relayout", "cast", "reduction"):
+        figure = wave["copy" if kind == "relayout" else kind]
+        # one block's result (a decode step's kernels): the min kernel time, as before
+        block = (kind, 0, 0, 2 * WAVE_ELEMENTS * item, WAVE_ELEMENTS * item)
+        assert kernel_time(dev, *block) == kernel_time(plain, *block) == (1e-6, "launch")
+        # more than one block, little work: the kind's one-wave time, not the shortest kernel's
+        wave_key = (kind, 0, 0, 8 * WAVE_ELEMENTS * item, 4 * WAVE_ELEMENTS * item)
+        assert kernel_time(plain, *wave_key) == (1e-6, "launch")
+        assert kernel_time(dev, *wave_key) == (figure, "launch")
+        # without a stated result the kind's share of its bytes is the result (`OUT_SHARE`)
+        assert kernel_time(dev, kind, 0, 0, 8 * WAVE_ELEMENTS * item)[0] == figure
+        # a kernel whose work takes longer: its work, whatever the figure
+        big = (kind, 0, 0, 1 << 30, 1 << 29)
+        assert kernel_time(dev, *big) == kernel_time(plain, *big) and kernel_time(dev, *big)[0] > figure
+    # a widening cast (an autocast float32 op's bfloat16 input: result twice its input) runs the casting copy: the copy
+    # kind's one-wave time; a narrowing one the cast's
+    n = 4 * WAVE_ELEMENTS
+    assert kernel_time(dev, "cast", 0, 0, 6 * n, 4 * n) == (wave["copy"], "launch")  # bf16 in, float32 out
+    assert kernel_time(dev, "cast", 0, 0, 6 * n, 2 * n) == (wave["cast"], "launch")  # float32 in, bf16 out
+    assert kernel_time(dev, "cast", 0, 0, 6 * n)[0] == wave["cast"]  # no stated result: its kind's
+    # other kinds and the CPU are not touched
+    g = costs.linear(64, 1024, 1024, bias=False, dtype_bytes=B).kernels
+    (key,) = g.counts
+    assert kernel_time(dev, *key) == kernel_time(plain, *key)
+    ew = ("elementwise", 0, 0, 1 << 16, 1 << 15)
+    assert kernel_time(cpu, *ew) == kernel_time(device_from_calibration(lv, "cpu", True, 1e9), *ew)
 
 
 def test_a_fused_attention_runs_at_its_occupancy_of_the_multiprocessors():

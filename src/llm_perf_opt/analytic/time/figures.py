@@ -67,6 +67,11 @@ class DeviceFigures:
     # pipeline fill, epilogue): a GEMM of negligible work still takes it (calibrated `gemm_fixed_s`: the shortest
     # GEMM kernels' device durations); 0: none (the CPU, a datasheet, a calibration without the figure)
     gemm_fixed_s: float = 0.0
+    # an asynchronous device's fixed device time of one convolution call, serial with its work: the convolution
+    # kernel's own fixed time and cuDNN's layout transforms around it (NCHW to NHWC and back, ~1.5 µs each on an
+    # H200; calibrated `conv_fixed_s`: the median small convolution call's device time, CUPTI, ~10 µs); 0: none (the
+    # CPU, a datasheet, a calibration without the figure)
+    conv_fixed_s: float = 0.0
     # the device's streaming multiprocessors (0: not known) and the fused attention's curve at full occupancy
     # (x, FLOP/s): each calibrated point's rate / its occupancy (`occupancy`: its query tiles / multiprocessors);
     # (): the attention curve as calibrated (no occupancy model)
@@ -76,6 +81,11 @@ class DeviceFigures:
     # of the same tier leaves for its two inputs (`read_write_tiers`); None: every byte at the tier's bandwidth
     read_bw: Optional[tuple[float, float, float]] = None
     write_bw: Optional[tuple[float, float, float]] = None
+    # an asynchronous device's device time of a one-wave small kernel, by kind (elementwise, copy, cast, reduction:
+    # `measure.level_fillers.WAVE_KINDS`): a kernel of more than one block but at most one wave costs its kind's
+    # fixed time, not the shortest kernel's (calibrated `wave_kernel_s`: CUPTI durations; `kernel.WAVE_ELEMENTS`);
+    # {}: none (the CPU, a datasheet, a calibration without the figure: every small kernel floored by min_kernel_s)
+    wave_kernel: Mapping[str, float] = field(default_factory=dict)
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -174,6 +184,18 @@ class HostFigures:
     dispatch_s: float  # the host's cost per kernel: Python + nn.Module + dispatcher (see `host_from_calibration`)
     source: str
     where: str = "this host"  # "the recorded host": a calibration file of another machine (`hardware.calibration`)
+    # True: `dispatch_s` is the cost per op the code calls (`Kernels.op_count`: an op's inner kernels, an autocast
+    # cast, cuDNN's layout transforms, SDPA's memset, are launched inside it and paid with it), a host figure whose
+    # calibration says so (`host.op_unit == "op"`, `HOST_PER_OP`); False: per kernel launched (every other figure)
+    per_op: bool = False
+
+    @property
+    def unit(self) -> str:
+        return "op" if self.per_op else "kernel"
+
+    def charged(self, kernels: Any) -> int:
+        """How many times the host pays `dispatch_s` for `kernels` (a `Kernels`): its ops, or its kernels."""
+        return kernels.op_count if self.per_op else kernels.count
 
 
 @dataclass(frozen=True)
@@ -330,6 +352,7 @@ def device_from_calibration(
         bw_small = max(ew["small"]["bytes_per_s"], cp["small"]["bytes_per_s"])
         bw_large = max(ew["large"]["bytes_per_s"], cp["large"]["bytes_per_s"])
         bw_src = "calibrated torch.add / copy_ at small (cache) and large sizes, fastest sample (version 1)"
+    wave = {str(k): float(v) for k, v in (levels.get("wave_kernel_s") or {}).items() if v}
     return DeviceFigures(
         label=label,
         synchronous=synchronous,
@@ -345,6 +368,15 @@ def device_from_calibration(
             "min_kernel": levels.get("min_kernel_op", ""),
             **({"gemm_fixed": str(levels.get("gemm_fixed_op", ""))} if levels.get("gemm_fixed_s") else {}),
             **(
+                {"conv_fixed": str(levels.get("conv_fixed_op", ""))}
+                if levels.get("conv_fixed_s") and not synchronous
+                else {}
+            ),
+            **{
+                f"wave_kernel.{kind}": str((levels.get("wave_kernel_op") or {}).get(kind, ""))
+                for kind in ({} if synchronous else wave)
+            },
+            **(
                 {
                     "attention_occupancy": f"{extra['multiprocessors']} multiprocessors "
                     f"({levels.get('multiprocessors_op', '')}); the calibrated attention points' rates / their "
@@ -355,6 +387,8 @@ def device_from_calibration(
             ),
         },
         gemm_fixed_s=0.0 if synchronous else float(levels.get("gemm_fixed_s") or 0.0),
+        conv_fixed_s=0.0 if synchronous else float(levels.get("conv_fixed_s") or 0.0),
+        wave_kernel={} if synchronous else wave,
         gemm_axis=axis,
         itemsize=itemsize,
         **extra,
@@ -384,6 +418,9 @@ def read_write_tiers(
     return tuple(reads), tuple(writes)  # type: ignore[return-value]
 
 
+HOST_PER_OP = "op"  # `host.op_unit` of a figure per op the code calls (not per kernel launched)
+
+
 def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
     """The host's cost per op: `op_s` (a module forward per kernel) when calibrated, else `dispatch_s`. A calibration
     read from a file (`levels["recorded"]`) is the recorded machine's host, not this one."""
@@ -391,7 +428,9 @@ def host_from_calibration(levels: Mapping[str, Any]) -> HostFigures:
     label = f"{h.get('name') or h.get('cpu')}, torch {h.get('torch')}, {h.get('threads')} threads"
     where = "the recorded host" if levels.get("recorded") else "this host"
     if h.get("op_s") is not None:
-        return HostFigures(label, float(h["op_s"]), str(h.get("op_module", "")), where)
+        return HostFigures(
+            label, float(h["op_s"]), str(h.get("op_module", "")), where, per_op=h.get("op_unit") == HOST_PER_OP
+        )
     return HostFigures(
         label, float(h["dispatch_s"]), str(h.get("op", "")) + " (bare dispatch: calibration version 1)", where
     )

@@ -7,16 +7,26 @@ tier (on the CPU an elementwise kernel's result at the write and its inputs at t
 result beyond the cache (`DeviceFigures.writeback_s`), and never under the device's minimum kernel time
 (convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
 device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
-product's work) to its work time, and a fused attention (`m`: its query rows padded to whole tiles, on CUDA)
-runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at most 1
-(`figures.occupancy`; `DeviceFigures.attention_full`). A census of kernels (`Kernels`, exact counts from the cost
-formulas) costs the sum over its kernels (`KernelLevel`, each kernel key computed once per device).
+product's work) to its work time, a convolution the device's fixed convolution time (`DeviceFigures.conv_fixed_s`:
+its kernel's fixed time and cuDNN's layout transforms around it), and a fused attention (`m`: its query rows padded
+to whole tiles, on CUDA) runs at its curve's full-device rate times its occupancy: tiles / multiprocessors, at
+most 1 (`figures.occupancy`; `DeviceFigures.attention_full`). A small kernel (elementwise, copy or relayout, cast,
+reduction) whose result is more than one block (`WAVE_ELEMENTS`) costs at least its kind's one-wave time
+(`DeviceFigures.wave_kernel`: what such a kernel takes on the device whatever its bytes, e.g. 1.1 µs for a cast,
+2.7 µs for a strided copy, 3.5 µs for a norm on an H200) instead of the shortest kernel's; one of a block (a decode
+step's) keeps the min kernel time (`DeviceFigures.min_kernel_s`: a one-block kernel's own device time, ~1.1 µs on
+an H200). A census of kernels (`Kernels`, exact counts from the cost formulas) costs the sum over its kernels
+(`KernelLevel`, each kernel key computed once per device).
 """
 
 from __future__ import annotations
 
 from llm_perf_opt.analytic.costs import SDPA_QUERY_TILE, Kernels
 from llm_perf_opt.analytic.time.figures import GEMM_KINDS, DeviceFigures, occupancy
+
+# the elements of one block of PyTorch's TensorIterator kernels (128 threads x 4 elements): a small kernel whose result
+# has more runs several blocks, up to a wave (`DeviceFigures.wave_kernel`)
+WAVE_ELEMENTS = 512
 
 # share of a kernel's bytes that is its result, where the cost formula does not state it (`Kernels.of(out=)`)
 OUT_SHARE = {
@@ -28,6 +38,17 @@ OUT_SHARE = {
     "copy": 1 / 2,
     "relayout": 1 / 2,
 }
+
+
+def wave_kind(kind: str, nbytes: int, out: int) -> str:
+    """The one-wave figure a small kernel takes (`DeviceFigures.wave_kernel`): its kind's, but a relayout's is the
+    copy's (a layout copy inside another op), and so is an upcast's: a cast whose stated result is wider than its input
+    (an autocast float32 op's 16-bit inputs) runs TensorIterator's casting copy (`direct_copy_kernel` converting each
+    element on load, no vectorized path: ~2.9 µs at one wave on an H200, as an explicit `.to(torch.float32)`, a copy),
+    where a downcast runs the vectorized float-to-16-bit kernel (~1.1 µs)."""
+    if kind == "relayout" or (kind == "cast" and out and out > nbytes - out):
+        return "copy"
+    return kind
 
 
 def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
@@ -57,14 +78,18 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
     # beyond the cache is stored by them: serial with its work, not hidden
     fresh += dev.writeback_s(kind, result)
     t = max(compute, memory) + fresh
-    fixed = dev.gemm_fixed_s if kind == "gemm" else 0.0
+    fixed = dev.gemm_fixed_s if kind == "gemm" else (dev.conv_fixed_s if kind == "conv" else 0.0)
     if fixed:
         # the fixed part holding most of the kernel's time is its launch-like cost, as the min kernel time is
         work, t = t, t + fixed
         if t >= dev.min_kernel_s and fixed >= work:
             return t, "launch"
-    if t < dev.min_kernel_s:
-        return dev.min_kernel_s, "launch"
+    floor = dev.min_kernel_s
+    wave = dev.wave_kernel.get(wave_kind(kind, nbytes, out)) if dev.wave_kernel else None
+    if wave and (out or nbytes * OUT_SHARE.get(kind, 0.5)) > WAVE_ELEMENTS * dev.itemsize:
+        floor = wave  # more than one block: the kind's one-wave time (CUPTI), not the shortest kernel's
+    if t < floor:
+        return floor, "launch"
     return t, "compute" if compute >= memory + fresh else "memory"
 
 

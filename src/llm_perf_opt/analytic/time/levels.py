@@ -102,7 +102,7 @@ class LevelPredictor:
         if m.host is None:
             out.missing.setdefault("eager", "no host figures (calibrate this host: ./dev calibrate)")
             return out
-        out.eager_s, out.host_s = eager_time(nodes, m.device, m.host, self._kernel, kernel_s, kernels.count)
+        out.eager_s, out.host_s = eager_time(nodes, m.device, m.host, self._kernel, kernel_s, kernels)
         return out
 
 
@@ -216,7 +216,13 @@ def levels_payload(
             },
             "host": None
             if host is None
-            else {"label": host.label, "per_kernel_s": host.dispatch_s, "source": host.source, "where": host.where},
+            else {
+                "label": host.label,
+                "per_kernel_s": host.dispatch_s,
+                "per": host.unit,
+                "source": host.source,
+                "where": host.where,
+            },
             "notes": list(model.notes),
         },
         "stages": {stage: {alias: level_entries(lt) for alias, lt in parts.items()} for stage, parts in levels.items()},
@@ -287,7 +293,9 @@ def render_levels(
             )
         )
     if model.host is not None:
-        lines.append(f"host figures: {units.seconds(model.host.dispatch_s)} per kernel ({model.host.source})")
+        lines.append(
+            f"host figures: {units.seconds(model.host.dispatch_s)} per {model.host.unit} ({model.host.source})"
+        )
     shown = model.host.source if model.host is not None else None  # a filled host figure's source is on the line above
     lines.extend(f"figures: {note}" for note in model.notes if not (shown and note.endswith(shown)))
     lines.append("convention: " + convention.levels_line())
