@@ -50,26 +50,56 @@ def require(found: Optional[object], what: str, how: str = HOW) -> None:
 
 @contextmanager
 def chromium_browser() -> Iterator[object]:
-    """A headless chromium (Playwright's Browser) for the length of the block. One at a time: Playwright's
-    sync API refuses to start while another of its loops runs in the thread, so no test keeps one open."""
+    """A headless chromium (Playwright's Browser) for the length of the block: the one the tests of the running
+    module share (`shared_browser`); the pages and contexts the block opened are closed when it ends."""
+    browser = shared_browser()
+    try:
+        yield browser
+    finally:
+        for context in list(browser.contexts):
+            context.close()
+
+
+_SHARED: dict[str, object] = {}  # "playwright", "browser": the chromium of the module running in this process
+
+
+def shared_browser() -> object:
+    """The headless chromium of the test module running: launched at the module's first use, closed by
+    `close_shared_browser` when this process moves on to another module (tests/conftest.py's teardown hook), so a
+    module's page tests start one browser between them, not one each. Playwright's sync API holds an event loop in
+    the thread while it runs (no other of its loops can start, nor can `asyncio.run`): one module at a time."""
     exe = chromium_executable()
     require(exe, f"chromium{' ($CHROMIUM=' + os.environ['CHROMIUM'] + ')' if os.environ.get('CHROMIUM') else ''}")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=exe,
-            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking"],
-        )
+    if "browser" not in _SHARED:
+        playwright = sync_api.sync_playwright().start()
         try:
-            yield browser
-        finally:
+            browser = playwright.chromium.launch(
+                executable_path=exe,
+                args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking"],
+            )
+        except BaseException:
+            playwright.stop()
+            raise
+        _SHARED.update(playwright=playwright, browser=browser)
+    return _SHARED["browser"]
+
+
+def close_shared_browser() -> None:
+    """Close the module's chromium and stop Playwright (nothing when none was started)."""
+    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    try:
+        if browser is not None:
             browser.close()
+    finally:
+        if playwright is not None:
+            playwright.stop()
 
 
 @contextmanager
 def browser_page(width: int = 1300, height: int = 900) -> Iterator[tuple[object, list[str]]]:
-    """(page, console errors): a fresh headless chromium page; every console error and page error lands in
-    the list."""
+    """(page, console errors): a fresh page (its own context) in the module's chromium (`shared_browser`); every
+    console error and page error lands in the list."""
     with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": width, "height": height})
         errors: list[str] = []

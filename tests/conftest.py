@@ -54,11 +54,23 @@ families.register_configs()
 @pytest.fixture
 def browser():
     """A headless chromium through Playwright on the system's browser (`browser.py`: which one, and why a
-    missing one skips here and fails under CI). Per test: Playwright's sync API allows one at a time."""
+    missing one skips here and fails under CI): the one the module's page tests share, the pages this test
+    opened closed after it."""
     from browser import chromium_browser
 
     with chromium_browser() as b:
         yield b
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of a module in this process (the next one is of another module, or none), its chromium
+    is closed (`browser.shared_browser`: one per module, not one per page test)."""
+    yield
+    if nextitem is None or nextitem.module is not item.module:
+        from browser import close_shared_browser
+
+        close_shared_browser()
 
 
 def _vendor_path(env: str, modeling: str, what: str) -> Path:
