@@ -96,7 +96,8 @@ def reports_errors(
         stopping = False  # Ctrl-C: the process ends, nothing to hand back
         signals.clear()
         try:
-            with signals.handling():  # SIGTERM / SIGHUP (SLURM's time limit) end the job like Ctrl-C
+            # SIGTERM / SIGHUP (SLURM's time limit) end the job like Ctrl-C; fewer collections of what it builds
+            with signals.handling(), job_memory.fewer_collections():
                 result = task(cfg)
                 signals.raise_pending()  # a signal a finalizer swallowed: the job did not end ok
             return result
