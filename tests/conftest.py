@@ -22,6 +22,7 @@ sys.path by its conftest and has a name no other folder uses."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -45,6 +46,11 @@ from job_scripts import run_job_in_process  # noqa: E402
 from shared_runs import OCR2_PAGE, SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
 
 from llm_perf_opt import families  # noqa: E402
+from llm_perf_opt.runs.memory import JOB_GC_YOUNG  # noqa: E402
+
+# Python's collector in the test processes as in a job (`runs.memory.fewer_collections`, which every job's entry
+# sets): the tests that capture, group or price a model outside a job build the same large object graphs
+gc.set_threshold(max(JOB_GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
 
 # The families' workload schemas in Hydra's ConfigStore (conf/workload/*.yaml name them), as every job registers
 # them before composing (`families.register_configs`): tests compose the config in this process too.
