@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION, measure_host
+from llm_perf_opt.measure.calibrate_levels import (
+    LEVELS_VERSION,
+    measure_conv_fixed,
+    measure_host,
+    measure_min_kernel,
+    measure_wave_kernels,
+    profiled_rounds,
+    wave_kernel_cases,
+)
+from llm_perf_opt.measure.level_fillers import WAVE_KINDS
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -24,3 +33,22 @@ def test_the_host_figures_are_measured_on_one_thread(dtype):
     assert host["op_kernels"] > 20  # 4 blocks of ~10 non-view kernels each
     assert 0 < host["dispatch_s"] < host["op_s"] < 1e-3, host  # a per-op cost of µs, never a scheduler's ms
     assert host["op_s"] == pytest.approx(host["op_forward_s"] / host["op_kernels"])
+
+
+def test_the_profiled_figures_read_their_trace_as_a_recording_is_read():
+    """The CUDA figures measured under torch.profiler (min kernel, convolution call, one-wave kernels) share one
+    path: eager rounds profiled, the Chrome trace exported and read by `read_recorded_profile`. On the CPU the path
+    runs whole and finds no device kernel, so each figure says it was not measured (and is 0 / absent), never a
+    number."""
+    cpu = torch.device("cpu")
+    calls = [fn for kind in WAVE_KINDS for fn in wave_kernel_cases(cpu, torch.bfloat16)[kind]]
+    assert len(calls) == 13
+    recorded = profiled_rounds(calls, 2, cpu, "cpu_check")
+    assert (recorded.wave_kernel_s, recorded.block_kernel_s, recorded.conv_call_s) == ({}, (), ())
+    value, why = measure_min_kernel(cpu, torch.bfloat16, 1)
+    assert value == 0.0 and why.startswith("not measured: the profiler recorded no one-block kernel"), why
+    value, why = measure_conv_fixed(cpu, torch.float32, 1)
+    assert value == 0.0 and why.startswith("not measured: the profiler recorded no aten::convolution call"), why
+    values, ops = measure_wave_kernels(cpu, torch.bfloat16, 1)
+    assert values == {} and sorted(ops) == sorted(WAVE_KINDS)
+    assert all(text.startswith("not measured: the profiler recorded no one-wave kernel") for text in ops.values()), ops

@@ -437,6 +437,37 @@ def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
     )
 
 
+def profiled_rounds(calls: list[Callable[[], Any]], rounds: int, device: torch.device, name: str) -> Any:
+    """The recorded profile (`recorded_profile.read_recorded_profile`) of `rounds` eager rounds of `calls` under
+    torch.profiler (CPU activity, and CUDA's on a CUDA device), after one untimed round (allocator blocks, kernel
+    modules and cuDNN's heuristics on the first call): the trace is exported to a temporary file and read as a
+    recorded run's is, so a calibrated figure and the figure filled from a recording are read by the same code.
+    Raises what the profiler or the reader raise (RuntimeError, ValueError, OSError)."""
+    import tempfile
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
+
+    cuda = device.type == "cuda"
+    for fn in calls:
+        fn()
+    if cuda:
+        torch.cuda.synchronize(device)
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        for _ in range(max(rounds, 1)):
+            for fn in calls:
+                fn()
+        if cuda:
+            torch.cuda.synchronize(device)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / f"{name}.trace.json"
+        prof.export_chrome_trace(str(trace))
+        return read_recorded_profile(trace)
+
+
 # (in channels, out channels, kernel, stride, input side) of the convolutions `measure_conv_fixed` times: SAM's
 # patch embedding and neck at a small model's width, on small maps (work well under the call's fixed time)
 CONV_FIXED_SHAPES = (
@@ -454,13 +485,7 @@ def measure_conv_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
     rounds of them under torch.profiler, the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
     per `aten::convolution` call its kernels' durations summed), their `level_fillers.CONV_FIXED_PERCENTILE`th
     percentile. (0, why) when the profiler fails or records no call."""
-    import tempfile
-    from pathlib import Path
-
-    from torch.profiler import ProfilerActivity, profile
-
     from llm_perf_opt.measure.level_fillers import CONV_FIXED_PERCENTILE, percentile
-    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
 
     calls = []
     for cin, cout, k, stride, side in CONV_FIXED_SHAPES:
@@ -468,20 +493,9 @@ def measure_conv_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
         w = torch.randn(cout, cin, k, k, device=device).to(dtype)
         pad = 1 if k == 3 else 0  # the 3 x 3 necks keep their map; the 1 x 1 and the patch embedding have none
         calls.append(lambda x=x, w=w, s=stride, p=pad: torch.nn.functional.conv2d(x, w, stride=s, padding=p))
-    for fn in calls:
-        fn()
-    torch.cuda.synchronize(device)
     n = 2 * max(rounds, 1)
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
-                for fn in calls:
-                    fn()
-            torch.cuda.synchronize(device)
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "conv_fixed.trace.json"
-            prof.export_chrome_trace(str(trace))
-            durations = [d for d in read_recorded_profile(trace).conv_call_s if d > 0]
+        durations = [d for d in profiled_rounds(calls, n, device, "conv_fixed").conv_call_s if d > 0]
     except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
         return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (convolutions by their work)"
     if not durations:
@@ -522,29 +536,12 @@ def measure_min_kernel(device: torch.device, dtype: torch.dtype, rounds: int) ->
     activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`: one-block small
     kernels by name and grid), their `level_fillers.MIN_KERNEL_PERCENTILE`th percentile. (0, why) when the
     profiler fails or records none: the caller keeps the graph-timed figure then."""
-    import tempfile
-    from pathlib import Path
-
-    from torch.profiler import ProfilerActivity, profile
-
     from llm_perf_opt.measure.level_fillers import MIN_KERNEL_PERCENTILE, percentile
-    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
 
     calls = min_kernel_cases(device, dtype)
-    for fn in calls:  # allocator blocks and kernel modules loaded on the first call
-        fn()
-    torch.cuda.synchronize(device)
     n = 4 * max(rounds, 1)
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
-                for fn in calls:
-                    fn()
-            torch.cuda.synchronize(device)
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "min_kernel.trace.json"
-            prof.export_chrome_trace(str(trace))
-            durations = [d for d in read_recorded_profile(trace).block_kernel_s if d > 0]
+        durations = [d for d in profiled_rounds(calls, n, device, "min_kernel").block_kernel_s if d > 0]
     except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
         return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
     if not durations:
@@ -603,29 +600,12 @@ def measure_wave_kernels(
     docstring): the calls of `wave_kernel_cases` warmed up, then `rounds` eager rounds of them all under
     torch.profiler (CPU + CUDA activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
     the kind by kernel name, one wave by the kernel's grid). A kind the profiler gave no kernel of is absent."""
-    import tempfile
-    from pathlib import Path
-
-    from torch.profiler import ProfilerActivity, profile
-
     from llm_perf_opt.measure.level_fillers import WAVE_KERNEL_PERCENTILE, WAVE_KINDS, percentile
-    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
 
     cases = wave_kernel_cases(device, dtype)
     calls = [fn for kind in WAVE_KINDS for fn in cases[kind]]
-    for fn in calls:  # allocator blocks and kernel modules loaded on the first call
-        fn()
-    torch.cuda.synchronize(device)
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(max(rounds, 1)):
-                for fn in calls:
-                    fn()
-            torch.cuda.synchronize(device)
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "wave_kernels.trace.json"
-            prof.export_chrome_trace(str(trace))
-            got = read_recorded_profile(trace).wave_kernel_s
+        got = profiled_rounds(calls, rounds, device, "wave_kernels").wave_kernel_s
     except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
         why = f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
         return {}, {kind: why for kind in WAVE_KINDS}
