@@ -108,6 +108,21 @@ def _runs(recordings: Sequence[RecordedProfile]) -> str:
     return ", ".join(f"{r.run.name}/{r.trace.name}" for r in recordings)
 
 
+def _percentile_filled(
+    durations: list[float], minimum: int, p: float, what: str, recordings: Sequence[RecordedProfile]
+) -> Optional[Filled]:
+    """The `p`th percentile of the recorded `durations` as a filled figure naming `what` they are and the runs; None
+    under `minimum` of them (too few to say anything)."""
+    if len(durations) < minimum:
+        return None
+    value = percentile(durations, p)
+    return Filled(
+        value,
+        f"from the recording beside the file: the {p}th percentile of {len(durations):,} {what} in "
+        f"{_runs(recordings)}: {value * 1e6:.3g} µs",
+    )
+
+
 def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
     """The device-only time of a one-block kernel, the kernel level's floor of every kernel: the
     `MIN_KERNEL_PERCENTILE`th percentile of the recorded one-block small kernels' durations
@@ -116,14 +131,13 @@ def min_kernel_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
     takes (an add, a cast, a copy of a few hundred elements: ~1.1 µs on an H200), not the shortest kernel's outlier
     (0.6-0.7 µs fills). None under `MIN_RECORDED_KERNELS`."""
     durations = [d for r in recordings for d in r.block_kernel_s if d > 0]
-    if len(durations) < MIN_RECORDED_KERNELS:
-        return None
-    value = percentile(durations, MIN_KERNEL_PERCENTILE)
-    return Filled(
-        value,
-        f"from the recording beside the file: the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations):,} one-block "
-        f"small kernel durations (elementwise, copy, cast, reduction kernels by name on a grid of one block; "
-        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+    return _percentile_filled(
+        durations,
+        MIN_RECORDED_KERNELS,
+        MIN_KERNEL_PERCENTILE,
+        "one-block small kernel durations (elementwise, copy, cast, reduction kernels by name on a grid of one "
+        "block; device-only, torch.profiler/CUPTI)",
+        recordings,
     )
 
 
@@ -134,14 +148,12 @@ def gemm_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
     router's, a few tokens through a small weight) have negligible work: their duration is the fixed part. None
     under `MIN_RECORDED_GEMMS`."""
     durations = [d for r in recordings for d in r.gemm_kernel_s if d > 0]
-    if len(durations) < MIN_RECORDED_GEMMS:
-        return None
-    value = percentile(durations, GEMM_FIXED_PERCENTILE)
-    return Filled(
-        value,
-        f"from the recording beside the file: the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations):,} GEMM "
-        f"kernel durations (cuBLAS / cuBLASLt / CUTLASS kernels by name; device-only, torch.profiler/CUPTI) in "
-        f"{_runs(recordings)}: {value * 1e6:.3g} µs",
+    return _percentile_filled(
+        durations,
+        MIN_RECORDED_GEMMS,
+        GEMM_FIXED_PERCENTILE,
+        "GEMM kernel durations (cuBLAS / cuBLASLt / CUTLASS kernels by name; device-only, torch.profiler/CUPTI)",
+        recordings,
     )
 
 
@@ -154,14 +166,13 @@ def conv_fixed_from_recording(recordings: Sequence[RecordedProfile]) -> Optional
     shortest calls are 1 x 1 convolutions cuDNN runs as one GEMM kernel (~2.5 µs, no transforms), a minority the
     kernel level cannot tell apart by its census. None under `MIN_RECORDED_CONVS`."""
     durations = [d for r in recordings for d in r.conv_call_s if d > 0]
-    if len(durations) < MIN_RECORDED_CONVS:
-        return None
-    value = percentile(durations, CONV_FIXED_PERCENTILE)
-    return Filled(
-        value,
-        f"from the recording beside the file: the {CONV_FIXED_PERCENTILE}th percentile of {len(durations):,} "
-        f"convolution calls' device times (aten::convolution: its kernels and cuDNN's layout transforms summed; "
-        f"device-only, torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+    return _percentile_filled(
+        durations,
+        MIN_RECORDED_CONVS,
+        CONV_FIXED_PERCENTILE,
+        "convolution calls' device times (aten::convolution: its kernels and cuDNN's layout transforms summed; "
+        "device-only, torch.profiler/CUPTI)",
+        recordings,
     )
 
 
@@ -174,14 +185,13 @@ def wave_kernel_from_recording(kind: str) -> Callable[[Sequence[RecordedProfile]
 
     def fill(recordings: Sequence[RecordedProfile]) -> Optional[Filled]:
         durations = [d for r in recordings for d in r.wave_kernel_s.get(kind, ()) if d > 0]
-        if len(durations) < MIN_RECORDED_WAVE_KERNELS:
-            return None
-        value = percentile(durations, WAVE_KERNEL_PERCENTILE)
-        return Filled(
-            value,
-            f"from the recording beside the file: the {WAVE_KERNEL_PERCENTILE}th percentile of {len(durations):,} "
+        return _percentile_filled(
+            durations,
+            MIN_RECORDED_WAVE_KERNELS,
+            WAVE_KERNEL_PERCENTILE,
             f"one-wave {kind} kernel durations (kind by kernel name, 2 to numSms blocks; device-only, "
-            f"torch.profiler/CUPTI) in {_runs(recordings)}: {value * 1e6:.3g} µs",
+            "torch.profiler/CUPTI)",
+            recordings,
         )
 
     return fill
