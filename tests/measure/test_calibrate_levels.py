@@ -8,6 +8,7 @@ import torch
 from llm_perf_opt.measure.calibrate_levels import (
     LEVELS_VERSION,
     measure_conv_fixed,
+    measure_gemm_fixed,
     measure_host,
     measure_min_kernel,
     measure_wave_kernels,
@@ -36,7 +37,7 @@ def test_the_host_figures_are_measured_on_one_thread(dtype):
 
 
 def test_the_profiled_figures_read_their_trace_as_a_recording_is_read():
-    """The CUDA figures measured under torch.profiler (min kernel, convolution call, one-wave kernels) share one
+    """The CUDA figures measured under torch.profiler (min kernel, GEMM, convolution call, one-wave kernels) share one
     path: eager rounds profiled, the Chrome trace exported and read by `read_recorded_profile`. On the CPU the path
     runs whole and finds no device kernel, so each figure says it was not measured (and is 0 / absent), never a
     number."""
@@ -47,6 +48,8 @@ def test_the_profiled_figures_read_their_trace_as_a_recording_is_read():
     assert (recorded.wave_kernel_s, recorded.block_kernel_s, recorded.conv_call_s) == ({}, (), ())
     value, why = measure_min_kernel(cpu, torch.bfloat16, 1)
     assert value == 0.0 and why.startswith("not measured: the profiler recorded no one-block kernel"), why
+    value, why = measure_gemm_fixed(cpu, torch.float32, 1)
+    assert value == 0.0 and why.startswith("not measured: the profiler recorded no GEMM kernel"), why
     value, why = measure_conv_fixed(cpu, torch.float32, 1)
     assert value == 0.0 and why.startswith("not measured: the profiler recorded no aten::convolution call"), why
     values, ops = measure_wave_kernels(cpu, torch.bfloat16, 1)

@@ -394,49 +394,6 @@ def measure_host(dtype: torch.dtype, rounds: int, warmup: int) -> dict[str, Any]
 GEMM_FIXED_SHAPES = tuple((m, k, n) for m in (1, 4, 16, 64) for k, n in ((256, 1024), (1024, 1024)))
 
 
-def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
-    """(seconds, what was measured) of a CUDA device's fixed GEMM time (see the module docstring): each of
-    `GEMM_FIXED_SHAPES` warmed up, then `rounds` eager rounds of them all under torch.profiler (CPU + CUDA
-    activities), the trace read as a recorded one (`measure.recorded_profile`: GEMM kernels by name)."""
-    import tempfile
-    from pathlib import Path
-
-    from torch.profiler import ProfilerActivity, profile
-
-    from llm_perf_opt.measure.level_fillers import GEMM_FIXED_PERCENTILE, percentile
-    from llm_perf_opt.measure.recorded_profile import read_recorded_profile
-
-    cases = []
-    for m, k, n in GEMM_FIXED_SHAPES:
-        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
-        c = torch.empty(m, n, device=device, dtype=dtype)
-        cases.append(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
-    for fn in cases:  # cuBLAS handle, workspace and heuristics on the first call of each shape
-        fn()
-    torch.cuda.synchronize(device)
-    try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(max(rounds, 1)):
-                for fn in cases:
-                    fn()
-            torch.cuda.synchronize(device)
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "gemm_fixed.trace.json"
-            prof.export_chrome_trace(str(trace))
-            durations = [d for d in read_recorded_profile(trace).gemm_kernel_s if d > 0]
-    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
-        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (GEMMs by their work alone)"
-    if not durations:
-        return 0.0, "not measured: the profiler recorded no GEMM kernel by name; 0 (GEMMs by their work alone)"
-    value = percentile(durations, GEMM_FIXED_PERCENTILE)
-    shapes = sorted({(m, k, n) for m, k, n in GEMM_FIXED_SHAPES})
-    return value, (
-        f"the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations)} GEMM kernel durations (torch.profiler/CUPTI, "
-        f"device-only) of eager torch.matmul in nn.Linear's layout, {max(rounds, 1)} rounds of {len(shapes)} shapes "
-        f"(M, K, N) {shapes[0]}..{shapes[-1]}: {value * 1e6:.3g} µs"
-    )
-
-
 def profiled_rounds(calls: list[Callable[[], Any]], rounds: int, device: torch.device, name: str) -> Any:
     """The recorded profile (`recorded_profile.read_recorded_profile`) of `rounds` eager rounds of `calls` under
     torch.profiler (CPU activity, and CUDA's on a CUDA device), after one untimed round (allocator blocks, kernel
@@ -466,6 +423,32 @@ def profiled_rounds(calls: list[Callable[[], Any]], rounds: int, device: torch.d
         trace = Path(tmp) / f"{name}.trace.json"
         prof.export_chrome_trace(str(trace))
         return read_recorded_profile(trace)
+
+
+def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
+    """(seconds, what was measured) of a CUDA device's fixed GEMM time (see the module docstring): each of
+    `GEMM_FIXED_SHAPES` warmed up, then `rounds` eager rounds of them all under torch.profiler (CPU + CUDA
+    activities), the trace read as a recorded one (`measure.recorded_profile`: GEMM kernels by name)."""
+    from llm_perf_opt.measure.level_fillers import GEMM_FIXED_PERCENTILE, percentile
+
+    cases = []
+    for m, k, n in GEMM_FIXED_SHAPES:
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
+        c = torch.empty(m, n, device=device, dtype=dtype)
+        cases.append(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
+    try:  # the untimed round: cuBLAS handle, workspace and heuristics on the first call of each shape
+        durations = [d for d in profiled_rounds(cases, rounds, device, "gemm_fixed").gemm_kernel_s if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
+        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (GEMMs by their work alone)"
+    if not durations:
+        return 0.0, "not measured: the profiler recorded no GEMM kernel by name; 0 (GEMMs by their work alone)"
+    value = percentile(durations, GEMM_FIXED_PERCENTILE)
+    shapes = sorted({(m, k, n) for m, k, n in GEMM_FIXED_SHAPES})
+    return value, (
+        f"the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations)} GEMM kernel durations (torch.profiler/CUPTI, "
+        f"device-only) of eager torch.matmul in nn.Linear's layout, {max(rounds, 1)} rounds of {len(shapes)} shapes "
+        f"(M, K, N) {shapes[0]}..{shapes[-1]}: {value * 1e6:.3g} µs"
+    )
 
 
 # (in channels, out channels, kernel, stride, input side) of the convolutions `measure_conv_fixed` times: SAM's
