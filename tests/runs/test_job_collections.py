@@ -29,12 +29,19 @@ def test_a_process_that_collects_less_often_already_keeps_its_threshold():
         gc.set_threshold(*before)
 
 
-def test_garbage_a_job_drops_is_still_collected():
-    class Cycle:
-        pass
+def test_the_collector_still_runs_by_itself_inside_a_job():
+    """Only the young threshold moves: allocating more than it collects on its own (a job that turned collection
+    off, or set no finite threshold, would leak every cycle it drops until its end)."""
+    started = []
 
-    with fewer_collections():
-        a = Cycle()
-        a.me = a
-        del a
-        assert gc.collect() >= 1  # collect() still works inside: only the automatic young threshold moved
+    def seen(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        with fewer_collections():
+            kept = [[] for _ in range(3 * JOB_GC_YOUNG)]
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(kept) == 3 * JOB_GC_YOUNG and len(started) >= 2, started
