@@ -15,9 +15,11 @@ from llm_perf_opt.config.schemas import RuntimeConfig
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import (
     CALIBRATION_SCHEMA,
+    LEVEL_DTYPES,
     CalibrationPlan,
     calibrate,
     hardware_for,
+    level_keys,
     load_calibration,
     load_or_calibrate,
     measured_hardware,
@@ -68,6 +70,30 @@ def test_the_cache_is_reused_until_recalibrate(tmp_path):
     # one file per device, torch version, threads and plan
     _, other, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK, threads=1)
     assert other != path and "threads1" in other.name and len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_a_dtype_a_job_needs_is_added_to_the_cached_file(tmp_path):
+    """On the CPU a job calibrates the kernel-level and host figures of its own dtype only; a later job in another
+    dtype adds its figures to the same file, measured then, the roof and the first dtype's figures kept as cached;
+    `./dev calibrate` (level_dtypes None) wants every dtype."""
+    first, path, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, level_dtypes=("bfloat16",))
+    assert not reused and sorted(first.levels) == ["bfloat16"] and sorted(first.matmul) == ["bfloat16", "float32"]
+    logs: list[str] = []
+    both, path2, reused2 = load_or_calibrate("cpu", tmp_path, plan=QUICK, level_dtypes=("float32",), log=logs.append)
+    assert reused2 and path2 == path and sorted(both.levels) == ["bfloat16", "float32"]
+    assert [line for line in logs if "measuring them now" in line] == [
+        f"{path} has no kernel-level figures for float32: measuring them now"
+    ]
+    kept = {k: v for k, v in both.to_dict().items() if k != "levels"}
+    assert kept == {k: v for k, v in first.to_dict().items() if k != "levels"}
+    assert both.levels["bfloat16"] == first.levels["bfloat16"]
+    assert load_calibration(path).to_dict() == both.to_dict()
+    logs.clear()
+    again, _, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK, level_dtypes=("float32", "bfloat16"), log=logs.append)
+    assert again.to_dict() == both.to_dict() and not [line for line in logs if "measuring" in line]
+    assert level_keys("cpu", CalibrationPlan.default("cpu")) == LEVEL_DTYPES == ("float32", "bfloat16")
+    assert level_keys("cpu", CalibrationPlan.default("cpu"), ("bfloat16", "bfloat16")) == ("bfloat16",)
+    assert level_keys("cuda", CalibrationPlan.default("cuda"), ("bfloat16",)) == LEVEL_DTYPES
 
 
 def test_an_unknown_cache_version_is_measured_again(tmp_path):

@@ -15,7 +15,7 @@ from llm_perf_opt import units
 from llm_perf_opt.analytic.time.hardware import Hardware
 from llm_perf_opt.config import to_typed_config
 from llm_perf_opt.config.options import check_group_options
-from llm_perf_opt.measure.calibrate import Calibration, measured_hardware, write_calibration
+from llm_perf_opt.measure.calibrate import LEVEL_DTYPES, Calibration, measured_hardware, write_calibration
 from llm_perf_opt.runs.entry import CONF_DIR, progress, reports_errors, run_dir
 
 
@@ -55,7 +55,8 @@ def render_calibration(cal: Calibration, measured: Hardware, datasheet: Hardware
 def main(raw: DictConfig) -> None:
     cfg = to_typed_config(raw)
     datasheet = Hardware.from_config(cfg.hardware) if cfg.hardware.kind == "datasheet" else None
-    measured, cal, cache, reused = measured_hardware(cfg.hardware, cfg.runtime, progress)
+    # every dtype's kernel-level and host figures: the machine's calibration, not one job's
+    measured, cal, cache, reused = measured_hardware(cfg.hardware, cfg.runtime, progress, LEVEL_DTYPES)
     progress(f"{'reused' if reused else 'wrote'} {cache}")
     print(render_calibration(cal, measured, datasheet))
     progress(f"wrote {write_calibration(run_dir() / 'calibration.json', cal)}")

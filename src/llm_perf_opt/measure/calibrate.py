@@ -28,7 +28,9 @@ thread count and plan, under `hardware.cache_dir` (default `config.paths.calibra
 `$LLM_PERF_OPT_CALIBRATION_DIR`, else `tmp/calibration/` relative to the working directory: the repository root
 for `./dev`). It is reused unless `hardware.recalibrate=true`; a cache file of an unknown schema version is
 measured again and replaced, and so is one whose kernel-level figures are of an older
-`calibrate_levels.LEVELS_VERSION` (one log line names both versions). Writes are atomic; a process finding another
+`calibrate_levels.LEVELS_VERSION` (one log line names both versions). The kernel-level and host figures are per
+dtype (`level_keys`): on the CPU a job measures those of its own dtype, and a cached file lacking a dtype a later job
+needs gains it (measured then, written back; one log line). Writes are atomic; a process finding another
 one calibrating the same file waits for it (a lock file beside it).
 
 A file given by path (`hardware.calibration`, e.g. a recorded GPU run's) is not the cache: it is read as it is
@@ -47,7 +49,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from llm_perf_opt.analytic.hardware_config import HardwareConfig
 from llm_perf_opt.analytic.time.hardware import Hardware, Roof
@@ -509,8 +511,10 @@ def calibrate(
     plan: Optional[CalibrationPlan] = None,
     threads: Optional[int] = None,
     matmul_keys: Optional[tuple[str, ...]] = None,
+    level_dtypes: Optional[Sequence[str]] = None,
 ) -> Calibration:
-    """Measure the roof of `device` now (no cache; see `load_or_calibrate`)."""
+    """Measure the roof of `device` now (no cache; see `load_or_calibrate`): the matmul peaks of every key, and the
+    kernel-level and host figures of `level_dtypes` (`level_keys`: all of LEVEL_DTYPES on CUDA or when None)."""
     import torch
 
     dev = resolve_device(device)
@@ -524,12 +528,7 @@ def calibrate(
         vector = measure_vector(dev, plan)
         memory = torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None
         n_threads = torch.get_num_threads()
-        from llm_perf_opt.measure.calibrate_levels import measure_levels
-
-        level_keys = ("float32",) if plan.name == "quick" else LEVEL_DTYPES
-        levels = {key: measure_levels(dev, _torch_dtype(key), quick=plan.name == "quick") for key in level_keys}
-        for figures in levels.values():
-            figures["host"]["name"] = _cpu_name()
+        levels = _measure_levels(dev, plan, level_keys(dev.type, plan, level_dtypes))
     return Calibration(
         str(dev),
         device_name(dev),
@@ -544,6 +543,28 @@ def calibrate(
         levels=levels,
         load={"before": load_before, "after": machine_load(), "cpus": _usable_cpus()},
     )
+
+
+def level_keys(device_type: str, plan: CalibrationPlan, wanted: Optional[Sequence[str]] = None) -> tuple[str, ...]:
+    """The dtypes whose kernel-level and host figures a calibration measures: every LEVEL_DTYPES (float32 alone for
+    the quick plan, a smoke test) on CUDA, where a recording should hold them all and they take seconds, and when
+    `wanted` is None (`./dev calibrate`); on the CPU otherwise those of LEVEL_DTYPES the job predicts in (`wanted`),
+    since each dtype's figures take about 6 s on two cores (9 s on one): another dtype is added to the cached file
+    when a job first needs it (`load_or_calibrate`)."""
+    every = ("float32",) if plan.name == "quick" else LEVEL_DTYPES
+    if device_type == "cuda" or wanted is None:
+        return every
+    return tuple(key for key in LEVEL_DTYPES if key in set(wanted)) or every
+
+
+def _measure_levels(dev: "torch.device", plan: CalibrationPlan, keys: Sequence[str]) -> dict[str, Any]:
+    """{dtype: kernel-level and host figures} of `keys` (`measure.calibrate_levels`), each naming this host's CPU."""
+    from llm_perf_opt.measure.calibrate_levels import measure_levels
+
+    levels = {key: measure_levels(dev, _torch_dtype(key), quick=plan.name == "quick") for key in keys}
+    for figures in levels.values():
+        figures["host"]["name"] = _cpu_name()
+    return levels
 
 
 def _usable_cpus() -> int:
@@ -595,10 +616,13 @@ def load_or_calibrate(
     threads: Optional[int] = None,
     recalibrate: bool = False,
     plan: Optional[CalibrationPlan] = None,
+    level_dtypes: Optional[Sequence[str]] = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> tuple[Calibration, Path, bool]:
     """(calibration, its cache file, reused?) for `device`: the cached one unless `recalibrate`; `cache_dir` None:
-    `config.paths.calibration_dir()`."""
+    `config.paths.calibration_dir()`. `level_dtypes`: the dtypes whose kernel-level and host figures the caller
+    needs (`level_keys`; None: all); a cached file lacking one of them gains it, measured now and written back
+    (still "reused": its roof and its other dtypes' figures are the cached ones)."""
     import torch
 
     from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION
@@ -620,6 +644,12 @@ def load_or_calibrate(
                 ) and _levels_current(cal):
                     if cal.loaded_note():
                         log(f"{path}: {cal.loaded_note()}")
+                    missing = [key for key in level_keys(dev.type, plan, level_dtypes) if key not in cal.levels]
+                    if missing:
+                        log(f"{path} has no kernel-level figures for {', '.join(missing)}: measuring them now")
+                        with _threads(threads), torch.no_grad():
+                            cal = replace(cal, levels={**cal.levels, **_measure_levels(dev, plan, missing)})
+                        write_calibration(path, cal)
                     return cal, path, True
                 if not _levels_current(cal):
                     found = sorted({int(v.get("version", 1)) for v in cal.levels.values()}) or "none"
@@ -632,7 +662,7 @@ def load_or_calibrate(
             except ArtifactError as exc:
                 log(f"cached calibration not usable ({exc}): calibrating again")
         log(f"calibrating {dev} ({device_name(dev)}, {n_threads} threads, plan {plan.name})")
-        cal = calibrate(str(dev), plan, threads)
+        cal = calibrate(str(dev), plan, threads, level_dtypes=level_dtypes)
         if cal.loaded_note():
             log(cal.loaded_note())
         return cal, write_calibration(path, cal), False
@@ -663,11 +693,15 @@ def _cache_lock(path: Path, log: Callable[[str], None]) -> Iterator[None]:
 
 # ------------------------------------------------------------------------------------- config entry points
 def measured_hardware(
-    hardware: HardwareConfig, runtime: RuntimeConfig, log: Callable[[str], None] = lambda _: None
+    hardware: HardwareConfig,
+    runtime: RuntimeConfig,
+    log: Callable[[str], None] = lambda _: None,
+    level_dtypes: Optional[Sequence[str]] = None,
 ) -> tuple[Hardware, Calibration, Path, bool]:
     """`hardware=measured`: the calibrated roof of runtime.device (cached), or the calibration file
     `hardware.calibration` names (read, never measured nor written: `measure.calibration_file`); any failure is
-    one ConfigError."""
+    one ConfigError. The kernel-level and host figures measured are those of `level_dtypes`, by default the job's
+    prediction dtype and its runtime's (`level_keys`)."""
     if hardware.calibration is not None:
         cal, path = recorded_calibration(hardware.calibration, runtime, log)
         return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, True
@@ -681,6 +715,7 @@ def measured_hardware(
             threads=runtime.threads,
             recalibrate=hardware.recalibrate,
             plan=plan,
+            level_dtypes=level_dtypes or (hardware.dtype or runtime.dtype, runtime.dtype),
             log=log,
         )
         return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, reused
