@@ -242,10 +242,11 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     calibration's fastest samples do not: other processes' traffic in the shared cache and memory slows a forward's
     working set without taking its core, which no CPU-time clock removes. Seen on this host: the batch-1 prefill at
     0.73 and a decode step at 0.59 with three test workers on the 2 cores, 0.75 beside three one-thread GEMM loops. The
-    decode step streams the lm_head's 33 MB of weights each step: up to 1.33 of measured on a quiet host, where they
-    stay in the last-level cache between steps. So the prefill is held to [2/3, 3/2] (it fails a prefill level off
-    by a third, such as one without the lm_head's work, more than half of it at batch 1) and the decode step to
-    [2/5, 5/2] (it fails a step off by 2.5x)."""
+    decode step reads the lm_head's 33 MB of weights each step: on a quiet host they stay in the last-level cache
+    between steps, which the kernel level takes from the calibration (`gemv_cached`, `llc`: 0.76-1.00 at loads of
+    1.5-3), and beside a process streaming memory on the other core they do not (the step ~1.5-2x slower). So the
+    prefill is held to [2/3, 3/2] (it fails a prefill level off by a third, such as one without the lm_head's work,
+    more than half of it at batch 1) and the decode step to [2/5, 5/2] (it fails a step off by 2.5x)."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]

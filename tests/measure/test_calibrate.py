@@ -128,6 +128,25 @@ def test_a_cache_of_an_older_levels_version_is_measured_again_with_one_line(tmp_
     ]
 
 
+def test_a_cpu_cache_of_this_version_without_the_figures_added_within_it_is_measured_again(tmp_path):
+    from llm_perf_opt.measure.calibrate_levels import CPU_MARKS, LEVELS_VERSION
+
+    _, path, _ = load_or_calibrate("cpu", tmp_path, plan=QUICK)
+    doc = json.loads(path.read_text())
+    assert all(mark in lv for lv in doc["data"]["levels"].values() for mark in CPU_MARKS)
+    for lv in doc["data"]["levels"].values():
+        del lv[CPU_MARKS[0]]
+    path.write_text(json.dumps(doc))
+    logs: list[str] = []
+    fresh, _, reused = load_or_calibrate("cpu", tmp_path, plan=QUICK, log=logs.append)
+    assert not reused and all(CPU_MARKS[0] in lv for lv in fresh.levels.values())
+    assert [line for line in logs if "calibrating again" in line] == [
+        f"{path} holds kernel-level and host figures of version [{LEVELS_VERSION}], this code measures version "
+        f"{LEVELS_VERSION} with the CPU's figures added within it: calibrating again"
+    ]
+    assert load_or_calibrate("cpu", tmp_path, plan=QUICK)[2]  # then reused
+
+
 def test_a_median_era_cache_is_measured_again(tmp_path):
     # calibrations cached before the roof took the fastest sample have no `statistic`: a median under
     # load is not a roof, so they are not reused

@@ -11,6 +11,7 @@ from llm_perf_opt.measure.calibrate_levels import (
     measure_gemm_fixed,
     measure_host,
     measure_min_kernel,
+    measure_resident_gemv,
     measure_wave_kernels,
     profiled_rounds,
     wave_kernel_cases,
@@ -34,6 +35,22 @@ def test_the_host_figures_are_measured_on_one_thread(dtype):
     assert host["op_kernels"] > 20  # 4 blocks of ~10 non-view kernels each
     assert 0 < host["dispatch_s"] < host["op_s"] < 1e-3, host  # a per-op cost of µs, never a scheduler's ms
     assert host["op_s"] == pytest.approx(host["op_forward_s"] / host["op_kernels"])
+
+
+def test_the_resident_gemv_measures_the_cached_rate_and_the_cache_the_thread_keeps():
+    """CPU (`gemv_cached`, `llc`): the cached rate is the smallest size's; the cache kept is the largest size at least
+    the geometric mean of the cached and the streaming rates: every size against a very slow stream, none against a
+    stream faster than any cache (then 0: no step is taken as cache-resident)."""
+    k, sizes = 64, (1, 2)
+    slow = measure_resident_gemv(k, torch.float32, 2, streaming_bps=1.0, sizes_mib=sizes)
+    n = (1 << 20) // (k * 4)
+    assert slow["gemv_cached"]["bytes"] == (n * k + k + n) * 4 and slow["gemv_cached"]["bytes_per_s"] > 1e8
+    assert slow["llc"]["bytes"] == 2 << 20
+    assert (
+        "3 untimed calls" in slow["gemv_cached"]["op"] and "1 MiB" in slow["llc"]["op"] and "2 MiB" in slow["llc"]["op"]
+    )
+    fast = measure_resident_gemv(k, torch.float32, 2, streaming_bps=1e15, sizes_mib=sizes)
+    assert fast["llc"]["bytes"] == 0
 
 
 def test_the_profiled_figures_read_their_trace_as_a_recording_is_read():

@@ -603,10 +603,17 @@ def write_calibration(path: str | os.PathLike, calibration: Calibration) -> Path
 
 
 def _levels_current(cal: Calibration) -> bool:
-    """The calibration holds kernel-level figures of the current `calibrate_levels.LEVELS_VERSION`."""
-    from llm_perf_opt.measure.calibrate_levels import LEVELS_VERSION  # torch: only where a calibration is read
+    """The calibration holds kernel-level figures of the current `calibrate_levels.LEVELS_VERSION` (on the CPU with
+    the figures added within it, `calibrate_levels.CPU_MARKS`)."""
+    from llm_perf_opt.measure.calibrate_levels import CPU_MARKS, LEVELS_VERSION  # torch: where a calibration is read
 
-    return bool(cal.levels) and all(int(v.get("version", 1)) >= LEVELS_VERSION for v in cal.levels.values())
+    def current(v: dict) -> bool:
+        version = int(v.get("version", 1))
+        if version == LEVELS_VERSION and cal.device.startswith("cpu"):
+            return all(mark in v for mark in CPU_MARKS)
+        return version >= LEVELS_VERSION
+
+    return bool(cal.levels) and all(current(v) for v in cal.levels.values())
 
 
 def load_or_calibrate(
@@ -655,7 +662,9 @@ def load_or_calibrate(
                     found = sorted({int(v.get("version", 1)) for v in cal.levels.values()}) or "none"
                     log(
                         f"{path} holds kernel-level and host figures of version {found}, this code measures "
-                        f"version {LEVELS_VERSION}: calibrating again"
+                        f"version {LEVELS_VERSION}"
+                        + (" with the CPU's figures added within it" if found == [LEVELS_VERSION] else "")
+                        + ": calibrating again"
                     )
                 else:
                     log(f"{path} was made for another device, torch, thread count or plan: calibrating again")

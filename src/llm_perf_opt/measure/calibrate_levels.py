@@ -30,6 +30,14 @@ Measured:
   64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
   a millisecond per MiB on these machines); smaller ones are reused heap memory. CUDA: 0 (the caching
   allocator reuses blocks);
+* `gemv_cached`, `llc` (CPU; added within version 8, marked by their keys, `CPU_MARKS`): a decode step repeated
+  over the same weights finds them in the last-level cache when all it moves fits there (the tiny twin's step: 34-40
+  MB, most of it the 33 MB lm_head). The GEMV of `gemv` at the weight sizes `RESIDENT_MIB`, each call timed right
+  after `RESIDENT_WARM` untimed calls of itself (its weights left in the cache by them): `gemv_cached` is the rate
+  at the smallest size, `llc` the largest size whose rate is at least the geometric mean of `gemv_cached` and the
+  streaming `gemv` (the cache the thread keeps, measured: on this project's 2-core VM 16-64 MiB at 28-29 GB/s, 128
+  MiB at the streaming 15 GB/s, where the OS reports a 260 MiB L3). 0 when even the smallest size ran at the
+  streaming rate;
 * `min_kernel_s`: CUDA: the device time of a one-block kernel, the kernel level's floor of every kernel
   (`measure_min_kernel`): the ops of a decode row (`MIN_KERNEL_NUMEL` elements: one block of TensorIterator's: add,
   multiply, SiLU, a cast each way, a layout copy, a sum and a softmax over the row) launched eagerly under
@@ -119,6 +127,11 @@ LEVELS_VERSION = 8  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # 8: the write bandwidth (`write`: a fill at each size) beside the add, the medium and large sizes timed one call per
 # sample (not in cache from the call before); the fused attention at head dim 16 beside 64
 
+# figures added within LEVELS_VERSION on the CPU, each marked by its key: a cached CPU calibration of this version
+# without one is measured again (`measure.calibrate`); a calibration file read by path keeps its figures (the time
+# model reads a missing one as none)
+CPU_MARKS = ("gemv_cached",)
+
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill, at the
 # full models' head dim (64) and the tiny twins' (16): the CPU's flash attention runs a 16-wide head at about two
@@ -150,6 +163,14 @@ def attention_work(b: int, h: int, n: int, d: int, mask: bool, itemsize: int) ->
 
 
 GEMV_SHAPE = (2048, 16384)  # (K, N) of the streaming GEMV: 128 MiB in float32, 64 MiB in bfloat16 (beyond any cache)
+# CPU: the weight sizes (MiB) of the GEMVs timed with their weights left in the cache by the call before (`gemv_cached`,
+# `llc`): the smallest is beyond a core's L2 (1-4 MiB on these hosts) and within a server's last-level cache
+RESIDENT_MIB = (16, 32, 64, 128, 256)
+# untimed calls before each timed one: a line read once from memory is not kept by the last-level cache of these
+# hosts (a victim cache of L2 that keeps what was reused): after 1 call a 16 MiB GEMV still runs at the streaming
+# 15 GB/s, after 2 at 28, after 3 to 6 at 29 (this project's 2-core Xeon VM); a decode step re-reads its weights
+# step after step
+RESIDENT_WARM = 3
 STATISTIC = (
     "fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
     "samples of all shapes interleaved in rounds"
@@ -608,6 +629,50 @@ def measure_wave_kernels(
     return values, ops
 
 
+def measure_resident_gemv(
+    k: int, dtype: torch.dtype, rounds: int, streaming_bps: float, sizes_mib: Sequence[int] = RESIDENT_MIB
+) -> dict[str, Any]:
+    """CPU: {"gemv_cached": ..., "llc": ...} (see the module docstring): (1 x k) @ (n x k)ᵀ GEMVs of `sizes_mib`
+    MiB of weights, each sample one call timed right after `RESIDENT_WARM` untimed calls of itself, the sizes
+    interleaved in rounds; each size's fastest consistent sample."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    timer = _timer(torch.device("cpu"))
+    cases = []
+    for mib in sizes_mib:
+        n = (mib << 20) // (k * itemsize)
+        x, w, y = torch.randn(1, k).to(dtype), torch.randn(n, k).to(dtype).t(), torch.empty(1, n, dtype=dtype)
+        cases.append((mib, (n * k + k + n) * itemsize, lambda x=x, w=w, y=y: torch.matmul(x, w, out=y)))
+    samples: dict[int, list[float]] = {mib: [] for mib, _, _ in cases}
+    for _ in range(max(rounds, 1)):
+        for mib, _, fn in cases:
+            for _ in range(RESIDENT_WARM):  # its weights into the cache, as the steps before leave them
+                fn()
+            samples[mib].append(timer(fn, 1))
+    rates = {mib: nbytes / fastest_consistent(samples[mib]) for mib, nbytes, _ in cases}
+    cached = rates[sizes_mib[0]]
+    bar = (cached * streaming_bps) ** 0.5
+    kept = [mib for mib in sizes_mib if rates[mib] >= bar]
+    llc_mib = kept[-1] if kept and cached > bar else 0
+    size = ", ".join(f"{mib} MiB {rates[mib] / 1e9:.3g} GB/s" for mib in sizes_mib)
+    what = (
+        f"torch.matmul (1 x {k}) @ (n x {k})ᵀ, out=, each call timed right after {RESIDENT_WARM} untimed calls of "
+        "itself"
+    )
+    return {
+        "gemv_cached": {
+            "bytes": cases[0][1],
+            "bytes_per_s": cached,
+            "op": f"{what}, {sizes_mib[0]} MiB of weights: a decode GEMV whose weights the step before left in "
+            "the last-level cache",
+        },
+        "llc": {
+            "bytes": llc_mib << 20,
+            "op": f"the largest weight size whose GEMV ({what}) ran at least the geometric mean of the cached and "
+            f"the streaming GEMV's rates ({bar / 1e9:.3g} GB/s): {size}",
+        },
+    }
+
+
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
@@ -676,6 +741,11 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "op": f"torch.matmul (1 x {gk}) @ ({gn} x {gk})ᵀ (nn.Linear's layout), out=: a decode GEMV streaming "
         f"{gk * gn * itemsize / 2**20:g} MiB of weights from memory",
     }
+    resident = (
+        {}
+        if cuda
+        else measure_resident_gemv(gk, dtype, rounds, gemv["bytes_per_s"], RESIDENT_MIB[:2] if quick else RESIDENT_MIB)
+    )
     attention = []
     for b, h, n, d, masked in attention_shapes:
         t = got[f"attention {b} {h} {n} {d} {masked}"]["seconds"]
@@ -781,6 +851,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "rounds": rounds,
         "gemm": gemm,
         "gemv": gemv,
+        **resident,
         "attention": attention,
         "elementwise": elementwise,
         "copy": copy,

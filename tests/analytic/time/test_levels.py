@@ -477,6 +477,45 @@ def test_a_decode_gemv_above_the_cache_tier_streams_its_weights():
     assert dev.bandwidth("elementwise", w) == bw["medium"]
 
 
+def test_a_decode_step_the_last_level_cache_holds_reads_its_weights_at_the_cached_gemv_rate():
+    """A CPU calibration with `gemv_cached` and `llc`: a decode step moving no more than `llc` bytes (the tiny twin's:
+    its 33 MB lm_head) reads the weights its GEMVs would stream from memory at the cached rate, the step before having
+    left them in the cache; a larger step, a prefill, a device without the figures: the streaming rate."""
+    from llm_perf_opt.analytic.stage import StageCost
+    from llm_perf_opt.analytic.time.ideal import predict
+    from llm_perf_opt.analytic.time.levels import stage_levels
+
+    rates = {(1, 64, 64): 2e10, (64, 64, 64): 8e10}
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    base = dict(_levels_v2(rates, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6), version=8, gemv={"bytes_per_s": 5e9})
+    figures_ = {"gemv_cached": {"bytes_per_s": 2e10, "op": "test cached"}, "llc": {"bytes": 64 << 20, "op": "test"}}
+
+    def lm_head(out_features: int) -> CostNode:  # a decode step's GEMV above the cache tier
+        return CostNode(children=(("lm_head", CostNode(costs.linear(1, 64, out_features, bias=False, dtype_bytes=4))),))
+
+    small, big = lm_head(129280), lm_head(4 * 129280)  # 33 MB, 132 MB of weights
+    cpu = time_model_for(ROOF, calibration_levels={"float32": {**base, **figures_}}, synchronous=True)
+    assert cpu.device.gemv_cached_bw == 2e10 and cpu.device.llc_bytes == 64 << 20
+    assert "test cached" in cpu.device.sources["gemv_cached"]
+    plain = time_model_for(ROOF, calibration_levels={"float32": base}, synchronous=True)
+    cuda = time_model_for(ROOF, calibration_levels={"float32": {**base, **figures_}}, synchronous=False)
+    assert plain.device.llc_bytes == 0 and cuda.device.gemv_cached_bw is None  # not calibrated / not the CPU
+
+    def kernel_s(model: TimeModel, name: str, root: CostNode) -> float:
+        stage = StageCost(name, root)
+        return stage_levels(stage, LevelPredictor(model), predict(stage, ROOF))[""].kernel_s
+
+    nbytes = small.total.io_bytes
+    assert nbytes > FRESH_BYTES and cpu.device.holds(nbytes) and not cpu.device.holds(big.total.io_bytes)
+    assert kernel_s(cpu, "decode", small) == pytest.approx(nbytes / 2e10)  # from the cache
+    for model, name, root in ((cpu, "prefill", small), (plain, "decode", small), (cuda, "decode", small)):
+        assert kernel_s(model, name, root) == pytest.approx(nbytes / 5e9), (name, model.device.label)  # streamed
+    assert kernel_s(cpu, "decode", big) == pytest.approx(big.total.io_bytes / 5e9)
+    # the resident figures scale with the device (a faster device of this kind)
+    assert cpu.device.scaled(bandwidth=2.0).gemv_cached_bw == 4e10
+    assert cpu.device.resident().gemm_bw_large == 2e10 and plain.device.resident() is plain.device
+
+
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():
     tm = time_model_for(
         Roof("t", "t", "measured", "bfloat16", "bfloat16", 1e9, 1e8, 1e9), None, {"float32": _levels(1e9, 1e9, 1e-6)}

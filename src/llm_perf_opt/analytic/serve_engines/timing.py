@@ -80,7 +80,9 @@ def routed_census(stage: StageCost, model: ServingModel, tokens: float) -> Stage
 
 
 def stage_levels(stage: StageCost, predictor: LevelPredictor) -> LevelTimes:
-    """The levels of a whole stage (its roots run one after another)."""
+    """The levels of a whole stage (its roots run one after another; a decode step the device's last-level cache
+    holds on its resident figures, `LevelPredictor.for_stage`)."""
+    predictor = predictor.for_stage(stage)
     if stage.roots == ("",):
         nodes = [stage.root]
     else:

@@ -43,7 +43,9 @@ LEVELS: dict[str, str] = {
     "layout copies their own figures; on the CPU an elementwise kernel's result at the write bandwidth and its "
     "inputs at the read bandwidth of its tier) + on the CPU the fresh-page cost of a result above "
     "the mmap threshold (serial: the kernel's threads fault the pages) and a matrix product's write-back of a result "
-    f"above {SMALL_BYTES} bytes (serial: the computing core stores it); min kernel time), + on an async device a "
+    f"above {SMALL_BYTES} bytes (serial: the computing core stores it); on the CPU a decode step whose bytes fit the "
+    "last-level cache the thread keeps (calibrated llc) reads the weights those products stream at the cached GEMV's "
+    "bandwidth (calibrated gemv_cached: the step before left them there); min kernel time), + on an async device a "
     "gemm kernel's calibrated fixed device time (gemm_fixed_s, serial with its work), summed",
     EAGER: "+ host per kernel (Python + nn.Module + dispatcher, calibrated on a module forward; + launch on an "
     "async device); sync points split the forward into segments: async device: each segment max(host, "

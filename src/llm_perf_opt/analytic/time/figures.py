@@ -86,6 +86,27 @@ class DeviceFigures:
     # fixed time, not the shortest kernel's (calibrated `wave_kernel_s`: CUPTI durations; `kernel.WAVE_ELEMENTS`);
     # {}: none (the CPU, a datasheet, a calibration without the figure: every small kernel floored by min_kernel_s)
     wave_kernel: Mapping[str, float] = field(default_factory=dict)
+    # CPU: a GEMV's bytes/s with its weights in the last-level cache, left there by the calls before (calibrated
+    # `gemv_cached`), and the most bytes the calling thread keeps there (calibrated `llc`: the largest GEMV weights
+    # read at that rate); a decode step that moves no more than `llc_bytes` runs its weight reads at it
+    # (`resident`). None / 0: not calibrated (every device but a CPU of a calibration that has them)
+    gemv_cached_bw: Optional[float] = None
+    llc_bytes: int = 0
+
+    def holds(self, nbytes: int) -> bool:
+        """The device keeps `nbytes` in its last-level cache from one decode step to the next (`resident`)."""
+        return bool(self.gemv_cached_bw and self.llc_bytes and 0 < nbytes <= self.llc_bytes)
+
+    def resident(self) -> "DeviceFigures":
+        """This device for a decode step whose bytes it holds (`holds`): the products that would stream their weights
+        from memory (`gemm_bw_large`: GEMV-like ones above the cache tier, every product above the medium one) read
+        them from the last-level cache, where the step before left them (`gemv_cached_bw`). Itself when not
+        calibrated."""
+        if not self.gemv_cached_bw:
+            return self
+        from dataclasses import replace
+
+        return replace(self, gemm_bw_large=self.gemv_cached_bw, label=f"{self.label}, weights in the last-level cache")
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -133,6 +154,7 @@ class DeviceFigures:
             bw_medium=bw(self.bw_medium),
             copy_bw=None if self.copy_bw is None else tuple(x * bandwidth for x in self.copy_bw),  # type: ignore
             gemm_bw_large=bw(self.gemm_bw_large),
+            gemv_cached_bw=bw(self.gemv_cached_bw),
             fresh_s_per_byte=self.fresh_s_per_byte / bandwidth,
             read_bw=None if self.read_bw is None else tuple(x * bandwidth for x in self.read_bw),  # type: ignore
             write_bw=None if self.write_bw is None else tuple(x * bandwidth for x in self.write_bw),  # type: ignore
@@ -279,6 +301,7 @@ def device_from_calibration(
     version = int(levels.get("version", 1))
     itemsize = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}.get(str(levels.get("dtype")), 4)
     grid = levels["gemm"]
+    cached, llc = levels.get("gemv_cached") or {}, levels.get("llc") or {}
     if version >= 2 and all("x" in g for g in grid):
         # the fixed cost of a call: the fastest product, those set aside as launch-bound included
         # (`measure.level_fillers.launch_bound`: they are left out of the curve already)
@@ -322,6 +345,9 @@ def device_from_calibration(
             attention=tuple(sorted(att.items())),
             gemm_rows=tuple(rows),
         )
+        if synchronous and cached.get("bytes_per_s") and llc.get("bytes"):
+            extra["gemv_cached_bw"] = float(cached["bytes_per_s"])
+            extra["llc_bytes"] = int(llc["bytes"])
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         split = read_write_tiers(levels) if synchronous else None
         if split is not None:
@@ -376,6 +402,11 @@ def device_from_calibration(
                 f"wave_kernel.{kind}": str((levels.get("wave_kernel_op") or {}).get(kind, ""))
                 for kind in ({} if synchronous else wave)
             },
+            **(
+                {"gemv_cached": str(cached.get("op", "")), "llc": f"{int(llc['bytes'])} bytes: {llc.get('op', '')}"}
+                if extra.get("llc_bytes")
+                else {}
+            ),
             **(
                 {
                     "attention_occupancy": f"{extra['multiprocessors']} multiprocessors "

@@ -16,7 +16,7 @@ time) is absent with its reason (`LevelTimes.missing`), never zero. The conventi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional
 
 from llm_perf_opt import quantities
@@ -84,6 +84,19 @@ class LevelPredictor:
     def __init__(self, model: TimeModel) -> None:
         self.model = model
         self._kernel = KernelLevel(model.device) if model.device is not None else None
+        self._resident: Optional["LevelPredictor"] = None
+
+    def for_stage(self, stage: StageCost) -> "LevelPredictor":
+        """The predictor of `stage`'s levels: this one, or for a decode step whose bytes (all it moves: its I/O bytes)
+        the device keeps in its last-level cache from one step to the next (`DeviceFigures.holds`) one on the
+        device's figures with the weights read from there (`DeviceFigures.resident`): the step runs again and again
+        over the same weights."""
+        dev = self.model.device
+        if dev is None or stage.stage != "decode" or not dev.holds(stage.io_bytes):
+            return self
+        if self._resident is None:
+            self._resident = LevelPredictor(replace(self.model, device=dev.resident()))
+        return self._resident
 
     def levels(self, nodes: Iterable[CostNode], ideal_s: float) -> LevelTimes:
         """The levels of a sequence of nodes run one after another (a part, or a stage's roots)."""
@@ -109,6 +122,7 @@ class LevelPredictor:
 def path_levels(stage: StageCost, predictor: LevelPredictor) -> dict[str, dict[str, Optional[float]]]:
     """{module path: {"kernel_s", "eager_s"}} for every module path of the stage (its calls summed, each path's
     subtree run alone): what the grouped graph's per-level `time_predicted_*` tables show per node."""
+    predictor = predictor.for_stage(stage)
     flat: dict[str, list[CostNode]] = {}
     for path, node in stage.root.walk():
         flat.setdefault(path, []).append(node)
@@ -121,6 +135,7 @@ def path_levels(stage: StageCost, predictor: LevelPredictor) -> dict[str, dict[s
 
 def stage_levels(stage: StageCost, predictor: LevelPredictor, ideal: Any) -> dict[str, LevelTimes]:
     """{"": the stage, part alias: ...} for the stage and its summary parts; `ideal` its StagePrediction."""
+    predictor = predictor.for_stage(stage)
     parts = {}
     flat = {}
     for path, node in stage.root.walk():
