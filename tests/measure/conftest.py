@@ -1,6 +1,6 @@
-"""Fixtures for the profile and efficiency tests: the tiny twin, Gundam inputs, one profiled run shared by the
-tests that only read its result (a profiled run is 7 forwards of the tiny twin), and the times of one Tiny-mode
-forward."""
+"""Fixtures for the profile and efficiency tests: the tiny twin, Gundam inputs, the default trace job's profile read
+by the tests that only read a profile's result (`profiled`: the session's `default_run` made it, 7 forwards of the
+tiny twin), and the times of one Tiny-mode forward."""
 
 from __future__ import annotations
 
@@ -34,18 +34,14 @@ def small_kwargs():
 
 
 @pytest.fixture(scope="session")
-def profiled(tiny_twin, gundam_kwargs, tmp_path_factory):
-    """(ModuleTimes, run dir) of the default profile (1 warm-up, 3 repeats) of the tiny twin in Gundam mode."""
-    from llm_perf_opt.families import family
-    from llm_perf_opt.measure.module_times import TRACE_FILE
-    from llm_perf_opt.measure.profile import ForwardCall, default_parts, profile_forward
+def profiled(default_run):
+    """(ModuleTimes, run dir) of the default profile (1 warm-up, 3 repeats) of the tiny twin in Gundam mode on the
+    letter page: the profile stage of the session's default trace job (`default_run`), read from its profile.json
+    (its Chrome trace beside it), as a later reader of the run would."""
+    from llm_perf_opt.measure.module_times import load_module_times
 
-    out = tmp_path_factory.mktemp("profile")
-    parts = default_parts(tiny_twin, family("dsocr").parts)  # the coverage is over the family's parts
-    times = profile_forward(
-        ForwardCall(tiny_twin, gundam_kwargs), ProfileConfig(), trace_path=out / TRACE_FILE, parts=parts
-    )
-    return times, out
+    run, _ = default_run
+    return load_module_times(run / "profile.json"), run
 
 
 @pytest.fixture(scope="session")
