@@ -165,10 +165,15 @@ class Predictor:
         model = analytic_model_for(job, layout.page_width, layout.page_height, seq_len=inputs.seq_len)
         return model_for_dtype(model, self.roof.dtype)
 
-    def stage(self, stage: Any) -> dict[str, Any]:
+    def stage(self, stage: Any, analytic: Any, tokens: int) -> dict[str, Any]:
+        """The levels of `stage` of the batch's `analytic` model as `serve.engine=hf_eager` prices its forwards: the
+        routed experts' kernels those `tokens` are expected to touch (`serve_engines.timing.routed_census`), not
+        the census's min(E, T x k)."""
+        from llm_perf_opt.analytic.serve_engines.timing import routed_census
         from llm_perf_opt.analytic.time.ideal import predict
         from llm_perf_opt.analytic.time.levels import LevelPredictor, stage_levels
 
+        stage = routed_census(stage, analytic.serving_model(None, self.roof.dtype), tokens)
         lt = stage_levels(stage, LevelPredictor(self.time_model), predict(stage, self.roof))[""]
         return {
             "ideal_s": lt.ideal_s,
@@ -219,7 +224,14 @@ def measure_batch(
 
     with session.forward_context():
         timed, prefill = time_region(lambda: model(**kwargs), device, **opts)
-        pre = row("prefill", 0, seq_len, timed, predictor.stage(analytic.prefill()), batch * seq_len)
+        pre = row(
+            "prefill",
+            0,
+            seq_len,
+            timed,
+            predictor.stage(analytic.prefill(), analytic, batch * seq_len),
+            batch * seq_len,
+        )
         pre["pages_per_s"] = batch / timed.wall_s
 
         def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
@@ -228,7 +240,7 @@ def measure_batch(
             step_kwargs["past_key_values"] = to_legacy() if callable(to_legacy) else past
             context = seq_len + step - 1
             timed, out = time_region(lambda: model(**step_kwargs), device, **opts)
-            predicted = predictor.stage(analytic.decode(analytic.seq_len + step - 1))
+            predicted = predictor.stage(analytic.decode(analytic.seq_len + step - 1), analytic, batch)
             predicted["context_len"] = analytic.seq_len + step - 1  # the analytic model's (its seq_len)
             row("decode", step, context, timed, predicted, batch)
             return out
