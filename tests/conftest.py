@@ -37,6 +37,21 @@ import pytest
 # time with spinning threads on a loaded 2-core machine (20 vs 55 CPU-s). Set before torch is first imported
 # (libgomp reads it when it loads), here and in every job subprocess, which inherits it; results are unchanged.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# glibc's malloc keeping freed memory for the next request instead of unmapping it: a block above the mmap threshold
+# (32 MiB at most, such as a forward's logits, 470 MB on the default page) is otherwise mapped fresh and every page
+# of it faulted in again on each call, and a freed heap top is handed back past 128 KiB. The suite's jobs run
+# hundreds of forwards: the default trace job took 16.3-18.0 s of wall and 5.7-6.1 s of system time (2.8 M page
+# faults), 14.1-14.4 s and 1.3-1.5 s (0.4-0.5 M) with these, its peak RSS 1.73 -> 1.78 GB. Read by glibc when a
+# process starts: the pytest-xdist workers and every job subprocess inherit them. What a job measures and what its
+# calibration measures (the fresh-page cost, `measure.calibrate_levels`) are then measured in the same memory regime;
+# a user's job runs with glibc's defaults, which the time model's fresh-page term is for. `runs.memory.release`
+# still hands memory back after each job (malloc_trim).
+for _name, _value in (
+    ("MALLOC_MMAP_THRESHOLD_", "4294967296"),
+    ("MALLOC_TRIM_THRESHOLD_", "4294967296"),
+    ("MALLOC_TOP_PAD_", "536870912"),
+):
+    os.environ.setdefault(_name, _value)
 
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (browser.py) import as top level
