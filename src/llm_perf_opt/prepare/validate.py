@@ -92,7 +92,8 @@ def model_spec_for(cfg: RootConfig) -> Any:
 
 
 def page_size(cfg: RootConfig) -> tuple[int, int]:
-    """(width, height) of the page: the image file's size when one is given (header only), else the config's.
+    """(width, height) of the page: the image file's size when one is given (header only), upright by its EXIF
+    orientation (the stored size above MAX_PAGE_PIXELS, whose pixels are never decoded), else the config's.
     Any size is read here (PIL's decompression-bomb check is off for the header): `check_page_pixels` judges it."""
     from PIL import Image
 
@@ -104,6 +105,12 @@ def page_size(cfg: RootConfig) -> tuple[int, int]:
     try:
         with Image.open(page.image) as img:
             width, height = img.size
+            if width * height > MAX_PAGE_PIXELS:
+                # refused by its pixel count (a job that builds the page) or costed without pixels (analyze): its
+                # EXIF orientation is not read, since a PNG's getexif() decodes the whole image when the header
+                # holds no eXIf chunk (a header-only 100000 x 100000 PNG: tens of GB, all of it touched by an
+                # allocator that hands out zeroed heap memory instead of fresh mappings)
+                return width, height
             # EXIF orientation 5-8: the page is stored on its side; the vendor's load_image turns it upright
             # (ImageOps.exif_transpose), so the layout is the upright size
             try:
