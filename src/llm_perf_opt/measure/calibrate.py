@@ -549,7 +549,7 @@ def level_keys(device_type: str, plan: CalibrationPlan, wanted: Optional[Sequenc
     """The dtypes whose kernel-level and host figures a calibration measures: every LEVEL_DTYPES (float32 alone for
     the quick plan, a smoke test) on CUDA, where a recording should hold them all and they take seconds, and when
     `wanted` is None (`./dev calibrate`); on the CPU otherwise those of LEVEL_DTYPES the job predicts in (`wanted`),
-    since each dtype's figures take about 6 s on two cores (9 s on one): another dtype is added to the cached file
+    since each dtype's figures take about 8 s on two cores (12 s on one): another dtype is added to the cached file
     when a job first needs it (`load_or_calibrate`)."""
     every = ("float32",) if plan.name == "quick" else LEVEL_DTYPES
     if device_type == "cuda" or wanted is None:
