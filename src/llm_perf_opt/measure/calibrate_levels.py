@@ -446,27 +446,42 @@ def profiled_rounds(calls: list[Callable[[], Any]], rounds: int, device: torch.d
         return read_recorded_profile(trace)
 
 
+def profiled_percentile(
+    calls: list[Callable[[], Any]], rounds: int, device: torch.device, name: str, field: str, pct: float, what: str
+) -> tuple[float, int, str]:
+    """(the `pct`th percentile of the positive durations `profiled_rounds(...)` read into `field`, how many, "") or
+    (0.0, 0, why not measured: the profiler failed, or it recorded no `what`): a figure, not the run, fails."""
+    from llm_perf_opt.measure.level_fillers import percentile
+
+    try:
+        durations = [d for d in getattr(profiled_rounds(calls, rounds, device, name), field) if d > 0]
+    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace
+        return 0.0, 0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
+    if not durations:
+        return 0.0, 0, f"not measured: the profiler recorded no {what}"
+    return percentile(durations, pct), len(durations), ""
+
+
 def measure_gemm_fixed(device: torch.device, dtype: torch.dtype, rounds: int) -> tuple[float, str]:
     """(seconds, what was measured) of a CUDA device's fixed GEMM time (see the module docstring): each of
     `GEMM_FIXED_SHAPES` warmed up, then `rounds` eager rounds of them all under torch.profiler (CPU + CUDA
     activities), the trace read as a recorded one (`measure.recorded_profile`: GEMM kernels by name)."""
-    from llm_perf_opt.measure.level_fillers import GEMM_FIXED_PERCENTILE, percentile
+    from llm_perf_opt.measure.level_fillers import GEMM_FIXED_PERCENTILE
 
     cases = []
     for m, k, n in GEMM_FIXED_SHAPES:
         a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(n, k, device=device).to(dtype).t()
         c = torch.empty(m, n, device=device, dtype=dtype)
         cases.append(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
-    try:  # the untimed round: cuBLAS handle, workspace and heuristics on the first call of each shape
-        durations = [d for d in profiled_rounds(cases, rounds, device, "gemm_fixed").gemm_kernel_s if d > 0]
-    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
-        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (GEMMs by their work alone)"
-    if not durations:
-        return 0.0, "not measured: the profiler recorded no GEMM kernel by name; 0 (GEMMs by their work alone)"
-    value = percentile(durations, GEMM_FIXED_PERCENTILE)
+    # (profiled_rounds' untimed round: cuBLAS handle, workspace and heuristics on the first call of each shape)
+    value, count, why = profiled_percentile(
+        cases, rounds, device, "gemm_fixed", "gemm_kernel_s", GEMM_FIXED_PERCENTILE, "GEMM kernel by name"
+    )
+    if why:
+        return 0.0, f"{why}; 0 (GEMMs by their work alone)"
     shapes = sorted({(m, k, n) for m, k, n in GEMM_FIXED_SHAPES})
     return value, (
-        f"the {GEMM_FIXED_PERCENTILE}th percentile of {len(durations)} GEMM kernel durations (torch.profiler/CUPTI, "
+        f"the {GEMM_FIXED_PERCENTILE}th percentile of {count} GEMM kernel durations (torch.profiler/CUPTI, "
         f"device-only) of eager torch.matmul in nn.Linear's layout, {max(rounds, 1)} rounds of {len(shapes)} shapes "
         f"(M, K, N) {shapes[0]}..{shapes[-1]}: {value * 1e6:.3g} µs"
     )
@@ -489,7 +504,7 @@ def measure_conv_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
     rounds of them under torch.profiler, the trace read as a recorded one (`recorded_profile.read_recorded_profile`:
     per `aten::convolution` call its kernels' durations summed), their `level_fillers.CONV_FIXED_PERCENTILE`th
     percentile. (0, why) when the profiler fails or records no call."""
-    from llm_perf_opt.measure.level_fillers import CONV_FIXED_PERCENTILE, percentile
+    from llm_perf_opt.measure.level_fillers import CONV_FIXED_PERCENTILE
 
     calls = []
     for cin, cout, k, stride, side in CONV_FIXED_SHAPES:
@@ -498,15 +513,13 @@ def measure_conv_fixed(device: torch.device, dtype: torch.dtype, rounds: int) ->
         pad = 1 if k == 3 else 0  # the 3 x 3 necks keep their map; the 1 x 1 and the patch embedding have none
         calls.append(lambda x=x, w=w, s=stride, p=pad: torch.nn.functional.conv2d(x, w, stride=s, padding=p))
     n = 2 * max(rounds, 1)
-    try:
-        durations = [d for d in profiled_rounds(calls, n, device, "conv_fixed").conv_call_s if d > 0]
-    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
-        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc}); 0 (convolutions by their work)"
-    if not durations:
-        return 0.0, "not measured: the profiler recorded no aten::convolution call's kernels; 0 (convolutions by work)"
-    value = percentile(durations, CONV_FIXED_PERCENTILE)
+    value, count, why = profiled_percentile(
+        calls, n, device, "conv_fixed", "conv_call_s", CONV_FIXED_PERCENTILE, "aten::convolution call's kernels"
+    )
+    if why:
+        return 0.0, f"{why}; 0 (convolutions by their work)"
     return value, (
-        f"the {CONV_FIXED_PERCENTILE}th percentile of {len(durations)} convolution calls' device times (per "
+        f"the {CONV_FIXED_PERCENTILE}th percentile of {count} convolution calls' device times (per "
         f"aten::convolution its kernels' torch.profiler/CUPTI durations summed: the convolution and cuDNN's layout "
         f"transforms) of eager F.conv2d in NCHW, {n} rounds of {len(calls)} shapes (in, out, kernel, stride, side) "
         f"{list(CONV_FIXED_SHAPES)}: {value * 1e6:.3g} µs"
@@ -540,19 +553,17 @@ def measure_min_kernel(device: torch.device, dtype: torch.dtype, rounds: int) ->
     activities), the trace read as a recorded one (`recorded_profile.read_recorded_profile`: one-block small
     kernels by name and grid), their `level_fillers.MIN_KERNEL_PERCENTILE`th percentile. (0, why) when the
     profiler fails or records none: the caller keeps the graph-timed figure then."""
-    from llm_perf_opt.measure.level_fillers import MIN_KERNEL_PERCENTILE, percentile
+    from llm_perf_opt.measure.level_fillers import MIN_KERNEL_PERCENTILE
 
     calls = min_kernel_cases(device, dtype)
     n = 4 * max(rounds, 1)
-    try:
-        durations = [d for d in profiled_rounds(calls, n, device, "min_kernel").block_kernel_s if d > 0]
-    except (RuntimeError, ValueError, OSError) as exc:  # no CUPTI, an unreadable trace: the figure, not the run, fails
-        return 0.0, f"not measured: torch.profiler failed ({type(exc).__name__}: {exc})"
-    if not durations:
-        return 0.0, "not measured: the profiler recorded no one-block kernel by name and grid"
-    value = percentile(durations, MIN_KERNEL_PERCENTILE)
+    value, count, why = profiled_percentile(
+        calls, n, device, "min_kernel", "block_kernel_s", MIN_KERNEL_PERCENTILE, "one-block kernel by name and grid"
+    )
+    if why:
+        return 0.0, why
     return value, (
-        f"the {MIN_KERNEL_PERCENTILE}th percentile of {len(durations)} one-block kernel durations (torch.profiler/"
+        f"the {MIN_KERNEL_PERCENTILE}th percentile of {count} one-block kernel durations (torch.profiler/"
         f"CUPTI, device-only: the kernel alone, no gap to the next) of {len(calls)} eager ops on a "
         f"{MIN_KERNEL_NUMEL}-element {str(dtype).removeprefix('torch.')} row (add, mul, SiLU, casts, a layout copy, "
         f"sum, softmax), {n} rounds: {value * 1e6:.3g} µs"
