@@ -11,6 +11,11 @@ recorded routing left idle taken off), on the recording's own calibration (`hard
 hardware.calibration=FILE`, older versions completed by `measure.level_fillers` from the profile traces beside
 it); measured: the run's summary (`roofline.levels`, `measure.levels_stage.MEASURED_BY`). The same ratios
 `tests/measure/test_replay_levels.py` bounds (`level_ratios`).
+
+Beside each run: its plain forwards (how many samples the fastest was taken from; the "eager/wall" unit's measured
+side) and its host pace (`measure.host_pace`: how long its host took per op against the recording's other runs, from
+the profile traces; "no trace" where the run kept none). A unit outside whose run's pace or single plain sample says
+the host, not the time model, moved is named so in the summary: the prediction is the calibrated host's.
 """
 
 from __future__ import annotations
@@ -91,6 +96,25 @@ def level_ratios(rec: Any, run: Any) -> dict[str, float]:
     return out
 
 
+def run_notes(rec: Any) -> dict[str, str]:
+    """{run name: "N plain samples, host pace P"} of a recording's runs (see the module docstring)."""
+    from llm_perf_opt.measure.host_pace import host_paces
+    from llm_perf_opt.measure.recorded_profile import read_json_file, run_profile
+
+    profiles = [p for p in (run_profile(r.path) for r in rec.runs) if p is not None]
+    paces = host_paces(profiles)
+    out = {}
+    for r in rec.runs:
+        path = next((r.path / n for n in ("profile.json.gz", "profile.json") if (r.path / n).is_file()), None)
+        plain = (((read_json_file(path).get("data") or {}).get("wall") or {}).get("plain_s") or {}) if path else {}
+        samples = len(plain.get("repeats") or [])
+        pace = paces.get(r.path)
+        out[r.name] = f"{samples} plain sample{'' if samples == 1 else 's'}, " + (
+            f"host pace {pace.pace:.2f} ({pace.ops:,} ops, {pace.names} op names)" if pace else "host pace: no trace"
+        )
+    return out
+
+
 def summary_line(label: str, ratios: Sequence[float]) -> str:
     errors = [abs(r - 1) for r in ratios]
     within = sum(e <= BOUND for e in errors)
@@ -102,15 +126,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     data = Path(args.data) if args.data else ROOT / "tests" / "data" / "gpu"
     by_recording: dict[str, list[float]] = {}
+    notes: dict[str, dict[str, str]] = {}
+    outside = []
     for rec, run in replay_cases(data):
+        if rec.name not in notes:
+            notes[rec.name] = run_notes(rec)
         ratios = level_ratios(rec, run)
-        print(f"{run.label}")
+        print(f"{run.label}  ({notes[rec.name].get(run.name, '')})")
         for unit, r in ratios.items():
             print(f"  {unit:<34} {r:6.2f}{'' if abs(r - 1) <= BOUND else '  (outside)'}")
+            if abs(r - 1) > BOUND:
+                outside.append(f"{run.label} {unit} {r:.2f}: {notes[rec.name].get(run.name, '')}")
         by_recording.setdefault(run.recording, []).extend(ratios.values())
     for name, ratios in by_recording.items():
         print(summary_line(name, ratios))
     print(summary_line("all", [r for rs in by_recording.values() for r in rs]))
+    for line in outside:
+        print(f"outside: {line}")
+    from llm_perf_opt.measure.host_pace import MEASURED_BY
+
+    print(f"({MEASURED_BY}; 1 = the recording's typical host)")
     return 0
 
 

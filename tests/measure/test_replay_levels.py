@@ -49,6 +49,8 @@ CASES = REPLAY.replay_cases(GPU_DATA)
 # of the same forward far more than the predicted figures can (twin_tiny-tiny: 11.5 ms on 2026-11-26, 15.5 ms on
 # 2026-11-27; the 2026-11-26 sweep's Tiny and Gundam runs, `profile.repeats=1`: one plain forward each, 20.5 and 29.6
 # ms, where the same forwards' fastest elsewhere took 11.5 and 16.4 ms and the profiled ones 28.0 and 27.9 ms alike).
+# The 2026-11-27 Tiny job's host ran slow throughout: its host pace (`measure.host_pace`, `test_host_pace`) is 1.50,
+# every other traced run's 0.88-1.03; its three plain forwards agree (15.5-15.9 ms, and one at 24.2).
 GAPS: dict[tuple[str, str], float] = {
     ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.50,  # ratio 0.50
     ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.49,  # ratio 0.52

@@ -32,7 +32,10 @@ What each trace gives (`RecordedProfile`):
   forward this trace recorded (`profile.json(.gz)` beside the trace: `wall.plain_s.min`, and
   `wall.profiled_s.repeats[trace_repeat]`, the trace being the last profiled round's; `profiled_min_s` the fastest
   profiled forward, kept for the label; None without profile.json): the profiler slows the host (it records every
-  op), and the traced forward's wall against the fastest plain one says by how much.
+  op), and the traced forward's wall against the fastest plain one says by how much;
+* `outer_ops`: per op name, how many outermost ops of the host thread the traced forward called and their median
+  duration (launching or not: views and metadata ops included), what `measure.host_pace` compares between the runs
+  of one recording.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import bisect
 import gzip
 import json
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +157,7 @@ class RecordedProfile:
     conv_call_s: tuple[float, ...] = ()  # per convolution call (`CONV_OP`): the device time of all its kernels
     ops: int = 0  # the host thread's outermost ops that launched a kernel or memset (see the module docstring)
     profiled_traced_s: Optional[float] = None  # the wall of the profiled forward this trace recorded
+    outer_ops: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # op name -> (calls, median seconds)
 
     @property
     def kernels(self) -> int:
@@ -213,16 +218,31 @@ def _walls(run: Path) -> tuple[Optional[float], Optional[float], Optional[float]
         return None, None, None
 
 
+def outermost(ops: list[dict]) -> list[dict]:
+    """The op events of `ops` (one thread's) not inside another of them, in call order."""
+    outer: list[dict] = []
+    end = -1.0
+    for e in sorted(ops, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+        if float(e["ts"]) >= end:
+            outer.append(e)
+            end = float(e["ts"]) + float(e["dur"])
+    return outer
+
+
+def outer_op_durations(ops: list[dict]) -> dict[str, tuple[int, float]]:
+    """{op name: (calls, median seconds)} of the outermost ops of `ops` (one thread's op events)."""
+    by: dict[str, list[float]] = {}
+    for e in outermost(ops):
+        by.setdefault(str(e.get("name")), []).append(float(e["dur"]) * 1e-6)
+    return {name: (len(d), statistics.median(d)) for name, d in sorted(by.items())}
+
+
 def launching_ops(events: list[dict], ops: list[dict]) -> int:
     """How many of the host thread's outermost CPU ops (`ops`: its op events) launched a kernel or memset (their
     runtime launch calls within the op's span, tied to the device work by correlation id)."""
     if not ops:
         return 0
-    outer, end = [], -1.0
-    for e in sorted(ops, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
-        if float(e["ts"]) >= end:
-            outer.append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
-            end = outer[-1][1]
+    outer = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in outermost(ops)]
     device = {(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in ("kernel", "gpu_memset")}
     thread = {(e.get("pid"), e.get("tid")) for e in ops}
     starts = [o[0] for o in outer]
@@ -299,6 +319,7 @@ def read_recorded_profile(trace: Path) -> RecordedProfile:
         convs,
         launching_ops(events, ops),
         traced,
+        outer_op_durations(ops),
     )
 
 
@@ -315,6 +336,14 @@ def _cached(trace: Path) -> RecordedProfile | str:
         except ValueError as exc:
             _CACHE[key] = str(exc)
     return _CACHE[key]
+
+
+def run_profile(run: Path) -> Optional[RecordedProfile]:
+    """The recorded profile of the run folder `run` (its trace read once per process); None without a readable
+    trace."""
+    trace = _first(Path(run), TRACE_NAMES)
+    got = _cached(trace) if trace is not None else None
+    return got if isinstance(got, RecordedProfile) else None
 
 
 def recordings_beside(path: Path, device_name: str) -> tuple[list[RecordedProfile], list[str]]:
