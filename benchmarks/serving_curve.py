@@ -327,6 +327,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from llm_perf_opt.measure import calibrate
+    from llm_perf_opt.measure.allocator import allocator_regime, regime_label
     from llm_perf_opt.measure.plain_timing import CPU_BY
 
     t_start = time.perf_counter()
@@ -395,6 +396,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
             "threads": threads,
+            "allocator": regime_label(allocator_regime()),
             "host": socket.gethostname(),
             "python": platform.python_version(),
             "build_s": build_s,

@@ -12,6 +12,8 @@ import pytest
 import torch
 from shared_runs import load_benchmark
 
+from llm_perf_opt.measure.allocator import allocator_regime, regime_label
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +44,7 @@ def test_the_record_has_a_row_per_batch_and_phase(curve):
     cfg = data["config"]
     assert (cfg["model"], cfg["mode"], cfg["runtime"], cfg["batches"]) == ("twin_tiny", "tiny", "cpu", [1, 2])
     assert cfg["device"] == "cpu" and cfg["torch"] == torch.__version__ and cfg["host"] and cfg["dtype"] == "float32"
+    assert cfg["allocator"] == regime_label(allocator_regime())  # this process's, measured in
 
 
 def test_every_row_is_measured_and_predicted(curve):

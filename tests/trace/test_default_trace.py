@@ -37,6 +37,8 @@ def test_every_called_module_has_a_time_in_the_call_graph(default_trace):
     assert cg.module_times[parts.DECODER_STACK]["source"] == "members"
     assert cg.module_times == json.loads(json.dumps(module_time_table(load_module_times(run / "profile.json"))))
     assert cg.module_times_method["repeats"] == 3 and cg.module_times_method["time_base"].startswith("cpu")
+    # the job was started with the suite's malloc tunables (tests/conftest.py): its profile says it measured under them
+    assert cg.module_times_method["allocator"].startswith("glibc malloc, MALLOC_MMAP_THRESHOLD_=4294967296")
 
 
 def test_the_chrome_trace_holds_the_module_ranges(default_trace):

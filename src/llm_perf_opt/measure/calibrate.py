@@ -57,6 +57,7 @@ from llm_perf_opt.artifacts import read_artifact, write_artifact
 from llm_perf_opt.config.paths import calibration_dir
 from llm_perf_opt.config.schemas import RootConfig, RuntimeConfig
 from llm_perf_opt.errors import ArtifactError, ConfigError
+from llm_perf_opt.measure.allocator import allocator_regime, regime_label, regime_tag
 
 if TYPE_CHECKING:
     import torch
@@ -217,6 +218,9 @@ class Calibration:
     # the machine's load while it measured (`machine_load`: os.getloadavg's 1-minute figure before and after, the CPUs
     # this process may use); {} in files written before it
     load: dict[str, Any] = field(default_factory=dict)
+    # on the CPU the memory allocator regime it measured in (`measure.allocator`: its fresh-page figure holds for that
+    # regime only); {} on CUDA and in files written before it
+    allocator: dict[str, Any] = field(default_factory=dict)
 
     def loaded_note(self) -> str:
         """One line when the calibration was measured on an oversubscribed machine, else "": more runnable threads
@@ -279,6 +283,7 @@ class Calibration:
             "vector": self.vector.to_dict(),
             "levels": self.levels,
             "load": self.load,
+            "allocator": self.allocator,
         }
 
     @classmethod
@@ -297,6 +302,7 @@ class Calibration:
             float(d.get("seconds", 0.0)),
             dict(d.get("levels") or {}),
             load=dict(d.get("load") or {}),
+            allocator=dict(d.get("allocator") or {}),
         )
 
 
@@ -542,6 +548,7 @@ def calibrate(
         seconds=time.perf_counter() - t0,
         levels=levels,
         load={"before": load_before, "after": machine_load(), "cpus": _usable_cpus()},
+        allocator=allocator_regime() if dev.type == "cpu" else {},
     )
 
 
@@ -583,10 +590,16 @@ def machine_load() -> float:
 
 
 # ----------------------------------------------------------------------------------------------- cache
-def cache_path(cache_dir: str | os.PathLike, device_name_: str, threads: int, plan: CalibrationPlan) -> Path:
+def cache_path(
+    cache_dir: str | os.PathLike, device_name_: str, threads: int, plan: CalibrationPlan, tag: str = ""
+) -> Path:
+    """The cache file of a device's calibration; `tag`: the CPU's allocator regime when not glibc's defaults
+    (`measure.allocator.regime_tag`), so that processes of two regimes keep one file each."""
     import torch
 
-    slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{device_name_}-torch{torch.__version__}-threads{threads}-{plan.name}")
+    slug = re.sub(
+        r"[^A-Za-z0-9.+-]+", "_", f"{device_name_}-torch{torch.__version__}-threads{threads}-{plan.name}{tag}"
+    )
     return Path(cache_dir) / f"{slug.strip('_')}.json"
 
 
@@ -638,17 +651,21 @@ def load_or_calibrate(
     plan = plan or CalibrationPlan.default(dev.type)
     with _threads(threads):
         n_threads = torch.get_num_threads()
-    path = cache_path(calibration_dir(cache_dir), device_name(dev), n_threads, plan)
+    regime = allocator_regime() if dev.type == "cpu" else {}
+    path = cache_path(
+        calibration_dir(cache_dir), device_name(dev), n_threads, plan, regime_tag(regime) if regime else ""
+    )
     with _cache_lock(path, log):  # jobs started together (a sweep's, a test session's) calibrate once
         if path.exists() and not recalibrate:
             try:
                 cal = load_calibration(path)
-                if (cal.device_name, cal.torch_version, cal.threads, cal.plan) == (
-                    device_name(dev),
-                    torch.__version__,
-                    n_threads,
-                    plan,
-                ) and _levels_current(cal):
+                same_allocator = cal.allocator == regime
+                if (
+                    (cal.device_name, cal.torch_version, cal.threads, cal.plan)
+                    == (device_name(dev), torch.__version__, n_threads, plan)
+                    and _levels_current(cal)
+                    and same_allocator
+                ):
                     if cal.loaded_note():
                         log(f"{path}: {cal.loaded_note()}")
                     missing = [key for key in level_keys(dev.type, plan, level_dtypes) if key not in cal.levels]
@@ -665,6 +682,11 @@ def load_or_calibrate(
                         f"version {LEVELS_VERSION}"
                         + (" with the CPU's figures added within it" if found == [LEVELS_VERSION] else "")
                         + ": calibrating again"
+                    )
+                elif not same_allocator:
+                    log(
+                        f"{path} was measured under {regime_label(cal.allocator)}, this process runs "
+                        f"{regime_label(regime)} (its fresh-page figure is the allocator's): calibrating again"
                     )
                 else:
                     log(f"{path} was made for another device, torch, thread count or plan: calibrating again")

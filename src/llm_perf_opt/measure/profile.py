@@ -54,6 +54,7 @@ import torch
 from torch import nn
 
 from llm_perf_opt.errors import ConfigError
+from llm_perf_opt.measure.allocator import allocator_regime, regime_label
 from llm_perf_opt.measure.calibrate import device_name
 from llm_perf_opt.measure.kineto_log import quiet_kineto
 from llm_perf_opt.measure.module_ranges import ModuleCall, module_ranges, range_name, unhooked_modules
@@ -515,6 +516,9 @@ def _method(call: ForwardCall, device: torch.device, cfg: ProfileConfig) -> dict
         "device_name": device_name(device),  # as the calibration names it (the CPU model on CPU)
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
+        # the host allocator serving the forward's tensors (`measure.allocator`): on the CPU a result above glibc's
+        # mmap threshold faults its pages in on every call under its defaults, not under raised thresholds
+        "allocator": regime_label(allocator_regime()),
         "activities": ["cpu", "cuda"] if cuda else ["cpu"],
         "time_base": (
             "device: GPU kernel, memcpy and memset durations, each attributed to the module range whose "

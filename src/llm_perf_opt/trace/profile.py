@@ -79,6 +79,7 @@ def callgraph_times(times: ModuleTimes) -> tuple[dict[str, dict[str, Any]], dict
             "device",
             "device_name",
             "threads",
+            "allocator",
             "activities",
             "time_base",
             "synchronisation",
