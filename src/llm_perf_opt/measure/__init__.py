@@ -25,6 +25,7 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
 | `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |
 | `host_workload.py` | the host's cost per kernel, measured on one decode step of a small MoE decoder |
+| `allocator.py` | the process's memory allocator regime (the allocator mapped in, glibc's tunables at start-up) |
 | `calibration_file.py` | a calibration file given by path (`hardware.calibration`): read, checked, completed |
 | `level_fillers.py` | the declared table of what an older kernel-level version lacks and how each figure is filled |
 | `recorded_profile.py` | a recorded run's profile beside a calibration file: kernel device time, host time per kernel |
