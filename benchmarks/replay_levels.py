@@ -14,8 +14,9 @@ it); measured: the run's summary (`roofline.levels`, `measure.levels_stage.MEASU
 
 Beside each run: its plain forwards (how many samples the fastest was taken from; the "eager/wall" unit's measured
 side) and its host pace (`measure.host_pace`: how long its host took per op against the recording's other runs, from
-the profile traces; "no trace" where the run kept none). A unit outside whose run's pace or single plain sample says
-the host, not the time model, moved is named so in the summary: the prediction is the calibrated host's.
+the profile traces; "no trace" where the run kept none). Every unit outside 25% is listed again after the summary
+with both: a pace far from 1, or a fastest taken from a single plain sample, points at the recorded host's state
+during that run rather than at the time model (the prediction is the calibrated host's).
 """
 
 from __future__ import annotations

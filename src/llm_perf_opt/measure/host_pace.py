@@ -1,9 +1,10 @@
 """How fast each recorded run's host ran beside the other runs of its recording: the host pace.
 
 A recording's runs share one calibration, measured once at its start, and its host is a virtual machine whose speed
-drifts: the same forward of the same model, recorded twice on one H200 host, took 11.5 ms on one day and 15.5 ms on
-the next (host-bound, its device time 1.4 ms both times). A prediction from the calibration cannot follow that drift;
-the pace says, for each run, how much of a miss is the host's state during that run rather than the time model.
+drifts: the same forward of the same model, recorded on a borrowed H200 machine on two days, took 11.5 ms on one and
+15.5 ms on the other (host-bound, its device time 1.4 ms both times). A prediction from the calibration cannot
+follow that drift; the pace says, for each run, how much of a miss is the host's state during that run rather than the
+time model.
 
 Pace of a run = the weighted geometric mean, over the op names its profile trace shares with at least one other run
 of the recording, of (its median duration of that op / the median over the runs of their medians), weighted by its
