@@ -218,3 +218,25 @@ def test_equal_specs_share_cached_stages():
     assert a is b
     tiny = DeepseekOCRAnalyticModel(ModelSpec.tiny(), layout).prefill()
     assert tiny is not a and tiny.flops < a.flops
+
+
+@pytest.mark.parametrize(
+    "workload, images",
+    [
+        (TINY, [3 * 512 * 512, 3 * 512 * 512]),  # the global view and the all-zero crop placeholder of its shape
+        (GUNDAM, [6 * 3 * 640 * 640, 3 * 1024 * 1024]),  # the six crops and the global view
+    ],
+)
+def test_the_image_checks_read_their_images(workload, images):
+    """The forward's two `torch.sum(...).item()` checks each read their whole image tensor (one add per element, the
+    image's bytes, a 0-d result): their kernels say so, while the stage's FLOPs and I/O leave the check out."""
+    m = _model(workload)
+    glue = dict(m.prefill().root.children)["model"].own  # DeepseekOCRModel.forward's own ops, around its modules
+    sums = [(key, n) for key, n in glue.kernels.counts.items() if key[0] == "reduction"]
+    assert sum(n for _, n in sums) == 2 and glue.syncs == 2
+    got = sorted(flops for (_, _, flops, _, _), n in sums for _ in range(n))
+    assert got == sorted(images)
+    b = m.dtype_bytes
+    for (_, _, flops, nbytes, out), _ in sums:
+        assert (nbytes, out) == (flops * b + b, b)
+    assert glue.flops_other == 0 and glue.input_bytes == 0

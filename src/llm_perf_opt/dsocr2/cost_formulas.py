@@ -185,8 +185,8 @@ def _vision(
     # kernels: the two sums (the global view in forward, the crop tensor in the image's branch), the two cats, and
     # masked_scatter_ of the image rows into the embeddings (in place: no new tensor)
     kernels = (
-        K("reduction", glob, glob + b)
-        + K("reduction", crops, crops + b)
+        K("reduction", glob // b, glob + b, out=b)  # one add per pixel value read
+        + K("reduction", crops // b, crops + b, out=b)
         + K("copy", 0, 2 * rows, 2)
         + K("copy", 0, 2 * rows)
     )
