@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+import llm_perf_opt.dsocr.costs  # noqa: F401 - registers the v1 family's formulas (CLIP's) with the registry
 from llm_perf_opt.analytic import costs as cost_formulas
 from llm_perf_opt.analytic.costs import LayerCost, UnsupportedLayerError
 from llm_perf_opt.analytic.registry import collect_costs, layer_cost, supported_modules
@@ -128,6 +129,38 @@ def test_norms_embedding_softmax_interpolate_count_no_matmul():
     table = torch.randn(1, dim, 16, 16)
     assert measured(lambda: F.interpolate(table, size=(10, 10), mode="bicubic", antialias=True)) == 0
     assert cost_formulas.interpolate(dim, (16, 16), (10, 10), "bicubic").flops_matmul == 0
+
+
+def taps_per_output(size_in: int, size_out: int, antialias: bool) -> list[int]:
+    """PyTorch's own bicubic weights along one dimension (the last, of an image one row high): each input sample
+    resized alone (a unit impulse per batch row), the input samples each output sample reads (non-zero weight), per
+    interior output sample."""
+    impulses = torch.eye(size_in).view(size_in, 1, 1, size_in)
+    out = F.interpolate(impulses, size=(1, size_out), mode="bicubic", antialias=antialias, align_corners=False)
+    weights = out[:, 0, 0, :]  # (input sample, output sample)
+    edge = 2 + size_out // 8  # outputs whose filter reaches past the border read fewer samples
+    return [int((weights[:, i].abs() > 1e-9).sum()) for i in range(edge, size_out - edge)]
+
+
+@pytest.mark.parametrize(
+    "size_in, size_out, antialias, per_dim",
+    [
+        (64, 32, True, 8),  # SAM's 64 x 64 table at Tiny's 32 x 32 grid: the filter widened by the factor 2
+        (40, 20, True, 8),
+        (64, 32, False, 4),  # no antialias: 4 taps whatever the factor
+        (16, 32, True, 4),  # enlarging: antialias changes nothing
+    ],
+)
+def test_interpolate_taps_are_pytorchs(size_in, size_out, antialias, per_dim):
+    """The interpolate formula's taps per output sample (one multiply-add each) are the samples PyTorch's kernel
+    weights: 4 per dimension for bicubic, 4·s along a dimension an antialiased resize shrinks by s."""
+    taps = taps_per_output(size_in, size_out, antialias)
+    assert len(taps) >= 10 and set(taps) == {per_dim}, taps
+    channels = 3
+    cost = cost_formulas.interpolate(channels, (size_in, size_in), (size_out, size_out), "bicubic", antialias=antialias)
+    assert cost.flops_other == 2 * per_dim * per_dim * channels * size_out * size_out
+    ((kind, _, flops, nbytes, out),) = cost.kernels.counts
+    assert (kind, flops, out) == ("elementwise", cost.flops_other, channels * size_out * size_out * 4)
 
 
 def test_rms_norm_float32_island():

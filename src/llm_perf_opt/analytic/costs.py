@@ -526,25 +526,39 @@ def softmax(rows: int, cols: int, dtype_bytes: int = 2) -> LayerCost:
     )
 
 
+INTERPOLATE_TAPS = {"linear": 2, "bilinear": 2, "bicubic": 4}  # input samples per output sample, per dimension
+
+
 def interpolate(
-    channels: int, in_size: tuple[int, ...], out_size: tuple[int, ...], mode: str = "bicubic", dtype_bytes: int = 4
+    channels: int,
+    in_size: tuple[int, ...],
+    out_size: tuple[int, ...],
+    mode: str = "bicubic",
+    dtype_bytes: int = 4,
+    antialias: bool = False,
 ) -> LayerCost:
     """F.interpolate (position-table resizing). Not a matmul in torch's counter: flops_other only.
 
-    The vendor upcasts the table to float32 before resizing, hence the float32 default.
+    Taps per output element: the mode's per dimension (`INTERPOLATE_TAPS`: 2 linear, 4 bicubic), multiplied over the
+    dimensions. With `antialias` (the vendor resizes its SAM and CLIP position tables so) a dimension shrunk by a
+    factor s > 1 widens its filter by s: PyTorch's antialiased kernels take support = taps / 2 x s on each side of
+    the centre (`_compute_indices_min_size_weights_aa`), so 4·s bicubic taps in it (SAM's 64 -> 32 table in Tiny: 8
+    per dimension, 64 per output instead of 16). The vendor upcasts the table to float32 before resizing, hence the
+    float32 default.
     """
-    taps = {"linear": 2, "bilinear": 4, "bicubic": 16}
-    if mode not in taps:
-        raise UnsupportedLayerError(f"interpolate:{mode}", taps)
+    if mode not in INTERPOLATE_TAPS:
+        raise UnsupportedLayerError(f"interpolate:{mode}", INTERPOLATE_TAPS)
+    taps = 1.0
+    for i, o in zip(in_size, out_size):
+        taps *= INTERPOLATE_TAPS[mode] * (max(i / o, 1.0) if antialias else 1.0)
     n_in, n_out = channels * math.prod(in_size), channels * math.prod(out_size)
+    flops = round(2 * taps * n_out)  # one multiply-add per tap per output element
     return LayerCost(
-        flops_other=2 * taps[mode] * n_out,  # one multiply-add per tap per output element
+        flops_other=flops,
         input_bytes=n_in * dtype_bytes,
         output_bytes=n_out * dtype_bytes,
         activation_bytes=n_out * dtype_bytes,
-        kernels=K(
-            "elementwise", 2 * taps[mode] * n_out, (n_in + n_out) * dtype_bytes, out=n_out * dtype_bytes
-        ),  # one upsample
+        kernels=K("elementwise", flops, (n_in + n_out) * dtype_bytes, out=n_out * dtype_bytes),  # one upsample
     )
 
 

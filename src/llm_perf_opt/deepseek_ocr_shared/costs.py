@@ -279,7 +279,7 @@ def sam_encoder(
     grid, g2, g3 = sam_grids(sam, side)
     own = costs.elementwise(batch * grid * grid * sam.width, "add", 2, b)  # x + pos_embed
     if grid != sam.pos_grid:
-        own = own + costs.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic")
+        own = own + costs.interpolate(sam.width, (sam.pos_grid, sam.pos_grid), (grid, grid), "bicubic", antialias=True)
         # get_abs_pos_sam: the table's .to(float32) copy (4 B) and the resized table's .to(dtype), when b != 4
         own = own + LayerCost(
             activation_bytes=(sam.pos_grid**2 * 4 + grid * grid * b) * sam.width if b != 4 else 0,

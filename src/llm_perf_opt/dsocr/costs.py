@@ -40,7 +40,7 @@ def clip_embeddings(clip: ClipSpec, batch: int, tokens: int, dtype_bytes: int = 
         kernels=K("copy", 0, 2 * batch * tokens * clip.width * b),
     )
     if src != tgt:
-        own = own + costs.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic")
+        own = own + costs.interpolate(clip.width, (src, src), (tgt, tgt), "bicubic", antialias=True)
         own = own + LayerCost(
             activation_bytes=tokens * clip.width * b,  # cat(cls, resized table)
             kernels=K("copy", 0, 2 * tokens * clip.width * b),
