@@ -106,7 +106,7 @@ def run_notes(rec: Any) -> dict[str, str]:
     paces = host_paces(profiles)
     out = {}
     for r in rec.runs:
-        path = next((r.path / n for n in ("profile.json.gz", "profile.json") if (r.path / n).is_file()), None)
+        path = r.file("profile.json")
         plain = (((read_json_file(path).get("data") or {}).get("wall") or {}).get("plain_s") or {}) if path else {}
         samples = len(plain.get("repeats") or [])
         pace = paces.get(r.path)
@@ -124,6 +124,8 @@ def summary_line(label: str, ratios: Sequence[float]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from llm_perf_opt.measure.host_pace import MEASURED_BY as PACE_BY
+
     args = parse_args(argv)
     data = Path(args.data) if args.data else ROOT / "tests" / "data" / "gpu"
     by_recording: dict[str, list[float]] = {}
@@ -144,9 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(summary_line("all", [r for rs in by_recording.values() for r in rs]))
     for line in outside:
         print(f"outside: {line}")
-    from llm_perf_opt.measure.host_pace import MEASURED_BY
-
-    print(f"({MEASURED_BY}; 1 = the recording's typical host)")
+    print(f"({PACE_BY}; 1 = the recording's typical host)")
     return 0
 
 

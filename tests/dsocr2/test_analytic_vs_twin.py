@@ -90,3 +90,19 @@ def test_v2_classes_are_costed_under_the_family_prefix(twin):
     assert cost_formulas.key("ImageEncoderViT") == "dsocr.ImageEncoderViT"  # shared with v1, under its namespace
     assert cost_formulas.key("Linear") == "Linear"  # torch.nn: shared by every family
     assert cost_formulas.unsupported(["Qwen2DecoderLayer", "NoSuchBlock"]) == {"NoSuchBlock": 1}
+
+
+def test_the_image_checks_read_their_images():
+    """The forward's two `torch.sum(...).item()` checks read the crop tensor (six 768-pixel crops) and the 1024-pixel
+    global view: one add per element read (not per byte), the image's bytes, a 0-d result."""
+    m = DeepseekOCR2AnalyticModel(ModelSpec.deepseek_ocr2(), compute_view_layout(VisionWorkload(), 1700, 2200))
+    glue = dict(m.prefill().root.children)["model"].own  # DeepseekOCR2Model.forward's own ops
+    b = m.dtype_bytes
+    sums = sorted(
+        (flops, nbytes, out)
+        for (kind, _, flops, nbytes, out), n in glue.kernels.counts.items()
+        for _ in range(n)
+        if kind == "reduction"
+    )
+    images = sorted((3 * 1024 * 1024, 6 * 3 * 768 * 768))
+    assert sums == [(n, n * b + b, b) for n in images]

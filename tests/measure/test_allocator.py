@@ -26,7 +26,7 @@ def regime_of_child(env: dict[str, str], code: str = PRINT) -> dict:
 
 def test_a_child_started_with_glibcs_defaults():
     assert regime_of_child({}) == DEFAULT == {"allocator": "glibc malloc", "malloc": {}}
-    assert regime_label(DEFAULT) == "glibc malloc, defaults" and regime_tag(DEFAULT) == ""
+    assert regime_label(DEFAULT) == "glibc malloc, defaults" and regime_tag(DEFAULT) == "" == regime_tag({})
 
 
 def test_a_child_started_with_tunables_and_one_set_too_late():

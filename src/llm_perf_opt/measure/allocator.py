@@ -80,8 +80,9 @@ def regime_label(regime: Mapping[str, Any]) -> str:
 
 
 def regime_tag(regime: Mapping[str, Any]) -> str:
-    """A file-name tag of a regime other than glibc's defaults ("" for those): "-alloc-" + 8 hex digits."""
-    if dict(regime) == DEFAULT:
+    """A file-name tag of a regime other than glibc's defaults ("" for those, and for none: a CUDA calibration's):
+    "-alloc-" + 8 hex digits."""
+    if not regime or dict(regime) == DEFAULT:
         return ""
     digest = hashlib.sha256(json.dumps(regime, sort_keys=True).encode()).hexdigest()[:8]
     return f"-alloc-{digest}"

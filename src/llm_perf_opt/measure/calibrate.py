@@ -652,9 +652,7 @@ def load_or_calibrate(
     with _threads(threads):
         n_threads = torch.get_num_threads()
     regime = allocator_regime() if dev.type == "cpu" else {}
-    path = cache_path(
-        calibration_dir(cache_dir), device_name(dev), n_threads, plan, regime_tag(regime) if regime else ""
-    )
+    path = cache_path(calibration_dir(cache_dir), device_name(dev), n_threads, plan, regime_tag(regime))
     with _cache_lock(path, log):  # jobs started together (a sweep's, a test session's) calibrate once
         if path.exists() and not recalibrate:
             try:
