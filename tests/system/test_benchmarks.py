@@ -22,6 +22,7 @@ COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False}
 # what each parser gives with no argument, as each script's docstring and help say
 DEFAULTS = {
     "analytic_speed": {"n": 10_000, "cold": 300, "parts": False},
+    "cpu_forward_parts": {"mode": "tiny", "threads": 1, "repeats": 6},
     "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
@@ -99,6 +100,7 @@ SMOKE = {
     ),
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
     "replay_levels": ([], " units within 25%, median |ratio - 1| ", 3),  # two recordings and all
+    "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
 }
 
 
