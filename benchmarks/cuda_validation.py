@@ -27,6 +27,8 @@ stopped (its process group killed) at the budget; then one tarball (`<archive>/<
 `ARCHIVE_MAX` bytes: the largest optional files are left out, and the README says which, when it would be larger)
 holding everything the replay tests read (`tests/data/gpu/<recording>/`, see its README):
 
+0. the calibration's host workload with its weights in the calibrated dtype and in float32
+   (`benchmarks/host_workload.py`, a few seconds: `host_workload.txt`);
 1. the tiny twin in Tiny (it calibrates the device: `measure.calibrate`, cached in `<out>/calibration/`, which every
    later step reuses), then in Base and Gundam;
 2. the full twin in Tiny and in Gundam;
@@ -58,6 +60,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.jobs.args import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +107,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--archive", default="", help="where the kit's tarball goes (default: --out)")
     p.add_argument("--name", default="", help="the recording's name (default: <gpu>-<date>)")
     p.add_argument("--serving-batches", default="1,8,32,64")
+    p.add_argument(
+        "--steps", default="", help='the kit: only these steps, comma-separated labels ("trace twin tiny"; default all)'
+    )
     p.add_argument(
         "--runtime", default="cuda", choices=("cuda", "cpu"), help="cpu: a dry run of the kit on a machine without GPU"
     )
@@ -344,16 +350,46 @@ def _commit() -> str:
 
 # (kind, argument, expected seconds on an H200 host, decode steps): the kit's steps, in priority order. The full
 # twin traces 2 decode steps (the checks read step 1; each profiled step costs ~2 s of profiler post-processing per
-# repeat there, 8 steps took 45 s on 2026-11-26), the tiny twin `--decode-steps`.
+# repeat there, 8 steps took 45 s on 2026-11-26), the tiny twin `--decode-steps`. The seconds: the longest of the
+# H200 kits of 2026-11-27 05:40 and 16:35 (63 / 73, 55 / 60, 49 / 60, 65 / 65, 73 / 75, 101 / 100, 61 / 60 s). The
+# host workload's two weight dtypes first (`benchmarks/host_workload.py`, a few seconds): what the calibration's host
+# figure is beside the model's own.
 KIT_STEPS = (
-    ("trace", ("twin_tiny", "tiny"), 45.0, None),
-    ("trace", ("twin_tiny", "base"), 25.0, None),
-    ("trace", ("twin_tiny", "gundam"), 30.0, None),
-    ("trace", ("twin", "tiny"), 80.0, 2),
-    ("trace", ("twin", "gundam"), 95.0, 2),
-    ("serving_curve", ("twin", "tiny"), 90.0, None),
-    ("pytest", ("cuda",), 70.0, None),
+    ("bench", ("host_workload",), 20.0, None),
+    ("trace", ("twin_tiny", "tiny"), 75.0, None),
+    ("trace", ("twin_tiny", "base"), 60.0, None),
+    ("trace", ("twin_tiny", "gundam"), 60.0, None),
+    ("trace", ("twin", "tiny"), 65.0, 2),
+    ("trace", ("twin", "gundam"), 75.0, 2),
+    ("serving_curve", ("twin", "tiny"), 100.0, None),
+    ("pytest", ("cuda",), 65.0, None),
 )
+
+
+def step_label(kind: str, arg: Sequence[str]) -> str:
+    return f"{kind} {' '.join(arg)}"
+
+
+def kit_steps(only: str) -> list[tuple[str, tuple[str, ...], float, Optional[int]]]:
+    """The kit's steps (`KIT_STEPS`, in their order), or those `only` names (comma-separated labels such as
+    "trace twin tiny"); an unknown label refuses (a `ConfigError`: one line, exit 2)."""
+    if not only:
+        return list(KIT_STEPS)
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    labels = [step_label(kind, arg) for kind, arg, _, _ in KIT_STEPS]
+    unknown = [w for w in wanted if w not in labels]
+    if unknown:
+        raise ConfigError.field("--steps", unknown[0], f"must be among: {', '.join(labels)}")
+    return [step for step, label in zip(KIT_STEPS, labels) if label in wanted]
+
+
+def recording_name(gpu: str, date: str, taken: Path = ROOT / "tests" / "data" / "gpu") -> str:
+    """`<gpu>-<date>`, or with the UTC time of day (`-HHMM`) when a recording of that name is already in `taken`
+    (a second machine lent the same day)."""
+    name = f"{slug(gpu)}-{date[:10]}"
+    if (taken / name).exists():
+        name = f"{name}-{time.strftime('%H%M', time.gmtime())}"
+    return name
 
 
 def slug(text: str) -> str:
@@ -362,11 +398,12 @@ def slug(text: str) -> str:
 
 def kit(args: argparse.Namespace) -> int:
     """The GPU kit (see the module docstring): the steps in priority order within `args.budget`, one tarball."""
+    todo = kit_steps(args.steps)  # refused before anything is written
     t_start = time.perf_counter()
     budget = float(args.budget)
     env = environment()
     gpu = str(env.get("gpu", "gpu")).removeprefix("NVIDIA ")
-    name = args.name or f"{slug(gpu)}-{env['date'][:10]}"
+    name = args.name or recording_name(gpu, env["date"])
     out = Path(args.out)
     rec = out / name
     rec.mkdir(parents=True, exist_ok=True)
@@ -378,8 +415,8 @@ def kit(args: argparse.Namespace) -> int:
     def left() -> float:
         return budget - RESERVE_S - (time.perf_counter() - t_start)
 
-    for kind, arg, expected, decode_steps in KIT_STEPS:
-        label = f"{kind} {' '.join(arg)}"
+    for kind, arg, expected, decode_steps in todo:
+        label = step_label(kind, arg)
         if left() < expected:
             steps.append(
                 {"step": label, "skipped": f"{left():.0f} s left of the budget, about {expected:.0f} s needed"}
@@ -418,6 +455,9 @@ def kit(args: argparse.Namespace) -> int:
             ]
             (rec / "serving_curve").mkdir(exist_ok=True)
             done = run_step(cmd, rec / "serving_curve" / "serving_curve.log", left(), child_env)
+        elif kind == "bench":
+            cmd = [sys.executable, str(ROOT / "benchmarks" / f"{arg[0]}.py"), "--device", args.runtime]
+            done = run_step(cmd, rec / f"{arg[0]}.txt", left(), child_env)
         else:
             cmd = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "-rA"]
             try:

@@ -36,9 +36,18 @@ def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured
     assert lv["version"] == LEVELS_VERSION >= 7
     # a replayed graph of tiny adds shows the kernel's device time + the gap to the next, well under the eager launch
     # rate of a host-bound stream (events around back-to-back launches: what version 5 called the minimum kernel
-    # time); the min kernel is a one-block kernel's own CUPTI duration, under the graph's period (no gap)
+    # time); the min kernel is a one-block kernel's own CUPTI duration, about the graph's period: neither bounds the
+    # other (on the H200 of 2026-11-27 16:35 the duration over the period was 0.89 and 1.02 in the calibration, 1.14
+    # in this test)
     assert 0 < lv["min_kernel_graph_s"] < lv["launch_rate_s"] and "CUDA graph" in lv["min_kernel_graph_op"]
-    assert 0 < lv["min_kernel_s"] < lv["min_kernel_graph_s"] and "one-block kernel durations" in lv["min_kernel_op"]
+    assert (
+        0.5 < lv["min_kernel_s"] / lv["min_kernel_graph_s"] < 2 and "one-block kernel durations" in lv["min_kernel_op"]
+    )
+    # every tier a graph of many calls: a one-call graph's events hold its launch (10-25 us), and a medium add came
+    # out at 0.12 of the large one's bytes per second (the first version-8 calibration)
+    assert lv["tiers_single"] == []
+    for tier in ("elementwise", "copy", "write"):
+        assert lv[tier]["medium"]["bytes_per_s"] > 0.5 * lv[tier]["large"]["bytes_per_s"], (tier, lv[tier])
     assert "graph" in lv["timer"]
     assert lv["launch_timed"] == []  # every case of the grid was captured
     # the fixed GEMM time: the shortest eager GEMM kernels' CUPTI durations, above the shortest kernel's device time;

@@ -26,6 +26,7 @@ DEFAULTS = {
     "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
+    "host_workload": {"device": "cpu", "dtype": "", "rounds": 9, "steps": 20},
     "layout_speed": {"n": 200_000},
     "memory_fit": {"models": ["twin_tiny", "twin"], "batches": [1], "runs": None},
     "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
@@ -99,8 +100,9 @@ SMOKE = {
         1,
     ),
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
-    "replay_levels": ([], " units within 25%, median |ratio - 1| ", 3),  # two recordings and all
+    "replay_levels": ([], " units within 25%, median |ratio - 1| ", 4),  # three recordings and all
     "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
+    "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
 }
 
 

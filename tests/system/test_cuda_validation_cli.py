@@ -78,3 +78,28 @@ def test_the_kit_packs_the_replay_files_and_leaves_out_the_largest_optional_ones
         cv.ARCHIVE_MAX = 16_000_000
     assert dropped and archive.stat().st_size <= small or len(dropped) == len(optional)
     assert "Left out to keep the tarball under 16 MB: " + ", ".join(dropped) in (rec / "README.md").read_text()
+
+
+def test_the_kit_runs_the_steps_named_in_their_order_and_refuses_an_unknown_one(tmp_path):
+    cv = load_benchmark("cuda_validation")
+    got = cv.kit_steps("trace twin gundam, trace twin_tiny tiny")
+    assert [cv.step_label(kind, arg) for kind, arg, _, _ in got] == ["trace twin_tiny tiny", "trace twin gundam"]
+    assert len(cv.kit_steps("")) == len(cv.KIT_STEPS) == 8
+    out = tmp_path / "kit"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--runtime", "cpu", "--budget", "60", "--out", str(out), "--steps", "trace x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "--steps" in lines[0] and "'trace x'" in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_a_second_recording_of_the_same_day_gets_the_time_of_day(tmp_path):
+    cv = load_benchmark("cuda_validation")
+    assert cv.recording_name("NVIDIA H200", "2026-11-27T16:35:00+00:00", tmp_path) == "nvidia-h200-2026-11-27"
+    (tmp_path / "h200-2026-11-27").mkdir()
+    name = cv.recording_name("H200", "2026-11-27T16:35:00+00:00", tmp_path)
+    assert name.startswith("h200-2026-11-27-") and len(name) == len("h200-2026-11-27-1635") and name[-4:].isdigit()

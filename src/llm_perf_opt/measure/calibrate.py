@@ -617,13 +617,15 @@ def write_calibration(path: str | os.PathLike, calibration: Calibration) -> Path
 
 def _levels_current(cal: Calibration) -> bool:
     """The calibration holds kernel-level figures of the current `calibrate_levels.LEVELS_VERSION` (on the CPU with
-    the figures added within it, `calibrate_levels.CPU_MARKS`)."""
-    from llm_perf_opt.measure.calibrate_levels import CPU_MARKS, LEVELS_VERSION  # torch: where a calibration is read
+    the figures added within it, `calibrate_levels.CPU_MARKS`; on CUDA `CUDA_MARKS`)."""
+    from llm_perf_opt.measure.calibrate_levels import CPU_MARKS, CUDA_MARKS, LEVELS_VERSION  # torch: read here
+
+    marks = CPU_MARKS if cal.device.startswith("cpu") else CUDA_MARKS
 
     def current(v: dict) -> bool:
         version = int(v.get("version", 1))
-        if version == LEVELS_VERSION and cal.device.startswith("cpu"):
-            return all(mark in v for mark in CPU_MARKS)
+        if version == LEVELS_VERSION:
+            return all(mark in v for mark in marks)
         return version >= LEVELS_VERSION
 
     return bool(cal.levels) and all(current(v) for v in cal.levels.values())

@@ -22,9 +22,11 @@ Measured:
   `write`, its inputs read at the rate the add leaves for them; `analytic.time.figures.DeviceFigures.memory_s`). On one
   CPU core a write costs about 2.5x a read beyond the cache (8 vs 21 GB/s on this project's 2-core Xeon: a store that
   misses fetches its line first, read-for-ownership, then writes it back), so a kernel that mostly writes (SAM's
-  relative-position bias, 8 MiB written from 0.5 MiB read) is twice the add's time per byte. The medium and large
-  sizes of the add, the copy and the fill are timed one call per sample, interleaved with every other case: their
-  buffers are not in cache from the call before, as in a forward (version 8);
+  relative-position bias, 8 MiB written from 0.5 MiB read) is twice the add's time per byte. On the CPU the medium
+  and large sizes of the add, the copy and the fill are timed one call per sample, interleaved with every other
+  case: their buffers are not in cache from the call before, as in a forward (version 8). On CUDA every size is a
+  graph of many calls (a one-call graph's events hold its launch); `tiers_single` names the cases timed one call
+  per sample (`CUDA_MARKS`);
 * `fresh`: CPU: seconds per byte of a result written into fresh memory: `(t(x + y) - t(torch.add(x, y, out=z)))
   / result bytes` at the large size. Allocations above glibc's largest mmap threshold (`FRESH_BYTES`, 32 MiB on
   64-bit Linux) are mmapped and unmapped on each call, so every page of such a result is faulted in again (about
@@ -131,6 +133,11 @@ LEVELS_VERSION = 8  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # without one is measured again (`measure.calibrate`); a calibration file read by path keeps its figures (the time
 # model reads a missing one as none)
 CPU_MARKS = ("gemv_cached",)
+# the same on CUDA: `tiers_single` (the cases of the elementwise, copy and write tiers timed one call per sample: none
+# on CUDA). The first version-8 CUDA calibration (the H200 of 2026-11-27 16:35) timed the medium and large tiers one
+# call per CUDA graph, so its events held the graph's launch: 27-30 us for a 3.6 us bfloat16 medium add (8x), and the
+# full twin's SAM, CLIP and prefill decoder came out 1.4-2.7x their device time at the kernel level
+CUDA_MARKS = ("tiers_single",)
 
 # (batch, heads, tokens, head dim, additive float mask): the fused attention of the vision encoders (SAM's windows of
 # 14x14 tokens with their relative-position bias, SAM's global blocks, CLIP without a mask) and of a prefill, at the
@@ -732,8 +739,10 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         cases[f"fill {label}"] = lambda z=z: z.fill_(1.0)
         if label == "large" and not cuda:
             cases["add fresh"] = lambda x=x, y=y: torch.add(x, y)
-    # beyond the small (cache) size a buffer is timed as a forward meets it: not in cache from the call before
-    single = [f"{op} {label}" for op in ("add", "copy", "fill") for label in sizes if label != "small"]
+    # on the CPU, beyond the small (cache) size a buffer is timed as a forward meets it: not in cache from the call
+    # before. On CUDA every size is a graph of many calls: a graph of one call puts the graph's launch (10-25 us on
+    # the H200 hosts) between the events, which is no kernel's time (`TIERS_SINGLE`)
+    single = [] if cuda else [f"{op} {label}" for op in ("add", "copy", "fill") for label in sizes if label != "small"]
     got = _interleaved(cases, device, rounds, warmup, target, single)
     gemm = []
     for m, k, n in shapes:
@@ -867,8 +876,9 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
         "elementwise": elementwise,
         "copy": copy,
         "write": write,
-        "write_op": "z.fill_(1) (numel x itemsize bytes written) at the add's sizes; beyond the small size one call "
-        "per sample, interleaved with the other cases (as the add and the copy there)",
+        "write_op": "z.fill_(1) (numel x itemsize bytes written) at the add's sizes, interleaved with the other cases "
+        "(timed as the add and the copy are: `tiers_single`)",
+        "tiers_single": single,
         "fresh": fresh,
         "min_kernel_s": min_kernel,
         "min_kernel_op": min_kernel_op,

@@ -22,7 +22,10 @@ next: the step is host-bound, and its wall time is the host's. The figure:
 `op_s = (step wall - syncs x sync_s) / kernels`, where kernels are the step's aten ops that are not views (what the
 cost formulas list as kernels, counted with a TorchDispatchMode) and `sync_s` the round trip of one host sync
 measured beside it. On CUDA it runs under `torch.autocast` in the calibrated dtype, as the jobs' `runtime=cuda`
-does, so the autocast dispatch and its casts are in the cost. The CUDA calibration divides by the ops the step
+does, with its weights in that dtype as the jobs hold them (so the autocast dispatch is in the cost and autocast
+casts nothing; until 2026-11-27 the weights were float32 and each Linear launched two casts inside it: on the H200
+of 2026-11-27 16:35 that figure was 44.6 us per op, about twice the full twin's own host time per op in its traced
+prefill, 21.5 and 21.9 us). The CUDA calibration divides by the ops the step
 calls that launch a kernel instead (`calibrate_levels.count_ops`; `op_unit: "op"`): the host pays Python, the
 module and the dispatcher once per op, and an op's inner kernels (autocast's cast of an input) are launched inside
 it; the eager level then charges the figure per op (`Kernels.op_count`).
@@ -140,14 +143,19 @@ class DecodeStep(nn.Module):
         return ids
 
 
-def step_runner(device: torch.device, dtype: torch.dtype) -> Callable[[], Any]:
-    """A no-argument callable running one decode step from a fresh KV cache of `CONTEXT` positions."""
-    model = DecodeStep().to(device).eval()
+def step_runner(device: torch.device, dtype: torch.dtype, weights: Optional[torch.dtype] = None) -> Callable[[], Any]:
+    """A no-argument callable running one decode step from a fresh KV cache of `CONTEXT` positions. On CUDA the
+    weights, the cache and the rotary tables are in `dtype` (the jobs' `runtime=cuda`: bfloat16 weights under
+    autocast, so autocast casts nothing); `weights` another dtype for them (float32: autocast casts each Linear's
+    weight and input, two more kernels inside the op)."""
+    cuda = device.type == "cuda"
+    held = weights or (dtype if cuda else torch.float32)
+    model = DecodeStep().to(device=device, dtype=held).eval()
     d = WIDTH // HEADS
     ids = torch.zeros(1, CONTEXT, dtype=torch.long, device=device)
-    past = [torch.randn(1, HEADS, CONTEXT, d, device=device) for _ in range(2)]
-    cos, sin = torch.ones(1, 1, 1, d, device=device), torch.zeros(1, 1, 1, d, device=device)
-    cuda = device.type == "cuda"
+    past = [torch.randn(1, HEADS, CONTEXT, d, device=device, dtype=held) for _ in range(2)]
+    cos = torch.ones(1, 1, 1, d, device=device, dtype=held)
+    sin = torch.zeros(1, 1, 1, d, device=device, dtype=held)
 
     def run() -> None:
         caches = [[past[0], past[1]] for _ in range(LAYERS)]
@@ -167,11 +175,13 @@ def measure_host_workload(
     pick: Callable[[list[float]], float],
     steps_per_sample: Optional[int] = None,
     count_ops: Optional[Callable[[Callable[[], Any]], int]] = None,
+    weights: Optional[torch.dtype] = None,
 ) -> dict[str, Any]:
     """The host's cost per kernel on `device` (see the module docstring): {op_s, op_kernels, op_syncs,
     op_forward_s, op_samples, op_module}; with `count_ops` (`calibrate_levels.count_ops`) per op the step calls
-    that launches a kernel instead: op_s over `op_ops`, `op_unit: "op"`."""
-    run = step_runner(device, dtype)
+    that launches a kernel instead: op_s over `op_ops`, `op_unit: "op"`. `weights`: as `step_runner`."""
+    run = step_runner(device, dtype, weights)
+    held = weights or (dtype if device.type == "cuda" else torch.float32)
     for _ in range(warmup):
         run()
     kernels = count_kernels(run)
@@ -206,6 +216,7 @@ def measure_host_workload(
             f"KV cache of {CONTEXT}; RMSNorm in float32, rotary, cache cat, SDPA, router top-k with its host sync, "
             f"a Python loop over the routed experts, the generate loop's argmax / cat / stopping check) on "
             f"{device.type}{' under autocast ' + str(dtype).removeprefix('torch.') if device.type == 'cuda' else ''}"
+            f" with {str(held).removeprefix('torch.')} weights"
             f", host-bound (tiny tensors): (wall per step - {syncs} syncs x sync_s) / {per}; {inner} steps per "
             "sample, time.perf_counter" + (" with torch.cuda.synchronize" if device.type == "cuda" else "")
         ),
