@@ -44,10 +44,12 @@ def test_replay_host_pace_names_the_slow_host_run():
         profiles = [p for p in (run_profile(r.path) for r in rec.runs) if p is not None]
         for path, pace in host_paces(profiles).items():
             paces[f"{rec.name}/{path.relative_to(rec.path)}"] = pace
-    # every run that kept its profile trace: 2 on 2026-11-26 (the sweep kept none), 5 on 2026-11-27
-    assert len(paces) == 7, sorted(paces)
+    # every run that kept its profile trace: 2 on 2026-11-26 (the sweep kept none), 5 on 2026-11-27 05:40, 5 at
+    # 16:35 and 2 at 16:48
+    assert len(paces) == 14, sorted(paces)
     slow = {label for label, p in paces.items() if p.pace > 1.25}
-    assert slow == {"h200-2026-11-27/twin_tiny-tiny"}, {k: round(p.pace, 2) for k, p in paces.items()}
-    assert paces["h200-2026-11-27/twin_tiny-tiny"].pace > 1.4
+    want = {"h200-2026-11-27/twin_tiny-tiny", "h200-2026-11-27-1635/twin-tiny"}  # paces 1.50 and 1.40
+    assert slow == want, {k: round(p.pace, 2) for k, p in paces.items()}
+    assert all(paces[label].pace > 1.35 for label in want)
     assert all(0.8 < p.pace < 1.1 for label, p in paces.items() if label not in slow)
     assert all(p.names >= 50 and p.ops >= 700 for p in paces.values())

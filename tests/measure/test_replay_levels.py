@@ -51,10 +51,20 @@ CASES = REPLAY.replay_cases(GPU_DATA)
 # ms, where the same forwards' fastest elsewhere took 11.5 and 16.4 ms and the profiled ones 28.0 and 27.9 ms alike).
 # The 2026-11-27 Tiny job's host ran slow throughout: its host pace (`measure.host_pace`, `test_host_pace`) is 1.50,
 # every other traced run's 0.88-1.03; its three plain forwards agree (15.5-15.9 ms, and one at 24.2).
+# The two recordings of 2026-11-27 16:35 and 16:48 replay on the second one's calibration (version 8, measured: see
+# their READMEs; the first one's own file timed its medium and large tiers one call per CUDA graph, a bug). The full
+# twin's CLIP in Gundam comes out at 0.72 of its device time there (0.87 on the 05:40 file): that calibration measures
+# the one-wave small kernels itself (`measure_wave_kernels`: copy 1.6, reduction 2.24, elementwise 0.99 µs), where
+# the model's own one-wave kernels of the same recording take 2.9, 3.6 and 1.3 µs (`wave_kernel_from_recording`, the
+# figures the 05:40 file was filled with): the microbenchmark's 256-wide rows are not the model's kernels.
 GAPS: dict[tuple[str, str], float] = {
     ("h200-2026-11-26/sweep-twin_tiny/0", "prefill eager/wall"): 0.50,  # ratio 0.50
     ("h200-2026-11-26/sweep-twin_tiny/2", "prefill eager/wall"): 0.49,  # ratio 0.52
     ("h200-2026-11-27/twin_tiny-tiny", "prefill eager/wall"): 0.28,  # ratio 0.72
+    ("h200-2026-11-27-1635/twin-gundam", "vision/clip kernel/device"): 0.29,  # ratio 0.718
+    ("h200-2026-11-27-1635/twin-gundam", "prefill/clip kernel/device"): 0.29,  # ratio 0.718
+    ("h200-2026-11-27-1648/twin-gundam", "vision/clip kernel/device"): 0.29,  # ratio 0.716
+    ("h200-2026-11-27-1648/twin-gundam", "prefill/clip kernel/device"): 0.29,  # ratio 0.716
 }
 
 
@@ -73,14 +83,14 @@ def test_replay_time_levels(rec, run):
 
 # over every recording: the units within the target and the median |ratio - 1| today (`./dev bench replay_levels`'s
 # last line); fewer, or a larger median, fails
-WITHIN, MEDIAN = 77, 0.069
+WITHIN, MEDIAN = 129, 0.098  # 77 of 80 and 0.069 before the two recordings of 2026-11-27 16:35 and 16:48
 
 
 def test_replay_time_levels_over_all_recordings_do_not_regress():
     import statistics
 
     errors = [abs(r - 1) for rec, run in CASES for r in REPLAY.level_ratios(rec, run).values()]
-    assert len(errors) == 80
+    assert len(errors) == 136
     assert sum(e <= TARGET for e in errors) >= WITHIN and statistics.median(errors) <= MEDIAN
 
 
@@ -89,3 +99,5 @@ def test_replay_time_levels_cover_the_item_5_runs():
     for rec in ("h200-2026-11-26", "h200-2026-11-27"):
         assert {(rec, "twin", "tiny")} | {(rec, "twin_tiny", m) for m in ("tiny", "base", "gundam")} <= covered
     assert ("h200-2026-11-27", "twin", "gundam") in covered
+    for rec in ("h200-2026-11-27-1635", "h200-2026-11-27-1648"):  # the full twin on the fixed calibration
+        assert {(rec, "twin", "tiny"), (rec, "twin", "gundam")} <= covered

@@ -1,0 +1,160 @@
+"""The recorded serving curves beside the serving engines' predictions: every GPU recording under tests/data/gpu/
+with a `serving_curve/` (`benchmarks/serving_curve.py` run by the GPU kit: plain forwards at batch B), replayed on
+the recording's own calibration (`hardware=measured hardware.calibration=FILE`) for the curve's model, mode and
+runtime.
+
+    ./dev bench serving_replay                      # every recording with a serving curve
+    ./dev bench serving_replay --data DIR           # another folder of recordings
+
+Printed per recording and batch, for uniform routing (the default: every expert equally likely) and for the routing
+the recording's batch-1 trace of the same configuration measured (`serve.routing=<run>/routing.json`):
+
+* the prefill: measured wall (fastest plain forward), `hf_eager`'s forward (the eager level, no generate loop:
+  the curve times forwards) and their ratio;
+* the decode step (the curve's steps averaged): measured wall, `hf_eager`'s step and the ratio; the step's measured
+  device time (the kernels of one extra profiled call: what a captured graph replays, with no host gaps),
+  `cuda_graphs`' step (the kernel level) and its ratio to that device time; `vllm`'s step (its fused kernel list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from llm_perf_opt.jobs.args import run_script
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_DATA = ROOT / "tests" / "data" / "gpu"
+CURVE = Path("serving_curve") / "serving_curve.json"
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default="", help="a folder of recordings (default tests/data/gpu)")
+    return p.parse_args(argv)
+
+
+def curves(root: Path) -> list[tuple[Any, Path]]:
+    """(recording, its serving_curve.json) of every recording under `root` that has one and a calibration."""
+    from llm_perf_opt.measure.recorded_runs import recordings
+
+    return [(rec, rec.path / CURVE) for rec in recordings(root) if (rec.path / CURVE).is_file() and rec.calibrations]
+
+
+def routing_of(rec: Any, model: str, mode: str) -> Optional[Path]:
+    """The routing.json of the recording's batch-1 trace run of `model` in `mode` (None without one)."""
+    for run in rec.runs:
+        if run.model == model and run.mode == mode and run.batch == 1 and (run.path / "routing.json").is_file():
+            return run.path / "routing.json"
+    return None
+
+
+def recorded_curve(rec: Any, curve: Path, routing: Optional[Path]) -> tuple[Any, Any, Any, dict[int, dict]]:
+    """(serving model, roof, time model, measured rows) of the curve's configuration on the recording's calibration,
+    with `routing` (None: uniform)."""
+    from llm_perf_opt.analytic.serving_measured import measured_rows
+    from llm_perf_opt.analytic.serving_run import serving_model_for
+    from llm_perf_opt.config.compose import compose
+    from llm_perf_opt.families import register_configs
+    from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+    from llm_perf_opt.measure.levels_stage import job_time_model
+    from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
+    from llm_perf_opt.prepare.validate import validate
+
+    data = json.loads(curve.read_text())["data"]
+    config = data["config"]
+    register_configs()
+    overrides = [
+        f"model={config['model']}",
+        f"workload={config['mode']}",
+        f"runtime={config['runtime']}",
+        "hardware=measured",
+        f"hardware.calibration={rec.calibrations[0]}",
+        *([f"serve.routing={routing}"] if routing is not None else []),
+    ]
+    job = validate(compose(overrides), runs_model=False)
+    cfg = job.cfg
+    roof = roof_for(cfg, hardware_for(cfg, lambda _: None))
+    model = model_for_dtype(analytic_model_for(job, job.page_width, job.page_height, batch=False), roof.dtype)
+    rows = measured_rows(data)
+    for b, row in rows.items():  # the decode steps' measured device time (one profiled call each), averaged
+        device = [r.get("device_s") for r in data["rows"] if int(r["batch"]) == b and r["phase"] == "decode"]
+        row["step_device_s"] = sum(device) / len(device) if device and None not in device else None
+    return serving_model_for(cfg, model, roof), roof, job_time_model(cfg, roof), rows
+
+
+def table(rec: Any, curve: Path, routing: Optional[Path]) -> list[dict[str, Any]]:
+    """One row per recorded batch: measured and predicted (see the module docstring)."""
+    from llm_perf_opt.analytic.serve_engines.cuda_graphs import CUDA_GRAPHS
+    from llm_perf_opt.analytic.serve_engines.hf_eager import HF_EAGER
+    from llm_perf_opt.analytic.serve_engines.select import timing_for
+    from llm_perf_opt.analytic.serve_engines.vllm import VLLM
+
+    sm, roof, tm, rows = recorded_curve(rec, curve, routing)
+    eager, graphs, vllm = (timing_for(e, sm, roof, tm) for e in (HF_EAGER, CUDA_GRAPHS, VLLM))
+    out = []
+    for b, m in rows.items():
+        out.append(
+            {
+                "batch": b,
+                "prefill_s": m["prefill_s"],
+                "hf_eager_prefill_s": float(eager.prefill([b]).time_s[0]),
+                "step_s": m["step_s"],
+                "hf_eager_step_s": float(eager.decode([b], m["context"]).time_s[0]),
+                "step_device_s": m["step_device_s"],
+                "cuda_graphs_step_s": float(graphs.decode([b], m["context"]).time_s[0]),
+                "vllm_step_s": float(vllm.decode([b], m["context"]).time_s[0]),
+            }
+        )
+    return out
+
+
+def _ms(x: Optional[float]) -> str:
+    return "—" if x is None else f"{x * 1e3:.2f}"
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    return "—" if a is None or not b else f"{a / b:.2f}"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    root = Path(args.data) if args.data else GPU_DATA
+    found = curves(root)
+    for rec, curve in found:
+        config = json.loads(curve.read_text())["data"]["config"]
+        routed = routing_of(rec, config["model"], config["mode"])
+        print(
+            f"{rec.name}: {config['model']} {config['mode']} on {config.get('device_name', '?')} "
+            f"({config['runtime']}), calibration {rec.calibrations[0].name}"
+        )
+        for label, routing in (("uniform", None), ("recorded", routed)):
+            if label == "recorded" and routing is None:
+                print("  recorded routing: no batch-1 trace of this configuration in the recording")
+                continue
+            print(
+                f"  routing {label}{f' ({routing.relative_to(rec.path)})' if routing else ''}\n"
+                "  batch | prefill ms | hf_eager | ratio | step ms | hf_eager | ratio | step device ms | "
+                "cuda_graphs | ratio | vllm"
+            )
+            for r in table(rec, curve, routing):
+                print(
+                    f"  {r['batch']:5d} | {_ms(r['prefill_s']):>10} | {_ms(r['hf_eager_prefill_s']):>8} | "
+                    f"{_ratio(r['hf_eager_prefill_s'], r['prefill_s']):>5} | {_ms(r['step_s']):>7} | "
+                    f"{_ms(r['hf_eager_step_s']):>8} | {_ratio(r['hf_eager_step_s'], r['step_s']):>5} | "
+                    f"{_ms(r['step_device_s']):>14} | {_ms(r['cuda_graphs_step_s']):>11} | "
+                    f"{_ratio(r['cuda_graphs_step_s'], r['step_device_s']):>5} | {_ms(r['vllm_step_s'])}"
+                )
+    print(
+        f"{len(found)} recorded serving curves. Measured: the curve's plain forwards (fastest of its repeats; the "
+        "decode steps averaged) and one profiled call's kernel time; predicted: each engine's step on the "
+        "recording's calibration (ratio = predicted / measured)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_script(main))
