@@ -4,11 +4,11 @@ recorded H200 calibration against the recorded decode step and prefill."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
+from shared_runs import load_benchmark
 
 from llm_perf_opt.analytic.memory_model import Allowance, memory_use
 from llm_perf_opt.analytic.serve_engines.cuda_graphs import CUDA_GRAPHS
@@ -191,52 +191,26 @@ def test_engines_refuse_by_name(setup):
 
 # ----------------------------------------------------------------------------------- the recorded H200
 GPU_DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
-H200 = GPU_DATA / "h200-2026-11-27"
-CALIBRATION = H200 / "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda.json"
+SERVING_REPLAY = load_benchmark("serving_replay")  # `./dev bench serving_replay`: every recorded curve
 
 
-def recorded_curve(recording: Path):
-    """(serving model, roof, time model, measured rows): the full twin, Tiny mode, as `recording` ran it
+def recorded_curve(name: str):
+    """(serving model, roof, time model, measured rows): the full twin, Tiny mode, as the recording `name` ran it
     (runtime=cuda), on its calibration (device and host of the H200 machine), with the routing its recorded trace
     measured (`serve.routing`: the twin's random weights send a page's tokens to fewer experts than uniform routing
     would, and the vendor's MoE loop launches kernels only for the experts touched), and the recorded serving curve
     (plain forwards at batches 1, 8, 32, 64). `./dev bench serving_replay` prints every batch, with uniform routing
     too."""
-    from llm_perf_opt.analytic.serving_measured import measured_rows
-    from llm_perf_opt.analytic.serving_run import serving_model_for
-    from llm_perf_opt.config.compose import compose
-    from llm_perf_opt.families import register_configs
-    from llm_perf_opt.measure.calibrate import hardware_for, roof_for
-    from llm_perf_opt.measure.levels_stage import job_time_model
-    from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
-    from llm_perf_opt.prepare.validate import validate
+    from llm_perf_opt.measure.recorded_runs import load_recording
 
-    register_configs()
-    job = validate(
-        compose(
-            [
-                "model=twin",
-                "workload=tiny",
-                "runtime=cuda",
-                "hardware=measured",
-                f"hardware.calibration={recording / CALIBRATION.name}",
-                f"serve.routing={recording / 'twin-tiny' / 'routing.json'}",
-            ]
-        ),
-        runs_model=False,
-    )
-    cfg = job.cfg
-    hw = hardware_for(cfg, lambda _: None)
-    roof = roof_for(cfg, hw)
-    model = model_for_dtype(analytic_model_for(job, job.page_width, job.page_height, batch=False), roof.dtype)
-    sm = serving_model_for(cfg, model, roof)
-    doc = json.loads((recording / "serving_curve" / "serving_curve.json").read_text())
-    return sm, roof, job_time_model(cfg, roof), measured_rows(doc["data"])
+    rec = load_recording(GPU_DATA / name)
+    curve = rec.path / SERVING_REPLAY.CURVE
+    return SERVING_REPLAY.recorded_curve(rec, curve, SERVING_REPLAY.routing_of(rec, "twin", "tiny"))
 
 
 @pytest.fixture(scope="module")
 def h200():
-    return recorded_curve(H200)
+    return recorded_curve("h200-2026-11-27")
 
 
 def test_hf_eager_tpot_at_batch_1_matches_the_recorded_decode_step(h200):
@@ -264,7 +238,7 @@ def test_hf_eager_at_batch_1_matches_a_second_recorded_curve():
     """A recording made after these figures were fitted: the H200 of 2026-11-27 16:35 (its serving curve; the device
     figures of the 16:48 machine's calibration, its own file having timed its medium tiers wrongly: see its README).
     hf_eager's batch-1 prefill and decode step within 25% of its plain forwards (61.5 ms; 26.5 and 25.5 ms)."""
-    sm, roof, tm, rows = recorded_curve(GPU_DATA / "h200-2026-11-27-1635")
+    sm, roof, tm, rows = recorded_curve("h200-2026-11-27-1635")
     timing = timing_for(HF_EAGER, sm, roof, tm)
     m = rows[1]
     assert sorted(rows) == [1, 8, 32, 64] and m["steps"] == 2

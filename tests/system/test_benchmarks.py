@@ -33,6 +33,7 @@ DEFAULTS = {
     "replay_levels": {"data": ""},
     "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
     "serving_replay": {"data": ""},
+    "cpu_row_products": {"rows": [1, 2, 4, 8, 16], "repeats": 7, "warm": 3},
     "serving_curve": {"model": "twin_tiny", "mode": "tiny", "runtime": "cpu", "batches": [1, 2, 4], "steps": 2},
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
     "sweep_memory": {"model": "twin", "runtime": "cpu_bf16", "keep": False, "overrides": []},
@@ -104,7 +105,6 @@ SMOKE = {
     "replay_levels": ([], " units within 25%, median |ratio - 1| ", 5),  # four recordings and all
     "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
     "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
-    "serving_replay": ([], "  batch | prefill ms | hf_eager |", 4),  # 2 recorded curves x 2 routings
 }
 
 
