@@ -18,6 +18,10 @@ the trace job's session does: on CUDA directly on the device in bf16, run under 
   kernel-time sum of one extra profiled call, on the CPU the wall; cpu: on the CPU at `--threads 1` the thread's
   CPU time, `time.thread_time`, fastest sample: what `serve.measured` compares on such a curve, as it leaves out
   the time other processes held the core);
+* the experts (a MoE model): one more call of each region under the `routing` patch (each gate's top-k, read
+  only): the distinct routed experts per MoE layer, beside what the prediction expects for the batch's routed
+  tokens (`MoEShape.touched_per_layer`, uniform routing): a batch's decode step shares its experts more or less
+  than that, and its expert kernels with them;
 * predicted: ideal, kernel and eager (`analytic.time.levels`, convention `analytic.time.convention.LEVELS`) of the
   analytic model at batch B (`./dev analyze workload.batch=B`'s model): the prefill stage, and the decode stage at
   each step's context; on `--hardware measured` (default) the device's calibration (cached,
@@ -173,9 +177,11 @@ class Predictor:
         from llm_perf_opt.analytic.time.ideal import predict
         from llm_perf_opt.analytic.time.levels import LevelPredictor, stage_levels
 
-        stage = routed_census(stage, analytic.serving_model(None, self.roof.dtype), tokens)
+        served = analytic.serving_model(None, self.roof.dtype)
+        stage = routed_census(stage, served, tokens)
         lt = stage_levels(stage, LevelPredictor(self.time_model), predict(stage, self.roof))[""]
         return {
+            **({"experts_per_layer": served.moe.touched_per_layer(tokens)} if served.moe is not None else {}),
             "ideal_s": lt.ideal_s,
             "kernel_s": lt.kernel_s,
             "eager_s": lt.eager_s,
@@ -187,6 +193,26 @@ class Predictor:
 
 
 # ---------------------------------------------------------------------------------------------- measurement
+def experts_touched(session: Any, family: Any, call: Any) -> Optional[dict[str, Any]]:
+    """The routed experts one more `call` of the forward touched (the `routing` patch: each MoE gate's top-k, read
+    only): {"mean": distinct experts per MoE layer, averaged, "per_layer": [...], "tokens": routed tokens per
+    layer, "top_k", "n_experts"}; None for a model without a MoE gate."""
+    with family.runtime_patches(session, ["routing"]) as log:
+        call()
+    events = log.events("routing")
+    if not events:
+        return None
+    per_layer = [len(e["experts"]) for e in events]
+    first = events[0]
+    return {
+        "mean": sum(per_layer) / len(per_layer),
+        "per_layer": per_layer,
+        "tokens": int(first["tokens"]),
+        "top_k": int(first["top_k"]),
+        "n_experts": int(first["n_experts"]),
+    }
+
+
 def measure_batch(
     args: argparse.Namespace, session: Any, family: Any, job: Any, inputs: Any, predictor: Predictor, deadline: Any
 ) -> list[dict[str, Any]]:
@@ -233,6 +259,7 @@ def measure_batch(
             batch * seq_len,
         )
         pre["pages_per_s"] = batch / timed.wall_s
+        pre["experts"] = experts_touched(session, family, lambda: model(**kwargs))
 
         def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
             past = step_kwargs["past_key_values"]
@@ -242,7 +269,9 @@ def measure_batch(
             timed, out = time_region(lambda: model(**step_kwargs), device, **opts)
             predicted = predictor.stage(analytic.decode(analytic.seq_len + step - 1), analytic, batch)
             predicted["context_len"] = analytic.seq_len + step - 1  # the analytic model's (its seq_len)
-            row("decode", step, context, timed, predicted, batch)
+            row("decode", step, context, timed, predicted, batch)["experts"] = experts_touched(
+                session, family, lambda: model(**step_kwargs)
+            )
             return out
 
         family.greedy_decode(run_step, prefill, args.steps, kwargs)
@@ -274,6 +303,14 @@ def agreement(doc: dict[str, Any]) -> tuple[str, list[tuple[int, str, float]]]:
     return key, out
 
 
+def _experts(row: dict[str, Any]) -> str:
+    """Measured distinct experts per MoE layer (the predicted expectation in parentheses), or —."""
+    got, predicted = row.get("experts"), row["predicted"].get("experts_per_layer")
+    if not got:
+        return "—"
+    return f"{got['mean']:.2f}" + (f" ({predicted:.2f})" if predicted is not None else "")
+
+
 def render(doc: dict[str, Any]) -> str:
     cfg = doc["config"]
     key, ratios = agreement(doc)
@@ -282,8 +319,8 @@ def render(doc: dict[str, Any]) -> str:
         f"({cfg['dtype']}{', autocast' if cfg['autocast'] else ''}) on {cfg['device_name']}",
         "",
         "| batch | phase | context | wall ms | device ms | cpu ms | samples | ideal ms | kernel ms | eager ms | "
-        f"eager / {key.removesuffix('_s')} | tokens/s | pages/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"eager / {key.removesuffix('_s')} | experts / layer (predicted) | tokens/s | pages/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["rows"]:
         p = r["predicted"]
@@ -293,11 +330,11 @@ def render(doc: dict[str, Any]) -> str:
         lines.append(
             f"| {r['batch']} | {phase} | {r['context_len']} | {_ms(r['wall_s'])} | {_ms(r['device_s'])} | "
             f"{_ms(r.get('cpu_s'))} | {r['samples']} | {_ms(p['ideal_s'])} | {_ms(p.get('kernel_s'))} | "
-            f"{_ms(p.get('eager_s'))} | {ratio} | {r['tokens_per_s']:.4g} | "
+            f"{_ms(p.get('eager_s'))} | {ratio} | {_experts(r)} | {r['tokens_per_s']:.4g} | "
             f"{'—' if pages is None else format(pages, '.4g')} |"
         )
     for b in doc["failed"]:
-        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | | |")
+        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | | | |")
     within = [x for x in ratios if 0.75 <= x[2] <= 1.25]
     lines += [
         "",
@@ -410,6 +447,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if cuda
             else "CPU: no separate device; device time = wall time",
             **({"cpu": f"{CPU_BY}; {args.warmup} warm-up, {args.repeats} timed"} if not cuda and threads == 1 else {}),
+            "experts": "the routing patch (each MoE gate's top-k, read only) on one more call of the region: the "
+            "distinct experts of each MoE layer's gate call, averaged over the layers; predicted: the expected "
+            "distinct experts of the batch's routed tokens (uniform routing, `MoEShape.touched_per_layer`)",
             "regions": "prefill: the forward with use_cache=True (generate()'s prefill); decode step k: the greedy "
             "step's forward over context seq_len + k - 1 (model_runtime.decode.greedy_decode); no TorchLens, no "
             "module ranges",

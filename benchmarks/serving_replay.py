@@ -13,7 +13,9 @@ the recording's batch-1 trace of the same configuration measured (`serve.routing
   the curve times forwards) and their ratio;
 * the decode step (the curve's steps averaged): measured wall, `hf_eager`'s step and the ratio; the step's measured
   device time (the kernels of one extra profiled call: what a captured graph replays, with no host gaps),
-  `cuda_graphs`' step (the kernel level) and its ratio to that device time; `vllm`'s step (its fused kernel list).
+  `cuda_graphs`' step (the kernel level) and its ratio to that device time; `vllm`'s step (its fused kernel list);
+  the distinct experts per MoE layer the steps touched (curves recorded since `serving_curve.py` logs them) beside
+  what the prediction expects for the batch's tokens under that routing (`MoEShape.touched_per_layer`).
 """
 
 from __future__ import annotations
@@ -81,8 +83,12 @@ def recorded_curve(rec: Any, curve: Path, routing: Optional[Path]) -> tuple[Any,
     model = model_for_dtype(analytic_model_for(job, job.page_width, job.page_height, batch=False), roof.dtype)
     rows = measured_rows(data)
     for b, row in rows.items():  # the decode steps' measured device time (one profiled call each), averaged
-        device = [r.get("device_s") for r in data["rows"] if int(r["batch"]) == b and r["phase"] == "decode"]
+        steps = [r for r in data["rows"] if int(r["batch"]) == b and r["phase"] == "decode"]
+        device = [r.get("device_s") for r in steps]
         row["step_device_s"] = sum(device) / len(device) if device and None not in device else None
+        # the distinct experts per MoE layer the steps touched (curves recorded since the serving curve logs them)
+        experts = [r["experts"]["mean"] for r in steps if r.get("experts")]
+        row["step_experts"] = sum(experts) / len(experts) if experts and len(experts) == len(steps) else None
     return serving_model_for(cfg, model, roof), roof, job_time_model(cfg, roof), rows
 
 
@@ -107,9 +113,20 @@ def table(rec: Any, curve: Path, routing: Optional[Path]) -> list[dict[str, Any]
                 "step_device_s": m["step_device_s"],
                 "cuda_graphs_step_s": float(graphs.decode([b], m["context"]).time_s[0]),
                 "vllm_step_s": float(vllm.decode([b], m["context"]).time_s[0]),
+                "step_experts": m["step_experts"],
+                "expected_experts": sm.moe.touched_per_layer(b) if sm.moe is not None else None,
             }
         )
     return out
+
+
+def _experts(row: dict[str, Any]) -> str:
+    """The decode steps' measured distinct experts per MoE layer (what the prediction expects for the batch's tokens
+    under the routing used), or — where the curve did not log them."""
+    got, expected = row["step_experts"], row["expected_experts"]
+    if got is None:
+        return "—" + (f" ({expected:.2f})" if expected is not None else "")
+    return f"{got:.2f}" + (f" ({expected:.2f})" if expected is not None else "")
 
 
 def _ms(x: Optional[float]) -> str:
@@ -138,7 +155,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(
                 f"  routing {label}{f' ({routing.relative_to(rec.path)})' if routing else ''}\n"
                 "  batch | prefill ms | hf_eager | ratio | step ms | hf_eager | ratio | step device ms | "
-                "cuda_graphs | ratio | vllm"
+                "cuda_graphs | ratio | vllm | experts / layer (expected)"
             )
             for r in table(rec, curve, routing):
                 print(
@@ -146,7 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     f"{_ratio(r['hf_eager_prefill_s'], r['prefill_s']):>5} | {_ms(r['step_s']):>7} | "
                     f"{_ms(r['hf_eager_step_s']):>8} | {_ratio(r['hf_eager_step_s'], r['step_s']):>5} | "
                     f"{_ms(r['step_device_s']):>14} | {_ms(r['cuda_graphs_step_s']):>11} | "
-                    f"{_ratio(r['cuda_graphs_step_s'], r['step_device_s']):>5} | {_ms(r['vllm_step_s'])}"
+                    f"{_ratio(r['cuda_graphs_step_s'], r['step_device_s']):>5} | {_ms(r['vllm_step_s']):>5} | "
+                    f"{_experts(r)}"
                 )
     print(
         f"{len(found)} recorded serving curves. Measured: the curve's plain forwards (fastest of its repeats; the "

@@ -3,6 +3,7 @@ bounded memory; real config, real files)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -273,6 +274,21 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
         assert r["prefill_ratio"] == pytest.approx(r["prefill_predicted_s"] / r["prefill_measured_s"])
         assert 2 / 3 <= r["prefill_ratio"] <= 3 / 2, r
         assert 2 / 5 < r["step_ratio"] < 5 / 2, r
+    # the experts each region touched (the routing patch on one more call): one token's step touches exactly top_k
+    # experts per MoE layer, a batch of B tokens at most min(E, B x top_k), a prefill at most E
+    curve = json.loads((out / "serving_curve.json").read_text())["data"]["rows"]
+    assert len(curve) == 4 * 3
+    for row in curve:
+        e, b = row["experts"], row["batch"]
+        layers = len(e["per_layer"])
+        assert layers >= 1 and e["mean"] == pytest.approx(sum(e["per_layer"]) / layers)
+        assert 0 < row["predicted"]["experts_per_layer"] <= e["n_experts"]
+        if row["phase"] == "decode":
+            assert e["tokens"] == b and max(e["per_layer"]) <= min(e["n_experts"], b * e["top_k"])
+            if b == 1:
+                assert e["per_layer"] == [e["top_k"]] * layers
+        else:
+            assert e["tokens"] == b * row["seq_len"] and max(e["per_layer"]) <= e["n_experts"]
 
 
 def test_analyze_takes_a_list_of_engines(tmp_path, capsys):
