@@ -41,6 +41,7 @@ What each trace gives (`RecordedProfile`):
 from __future__ import annotations
 
 import bisect
+import functools
 import gzip
 import json
 import re
@@ -58,8 +59,9 @@ GEMM_KERNEL = re.compile(r"nvjet|gemm|splitKreduce", re.IGNORECASE)
 NOT_GEMM_KERNEL = re.compile(r"conv|fprop|sdpa|fmha|flash", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_gemm_kernel(name: str) -> bool:
-    """Whether a CUDA kernel of this name is a matrix product's (see `GEMM_KERNEL`)."""
+    """Whether a CUDA kernel of this name is a matrix product's (see `GEMM_KERNEL`; memoized as `small_kind`)."""
     return bool(GEMM_KERNEL.search(name)) and not NOT_GEMM_KERNEL.search(name)
 
 
@@ -79,9 +81,10 @@ SMALL_KINDS = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def small_kind(name: str) -> Optional[str]:
     """The kernel level's small-kernel kind of a CUDA kernel of this name (elementwise, copy, cast, reduction; see
-    `SMALL_KINDS`), None for any other kernel."""
+    `SMALL_KINDS`), None for any other kernel. Memoized: a trace repeats a few hundred names thousands of times."""
     for kind, pattern in SMALL_KINDS:
         if pattern.search(name):
             return None if kind == "other" else kind
