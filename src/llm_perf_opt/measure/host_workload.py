@@ -24,8 +24,9 @@ cost formulas list as kernels, counted with a TorchDispatchMode) and `sync_s` th
 measured beside it. On CUDA it runs under `torch.autocast` in the calibrated dtype, as the jobs' `runtime=cuda`
 does, with its weights in that dtype as the jobs hold them (so the autocast dispatch is in the cost and autocast
 casts nothing; until 2026-11-27 the weights were float32 and each Linear launched two casts inside it: on the H200
-of 2026-11-27 16:35 that figure was 44.6 us per op, about twice the full twin's own host time per op in its traced
-prefill, 21.5 and 21.9 us). The CUDA calibration divides by the ops the step
+of 16:48, in a fresh process, 21.8 us per op with float32 weights and 18.2 with bfloat16 ones,
+`benchmarks/host_workload.py`, where the full twin's own traced prefill took 21.5-22.0 us of host per op). The CUDA
+calibration divides by the ops the step
 calls that launch a kernel instead (`calibrate_levels.count_ops`; `op_unit: "op"`): the host pays Python, the
 module and the dispatcher once per op, and an op's inner kernels (autocast's cast of an input) are launched inside
 it; the eager level then charges the figure per op (`Kernels.op_count`).
