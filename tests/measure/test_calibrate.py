@@ -142,7 +142,7 @@ def test_a_cpu_cache_of_this_version_without_the_figures_added_within_it_is_meas
     assert not reused and all(CPU_MARKS[0] in lv for lv in fresh.levels.values())
     assert [line for line in logs if "calibrating again" in line] == [
         f"{path} holds kernel-level and host figures of version [{LEVELS_VERSION}], this code measures version "
-        f"{LEVELS_VERSION} with the CPU's figures added within it: calibrating again"
+        f"{LEVELS_VERSION} with the CPU figures added within it: calibrating again"
     ]
     assert load_or_calibrate("cpu", tmp_path, plan=QUICK)[2]  # then reused
 
@@ -269,3 +269,27 @@ def test_a_calibration_says_when_the_machine_was_loaded(tmp_path):
         assert (logs == [f"{path}: {note}"]) if loaded else logs == [], logs
         if loaded:
             assert f"load {load:.1f} on {cal.load['cpus']} CPUs" in note and "recalibrate" in note
+
+
+def test_a_cuda_calibration_without_its_marks_is_not_current():
+    """The recorded H200 calibrations: 16:35's (its medium and large tiers timed one call per CUDA graph, kept as
+    recorded) lacks `tiers_single`, so a cache like it is measured again; 16:48's has it (`CUDA_MARKS`)."""
+    import gzip
+    from pathlib import Path
+
+    from llm_perf_opt.measure.calibrate import Calibration, _levels_current
+    from llm_perf_opt.measure.calibrate_levels import CUDA_MARKS, LEVELS_VERSION
+
+    gpu = Path(__file__).resolve().parents[1] / "data" / "gpu"
+    name = "NVIDIA_H200-torch2.11.0+cu130-threads16-cuda"
+    fixed = json.loads((gpu / "h200-2026-11-27-1648" / f"{name}.json").read_text())["data"]
+    with gzip.open(gpu / "h200-2026-11-27-1635" / f"{name}.as-recorded.json.gz", "rt") as fh:
+        flawed = json.load(fh)["data"]
+    checked = 0
+    for data, current in ((fixed, True), (flawed, False)):
+        cal = Calibration.from_dict(data)
+        assert cal.device.startswith("cuda") and {int(v["version"]) for v in cal.levels.values()} == {LEVELS_VERSION}
+        assert all((CUDA_MARKS[0] in v) == current for v in cal.levels.values())
+        assert _levels_current(cal) is current
+        checked += 1
+    assert checked == 2

@@ -680,7 +680,11 @@ def load_or_calibrate(
                     log(
                         f"{path} holds kernel-level and host figures of version {found}, this code measures "
                         f"version {LEVELS_VERSION}"
-                        + (" with the CPU's figures added within it" if found == [LEVELS_VERSION] else "")
+                        + (
+                            f" with the {'CPU' if dev.type == 'cpu' else 'CUDA'} figures added within it"
+                            if found == [LEVELS_VERSION]
+                            else ""
+                        )
                         + ": calibrating again"
                     )
                 elif not same_allocator:
