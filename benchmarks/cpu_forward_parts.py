@@ -19,7 +19,7 @@ import argparse
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from llm_perf_opt.jobs.args import run_script
 
@@ -38,16 +38,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-def fastest(fn: Callable[[], Any], repeats: int, clock: Callable[[], float], before: Callable[[], Any] = lambda: None):
-    best = float("inf")
-    for _ in range(repeats):
-        before()
-        t0 = clock()
-        fn()
-        best = min(best, clock() - t0)
-    return best
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     import torch
@@ -60,6 +50,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from llm_perf_opt.measure.allocator import allocator_regime, regime_label
     from llm_perf_opt.measure.calibrate import hardware_for, roof_for
     from llm_perf_opt.measure.levels_stage import job_time_model
+    from llm_perf_opt.measure.part_clocks import PartClocks, fastest
     from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs, model_for_dtype
     from llm_perf_opt.prepare.validate import validate
 
@@ -77,42 +68,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     inputs = build_job_inputs(job)
     modules = dict(session.model.named_modules())
-    parts = {p.alias: modules[p.path] for p in vocabulary.parts if p.path in modules}
-    spent: dict[str, float] = defaultdict(float)
-    started: dict[str, float] = {}
-    depth = [0]
-    captured: dict[str, tuple] = {}
-
-    def pre(alias: str) -> Callable:
-        def hook(_m: Any, a: tuple, k: dict) -> None:
-            depth[0] += 1
-            captured.setdefault(alias, (_m, a, k))
-            started[alias] = clock()
-
-        return hook
-
-    def post(alias: str) -> Callable:
-        def hook(_m: Any, _a: tuple, _k: dict, _o: Any) -> None:
-            spent[alias] += clock() - started[alias]
-            depth[0] -= 1
-
-        return hook
-
-    for alias, m in parts.items():
-        # a stack (a ModuleList: the decoder layers) is never called itself: its members are, each into its alias
-        for member in list(m) if isinstance(m, torch.nn.ModuleList) else [m]:
-            member.register_forward_pre_hook(pre(alias), with_kwargs=True)
-            member.register_forward_hook(post(alias), with_kwargs=True)
+    clocks = PartClocks({p.alias: modules[p.path] for p in vocabulary.parts if p.path in modules}, clock)
     best: tuple[float, dict[str, float]] = (float("inf"), {})
-    with torch.no_grad():
+    with torch.no_grad(), clocks:
         session.forward(inputs)  # warm-up
         for _ in range(args.repeats):
-            spent.clear()
+            clocks.reset()
             t0 = clock()
             session.forward(inputs)
             t = clock() - t0
             if t < best[0]:
-                best = (t, dict(spent))
+                best = (t, dict(clocks.spent))
 
     class Outside(TorchDispatchMode):
         """The aten ops run while no part is running, each op's own time."""
@@ -124,12 +90,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         def __torch_dispatch__(self, func, types, a=(), k=None):  # noqa: ANN001 - torch's signature
             t0 = clock()
             out = func(*a, **(k or {}))
-            if depth[0] == 0:
+            if clocks.depth == 0:
                 self.ops[func.__name__.split(".")[0]].append(clock() - t0)
             return out
 
     outside_ops = Outside()
-    with torch.no_grad(), outside_ops:
+    with torch.no_grad(), clocks, outside_ops:
         session.forward(inputs)
     total, by_part = best
     timer = "thread CPU time" if clock is time.thread_time else "wall"
@@ -160,11 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"parts alone (fastest of {args.repeats}): warm / after a {EVICT_BYTES >> 20} MiB buffer was written")
     with torch.no_grad():
         for alias in ALONE:
-            if alias not in captured:
+            if alias not in clocks.captured:
                 continue
-            m, a, k = captured[alias]
-            run = lambda m=m, a=a, k=k: m(*a, **k)  # noqa: E731 - the call timed
-            depth[0] += 1  # its hooks count it as a part; nothing else reads the clocks now
+            m, a, k = clocks.captured[alias]
+            run = lambda m=m, a=a, k=k: m(*a, **k)  # noqa: E731 - the call timed (no hooks now: the clocks are off)
             warm = fastest(run, args.repeats, clock)
             cold = fastest(run, args.repeats, clock, before=lambda: buffer.add_(1))
             e = eager[alias].eager_s

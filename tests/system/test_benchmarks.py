@@ -24,6 +24,7 @@ COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False}
 DEFAULTS = {
     "analytic_speed": {"n": 10_000, "cold": 300, "parts": False},
     "cpu_forward_parts": {"mode": "tiny", "threads": 1, "repeats": 6},
+    "cpu_decode_parts": {"mode": "tiny", "batch": 4, "step": 2, "threads": 1, "repeats": 6},
     "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
@@ -105,6 +106,7 @@ SMOKE = {
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
     "replay_levels": ([], " units within 25%, median |ratio - 1| ", 2),  # one recording and all (below)
     "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
+    "cpu_decode_parts": (["--repeats", "1", "--batch", "2"], "lm_head alone: ", 1),
     "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
 }
 

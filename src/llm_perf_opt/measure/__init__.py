@@ -21,6 +21,7 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `time_groups.py` | times of a group of module instances (a `for N` / `parfor N` node): total, mean, spread |
 | `decode_timing.py` | time per decode step, measured with the profile stage's method, beside its prediction |
 | `plain_timing.py` | one region's wall and device time with no capture and no module ranges (serving at batch) |
+| `part_clocks.py` | a clock on each summary part of a plain forward (forward hooks only), its calls kept |
 | `efficiency.py` | measured against predicted time: efficiency = predicted / measured, per stage, part, address |
 | `calibrate.py` | calibrate the device a job runs on: the `measured` roof (matmul, copy bandwidth), cached per device |
 | `calibrate_levels.py` | calibration of the kernel and eager time levels: one kernel's cost, the host's cost per op |
