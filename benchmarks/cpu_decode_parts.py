@@ -49,7 +49,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from llm_perf_opt.measure.allocator import allocator_regime, regime_label
     from llm_perf_opt.measure.calibrate import hardware_for, roof_for
     from llm_perf_opt.measure.levels_stage import job_time_model
-    from llm_perf_opt.measure.part_clocks import PartClocks, fastest
+    from llm_perf_opt.measure.part_clocks import PartClocks, fastest, part_lines
     from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs, model_for_dtype
     from llm_perf_opt.prepare.validate import validate
 
@@ -107,14 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{regime_label(allocator_regime())}"
         )
         print(f"decode step {args.step}: fastest of {args.repeats} plain calls ({timer}), a clock on each part")
-        print(f"  {'part':<12} {'measured ms':>12} {'eager ms':>10} {'eager/m':>8}")
-        for alias in sorted(by_part, key=lambda a: -by_part[a]):
-            lt = predicted.get(alias)
-            e = lt.eager_s if lt is not None and lt.eager_s is not None else None
-            print(
-                f"  {alias:<12} {by_part[alias] * 1e3:12.3f} {e * 1e3 if e else float('nan'):10.3f}"
-                f" {e / by_part[alias] if e else float('nan'):8.2f}"
-            )
+        print("\n".join(part_lines(by_part, predicted, 3)))
         outside = total - sum(by_part.values())
         print(f"  {'outside':<12} {outside * 1e3:12.3f}")
         whole = predicted[""].eager_s

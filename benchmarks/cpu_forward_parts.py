@@ -50,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from llm_perf_opt.measure.allocator import allocator_regime, regime_label
     from llm_perf_opt.measure.calibrate import hardware_for, roof_for
     from llm_perf_opt.measure.levels_stage import job_time_model
-    from llm_perf_opt.measure.part_clocks import PartClocks, fastest
+    from llm_perf_opt.measure.part_clocks import PartClocks, fastest, part_lines
     from llm_perf_opt.prepare.builders import analytic_model_for, build_job_inputs, model_for_dtype
     from llm_perf_opt.prepare.validate import validate
 
@@ -102,14 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"twin_tiny {args.mode}, {torch.get_num_threads()} thread(s), {regime_label(allocator_regime())}")
     print(f"prefill: fastest of {args.repeats} plain forwards ({timer}), a clock on each part")
     eager = predicted["prefill"]
-    print(f"  {'part':<12} {'measured ms':>12} {'eager ms':>10} {'eager/m':>8}")
-    for alias in sorted(by_part, key=lambda a: -by_part[a]):
-        lt = eager.get(alias)
-        e = lt.eager_s if lt is not None and lt.eager_s is not None else None
-        print(
-            f"  {alias:<12} {by_part[alias] * 1e3:12.2f} {e * 1e3 if e else float('nan'):10.2f}"
-            f" {e / by_part[alias] if e else float('nan'):8.2f}"
-        )
+    print("\n".join(part_lines(by_part, eager, 2)))
     outside = total - sum(by_part.values())
     own = prefill.root.total  # the stage's own ops: what no part holds
     part_ops = sum(prefill.part(alias).kernels.op_count for alias in by_part)

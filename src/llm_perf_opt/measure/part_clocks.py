@@ -11,7 +11,7 @@ each member is clocked into its alias. `depth` says whether a part is running (a
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import torch
 
@@ -68,3 +68,17 @@ def fastest(fn: Callable[[], Any], repeats: int, clock: Callable[[], float], bef
         fn()
         best = min(best, clock() - t0)
     return best
+
+
+def part_lines(by_part: Mapping[str, float], eager: Mapping[str, Any], digits: int = 2) -> list[str]:
+    """Console rows `part, measured ms, eager ms, eager / measured` of `by_part` (seconds per alias, the slowest
+    first) beside `eager` ({alias: LevelTimes} of the stage), a header first; nan where a part has no eager level."""
+    lines = [f"  {'part':<12} {'measured ms':>12} {'eager ms':>10} {'eager/m':>8}"]
+    for alias in sorted(by_part, key=lambda a: -by_part[a]):
+        lt = eager.get(alias)
+        e: Optional[float] = lt.eager_s if lt is not None and lt.eager_s is not None else None
+        lines.append(
+            f"  {alias:<12} {by_part[alias] * 1e3:12.{digits}f} {e * 1e3 if e else float('nan'):10.{digits}f}"
+            f" {e / by_part[alias] if e else float('nan'):8.2f}"
+        )
+    return lines
