@@ -40,7 +40,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import torch
 
     from llm_perf_opt.errors import ConfigError
-    from llm_perf_opt.measure.calibrate_levels import count_kernels, count_ops, fastest_consistent
+    from llm_perf_opt.measure.calibrate_levels import count_kernels, count_ops, fastest_consistent, sync_round_trip
     from llm_perf_opt.measure.host_workload import DecodeStep, step_runner
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -48,10 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     device = torch.device(args.device)
     dtype = getattr(torch, args.dtype or ("bfloat16" if device.type == "cuda" else "float32"))
     cuda = device.type == "cuda"
-    sync_s = 0.0
-    if cuda:  # one host round trip, as the calibration measures it
-        one = torch.ones(1, device=device, dtype=dtype)
-        sync_s = fastest_consistent([per_call(lambda: one.sum().item(), 50, device) for _ in range(7)])
+    sync_s = sync_round_trip(device, dtype, 7) if cuda else 0.0  # as the calibration measures it
     variants = {"weights in the dtype": None, "float32 weights": torch.float32}
     runs = {name: step_runner(device, dtype, w) for name, w in variants.items()}
     for run in runs.values():  # warm: the caching allocator, cuBLAS handles, autocast's cache

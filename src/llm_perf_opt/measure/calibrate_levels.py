@@ -249,6 +249,13 @@ def cpu_timer_text() -> str:
     return "time.perf_counter (wall, synchronous device)"
 
 
+def sync_round_trip(device: torch.device, dtype: torch.dtype, rounds: int) -> float:
+    """Seconds of one host sync on a CUDA `device`: `.item()` of a one-element sum, 50 back-to-back per sample on the
+    host's clock, the fastest consistent of `rounds` samples."""
+    one = torch.ones(1, device=device, dtype=dtype)
+    return fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
+
+
 def graph_of(fn: Callable[[], Any], inner: int, device: torch.device) -> Optional["torch.cuda.CUDAGraph"]:
     """A CUDA graph of `inner` calls of `fn` (None when `fn` cannot be captured: the caller times launches)."""
     try:
@@ -741,7 +748,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
             cases["add fresh"] = lambda x=x, y=y: torch.add(x, y)
     # on the CPU, beyond the small (cache) size a buffer is timed as a forward meets it: not in cache from the call
     # before. On CUDA every size is a graph of many calls: a graph of one call puts the graph's launch (10-25 us on
-    # the H200 hosts) between the events, which is no kernel's time (`TIERS_SINGLE`)
+    # the H200 hosts) between the events, which is no kernel's time (`tiers_single` in the file)
     single = [] if cuda else [f"{op} {label}" for op in ("add", "copy", "fill") for label in sizes if label != "small"]
     got = _interleaved(cases, device, rounds, warmup, target, single)
     gemm = []
@@ -843,7 +850,7 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     host = measure_host(dtype if not cuda else torch.float32, rounds, warmup)
     sync_s = 0.0
     if cuda:
-        sync_s = fastest_consistent([_timer(torch.device("cpu"))(lambda: one.sum().item(), 50) for _ in range(rounds)])
+        sync_s = sync_round_trip(device, dtype, rounds)
         from llm_perf_opt.measure.host_workload import measure_host_workload
 
         on_device = measure_host_workload(

@@ -144,13 +144,18 @@ class DecodeStep(nn.Module):
         return ids
 
 
+def weights_dtype(device: torch.device, dtype: torch.dtype, weights: Optional[torch.dtype] = None) -> torch.dtype:
+    """The dtype the workload holds its weights in: `weights` when given, else `dtype` on CUDA, float32 on the CPU."""
+    return weights or (dtype if device.type == "cuda" else torch.float32)
+
+
 def step_runner(device: torch.device, dtype: torch.dtype, weights: Optional[torch.dtype] = None) -> Callable[[], Any]:
     """A no-argument callable running one decode step from a fresh KV cache of `CONTEXT` positions. On CUDA the
     weights, the cache and the rotary tables are in `dtype` (the jobs' `runtime=cuda`: bfloat16 weights under
     autocast, so autocast casts nothing); `weights` another dtype for them (float32: autocast casts each Linear's
     weight and input, two more kernels inside the op)."""
     cuda = device.type == "cuda"
-    held = weights or (dtype if cuda else torch.float32)
+    held = weights_dtype(device, dtype, weights)
     model = DecodeStep().to(device=device, dtype=held).eval()
     d = WIDTH // HEADS
     ids = torch.zeros(1, CONTEXT, dtype=torch.long, device=device)
@@ -182,7 +187,7 @@ def measure_host_workload(
     op_forward_s, op_samples, op_module}; with `count_ops` (`calibrate_levels.count_ops`) per op the step calls
     that launches a kernel instead: op_s over `op_ops`, `op_unit: "op"`. `weights`: as `step_runner`."""
     run = step_runner(device, dtype, weights)
-    held = weights or (dtype if device.type == "cuda" else torch.float32)
+    held = weights_dtype(device, dtype, weights)
     for _ in range(warmup):
         run()
     kernels = count_kernels(run)
