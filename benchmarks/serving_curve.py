@@ -25,7 +25,10 @@ the trace job's session does: on CUDA directly on the device in bf16, run under 
 * predicted: ideal, kernel and eager (`analytic.time.levels`, convention `analytic.time.convention.LEVELS`) of the
   analytic model at batch B (`./dev analyze workload.batch=B`'s model): the prefill stage, and the decode stage at
   each step's context; on `--hardware measured` (default) the device's calibration (cached,
-  `measure.calibrate.load_or_calibrate`), else the named datasheet with this host's cached calibration.
+  `measure.calibrate.load_or_calibrate`; `--recalibrate`: measured by this run, seconds before the forwards, so
+  that both see the host as it is: on this shared CPU a cached calibration can be a host state away), else the
+  named datasheet with this host's cached calibration. The JSON names the calibration file, when it was made and
+  whether this run made it (`predicted_by.calibration`).
 
 Output: a markdown table on stdout and `<out>/serving_curve.json` (schema `llm_perf_opt.serving_curve`) and
 `serving_curve.md`; default out `tmp/serving_curve/<model>-<mode>/`. `--budget-s`: the batches left when the
@@ -75,6 +78,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1, help="untimed calls before each timed region")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per region (fastest sample kept)")
     p.add_argument("--hardware", default="measured", help="measured (this device, calibrated) or a datasheet name")
+    p.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="--hardware measured: calibrate now (hardware.recalibrate=true, the cache rewritten), not the cached file",
+    )
     p.add_argument("--output-tokens", type=int, default=1000, help="tokens per page for the derived pages/s")
     p.add_argument("--threads", type=int, default=0, help="runtime.threads (0: torch's default)")
     p.add_argument("--budget-s", type=float, default=0.0, help="stop before this many seconds (0: no budget)")
@@ -97,6 +105,7 @@ def overrides(args: argparse.Namespace, batch: int) -> list[str]:
         f"workload={args.mode}",
         f"runtime={args.runtime}",
         f"hardware={args.hardware}",
+        *(["hardware.recalibrate=true"] if args.recalibrate and args.hardware == "measured" else []),
         f"workload.batch={batch}",
         f"trace.decode_steps={args.steps}",
         *([f"runtime.threads={args.threads}"] if args.threads else []),
@@ -144,11 +153,16 @@ class Predictor:
 
     def __init__(self, cfg: Any) -> None:
         from llm_perf_opt.analytic.time import convention
-        from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+        from llm_perf_opt.measure.calibrate import hardware_for, measured_hardware, roof_for
         from llm_perf_opt.measure.levels_stage import job_time_model
 
         t0 = time.perf_counter()
-        self.hardware = hardware_for(cfg, log)  # hardware=measured: the cached calibration, or calibrates now
+        calibration: dict[str, Any] = {}
+        if cfg.hardware.kind == "measured":  # the cached calibration, or calibrates now (--recalibrate: always)
+            self.hardware, cal, path, reused = measured_hardware(cfg.hardware, cfg.runtime, log)
+            calibration = {"path": str(path), "created": cal.created, "seconds": cal.seconds, "reused": reused}
+        else:
+            self.hardware = hardware_for(cfg, log)
         self.seconds = time.perf_counter() - t0
         self.roof = roof_for(cfg, self.hardware)
         self.time_model = job_time_model(cfg, self.roof)
@@ -160,6 +174,8 @@ class Predictor:
             "roof": self.roof.label,
             "roof_dtype": self.roof.dtype,
             "figures": self.time_model.label,
+            # hardware=measured: the calibration file, when it was made, and whether this run measured it
+            **({"calibration": calibration} if calibration else {}),
         }
 
     def model_at(self, job: Any, inputs: Any) -> Any:
@@ -169,19 +185,20 @@ class Predictor:
         model = analytic_model_for(job, layout.page_width, layout.page_height, seq_len=inputs.seq_len)
         return model_for_dtype(model, self.roof.dtype)
 
-    def stage(self, stage: Any, analytic: Any, tokens: int) -> dict[str, Any]:
+    def stage(self, stage: Any, analytic: Any, tokens: int, touched: Optional[float] = None) -> dict[str, Any]:
         """The levels of `stage` of the batch's `analytic` model as `serve.engine=hf_eager` prices its forwards: the
         routed experts' kernels those `tokens` are expected to touch (`serve_engines.timing.routed_census`), not
-        the census's min(E, T x k)."""
+        the census's min(E, T x k); or, with `touched`, the experts per MoE layer a logged call touched."""
         from llm_perf_opt.analytic.serve_engines.timing import routed_census
         from llm_perf_opt.analytic.time.ideal import predict
         from llm_perf_opt.analytic.time.levels import LevelPredictor, stage_levels
 
         served = analytic.serving_model(None, self.roof.dtype)
-        stage = routed_census(stage, served, tokens)
+        stage = routed_census(stage, served, tokens, touched)
         lt = stage_levels(stage, LevelPredictor(self.time_model), predict(stage, self.roof))[""]
+        expected = served.moe.touched_per_layer(tokens) if served.moe is not None else None
         return {
-            **({"experts_per_layer": served.moe.touched_per_layer(tokens)} if served.moe is not None else {}),
+            **({"experts_per_layer": expected if touched is None else float(touched)} if expected is not None else {}),
             "ideal_s": lt.ideal_s,
             "kernel_s": lt.kernel_s,
             "eager_s": lt.eager_s,
@@ -260,6 +277,10 @@ def measure_batch(
         )
         pre["pages_per_s"] = batch / timed.wall_s
         pre["experts"] = experts_touched(session, family, lambda: model(**kwargs))
+        if pre["experts"]:  # the same forward priced at the experts it touched
+            pre["predicted_touched"] = predictor.stage(
+                analytic.prefill(), analytic, batch * seq_len, pre["experts"]["mean"]
+            )
 
         def run_step(step: int, step_kwargs: dict[str, Any]) -> Any:
             past = step_kwargs["past_key_values"]
@@ -267,11 +288,13 @@ def measure_batch(
             step_kwargs["past_key_values"] = to_legacy() if callable(to_legacy) else past
             context = seq_len + step - 1
             timed, out = time_region(lambda: model(**step_kwargs), device, **opts)
-            predicted = predictor.stage(analytic.decode(analytic.seq_len + step - 1), analytic, batch)
+            decode = analytic.decode(analytic.seq_len + step - 1)
+            predicted = predictor.stage(decode, analytic, batch)
             predicted["context_len"] = analytic.seq_len + step - 1  # the analytic model's (its seq_len)
-            row("decode", step, context, timed, predicted, batch)["experts"] = experts_touched(
-                session, family, lambda: model(**step_kwargs)
-            )
+            r = row("decode", step, context, timed, predicted, batch)
+            r["experts"] = experts_touched(session, family, lambda: model(**step_kwargs))
+            if r["experts"]:
+                r["predicted_touched"] = predictor.stage(decode, analytic, batch, r["experts"]["mean"])
             return out
 
         family.greedy_decode(run_step, prefill, args.steps, kwargs)
@@ -287,16 +310,17 @@ def _ms(x: Optional[float]) -> str:
     return "—" if x is None else f"{x * 1e3:.4g}"
 
 
-def agreement(doc: dict[str, Any]) -> tuple[str, list[tuple[int, str, float]]]:
+def agreement(doc: dict[str, Any], predicted: str = "predicted") -> tuple[str, list[tuple[int, str, float]]]:
     """(the measured field, [(batch, phase, eager / measured)]): issue 32's check on this curve, the eager level
     (hf_eager's forwards) against the measured time (`analytic.serving_measured.measured_field`: the thread's CPU
-    time on a one-thread CPU curve, else the wall)."""
+    time on a one-thread CPU curve, else the wall); `predicted="predicted_touched"`: the eager level at the experts
+    each call touched (rows without that log left out)."""
     from llm_perf_opt.analytic.serving_measured import measured_field
 
     key = measured_field(doc) if doc["rows"] else "wall_s"
     out = []
     for r in doc["rows"]:
-        eager = r["predicted"].get("eager_s")
+        eager = r.get(predicted, {}).get("eager_s")
         if eager:
             phase = "prefill" if r["phase"] == "prefill" else f"decode {r['step']}"
             out.append((int(r["batch"]), phase, eager / r[key]))
@@ -311,31 +335,46 @@ def _experts(row: dict[str, Any]) -> str:
     return f"{got['mean']:.2f}" + (f" ({predicted:.2f})" if predicted is not None else "")
 
 
+def _calibration_line(cal: dict[str, Any]) -> list[str]:
+    how = "cached" if cal["reused"] else f"measured by this run in {cal['seconds']:.1f} s"
+    return [f"Calibration: {Path(cal['path']).name}, made {cal['created']} ({how})."]
+
+
+def _check(label: str, key: str, ratios: list[tuple[int, str, float]]) -> str:
+    """`within 25% at k of n rows; eager / cpu a-b` of one comparison."""
+    within = [x for x in ratios if 0.75 <= x[2] <= 1.25]
+    spread = f"; eager / {key.removesuffix('_s')} {min(x[2] for x in ratios):.2f}-{max(x[2] for x in ratios):.2f}"
+    return f"{label}: within 25% at {len(within)} of {len(ratios)} rows" + (spread if ratios else "")
+
+
 def render(doc: dict[str, Any]) -> str:
     cfg = doc["config"]
     key, ratios = agreement(doc)
+    _, touched = agreement(doc, "predicted_touched")
+    measured = key.removesuffix("_s")
     lines = [
         f"# Serving curve: {cfg['model']} ({cfg['spec']}), mode {cfg['mode']}, {cfg['runtime']} "
         f"({cfg['dtype']}{', autocast' if cfg['autocast'] else ''}) on {cfg['device_name']}",
         "",
         "| batch | phase | context | wall ms | device ms | cpu ms | samples | ideal ms | kernel ms | eager ms | "
-        f"eager / {key.removesuffix('_s')} | experts / layer (predicted) | tokens/s | pages/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"eager / {measured} | experts / layer (predicted) | eager at those experts / {measured} | tokens/s | "
+        "pages/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["rows"]:
-        p = r["predicted"]
+        p, pt = r["predicted"], r.get("predicted_touched", {})
         phase = "prefill" if r["phase"] == "prefill" else f"decode {r['step']}"
         ratio = f"{p['eager_s'] / r[key]:.2f}" if p.get("eager_s") else "—"
+        ratio_touched = f"{pt['eager_s'] / r[key]:.2f}" if pt.get("eager_s") else "—"
         pages = r.get("pages_per_s") if r["phase"] == "prefill" else None
         lines.append(
             f"| {r['batch']} | {phase} | {r['context_len']} | {_ms(r['wall_s'])} | {_ms(r['device_s'])} | "
             f"{_ms(r.get('cpu_s'))} | {r['samples']} | {_ms(p['ideal_s'])} | {_ms(p.get('kernel_s'))} | "
-            f"{_ms(p.get('eager_s'))} | {ratio} | {_experts(r)} | {r['tokens_per_s']:.4g} | "
+            f"{_ms(p.get('eager_s'))} | {ratio} | {_experts(r)} | {ratio_touched} | {r['tokens_per_s']:.4g} | "
             f"{'—' if pages is None else format(pages, '.4g')} |"
         )
     for b in doc["failed"]:
-        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | | | |")
-    within = [x for x in ratios if 0.75 <= x[2] <= 1.25]
+        lines.append(f"| {b['batch']} | {b['error']} | | | | | | | | | | | | | |")
     lines += [
         "",
         f"Measured: wall = {doc['measured_by']['wall']}; device = {doc['measured_by']['device']}"
@@ -343,16 +382,20 @@ def render(doc: dict[str, Any]) -> str:
         + ".",
         f"Predicted on {doc['predicted_by']['hardware']} ({doc['predicted_by']['hardware_kind']}; "
         f"roof {doc['predicted_by']['roof']}; figures {doc['predicted_by']['figures']}).",
+        *(_calibration_line(doc["predicted_by"]["calibration"]) if "calibration" in doc["predicted_by"] else []),
         f"Levels: {doc['predicted_by']['convention']}",
         "tokens/s: prefill = batch x sequence / wall; decode = batch / wall. pages/s (prefill) = batch / wall.",
-        f"Issue 32's check (eager level = hf_eager's forwards, / measured {key}): within 25% at {len(within)} of "
-        f"{len(ratios)} rows"
-        + (
-            f"; eager / {key.removesuffix('_s')} {min(x[2] for x in ratios):.2f}-{max(x[2] for x in ratios):.2f}"
-            if ratios
-            else ""
-        )
-        + ".",
+        _check(f"Issue 32's check (eager level = hf_eager's forwards, / measured {key})", key, ratios) + ".",
+        *(
+            [
+                _check(
+                    "At the experts each call touched (the routing patch's count, not uniform routing)", key, touched
+                )
+                + "."
+            ]
+            if touched
+            else []
+        ),
     ]
     if doc["skipped"]:
         lines.append(f"Skipped (budget {cfg['budget_s']} s): batches {', '.join(map(str, doc['skipped']))}.")

@@ -6,8 +6,13 @@ runtime.
     ./dev bench serving_replay                      # every recording with a serving curve
     ./dev bench serving_replay --data DIR           # another folder of recordings
 
-Printed per recording and batch, for uniform routing (the default: every expert equally likely) and for the routing
-the recording's batch-1 trace of the same configuration measured (`serve.routing=<run>/routing.json`):
+Printed per recording and batch, for three routings: uniform (the default: every expert equally likely); the
+routing the recording's batch-1 trace of the same configuration measured (`serve.routing=<run>/routing.json`); and
+logged: the distinct experts per MoE layer the forwards of each token count touched, from the curve's own routing
+log, or, for curves recorded before it logged them, from a curve of the same model and mode that did (`--experts`,
+default the curves under tests/data/cpu/: the same twin, seed and pages on the CPU; `MoEShape.with_logged`). The
+logged routing prices the forwards as they ran, to check the time levels; a forecast for real pages takes uniform or
+a recorded routing.
 
 * the prefill: measured wall (fastest plain forward), `hf_eager`'s forward (the eager level, no generate loop:
   the curve times forwards) and their ratio;
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -30,12 +36,19 @@ from llm_perf_opt.jobs.args import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DATA = ROOT / "tests" / "data" / "gpu"
+CPU_DATA = ROOT / "tests" / "data" / "cpu"
 CURVE = Path("serving_curve") / "serving_curve.json"
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="", help="a folder of recordings (default tests/data/gpu)")
+    p.add_argument(
+        "--experts",
+        default="",
+        help="a serving_curve.json whose logged experts price the curves of its model and mode that logged none "
+        "(default: the curves under tests/data/cpu/)",
+    )
     return p.parse_args(argv)
 
 
@@ -54,9 +67,39 @@ def routing_of(rec: Any, model: str, mode: str) -> Optional[Path]:
     return None
 
 
-def recorded_curve(rec: Any, curve: Path, routing: Optional[Path]) -> tuple[Any, Any, Any, dict[int, dict]]:
+def logged_experts(data: dict[str, Any]) -> dict[float, float]:
+    """{routed tokens: distinct experts per MoE layer} a curve's calls touched (its rows' routing log; calls of one
+    token count averaged); {} for a curve that logged none."""
+    seen: dict[float, list[float]] = {}
+    for r in data["rows"]:
+        e = r.get("experts")
+        if e:
+            seen.setdefault(float(e["tokens"]), []).append(float(e["mean"]))
+    return {t: sum(v) / len(v) for t, v in seen.items()}
+
+
+def experts_source(data: dict[str, Any], others: Sequence[Path]) -> tuple[dict[float, float], str]:
+    """({routed tokens: experts per layer}, where from) for a curve: its own log, else the first of `others` (curve
+    files) of the same model and mode that logged them; ({}, "") when none did."""
+    own = logged_experts(data)
+    if own:
+        return own, "this curve's log"
+    cfg = data["config"]
+    for path in others:
+        other = json.loads(path.read_text())["data"]
+        logged = logged_experts(other)
+        if logged and (other["config"]["model"], other["config"]["mode"]) == (cfg["model"], cfg["mode"]):
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            return logged, f"{where}: {other['config']['device_name']}, {other['config']['dtype']}"
+    return {}, ""
+
+
+def recorded_curve(
+    rec: Any, curve: Path, routing: Optional[Path], logged: Optional[dict[float, float]] = None
+) -> tuple[Any, Any, Any, dict[int, dict]]:
     """(serving model, roof, time model, measured rows) of the curve's configuration on the recording's calibration,
-    with `routing` (None: uniform)."""
+    with `routing` (None: uniform); `logged`: {routed tokens: experts per layer} the forwards touched, used at those
+    token counts (`MoEShape.with_logged`)."""
     from llm_perf_opt.analytic.serving_measured import measured_rows
     from llm_perf_opt.analytic.serving_run import serving_model_for
     from llm_perf_opt.config.compose import compose
@@ -89,17 +132,22 @@ def recorded_curve(rec: Any, curve: Path, routing: Optional[Path]) -> tuple[Any,
         # the distinct experts per MoE layer the steps touched (curves recorded since the serving curve logs them)
         experts = [r["experts"]["mean"] for r in steps if r.get("experts")]
         row["step_experts"] = sum(experts) / len(experts) if experts and len(experts) == len(steps) else None
-    return serving_model_for(cfg, model, roof), roof, job_time_model(cfg, roof), rows
+    sm = serving_model_for(cfg, model, roof)
+    if logged and sm.moe is not None:
+        sm = replace(sm, moe=sm.moe.with_logged(logged, "the experts the logged forwards touched"))
+    return sm, roof, job_time_model(cfg, roof), rows
 
 
-def table(rec: Any, curve: Path, routing: Optional[Path]) -> list[dict[str, Any]]:
+def table(
+    rec: Any, curve: Path, routing: Optional[Path], logged: Optional[dict[float, float]] = None
+) -> list[dict[str, Any]]:
     """One row per recorded batch: measured and predicted (see the module docstring)."""
     from llm_perf_opt.analytic.serve_engines.cuda_graphs import CUDA_GRAPHS
     from llm_perf_opt.analytic.serve_engines.hf_eager import HF_EAGER
     from llm_perf_opt.analytic.serve_engines.select import timing_for
     from llm_perf_opt.analytic.serve_engines.vllm import VLLM
 
-    sm, roof, tm, rows = recorded_curve(rec, curve, routing)
+    sm, roof, tm, rows = recorded_curve(rec, curve, routing, logged)
     eager, graphs, vllm = (timing_for(e, sm, roof, tm) for e in (HF_EAGER, CUDA_GRAPHS, VLLM))
     out = []
     for b, m in rows.items():
@@ -141,23 +189,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     root = Path(args.data) if args.data else GPU_DATA
     found = curves(root)
+    others = [Path(args.experts)] if args.experts else sorted(CPU_DATA.glob(f"*/{CURVE.name}"))
     for rec, curve in found:
-        config = json.loads(curve.read_text())["data"]["config"]
+        data = json.loads(curve.read_text())["data"]
+        config = data["config"]
         routed = routing_of(rec, config["model"], config["mode"])
         print(
             f"{rec.name}: {config['model']} {config['mode']} on {config.get('device_name', '?')} "
             f"({config['runtime']}), calibration {rec.calibrations[0].name}"
         )
-        for label, routing in (("uniform", None), ("recorded", routed)):
+        logged, source = experts_source(data, others)
+        for label, routing, touched in (
+            ("uniform", None, None),
+            ("recorded", routed, None),
+            (f"logged ({source})", None, logged),
+        ):
             if label == "recorded" and routing is None:
                 print("  recorded routing: no batch-1 trace of this configuration in the recording")
+                continue
+            if label.startswith("logged") and not touched:
+                print("  logged routing: neither this curve nor a --experts curve of its model and mode logged any")
                 continue
             print(
                 f"  routing {label}{f' ({routing.relative_to(rec.path)})' if routing else ''}\n"
                 "  batch | prefill ms | hf_eager | ratio | step ms | hf_eager | ratio | step device ms | "
                 "cuda_graphs | ratio | vllm | experts / layer (expected)"
             )
-            for r in table(rec, curve, routing):
+            for r in table(rec, curve, routing, touched):
                 print(
                     f"  {r['batch']:5d} | {_ms(r['prefill_s']):>10} | {_ms(r['hf_eager_prefill_s']):>8} | "
                     f"{_ratio(r['hf_eager_prefill_s'], r['prefill_s']):>5} | {_ms(r['step_s']):>7} | "

@@ -17,6 +17,7 @@ from llm_perf_opt.analytic.serve_engines.generate_host import GenerateHost
 from llm_perf_opt.analytic.serve_engines.hf_eager import HF_EAGER
 from llm_perf_opt.analytic.serve_engines.paged_memory import PagedPool
 from llm_perf_opt.analytic.serve_engines.select import timing_for
+from llm_perf_opt.analytic.serve_engines.timing import routed_census
 from llm_perf_opt.analytic.serve_engines.vllm import VLLM
 from llm_perf_opt.analytic.serve_engines.vllm_kernels import fused_stage
 from llm_perf_opt.analytic.serving import serving_point
@@ -87,6 +88,30 @@ def test_cuda_graphs_decode_is_the_kernel_sum_of_the_batch_census(setup):
     timing = timing_for(CUDA_GRAPHS, sm, roof, tm)
     assert timing.level == "kernel"
     assert timing.decode([batch], ctx).time_s[0] == pytest.approx(total + own_root, rel=1e-12)
+
+
+def test_a_logged_touch_count_prices_the_forward_that_touched_it(setup):
+    """`routed_census(..., touched=t)`: each routed unit's census scaled to the t experts per layer a logged forward
+    touched (the routing patch's count), by hand as for the expectation."""
+    model, sm, roof, tm = setup
+    d = model.spec.decoder
+    batch, t = 4, 2.5
+    stage = at_batch(model, batch).decode(model.seq_len + 10)
+    listed = min(d.n_routed_experts, batch * d.num_experts_per_tok)
+    priced = dict(routed_census(stage, sm, batch, touched=t).root.walk())
+    units = 0
+    for path, node in stage.root.walk():
+        if path.endswith(".mlp.experts"):
+            n = node.own.kernels.count
+            kept = n - round(n * (1 - t / listed))
+            by_hand = {k: round(c * kept / n) for k, c in node.own.kernels.counts.items() if round(c * kept / n)}
+            assert priced[path].own.kernels.counts == by_hand and kept < n
+            units += 1
+        elif node.own.kernels.count:
+            assert priced[path].own.kernels.counts == node.own.kernels.counts
+    assert units == sum(1 for i in range(d.num_layers) if d.is_moe_layer(i)) > 0
+    expected = routed_census(stage, sm, batch)  # no log: the expectation, more experts than the log's 2.5
+    assert expected.root.total.kernels.count > routed_census(stage, sm, batch, touched=t).root.total.kernels.count
 
 
 def test_hf_eager_decode_is_segments_between_syncs_plus_the_generate_loop(setup):
@@ -245,6 +270,39 @@ def test_hf_eager_at_batch_1_matches_a_second_recorded_curve():
     assert m["prefill_s"] == pytest.approx(61.52e-3, rel=1e-3) and m["step_s"] == pytest.approx(26.02e-3, rel=1e-3)
     assert 0.75 <= timing.prefill([1]).time_s[0] / m["prefill_s"] <= 1.25
     assert 0.75 <= timing.decode([1], m["context"]).time_s[0] / m["step_s"] <= 1.25
+
+
+CPU_DATA = Path(__file__).resolve().parents[1] / "data" / "cpu"
+
+
+@pytest.mark.parametrize("name", ["h200-2026-11-27", "h200-2026-11-27-1635"])
+def test_the_decode_step_at_batch_is_priced_at_the_experts_the_twin_touched(name):
+    """At batches 8 and 32 the recorded H200 decode steps took what batch 1 took (29-31 ms of wall, 3.4-4.8 ms of
+    device): the twin's pages share their decode tokens' experts. Uniform routing expects 35 and 61 distinct experts
+    per MoE layer there and puts hf_eager's step above 1.25x. The same twin (architecture, seed rule, pages, Tiny) on
+    the CPU logged 8.0 and 9.5 per layer (tests/data/cpu/: its weights are the CPU generator's draw of the same rule,
+    CUDA's differ). Priced at those counts, hf_eager's step is within 25% of the recorded step and cuda_graphs'
+    kernel sum within 25% of its device time, on both recordings (`./dev bench serving_replay`, routing logged)."""
+    import json
+
+    from llm_perf_opt.measure.recorded_runs import load_recording
+
+    rec = load_recording(GPU_DATA / name)
+    curve = rec.path / SERVING_REPLAY.CURVE
+    data = json.loads(curve.read_text())["data"]
+    logged, source = SERVING_REPLAY.experts_source(data, sorted(CPU_DATA.glob("*/serving_curve.json")))
+    assert source.startswith("tests/data/cpu/") and logged[8.0] < 10 and logged[32.0] < 12, (source, logged)
+    sm, roof, tm, rows = SERVING_REPLAY.recorded_curve(rec, curve, None, logged)
+    uniform = timing_for(HF_EAGER, SERVING_REPLAY.recorded_curve(rec, curve, None)[0], roof, tm)
+    eager, graphs = timing_for(HF_EAGER, sm, roof, tm), timing_for(CUDA_GRAPHS, sm, roof, tm)
+    compared = 0
+    for b in (8, 32):
+        m = rows[b]
+        assert 0.75 <= eager.decode([b], m["context"]).time_s[0] / m["step_s"] <= 1.25, b
+        assert 0.75 <= graphs.decode([b], m["context"]).time_s[0] / m["step_device_s"] <= 1.25, b
+        assert uniform.decode([b], m["context"]).time_s[0] / m["step_s"] > 1.25, b
+        compared += 1
+    assert compared == 2
 
 
 def test_the_kernel_engines_sit_below_what_the_eager_forwards_measured(h200):

@@ -69,6 +69,24 @@ def test_decode_is_affine_in_the_context(tiny, roof):
     assert sm.decode_times([1], roof, ctx).time_s[0] == pytest.approx(predict(tiny.decode(ctx), roof).time_s)
 
 
+def test_logged_experts_price_their_own_token_counts():
+    """`MoEShape.with_logged`: the experts per layer logged forwards touched, at their token counts only."""
+    shape = MoEShape(11, 64, 6, 100)
+    logged = shape.with_logged({8: 8.2, 32: 10.0}, "a curve's log")
+    assert logged.touched_per_layer(8) == pytest.approx(8.2) and logged.touched(32) == pytest.approx(11 * 10.0)
+    assert logged.bytes_read(8) == pytest.approx(11 * 8.2 * 100)
+    assert logged.touched(16) == pytest.approx(shape.touched(16))  # not logged: uniform
+    assert shape.touched(16) > 11 * 10.0
+    assert logged.describe()["logged"] == [
+        {"tokens": 8.0, "experts_per_layer": 8.2},
+        {"tokens": 32.0, "experts_per_layer": 10.0},
+    ]
+    with pytest.raises(ConfigError, match="experts"):
+        shape.with_logged({1: 7.0})  # one token touches top_k = 6 experts at most
+    with pytest.raises(ConfigError, match="experts"):
+        shape.with_logged({8: 0.0})
+
+
 def test_decode_weights_at_batch(tiny):
     """Weights a decode step reads at batch B = shared weights + B embedding rows + experts touched by B tokens."""
     d = ModelSpec.tiny().decoder

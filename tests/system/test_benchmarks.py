@@ -34,7 +34,7 @@ DEFAULTS = {
     "profile_overhead": {"spec": "deepseek_ocr", "mode": "gundam", "runtime": "cpu_bf16", "warmup": 1, "repeats": 3},
     "replay_levels": {"data": ""},
     "roofline_speed": {"n": 10_000, "cold": 200, "hardware": "h100_sxm", "parts": False},
-    "serving_replay": {"data": ""},
+    "serving_replay": {"data": "", "experts": ""},
     "cpu_row_products": {"rows": [1, 2, 4, 8, 16], "repeats": 7, "warm": 3},
     "serving_curve": {"model": "twin_tiny", "mode": "tiny", "runtime": "cpu", "batches": [1, 2, 4], "steps": 2},
     "sizing": {"pages": 25, "batches": 80, "mode": "gundam", "output_tokens": 1000},
@@ -108,6 +108,8 @@ SMOKE = {
     "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
     "cpu_decode_parts": (["--repeats", "1", "--batch", "2"], "lm_head alone: ", 1),
     "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
+    # both recorded H200 curves, each priced at the experts the CPU twin's curve (tests/data/cpu/) logged
+    "serving_replay": ([], "routing logged (tests/data/cpu/twin-tiny-2026-11-27/serving_curve.json: ", 2),
 }
 
 

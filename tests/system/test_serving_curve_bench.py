@@ -66,6 +66,30 @@ def test_every_row_is_measured_and_predicted(curve):
     assert prefill[1]["pages_per_s"] == pytest.approx(1 / prefill[1]["wall_s"])
 
 
+def test_each_call_is_also_priced_at_the_experts_it_touched(curve):
+    """Beside the serving forecast (uniform routing), each region's eager level at the experts its logged call
+    touched: the same at one decode token (exactly top_k), no more where the call touched fewer than expected."""
+    rows = curve[0]["data"]["rows"]
+    compared = 0
+    for r in rows:
+        e, p, pt = r["experts"], r["predicted"], r["predicted_touched"]
+        assert pt["experts_per_layer"] == pytest.approx(e["mean"]) and pt["ideal_s"] == p["ideal_s"]
+        if e["mean"] == pytest.approx(p["experts_per_layer"]):
+            assert pt["eager_s"] == pytest.approx(p["eager_s"]) and pt["kernels"] == p["kernels"]
+        elif e["mean"] < p["experts_per_layer"]:
+            assert pt["kernels"] < p["kernels"] and pt["eager_s"] < p["eager_s"]
+        compared += 1
+    assert compared == 6
+    batch_1_steps = [r for r in rows if r["batch"] == 1 and r["phase"] == "decode"]
+    assert len(batch_1_steps) == 2 and all(r["experts"]["mean"] == r["experts"]["top_k"] for r in batch_1_steps)
+
+
+def test_the_calibration_is_named_with_its_time(curve):
+    cal = curve[0]["data"]["predicted_by"]["calibration"]
+    assert Path(cal["path"]).is_file() and cal["created"] and isinstance(cal["reused"], bool)
+    assert f"Calibration: {Path(cal['path']).name}, made {cal['created']}" in curve[1]
+
+
 def test_labels_say_how_it_was_measured_and_predicted(curve):
     data = curve[0]["data"]
     assert "perf_counter" in data["measured_by"]["wall"] and "device time = wall" in data["measured_by"]["device"]

@@ -7,6 +7,9 @@ experts touched, per MoE layer:
 * **uniform** (no routing known): a token picks k of E experts uniformly, so it misses a given expert with
   probability 1 - k/E, and all T tokens miss it with (1 - k/E)^T: E·(1 - (1 - k/E)^T) touched. Exactly k
   for one token; it tends to E as T grows, which is why a batched decode step costs less than B steps.
+* **logged** (a serving curve's routing log provides it): the distinct experts per layer a forward of T tokens
+  touched, used for that T as it is (the other token counts keep the estimate above): what prices a measured
+  forward at its own routing, not a serving forecast.
 * **measured popularity** (a trace's routing record provides it): expert e received n_e of the T·k routed
   slots of the record, so one token selects it with probability p_e = n_e / T (Σ p_e = k). A batch of T
   tokens drawn like that touches Σ_e 1 - (1 - p_e)^T experts in expectation; uniform popularity
@@ -54,6 +57,7 @@ class MoEShape:
     popularity: tuple[tuple[float, ...], ...] = ()
     source: str = UNIFORM
     note: str = ""
+    logged: tuple[tuple[float, float], ...] = ()  # (tokens, experts touched per layer) a logged forward touched
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,7 +77,10 @@ class MoEShape:
         key = float(tokens)
         hit = self._cache.get(key)
         if hit is None:
-            if self.popularity:
+            logged = dict(self.logged).get(key)
+            if logged is not None:
+                hit = logged * self.layers
+            elif self.popularity:
                 hit = sum(distinct_from_popularity(p, tokens) for p in self.popularity)
             else:
                 hit = self.layers * expected_distinct(self.n_experts, self.top_k, tokens)
@@ -107,6 +114,26 @@ class MoEShape:
             popularity.append(tuple(counts.get(e, 0) / t for e in range(self.n_experts)))
         return MoEShape(self.layers, self.n_experts, self.top_k, self.expert_bytes, tuple(popularity), MEASURED, note)
 
+    def with_logged(self, per_layer: Mapping[float, float], note: str = "") -> "MoEShape":
+        """This shape with the experts per MoE layer logged forwards touched: {routed tokens: distinct experts per
+        layer}; other token counts keep this shape's estimate."""
+        for tokens, n in per_layer.items():
+            if not 0 < n <= min(self.n_experts, tokens * self.top_k):
+                raise ConfigError.field(
+                    "experts", n, f"{tokens:g} tokens touch between 1 and min(E, T x k) experts per layer"
+                )
+        logged = tuple(sorted((float(t), float(n)) for t, n in per_layer.items()))
+        return MoEShape(
+            self.layers,
+            self.n_experts,
+            self.top_k,
+            self.expert_bytes,
+            self.popularity,
+            self.source,
+            "; ".join(x for x in (self.note, note) if x),
+            logged,
+        )
+
     def describe(self) -> dict[str, Any]:
         return {
             "layers": self.layers,
@@ -114,6 +141,7 @@ class MoEShape:
             "top_k": self.top_k,
             "expert_bytes": self.expert_bytes,
             "routing": self.routing,
+            **({"logged": [{"tokens": t, "experts_per_layer": n} for t, n in self.logged]} if self.logged else {}),
             "note": self.note,
             "convention": (
                 "experts touched per MoE layer and step: E·(1-(1-k/E)^T) for T tokens (uniform), or "
