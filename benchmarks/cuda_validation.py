@@ -353,7 +353,10 @@ def _commit() -> str:
 # repeat there, 8 steps took 45 s on 2026-11-26), the tiny twin `--decode-steps`. The seconds: the longest of the
 # H200 kits of 2026-11-27 05:40 and 16:35 (63 / 73, 55 / 60, 49 / 60, 65 / 65, 73 / 75, 101 / 100, 61 / 60 s). The
 # host workload's two weight dtypes first (`benchmarks/host_workload.py`, a few seconds): what the calibration's host
-# figure is beside the model's own.
+# figure is beside the model's own. A trace's third argument is `workload.batch`: the full twin at batch 8 (one
+# decode step; its seconds an estimate, never run on a GPU yet) gives the prefill's per-page host and kernel time
+# by module, where the recorded serving curves' prefills at batches 8-64 took 24-27 ms more per page than at batch 1
+# and hf_eager prices 16-17 (docs/serving.md).
 KIT_STEPS = (
     ("bench", ("host_workload",), 20.0, None),
     ("trace", ("twin_tiny", "tiny"), 75.0, None),
@@ -361,6 +364,7 @@ KIT_STEPS = (
     ("trace", ("twin_tiny", "gundam"), 60.0, None),
     ("trace", ("twin", "tiny"), 65.0, 2),
     ("trace", ("twin", "gundam"), 75.0, 2),
+    ("trace", ("twin", "tiny", "8"), 120.0, 1),
     ("serving_curve", ("twin", "tiny"), 100.0, None),
     ("pytest", ("cuda",), 65.0, None),
 )
@@ -424,15 +428,16 @@ def kit(args: argparse.Namespace) -> int:
             print(f"skip {label}: {steps[-1]['skipped']}", flush=True)
             continue
         if kind == "trace":
-            model, mode = arg
-            run_dir = work / f"{model}-{mode}"
-            cmd = trace_command(model, mode, args, run_dir)
+            model, mode, *batch = arg
+            name = f"{model}-{mode}" + (f"-b{batch[0]}" if batch else "")
+            run_dir = work / name
+            cmd = trace_command(model, mode, args, run_dir) + [f"workload.batch={b}" for b in batch]
             if decode_steps is not None:
                 cmd = [f"trace.decode_steps={decode_steps}" if c.startswith("trace.decode_steps=") else c for c in cmd]
-            done = run_step(cmd, work / f"{model}-{mode}.kit.log", left(), child_env)
-            keep = rec / f"{model}-{mode}"
+            done = run_step(cmd, work / f"{name}.kit.log", left(), child_env)
+            keep = rec / name
             _copy_run(run_dir, keep)
-            shutil.copy(work / f"{model}-{mode}.kit.log", keep / "kit.log")
+            shutil.copy(work / f"{name}.kit.log", keep / "kit.log")
         elif kind == "serving_curve":
             model, mode = arg
             cmd = [

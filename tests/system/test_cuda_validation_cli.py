@@ -84,7 +84,7 @@ def test_the_kit_runs_the_steps_named_in_their_order_and_refuses_an_unknown_one(
     cv = load_benchmark("cuda_validation")
     got = cv.kit_steps("trace twin gundam, trace twin_tiny tiny")
     assert [cv.step_label(kind, arg) for kind, arg, _, _ in got] == ["trace twin_tiny tiny", "trace twin gundam"]
-    assert len(cv.kit_steps("")) == len(cv.KIT_STEPS) == 8
+    assert len(cv.kit_steps("")) == len(cv.KIT_STEPS) == 9
     out = tmp_path / "kit"
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--runtime", "cpu", "--budget", "60", "--out", str(out), "--steps", "trace x"],
