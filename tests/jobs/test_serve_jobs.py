@@ -237,9 +237,9 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     memory traffic slows a sample without taking the core: the fastest of several is the uncontended one).
 
     The bands are what holds on this shared 2-core host under the suite's own load; the issue's 25 % is judged by
-    `./dev bench serving_curve --threads 1 --batches 1,2,4,8` on a quiet machine, which prints "within 25% at k of n
-    rows" (docs/serving.md: prefill 0.80-0.96 at loads of 1.3 to 4.5, 0.58-0.75 before the kernel level wrote results
-    at the write bandwidth and a product's large result back). Under load the measured side grows while the
+    `./dev bench serving_curve --threads 1 --batches 1,2,4,8 --recalibrate` on a quiet machine, which prints "within
+    25% at k of n rows" (docs/serving.md: 12, 12, 11 and 12 of 12 rows in four quiet runs with the calibration made in
+    the same minute; 10-12 of 12, 0.61-1.01, in five beside the suite). Under load the measured side grows while the
     calibration's fastest samples do not: other processes' traffic in the shared cache and memory slows a forward's
     working set without taking its core, which no CPU-time clock removes. Seen on this host: the batch-1 prefill at
     0.73 and a decode step at 0.59 with three test workers on the 2 cores, 0.75 beside three one-thread GEMM loops. The
