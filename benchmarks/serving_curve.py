@@ -21,7 +21,9 @@ the trace job's session does: on CUDA directly on the device in bf16, run under 
 * the experts (a MoE model): one more call of each region under the `routing` patch (each gate's top-k, read
   only): the distinct routed experts per MoE layer, beside what the prediction expects for the batch's routed
   tokens (`MoEShape.touched_per_layer`, uniform routing): a batch's decode step shares its experts more or less
-  than that, and its expert kernels with them;
+  than that, and its expert kernels with them; each region is priced at those logged experts too
+  (`predicted_touched`, the table's "eager at those experts" column and a second check line): the time levels of
+  the forward as it ran, beside the serving forecast;
 * predicted: ideal, kernel and eager (`analytic.time.levels`, convention `analytic.time.convention.LEVELS`) of the
   analytic model at batch B (`./dev analyze workload.batch=B`'s model): the prefill stage, and the decode stage at
   each step's context; on `--hardware measured` (default) the device's calibration (cached,
