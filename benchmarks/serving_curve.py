@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_perf_opt.jobs.args import run_script
+from llm_perf_opt.jobs.args import OneLineParser, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "llm_perf_opt.serving_curve"
@@ -71,7 +71,9 @@ def _batches(text: str) -> list[int]:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(
+        prog="./dev bench serving_curve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--model", default="twin_tiny", choices=MODELS, help="the twin (random weights): full or tiny")
     p.add_argument("--mode", default="tiny", choices=MODES, help="the vision mode (workload)")
     p.add_argument("--runtime", default="cpu", choices=("cpu", "cpu_bf16", "cuda"), help="conf/runtime/ config")
@@ -93,6 +95,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.output_tokens < 1:
         p.error("--steps, --repeats and --output-tokens must be >= 1 and --warmup >= 0")
+    if args.recalibrate and args.hardware != "measured":
+        p.error(
+            f"--recalibrate needs --hardware measured (--hardware {args.hardware} is a datasheet: nothing to measure)"
+        )
     return args
 
 

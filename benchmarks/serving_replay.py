@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_perf_opt.jobs.args import run_script
+from llm_perf_opt.jobs.args import OneLineParser, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DATA = ROOT / "tests" / "data" / "gpu"
@@ -41,7 +41,9 @@ CURVE = Path("serving_curve") / "serving_curve.json"
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(
+        prog="./dev bench serving_replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--data", default="", help="a folder of recordings (default tests/data/gpu)")
     p.add_argument(
         "--experts",
@@ -80,13 +82,16 @@ def logged_experts(data: dict[str, Any]) -> dict[float, float]:
 
 def experts_source(data: dict[str, Any], others: Sequence[Path]) -> tuple[dict[float, float], str]:
     """({routed tokens: experts per layer}, where from) for a curve: its own log, else the first of `others` (curve
-    files) of the same model and mode that logged them; ({}, "") when none did."""
+    files, each read as `serve.measured` reads one: a file that is not a serving curve is a ConfigError naming
+    `--experts`) of the same model and mode that logged them; ({}, "") when none did."""
+    from llm_perf_opt.analytic.serving_measured import load_curve
+
     own = logged_experts(data)
     if own:
         return own, "this curve's log"
     cfg = data["config"]
     for path in others:
-        other = json.loads(path.read_text())["data"]
+        other = load_curve(path, "--experts")
         logged = logged_experts(other)
         if logged and (other["config"]["model"], other["config"]["mode"]) == (cfg["model"], cfg["mode"]):
             where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
@@ -190,6 +195,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     root = Path(args.data) if args.data else GPU_DATA
     found = curves(root)
     others = [Path(args.experts)] if args.experts else sorted(CPU_DATA.glob(f"*/{CURVE.name}"))
+    if args.experts:  # checked before anything is printed: one line, exit 2
+        from llm_perf_opt.analytic.serving_measured import load_curve
+        from llm_perf_opt.errors import ConfigError
+
+        try:
+            load_curve(args.experts, "--experts")
+        except ConfigError as exc:
+            print(f"serving_replay: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
     for rec, curve in found:
         data = json.loads(curve.read_text())["data"]
         config = data["config"]

@@ -176,6 +176,7 @@ def test_dev_bench_takes_a_benchmark_by_name_only(tmp_path, argv, says):
             "--devices: 'nosuch' not among the datasheets (a100_40gb, a100_80gb",
         ),
         ("analytic_speed", ["--cold", "0"], "argument --cold: 0 is not a positive integer"),
+        ("serving_curve", ["--hardware", "h200", "--recalibrate"], "--recalibrate needs --hardware measured"),
     ],
 )
 def test_a_size_a_benchmark_cannot_respect_is_one_line(name, argv, says, capsys):
@@ -195,3 +196,19 @@ def test_a_benchmarks_bad_input_at_run_time_is_one_line(capsys):
     assert run_script(main) == 2
     assert capsys.readouterr().err == "error: hardware='nosuch' is invalid: one of a100_80gb, h100_sxm\n"
     assert run_script(lambda: None) == 0
+
+
+def test_serving_replay_refuses_an_experts_file_that_is_no_serving_curve(tmp_path, capsys):
+    """`serving_replay --experts FILE`: a missing file or one that is not a serving_curve.json is one line naming
+    --experts, exit 2, before any recording is printed."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    replay = load_benchmark("serving_replay")
+    compared = 0
+    for path, says in ((tmp_path / "none.json", "no such file"), (bad, "missing field 'schema'")):
+        assert replay.main(["--experts", str(path)]) == 2
+        out, err = capsys.readouterr()
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert out == "" and len(lines) == 1 and "--experts=" in lines[0] and says in lines[0], err
+        compared += 1
+    assert compared == 2
