@@ -30,11 +30,12 @@ holding everything the replay tests read (`tests/data/gpu/<recording>/`, see its
 0. the calibration's host workload with its weights in the calibrated dtype and in float32
    (`benchmarks/host_workload.py`, a few seconds: `host_workload.txt`);
 1. the tiny twin in Tiny (it calibrates the device: `measure.calibrate`, cached in `<out>/calibration/`, which every
-   later step reuses), then in Base and Gundam;
-2. the full twin in Tiny and in Gundam;
+   later step reuses);
+2. the full twin in Tiny at batch 8 (`twin-tiny-b8/`: the prefill's per-page time by module);
 3. the serving curve (`benchmarks/serving_curve.py`: the full twin's prefill and decode steps at batches 1, 8, 32,
-   64 with plain forwards, no capture);
-4. the CUDA tests (`pytest -m cuda`).
+   64 with plain forwards, no capture, and the experts each call touched);
+4. the CUDA tests (`pytest -m cuda`);
+5. the full twin in Tiny and in Gundam, the tiny twin in Base and Gundam (`KIT_STEPS` says why in this order).
 
 The recording's folder: `README.md` (machine, software, commit, each step's command, exit status and seconds),
 `environment.json`, `kit.json` (the steps), the calibration file, one folder per trace job (`<model>-<mode>/`,
@@ -150,6 +151,19 @@ def trace_command(model: str, mode: str, args: argparse.Namespace, run_dir: Path
     ]
 
 
+def kit_trace(
+    arg: Sequence[str], decode_steps: Optional[int], args: argparse.Namespace, work: Path
+) -> tuple[str, list[str]]:
+    """(run folder name, command) of a kit trace step `arg` = (model, mode[, batch]): `<model>-<mode>[-b<batch>]`,
+    `workload.batch=<batch>` when given, and the step's own `trace.decode_steps` when it has one."""
+    model, mode, *batch = arg
+    run_name = f"{model}-{mode}" + (f"-b{batch[0]}" if batch else "")
+    cmd = trace_command(model, mode, args, work / run_name) + [f"workload.batch={b}" for b in batch]
+    if decode_steps is not None:
+        cmd = [f"trace.decode_steps={decode_steps}" if c.startswith("trace.decode_steps=") else c for c in cmd]
+    return run_name, cmd
+
+
 def run_step(cmd: list[str], log: Path, timeout: Optional[float] = None, env: Optional[dict] = None) -> dict:
     """Run one step in its own process group (killed whole at `timeout`); {command, exit, seconds, stopped}."""
     print(f"$ {' '.join(cmd[1:])}", flush=True)
@@ -187,7 +201,7 @@ def rows_of(run_dir: Path, model: str = "?", mode: str = "?") -> tuple[list[dict
     data = json.loads(path.read_text())["data"]
     model = (data.get("model") or {}).get("name") or model
     mode = (data.get("workload") or {}).get("mode") or mode
-    batch = (data.get("workload") or {}).get("batch")
+    batch = (data.get("tokens") or {}).get("batch")  # the run's batch (`RecordedRun.batch` reads it so too)
     if batch and int(batch) > 1:
         mode = f"{mode} (batch {batch})"
     roof = data.get("roofline") or {}
@@ -353,20 +367,23 @@ def _commit() -> str:
 # repeat there, 8 steps took 45 s on 2026-11-26), the tiny twin `--decode-steps`. The seconds: the longest of the
 # H200 kits of 2026-11-27 05:40 and 16:35 (63 / 73, 55 / 60, 49 / 60, 65 / 65, 73 / 75, 101 / 100, 61 / 60 s). The
 # host workload's two weight dtypes first (`benchmarks/host_workload.py`, a few seconds): what the calibration's host
-# figure is beside the model's own. A trace's third argument is `workload.batch`: the full twin at batch 8 (one
-# decode step; its seconds an estimate, never run on a GPU yet) gives the prefill's per-page host and kernel time
-# by module, where the recorded serving curves' prefills at batches 8-64 took 24-27 ms more per page than at batch 1
-# and hf_eager prices 16-17 (docs/serving.md).
+# figure is beside the model's own; then the tiny twin in Tiny (it calibrates the device for the steps after it).
+# Then what three H200 recordings have not recorded yet: the full twin traced at batch 8 (a trace's third argument
+# is `workload.batch`; one decode step; its seconds an estimate, 2:50 on the 2-core CPU, never run on a GPU yet),
+# which gives the prefill's per-page host and kernel time by module, where the recorded serving curves' prefills at
+# batches 8-64 took 24-27 ms more per page than at batch 1 and hf_eager prices 16-17 (docs/serving.md); the serving
+# curve, which now logs the experts each call touched; and the CUDA tests, not run on a GPU since their fix. The
+# traces all three recordings hold come last.
 KIT_STEPS = (
     ("bench", ("host_workload",), 20.0, None),
     ("trace", ("twin_tiny", "tiny"), 75.0, None),
-    ("trace", ("twin_tiny", "base"), 60.0, None),
-    ("trace", ("twin_tiny", "gundam"), 60.0, None),
-    ("trace", ("twin", "tiny"), 65.0, 2),
-    ("trace", ("twin", "gundam"), 75.0, 2),
-    ("trace", ("twin", "tiny", "8"), 120.0, 1),
+    ("trace", ("twin", "tiny", "8"), 150.0, 1),
     ("serving_curve", ("twin", "tiny"), 100.0, None),
     ("pytest", ("cuda",), 65.0, None),
+    ("trace", ("twin", "tiny"), 65.0, 2),
+    ("trace", ("twin", "gundam"), 75.0, 2),
+    ("trace", ("twin_tiny", "base"), 60.0, None),
+    ("trace", ("twin_tiny", "gundam"), 60.0, None),
 )
 
 
@@ -428,16 +445,12 @@ def kit(args: argparse.Namespace) -> int:
             print(f"skip {label}: {steps[-1]['skipped']}", flush=True)
             continue
         if kind == "trace":
-            model, mode, *batch = arg
-            name = f"{model}-{mode}" + (f"-b{batch[0]}" if batch else "")
-            run_dir = work / name
-            cmd = trace_command(model, mode, args, run_dir) + [f"workload.batch={b}" for b in batch]
-            if decode_steps is not None:
-                cmd = [f"trace.decode_steps={decode_steps}" if c.startswith("trace.decode_steps=") else c for c in cmd]
-            done = run_step(cmd, work / f"{name}.kit.log", left(), child_env)
-            keep = rec / name
+            run_name, cmd = kit_trace(arg, decode_steps, args, work)
+            run_dir = work / run_name
+            done = run_step(cmd, work / f"{run_name}.kit.log", left(), child_env)
+            keep = rec / run_name
             _copy_run(run_dir, keep)
-            shutil.copy(work / f"{name}.kit.log", keep / "kit.log")
+            shutil.copy(work / f"{run_name}.kit.log", keep / "kit.log")
         elif kind == "serving_curve":
             model, mode = arg
             cmd = [

@@ -45,6 +45,15 @@ def test_runs_tables_read_the_model_and_the_mode_from_each_summary(default_run, 
     assert len(data["jobs"]) == 1 and data["jobs"][0]["model"] == "twin_tiny" and data["jobs"][0]["mode"] == "gundam"
     assert data["rows"] and {(r["model"], r["mode"]) for r in data["rows"]} == {("twin_tiny", "gundam")}
     assert "| twin_tiny | gundam | prefill |" in (tmp_path / "t" / "cuda_validation.md").read_text()
+    # a run at batch 2 (its summary's tokens.batch, as RecordedRun reads it) says so in the mode column
+    two = tmp_path / "batch2"
+    two.mkdir()
+    doc = json.loads((run / "summary.json").read_text())
+    assert doc["data"]["tokens"]["batch"] == 1
+    doc["data"]["tokens"]["batch"] = 2
+    (two / "summary.json").write_text(json.dumps(doc))
+    rows, facts = cv.rows_of(two)
+    assert rows and facts["mode"] == "gundam (batch 2)" and {r["mode"] for r in rows} == {"gundam (batch 2)"}
 
 
 def test_the_kit_packs_the_replay_files_and_leaves_out_the_largest_optional_ones_to_fit(default_run, tmp_path):
@@ -103,3 +112,17 @@ def test_a_second_recording_of_the_same_day_gets_the_time_of_day(tmp_path):
     (tmp_path / "h200-2026-11-27").mkdir()
     name = cv.recording_name("H200", "2026-11-27T16:35:00+00:00", tmp_path)
     assert name.startswith("h200-2026-11-27-") and len(name) == len("h200-2026-11-27-1635") and name[-4:].isdigit()
+
+
+def test_a_kit_trace_at_batch_is_its_own_run_folder_with_its_batch_and_steps(tmp_path):
+    """`trace twin tiny 8`: the run folder `twin-tiny-b8`, `workload.batch=8`, its own one decode step; a trace
+    without a batch keeps `<model>-<mode>` and the kit's --decode-steps."""
+    cv = load_benchmark("cuda_validation")
+    args = cv.parse_args(["--runtime", "cpu", "--budget", "60"])
+    steps = {cv.step_label(kind, arg): (arg, n) for kind, arg, _, n in cv.KIT_STEPS if kind == "trace"}
+    name, cmd = cv.kit_trace(*steps["trace twin tiny 8"], args, tmp_path)
+    assert name == "twin-tiny-b8" and "workload.batch=8" in cmd and "trace.decode_steps=1" in cmd
+    assert f"hydra.run.dir={tmp_path / name}" in cmd and "model=twin" in cmd and "workload=tiny" in cmd
+    name, cmd = cv.kit_trace(*steps["trace twin_tiny tiny"], args, tmp_path)
+    assert name == "twin_tiny-tiny" and not any(c.startswith("workload.batch=") for c in cmd)
+    assert f"trace.decode_steps={args.decode_steps}" in cmd
