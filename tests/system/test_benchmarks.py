@@ -108,8 +108,8 @@ SMOKE = {
     "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
     "cpu_decode_parts": (["--repeats", "1", "--batch", "2"], "lm_head alone: ", 1),
     "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
-    # both recorded H200 curves, each priced at the experts the CPU twin's curve (tests/data/cpu/) logged
-    "serving_replay": ([], "routing logged (tests/data/cpu/twin-tiny-2026-11-27/serving_curve.json: ", 2),
+    # one recorded H200 curve (below), priced at the experts the CPU twin's curve (tests/data/cpu/) logged
+    "serving_replay": ([], "routing logged (tests/data/cpu/twin-tiny-2026-11-27/serving_curve.json: ", 1),
 }
 
 
@@ -125,6 +125,10 @@ def test_the_quick_mode_runs(name, capsys, tmp_path, monkeypatch):
     if name == "replay_levels":  # one recording (its two runs): tests/measure/test_replay_levels.py replays them all
         (tmp_path / "gpu").mkdir()
         (tmp_path / "gpu" / "h200-2026-11-27-1648").symlink_to(GPU_DATA / "h200-2026-11-27-1648")
+        argv = [*argv, "--data", str(tmp_path / "gpu")]
+    if name == "serving_replay":  # one recording: tests/analytic/test_serve_engines.py replays both curves
+        (tmp_path / "gpu").mkdir()
+        (tmp_path / "gpu" / "h200-2026-11-27-1635").symlink_to(GPU_DATA / "h200-2026-11-27-1635")
         argv = [*argv, "--data", str(tmp_path / "gpu")]
     module.main(argv)
     out = capsys.readouterr().out
