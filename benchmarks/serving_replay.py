@@ -69,22 +69,11 @@ def routing_of(rec: Any, model: str, mode: str) -> Optional[Path]:
     return None
 
 
-def logged_experts(data: dict[str, Any]) -> dict[float, float]:
-    """{routed tokens: distinct experts per MoE layer} a curve's calls touched (its rows' routing log; calls of one
-    token count averaged); {} for a curve that logged none."""
-    seen: dict[float, list[float]] = {}
-    for r in data["rows"]:
-        e = r.get("experts")
-        if e:
-            seen.setdefault(float(e["tokens"]), []).append(float(e["mean"]))
-    return {t: sum(v) / len(v) for t, v in seen.items()}
-
-
 def experts_source(data: dict[str, Any], others: Sequence[Path]) -> tuple[dict[float, float], str]:
     """({routed tokens: experts per layer}, where from) for a curve: its own log, else the first of `others` (curve
     files, each read as `serve.measured` reads one: a file that is not a serving curve is a ConfigError naming
     `--experts`) of the same model and mode that logged them; ({}, "") when none did."""
-    from llm_perf_opt.analytic.serving_measured import load_curve
+    from llm_perf_opt.analytic.serving_measured import load_curve, logged_experts
 
     own = logged_experts(data)
     if own:

@@ -274,6 +274,12 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
         assert r["prefill_ratio"] == pytest.approx(r["prefill_predicted_s"] / r["prefill_measured_s"])
         assert 2 / 3 <= r["prefill_ratio"] <= 3 / 2, r
         assert 2 / 5 < r["step_ratio"] < 5 / 2, r
+        # priced again at the experts the curve's calls touched (its routing log): at batch 1 a step's token touches
+        # exactly top_k experts, the expectation itself
+        assert r["step_ratio_touched"] == pytest.approx(r["step_predicted_touched_s"] / r["step_measured_s"])
+        if r["batch"] == 1:
+            assert r["step_predicted_touched_s"] == pytest.approx(r["step_predicted_s"])
+    assert "routing log" in m["touched"] and {e["tokens"] for e in m["experts"]} >= {1.0, 2.0, 4.0, 8.0}
     # the experts each region touched (the routing patch on one more call): one token's step touches exactly top_k
     # experts per MoE layer, a batch of B tokens at most min(E, B x top_k), a prefill at most E
     curve = json.loads((out / "serving_curve.json").read_text())["data"]["rows"]
@@ -289,6 +295,33 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
                 assert e["per_layer"] == [e["top_k"]] * layers
         else:
             assert e["tokens"] == b * row["seq_len"] and max(e["per_layer"]) <= e["n_experts"]
+
+
+CPU_CURVE = Path(__file__).resolve().parents[1] / "data" / "cpu" / "twin-tiny-2026-11-27" / "serving_curve.json"
+
+
+def test_a_cpu_curve_of_other_conditions_is_refused(tmp_path, capsys):
+    """`serve.measured` with this process's CPU calibration: a curve measured on another thread count, or under
+    another allocator regime, is one line naming serve.measured and both values, exit 2, nothing written (the
+    committed full-twin curve: 2 threads, glibc's defaults; the second case a copy of it with another regime)."""
+    from llm_perf_opt.measure.allocator import allocator_regime, regime_label
+
+    out = tmp_path / "run"
+    common = ("analyze", "model=twin", "workload=tiny", "hardware=measured", f"hydra.run.dir={out}")
+    code, lines = run_here(capsys, *common, "runtime.threads=1", f"serve.measured={CPU_CURVE}")
+    assert code == 2 and len(lines) == 1 and "serve.measured" in lines[0], lines
+    assert "measured on 2 thread(s)" in lines[0] and "predicts on 1 (runtime.threads)" in lines[0], lines
+    assert not out.exists()
+    ours = regime_label(allocator_regime())
+    doc = json.loads(CPU_CURVE.read_text())
+    assert doc["data"]["config"]["threads"] == 2
+    doc["data"]["config"]["allocator"] = "jemalloc" if ours != "jemalloc" else "glibc malloc, defaults"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    code, lines = run_here(capsys, *common, "runtime.threads=2", f"serve.measured={other}")
+    assert code == 2 and len(lines) == 1 and "serve.measured" in lines[0], lines
+    assert f"measured under {doc['data']['config']['allocator']}; this process runs {ours}" in lines[0], lines
+    assert not out.exists()
 
 
 def test_analyze_takes_a_list_of_engines(tmp_path, capsys):

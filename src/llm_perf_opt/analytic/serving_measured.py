@@ -9,12 +9,15 @@ against `hf_eager`'s eager level of the same forwards (the prefill at batch B; t
 recorded steps' mean context), without the generate loop's host work (the plain forwards run no `generate()`). The
 record's own configuration (model, mode, runtime) must be the job's; the prediction is the job's device and host
 figures (`hardware=`), named in `predicted_by`.
+
+A MoE curve that logged the experts each call touched (`logged_experts`) is priced a second time at those counts
+(`MoEShape.with_logged`): the `*_touched` fields, the forwards as they ran, beside the forecast's expected experts.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from llm_perf_opt.analytic.serve_engines.timing import Timing
 from llm_perf_opt.artifacts import read_artifact
@@ -62,25 +65,47 @@ def measured_rows(data: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return rows
 
 
-def measured_block(data: Mapping[str, Any], timing: Timing, label: str, path: str = "") -> dict[str, Any]:
-    """serving.json's `measured`: per batch measured vs `timing` (hf_eager without the generate loop) and ratios."""
+def logged_experts(data: Mapping[str, Any]) -> dict[float, float]:
+    """{routed tokens: distinct experts per MoE layer} a curve's calls touched (each row's routing log, calls of one
+    token count averaged); {} for a curve that logged none."""
+    seen: dict[float, list[float]] = {}
+    for r in data["rows"]:
+        e = r.get("experts")
+        if e:
+            seen.setdefault(float(e["tokens"]), []).append(float(e["mean"]))
+    return {t: sum(v) / len(v) for t, v in seen.items()}
+
+
+def measured_block(
+    data: Mapping[str, Any], timing: Timing, label: str, path: str = "", touched: Optional[Timing] = None
+) -> dict[str, Any]:
+    """serving.json's `measured`: per batch measured vs `timing` (hf_eager without the generate loop) and ratios;
+    with `touched` (the same engine on the curve's logged experts), the `*_touched` prices and ratios too."""
     rows = []
     for b, m in measured_rows(data).items():
         pre = float(timing.prefill([b]).time_s[0])
         step = float(timing.decode([b], m["context"]).time_s[0])
-        rows.append(
-            {
-                "batch": b,
-                "context": m["context"],
-                "decode_steps": m["steps"],
-                "prefill_measured_s": m["prefill_s"],
-                "prefill_predicted_s": pre,
-                "prefill_ratio": pre / m["prefill_s"],
-                "step_measured_s": m["step_s"],
-                "step_predicted_s": step,
-                "step_ratio": step / m["step_s"],
-            }
-        )
+        row = {
+            "batch": b,
+            "context": m["context"],
+            "decode_steps": m["steps"],
+            "prefill_measured_s": m["prefill_s"],
+            "prefill_predicted_s": pre,
+            "prefill_ratio": pre / m["prefill_s"],
+            "step_measured_s": m["step_s"],
+            "step_predicted_s": step,
+            "step_ratio": step / m["step_s"],
+        }
+        if touched is not None:
+            pre_t = float(touched.prefill([b]).time_s[0])
+            step_t = float(touched.decode([b], m["context"]).time_s[0])
+            row.update(
+                prefill_predicted_touched_s=pre_t,
+                prefill_ratio_touched=pre_t / m["prefill_s"],
+                step_predicted_touched_s=step_t,
+                step_ratio_touched=step_t / m["step_s"],
+            )
+        rows.append(row)
     cfg = data.get("config", {})
     return {
         "file": str(path),
@@ -90,5 +115,14 @@ def measured_block(data: Mapping[str, Any], timing: Timing, label: str, path: st
         "measured_on": {k: cfg.get(k) for k in ("model", "mode", "runtime", "device_name", "dtype", "host", "threads")},
         "predicted_by": label,
         "ratio": "predicted / measured",
+        **(
+            {
+                "touched": "the *_touched fields: the same engine at the distinct experts per MoE layer each call of "
+                "the curve touched (its routing log), not the expected experts of uniform or recorded routing",
+                "experts": [{"tokens": t, "experts_per_layer": n} for t, n in sorted(logged_experts(data).items())],
+            }
+            if touched is not None
+            else {}
+        ),
         "rows": rows,
     }

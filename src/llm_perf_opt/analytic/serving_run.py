@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from llm_perf_opt.analytic.memory_model import GB, Allowance, max_batch
@@ -26,7 +26,7 @@ from llm_perf_opt.analytic.serving import (
     serving_point,
 )
 from llm_perf_opt.analytic.serving_file import Serving
-from llm_perf_opt.analytic.serving_measured import load_curve, measured_block
+from llm_perf_opt.analytic.serving_measured import load_curve, logged_experts, measured_block
 from llm_perf_opt.analytic.serving_model import ServingModel
 from llm_perf_opt.analytic.sizing import Sizing
 from llm_perf_opt.analytic.time import convention
@@ -126,7 +126,12 @@ def measured_for(
         )
     timing = timing_for(HF_EAGER, sm, roof, time_model, None)
     label = time_model.label if time_model is not None else roof.label
-    return measured_block(data, timing, label, path)
+    logged = logged_experts(data)
+    touched = None
+    if logged and sm.moe is not None:  # the forwards priced at the experts they touched, too
+        at_log = replace(sm, moe=sm.moe.with_logged(logged, f"the experts the calls of {path} touched"))
+        touched = timing_for(HF_EAGER, at_log, roof, time_model, None)
+    return measured_block(data, timing, label, path, touched)
 
 
 def analyze_serving(

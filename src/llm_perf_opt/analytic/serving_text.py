@@ -191,10 +191,16 @@ def render_measured(block: Optional[dict]) -> str:
         f"  {'batch':>6} {'prefill ms':>11} {'predicted':>10} {'ratio':>6} {'step ms':>9} {'predicted':>10} "
         f"{'ratio':>6}",
     ]
+    touched = "touched" in block
+    if touched:
+        lines[-1] += f" {'at the experts touched: prefill':>32} {'step':>6}"
     for r in block["rows"]:
         lines.append(
             f"  {r['batch']:>6} {r['prefill_measured_s'] * 1e3:>11,.2f} {r['prefill_predicted_s'] * 1e3:>10,.2f} "
             f"{r['prefill_ratio']:>6.2f} {r['step_measured_s'] * 1e3:>9,.2f} {r['step_predicted_s'] * 1e3:>10,.2f} "
             f"{r['step_ratio']:>6.2f}"
+            + (f" {r['prefill_ratio_touched']:>32.2f} {r['step_ratio_touched']:>6.2f}" if touched else "")
         )
+    if touched:
+        lines.append(f"  at the experts touched: {block['touched']}")
     return "\n".join(lines)

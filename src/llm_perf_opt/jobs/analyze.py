@@ -23,6 +23,7 @@ from llm_perf_opt.analytic.time.ideal import predict_latency
 from llm_perf_opt.artifacts import atomic_write_text, write_artifact
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.measure.curve_conditions import check_curve_conditions
 from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
 from llm_perf_opt.prepare.validate import validate
 from llm_perf_opt.report.serving_report import write_curve_plot
@@ -37,6 +38,7 @@ def plan(raw: DictConfig, log=progress, measure: bool = True) -> tuple:
     must be measured first (`hardware=measured`) is left to the job, and nothing is priced."""
     job = validate(raw, runs_model=False)  # every rule, before any work; no pixels, no model: any page size
     cfg = job.cfg
+    check_curve_conditions(cfg)  # serve.measured: a CPU curve of this job's threads and allocator regime
     if not measure and cfg.hardware is not None and cfg.hardware.kind == "measured":
         return job, None, None, None, None
     width, height = job.page_size

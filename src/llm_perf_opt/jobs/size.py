@@ -29,6 +29,7 @@ from llm_perf_opt.artifacts import atomic_write_text
 from llm_perf_opt.config.options import check_group_options
 from llm_perf_opt.errors import ConfigError
 from llm_perf_opt.measure.calibrate import hardware_for, roof_for
+from llm_perf_opt.measure.curve_conditions import check_curve_conditions
 from llm_perf_opt.measure.engine_figures import engine_figures
 from llm_perf_opt.prepare.builders import analytic_model_for, model_for_dtype
 from llm_perf_opt.prepare.validate import validate
@@ -87,6 +88,7 @@ def plan(raw: DictConfig, log=progress, measure: bool = True) -> Optional[tuple]
     whose checks the job makes once it has the roof."""
     job = validate(raw, runs_model=False)
     cfg = job.cfg
+    check_curve_conditions(cfg)  # serve.measured: a CPU curve of this job's threads and allocator regime
     if cfg.size is None:
         raise ConfigError("size: the targets are missing (ttft_s=..., tpot_s=..., pages_per_day=...)")
     if cfg.hardware is None:

@@ -316,7 +316,13 @@ def serving_view(run_dir: Path) -> Optional[dict[str, Any]]:
                 f"measured at batch {r['batch']}",
                 f"prefill {r['prefill_measured_s'] * 1e3:,.2f} ms vs hf_eager {r['prefill_predicted_s'] * 1e3:,.2f} ms "
                 f"({r['prefill_ratio']:.2f}x); decode step {r['step_measured_s'] * 1e3:,.2f} ms vs "
-                f"{r['step_predicted_s'] * 1e3:,.2f} ms ({r['step_ratio']:.2f}x)",
+                f"{r['step_predicted_s'] * 1e3:,.2f} ms ({r['step_ratio']:.2f}x)"
+                + (
+                    f"; at the experts the calls touched {r['prefill_ratio_touched']:.2f}x and "
+                    f"{r['step_ratio_touched']:.2f}x"
+                    if "step_ratio_touched" in r
+                    else ""
+                ),
             )
         )
     return {
