@@ -32,6 +32,7 @@ Above `analytic`; importing the package imports no torch (the names below load o
 | `recorded_profile.py` | a recorded run's profile beside a calibration file: kernel device time, host time per kernel |
 | `host_pace.py` | each recorded run's host pace against its recording's other runs (from the profile traces) |
 | `engine_figures.py` | what the serving engines need of a job's device and host: its time model, the generate loop |
+| `curve_conditions.py` | a CPU serving curve (`serve.measured`) of another thread count or allocator regime: refused |
 | `generate_host.py` | the host work of `generate()`'s loop per decode step on this host, measured and cached |
 | `levels_stage.py` | the three time levels for a job's primary roof, beside the measured times |
 | `profile_config.py` | the `profile` config section: how the profile stage measures time per module |
