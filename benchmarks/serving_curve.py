@@ -48,6 +48,7 @@ import platform
 import socket
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -202,11 +203,12 @@ class Predictor:
         from llm_perf_opt.analytic.time.levels import LevelPredictor, stage_levels
 
         served = analytic.serving_model(None, self.roof.dtype)
-        stage = routed_census(stage, served, tokens, touched)
+        if touched is not None and served.moe is not None:  # this call's logged count, not the expectation
+            served = replace(served, moe=served.moe.with_logged({tokens: touched}, "the call's routing log"))
+        stage = routed_census(stage, served, tokens)
         lt = stage_levels(stage, LevelPredictor(self.time_model), predict(stage, self.roof))[""]
-        expected = served.moe.touched_per_layer(tokens) if served.moe is not None else None
         return {
-            **({"experts_per_layer": expected if touched is None else float(touched)} if expected is not None else {}),
+            **({"experts_per_layer": served.moe.touched_per_layer(tokens)} if served.moe is not None else {}),
             "ideal_s": lt.ideal_s,
             "kernel_s": lt.kernel_s,
             "eager_s": lt.eager_s,

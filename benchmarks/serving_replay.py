@@ -69,23 +69,33 @@ def routing_of(rec: Any, model: str, mode: str) -> Optional[Path]:
     return None
 
 
-def experts_source(data: dict[str, Any], others: Sequence[Path]) -> tuple[dict[float, float], str]:
-    """({routed tokens: experts per layer}, where from) for a curve: its own log, else the first of `others` (curve
-    files, each read as `serve.measured` reads one: a file that is not a serving curve is a ConfigError naming
-    `--experts`) of the same model and mode that logged them; ({}, "") when none did."""
-    from llm_perf_opt.analytic.serving_measured import load_curve, logged_experts
+def experts_source(
+    data: dict[str, Any], others: Sequence[tuple[Path, dict[str, Any]]]
+) -> tuple[dict[float, float], str]:
+    """({routed tokens: experts per layer}, where from) for a curve: its own log, else the first of `others`
+    ((file, curve data), read once by the caller) of the same model and mode that logged them; ({}, "") when none
+    did."""
+    from llm_perf_opt.analytic.serving_measured import logged_experts
 
     own = logged_experts(data)
     if own:
         return own, "this curve's log"
     cfg = data["config"]
-    for path in others:
-        other = load_curve(path, "--experts")
+    for path, other in others:
         logged = logged_experts(other)
         if logged and (other["config"]["model"], other["config"]["mode"]) == (cfg["model"], cfg["mode"]):
             where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
             return logged, f"{where}: {other['config']['device_name']}, {other['config']['dtype']}"
     return {}, ""
+
+
+def experts_curves(path: str) -> list[tuple[Path, dict[str, Any]]]:
+    """(file, curve data) of `--experts` (or of every curve under tests/data/cpu/ when empty), each read as
+    `serve.measured` reads one: a file that is not a serving curve is a ConfigError naming `--experts`."""
+    from llm_perf_opt.analytic.serving_measured import load_curve
+
+    files = [Path(path)] if path else sorted(CPU_DATA.glob(f"*/{CURVE.name}"))
+    return [(f, load_curve(f, "--experts")) for f in files]
 
 
 def recorded_curve(
@@ -183,16 +193,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     root = Path(args.data) if args.data else GPU_DATA
     found = curves(root)
-    others = [Path(args.experts)] if args.experts else sorted(CPU_DATA.glob(f"*/{CURVE.name}"))
-    if args.experts:  # checked before anything is printed: one line, exit 2
-        from llm_perf_opt.analytic.serving_measured import load_curve
-        from llm_perf_opt.errors import ConfigError
+    from llm_perf_opt.errors import ConfigError
 
-        try:
-            load_curve(args.experts, "--experts")
-        except ConfigError as exc:
-            print(f"serving_replay: {str(exc).splitlines()[0]}", file=sys.stderr)
-            return 2
+    try:  # checked before anything is printed: one line, exit 2
+        others = experts_curves(args.experts)
+    except ConfigError as exc:
+        print(f"serving_replay: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     for rec, curve in found:
         data = json.loads(curve.read_text())["data"]
         config = data["config"]

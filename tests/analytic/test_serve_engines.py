@@ -5,6 +5,7 @@ recorded H200 calibration against the recorded decode step and prefill."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,14 +92,16 @@ def test_cuda_graphs_decode_is_the_kernel_sum_of_the_batch_census(setup):
 
 
 def test_a_logged_touch_count_prices_the_forward_that_touched_it(setup):
-    """`routed_census(..., touched=t)`: each routed unit's census scaled to the t experts per layer a logged forward
-    touched (the routing patch's count), by hand as for the expectation."""
+    """`routed_census` on a serving model whose MoE shape logged t experts per layer at the batch's token count
+    (`MoEShape.with_logged`): each routed unit's census scaled to t, by hand as for the expectation; another token
+    count keeps the expectation."""
     model, sm, roof, tm = setup
     d = model.spec.decoder
     batch, t = 4, 2.5
     stage = at_batch(model, batch).decode(model.seq_len + 10)
     listed = min(d.n_routed_experts, batch * d.num_experts_per_tok)
-    priced = dict(routed_census(stage, sm, batch, touched=t).root.walk())
+    logged = replace(sm, moe=sm.moe.with_logged({batch: t}, "by hand"))
+    priced = dict(routed_census(stage, logged, batch).root.walk())
     units = 0
     for path, node in stage.root.walk():
         if path.endswith(".mlp.experts"):
@@ -111,7 +114,11 @@ def test_a_logged_touch_count_prices_the_forward_that_touched_it(setup):
             assert priced[path].own.kernels.counts == node.own.kernels.counts
     assert units == sum(1 for i in range(d.num_layers) if d.is_moe_layer(i)) > 0
     expected = routed_census(stage, sm, batch)  # no log: the expectation, more experts than the log's 2.5
-    assert expected.root.total.kernels.count > routed_census(stage, sm, batch, touched=t).root.total.kernels.count
+    assert expected.root.total.kernels.count > routed_census(stage, logged, batch).root.total.kernels.count
+    other = at_batch(model, 2).decode(model.seq_len + 10)  # 2 tokens: not logged, the expectation
+    assert (
+        routed_census(other, logged, 2).root.total.kernels.count == routed_census(other, sm, 2).root.total.kernels.count
+    )
 
 
 def test_hf_eager_decode_is_segments_between_syncs_plus_the_generate_loop(setup):
@@ -272,9 +279,6 @@ def test_hf_eager_at_batch_1_matches_a_second_recorded_curve():
     assert 0.75 <= timing.decode([1], m["context"]).time_s[0] / m["step_s"] <= 1.25
 
 
-CPU_DATA = Path(__file__).resolve().parents[1] / "data" / "cpu"
-
-
 @pytest.mark.parametrize("name", ["h200-2026-11-27", "h200-2026-11-27-1635"])
 def test_the_decode_step_at_batch_is_priced_at_the_experts_the_twin_touched(name):
     """At batches 8 and 32 the recorded H200 decode steps took what batch 1 took (29-31 ms of wall, 3.4-4.8 ms of
@@ -290,7 +294,7 @@ def test_the_decode_step_at_batch_is_priced_at_the_experts_the_twin_touched(name
     rec = load_recording(GPU_DATA / name)
     curve = rec.path / SERVING_REPLAY.CURVE
     data = json.loads(curve.read_text())["data"]
-    logged, source = SERVING_REPLAY.experts_source(data, sorted(CPU_DATA.glob("*/serving_curve.json")))
+    logged, source = SERVING_REPLAY.experts_source(data, SERVING_REPLAY.experts_curves(""))
     assert source.startswith("tests/data/cpu/") and logged[8.0] < 10 and logged[32.0] < 12, (source, logged)
     sm, roof, tm, rows = SERVING_REPLAY.recorded_curve(rec, curve, None, logged)
     uniform = timing_for(HF_EAGER, SERVING_REPLAY.recorded_curve(rec, curve, None)[0], roof, tm)

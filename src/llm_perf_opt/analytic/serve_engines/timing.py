@@ -61,15 +61,14 @@ class IdealTiming(Timing):
         return IdealTiming(self.model, self.roof.scaled(matmul, vector, bandwidth))
 
 
-def routed_census(stage: StageCost, model: ServingModel, tokens: float, touched: Optional[float] = None) -> StageCost:
-    """The stage with its routed units' kernels scaled from the census's min(E, T x k) experts to the expected
-    distinct experts `tokens` routed tokens touch (`MoEShape.touched_per_layer`), or to `touched` per MoE layer
-    when given (the experts a logged forward touched: the routing patch's count)."""
+def routed_census(stage: StageCost, model: ServingModel, tokens: float) -> StageCost:
+    """The stage with its routed units' kernels scaled from the census's min(E, T x k) experts to the distinct
+    experts `tokens` routed tokens touch (`MoEShape.touched_per_layer`: expected, or logged for that token count)."""
     moe, rules = model.moe, model.rules
     if moe is None or rules is None:
         return stage
     listed = min(moe.n_experts, tokens * moe.top_k)
-    touched = moe.touched_per_layer(tokens) if touched is None else float(touched)
+    touched = moe.touched_per_layer(tokens)
     if listed <= 0 or touched >= listed:
         return stage
     off = {}
