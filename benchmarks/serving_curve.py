@@ -33,7 +33,9 @@ the trace job's session does: on CUDA directly on the device in bf16, run under 
   whether this run made it (`predicted_by.calibration`).
 
 Output: a markdown table on stdout and `<out>/serving_curve.json` (schema `llm_perf_opt.serving_curve`) and
-`serving_curve.md`; default out `tmp/serving_curve/<model>-<mode>/`. `--budget-s`: the batches left when the
+`serving_curve.md`, on `--hardware measured` with `calibration.json` beside them (the calibration the predictions
+read, so the folder replays offline: `hardware.calibration=<out>/calibration.json serve.measured=<out>/
+serving_curve.json`); default out `tmp/serving_curve/<model>-<mode>/`. `--budget-s`: the batches left when the
 budget is near are skipped, and the JSON says so. A CUDA out-of-memory at a batch is recorded for that batch and
 the next batch runs. Bad input (no CUDA for --runtime cuda, an unknown mode, batch or hardware): one line, exit 2,
 nothing written.
@@ -57,6 +59,10 @@ from llm_perf_opt.jobs.args import OneLineParser, run_script
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "llm_perf_opt.serving_curve"
 SCHEMA_VERSION = 1
+# hardware=measured: the calibration the predictions used, copied beside the curve, so that the folder is a
+# recording: `./dev analyze hardware=measured hardware.calibration=<out>/calibration.json serve.measured=<out>/...`
+# prices the same forwards on the same figures on any machine (tests/data/cpu/ holds such recordings)
+CALIBRATION = "calibration.json"
 MODELS = ("twin_tiny", "twin")
 MODES = ("tiny", "small", "base", "large", "gundam", "gundam_m")
 
@@ -167,9 +173,13 @@ class Predictor:
 
         t0 = time.perf_counter()
         calibration: dict[str, Any] = {}
+        self.calibration: Optional[Any] = None  # measure.calibrate.Calibration on hardware=measured
         if cfg.hardware.kind == "measured":  # the cached calibration, or calibrates now (--recalibrate: always)
             self.hardware, cal, path, reused = measured_hardware(cfg.hardware, cfg.runtime, log)
             calibration = {"path": str(path), "created": cal.created, "seconds": cal.seconds, "reused": reused}
+            # the calibration the predictions read, written beside the curve (`CALIBRATION`): the folder replays
+            self.calibration = cal
+            calibration["copy"] = CALIBRATION
         else:
             self.hardware = hardware_for(cfg, log)
         self.seconds = time.perf_counter() - t0
@@ -413,7 +423,8 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> tuple[dict[str, Any], Optional[Any]]:
+    """(the curve's record, the calibration the predictions read: None on a datasheet)."""
     import torch
 
     from llm_perf_opt.measure import calibrate
@@ -466,7 +477,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         session.close()
     seconds = time.perf_counter() - t_start
-    return {
+    doc = {
         "config": {
             "model": cfg.model.name,
             "spec": session.spec.name,
@@ -519,6 +530,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "skipped_reason": f"budget {args.budget_s} s nearly spent" if skipped else None,
         "seconds": seconds,
     }
+    return doc, predictor.calibration
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -526,7 +538,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from llm_perf_opt.errors import PipelineError
 
     try:
-        doc = run(args)
+        doc, calibration = run(args)
     except PipelineError as exc:
         print(f"serving_curve: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -538,7 +550,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(text)
     write_artifact(out / "serving_curve.json", SCHEMA, SCHEMA_VERSION, doc)
     atomic_write_text(out / "serving_curve.md", text + "\n")
-    log(f"wrote {out / 'serving_curve.json'} and serving_curve.md in {doc['seconds']:.1f} s")
+    if calibration is not None:
+        from llm_perf_opt.measure.calibrate import write_calibration
+
+        write_calibration(out / CALIBRATION, calibration)
+    log(
+        f"wrote {out / 'serving_curve.json'}, serving_curve.md"
+        + (f" and {CALIBRATION}" if calibration is not None else "")
+        + f" in {doc['seconds']:.1f} s"
+    )
     json.dumps(doc)  # the record is plain JSON
     return 0
 

@@ -236,18 +236,16 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     processes held a core of this shared 2-core host), each region the fastest of 5 (a burst of other processes'
     memory traffic slows a sample without taking the core: the fastest of several is the uncontended one).
 
-    The bands are what holds on this shared 2-core host under the suite's own load; the issue's 25 % is judged by
-    `./dev bench serving_curve --threads 1 --batches 1,2,4,8 --recalibrate` on a quiet machine, which prints "within
-    25% at k of n rows" (docs/serving.md: 12, 12, 11 and 12 of 12 rows in four quiet runs with the calibration made in
-    the same minute; 10-12 of 12, 0.61-1.01, in five beside the suite). Under load the measured side grows while the
-    calibration's fastest samples do not: other processes' traffic in the shared cache and memory slows a forward's
-    working set without taking its core, which no CPU-time clock removes. Seen on this host: the batch-1 prefill at
-    0.73 and a decode step at 0.59 with three test workers on the 2 cores, 0.75 beside three one-thread GEMM loops. The
-    decode step reads the lm_head's 33 MB of weights each step: on a quiet host they stay in the last-level cache
-    between steps, which the kernel level takes from the calibration (`gemv_cached`, `llc`: 0.76-1.00 at loads of
-    1.5-3), and beside a process streaming memory on the other core they do not (the step ~1.5-2x slower). So the
-    prefill is held to [2/3, 3/2] (it fails a prefill level off by a third, such as one without the lm_head's work,
-    more than half of it at batch 1) and the decode step to [2/5, 5/2] (it fails a step off by 2.5x)."""
+    The bands are what holds on this shared 2-core host under the suite's own load; the issue's 25% is held on
+    recorded curves (`test_hf_eager_is_within_25_percent_of_the_recorded_cpu_curves`), and `./dev bench serving_curve
+    --threads 1 --batches 1,2,4,8 --recalibrate` prints it for a curve measured now ("within 25% at k of n rows").
+    Under load the measured side grows while the calibration's fastest samples do not: other processes' traffic in
+    the shared cache and memory slows a forward's working set without taking its core, which no CPU-time clock
+    removes. The decode step reads the lm_head's 33 MB of weights each step: on a quiet host they stay in the
+    last-level cache between steps, which the kernel level takes from the calibration (`gemv_cached`, `llc`), and
+    beside the other worker they do not (the step 1.5-2x slower). So the prefill is held to [2/3, 3/2] (it fails a
+    prefill level off by a third, such as one without the lm_head's work, more than half of it at batch 1) and the
+    decode step to [2/5, 5/2] (it fails a step off by 2.5x)."""
     out = tmp_path / "curve"
     bench = load_benchmark("serving_curve")
     argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
@@ -297,13 +295,54 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
             assert e["tokens"] == b * row["seq_len"] and max(e["per_layer"]) <= e["n_experts"]
 
 
-CPU_CURVE = Path(__file__).resolve().parents[1] / "data" / "cpu" / "twin-tiny-2026-11-27" / "serving_curve.json"
+CPU_DATA = Path(__file__).resolve().parents[1] / "data" / "cpu"
+CPU_CURVE = CPU_DATA / "twin-tiny-2026-11-27" / "serving_curve.json"
+# the recorded CPU curves of the tiny twin with the calibration that priced them (tests/data/cpu/README.md)
+QUIET = sorted(p.parent for p in CPU_DATA.glob("twin_tiny-tiny-*/calibration.json"))
+
+
+def test_hf_eager_is_within_25_percent_of_the_recorded_cpu_curves(tmp_path, capsys):
+    """Issue 32's CPU check, replayed: the tiny twin's serving curves recorded on this project's 2-core VM at batches 1,
+    2, 4 and 8 (`./dev bench serving_curve --threads 1 --batches 1,2,4,8 --repeats 5 --recalibrate` on a quiet host,
+    the suite's MALLOC_* tunables; each folder holds the curve and the calibration made in the same minute that
+    priced it), through `./dev analyze hardware=measured hardware.calibration=<rec>/calibration.json
+    serve.measured=<rec>/serving_curve.json`: hf_eager's prefill and mean decode step within 25% of the measured
+    ones at every batch of every recording. Offline, so the suite's own load moves nothing; a change of the cost
+    formulas or the time levels moves the ratios (`test_the_measured_curve_sits_beside_hf_eager` runs the curve
+    live under the suite's load, with wider bands)."""
+    assert len(QUIET) >= 3, QUIET
+    compared = 0
+    for rec in QUIET:
+        out = tmp_path / rec.name
+        code, lines = run_here(
+            capsys,
+            "analyze",
+            "model=twin_tiny",
+            "workload=tiny",
+            "hardware=measured",
+            f"hardware.calibration={rec / 'calibration.json'}",
+            "serve.engine=hf_eager",
+            f"serve.measured={rec / 'serving_curve.json'}",
+            f"hydra.run.dir={out}",
+        )
+        assert code == 0, lines
+        m = load_serving(out).measured
+        assert m["measured"] == "cpu_s" and m["measured_on"]["threads"] == 1
+        assert [r["batch"] for r in m["rows"]] == [1, 2, 4, 8], rec.name
+        for r in m["rows"]:
+            assert r["decode_steps"] == 2
+            assert 0.75 <= r["prefill_ratio"] <= 1.25, (rec.name, r)
+            assert 0.75 <= r["step_ratio"] <= 1.25, (rec.name, r)
+            compared += 1
+    assert compared == 4 * len(QUIET)
 
 
 def test_a_cpu_curve_of_other_conditions_is_refused(tmp_path, capsys):
     """`serve.measured` with this process's CPU calibration: a curve measured on another thread count, or under
     another allocator regime, is one line naming serve.measured and both values, exit 2, nothing written (the
-    committed full-twin curve: 2 threads, glibc's defaults; the second case a copy of it with another regime)."""
+    committed full-twin curve: 2 threads, glibc's defaults; the second case a copy of it with another regime); with a
+    recorded CPU calibration (`hardware.calibration`) the file's conditions are the ones compared (a recording's:
+    one thread)."""
     from llm_perf_opt.measure.allocator import allocator_regime, regime_label
 
     out = tmp_path / "run"
@@ -320,7 +359,16 @@ def test_a_cpu_curve_of_other_conditions_is_refused(tmp_path, capsys):
     other.write_text(json.dumps(doc))
     code, lines = run_here(capsys, *common, "runtime.threads=2", f"serve.measured={other}")
     assert code == 2 and len(lines) == 1 and "serve.measured" in lines[0], lines
-    assert f"measured under {doc['data']['config']['allocator']}; this process runs {ours}" in lines[0], lines
+    theirs = doc["data"]["config"]["allocator"]
+    assert f"measured under {theirs}; this job calibrates and predicts under {ours} (" in lines[0], lines
+    assert not out.exists()
+    # a recorded CPU calibration prices the curve: the file's thread count and regime, not this process's
+    recorded = next(iter(QUIET)) / "calibration.json"
+    code, lines = run_here(
+        capsys, *common, f"hardware.calibration={recorded}", "runtime.threads=2", f"serve.measured={CPU_CURVE}"
+    )
+    assert code == 2 and len(lines) == 1 and "serve.measured" in lines[0], lines
+    assert "the calibration file was measured on 1 (hardware.calibration=" in lines[0], lines
     assert not out.exists()
 
 

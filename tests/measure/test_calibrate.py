@@ -72,6 +72,33 @@ def test_the_cache_is_reused_until_recalibrate(tmp_path):
     assert other != path and "threads1" in other.name and len(list(tmp_path.glob("*.json"))) == 2
 
 
+def test_recalibrate_measures_once_per_process(tmp_path):
+    """`hardware.recalibrate=true`: a job reads its calibration for its roof and again for its levels' figures; the
+    second read is the calibration the first measured (the file not rewritten), where it used to measure a second
+    one and price the levels on it. Another cache directory is another calibration."""
+    cfg = to_typed_config(
+        compose_cfg(
+            "hardware=measured", "hardware.quick=true", "hardware.recalibrate=true", f"hardware.cache_dir={tmp_path}"
+        )
+    )
+    logs: list[str] = []
+    _, cal, path, reused = measured_hardware(cfg.hardware, cfg.runtime, logs.append)
+    assert not reused and path.exists() and logs
+    written = path.stat().st_mtime_ns
+    logs.clear()
+    _, again, path2, reused2 = measured_hardware(cfg.hardware, cfg.runtime, logs.append)
+    assert again is cal and path2 == path and not reused2 and not logs and path.stat().st_mtime_ns == written
+    other = to_typed_config(
+        compose_cfg(
+            "hardware=measured",
+            "hardware.quick=true",
+            "hardware.recalibrate=true",
+            f"hardware.cache_dir={tmp_path / 'b'}",
+        )
+    )
+    assert measured_hardware(other.hardware, other.runtime)[1] is not cal
+
+
 def test_a_dtype_a_job_needs_is_added_to_the_cached_file(tmp_path):
     """On the CPU a job calibrates the kernel-level and host figures of its own dtype only; a later job in another
     dtype adds its figures to the same file, measured then, the roof and the first dtype's figures kept as cached;

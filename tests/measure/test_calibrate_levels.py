@@ -53,6 +53,28 @@ def test_the_resident_gemv_measures_the_cached_rate_and_the_cache_the_thread_kee
     assert fast["llc"]["bytes"] == 0
 
 
+def test_the_row_products_are_a_share_of_the_one_row_product_timed_the_same_way():
+    """CPU (`gemv_rows`): every row count of GEMV_ROW_COUNTS at the streamed weight's K and at each of GEMV_ROW_K, over
+    a weight of the streamed one's bytes and over the cached one, each rate as a share of the one-row product's at the
+    streamed weight's K timed the same way (1 there exactly); the op names both weights, the warm calls and every K."""
+    from llm_perf_opt.measure.calibrate_levels import GEMV_ROW_COUNTS, GEMV_ROW_K, measure_row_products
+
+    k, n = 256, 2048  # a 2 MiB float32 weight streamed, a 1 MiB one re-read
+    got = measure_row_products(torch.randn(n, k).t(), 2, cached_mib=1)["gemv_rows"]
+    rows = got["rows"]
+    ks = sorted({*GEMV_ROW_K, k})
+    assert [(r["k"], r["m"]) for r in rows] == [(kk, m) for kk in ks for m in GEMV_ROW_COUNTS]
+    assert len(rows) == len(ks) * len(GEMV_ROW_COUNTS) and GEMV_ROW_COUNTS[0] == 1 and len(ks) == 2
+    (one,) = [r for r in rows if (r["k"], r["m"]) == (k, 1)]
+    assert one["share"] == one["cached_share"] == 1.0
+    for r in rows:
+        assert r["bytes_per_s"] > 1e8 and r["cached_bytes_per_s"] > 1e8
+        assert r["share"] == pytest.approx(r["bytes_per_s"] / one["bytes_per_s"])
+        assert r["cached_share"] == pytest.approx(r["cached_bytes_per_s"] / one["cached_bytes_per_s"])
+    assert "over 2 MiB of weights" in got["op"] and "re-reading 1 MiB" in got["op"] and "3 untimed calls" in got["op"]
+    assert all(f"k {kk}: 1 " in got["op"] for kk in ks) and "at k 256 (the streaming GEMV's)" in got["op"]
+
+
 def test_the_profiled_figures_read_their_trace_as_a_recording_is_read():
     """The CUDA figures measured under torch.profiler (min kernel, GEMM, convolution call, one-wave kernels) share one
     path: eager rounds profiled, the Chrome trace exported and read by `read_recorded_profile`. On the CPU the path

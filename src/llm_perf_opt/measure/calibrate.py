@@ -727,6 +727,12 @@ def _cache_lock(path: Path, log: Callable[[str], None]) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------------------------- config entry points
+# `hardware.recalibrate=true` measures once per process: a job reads its calibration more than once (the roof, then
+# the levels' figures), and a multirun's jobs share a process; every later read of the same key is the calibration
+# this process made, never a second measurement (which would give the roof and the levels two different ones)
+_RECALIBRATED: dict[tuple, tuple[Calibration, Path]] = {}
+
+
 def measured_hardware(
     hardware: HardwareConfig,
     runtime: RuntimeConfig,
@@ -741,6 +747,11 @@ def measured_hardware(
         cal, path = recorded_calibration(hardware.calibration, runtime, log)
         return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, True
     plan = None
+    dtypes = tuple(level_dtypes or (hardware.dtype or runtime.dtype, runtime.dtype))
+    key = (runtime.device, str(hardware.cache_dir), runtime.threads, dtypes, hardware.quick)
+    if hardware.recalibrate and key in _RECALIBRATED:
+        cal, path = _RECALIBRATED[key]
+        return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, False
     try:
         dev = resolve_device(runtime.device)
         plan = CalibrationPlan.default(dev.type, quick=hardware.quick)
@@ -750,9 +761,11 @@ def measured_hardware(
             threads=runtime.threads,
             recalibrate=hardware.recalibrate,
             plan=plan,
-            level_dtypes=level_dtypes or (hardware.dtype or runtime.dtype, runtime.dtype),
+            level_dtypes=dtypes,
             log=log,
         )
+        if hardware.recalibrate:
+            _RECALIBRATED[key] = (cal, path)
         return cal.hardware(allow_tf32=hardware.allow_tf32), cal, path, reused
     except Exception as exc:  # noqa: BLE001 - every calibration failure is the user's one line
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -40,6 +40,20 @@ Measured:
   streaming `gemv` (the cache the thread keeps, measured: on this project's 2-core VM 16-64 MiB at 28-29 GB/s, 128
   MiB at the streaming 15 GB/s, where the OS reports a 260 MiB L3). 0 when even the smallest size ran at the
   streaming rate;
+* `gemv_rows` (CPU; added within version 8, marked by its key): a decode step at batch B runs its products on B
+  rows, and the CPU's BLAS takes another path for a few rows than for one: beyond 2-3 rows it packs the weight
+  matrix it streams before its kernel reads it, so the product of 4 rows reads its weights at about half the one-row
+  GEMV's rate (this project's 2-core Xeon VM, one thread: 29 -> 14 GB/s with the weights in the last-level cache, 15
+  -> 7 GB/s streamed from memory, at every K from 64 to 2048), 8 rows at a third. The product of `gemv` (K, N) at
+  each row count of `GEMV_ROW_COUNTS` and at the weight's K and each of `GEMV_ROW_K` (the weight's shorter side also
+  moves the rate: the tiny twin's lm_head is (64 x 129280)), over a weight of the streaming GEMV's bytes (each
+  sample one call, the cases interleaved) and over the smallest `RESIDENT_MIB` weight (each sample timed right after
+  `RESIDENT_WARM` untimed calls of itself, as `gemv_cached`): bytes moved (weights, rows in and out) per second,
+  fastest consistent, and each as a share of the one-row product's rate at the GEMV's K timed the same way
+  (`share`, `cached_share`: at K = 2048 0.92-0.95, 0.46-0.49, 0.29-0.32 at 2, 4, 8 rows on the VM, with or without
+  the cache emptied before each streamed sample). The kernel level reads a product of m <= `GEMV_ROWS` rows above
+  the cache tier at the streaming (or, resident, the cached) GEMV's rate times the share of its row count and its
+  weight's shorter side (log-log in m and in K between the calibrated ones, the nearest beyond them);
 * `min_kernel_s`: CUDA: the device time of a one-block kernel, the kernel level's floor of every kernel
   (`measure_min_kernel`): the ops of a decode row (`MIN_KERNEL_NUMEL` elements: one block of TensorIterator's: add,
   multiply, SiLU, a cast each way, a layout copy, a sum and a softmax over the row) launched eagerly under
@@ -132,7 +146,7 @@ LEVELS_VERSION = 8  # 3: 15 rounds on the CPU (7 left figures of a loaded machin
 # figures added within LEVELS_VERSION on the CPU, each marked by its key: a cached CPU calibration of this version
 # without one is measured again (`measure.calibrate`); a calibration file read by path keeps its figures (the time
 # model reads a missing one as none)
-CPU_MARKS = ("gemv_cached",)
+CPU_MARKS = ("gemv_cached", "gemv_rows")
 # the same on CUDA: `tiers_single` (the cases of the elementwise, copy and write tiers timed one call per sample: none
 # on CUDA). The first version-8 CUDA calibration (the H200 of 2026-11-27 16:35) timed the medium and large tiers one
 # call per CUDA graph, so its events held the graph's launch: 27-30 us for a 3.6 us bfloat16 medium add (8x), and the
@@ -178,6 +192,14 @@ RESIDENT_MIB = (16, 32, 64, 128, 256)
 # 15 GB/s, after 2 at 28, after 3 to 6 at 29 (this project's 2-core Xeon VM); a decode step re-reads its weights
 # step after step
 RESIDENT_WARM = 3
+# CPU: the row counts of the weight-streaming products of `gemv_rows` (the first is the one-row GEMV the others are
+# a share of): a decode step's at batches 1-16 (`analytic.time.figures.GEMV_ROWS` rows at most are GEMV-like)
+GEMV_ROW_COUNTS = (1, 2, 4, 8, 16)
+# CPU: the weights' shorter sides (K) the row products of `gemv_rows` are timed at, beside the streaming GEMV's own K:
+# at K = 64 (the tiny twins' hidden size) the one-row product reads its weights at 0.85 of the K = 2048 one's rate
+# from the cache and 8 rows at 0.46 (0.34 at K = 2048); from K = 256 up the shares are those of K = 2048 within
+# 0.1 (this project's VM)
+GEMV_ROW_K = (64,)
 STATISTIC = (
     "fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
     "samples of all shapes interleaved in rounds"
@@ -698,6 +720,61 @@ def measure_resident_gemv(
     }
 
 
+def measure_row_products(streamed: torch.Tensor, rounds: int, cached_mib: int = RESIDENT_MIB[0]) -> dict[str, Any]:
+    """CPU: {"gemv_rows": ...} (see the module docstring): (m x k) @ (n x k)ᵀ at each m of `GEMV_ROW_COUNTS` and
+    each k of `GEMV_ROW_K` (and `streamed`'s own, the streaming GEMV's weight (n x k)ᵀ), over a weight of
+    `streamed`'s bytes and over a `cached_mib` MiB one (re-read after `RESIDENT_WARM` untimed calls), the cases
+    interleaved in rounds; each case's fastest consistent sample, and its rate as a share of the one-row product of
+    `streamed`'s k timed the same way."""
+    dtype, (k0, n0) = streamed.dtype, streamed.shape
+    itemsize = streamed.element_size()
+    timer = _timer(torch.device("cpu"))
+    weights: dict[tuple[int, str], torch.Tensor] = {}
+    for k in sorted({*GEMV_ROW_K, k0}):
+        weights[(k, "streamed")] = streamed if k == k0 else torch.randn(n0 * k0 // k, k).to(dtype).t()
+        weights[(k, "cached")] = torch.randn((cached_mib << 20) // (k * itemsize), k).to(dtype).t()
+    cases = []
+    for (k, how), w in weights.items():
+        for m in GEMV_ROW_COUNTS:
+            x, y = torch.randn(m, k).to(dtype), torch.empty(m, w.shape[1], dtype=dtype)
+            nbytes = (w.shape[0] * w.shape[1] + m * k + m * w.shape[1]) * itemsize
+            cases.append(((k, m, how), nbytes, lambda x=x, w=w, y=y: torch.matmul(x, w, out=y)))
+    samples: dict[tuple[int, int, str], list[float]] = {key: [] for key, _, _ in cases}
+    for _ in range(max(rounds, 1)):
+        for key, _, fn in cases:
+            if key[2] == "cached":
+                for _ in range(RESIDENT_WARM):  # its weights into the cache, as the steps before leave them
+                    fn()
+            samples[key].append(timer(fn, 1))
+    rate = {key: nbytes / fastest_consistent(samples[key]) for key, nbytes, _ in cases}
+    one = GEMV_ROW_COUNTS[0]
+    rows = [
+        {
+            "k": k,
+            "m": m,
+            "bytes_per_s": rate[(k, m, "streamed")],
+            "cached_bytes_per_s": rate[(k, m, "cached")],
+            "share": rate[(k, m, "streamed")] / rate[(k0, one, "streamed")],
+            "cached_share": rate[(k, m, "cached")] / rate[(k0, one, "cached")],
+        }
+        for k in sorted({*GEMV_ROW_K, k0})
+        for m in GEMV_ROW_COUNTS
+    ]
+    listed = "; ".join(
+        f"k {k}: " + ", ".join(f"{r['m']} {r['share']:.2f} / {r['cached_share']:.2f}" for r in rows if r["k"] == k)
+        for k in sorted({*GEMV_ROW_K, k0})
+    )
+    return {
+        "gemv_rows": {
+            "rows": rows,
+            "op": f"torch.matmul (m x k) @ (n x k)ᵀ, out=, over {n0 * k0 * itemsize / 2**20:g} MiB of weights (each "
+            f"sample one call, the cases interleaved) and re-reading {cached_mib} MiB (each sample right after "
+            f"{RESIDENT_WARM} untimed calls of itself); the rate at m rows as a share of the one-row product's at k "
+            f"{k0} (the streaming GEMV's), streamed / cached, by k and rows: {listed}",
+        }
+    }
+
+
 def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False) -> dict[str, Any]:
     """The kernel-level and host figures of `device` in `dtype` (see the module docstring)."""
     cuda = device.type == "cuda"
@@ -771,7 +848,12 @@ def measure_levels(device: torch.device, dtype: torch.dtype, quick: bool = False
     resident = (
         {}
         if cuda
-        else measure_resident_gemv(gk, dtype, rounds, gemv["bytes_per_s"], RESIDENT_MIB[:2] if quick else RESIDENT_MIB)
+        else {
+            **measure_resident_gemv(
+                gk, dtype, rounds, gemv["bytes_per_s"], RESIDENT_MIB[:2] if quick else RESIDENT_MIB
+            ),
+            **measure_row_products(gw, rounds, RESIDENT_MIB[0]),
+        }
     )
     attention = []
     for b, h, n, d, masked in attention_shapes:

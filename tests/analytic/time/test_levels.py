@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import pytest
 import torch
@@ -514,6 +515,70 @@ def test_a_decode_step_the_last_level_cache_holds_reads_its_weights_at_the_cache
     # the resident figures scale with the device (a faster device of this kind)
     assert cpu.device.scaled(bandwidth=2.0).gemv_cached_bw == 4e10
     assert cpu.device.resident().gemm_bw_large == 2e10 and plain.device.resident() is plain.device
+
+
+def test_a_product_of_a_few_rows_streams_its_weights_at_its_row_counts_share():
+    """A CPU calibration with `gemv_rows`: a GEMV-like product of m <= GEMV_ROWS rows above the cache tier reads its
+    weights at the streaming GEMV's rate times the share of its row count and its weight's shorter side K (log-log
+    in m and in K between the calibrated ones, the nearest beyond), the resident step at the cached GEMV's rate times
+    the cached share; a prefill's product, a product in the cache tier, a device without the figure: as before. The
+    kernel level finds K from a linear's FLOPs and stated result (`weight_side`)."""
+    from llm_perf_opt.analytic.time.kernel import kernel_time, weight_side
+
+    bw = {"small": 4e10, "medium": 2e10, "large": 1e10}
+    shares = {  # (k, m): (share, cached share)
+        (64, 1): (0.5, 0.8),
+        (64, 4): (0.4, 0.6),
+        (2048, 1): (1.0, 1.0),
+        (2048, 2): (0.9, 1.0),
+        (2048, 4): (0.5, 0.4),
+        (2048, 8): (0.3, 0.25),
+    }
+    rows = {
+        "rows": [{"k": k, "m": m, "share": a, "cached_share": c} for (k, m), (a, c) in shares.items()],
+        "op": "test rows",
+    }
+    lv = dict(
+        _levels_v2({(1, 64, 64): 2e10, (64, 64, 64): 8e10}, bw, bw, fresh_s_per_byte=0.0, op_s=4e-6),
+        version=8,
+        gemv={"bytes_per_s": 5e9},
+        gemv_cached={"bytes_per_s": 2e10},
+        llc={"bytes": 64 << 20},
+        gemv_rows=rows,
+    )
+    dev = device_from_calibration(lv, "cpu", True, 1e9)
+    assert dev.gemv_rows == ((64, ((1, 0.5), (4, 0.4))), (2048, ((1, 1.0), (2, 0.9), (4, 0.5), (8, 0.3))))
+    assert "test rows" in dev.sources["gemv_rows"]
+    w = 4 << 20  # the medium tier by size: GEMV-like at up to GEMV_ROWS rows
+    assert dev.bandwidth("gemm", w, m=1) == dev.bandwidth("gemm", w, m=1, k=4096) == 5e9  # K unknown / beyond
+    assert dev.bandwidth("gemm", w, m=4, k=2048) == pytest.approx(5e9 * 0.5)
+
+    def log_between(a: float, b: float, f: float) -> float:
+        return a * (b / a) ** f
+
+    assert dev.bandwidth("gemm", w, m=3, k=2048) == pytest.approx(5e9 * log_between(0.9, 0.5, math.log2(1.5)))
+    assert dev.bandwidth("gemm", w, m=GEMV_ROWS, k=2048) == pytest.approx(5e9 * 0.3)  # beyond the last: its share
+    assert dev.bandwidth("gemm", w, m=4, k=32) == pytest.approx(5e9 * 0.4)  # below the smallest K: its share
+    at_64 = log_between(0.5, 0.4, 0.5)  # K = 64 at m = 2: log-log between its rows 1 and 4
+    assert dev.bandwidth("gemm", w, m=2, k=256) == pytest.approx(
+        5e9 * log_between(at_64, 0.9, math.log(4) / math.log(32))
+    )
+    assert dev.bandwidth("gemm", w, m=GEMV_ROWS + 1, k=64) == bw["medium"]  # a prefill product: the tier's
+    assert dev.bandwidth("gemm", 1 << 19, m=4, k=64) == bw["small"]  # cache-resident
+    resident = dev.resident()
+    assert resident.bandwidth("gemm", w, m=4, k=2048) == pytest.approx(2e10 * 0.4)
+    assert resident.bandwidth("gemm", w, m=1, k=64) == pytest.approx(2e10 * 0.8)
+    assert dev.scaled(bandwidth=2.0).bandwidth("gemm", w, m=4, k=2048) == pytest.approx(2 * 5e9 * 0.5)
+    # the kernel level: the tiny twin's lm_head at batch 4, (4 x 64) @ (64 x 129280), K from its FLOPs and result
+    (key,) = costs.linear(4, 64, 129280, bias=False, dtype_bytes=4).kernels.counts
+    _, m, flops, nbytes, out = key
+    assert weight_side(m, flops, out, 4) == pytest.approx(64)
+    compute = flops / dev.row_rate(4, flops / (nbytes / 4))
+    expected = max(compute, nbytes / (5e9 * 0.4)) + dev.writeback_s("gemm", out)
+    assert kernel_time(dev, *key)[0] == pytest.approx(expected)
+    lv.pop("gemv_rows")
+    assert device_from_calibration(lv, "cpu", True, 1e9).bandwidth("gemm", w, m=4, k=64) == 5e9  # not calibrated
+    assert device_from_calibration({**lv, "gemv_rows": rows}, "cuda", False, 1e9).gemv_rows == ()  # the CPU's only
 
 
 def test_calibration_without_the_dtype_or_a_datasheet_without_figures_makes_levels_absent_with_the_field():

@@ -18,7 +18,7 @@ import bisect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from llm_perf_opt.analytic.costs import SDPA_QUERY_TILE
 from llm_perf_opt.analytic.time.hardware import Roof
@@ -92,6 +92,14 @@ class DeviceFigures:
     # (`resident`). None / 0: not calibrated (every device but a CPU of a calibration that has them)
     gemv_cached_bw: Optional[float] = None
     llc_bytes: int = 0
+    # CPU: a product of m <= GEMV_ROWS rows above the cache tier reads its weights at the one-row GEMV's rate times
+    # the share of its row count and its weight's shorter side K (calibrated `gemv_rows`: beyond 2-3 rows the BLAS
+    # packs the weights it streams, and 4 rows run at about half the one-row rate; at K = 64 the one-row product
+    # itself is slower), ((K, ((m, share), ...)), ...) ascending, log-log in m and in K between them;
+    # `gemv_rows_cached` the same with the weights in the last-level cache (`resident`). (): every row count at the
+    # one-row rate (not calibrated: every device but a CPU of a calibration that has them)
+    gemv_rows: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
+    gemv_rows_cached: tuple[tuple[int, tuple[tuple[int, float], ...]], ...] = ()
 
     def holds(self, nbytes: int) -> bool:
         """The device keeps `nbytes` in its last-level cache from one decode step to the next (`resident`)."""
@@ -106,7 +114,27 @@ class DeviceFigures:
             return self
         from dataclasses import replace
 
-        return replace(self, gemm_bw_large=self.gemv_cached_bw, label=f"{self.label}, weights in the last-level cache")
+        return replace(
+            self,
+            gemm_bw_large=self.gemv_cached_bw,
+            gemv_rows=self.gemv_rows_cached,
+            label=f"{self.label}, weights in the last-level cache",
+        )
+
+    def row_share(self, m: int, k: float = 0.0) -> float:
+        """The share of the one-row GEMV's rate a product of `m` rows streaming a weight of shorter side `k` reaches
+        (`gemv_rows`: the calibrated row counts around m and sides around k, log-log in each, the nearest beyond
+        them; k = 0, not known: the largest side calibrated, the GEMV's own): 1 when not calibrated."""
+        if not self.gemv_rows or m <= 0:
+            return 1.0
+        ks = [c[0] for c in self.gemv_rows]
+        if k <= 0:
+            return _log_interp(self.gemv_rows[-1][1], m)
+        i = bisect.bisect_left(ks, k)
+        if i < len(ks) and ks[i] == k or i == 0 or i >= len(ks):
+            return _log_interp(self.gemv_rows[min(i, len(ks) - 1)][1], m)
+        (k0, c0), (k1, c1) = self.gemv_rows[i - 1], self.gemv_rows[i]
+        return _log_interp(((k0, _log_interp(c0, m)), (k1, _log_interp(c1, m))), k)
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
         curve = curve or self.gemm
@@ -164,14 +192,14 @@ class DeviceFigures:
         """The size tier of `nbytes` moved: 0 up to SMALL_BYTES (cache), 1 up to fresh_bytes (medium), 2 beyond."""
         return 0 if nbytes <= SMALL_BYTES else (1 if nbytes <= self.fresh_bytes else 2)
 
-    def memory_s(self, kind: str, nbytes: int, m: int = 0, out: int = 0) -> float:
+    def memory_s(self, kind: str, nbytes: int, m: int = 0, out: int = 0, k: float = 0.0) -> float:
         """Seconds a kernel's bytes take: `nbytes` at `bandwidth(kind, nbytes, m)`, or, on a device with read and
         write figures, for a kernel of no figure of its own (elementwise, reduction, cast, memset: not a layout copy,
         not a matrix product), its `out` result bytes at the write bandwidth of its size tier and the rest at the
         read bandwidth: an add (a third written) takes what the calibrated add took, a kernel that mostly writes
         more, one that mostly reads less."""
         if self.write_bw is None or self.read_bw is None or kind in COPY_KINDS or kind in GEMM_KINDS:
-            return nbytes / self.bandwidth(kind, nbytes, m)
+            return nbytes / self.bandwidth(kind, nbytes, m, k)
         t = self.tier(nbytes)
         out = min(max(out, 0), nbytes)
         return (nbytes - out) / self.read_bw[t] + out / self.write_bw[t]
@@ -185,7 +213,7 @@ class DeviceFigures:
             return 0.0
         return out / self.write_bw[self.tier(out)]
 
-    def bandwidth(self, kind: str, nbytes: int, m: int = 0) -> float:
+    def bandwidth(self, kind: str, nbytes: int, m: int = 0, k: float = 0.0) -> float:
         tier = self.tier(nbytes)
         if kind in COPY_KINDS and self.copy_bw is not None:
             return self.copy_bw[tier]
@@ -195,9 +223,23 @@ class DeviceFigures:
             and (tier == 2 or (tier == 1 and kind == "gemm" and 0 < m <= GEMV_ROWS))
         ):
             # a GEMV-like product (a decode step's, a few rows) above the cache tier reads its weight matrix from
-            # memory: each weight is read once per step, and a step's weights exceed any last-level cache
+            # memory: each weight is read once per step, and a step's weights exceed any last-level cache; at the
+            # share of that rate its row count reaches (`gemv_rows`, the CPU's)
+            if kind == "gemm" and 0 < m <= GEMV_ROWS:
+                return self.gemm_bw_large * self.row_share(m, k)
             return self.gemm_bw_large
         return (self.bw_small, self.bw_medium or self.bw_large, self.bw_large)[tier]
+
+
+def _log_interp(points: Sequence[tuple[float, float]], at: float) -> float:
+    """y at `at` on ascending (x, y) points: log-log between the two around it, the nearest point's y beyond them."""
+    xs = [p[0] for p in points]
+    i = bisect.bisect_left(xs, at)
+    if i < len(xs) and xs[i] == at or i == 0 or i >= len(xs):
+        return points[min(i, len(xs) - 1)][1]
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
 
 
 @dataclass(frozen=True)
@@ -348,6 +390,13 @@ def device_from_calibration(
         if synchronous and cached.get("bytes_per_s") and llc.get("bytes"):
             extra["gemv_cached_bw"] = float(cached["bytes_per_s"])
             extra["llc_bytes"] = int(llc["bytes"])
+        rows_of = (levels.get("gemv_rows") or {}).get("rows") or ()
+        if synchronous and rows_of:
+            for key, share in (("gemv_rows", "share"), ("gemv_rows_cached", "cached_share")):
+                extra[key] = tuple(
+                    (k, tuple(sorted((int(r["m"]), float(r[share])) for r in rows_of if int(r["k"]) == k)))
+                    for k in sorted({int(r["k"]) for r in rows_of})
+                )
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         split = read_write_tiers(levels) if synchronous else None
         if split is not None:
@@ -407,6 +456,7 @@ def device_from_calibration(
                 if extra.get("llc_bytes")
                 else {}
             ),
+            **({"gemv_rows": str(levels["gemv_rows"].get("op", ""))} if extra.get("gemv_rows") else {}),
             **(
                 {
                     "attention_occupancy": f"{extra['multiprocessors']} multiprocessors "

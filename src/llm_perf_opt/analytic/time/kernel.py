@@ -3,7 +3,9 @@
 One kernel (`kernel_time`): max(FLOPs at the matmul rate the device reaches at the kernel's FLOPs per element
 moved (gemm, conv; the fused attention its own curve) or at the vector rate, bytes / the bandwidth of its size
 tier (on the CPU an elementwise kernel's result at the write and its inputs at the read bandwidth,
-`DeviceFigures.memory_s`)) + on the CPU the fresh-page cost of a large result and a matrix product's write-back of a
+`DeviceFigures.memory_s`; on the CPU a product of a few rows streaming its weights at the share of the streaming
+GEMV's rate its row count and its weight's shorter side reach, `DeviceFigures.row_share`, `weight_side`)) + on the
+CPU the fresh-page cost of a large result and a matrix product's write-back of a
 result beyond the cache (`DeviceFigures.writeback_s`), and never under the device's minimum kernel time
 (convention: `convention.LEVELS["kernel"]`). On an asynchronous device a matrix product (`gemm`) adds the
 device's fixed GEMM time (`DeviceFigures.gemm_fixed_s`: operand pipeline fill and epilogue, serial with the
@@ -51,6 +53,15 @@ def wave_kind(kind: str, nbytes: int, out: int) -> str:
     return kind
 
 
+def weight_side(m: int, flops: int, out: int, itemsize: int) -> float:
+    """The shorter side of an m-row product's weight, (m x K) @ (K x N): N from its stated result (m x N elements),
+    K from its FLOPs (2 m K N; a bias's m N adds half an element to K); 0 when the result is not stated."""
+    if m <= 0 or not out or not flops:
+        return 0.0
+    n = out / (m * itemsize)
+    return min(flops / (2 * m * n), n)
+
+
 def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, out: int = 0) -> tuple[float, str]:
     """(seconds, bound) of one kernel on `dev`: bound is compute, memory or launch."""
     if kind in GEMM_KINDS:
@@ -70,7 +81,8 @@ def kernel_time(dev: DeviceFigures, kind: str, m: int, flops: int, nbytes: int, 
     else:
         compute = flops / dev.vector_flops if flops else 0.0
     result = out or int(nbytes * OUT_SHARE.get(kind, 0.5))
-    memory = dev.memory_s(kind, nbytes, m, result)
+    side = weight_side(m, flops, out, dev.itemsize) if kind == "gemm" and dev.gemv_rows else 0.0
+    memory = dev.memory_s(kind, nbytes, m, result, side)
     fresh = 0.0
     if dev.fresh_s_per_byte and result > dev.fresh_bytes:
         fresh = result * dev.fresh_s_per_byte
