@@ -209,7 +209,11 @@ def test_analyze_names_the_engine_its_level_and_assumptions(tmp_path, engine, le
     if engine == "vllm":  # continuous batching at the concurrency, memory the paged pool's
         assert s.batch == 100 and s.max_fit_batch["continuous"] >= 100
         assert s.point["memory_continuous"]["phase"] == "paged" and s.engine["paged_memory"]["max_num_seqs"] == 100
-        assert s.point["continuous"]["pages_per_day"] > 0
+        # the authors' published figure on this GPU ("200k+ pages per day", one A100-40G, vLLM; mode, pages and
+        # output length not stated) is a measurement; a datasheet GPU runs every kernel at its peak rate and
+        # bandwidth, an upper bound of what a real one measures: an upper bound below a measurement means time the
+        # model has too much of (work counted twice, a kernel list too long); no constant was tuned to the figure
+        assert s.point["continuous"]["pages_per_day"] >= 200_000, s.point["continuous"]
     else:
         assert s.batch == 1 and s.point["memory"]["phase"] in ("prefill", "decode")
 

@@ -45,11 +45,11 @@ Measured:
   matrix it streams before its kernel reads it, so the product of 4 rows reads its weights at about half the one-row
   GEMV's rate (this project's 2-core Xeon VM, one thread: 29 -> 14 GB/s with the weights in the last-level cache, 15
   -> 7 GB/s streamed from memory, at every K from 64 to 2048), 8 rows at a third. The product of `gemv` (K, N) at
-  each row count of `GEMV_ROW_COUNTS` and at the weight's K and each of `GEMV_ROW_K` (the weight's shorter side also
-  moves the rate: the tiny twin's lm_head is (64 x 129280)), over a weight of the streaming GEMV's bytes (each
-  sample one call, the cases interleaved) and over the smallest `RESIDENT_MIB` weight (each sample timed right after
-  `RESIDENT_WARM` untimed calls of itself, as `gemv_cached`): bytes moved (weights, rows in and out) per second,
-  fastest consistent, and each as a share of the one-row product's rate at the GEMV's K timed the same way
+  each row count of `GEMV_ROW_COUNTS`, over the streaming GEMV's weight (each sample one call, the cases interleaved)
+  and, at its K and each of `GEMV_ROW_K` (the weight's shorter side also moves the rate: the tiny twin's lm_head is
+  (64 x 129280)), over the smallest `RESIDENT_MIB` weight (each sample timed right after `RESIDENT_WARM` untimed
+  calls of itself, as `gemv_cached`): bytes moved (weights, rows in and out) per second, fastest consistent of
+  `ROW_ROUNDS`, and each as a share of the one-row product's rate at the GEMV's K timed the same way
   (`share`, `cached_share`: at K = 2048 0.92-0.95, 0.46-0.49, 0.29-0.32 at 2, 4, 8 rows on the VM, with or without
   the cache emptied before each streamed sample). The kernel level reads a product of m <= `GEMV_ROWS` rows above
   the cache tier at the streaming (or, resident, the cached) GEMV's rate times the share of its row count and its
@@ -195,11 +195,14 @@ RESIDENT_WARM = 3
 # CPU: the row counts of the weight-streaming products of `gemv_rows` (the first is the one-row GEMV the others are
 # a share of): a decode step's at batches 1-16 (`analytic.time.figures.GEMV_ROWS` rows at most are GEMV-like)
 GEMV_ROW_COUNTS = (1, 2, 4, 8, 16)
-# CPU: the weights' shorter sides (K) the row products of `gemv_rows` are timed at, beside the streaming GEMV's own K:
-# at K = 64 (the tiny twins' hidden size) the one-row product reads its weights at 0.85 of the K = 2048 one's rate
-# from the cache and 8 rows at 0.46 (0.34 at K = 2048); from K = 256 up the shares are those of K = 2048 within
-# 0.1 (this project's VM)
+# CPU: the weights' shorter sides (K) the cached row products of `gemv_rows` are timed at, beside the streaming GEMV's
+# own K: at K = 64 (the tiny twins' hidden size) the one-row product reads its weights at 0.85 of the K = 2048 one's
+# rate from the cache and 8 rows at 0.46 (0.34 at K = 2048); from K = 256 up the shares are those of K = 2048 within
+# 0.1 (this project's VM). Streamed, only the GEMV's K is timed: weights beyond the cache are a large model's, whose
+# hidden sizes (1,280 for the full twin) sit with K = 2048
 GEMV_ROW_K = (64,)
+# rounds of the row products (fewer than the other cases': their weights are large, their samples steady)
+ROW_ROUNDS = 7
 STATISTIC = (
     "fastest consistent: the fastest sample another sample confirms within 20 % (else the median), "
     "samples of all shapes interleaved in rounds"
@@ -721,17 +724,17 @@ def measure_resident_gemv(
 
 
 def measure_row_products(streamed: torch.Tensor, rounds: int, cached_mib: int = RESIDENT_MIB[0]) -> dict[str, Any]:
-    """CPU: {"gemv_rows": ...} (see the module docstring): (m x k) @ (n x k)ᵀ at each m of `GEMV_ROW_COUNTS` and
-    each k of `GEMV_ROW_K` (and `streamed`'s own, the streaming GEMV's weight (n x k)ᵀ), over a weight of
-    `streamed`'s bytes and over a `cached_mib` MiB one (re-read after `RESIDENT_WARM` untimed calls), the cases
-    interleaved in rounds; each case's fastest consistent sample, and its rate as a share of the one-row product of
-    `streamed`'s k timed the same way."""
-    dtype, (k0, n0) = streamed.dtype, streamed.shape
+    """CPU: {"gemv_rows": ...} (see the module docstring): (m x k) @ (n x k)ᵀ at each m of `GEMV_ROW_COUNTS`, over
+    `streamed` (the streaming GEMV's weight, (n x k)ᵀ) and, at its k and each of `GEMV_ROW_K`, over a `cached_mib` MiB
+    weight re-read after `RESIDENT_WARM` untimed calls; the cases interleaved in at most `ROW_ROUNDS` rounds, each
+    case's fastest consistent sample, and its rate as a share of the one-row product's at `streamed`'s k timed the
+    same way."""
+    dtype, (k0, _) = streamed.dtype, streamed.shape
     itemsize = streamed.element_size()
     timer = _timer(torch.device("cpu"))
-    weights: dict[tuple[int, str], torch.Tensor] = {}
-    for k in sorted({*GEMV_ROW_K, k0}):
-        weights[(k, "streamed")] = streamed if k == k0 else torch.randn(n0 * k0 // k, k).to(dtype).t()
+    sides = sorted({*GEMV_ROW_K, k0})
+    weights = {(k0, "streamed"): streamed}
+    for k in sides:
         weights[(k, "cached")] = torch.randn((cached_mib << 20) // (k * itemsize), k).to(dtype).t()
     cases = []
     for (k, how), w in weights.items():
@@ -740,7 +743,7 @@ def measure_row_products(streamed: torch.Tensor, rounds: int, cached_mib: int = 
             nbytes = (w.shape[0] * w.shape[1] + m * k + m * w.shape[1]) * itemsize
             cases.append(((k, m, how), nbytes, lambda x=x, w=w, y=y: torch.matmul(x, w, out=y)))
     samples: dict[tuple[int, int, str], list[float]] = {key: [] for key, _, _ in cases}
-    for _ in range(max(rounds, 1)):
+    for _ in range(max(min(rounds, ROW_ROUNDS), 1)):
         for key, _, fn in cases:
             if key[2] == "cached":
                 for _ in range(RESIDENT_WARM):  # its weights into the cache, as the steps before leave them
@@ -748,29 +751,34 @@ def measure_row_products(streamed: torch.Tensor, rounds: int, cached_mib: int = 
             samples[key].append(timer(fn, 1))
     rate = {key: nbytes / fastest_consistent(samples[key]) for key, nbytes, _ in cases}
     one = GEMV_ROW_COUNTS[0]
-    rows = [
-        {
-            "k": k,
-            "m": m,
-            "bytes_per_s": rate[(k, m, "streamed")],
-            "cached_bytes_per_s": rate[(k, m, "cached")],
-            "share": rate[(k, m, "streamed")] / rate[(k0, one, "streamed")],
-            "cached_share": rate[(k, m, "cached")] / rate[(k0, one, "cached")],
-        }
-        for k in sorted({*GEMV_ROW_K, k0})
-        for m in GEMV_ROW_COUNTS
-    ]
-    listed = "; ".join(
-        f"k {k}: " + ", ".join(f"{r['m']} {r['share']:.2f} / {r['cached_share']:.2f}" for r in rows if r["k"] == k)
-        for k in sorted({*GEMV_ROW_K, k0})
-    )
+    rows = []
+    for k in sides:
+        for m in GEMV_ROW_COUNTS:
+            row: dict[str, Any] = {"k": k, "m": m}
+            if (k, m, "streamed") in rate:
+                row.update(
+                    bytes_per_s=rate[(k, m, "streamed")], share=rate[(k, m, "streamed")] / rate[(k0, one, "streamed")]
+                )
+            row.update(
+                cached_bytes_per_s=rate[(k, m, "cached")],
+                cached_share=rate[(k, m, "cached")] / rate[(k0, one, "cached")],
+            )
+            rows.append(row)
+
+    def listed(key: str) -> str:
+        return "; ".join(
+            f"k {k}: " + ", ".join(f"{r['m']} {r[key]:.2f}" for r in rows if r["k"] == k and key in r)
+            for k in sides
+            if any(r["k"] == k and key in r for r in rows)
+        )
+
     return {
         "gemv_rows": {
             "rows": rows,
-            "op": f"torch.matmul (m x k) @ (n x k)ᵀ, out=, over {n0 * k0 * itemsize / 2**20:g} MiB of weights (each "
-            f"sample one call, the cases interleaved) and re-reading {cached_mib} MiB (each sample right after "
-            f"{RESIDENT_WARM} untimed calls of itself); the rate at m rows as a share of the one-row product's at k "
-            f"{k0} (the streaming GEMV's), streamed / cached, by k and rows: {listed}",
+            "op": f"torch.matmul (m x k) @ (n x k)ᵀ, out=, the rate at m rows as a share of the one-row product's at "
+            f"k {k0} (the streaming GEMV's) timed the same way: streaming {streamed.numel() * itemsize / 2**20:g} MiB "
+            f"of weights (each sample one call, the cases interleaved): {listed('share')}; re-reading {cached_mib} "
+            f"MiB (each sample right after {RESIDENT_WARM} untimed calls of itself): {listed('cached_share')}",
         }
     }
 

@@ -393,9 +393,10 @@ def device_from_calibration(
         rows_of = (levels.get("gemv_rows") or {}).get("rows") or ()
         if synchronous and rows_of:
             for key, share in (("gemv_rows", "share"), ("gemv_rows_cached", "cached_share")):
+                of = [r for r in rows_of if r.get(share) is not None]  # streamed: the GEMV's K only
                 extra[key] = tuple(
-                    (k, tuple(sorted((int(r["m"]), float(r[share])) for r in rows_of if int(r["k"]) == k)))
-                    for k in sorted({int(r["k"]) for r in rows_of})
+                    (k, tuple(sorted((int(r["m"]), float(r[share])) for r in of if int(r["k"]) == k)))
+                    for k in sorted({int(r["k"]) for r in of})
                 )
         bw_small, bw_large = float(ew["small"]["bytes_per_s"]), float(ew["large"]["bytes_per_s"])
         split = read_write_tiers(levels) if synchronous else None
