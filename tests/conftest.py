@@ -58,7 +58,15 @@ if str(TESTS) not in sys.path:  # --import-mode=importlib: the shared helpers (b
     sys.path.insert(0, str(TESTS))
 
 from job_scripts import run_job_in_process  # noqa: E402
-from shared_runs import OCR2_PAGE, SMALL_SWEEP_PAGE, GateRun, made_once, run_gate, run_job_script  # noqa: E402
+from shared_runs import (  # noqa: E402
+    OCR2_PAGE,
+    SMALL_SWEEP_PAGE,
+    GateRun,
+    load_benchmark,
+    made_once,
+    run_gate,
+    run_job_script,
+)
 
 from llm_perf_opt import families  # noqa: E402
 from llm_perf_opt.runs.memory import JOB_GC_YOUNG  # noqa: E402
@@ -120,6 +128,25 @@ def vendor2_dir() -> Path:
 def calibration_dir(tmp_path_factory) -> Path:
     """The calibration cache of this session's `hardware=measured` jobs (one calibration, then reused)."""
     return made_once(tmp_path_factory, "calibration", lambda d: d)
+
+
+@pytest.fixture(scope="session")
+def tiny_curve(tmp_path_factory, calibration_dir) -> Path:
+    """The folder `./dev bench serving_curve` writes for the tiny twin, Tiny, batches 1, 2, 4 and 8, two decode steps,
+    one thread, each region the fastest of 5 after a warm-up (serving_curve.json, serving_curve.md and the
+    calibration.json it priced on: the session's cache), made once per session."""
+
+    def make(d: Path) -> Path:
+        argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
+        assert (
+            load_benchmark("serving_curve").main(
+                [*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--out", str(d)]
+            )
+            == 0
+        )
+        return d
+
+    return made_once(tmp_path_factory, "tiny_curve", make)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -232,7 +232,7 @@ def test_size_answers_per_engine(tmp_path, default_run):
     assert vllm["sizing"]["replicas"] >= 1 and vllm["sizing"]["engine"] == "vllm"
 
 
-def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_dir):
+def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, tiny_curve):
     """Issue 32, item 4, on this CPU: the tiny twin's serving curve measured with plain forwards at batches 1, 2, 4,
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
     the ratio. On one thread (`runtime.threads=1`) both sides are load-robust: the calibration's samples and the
@@ -250,10 +250,7 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, calibration_d
     beside the other worker they do not (the step 1.5-2x slower). So the prefill is held to [2/3, 3/2] (it fails a
     prefill level off by a third, such as one without the lm_head's work, more than half of it at batch 1) and the
     decode step to [2/5, 5/2] (it fails a step off by 2.5x)."""
-    out = tmp_path / "curve"
-    bench = load_benchmark("serving_curve")
-    argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
-    assert bench.main([*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--out", str(out)]) == 0
+    out = tiny_curve  # the session's curve (conftest.py): batches 1, 2, 4, 8 on one thread, fastest of 5
     run_dir = tmp_path / "run"
     code, lines = run_here(
         capsys,

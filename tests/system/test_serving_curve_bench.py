@@ -1,5 +1,6 @@
-"""benchmarks/serving_curve.py: the tiny twin at batches 1 and 2 on the CPU, its JSON record (rows, measured and
-predicted figures, labels) and its markdown table; no CUDA: `--runtime cuda` refused in one line, exit 2."""
+"""benchmarks/serving_curve.py: the tiny twin at batches 1, 2, 4 and 8 on one CPU thread (the session's curve), its
+JSON record (rows, measured and predicted figures, labels), its markdown table and the calibration written beside it;
+no CUDA: `--runtime cuda` refused in one line, exit 2."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def curve(tmp_path_factory) -> tuple[dict, str, Path]:
-    out = tmp_path_factory.mktemp("serving_curve")
-    bench = load_benchmark("serving_curve")
-    argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2", "--steps", "2"]
-    assert bench.main([*argv, "--repeats", "2", "--out", str(out)]) == 0
-    doc = json.loads((out / "serving_curve.json").read_text())
-    return doc, (out / "serving_curve.md").read_text(), out
+def curve(tiny_curve) -> tuple[dict, str, Path]:
+    """The session's curve (conftest.py `tiny_curve`: batches 1, 2, 4, 8, one thread, fastest of 5)."""
+    doc = json.loads((tiny_curve / "serving_curve.json").read_text())
+    return doc, (tiny_curve / "serving_curve.md").read_text(), tiny_curve
+
+
+BATCHES = (1, 2, 4, 8)
 
 
 def test_the_record_has_a_row_per_batch_and_phase(curve):
@@ -33,32 +34,29 @@ def test_the_record_has_a_row_per_batch_and_phase(curve):
     data = doc["data"]
     rows = data["rows"]
     assert [(r["batch"], r["phase"], r["step"]) for r in rows] == [
-        (1, "prefill", 0),
-        (1, "decode", 1),
-        (1, "decode", 2),
-        (2, "prefill", 0),
-        (2, "decode", 1),
-        (2, "decode", 2),
+        (b, phase, step) for b in BATCHES for phase, step in (("prefill", 0), ("decode", 1), ("decode", 2))
     ]
     assert data["failed"] == [] and data["skipped"] == []
     cfg = data["config"]
-    assert (cfg["model"], cfg["mode"], cfg["runtime"], cfg["batches"]) == ("twin_tiny", "tiny", "cpu", [1, 2])
+    assert (cfg["model"], cfg["mode"], cfg["runtime"], cfg["batches"]) == ("twin_tiny", "tiny", "cpu", list(BATCHES))
+    assert cfg["threads"] == 1
     assert cfg["device"] == "cpu" and cfg["torch"] == torch.__version__ and cfg["host"] and cfg["dtype"] == "float32"
     assert cfg["allocator"] == regime_label(allocator_regime())  # this process's, measured in
 
 
 def test_every_row_is_measured_and_predicted(curve):
     rows = curve[0]["data"]["rows"]
-    assert len(rows) == 6
+    assert len(rows) == 3 * len(BATCHES)
     for r in rows:
         assert r["wall_s"] > 0 and r["device_s"] == r["wall_s"]  # CPU: device = wall
-        assert r["samples"] == 2 and len(r["wall_samples_s"]) == 2 and r["wall_s"] == min(r["wall_samples_s"])
+        assert r["samples"] == 5 and len(r["wall_samples_s"]) == 5 and r["wall_s"] == min(r["wall_samples_s"])
+        assert r["cpu_s"] > 0  # one thread: the thread's CPU time too
         p = r["predicted"]
         assert p["ideal_s"] > 0 and p["kernel_s"] > 0 and p["eager_s"] >= p["kernel_s"], r
         assert r["tokens_per_s"] > 0
     prefill = {r["batch"]: r for r in rows if r["phase"] == "prefill"}
     decode = [r for r in rows if r["phase"] == "decode"]
-    assert len(prefill) == 2 and len(decode) == 4
+    assert len(prefill) == len(BATCHES) and len(decode) == 2 * len(BATCHES)
     assert prefill[2]["tokens"] == 2 * prefill[1]["tokens"]  # the batch's sequences are of one length here
     assert prefill[2]["predicted"]["ideal_s"] > prefill[1]["predicted"]["ideal_s"]  # the analytic model at batch 2
     for r in decode:  # decode step k attends over the prompt and the k - 1 tokens before it
@@ -79,15 +77,23 @@ def test_each_call_is_also_priced_at_the_experts_it_touched(curve):
         elif e["mean"] < p["experts_per_layer"]:
             assert pt["kernels"] < p["kernels"] and pt["eager_s"] < p["eager_s"]
         compared += 1
-    assert compared == 6
+    assert compared == 3 * len(BATCHES)
     batch_1_steps = [r for r in rows if r["batch"] == 1 and r["phase"] == "decode"]
     assert len(batch_1_steps) == 2 and all(r["experts"]["mean"] == r["experts"]["top_k"] for r in batch_1_steps)
 
 
-def test_the_calibration_is_named_with_its_time(curve):
+def test_the_calibration_is_named_with_its_time_and_written_beside_the_curve(curve):
+    """The calibration the predictions read: named with its time, and copied beside the curve (`calibration.json`),
+    so that the folder replays offline (`hardware.calibration=`): the same file the cache holds."""
+    from llm_perf_opt.measure.calibrate import load_calibration
+
     cal = curve[0]["data"]["predicted_by"]["calibration"]
     assert Path(cal["path"]).is_file() and cal["created"] and isinstance(cal["reused"], bool)
     assert f"Calibration: {Path(cal['path']).name}, made {cal['created']}" in curve[1]
+    assert cal["copy"] == "calibration.json"
+    copied = load_calibration(curve[2] / "calibration.json")
+    assert copied.created == cal["created"] and copied.threads == 1
+    assert copied.to_dict() == load_calibration(cal["path"]).to_dict()
 
 
 def test_labels_say_how_it_was_measured_and_predicted(curve):
@@ -102,8 +108,8 @@ def test_labels_say_how_it_was_measured_and_predicted(curve):
 def test_the_table_has_a_line_per_row(curve):
     doc, md, _ = curve
     body = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| batch")]
-    assert len(body) == len(doc["data"]["rows"]) == 6
-    assert "| 2 | decode 2 |" in md and "Predicted on" in md
+    assert len(body) == len(doc["data"]["rows"]) == 3 * len(BATCHES)
+    assert "| 8 | decode 2 |" in md and "Predicted on" in md
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")

@@ -137,17 +137,8 @@ class DeviceFigures:
         return _log_interp(((k0, _log_interp(c0, m)), (k1, _log_interp(c1, m))), k)
 
     def gemm_rate(self, at: float, curve: Optional[tuple[tuple[float, float], ...]] = None) -> float:
-        curve = curve or self.gemm
-        xs = [p[0] for p in curve]
-        at = max(float(at), 1e-9)
-        i = bisect.bisect_left(xs, at)
-        if i <= 0:
-            return curve[0][1]
-        if i >= len(xs):
-            return curve[-1][1]
-        (x0, r0), (x1, r1) = curve[i - 1], curve[i]
-        f = (math.log(at) - math.log(x0)) / (math.log(x1) - math.log(x0))  # log-log between the points
-        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+        """The matmul rate at x = `at` on `curve` (default the gemm curve): log-log between its points, flat beyond."""
+        return _log_interp(curve or self.gemm, max(float(at), 1e-9))
 
     def row_rate(self, m: int, x: float) -> float:
         """The matmul rate of an m-row product at x (`gemm_rows`): the rows around m, log-log in m between them."""
@@ -157,9 +148,7 @@ class DeviceFigures:
         if i < len(ms) and ms[i] == m or i == 0 or i >= len(ms):
             return self.gemm_rate(x, rows[min(max(i, 0), len(ms) - 1)][1])
         (m0, c0), (m1, c1) = rows[i - 1], rows[i]
-        r0, r1 = self.gemm_rate(x, c0), self.gemm_rate(x, c1)
-        f = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))
-        return math.exp(math.log(r0) + f * (math.log(r1) - math.log(r0)))
+        return _log_interp(((m0, self.gemm_rate(x, c0)), (m1, self.gemm_rate(x, c1))), m)
 
     def scaled(self, matmul: float = 1.0, vector: float = 1.0, bandwidth: float = 1.0) -> "DeviceFigures":
         """The same device with every matmul rate x `matmul`, the vector rate x `vector` and every bandwidth x
