@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from llm_perf_opt.jobs.args import run_script
+from llm_perf_opt.jobs.args import add_quick_calibration, quick_calibration, run_script
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -31,6 +31,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--step", type=int, default=2, help="the decode step timed (1: the one right after the prefill)")
     p.add_argument("--threads", type=int, default=1, help="runtime.threads")
     p.add_argument("--repeats", type=int, default=6, help="timed calls of the step (fastest kept)")
+    add_quick_calibration(p)
     args = p.parse_args(argv)
     if min(args.batch, args.step, args.threads, args.repeats) < 1:
         p.error("--batch, --step, --threads and --repeats must be >= 1")
@@ -60,6 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"workload.batch={args.batch}",
         f"runtime.threads={args.threads}",
         "hardware=measured",
+        *quick_calibration(args),
     )
     job = validate(compose(over), runs_model=True)
     roof = roof_for(job.cfg, hardware_for(job.cfg))

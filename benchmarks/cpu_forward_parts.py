@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import Optional, Sequence
 
-from llm_perf_opt.jobs.args import run_script
+from llm_perf_opt.jobs.args import add_quick_calibration, quick_calibration, run_script
 
 ALONE = ("sam", "lm_head")  # the parts run alone as well
 EVICT_BYTES = 128 << 20
@@ -32,6 +32,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--mode", default="tiny", help="the vision mode (workload)")
     p.add_argument("--threads", type=int, default=1, help="runtime.threads")
     p.add_argument("--repeats", type=int, default=6, help="timed calls of each region (fastest kept)")
+    add_quick_calibration(p)
     args = p.parse_args(argv)
     if args.repeats < 1 or args.threads < 1:
         p.error("--repeats and --threads must be >= 1")
@@ -55,7 +56,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from llm_perf_opt.prepare.validate import validate
 
     families.register_configs()
-    over = ("model=twin_tiny", f"workload={args.mode}", f"runtime.threads={args.threads}", "hardware=measured")
+    over = (
+        "model=twin_tiny",
+        f"workload={args.mode}",
+        f"runtime.threads={args.threads}",
+        "hardware=measured",
+        *quick_calibration(args),
+    )
     job = validate(compose(over), runs_model=True)
     roof = roof_for(job.cfg, hardware_for(job.cfg))
     model = model_for_dtype(analytic_model_for(job, job.page_width, job.page_height, batch=False), roof.dtype)

@@ -8,8 +8,9 @@ Each product `x @ w.t()` with w stored as nn.Linear stores it ((N, K), used tran
 (its weights left in the last-level cache, as the step before leaves them in a decode loop), then the fastest of
 `--repeats` (`time.thread_time` on one thread). Beside it the kernel level on this host's cached calibration
 (`hardware=measured`): the product as a decode step whose bytes the cache holds prices it (`DeviceFigures.resident`:
-max(FLOPs at the matmul rate of its rows at its FLOPs per element moved, bytes at the cached GEMV's bandwidth) +
-its result's write-back), and what the sum of the two terms would give instead. It says whether the kernel level's
+max(FLOPs at the matmul rate of its rows at its FLOPs per element moved, bytes at the cached GEMV's bandwidth times
+the calibrated share of its row count and weight side, `gemv_rows`) + its result's write-back), and what the sum of
+the two terms would give instead. It says whether the kernel level's
 max(compute, memory) holds for products of 2-16 rows that stream their weights.
 """
 
@@ -51,7 +52,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from llm_perf_opt.analytic.time.kernel import kernel_time
+    from llm_perf_opt.analytic.time.kernel import kernel_time, weight_side
     from llm_perf_opt.config.compose import compose
     from llm_perf_opt.families import register_configs
     from llm_perf_opt.measure.calibrate import hardware_for, roof_for
@@ -84,7 +85,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             level, _ = kernel_time(dev, "gemm", m, flops, nbytes, out)
             at = flops / max(nbytes / dev.itemsize, 1.0)
             rate = dev.row_rate(m, at) if dev.gemm_rows else dev.gemm_rate(at)
-            compute, memory = flops / rate, dev.memory_s("gemm", nbytes, m, out)
+            side = weight_side(m, flops, out, dev.itemsize)  # the weight's shorter side, as the kernel level reads it
+            compute, memory = flops / rate, dev.memory_s("gemm", nbytes, m, out, side)
             total = compute + memory + dev.writeback_s("gemm", out)
             print(
                 f"{k:5d} {n:6d} {m:5d} | {best * 1e3:11.3f} | {level * 1e3:15.3f} | {level / best:5.2f} | "

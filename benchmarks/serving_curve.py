@@ -54,7 +54,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_perf_opt.jobs.args import OneLineParser, run_script
+from llm_perf_opt.jobs.args import OneLineParser, add_quick_calibration, quick_calibration, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "llm_perf_opt.serving_curve"
@@ -94,6 +94,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         action="store_true",
         help="--hardware measured: calibrate now (hardware.recalibrate=true, the cache rewritten), not the cached file",
     )
+    add_quick_calibration(p)
     p.add_argument("--output-tokens", type=int, default=1000, help="tokens per page for the derived pages/s")
     p.add_argument("--threads", type=int, default=0, help="runtime.threads (0: torch's default)")
     p.add_argument("--budget-s", type=float, default=0.0, help="stop before this many seconds (0: no budget)")
@@ -102,9 +103,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.output_tokens < 1:
         p.error("--steps, --repeats and --output-tokens must be >= 1 and --warmup >= 0")
-    if args.recalibrate and args.hardware != "measured":
+    if (args.recalibrate or args.quick_calibration) and args.hardware != "measured":
         p.error(
-            f"--recalibrate needs --hardware measured (--hardware {args.hardware} is a datasheet: nothing to measure)"
+            f"--recalibrate and --quick-calibration need --hardware measured (--hardware {args.hardware} is a "
+            "datasheet: nothing to measure)"
         )
     return args
 
@@ -121,6 +123,7 @@ def overrides(args: argparse.Namespace, batch: int) -> list[str]:
         f"runtime={args.runtime}",
         f"hardware={args.hardware}",
         *(["hardware.recalibrate=true"] if args.recalibrate and args.hardware == "measured" else []),
+        *quick_calibration(args),
         f"workload.batch={batch}",
         f"trace.decode_steps={args.steps}",
         *([f"runtime.threads={args.threads}"] if args.threads else []),

@@ -133,14 +133,16 @@ def calibration_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_curve(tmp_path_factory, calibration_dir) -> Path:
     """The folder `./dev bench serving_curve` writes for the tiny twin, Tiny, batches 1, 2, 4 and 8, two decode steps,
-    one thread, each region the fastest of 5 after a warm-up (serving_curve.json, serving_curve.md and the
-    calibration.json it priced on: the session's cache), made once per session."""
+    one thread, each region the fastest of 5 after a warm-up, priced on the quick calibration plan
+    (`--quick-calibration`, as the CPU part benchmarks' smoke runs: no test needs the full one-thread plan, 13 s;
+    the 25% is held on recorded curves with full calibrations): serving_curve.json, serving_curve.md and the
+    calibration.json it priced on (the session's cache), made once per session."""
 
     def make(d: Path) -> Path:
         argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
         assert (
             load_benchmark("serving_curve").main(
-                [*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--out", str(d)]
+                [*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--quick-calibration", "--out", str(d)]
             )
             == 0
         )

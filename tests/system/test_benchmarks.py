@@ -23,8 +23,8 @@ COMMANDS = {"data_identity": (["run", "out"], {"cmd": "run", "no_vendor": False}
 # what each parser gives with no argument, as each script's docstring and help say
 DEFAULTS = {
     "analytic_speed": {"n": 10_000, "cold": 300, "parts": False},
-    "cpu_forward_parts": {"mode": "tiny", "threads": 1, "repeats": 6},
-    "cpu_decode_parts": {"mode": "tiny", "batch": 4, "step": 2, "threads": 1, "repeats": 6},
+    "cpu_forward_parts": {"mode": "tiny", "threads": 1, "repeats": 6, "quick_calibration": False},
+    "cpu_decode_parts": {"mode": "tiny", "batch": 4, "step": 2, "threads": 1, "repeats": 6, "quick_calibration": False},
     "cuda_validation": {"models": "", "modes": "tiny,base,gundam", "decode_steps": 8, "repeats": 3, "runs": ""},
     "decode_capture": {"mode": "tiny", "steps": 4, "spec": "deepseek_ocr"},
     "export_speed": {"model": "twin", "workload": "gundam", "runtime": "cpu"},
@@ -105,8 +105,8 @@ SMOKE = {
     ),
     "export_speed": (["--model", "twin_tiny", "--workload", "tiny"], "peak RSS", 1),
     "replay_levels": ([], " units within 25%, median |ratio - 1| ", 2),  # one recording and all (below)
-    "cpu_forward_parts": (["--repeats", "1"], " ms of their own time;", 1),
-    "cpu_decode_parts": (["--repeats", "1", "--batch", "2"], "lm_head alone: ", 1),
+    "cpu_forward_parts": (["--repeats", "1", "--quick-calibration"], " ms of their own time;", 1),
+    "cpu_decode_parts": (["--repeats", "1", "--batch", "2", "--quick-calibration"], "lm_head alone: ", 1),
     "host_workload": (["--rounds", "2", "--steps", "2"], " that launch a kernel, ", 2),
     # one recorded H200 curve (below), priced at the experts the CPU twin's curve (tests/data/cpu/) logged
     "serving_replay": ([], "routing logged (tests/data/cpu/twin-tiny-2026-11-27/serving_curve.json: ", 1),
@@ -180,7 +180,11 @@ def test_dev_bench_takes_a_benchmark_by_name_only(tmp_path, argv, says):
             "--devices: 'nosuch' not among the datasheets (a100_40gb, a100_80gb",
         ),
         ("analytic_speed", ["--cold", "0"], "argument --cold: 0 is not a positive integer"),
-        ("serving_curve", ["--hardware", "h200", "--recalibrate"], "--recalibrate needs --hardware measured"),
+        (
+            "serving_curve",
+            ["--hardware", "h200", "--recalibrate"],
+            "--recalibrate and --quick-calibration need --hardware measured",
+        ),
     ],
 )
 def test_a_size_a_benchmark_cannot_respect_is_one_line(name, argv, says, capsys):

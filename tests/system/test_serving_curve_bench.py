@@ -93,6 +93,7 @@ def test_the_calibration_is_named_with_its_time_and_written_beside_the_curve(cur
     assert cal["copy"] == "calibration.json"
     copied = load_calibration(curve[2] / "calibration.json")
     assert copied.created == cal["created"] and copied.threads == 1
+    assert copied.plan.name == "quick"  # --quick-calibration (conftest.py `tiny_curve`)
     assert copied.to_dict() == load_calibration(cal["path"]).to_dict()
 
 

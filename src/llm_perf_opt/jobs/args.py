@@ -1,5 +1,5 @@
 """The argparse parser of the plain commands (group, explore, report, compare, the benchmarks): a bad argument is
-one line; the argument types with a bound (`positive_int`, `bounded_int`).
+one line; the argument types with a bound (`positive_int`, `bounded_int`); the benchmarks' `--quick-calibration`.
 
 argparse prints its usage block before the error; the project's rule for bad input is one line `error: ...`
 and exit code 2, so the parser prints only the line, with a pointer to `--help` for the usage.
@@ -52,6 +52,21 @@ def bounded_int(low: int, high: int):
 def nonnegative_int(text: str) -> int:
     """An argparse type: an integer >= 0 (a count that may be zero: warm-up runs, decode steps)."""
     return bounded_int(0, 2**62)(text)
+
+
+def add_quick_calibration(p: argparse.ArgumentParser) -> None:
+    """A benchmark's `--quick-calibration`: `hardware=measured` on the quick calibration plan (`quick_calibration`)."""
+    p.add_argument(
+        "--quick-calibration",
+        action="store_true",
+        help="hardware=measured on the quick calibration plan (hardware.quick=true: fewer, smaller cases, 2 s where "
+        "the full plan takes 13 here; a smoke test's roof, not one to judge a prediction by)",
+    )
+
+
+def quick_calibration(args: argparse.Namespace) -> list[str]:
+    """The overrides `--quick-calibration` adds to a benchmark's `hardware=measured` job: [] without it."""
+    return ["hardware.quick=true"] if getattr(args, "quick_calibration", False) else []
 
 
 def run_script(main: Callable[[], Any]) -> int:

@@ -43,17 +43,18 @@ Measured:
 * `gemv_rows` (CPU; added within version 8, marked by its key): a decode step at batch B runs its products on B
   rows, and the CPU's BLAS takes another path for a few rows than for one: beyond 2-3 rows it packs the weight
   matrix it streams before its kernel reads it, so the product of 4 rows reads its weights at about half the one-row
-  GEMV's rate (this project's 2-core Xeon VM, one thread: 29 -> 14 GB/s with the weights in the last-level cache, 15
-  -> 7 GB/s streamed from memory, at every K from 64 to 2048), 8 rows at a third. The product of `gemv` (K, N) at
-  each row count of `GEMV_ROW_COUNTS`, over the streaming GEMV's weight (each sample one call, the cases interleaved)
-  and, at its K and each of `GEMV_ROW_K` (the weight's shorter side also moves the rate: the tiny twin's lm_head is
-  (64 x 129280)), over the smallest `RESIDENT_MIB` weight (each sample timed right after `RESIDENT_WARM` untimed
-  calls of itself, as `gemv_cached`): bytes moved (weights, rows in and out) per second, fastest consistent of
-  `ROW_ROUNDS`, and each as a share of the one-row product's rate at the GEMV's K timed the same way
-  (`share`, `cached_share`: at K = 2048 0.92-0.95, 0.46-0.49, 0.29-0.32 at 2, 4, 8 rows on the VM, with or without
-  the cache emptied before each streamed sample). The kernel level reads a product of m <= `GEMV_ROWS` rows above
-  the cache tier at the streaming (or, resident, the cached) GEMV's rate times the share of its row count and its
-  weight's shorter side (log-log in m and in K between the calibrated ones, the nearest beyond them);
+  GEMV's rate, 8 rows at a third to a half. The product at each row count of `GEMV_ROW_COUNTS`, over the streaming
+  GEMV's weight (each sample one call, the cases interleaved) and, at its K and each of `GEMV_ROW_K` (the weight's
+  shorter side also moves the rate: the tiny twin's lm_head is (64 x 129280)), over the smallest `RESIDENT_MIB`
+  weight (each sample timed right after `RESIDENT_WARM` untimed calls of itself, as `gemv_cached`): bytes moved
+  (weights, rows in and out) per second, fastest consistent of `ROW_ROUNDS`, and each as a share of the one-row
+  product's rate at the GEMV's K timed the same way (`share`, `cached_share`). The three calibrations recorded in
+  tests/data/cpu/twin_tiny-tiny-* (this project's 2-core Xeon VM, one thread) gave at 1, 2, 4, 8, 16 rows: cached
+  at K = 2048 1, 0.97-0.99, 0.51-0.52, 0.33-0.34, 0.26-0.28; cached at K = 64 0.81-0.90, 0.93-0.97, 0.51-0.54,
+  0.45-0.51, 0.42-0.43; streamed at K = 2048 1, 0.94-0.96, 0.53-0.57, 0.43-0.46, 0.46-0.48. The kernel level reads
+  a product of m <= `GEMV_ROWS` rows above the cache tier at the streaming (or, resident, the cached) GEMV's rate
+  times the share of its row count and its weight's shorter side (log-log in m and in K between the calibrated
+  ones, the nearest beyond them);
 * `min_kernel_s`: CUDA: the device time of a one-block kernel, the kernel level's floor of every kernel
   (`measure_min_kernel`): the ops of a decode row (`MIN_KERNEL_NUMEL` elements: one block of TensorIterator's: add,
   multiply, SiLU, a cast each way, a layout copy, a sum and a softmax over the row) launched eagerly under
@@ -196,10 +197,11 @@ RESIDENT_WARM = 3
 # a share of): a decode step's at batches 1-16 (`analytic.time.figures.GEMV_ROWS` rows at most are GEMV-like)
 GEMV_ROW_COUNTS = (1, 2, 4, 8, 16)
 # CPU: the weights' shorter sides (K) the cached row products of `gemv_rows` are timed at, beside the streaming GEMV's
-# own K: at K = 64 (the tiny twins' hidden size) the one-row product reads its weights at 0.85 of the K = 2048 one's
-# rate from the cache and 8 rows at 0.46 (0.34 at K = 2048); from K = 256 up the shares are those of K = 2048 within
-# 0.1 (this project's VM). Streamed, only the GEMV's K is timed: weights beyond the cache are a large model's, whose
-# hidden sizes (1,280 for the full twin) sit with K = 2048
+# own K: at K = 64 (the tiny twins' hidden size) the one-row product reads its weights at 0.8-0.9 of the K = 2048
+# one's rate from the cache and 8 rows at 0.45-0.51 (0.33-0.34 at K = 2048); from K = 256 to 4096 the 4- and 8-row
+# products of 32 MiB of weights took the same time within 8% (`./dev bench cpu_row_products`: 2.33-2.35 ms at 4 rows,
+# 3.41-3.67 at 8), at K = 64 2.31 and 2.87. Streamed, only the GEMV's K is timed: weights beyond the cache are a large
+# model's, whose hidden sizes (1,280 for the full twin) sit with K = 2048
 GEMV_ROW_K = (64,)
 # rounds of the row products (fewer than the other cases': their weights are large, their samples steady)
 ROW_ROUNDS = 7
