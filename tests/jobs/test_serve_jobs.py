@@ -232,6 +232,24 @@ def test_size_answers_per_engine(tmp_path, default_run):
     assert vllm["sizing"]["replicas"] >= 1 and vllm["sizing"]["engine"] == "vllm"
 
 
+def measured_block(capsys, run_dir: Path, curve_dir: Path, *hardware: str) -> dict:
+    """serving.json's `measured` block of `./dev analyze` on the tiny twin, Tiny, `hardware=measured` with
+    `hardware` overrides, hf_eager beside the curve in `curve_dir` (serving_curve.json)."""
+    code, lines = run_here(
+        capsys,
+        "analyze",
+        "model=twin_tiny",
+        "workload=tiny",
+        "hardware=measured",
+        *hardware,
+        "serve.engine=hf_eager",
+        f"serve.measured={curve_dir / 'serving_curve.json'}",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert code == 0, lines
+    return load_serving(run_dir).measured
+
+
 def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, tiny_curve):
     """Issue 32, item 4, on this CPU: the tiny twin's serving curve measured with plain forwards at batches 1, 2, 4,
     8 (benchmarks/serving_curve.py) beside hf_eager's forwards (`serve.measured`) in serving.json, per batch, with
@@ -253,21 +271,8 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, tiny_curve):
     prefill level off by a third, such as one without the lm_head's work, more than half of it at batch 1) and the
     decode step to [2/5, 5/2] (it fails a step off by 2.5x)."""
     out = tiny_curve  # the session's curve (conftest.py): batches 1, 2, 4, 8 on one thread, fastest of 5, quick plan
-    run_dir = tmp_path / "run"
-    code, lines = run_here(
-        capsys,
-        "analyze",
-        "model=twin_tiny",
-        "workload=tiny",
-        "hardware=measured",
-        "runtime.threads=1",
-        "hardware.quick=true",  # the calibration the curve was priced on (conftest.py `tiny_curve`)
-        "serve.engine=hf_eager",
-        f"serve.measured={out / 'serving_curve.json'}",
-        f"hydra.run.dir={run_dir}",
-    )
-    assert code == 0, lines
-    m = load_serving(run_dir).measured
+    # priced on the calibration the curve was priced on (conftest.py `tiny_curve`)
+    m = measured_block(capsys, tmp_path / "run", out, "runtime.threads=1", "hardware.quick=true")
     assert m["measured_on"]["model"] == "twin_tiny" and m["ratio"] == "predicted / measured"
     assert m["measured"] == "cpu_s" and m["measured_on"]["threads"] == 1 and "thread_time" in m["measured_by"]["cpu"]
     assert [r["batch"] for r in m["rows"]] == [1, 2, 4, 8]
@@ -317,20 +322,7 @@ def test_hf_eager_is_within_25_percent_of_the_recorded_cpu_curves(tmp_path, caps
     assert len(QUIET) >= 3, QUIET
     compared = 0
     for rec in QUIET:
-        out = tmp_path / rec.name
-        code, lines = run_here(
-            capsys,
-            "analyze",
-            "model=twin_tiny",
-            "workload=tiny",
-            "hardware=measured",
-            f"hardware.calibration={rec / 'calibration.json'}",
-            "serve.engine=hf_eager",
-            f"serve.measured={rec / 'serving_curve.json'}",
-            f"hydra.run.dir={out}",
-        )
-        assert code == 0, lines
-        m = load_serving(out).measured
+        m = measured_block(capsys, tmp_path / rec.name, rec, f"hardware.calibration={rec / 'calibration.json'}")
         assert m["measured"] == "cpu_s" and m["measured_on"]["threads"] == 1
         assert [r["batch"] for r in m["rows"]] == [1, 2, 4, 8], rec.name
         for r in m["rows"]:
