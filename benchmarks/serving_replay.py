@@ -1,7 +1,7 @@
 """The recorded serving curves beside the serving engines' predictions: every GPU recording under tests/data/gpu/
 with a `serving_curve/` (`benchmarks/serving_curve.py` run by the GPU kit: plain forwards at batch B), replayed on
-the recording's own calibration (`hardware=measured hardware.calibration=FILE`) for the curve's model, mode and
-runtime.
+the recording's own calibration (`hardware=measured hardware.calibration=FILE`: the calibration.json the curve wrote
+beside itself, else the recording's first calibration file) for the curve's model, mode and runtime.
 
     ./dev bench serving_replay                      # every recording with a serving curve
     ./dev bench serving_replay --data DIR           # another folder of recordings
@@ -98,6 +98,13 @@ def experts_curves(path: str) -> list[tuple[Path, dict[str, Any]]]:
     return [(f, load_curve(f, "--experts")) for f in files]
 
 
+def calibration_of(rec: Any, curve: Path) -> Path:
+    """The calibration a recorded curve is priced on: the one written beside it (`serving_curve.py` writes the
+    calibration its predictions read, since the eighth session), else the recording's first."""
+    beside = curve.parent / "calibration.json"
+    return beside if beside.is_file() else rec.calibrations[0]
+
+
 def recorded_curve(
     rec: Any, curve: Path, routing: Optional[Path], logged: Optional[dict[float, float]] = None
 ) -> tuple[Any, Any, Any, dict[int, dict]]:
@@ -121,7 +128,7 @@ def recorded_curve(
         f"workload={config['mode']}",
         f"runtime={config['runtime']}",
         "hardware=measured",
-        f"hardware.calibration={rec.calibrations[0]}",
+        f"hardware.calibration={calibration_of(rec, curve)}",
         *([f"serve.routing={routing}"] if routing is not None else []),
     ]
     job = validate(compose(overrides), runs_model=False)
@@ -206,7 +213,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         routed = routing_of(rec, config["model"], config["mode"])
         print(
             f"{rec.name}: {config['model']} {config['mode']} on {config.get('device_name', '?')} "
-            f"({config['runtime']}), calibration {rec.calibrations[0].name}"
+            f"({config['runtime']}), calibration {calibration_of(rec, curve).relative_to(rec.path)}"
         )
         logged, source = experts_source(data, others)
         for label, routing, touched in (

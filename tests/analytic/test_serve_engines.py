@@ -345,3 +345,15 @@ def test_sizing_with_an_engine_scales_its_rates_and_searches_the_engine_batches(
         ]
     )
     assert s.best_batch in engine_batches(s.max_fit_batch) and s.replicas >= 1
+
+
+def test_a_recorded_curve_is_priced_on_the_calibration_written_beside_it(tmp_path):
+    """`serving_replay`: a curve folder with the calibration.json `serving_curve.py` writes beside its curve is priced
+    on that file; one recorded before (the H200 curves) on the recording's calibration file."""
+    from llm_perf_opt.measure.recorded_runs import load_recording
+
+    rec = load_recording(GPU_DATA / "h200-2026-11-27")
+    assert SERVING_REPLAY.calibration_of(rec, rec.path / SERVING_REPLAY.CURVE) == rec.calibrations[0]
+    (tmp_path / "serving_curve.json").write_text("{}")
+    (tmp_path / "calibration.json").write_text("{}")
+    assert SERVING_REPLAY.calibration_of(rec, tmp_path / "serving_curve.json") == tmp_path / "calibration.json"
