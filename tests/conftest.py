@@ -139,13 +139,9 @@ def tiny_curve(tmp_path_factory, calibration_dir) -> Path:
     calibration.json it priced on (the session's cache), made once per session."""
 
     def make(d: Path) -> Path:
-        argv = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
-        assert (
-            load_benchmark("serving_curve").main(
-                [*argv, "--threads", "1", "--warmup", "1", "--repeats", "5", "--quick-calibration", "--out", str(d)]
-            )
-            == 0
-        )
+        curve = ["--model", "twin_tiny", "--mode", "tiny", "--runtime", "cpu", "--batches", "1,2,4,8", "--steps", "2"]
+        timing = ["--threads", "1", "--warmup", "1", "--repeats", "5", "--quick-calibration"]
+        assert load_benchmark("serving_curve").main([*curve, *timing, "--out", str(d)]) == 0
         return d
 
     return made_once(tmp_path_factory, "tiny_curve", make)
