@@ -259,7 +259,8 @@ def test_the_measured_curve_sits_beside_hf_eager(tmp_path, capsys, tiny_curve):
     memory traffic slows a sample without taking the core: the fastest of several is the uncontended one).
 
     Both sides are priced on the quick calibration plan (`--quick-calibration`, `hardware.quick=true`: a smoke test
-    of the roof, 2 s; on a quiet host it put these ratios at 1.03-1.55 where the full plan put them at 0.80-1.04).
+    of the roof, about a tenth of the full plan's time; on a quiet host it put these ratios at 1.03-1.55 where the
+    full plan put them at 0.80-1.04).
     The bands are what holds on this shared 2-core host under the suite's own load; the issue's 25% is held on
     recorded curves (`test_hf_eager_is_within_25_percent_of_the_recorded_cpu_curves`), and `./dev bench serving_curve
     --threads 1 --batches 1,2,4,8 --recalibrate` prints it for a curve measured now ("within 25% at k of n rows").
