@@ -59,8 +59,8 @@ def add_quick_calibration(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quick-calibration",
         action="store_true",
-        help="hardware=measured on the quick calibration plan (hardware.quick=true: fewer, smaller cases, about a tenth "
-        "of the full plan's time; a smoke test's roof, not one to judge a prediction by)",
+        help="hardware=measured on the quick calibration plan (hardware.quick=true: fewer, smaller cases, about a "
+        "tenth of the full plan's time; a smoke test's roof, not one to judge a prediction by)",
     )
 
 
